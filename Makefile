@@ -1,0 +1,63 @@
+# genie: the C++/CUDA libraries are built by CMake into $(BUILD_DIR); the
+# PostgreSQL module is built by PGXS from extension/*.c and links them.
+#
+# Targets: all (default), install, demo, test, clean.
+
+PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
+BUILD_DIR ?= build
+GENIE_WITH_CUDA ?= AUTO
+CMAKE_BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+MODULE_big = genie
+OBJS = $(patsubst %.c,%.o,$(wildcard extension/*.c))
+MODULEDIR = extension
+DATA = sql/genie.control $(wildcard sql/genie--*.sql)
+PGFILEDESC = "genie - similarity search by match count on the GPU and CPU"
+PG_CPPFLAGS = -I$(CURDIR)/core/include -I$(CURDIR)/extension -Wextra -Wno-unused-parameter \
+	-Wno-missing-field-initializers -Wno-sign-compare
+
+.DEFAULT_GOAL := all
+.PHONY: demo test genie-libs deps
+
+demo:
+	scripts/demo
+
+test:
+	scripts/run-tests
+
+deps:
+	scripts/install-deps
+
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+
+ifeq ($(wildcard $(PGXS)),)
+# PostgreSQL 15's server development files are not installed yet: install
+# them, then run the same goal again.
+all install installcheck:
+	scripts/install-deps
+	$(MAKE) $@
+
+clean:
+	rm -rf $(BUILD_DIR) extension/*.o extension/*.bc genie.so
+else
+
+ifeq ($(filter clean demo test deps,$(MAKECMDGOALS)),)
+# Written by CMake: GENIE_LINK_LIBS (the static libraries, CUDA runtime
+# included) and GENIE_WITH_CUDA.
+-include $(BUILD_DIR)/genie-link.mk
+$(BUILD_DIR)/genie-link.mk: CMakeLists.txt
+	cmake -S $(CURDIR) -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) \
+		-DGENIE_WITH_CUDA=$(GENIE_WITH_CUDA)
+endif
+
+SHLIB_LINK = $(GENIE_LINK_LIBS)
+EXTRA_CLEAN = $(BUILD_DIR)
+
+include $(PGXS)
+
+genie-libs: $(BUILD_DIR)/genie-link.mk
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target genie_capi
+
+$(shlib): genie-libs
+endif
