@@ -1,0 +1,66 @@
+// The engine interface shared by the CPU engines and the CUDA engine.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "genie/genie.h"
+#include "genie/index.hpp"
+#include "genie/query.hpp"
+#include "genie/status.hpp"
+
+namespace genie {
+
+struct Hit {
+  int32_t object;
+  int32_t score;
+};
+
+// Per query, up to k hits with score >= 1, highest score first, ties by
+// ascending object id.
+struct TopKResults {
+  std::vector<int64_t> query_offsets{0};
+  std::vector<Hit> hits;
+
+  int32_t num_queries() const { return static_cast<int32_t>(query_offsets.size() - 1); }
+  Span<Hit> Query(int32_t q) const {
+    return Span<Hit>(hits.data() + query_offsets[q], query_offsets[q + 1] - query_offsets[q]);
+  }
+};
+
+// Orders hits for output: score descending, then object ascending.
+inline bool HitBefore(const Hit& a, const Hit& b) {
+  return a.score != b.score ? a.score > b.score : a.object < b.object;
+}
+
+struct EngineOptions {
+  int32_t threads = 0;                 // 0: hardware concurrency
+  int32_t device_ordinal = 0;
+  uint64_t memory_budget_bytes = 0;    // 0: engine default (see genie_engine_options)
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual genie_engine_kind kind() const = 0;
+  // The engine keeps a reference to the index until Drop or destruction.
+  virtual Status Upload(std::shared_ptr<const InvertedIndex> index) = 0;
+  virtual Status Drop() = 0;
+  virtual Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) = 0;
+};
+
+// k must be >= 1; k larger than the number of objects is clamped.
+Status ValidateK(int32_t k);
+
+std::unique_ptr<Engine> MakeReferenceEngine();
+std::unique_ptr<Engine> MakeCpuEngine(const EngineOptions& options);
+
+// Multiple loading, shared by every engine: the object ranges [begin, end)
+// of the parts, and the merge of per-part results (object ids local to each
+// part) into the global top-k.
+std::vector<std::pair<int32_t, int32_t>> PlanObjectParts(int32_t num_objects, int32_t num_parts);
+void MergePartResults(const std::vector<TopKResults>& parts,
+                      const std::vector<std::pair<int32_t, int32_t>>& ranges, int32_t k,
+                      TopKResults* out);
+
+}  // namespace genie

@@ -1,0 +1,227 @@
+/*
+ * genie.h: the C API of genie's core, the only interface extension/ calls.
+ *
+ * Every function returns a genie_status and, when it fails and err is not
+ * NULL, writes a NUL-terminated message into err->message.  No C++ exception
+ * and no CUDA error ever crosses this boundary.  Objects are opaque handles
+ * released with their *_free function (NULL is accepted and ignored).
+ */
+#ifndef GENIE_GENIE_H
+#define GENIE_GENIE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum genie_status
+{
+	GENIE_OK = 0,
+	GENIE_INVALID_ARGUMENT,		/* the caller's input is wrong */
+	GENIE_OUT_OF_MEMORY,		/* host memory */
+	GENIE_DEVICE_OUT_OF_MEMORY, /* device memory: callers may fall back */
+	GENIE_DEVICE_UNAVAILABLE,	/* no usable GPU (no driver, no device, built without CUDA) */
+	GENIE_DEVICE_ERROR,			/* a CUDA call or kernel failed */
+	GENIE_INTERNAL_ERROR		/* a broken invariant: a bug */
+} genie_status;
+
+#define GENIE_MESSAGE_MAX 512
+
+typedef struct genie_error
+{
+	genie_status status;
+	char		message[GENIE_MESSAGE_MAX];
+} genie_error;
+
+/* Name of a status value, e.g. "device out of memory". */
+const char *genie_status_name(genie_status status);
+
+/* ---- build and devices ---- */
+
+typedef struct genie_build_info
+{
+	const char *version;		/* genie's version, e.g. "0.1.0" */
+	int			with_cuda;		/* 1 when the GPU engine was compiled in */
+	int			cuda_version;	/* CUDA runtime version built against (e.g. 13000), 0 without CUDA */
+} genie_build_info;
+
+void		genie_get_build_info(genie_build_info *info);
+
+typedef enum genie_device_kind
+{
+	GENIE_DEVICE_CPU = 0,
+	GENIE_DEVICE_GPU = 1
+} genie_device_kind;
+
+typedef struct genie_device_info
+{
+	genie_device_kind kind;
+	int			ordinal;		/* CUDA device number; 0 for the CPU */
+	char		name[256];
+	uint64_t	memory_bytes;	/* total device memory; host RAM for the CPU */
+	uint64_t	free_memory_bytes;
+	int			compute_major;	/* compute capability; 0 for the CPU */
+	int			compute_minor;
+	int			processors;		/* multiprocessors, or CPU cores */
+	int			usable;			/* 1 when the engine can run on it */
+	char		note[256];		/* why it is not usable, or "" */
+} genie_device_info;
+
+/*
+ * Lists the compute devices: the CPU first, then each GPU.  *count receives
+ * the number of entries written (at most capacity).  Never fails because a
+ * driver or device is missing: the GPU rows are then simply absent.  The
+ * first call probes CUDA; later calls reuse the probe.
+ */
+genie_status genie_list_devices(genie_device_info *devices, size_t capacity,
+								size_t *count, genie_error *err);
+
+/* ---- single-object match count ---- */
+
+/*
+ * GENIE's match count of keyword sets: the number of distinct query keywords
+ * that occur in the object.  Duplicates count once on either side; an empty
+ * side gives 0.
+ */
+genie_status genie_match_count_int4(const int32_t *object, size_t object_len,
+									const int32_t *query, size_t query_len,
+									int32_t *count, genie_error *err);
+
+/*
+ * score(Q, O) of one object against the single query of a batch
+ * (query->n_queries must be 1): the sum over items of weight times the
+ * number of the object's distinct keywords the item's ranges contain.
+ */
+struct genie_query_batch;
+genie_status genie_score_int4(const int32_t *object, size_t object_len,
+							  const struct genie_query_batch *query,
+							  int64_t *score, genie_error *err);
+
+/* ---- inverted index ---- */
+
+typedef struct genie_index genie_index;
+
+typedef struct genie_index_options
+{
+	int32_t		split_length;	/* postings sublist length for load balancing; 0 = default 4096 */
+} genie_index_options;
+
+/*
+ * Builds an index of n_objects objects from CSR input: object i owns
+ * keywords[offsets[i] .. offsets[i+1]).  offsets has n_objects + 1 entries,
+ * offsets[0] == 0.  Duplicate keywords within an object count once.
+ */
+genie_status genie_index_create(const int64_t *offsets, int32_t n_objects,
+								const int32_t *keywords,
+								const genie_index_options *options,
+								genie_index **index, genie_error *err);
+/*
+ * Adopts a List Array grouped by keyword: keywords[0..n_keywords) strictly
+ * ascending, keyword i's object ids postings[keyword_offsets[i] ..
+ * keyword_offsets[i+1]) strictly ascending in [0, n_objects).  No sort.
+ */
+genie_status genie_index_create_from_postings(int32_t n_objects, int32_t n_keywords,
+											  const int32_t *keywords,
+											  const int64_t *keyword_offsets,
+											  const int32_t *postings,
+											  const genie_index_options *options,
+											  genie_index **index, genie_error *err);
+void		genie_index_free(genie_index *index);
+/* Host bytes held by the index. */
+size_t		genie_index_memory_bytes(const genie_index *index);
+int32_t		genie_index_num_objects(const genie_index *index);
+int64_t		genie_index_num_postings(const genie_index *index);
+
+/* Serialisation to a flat byte buffer (the access method stores it in pages). */
+genie_status genie_index_serialized_size(const genie_index *index, size_t *size,
+										 genie_error *err);
+genie_status genie_index_serialize(const genie_index *index, void *buffer,
+								   size_t size, genie_error *err);
+genie_status genie_index_deserialize(const void *buffer, size_t size,
+									 genie_index **index, genie_error *err);
+
+/* ---- queries ---- */
+
+/*
+ * A batch of queries in CSR form.  Query q owns items
+ * [query_offsets[q], query_offsets[q+1]); item i owns keyword ranges
+ * [item_offsets[i], item_offsets[i+1]) of ranges_lo/ranges_hi (inclusive
+ * bounds) and has weight item_weights[i] >= 1 (NULL: all weights 1).
+ * score(Q, O) = sum over items of weight * |item keywords present in O|,
+ * where an item's keywords are the union of its ranges.
+ */
+typedef struct genie_query_batch
+{
+	int32_t		n_queries;
+	const int64_t *query_offsets;	/* n_queries + 1 */
+	const int64_t *item_offsets;	/* n_items + 1, n_items = query_offsets[n_queries] */
+	const int32_t *item_weights;	/* n_items, or NULL */
+	const int32_t *ranges_lo;		/* n_ranges = item_offsets[n_items] */
+	const int32_t *ranges_hi;
+} genie_query_batch;
+
+/*
+ * Top-k results of a batch: for query q, entries [query_offsets[q],
+ * query_offsets[q+1]) of objects/scores, highest score first, ties by
+ * ascending object id.  Only objects with score >= 1 appear.
+ */
+typedef struct genie_results
+{
+	int32_t		n_queries;
+	int64_t    *query_offsets;	/* n_queries + 1 */
+	int32_t    *objects;
+	int32_t    *scores;
+} genie_results;
+
+void		genie_results_free(genie_results *results);
+
+/* ---- engines ---- */
+
+typedef enum genie_engine_kind
+{
+	GENIE_ENGINE_CPU = 0,		/* multi-threaded CPU engine */
+	GENIE_ENGINE_GPU = 1,		/* CUDA c-PQ engine; fails when no GPU is usable */
+	GENIE_ENGINE_AUTO = 2,		/* the GPU when usable, else the CPU */
+	GENIE_ENGINE_CPU_REFERENCE = 3	/* the simple oracle */
+} genie_engine_kind;
+
+typedef struct genie_engine genie_engine;
+
+typedef struct genie_engine_options
+{
+	int32_t		threads;		/* CPU threads; 0 = hardware concurrency */
+	int32_t		device_ordinal; /* CUDA device; default 0 */
+	/*
+	 * Memory budget in bytes for the index plus a batch's search state (device
+	 * memory for the GPU engine, host memory for the CPU engines); 0 = the
+	 * default (most of the free device memory; unlimited on the CPU).  When
+	 * exceeded, the objects are split into parts searched in turn (multiple
+	 * loading) and the per-part top-k merged.
+	 */
+	uint64_t	memory_budget_bytes;
+} genie_engine_options;
+
+genie_status genie_engine_create(genie_engine_kind kind,
+								 const genie_engine_options *options,
+								 genie_engine **engine, genie_error *err);
+void		genie_engine_free(genie_engine *engine);
+/* The kind actually running (AUTO resolves to CPU or GPU). */
+genie_engine_kind genie_engine_get_kind(const genie_engine *engine);
+
+/* Makes index the one the engine searches (copies it to the device for the GPU). */
+genie_status genie_engine_upload(genie_engine *engine, const genie_index *index,
+								 genie_error *err);
+/* Releases the engine's copy of the index (device memory included). */
+genie_status genie_engine_drop(genie_engine *engine, genie_error *err);
+
+genie_status genie_engine_search(genie_engine *engine,
+								 const genie_query_batch *queries, int32_t k,
+								 genie_results **results, genie_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GENIE_GENIE_H */

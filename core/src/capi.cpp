@@ -1,0 +1,444 @@
+// The C API: turns C++ results and failures into status + message.  Every
+// entry point catches everything, so nothing thrown reaches PostgreSQL.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "genie/engine.hpp"
+#include "genie/genie.h"
+#include "genie/index.hpp"
+#include "genie/query.hpp"
+#include "genie/status.hpp"
+#ifdef GENIE_WITH_CUDA
+#include "genie/gpu_engine.hpp"
+#endif
+
+#ifndef GENIE_VERSION
+#define GENIE_VERSION "0.0.0"
+#endif
+
+struct genie_index {
+  std::shared_ptr<const genie::InvertedIndex> index;
+};
+
+struct genie_engine {
+  std::unique_ptr<genie::Engine> engine;
+};
+
+namespace {
+
+genie_status Report(const genie::Status& status, genie_error* err) {
+  if (err != nullptr) {
+    err->status = status.code();
+    std::snprintf(err->message, sizeof(err->message), "%s", status.message().c_str());
+  }
+  return status.code();
+}
+
+// Runs body, which returns a genie::Status, and converts anything thrown.
+template <typename Body>
+genie_status Guarded(genie_error* err, Body&& body) {
+  try {
+    return Report(body(), err);
+  } catch (const std::bad_alloc&) {
+    return Report(genie::Status::OutOfMemory("out of host memory"), err);
+  } catch (const std::exception& e) {
+    return Report(genie::Status::Internal(std::string("unexpected C++ exception: ") + e.what()), err);
+  } catch (...) {
+    return Report(genie::Status::Internal("unexpected C++ exception"), err);
+  }
+}
+
+std::string ReadCpuModel() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        auto start = line.find_first_not_of(' ', colon + 1);
+        return start == std::string::npos ? std::string() : line.substr(start);
+      }
+    }
+  }
+  return "CPU";
+}
+
+genie_device_info CpuDeviceInfo() {
+  genie_device_info info{};
+  info.kind = GENIE_DEVICE_CPU;
+  info.ordinal = 0;
+  std::snprintf(info.name, sizeof(info.name), "%s", ReadCpuModel().c_str());
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long avail = sysconf(_SC_AVPHYS_PAGES);
+  long page_size = sysconf(_SC_PAGE_SIZE);
+  info.memory_bytes = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+  info.free_memory_bytes = avail > 0 && page_size > 0 ? uint64_t(avail) * uint64_t(page_size) : 0;
+  info.processors = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  info.usable = 1;
+  return info;
+}
+
+// The GPU probe initialises the CUDA runtime, so it runs once per process.
+const std::vector<genie_device_info>& GpuDevices() {
+  static std::once_flag once;
+  static std::vector<genie_device_info> devices;
+#ifdef GENIE_WITH_CUDA
+  std::call_once(once, [] { devices = genie::ListGpuDevices(); });
+#else
+  std::call_once(once, [] {});
+#endif
+  return devices;
+}
+
+genie::EngineOptions ToEngineOptions(const genie_engine_options* options) {
+  genie::EngineOptions out;
+  if (options != nullptr) {
+    out.threads = options->threads;
+    out.device_ordinal = options->device_ordinal;
+    out.memory_budget_bytes = options->memory_budget_bytes;
+  }
+  return out;
+}
+
+genie::Status MakeGpu(const genie::EngineOptions& options, std::unique_ptr<genie::Engine>* out) {
+#ifdef GENIE_WITH_CUDA
+  genie::Status status;
+  *out = genie::MakeGpuEngine(options, &status);
+  if (*out == nullptr && status.ok()) status = genie::Status::Internal("GPU engine creation failed");
+  return status;
+#else
+  (void)options;
+  out->reset();
+  return genie::Status::DeviceUnavailable("genie was built without CUDA support");
+#endif
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* genie_status_name(genie_status status) {
+  switch (status) {
+    case GENIE_OK: return "ok";
+    case GENIE_INVALID_ARGUMENT: return "invalid argument";
+    case GENIE_OUT_OF_MEMORY: return "out of memory";
+    case GENIE_DEVICE_OUT_OF_MEMORY: return "device out of memory";
+    case GENIE_DEVICE_UNAVAILABLE: return "device unavailable";
+    case GENIE_DEVICE_ERROR: return "device error";
+    case GENIE_INTERNAL_ERROR: return "internal error";
+  }
+  return "unknown status";
+}
+
+void genie_get_build_info(genie_build_info* info) {
+  if (info == nullptr) return;
+  info->version = GENIE_VERSION;
+#ifdef GENIE_WITH_CUDA
+  info->with_cuda = 1;
+  info->cuda_version = genie::CudaRuntimeVersion();
+#else
+  info->with_cuda = 0;
+  info->cuda_version = 0;
+#endif
+}
+
+genie_status genie_list_devices(genie_device_info* devices, size_t capacity, size_t* count,
+                                genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (count == nullptr || (devices == nullptr && capacity > 0))
+      return genie::Status::InvalidArgument("genie_list_devices: null output");
+    std::vector<genie_device_info> all{CpuDeviceInfo()};
+    const auto& gpus = GpuDevices();
+    all.insert(all.end(), gpus.begin(), gpus.end());
+    size_t n = std::min(capacity, all.size());
+    std::copy_n(all.begin(), n, devices);
+    *count = n;
+    return genie::Status::Ok();
+  });
+}
+
+genie_status genie_match_count_int4(const int32_t* object, size_t object_len, const int32_t* query,
+                                    size_t query_len, int32_t* count, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (count == nullptr || (object == nullptr && object_len > 0) ||
+        (query == nullptr && query_len > 0))
+      return genie::Status::InvalidArgument("genie_match_count_int4: null input");
+    // Both sides are sets: sort and deduplicate, then count the intersection.
+    std::vector<int32_t> o(object, object + object_len);
+    std::vector<int32_t> q(query, query + query_len);
+    std::sort(o.begin(), o.end());
+    o.erase(std::unique(o.begin(), o.end()), o.end());
+    std::sort(q.begin(), q.end());
+    q.erase(std::unique(q.begin(), q.end()), q.end());
+    int32_t matched = 0;
+    auto oi = o.begin();
+    for (int32_t keyword : q) {
+      oi = std::lower_bound(oi, o.end(), keyword);
+      if (oi == o.end()) break;
+      if (*oi == keyword) ++matched;
+    }
+    *count = matched;
+    return genie::Status::Ok();
+  });
+}
+
+genie_status genie_score_int4(const int32_t* object, size_t object_len,
+                              const genie_query_batch* query, int64_t* score, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (score == nullptr || query == nullptr || (object == nullptr && object_len > 0))
+      return genie::Status::InvalidArgument("genie_score_int4: null input");
+    if (query->n_queries != 1)
+      return genie::Status::InvalidArgument("genie_score_int4: the batch must hold exactly one query");
+    GENIE_RETURN_IF_ERROR(genie::ValidateBatch(*query));
+    std::vector<int32_t> o(object, object + object_len);
+    std::sort(o.begin(), o.end());
+    o.erase(std::unique(o.begin(), o.end()), o.end());
+    int64_t total = 0;
+    std::vector<genie::KeywordRange> ranges;
+    for (int64_t item = query->query_offsets[0]; item < query->query_offsets[1]; ++item) {
+      // An item is the union of its ranges: merge them before counting.
+      ranges.clear();
+      for (int64_t r = query->item_offsets[item]; r < query->item_offsets[item + 1]; ++r)
+        ranges.push_back({query->ranges_lo[r], query->ranges_hi[r]});
+      std::sort(ranges.begin(), ranges.end(),
+                [](const genie::KeywordRange& a, const genie::KeywordRange& b) { return a.lo < b.lo; });
+      int64_t covered = 0;
+      int64_t next_lo = INT64_MIN;  // keywords below this were counted already
+      for (const auto& r : ranges) {
+        int64_t lo = std::max<int64_t>(r.lo, next_lo);
+        if (lo > r.hi) continue;
+        auto first = std::lower_bound(o.begin(), o.end(), lo);
+        auto last = std::upper_bound(o.begin(), o.end(), r.hi);
+        covered += last - first;
+        next_lo = int64_t(r.hi) + 1;
+      }
+      int64_t weight = query->item_weights != nullptr ? query->item_weights[item] : 1;
+      total += weight * covered;
+    }
+    *score = total;
+    return genie::Status::Ok();
+  });
+}
+
+genie_status genie_index_create(const int64_t* offsets, int32_t n_objects, const int32_t* keywords,
+                                const genie_index_options* options, genie_index** index,
+                                genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (index == nullptr) return genie::Status::InvalidArgument("genie_index_create: null output");
+    *index = nullptr;
+    if (n_objects < 0) return genie::Status::InvalidArgument("number of objects must not be negative");
+    if (offsets == nullptr) return genie::Status::InvalidArgument("genie_index_create: null offsets");
+    int64_t n_postings = offsets[n_objects];
+    if (n_postings > 0 && keywords == nullptr)
+      return genie::Status::InvalidArgument("genie_index_create: null keywords");
+    genie::IndexOptions index_options;
+    if (options != nullptr && options->split_length != 0) index_options.split_length = options->split_length;
+    auto built = std::make_shared<genie::InvertedIndex>();
+    GENIE_RETURN_IF_ERROR(genie::InvertedIndex::Build(
+        genie::Span<int64_t>(offsets, size_t(n_objects) + 1),
+        genie::Span<int32_t>(keywords, n_postings > 0 ? size_t(n_postings) : 0), index_options,
+        built.get()));
+    auto handle = std::make_unique<genie_index>();
+    handle->index = std::move(built);
+    *index = handle.release();
+    return genie::Status::Ok();
+  });
+}
+
+genie_status genie_index_create_from_postings(int32_t n_objects, int32_t n_keywords,
+                                              const int32_t* keywords,
+                                              const int64_t* keyword_offsets,
+                                              const int32_t* postings,
+                                              const genie_index_options* options,
+                                              genie_index** index, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (index == nullptr) return genie::Status::InvalidArgument("genie_index_create_from_postings: null output");
+    *index = nullptr;
+    if (n_objects < 0 || n_keywords < 0)
+      return genie::Status::InvalidArgument("counts must not be negative");
+    if (keyword_offsets == nullptr || (n_keywords > 0 && keywords == nullptr))
+      return genie::Status::InvalidArgument("genie_index_create_from_postings: null arrays");
+    int64_t n_postings = keyword_offsets[n_keywords];
+    if (n_postings < 0 || (n_postings > 0 && postings == nullptr))
+      return genie::Status::InvalidArgument("genie_index_create_from_postings: bad postings");
+    genie::IndexOptions index_options;
+    if (options != nullptr && options->split_length != 0) index_options.split_length = options->split_length;
+    auto built = std::make_shared<genie::InvertedIndex>();
+    GENIE_RETURN_IF_ERROR(genie::InvertedIndex::FromPostings(
+        n_objects, genie::Span<int32_t>(keywords, size_t(n_keywords)),
+        genie::Span<int64_t>(keyword_offsets, size_t(n_keywords) + 1),
+        genie::Span<int32_t>(postings, size_t(n_postings)), index_options, built.get()));
+    auto handle = std::make_unique<genie_index>();
+    handle->index = std::move(built);
+    *index = handle.release();
+    return genie::Status::Ok();
+  });
+}
+
+size_t genie_index_memory_bytes(const genie_index* index) {
+  return index != nullptr ? index->index->MemoryBytes() : 0;
+}
+
+void genie_index_free(genie_index* index) { std::unique_ptr<genie_index> owned(index); }
+
+int32_t genie_index_num_objects(const genie_index* index) {
+  return index != nullptr ? index->index->num_objects() : 0;
+}
+
+int64_t genie_index_num_postings(const genie_index* index) {
+  return index != nullptr ? index->index->num_postings() : 0;
+}
+
+genie_status genie_index_serialized_size(const genie_index* index, size_t* size, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (index == nullptr || size == nullptr)
+      return genie::Status::InvalidArgument("genie_index_serialized_size: null argument");
+    *size = index->index->SerializedSize();
+    return genie::Status::Ok();
+  });
+}
+
+genie_status genie_index_serialize(const genie_index* index, void* buffer, size_t size,
+                                   genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (index == nullptr || buffer == nullptr)
+      return genie::Status::InvalidArgument("genie_index_serialize: null argument");
+    return index->index->Serialize(buffer, size);
+  });
+}
+
+genie_status genie_index_deserialize(const void* buffer, size_t size, genie_index** index,
+                                     genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (index == nullptr || (buffer == nullptr && size > 0))
+      return genie::Status::InvalidArgument("genie_index_deserialize: null argument");
+    *index = nullptr;
+    auto loaded = std::make_shared<genie::InvertedIndex>();
+    GENIE_RETURN_IF_ERROR(genie::InvertedIndex::Deserialize(buffer, size, loaded.get()));
+    auto handle = std::make_unique<genie_index>();
+    handle->index = std::move(loaded);
+    *index = handle.release();
+    return genie::Status::Ok();
+  });
+}
+
+void genie_results_free(genie_results* results) {
+  if (results == nullptr) return;
+  std::free(results->query_offsets);
+  std::free(results->objects);
+  std::free(results->scores);
+  std::free(results);
+}
+
+genie_status genie_engine_create(genie_engine_kind kind, const genie_engine_options* options,
+                                 genie_engine** engine, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (engine == nullptr) return genie::Status::InvalidArgument("genie_engine_create: null output");
+    *engine = nullptr;
+    genie::EngineOptions engine_options = ToEngineOptions(options);
+    std::unique_ptr<genie::Engine> made;
+    switch (kind) {
+      case GENIE_ENGINE_CPU_REFERENCE:
+        made = genie::MakeReferenceEngine();
+        break;
+      case GENIE_ENGINE_CPU:
+        made = genie::MakeCpuEngine(engine_options);
+        break;
+      case GENIE_ENGINE_GPU:
+        GENIE_RETURN_IF_ERROR(MakeGpu(engine_options, &made));
+        break;
+      case GENIE_ENGINE_AUTO: {
+        genie::Status gpu = MakeGpu(engine_options, &made);
+        if (!gpu.ok()) {
+          if (gpu.code() != GENIE_DEVICE_UNAVAILABLE) return gpu;
+          made = genie::MakeCpuEngine(engine_options);
+        }
+        break;
+      }
+      default:
+        return genie::Status::InvalidArgument("unknown engine kind " + std::to_string(int(kind)));
+    }
+    auto handle = std::make_unique<genie_engine>();
+    handle->engine = std::move(made);
+    *engine = handle.release();
+    return genie::Status::Ok();
+  });
+}
+
+void genie_engine_free(genie_engine* engine) {
+  // Destructors release device memory; they must not throw, but be sure.
+  try {
+    std::unique_ptr<genie_engine> owned(engine);
+  } catch (...) {
+  }
+}
+
+genie_engine_kind genie_engine_get_kind(const genie_engine* engine) {
+  return engine != nullptr ? engine->engine->kind() : GENIE_ENGINE_CPU;
+}
+
+genie_status genie_engine_upload(genie_engine* engine, const genie_index* index, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (engine == nullptr || index == nullptr)
+      return genie::Status::InvalidArgument("genie_engine_upload: null argument");
+    return engine->engine->Upload(index->index);
+  });
+}
+
+genie_status genie_engine_drop(genie_engine* engine, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (engine == nullptr) return genie::Status::InvalidArgument("genie_engine_drop: null engine");
+    return engine->engine->Drop();
+  });
+}
+
+genie_status genie_engine_search(genie_engine* engine, const genie_query_batch* queries, int32_t k,
+                                 genie_results** results, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (engine == nullptr || queries == nullptr || results == nullptr)
+      return genie::Status::InvalidArgument("genie_engine_search: null argument");
+    *results = nullptr;
+    GENIE_RETURN_IF_ERROR(genie::ValidateK(k));
+    GENIE_RETURN_IF_ERROR(genie::ValidateBatch(*queries));
+    genie::TopKResults found;
+    GENIE_RETURN_IF_ERROR(engine->engine->Search(*queries, k, &found));
+    // Plain malloc'd arrays so C callers can own them without C++.
+    const size_t n_queries = size_t(queries->n_queries);
+    const size_t n_hits = found.hits.size();
+    auto* out = static_cast<genie_results*>(std::calloc(1, sizeof(genie_results)));
+    if (out == nullptr) return genie::Status::OutOfMemory("out of host memory for results");
+    out->n_queries = queries->n_queries;
+    out->query_offsets = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * (n_queries + 1)));
+    out->objects = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * std::max<size_t>(n_hits, 1)));
+    out->scores = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * std::max<size_t>(n_hits, 1)));
+    if (out->query_offsets == nullptr || out->objects == nullptr || out->scores == nullptr) {
+      genie_results_free(out);
+      return genie::Status::OutOfMemory("out of host memory for results");
+    }
+    if (found.query_offsets.size() != n_queries + 1) {
+      genie_results_free(out);
+      return genie::Status::Internal("engine returned results for the wrong number of queries");
+    }
+    std::copy(found.query_offsets.begin(), found.query_offsets.end(), out->query_offsets);
+    for (size_t i = 0; i < n_hits; ++i) {
+      out->objects[i] = found.hits[i].object;
+      out->scores[i] = found.hits[i].score;
+    }
+    *results = out;
+    return genie::Status::Ok();
+  });
+}
+
+}  // extern "C"

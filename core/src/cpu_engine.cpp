@@ -1,0 +1,537 @@
+// The multi-threaded CPU engine.  Queries are spread over threads; each
+// thread scores one query at a time with a counter per object, remembering
+// which counters it touched so that resetting costs what scoring cost, then
+// picks the exact top-k by a histogram of scores (scores are bounded by the
+// query's max_score) or, for large bounds, with a heap of k hits.
+//
+// It runs inside a PostgreSQL backend: worker threads start with every
+// signal blocked (so PostgreSQL's handlers only ever run in the backend's own
+// thread), call nothing but plain C++, and report failures as a Status.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "genie/engine.hpp"
+
+namespace genie {
+namespace {
+
+// Histogram selection needs max_score + 1 buckets; above this the heap is used.
+constexpr int64_t kMaxHistogramScore = 65535;
+constexpr int32_t kMaxThreads = 1024;
+
+// Blocks every signal in the calling thread until destroyed.  Threads created
+// meanwhile inherit the full mask, so no signal can reach them even in the
+// instant before they would block signals themselves.
+class BlockAllSignals {
+ public:
+  BlockAllSignals() {
+    sigset_t all;
+    sigfillset(&all);
+    active_ = pthread_sigmask(SIG_BLOCK, &all, &saved_) == 0;
+  }
+  ~BlockAllSignals() {
+    if (active_) pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+  }
+  BlockAllSignals(const BlockAllSignals&) = delete;
+  BlockAllSignals& operator=(const BlockAllSignals&) = delete;
+
+ private:
+  sigset_t saved_;
+  bool active_ = false;
+};
+
+// The touched list holds at most this many objects; a query touching more
+// falls back to scanning all counters, which then costs at most 16 times the
+// postings it scanned anyway.  This bounds the list's memory at n/4 bytes.
+std::size_t TouchedCapacity(std::size_t n) { return std::min(n, n / 16 + 16); }
+
+int CounterWidth(int64_t max_score) {
+  if (max_score <= 0xFF) return 1;
+  if (max_score <= 0xFFFF) return 2;
+  return 4;
+}
+
+// Bytes one thread holds while scoring objects [0, n).
+uint64_t PerThreadBytes(uint64_t n, int width, uint64_t histogram_entries) {
+  return n * static_cast<uint64_t>(width) + 2 * sizeof(int32_t) * TouchedCapacity(n) +
+         sizeof(uint32_t) * histogram_entries;
+}
+
+// What the workers of one part share.  A part is the objects
+// [base, base + size); the compiled batch holds only their postings.
+struct PartWork {
+  const InvertedIndex* index;
+  const CompiledBatch* compiled;
+  int32_t base;
+  int32_t size;
+  std::size_t k;  // already at most size
+  std::vector<std::vector<Hit>>* per_query;
+  std::atomic<int32_t> next_query{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  Status error;
+
+  void Fail(Status status) {
+    std::lock_guard<std::mutex> lock(error_mutex);
+    if (!failed.load()) error = std::move(status);
+    failed.store(true);
+  }
+};
+
+template <typename Counter>
+class QueryScorer {
+ public:
+  explicit QueryScorer(const PartWork& work)
+      : index_(*work.index),
+        compiled_(*work.compiled),
+        base_(work.base),
+        k_(work.k),
+        n_(static_cast<std::size_t>(work.size)),
+        counters_(n_, 0),
+        touched_(TouchedCapacity(n_)) {}
+
+  void Score(int32_t q, std::vector<Hit>* out) {
+    out->clear();
+    Accumulate(q);
+    const int64_t max_score = compiled_.max_score[static_cast<std::size_t>(q)];
+    if (!overflow_ && n_touched_ <= k_) {
+      ForEachCandidate([&](int32_t o, Counter c) { out->push_back({o, static_cast<int32_t>(c)}); });
+      std::sort(out->begin(), out->end(), HitBefore);
+    } else {
+      const std::size_t candidates = overflow_ ? n_ : n_touched_;
+      if (max_score <= kMaxHistogramScore &&
+          static_cast<uint64_t>(max_score) <= 4 * static_cast<uint64_t>(candidates) + 1024) {
+        SelectByHistogram(max_score, out);
+      } else {
+        SelectByHeap(out);
+      }
+    }
+    n_touched_ = 0;
+    overflow_ = false;
+  }
+
+ private:
+  void Accumulate(int32_t q) {
+    // Counters are indexed relative to the part's first object.
+    const int32_t* postings = index_.postings().data();
+    const int32_t base = base_;
+    Counter* counters = counters_.data();
+    int32_t* touched = touched_.data();
+    const std::size_t capacity = touched_.size();
+    std::size_t n_touched = 0;
+    bool overflow = false;
+    for (int64_t s = compiled_.query_slice_offsets[q]; s < compiled_.query_slice_offsets[q + 1];
+         ++s) {
+      const ListSlice& slice = compiled_.slices[static_cast<std::size_t>(s)];
+      // Fits: the weight is at most max_score, which picked Counter.
+      const auto weight = static_cast<Counter>(slice.weight);
+      int64_t i = slice.begin;
+      if (!overflow) {
+        for (; i < slice.end; ++i) {
+          const int32_t o = postings[i] - base;
+          const Counter c = counters[o];
+          if (c == 0) {
+            if (n_touched == capacity) {
+              overflow = true;
+              break;  // posting i is added by the loop below
+            }
+            touched[n_touched++] = o;
+          }
+          counters[o] = static_cast<Counter>(c + weight);
+        }
+      }
+      for (; i < slice.end; ++i) {
+        const int32_t o = postings[i] - base;
+        counters[o] = static_cast<Counter>(counters[o] + weight);
+      }
+    }
+    n_touched_ = n_touched;
+    overflow_ = overflow;
+  }
+
+  // Visits every object with a nonzero score and resets its counter.  After
+  // an overflow the visit is in ascending object order.
+  template <typename Visit>
+  void ForEachCandidate(Visit&& visit) {
+    Counter* counters = counters_.data();
+    if (overflow_) {
+      for (std::size_t o = 0; o < n_; ++o) {
+        if (counters[o] != 0) {
+          const Counter c = counters[o];
+          counters[o] = 0;
+          visit(static_cast<int32_t>(o), c);
+        }
+      }
+    } else {
+      for (std::size_t i = 0; i < n_touched_; ++i) {
+        const int32_t o = touched_[i];
+        const Counter c = counters[o];
+        counters[o] = 0;
+        visit(o, c);
+      }
+    }
+  }
+
+  // Counts scores, finds the threshold score t such that fewer than k objects
+  // score above it, takes everything above t and the lowest-numbered objects
+  // at t.  Linear in the candidates plus max_score.
+  void SelectByHistogram(int64_t max_score, std::vector<Hit>* out) {
+    const auto buckets = static_cast<std::size_t>(max_score) + 1;
+    if (histogram_.size() < buckets) histogram_.resize(buckets);
+    std::fill(histogram_.begin(), histogram_.begin() + static_cast<std::ptrdiff_t>(buckets), 0u);
+    const Counter* counters = counters_.data();
+    if (overflow_) {
+      for (std::size_t o = 0; o < n_; ++o) ++histogram_[counters[o]];
+    } else {
+      for (std::size_t i = 0; i < n_touched_; ++i) ++histogram_[counters[touched_[i]]];
+    }
+
+    int64_t threshold = 0;  // 0: fewer than k candidates, take them all
+    std::size_t above = 0;
+    for (int64_t s = max_score; s >= 1; --s) {
+      const std::size_t at = histogram_[static_cast<std::size_t>(s)];
+      if (above + at >= k_) {
+        threshold = s;
+        break;
+      }
+      above += at;
+    }
+    const std::size_t need_at_threshold = threshold == 0 ? 0 : k_ - above;
+
+    ties_.clear();
+    std::size_t taken = 0;
+    const bool ascending = overflow_;
+    ForEachCandidate([&](int32_t o, Counter c) {
+      if (c > threshold) {
+        out->push_back({o, static_cast<int32_t>(c)});
+      } else if (c == threshold) {
+        if (!ascending) {
+          ties_.push_back(o);
+        } else if (taken < need_at_threshold) {
+          out->push_back({o, static_cast<int32_t>(c)});
+          ++taken;
+        }
+      }
+    });
+    if (!ascending) {
+      if (ties_.size() > need_at_threshold) {
+        std::nth_element(ties_.begin(), ties_.begin() + static_cast<std::ptrdiff_t>(need_at_threshold),
+                         ties_.end());
+        ties_.resize(need_at_threshold);
+      }
+      for (int32_t o : ties_) out->push_back({o, static_cast<int32_t>(threshold)});
+    }
+    std::sort(out->begin(), out->end(), HitBefore);
+  }
+
+  // Keeps the best k hits seen so far in a heap whose top is the worst of
+  // them.  O(candidates log k) time, O(k) memory, any max_score.
+  void SelectByHeap(std::vector<Hit>* out) {
+    ForEachCandidate([&](int32_t o, Counter c) {
+      const Hit hit{o, static_cast<int32_t>(c)};
+      if (out->size() < k_) {
+        out->push_back(hit);
+        std::push_heap(out->begin(), out->end(), HitBefore);
+      } else if (HitBefore(hit, out->front())) {
+        std::pop_heap(out->begin(), out->end(), HitBefore);
+        out->back() = hit;
+        std::push_heap(out->begin(), out->end(), HitBefore);
+      }
+    });
+    std::sort_heap(out->begin(), out->end(), HitBefore);
+  }
+
+  const InvertedIndex& index_;
+  const CompiledBatch& compiled_;
+  const int32_t base_;
+  const std::size_t k_;
+  const std::size_t n_;
+  std::vector<Counter> counters_;
+  std::vector<int32_t> touched_;
+  std::size_t n_touched_ = 0;
+  bool overflow_ = false;
+  std::vector<uint32_t> histogram_;
+  std::vector<int32_t> ties_;
+};
+
+template <typename Counter>
+void RunWorker(PartWork* work) noexcept {
+  try {
+    QueryScorer<Counter> scorer(*work);
+    const int32_t n_queries = work->compiled->num_queries();
+    while (!work->failed.load(std::memory_order_relaxed)) {
+      const int32_t q = work->next_query.fetch_add(1);
+      if (q >= n_queries) break;
+      scorer.Score(q, &(*work->per_query)[static_cast<std::size_t>(q)]);
+    }
+  } catch (const std::bad_alloc&) {
+    work->Fail(Status::OutOfMemory("out of host memory in a CPU engine worker"));
+  } catch (const std::exception& e) {
+    work->Fail(Status::Internal(std::string("CPU engine worker failed: ") + e.what()));
+  } catch (...) {
+    work->Fail(Status::Internal("CPU engine worker failed"));
+  }
+}
+
+// Joins whatever was started, however the scope is left: a joinable
+// std::thread destroyed unjoined would terminate the backend.
+class ThreadJoiner {
+ public:
+  explicit ThreadJoiner(std::vector<std::thread>* threads) : threads_(threads) {}
+  ~ThreadJoiner() {
+    for (std::thread& t : *threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  ThreadJoiner(const ThreadJoiner&) = delete;
+  ThreadJoiner& operator=(const ThreadJoiner&) = delete;
+
+ private:
+  std::vector<std::thread>* threads_;
+};
+
+template <typename Counter>
+Status RunPart(PartWork* work, int32_t threads) {
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads > 1 ? threads - 1 : 0));
+  ThreadJoiner joiner(&pool);
+  {
+    BlockAllSignals blocked;
+    for (int32_t t = 1; t < threads; ++t) {
+      try {
+        pool.emplace_back([work] {
+          sigset_t all;
+          sigfillset(&all);
+          pthread_sigmask(SIG_BLOCK, &all, nullptr);
+          RunWorker<Counter>(work);
+        });
+      } catch (const std::system_error&) {
+        // Out of threads: the ones running, and this one, share the work.
+        break;
+      }
+    }
+  }
+  // The calling thread works too, with its own signal mask restored.
+  RunWorker<Counter>(work);
+  for (std::thread& t : pool) t.join();
+  if (work->failed.load()) return work->error;
+  return Status::Ok();
+}
+
+// Searches the objects [base, base + size) with a batch whose slices hold
+// only postings of those objects.  Hits carry ids relative to base.
+Status SearchObjects(const InvertedIndex& index, const CompiledBatch& compiled, int32_t base,
+                     int32_t size, int32_t k, int32_t threads, TopKResults* out) {
+  const int32_t n_queries = compiled.num_queries();
+  std::vector<std::vector<Hit>> per_query(static_cast<std::size_t>(n_queries));
+  if (size > 0 && compiled.total_postings > 0) {
+    PartWork work;
+    work.index = &index;
+    work.compiled = &compiled;
+    work.base = base;
+    work.size = size;
+    work.k = std::min<std::size_t>(static_cast<std::size_t>(k), static_cast<std::size_t>(size));
+    work.per_query = &per_query;
+    const int64_t max_score =
+        compiled.max_score.empty()
+            ? 0
+            : *std::max_element(compiled.max_score.begin(), compiled.max_score.end());
+    // A thread costs an array of size counters, zeroed: give each enough
+    // postings to be worth that (and small batches no extra memory).
+    const int64_t min_work = std::max<int64_t>(size / 16, 256);
+    const int64_t by_work = std::max<int64_t>(1, compiled.total_postings / min_work);
+    const auto used = static_cast<int32_t>(
+        std::max<int64_t>(1, std::min<int64_t>({threads, n_queries, by_work})));
+    Status status;
+    switch (CounterWidth(max_score)) {
+      case 1:
+        status = RunPart<uint8_t>(&work, used);
+        break;
+      case 2:
+        status = RunPart<uint16_t>(&work, used);
+        break;
+      default:
+        status = RunPart<uint32_t>(&work, used);
+        break;
+    }
+    GENIE_RETURN_IF_ERROR(status);
+  }
+
+  TopKResults results;
+  std::size_t total = 0;
+  for (const auto& hits : per_query) total += hits.size();
+  results.hits.reserve(total);
+  results.query_offsets.reserve(static_cast<std::size_t>(n_queries) + 1);
+  for (auto& hits : per_query) {
+    results.hits.insert(results.hits.end(), hits.begin(), hits.end());
+    results.query_offsets.push_back(static_cast<int64_t>(results.hits.size()));
+    hits = {};
+  }
+  *out = std::move(results);
+  return Status::Ok();
+}
+
+// The batch restricted to the postings of objects [begin, end).  A slice
+// may span several keywords' lists; within each list object ids ascend, so
+// the slice is cut at list boundaries and each piece narrowed by binary
+// search.  This is multiple loading without copying the index: the CPU
+// engine already shares the caller's host copy, and slicing a copy per part
+// (InvertedIndex::SliceObjects) would cost a pass over every keyword of the
+// index per part, where this costs only the lists the batch reads.
+CompiledBatch RestrictToObjects(const InvertedIndex& index, const CompiledBatch& whole,
+                                int32_t begin, int32_t end) {
+  const Span<int64_t> offsets = index.keyword_offsets();
+  const int32_t* postings = index.postings().data();
+  CompiledBatch part;
+  part.max_score = whole.max_score;  // still bounds every object of the part
+  part.query_slice_offsets.reserve(whole.query_slice_offsets.size());
+  part.slices.reserve(whole.slices.size());
+  for (int32_t q = 0; q < whole.num_queries(); ++q) {
+    for (int64_t s = whole.query_slice_offsets[q]; s < whole.query_slice_offsets[q + 1]; ++s) {
+      const ListSlice& slice = whole.slices[static_cast<std::size_t>(s)];
+      // The list holding slice.begin (lists are never empty), then each
+      // following list the slice reaches.
+      const int64_t* list = std::upper_bound(offsets.begin(), offsets.end(), slice.begin) - 1;
+      for (int64_t b = slice.begin; b < slice.end; b = *++list) {
+        const int32_t* first = postings + b;
+        const int32_t* last = postings + std::min(list[1], slice.end);
+        if (*first >= end || last[-1] < begin) continue;
+        const int32_t* from = *first >= begin ? first : std::lower_bound(first, last, begin);
+        const int32_t* to = last[-1] < end ? last : std::lower_bound(from, last, end);
+        if (from == to) continue;
+        part.slices.push_back({from - postings, to - postings, slice.weight});
+        part.total_postings += to - from;
+      }
+    }
+    part.query_slice_offsets.push_back(static_cast<int64_t>(part.slices.size()));
+  }
+  return part;
+}
+
+class CpuEngine final : public Engine {
+ public:
+  explicit CpuEngine(const EngineOptions& options) : budget_(options.memory_budget_bytes) {
+    int32_t threads = options.threads;
+    if (threads <= 0) threads = static_cast<int32_t>(std::thread::hardware_concurrency());
+    threads_ = std::clamp(threads, 1, kMaxThreads);
+  }
+
+  genie_engine_kind kind() const override { return GENIE_ENGINE_CPU; }
+
+  Status Upload(std::shared_ptr<const InvertedIndex> index) override {
+    if (index == nullptr) return Status::InvalidArgument("cannot upload a NULL index");
+    index_ = std::move(index);
+    return Status::Ok();
+  }
+
+  Status Drop() override {
+    index_.reset();
+    return Status::Ok();
+  }
+
+  Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override {
+    if (out == nullptr) return Status::InvalidArgument("results output is NULL");
+    GENIE_RETURN_IF_ERROR(ValidateK(k));
+    if (index_ == nullptr) return Status::InvalidArgument("no index uploaded to the engine");
+    try {
+      return SearchChecked(batch, k, out);
+    } catch (const std::bad_alloc&) {
+      return Status::OutOfMemory("out of host memory in the CPU engine");
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("CPU engine failed: ") + e.what());
+    }
+  }
+
+ private:
+  Status SearchChecked(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+    const InvertedIndex& index = *index_;
+    // Compiling against the whole index validates the batch and checks the
+    // score bound once, whatever the number of parts.
+    CompiledBatch compiled;
+    GENIE_RETURN_IF_ERROR(CompileBatch(index, batch, &compiled));
+
+    int32_t parts = 1;
+    GENIE_RETURN_IF_ERROR(PlanParts(index, compiled, &parts));
+    if (parts == 1) return SearchObjects(index, compiled, 0, index.num_objects(), k, threads_, out);
+
+    const auto ranges = PlanObjectParts(index.num_objects(), parts);
+    // Merged part by part, so only one part's state and results are held.
+    TopKResults merged;
+    merged.query_offsets.assign(static_cast<std::size_t>(batch.n_queries) + 1, 0);
+    for (const auto& range : ranges) {
+      const CompiledBatch part_batch = RestrictToObjects(index, compiled, range.first, range.second);
+      std::vector<TopKResults> pair(2);
+      GENIE_RETURN_IF_ERROR(SearchObjects(index, part_batch, range.first,
+                                          range.second - range.first, k, threads_, &pair[1]));
+      pair[0] = std::move(merged);
+      MergePartResults(pair, {{0, 0}, range}, k, &merged);
+    }
+    *out = std::move(merged);
+    return Status::Ok();
+  }
+
+  // The fewest parts whose footprint fits the budget:
+  //   ceil(index bytes / parts) + threads * PerThreadBytes(ceil(n / parts)).
+  // This is GENIE's multiple-loading model (a part of the index plus the
+  // part's search state), so a budget splits the CPU and GPU engines alike.
+  // The CPU engine scans the shared index in place, so what it allocates is
+  // only the second term.  Both terms shrink as parts grow, so a binary
+  // search finds the fewest parts.
+  Status PlanParts(const InvertedIndex& index, const CompiledBatch& compiled, int32_t* parts) const {
+    *parts = 1;
+    const int32_t n = index.num_objects();
+    if (budget_ == 0 || n <= 1 || compiled.total_postings == 0) return Status::Ok();
+    const int64_t max_score =
+        *std::max_element(compiled.max_score.begin(), compiled.max_score.end());
+    const int width = CounterWidth(max_score);
+    const uint64_t histogram = max_score <= kMaxHistogramScore ? uint64_t(max_score) + 1 : 0;
+    const uint64_t threads =
+        static_cast<uint64_t>(std::max(1, std::min(threads_, compiled.num_queries())));
+    const uint64_t index_bytes = index.MemoryBytes();
+    auto footprint = [&](int64_t p) {
+      const uint64_t objects = (uint64_t(n) + uint64_t(p) - 1) / uint64_t(p);
+      return (index_bytes + uint64_t(p) - 1) / uint64_t(p) +
+             threads * PerThreadBytes(objects, width, histogram);
+    };
+    if (footprint(1) <= budget_) return Status::Ok();
+    if (footprint(n) > budget_) {
+      return Status::OutOfMemory(
+          "memory budget of " + std::to_string(budget_) + " bytes is too small for the CPU engine: " +
+          "even one object per part needs " + std::to_string(footprint(n)) + " bytes");
+    }
+    int64_t lo = 2, hi = n;  // footprint(hi) fits
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (footprint(mid) <= budget_) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    *parts = static_cast<int32_t>(hi);
+    return Status::Ok();
+  }
+
+  uint64_t budget_;
+  int32_t threads_ = 1;
+  std::shared_ptr<const InvertedIndex> index_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> MakeCpuEngine(const EngineOptions& options) {
+  return std::make_unique<CpuEngine>(options);
+}
+
+}  // namespace genie

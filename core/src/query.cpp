@@ -1,0 +1,204 @@
+#include "genie/query.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <limits>
+#include <new>
+#include <string>
+
+namespace genie {
+
+void QueryBatch::AddKeywordQuery(Span<int32_t> keywords) {
+  // Duplicates count once, as in genie_match_count_int4, so that an index
+  // scan scores exactly like a sequential scan of the same query.
+  std::vector<int32_t> distinct(keywords.begin(), keywords.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  BeginQuery();
+  for (int32_t keyword : distinct) {
+    KeywordRange range{keyword, keyword};
+    AddItem(Span<KeywordRange>(&range, 1), 1);
+  }
+}
+
+void QueryBatch::BeginQuery() { query_offsets.push_back(query_offsets.back()); }
+
+void QueryBatch::AddItem(Span<KeywordRange> item_ranges, int32_t weight) {
+  // An item added before any BeginQuery starts the first query rather than
+  // corrupting query_offsets[0].
+  if (query_offsets.size() == 1) BeginQuery();
+  ranges.insert(ranges.end(), item_ranges.begin(), item_ranges.end());
+  item_offsets.push_back(static_cast<int64_t>(ranges.size()));
+  item_weights.push_back(weight);
+  ++query_offsets.back();
+}
+
+genie_query_batch QueryBatch::View() const {
+  // genie_query_batch wants lo and hi as two arrays, ranges stores pairs.
+  view_lo_.resize(ranges.size());
+  view_hi_.resize(ranges.size());
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    view_lo_[i] = ranges[i].lo;
+    view_hi_[i] = ranges[i].hi;
+  }
+  genie_query_batch view{};
+  view.n_queries = num_queries();
+  view.query_offsets = query_offsets.data();
+  view.item_offsets = item_offsets.data();
+  // Weights are optional in the C form; a batch filled through AddItem always
+  // has one per item, one filled by hand may have none.
+  view.item_weights = item_weights.empty() ? nullptr : item_weights.data();
+  view.ranges_lo = view_lo_.data();
+  view.ranges_hi = view_hi_.data();
+  return view;
+}
+
+namespace {
+
+// Checks a CSR offsets array of count + 1 entries: starts at 0, never
+// decreases.  *last receives its final entry.
+Status CheckOffsets(const int64_t* offsets, int64_t count, const char* name, int64_t* last) {
+  *last = 0;
+  if (offsets == nullptr) {
+    if (count == 0) return Status::Ok();
+    return Status::InvalidArgument(std::string(name) + " is NULL");
+  }
+  if (offsets[0] != 0) {
+    return Status::InvalidArgument(std::string(name) + "[0] must be 0, got " +
+                                   std::to_string(offsets[0]));
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    if (offsets[i + 1] < offsets[i]) {
+      return Status::InvalidArgument(std::string(name) + " must not decrease: " + name + "[" +
+                                     std::to_string(i + 1) + "] = " +
+                                     std::to_string(offsets[i + 1]) + " < " + name + "[" +
+                                     std::to_string(i) + "] = " + std::to_string(offsets[i]));
+    }
+  }
+  *last = offsets[count];
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateBatch(const genie_query_batch& batch) {
+  if (batch.n_queries < 0) {
+    return Status::InvalidArgument("n_queries must be >= 0, got " +
+                                   std::to_string(batch.n_queries));
+  }
+  int64_t n_items = 0, n_ranges = 0;
+  GENIE_RETURN_IF_ERROR(CheckOffsets(batch.query_offsets, batch.n_queries, "query_offsets", &n_items));
+  GENIE_RETURN_IF_ERROR(CheckOffsets(batch.item_offsets, n_items, "item_offsets", &n_ranges));
+  if (n_ranges > 0 && (batch.ranges_lo == nullptr || batch.ranges_hi == nullptr)) {
+    return Status::InvalidArgument("ranges_lo/ranges_hi is NULL but the batch has " +
+                                   std::to_string(n_ranges) + " ranges");
+  }
+  for (int64_t r = 0; r < n_ranges; ++r) {
+    if (batch.ranges_lo[r] > batch.ranges_hi[r]) {
+      return Status::InvalidArgument("range " + std::to_string(r) + " is empty: lo " +
+                                     std::to_string(batch.ranges_lo[r]) + " > hi " +
+                                     std::to_string(batch.ranges_hi[r]));
+    }
+  }
+  if (batch.item_weights != nullptr) {
+    for (int64_t i = 0; i < n_items; ++i) {
+      if (batch.item_weights[i] < 1) {
+        return Status::InvalidArgument("item " + std::to_string(i) + " has weight " +
+                                       std::to_string(batch.item_weights[i]) +
+                                       "; weights must be at least 1");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
+                    CompiledBatch* out) {
+  if (out == nullptr) return Status::InvalidArgument("compiled batch output is NULL");
+  GENIE_RETURN_IF_ERROR(ValidateBatch(batch));
+  try {
+    CompiledBatch compiled;
+    const auto n_queries = static_cast<std::size_t>(batch.n_queries);
+    compiled.query_slice_offsets.reserve(n_queries + 1);
+    compiled.max_score.reserve(n_queries);
+
+    const auto split = static_cast<int64_t>(index.split_length());
+    const int64_t bound_cap = index.max_object_keywords();
+    const Span<int64_t> list_offsets = index.keyword_offsets();
+    std::vector<KeywordRange> merged;
+
+    for (std::size_t q = 0; q < n_queries; ++q) {
+      int64_t bound = 0;
+      for (int64_t item = batch.query_offsets[q]; item < batch.query_offsets[q + 1]; ++item) {
+        const int64_t r_begin = batch.item_offsets[item], r_end = batch.item_offsets[item + 1];
+        const int32_t weight = batch.item_weights ? batch.item_weights[item] : 1;
+
+        merged.clear();
+        for (int64_t r = r_begin; r < r_end; ++r) {
+          merged.push_back({batch.ranges_lo[r], batch.ranges_hi[r]});
+        }
+        std::sort(merged.begin(), merged.end(),
+                  [](const KeywordRange& a, const KeywordRange& b) { return a.lo < b.lo; });
+        std::size_t kept = 0;
+        for (std::size_t r = 0; r < merged.size(); ++r) {
+          // 64-bit so that hi == INT32_MAX cannot wrap when testing adjacency.
+          if (kept > 0 && static_cast<int64_t>(merged[r].lo) <=
+                              static_cast<int64_t>(merged[kept - 1].hi) + 1) {
+            merged[kept - 1].hi = std::max(merged[kept - 1].hi, merged[r].hi);
+          } else {
+            merged[kept++] = merged[r];
+          }
+        }
+        merged.resize(kept);
+
+        // A merged range is one contiguous span of the List Array (keywords
+        // are sorted), cut into slices of at most split_length postings; a
+        // range over many short lists thus costs few slices.  Disjoint
+        // ascending ranges give disjoint ascending spans, and spans that touch
+        // (only keywords the index lacks between them) are joined.
+        int64_t covered = 0;
+        int64_t span_begin = 0, span_end = 0;
+        auto emit_span = [&]() {
+          for (int64_t b = span_begin; b < span_end; b += split) {
+            compiled.slices.push_back({b, std::min(b + split, span_end), weight});
+          }
+          compiled.total_postings += span_end - span_begin;
+        };
+        for (const KeywordRange& range : merged) {
+          const auto [first, last] = index.KeywordSpan(range.lo, range.hi);
+          if (first == last) continue;
+          covered += static_cast<int64_t>(last - first);
+          const int64_t b = list_offsets[first], e = list_offsets[last];
+          if (span_end > span_begin && b == span_end) {
+            span_end = e;
+          } else {
+            if (span_end > span_begin) emit_span();
+            span_begin = b;
+            span_end = e;
+          }
+        }
+        if (span_end > span_begin) emit_span();
+
+        // weight < 2^31 and the min below < 2^31, so the product fits; the
+        // running sum is checked after every item, so it never wraps either.
+        bound += static_cast<int64_t>(weight) * std::min(covered, bound_cap);
+        if (bound > std::numeric_limits<int32_t>::max()) {
+          return Status::InvalidArgument(
+              "query " + std::to_string(q) + ": its score bound (at least " +
+              std::to_string(bound) + ") exceeds 2147483647; lower the item weights");
+        }
+      }
+      compiled.max_score.push_back(bound);
+      compiled.query_slice_offsets.push_back(static_cast<int64_t>(compiled.slices.size()));
+    }
+    *out = std::move(compiled);
+    return Status::Ok();
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory compiling a batch of " +
+                               std::to_string(batch.n_queries) + " queries");
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("batch compilation failed: ") + e.what());
+  }
+}
+
+}  // namespace genie
