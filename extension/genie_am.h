@@ -1,0 +1,287 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_am.h
+ *	  The genie index access method: page layout, scan state, cache.
+ *
+ * On disk (all WAL-logged with GenericXLog after the build):
+ *	block 0			metapage: counts, chain heads, the content stamp
+ *	directory chain	one GenieObjectEntry (heap TID + flags) per main object,
+ *					by dense object id
+ *	keyword chain	(keyword, postings count) pairs, keywords ascending: the
+ *					Position Map
+ *	postings chain	int32 object ids grouped by keyword, ascending within a
+ *					keyword: the List Array
+ *	pending chain	objects inserted since the last merge (like GIN's fast
+ *					update): records of (object id, TID, flags, keywords)
+ * A chain is a list of pages linked through GeniePageOpaque.next.  Any change
+ * of content bumps the metapage's stamp, which validates the per-backend
+ * caches of the decoded index (host and device copies).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GENIE_AM_H
+#define GENIE_AM_H
+
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/genam.h"
+#include "access/itup.h"
+#include "nodes/pathnodes.h"
+#include "storage/bufmgr.h"
+#include "storage/itemptr.h"
+#include "utils/relcache.h"
+
+#include "genie.h"
+#include "genie_query.h"
+
+#define GENIE_MAGIC				0x47454E49	/* "GENI" */
+#define GENIE_FORMAT_VERSION	1
+#define GENIE_METAPAGE_BLKNO	0
+#define GENIE_PAGE_ID			0xFF87	/* for pg_filedump and friends */
+
+/* strategy number of the ordering operator <~> */
+#define GENIE_ORDER_STRATEGY	1
+
+/* kinds of page */
+#define GENIE_PAGE_META			1
+#define GENIE_PAGE_DIRECTORY	2
+#define GENIE_PAGE_KEYWORDS		3
+#define GENIE_PAGE_POSTINGS		4
+#define GENIE_PAGE_PENDING		5
+#define GENIE_PAGE_DELETED		6
+
+typedef struct GeniePageOpaqueData
+{
+	BlockNumber next;			/* next page of the chain, or InvalidBlockNumber */
+	uint32		n_entries;		/* fixed-size entries, or pending bytes used */
+	uint16		kind;			/* GENIE_PAGE_* */
+	uint16		page_id;		/* GENIE_PAGE_ID */
+} GeniePageOpaqueData;
+
+typedef GeniePageOpaqueData *GeniePageOpaque;
+
+#define GeniePageGetOpaque(page) ((GeniePageOpaque) PageGetSpecialPointer(page))
+#define GeniePageGetData(page)	((char *) PageGetContents(page))
+#define GENIE_PAGE_CAPACITY \
+	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(GeniePageOpaqueData)))
+
+/* object flags */
+#define GENIE_OBJECT_DEAD		0x0001	/* removed by VACUUM, excluded from results */
+#define GENIE_OBJECT_NULL		0x0002	/* the indexed value is NULL: no keywords */
+
+typedef struct GenieObjectEntry
+{
+	ItemPointerData tid;
+	uint16		flags;
+} GenieObjectEntry;
+
+typedef struct GenieKeywordEntry
+{
+	int32		keyword;
+	int32		count;			/* postings of this keyword */
+} GenieKeywordEntry;
+
+/*
+ * A pending record: one object's keywords, or a piece of them when they do
+ * not fit on one page (pieces of one object are consecutive and share its
+ * id).  n_keywords int32 keywords follow the header.
+ */
+typedef struct GeniePendingRecord
+{
+	int32		object_id;
+	ItemPointerData tid;
+	uint16		flags;
+	int32		n_keywords;
+} GeniePendingRecord;
+
+#define GENIE_PENDING_HEADER_SIZE	MAXALIGN(sizeof(GeniePendingRecord))
+
+typedef struct GenieChain
+{
+	BlockNumber head;
+	BlockNumber tail;
+	int64		pages;
+} GenieChain;
+
+typedef struct GenieMetaPageData
+{
+	uint32		magic;
+	uint32		format_version;
+	uint64		stamp;			/* changes with every change of content */
+	int32		split_length;	/* postings sublist length used by the engines */
+	int32		n_objects;		/* dense ids handed out (main + pending) */
+	int32		n_main_objects; /* ids below this are in the main postings */
+	int32		n_dead;			/* objects flagged dead */
+	int32		n_keywords;		/* distinct keywords of the main postings */
+	int32		n_pending;		/* objects in the pending list */
+	int64		n_postings;		/* postings of the main postings */
+	int64		pending_bytes;	/* bytes used by pending records */
+	GenieChain	directory;
+	GenieChain	keywords;
+	GenieChain	postings;
+	GenieChain	pending;
+} GenieMetaPageData;
+
+typedef GenieMetaPageData *GenieMetaPage;
+
+#define GeniePageGetMeta(page)	((GenieMetaPage) PageGetContents(page))
+
+/* reloptions */
+typedef struct GenieOptions
+{
+	int32		vl_len_;		/* varlena header (do not touch directly) */
+	int			split_length;	/* postings sublist length (load balancing) */
+	int			pending_list_limit; /* kB of pending records that trigger a merge */
+} GenieOptions;
+
+/* GUCs (genie.c) */
+extern int	genie_scan_batch_size;
+extern int	genie_device_memory_limit_mb;
+extern int	genie_cache_size_mb;
+extern int	genie_pending_list_limit_kb;
+extern int	genie_cpu_threads;
+
+/* genie_handler.c */
+extern bytea *genie_options(Datum reloptions, bool validate);
+extern void genie_init_reloptions(void);
+
+/* genie_storage.c: pages and chains */
+extern void genie_init_page(Page page, uint16 kind);
+extern void genie_init_metapage(Page page, int32 split_length);
+extern Buffer genie_new_buffer(Relation index);
+extern void genie_free_chain(Relation index, BlockNumber head);
+
+/* Appends fixed-size entries to a chain while the index is being built (no WAL). */
+typedef struct GenieChainWriter
+{
+	Relation	index;
+	uint16		kind;
+	Size		entry_size;
+	Buffer		buffer;			/* current tail, pinned and locked */
+	GenieChain	chain;
+	bool		wal;			/* log each page with GenericXLog (compaction) */
+} GenieChainWriter;
+
+extern void genie_chain_writer_init(GenieChainWriter *w, Relation index, uint16 kind,
+									Size entry_size, bool wal);
+extern void genie_chain_writer_append(GenieChainWriter *w, const void *entries, int64 count);
+extern GenieChain genie_chain_writer_finish(GenieChainWriter *w);
+
+/* Reads every fixed-size entry of a chain into one palloc'd array. */
+extern void *genie_chain_read(Relation index, BlockNumber head, Size entry_size,
+							  int64 expected, int64 *count);
+
+/* The decoded content of an index, as read from its pages. */
+typedef struct GenieIndexContent
+{
+	uint64		stamp;
+	int32		split_length;
+	int32		n_objects;
+	int32		n_main_objects;
+	int32		n_dead;
+	int64		n_postings;
+	int32		n_keywords;
+	GenieObjectEntry *objects;	/* n_objects entries: main, then pending */
+	int32	   *keywords;		/* main Position Map */
+	int64	   *keyword_offsets;	/* n_keywords + 1 */
+	int32	   *postings;		/* main List Array */
+	int64	   *pending_offsets;	/* pending CSR: n_objects - n_main_objects + 1 */
+	int32	   *pending_keywords;
+	BlockNumber n_pages;
+} GenieIndexContent;
+
+extern void genie_read_content(Relation index, GenieIndexContent *content);
+extern uint64 genie_read_stamp(Relation index);
+extern void genie_read_content_meta_locked(Relation index, Buffer metabuf,
+										   GenieIndexContent *content);
+
+/* genie_build.c: writing a whole index from (keyword, object) pairs */
+typedef struct GeniePostingsSorter GeniePostingsSorter;
+
+extern GeniePostingsSorter *genie_sorter_begin(int work_mem_kb);
+extern void genie_sorter_add(GeniePostingsSorter *sorter, const int32 *keywords, int n,
+							 int32 object_id);
+extern void genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
+							   GenieChain *keywords, GenieChain *postings,
+							   int32 *n_keywords, int64 *n_postings);
+
+/* genie_insert.c */
+extern bool genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
+						   Relation heapRel, IndexUniqueCheck checkUnique,
+						   bool indexUnchanged, struct IndexInfo *indexInfo);
+
+/* genie_build.c */
+extern IndexBuildResult *genie_ambuild(Relation heap, Relation index, struct IndexInfo *indexInfo);
+extern void genie_ambuildempty(Relation index);
+extern char *genie_ambuildphasename(int64 phasenum);
+
+/* genie_vacuum.c */
+extern IndexBulkDeleteResult *genie_ambulkdelete(IndexVacuumInfo *info,
+												 IndexBulkDeleteResult *stats,
+												 IndexBulkDeleteCallback callback,
+												 void *callback_state);
+extern IndexBulkDeleteResult *genie_amvacuumcleanup(IndexVacuumInfo *info,
+													IndexBulkDeleteResult *stats);
+extern void genie_merge_pending(Relation index, IndexBulkDeleteResult *stats);
+
+/* genie_scan.c */
+extern IndexScanDesc genie_ambeginscan(Relation index, int nkeys, int norderbys);
+extern void genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
+						   int norderbys);
+extern bool genie_amgettuple(IndexScanDesc scan, ScanDirection dir);
+extern void genie_amendscan(IndexScanDesc scan);
+
+/* genie_cost.c */
+extern void genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+								 Cost *indexStartupCost, Cost *indexTotalCost,
+								 Selectivity *indexSelectivity, double *indexCorrelation,
+								 double *indexPages);
+extern bool genie_amvalidate(Oid opclassoid);
+
+/* genie_cache.c: per-backend cache of decoded indexes and their engines */
+typedef struct GenieCachedIndex
+{
+	Oid			index_oid;
+	RelFileNode node;
+	uint64		stamp;
+	int32		n_objects;
+	int32		n_main_objects;
+	GenieObjectEntry *objects;	/* n_objects entries, main then pending */
+	void	   *owner;			/* the cache slot */
+	genie_index *main_index;
+	genie_index *pending_index;
+	genie_engine *main_engine;
+	genie_engine *pending_engine;
+	Size		bytes;
+	uint64		last_used;
+} GenieCachedIndex;
+
+extern GenieCachedIndex *genie_cache_get(Relation index);
+extern void genie_cache_pin(GenieCachedIndex *entry);
+extern void genie_cache_unpin(GenieCachedIndex *entry);
+extern void genie_cache_init(void);
+
+/*
+ * Searches a batch on a cached index: the main postings on the chosen engine
+ * and the pending list on the CPU, merged.  Object ids are global (pending
+ * ids follow the main ones).  Results are palloc'd in the current context.
+ */
+typedef struct GenieSearchResult
+{
+	int			n_queries;
+	int64	   *query_offsets;
+	int32	   *objects;
+	int32	   *scores;
+} GenieSearchResult;
+
+extern void genie_cache_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
+							   GenieSearchResult *result);
+
+/* genie_topk.c: opens a genie index and its table, checking kind and privilege */
+extern Relation genie_open_index(Oid indexoid, Relation *heap);
+
+/* genie_query conversion of an ORDER BY argument (int4[] or genie_query) */
+extern GenieQuery *genie_query_from_datum(Datum value, Oid type);
+
+#endif							/* GENIE_AM_H */

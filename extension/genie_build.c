@@ -1,0 +1,290 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_build.c
+ *	  Building a genie index: scan the table, sort (keyword, object) pairs
+ *	  within maintenance_work_mem (tuplesort spills sorted runs to disk and
+ *	  merges them), and write the Position Map and List Array as chains.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "commands/progress.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/smgr.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/tuplesort.h"
+
+#include "genie_am.h"
+
+/* build phases, reported through pg_stat_progress_create_index */
+#define GENIE_PHASE_SCAN		2
+#define GENIE_PHASE_SORT		3
+#define GENIE_PHASE_WRITE		4
+
+struct GeniePostingsSorter
+{
+	Tuplesortstate *sort;
+	int64		pairs;
+};
+
+/*
+ * Pairs are sorted as int8: the keyword (signed) in the high half, the
+ * object id (never negative) in the low half, so int8 order is keyword
+ * order, then object order.
+ */
+static inline int64
+pair_key(int32 keyword, int32 object_id)
+{
+	return (int64) (((uint64) (uint32) keyword << 32) | (uint32) object_id);
+}
+
+GeniePostingsSorter *
+genie_sorter_begin(int work_mem_kb)
+{
+	GeniePostingsSorter *sorter = palloc0(sizeof(GeniePostingsSorter));
+
+	sorter->sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false,
+										 work_mem_kb, NULL, TUPLESORT_NONE);
+	return sorter;
+}
+
+void
+genie_sorter_add(GeniePostingsSorter *sorter, const int32 *keywords, int n, int32 object_id)
+{
+	for (int i = 0; i < n; i++)
+		tuplesort_putdatum(sorter->sort, Int64GetDatum(pair_key(keywords[i], object_id)), false);
+	sorter->pairs += n;
+}
+
+/*
+ * Writes the sorted pairs as the keyword chain (Position Map) and the
+ * postings chain (List Array).  A keyword repeated within one object gives
+ * equal pairs, stored once.
+ */
+void
+genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
+				   GenieChain *keywords, GenieChain *postings,
+				   int32 *n_keywords, int64 *n_postings)
+{
+	GenieChainWriter keyword_writer;
+	GenieChainWriter postings_writer;
+	GenieKeywordEntry current = {0, 0};
+	bool		have_current = false;
+	int64		previous = 0;
+	bool		have_previous = false;
+	int32		id_buffer[1024];
+	int			n_buffered = 0;
+	Datum		value;
+	bool		isnull;
+
+	tuplesort_performsort(sorter->sort);
+
+	genie_chain_writer_init(&keyword_writer, index, GENIE_PAGE_KEYWORDS,
+							sizeof(GenieKeywordEntry), wal);
+	genie_chain_writer_init(&postings_writer, index, GENIE_PAGE_POSTINGS, sizeof(int32), wal);
+	*n_keywords = 0;
+	*n_postings = 0;
+
+	while (tuplesort_getdatum(sorter->sort, true, &value, &isnull, NULL))
+	{
+		int64		key = DatumGetInt64(value);
+		int32		keyword = (int32) ((uint64) key >> 32);
+		int32		object_id = (int32) (key & 0xFFFFFFFF);
+
+		if (have_previous && key == previous)
+			continue;
+		previous = key;
+		have_previous = true;
+
+		if (!have_current || keyword != current.keyword)
+		{
+			if (have_current)
+			{
+				genie_chain_writer_append(&keyword_writer, &current, 1);
+				(*n_keywords)++;
+			}
+			current.keyword = keyword;
+			current.count = 0;
+			have_current = true;
+		}
+		current.count++;
+		id_buffer[n_buffered++] = object_id;
+		if (n_buffered == lengthof(id_buffer))
+		{
+			genie_chain_writer_append(&postings_writer, id_buffer, n_buffered);
+			n_buffered = 0;
+		}
+		(*n_postings)++;
+		if ((*n_postings & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	if (have_current)
+	{
+		genie_chain_writer_append(&keyword_writer, &current, 1);
+		(*n_keywords)++;
+	}
+	if (n_buffered > 0)
+		genie_chain_writer_append(&postings_writer, id_buffer, n_buffered);
+
+	*keywords = genie_chain_writer_finish(&keyword_writer);
+	*postings = genie_chain_writer_finish(&postings_writer);
+	tuplesort_end(sorter->sort);
+	sorter->sort = NULL;
+}
+
+/* ---- ambuild ---- */
+
+typedef struct GenieBuildState
+{
+	GeniePostingsSorter *sorter;
+	GenieChainWriter directory;
+	int64		n_objects;
+	MemoryContext tmpcxt;
+} GenieBuildState;
+
+static void
+build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *state_)
+{
+	GenieBuildState *state = (GenieBuildState *) state_;
+	GenieObjectEntry entry;
+	MemoryContext old = MemoryContextSwitchTo(state->tmpcxt);
+
+	if (state->n_objects >= PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a genie index can hold at most %d rows", PG_INT32_MAX)));
+
+	memset(&entry, 0, sizeof(entry));
+	entry.tid = *tid;
+	entry.flags = isnull[0] ? GENIE_OBJECT_NULL : 0;
+	if (!isnull[0])
+	{
+		int			n;
+		int32	   *keywords = genie_int4_array_values(DatumGetArrayTypeP(values[0]),
+													   "indexed array", &n);
+
+		genie_sorter_add(state->sorter, keywords, n, (int32) state->n_objects);
+	}
+	genie_chain_writer_append(&state->directory, &entry, 1);
+	state->n_objects++;
+
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(state->tmpcxt);
+}
+
+static int
+genie_split_length(Relation index)
+{
+	GenieOptions *opts = (GenieOptions *) index->rd_options;
+
+	return opts != NULL ? opts->split_length : 4096;
+}
+
+IndexBuildResult *
+genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result;
+	GenieBuildState state;
+	Buffer		metabuf;
+	Page		metapage;
+	GenieMetaPage meta;
+	double		reltuples;
+	GenieChain	keywords;
+	GenieChain	postings;
+	int32		n_keywords;
+	int64		n_postings;
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
+
+	/* block 0 is the metapage; it is filled in last */
+	metabuf = genie_new_buffer(index);
+	Assert(BufferGetBlockNumber(metabuf) == GENIE_METAPAGE_BLKNO);
+
+	memset(&state, 0, sizeof(state));
+	state.sorter = genie_sorter_begin(maintenance_work_mem);
+	genie_chain_writer_init(&state.directory, index, GENIE_PAGE_DIRECTORY,
+							sizeof(GenieObjectEntry), false);
+	state.tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie build temporary context",
+										 ALLOCSET_DEFAULT_SIZES);
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GENIE_PHASE_SCAN);
+	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
+									   build_callback, &state, NULL);
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GENIE_PHASE_SORT);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, state.n_objects);
+	/* the sort happens inside genie_sorter_write; report writing once it begins */
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GENIE_PHASE_WRITE);
+	genie_sorter_write(state.sorter, index, false, &keywords, &postings, &n_keywords,
+					   &n_postings);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state.n_objects);
+
+	metapage = BufferGetPage(metabuf);
+	genie_init_metapage(metapage, genie_split_length(index));
+	meta = GeniePageGetMeta(metapage);
+	meta->n_objects = (int32) state.n_objects;
+	meta->n_main_objects = (int32) state.n_objects;
+	meta->n_keywords = n_keywords;
+	meta->n_postings = n_postings;
+	meta->directory = genie_chain_writer_finish(&state.directory);
+	meta->keywords = keywords;
+	meta->postings = postings;
+	MarkBufferDirty(metabuf);
+	UnlockReleaseBuffer(metabuf);
+
+	/* the pages were written without WAL: log them all at once */
+	if (RelationNeedsWAL(index))
+		log_newpage_range(index, MAIN_FORKNUM, 0, RelationGetNumberOfBlocks(index), true);
+
+	MemoryContextDelete(state.tmpcxt);
+
+	result = palloc(sizeof(IndexBuildResult));
+	result->heap_tuples = reltuples;
+	result->index_tuples = (double) state.n_objects;
+	return result;
+}
+
+/* The init fork of an unlogged index: an empty metapage. */
+void
+genie_ambuildempty(Relation index)
+{
+	Page		metapage = (Page) palloc(BLCKSZ);
+
+	genie_init_metapage(metapage, genie_split_length(index));
+	PageSetChecksumInplace(metapage, GENIE_METAPAGE_BLKNO);
+	smgrwrite(RelationGetSmgr(index), INIT_FORKNUM, GENIE_METAPAGE_BLKNO, (char *) metapage, true);
+	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
+				GENIE_METAPAGE_BLKNO, metapage, true);
+	smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
+	pfree(metapage);
+}
+
+char *
+genie_ambuildphasename(int64 phasenum)
+{
+	switch (phasenum)
+	{
+		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
+			return "initializing";
+		case GENIE_PHASE_SCAN:
+			return "scanning table";
+		case GENIE_PHASE_SORT:
+			return "sorting postings";
+		case GENIE_PHASE_WRITE:
+			return "writing postings";
+		default:
+			return NULL;
+	}
+}

@@ -1,0 +1,191 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_handler.c
+ *	  The genie access method's handler, options, cost estimate and
+ *	  operator class validation.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/amvalidate.h"
+#include "access/htup_details.h"
+#include "access/reloptions.h"
+#include "catalog/pg_amop.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_type.h"
+#include "commands/vacuum.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "utils/builtins.h"
+#include "utils/catcache.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/selfuncs.h"
+#include "utils/syscache.h"
+
+#include "genie_am.h"
+
+PG_FUNCTION_INFO_V1(genie_handler);
+
+static relopt_kind genie_relopt_kind;
+
+void
+genie_init_reloptions(void)
+{
+	genie_relopt_kind = add_reloption_kind();
+	add_int_reloption(genie_relopt_kind, "split_length",
+					  "Postings lists longer than this are processed as sublists of this length",
+					  4096, 1, 1 << 30, AccessExclusiveLock);
+	add_int_reloption(genie_relopt_kind, "pending_list_limit",
+					  "Size of the pending list in kB that triggers a merge (default: genie.pending_list_limit)",
+					  -1, -1, MAX_KILOBYTES, ShareUpdateExclusiveLock);
+}
+
+bytea *
+genie_options(Datum reloptions, bool validate)
+{
+	static const relopt_parse_elt tab[] = {
+		{"split_length", RELOPT_TYPE_INT, offsetof(GenieOptions, split_length)},
+		{"pending_list_limit", RELOPT_TYPE_INT, offsetof(GenieOptions, pending_list_limit)},
+	};
+
+	return (bytea *) build_reloptions(reloptions, validate, genie_relopt_kind,
+									  sizeof(GenieOptions), tab, lengthof(tab));
+}
+
+/*
+ * The index serves ORDER BY col <~> query only.  Its work happens before the
+ * first row: one pass over the postings of the query's keywords, which we
+ * estimate from the index size.  Without an ORDER BY the index is useless,
+ * so such paths are priced out.
+ */
+void
+genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+					 Cost *indexStartupCost, Cost *indexTotalCost,
+					 Selectivity *indexSelectivity, double *indexCorrelation,
+					 double *indexPages)
+{
+	GenericCosts costs;
+	double		tuples = Max(path->indexinfo->tuples, 1.0);
+	double		pages = Max(path->indexinfo->pages, 1.0);
+
+	if (path->indexorderbys == NIL)
+	{
+		*indexStartupCost = disable_cost;
+		*indexTotalCost = disable_cost;
+		*indexSelectivity = 1.0;
+		*indexCorrelation = 0.0;
+		*indexPages = pages;
+		return;
+	}
+
+	MemSet(&costs, 0, sizeof(costs));
+	costs.numIndexTuples = tuples;
+	genericcostestimate(root, path, loop_count, &costs);
+
+	/*
+	 * Counting touches a fraction of the postings (the query's keywords) on a
+	 * cached, decoded index: much cheaper than evaluating the operator on every
+	 * heap row, which is what a sequential scan plus sort pays.  Charge a
+	 * per-tuple CPU cost well below cpu_operator_cost and one pass over the
+	 * index pages at the sequential rate.
+	 */
+	*indexStartupCost = tuples * cpu_operator_cost * 0.05 + pages * seq_page_cost * 0.1;
+	*indexTotalCost = *indexStartupCost + costs.indexTotalCost - costs.indexStartupCost;
+	*indexSelectivity = 1.0;
+	*indexCorrelation = 0.0;
+	*indexPages = pages;
+}
+
+/* Every operator must be an ordering operator returning float8. */
+bool
+genie_amvalidate(Oid opclassoid)
+{
+	HeapTuple	classtup;
+	Form_pg_opclass classform;
+	Oid			opfamilyoid;
+	CatCList   *oprlist;
+	char	   *opclassname;
+	bool		result = true;
+
+	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	if (!HeapTupleIsValid(classtup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	classform = (Form_pg_opclass) GETSTRUCT(classtup);
+	opfamilyoid = classform->opcfamily;
+	opclassname = NameStr(classform->opcname);
+
+	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(opfamilyoid));
+	for (int i = 0; i < oprlist->n_members; i++)
+	{
+		HeapTuple	oprtup = &oprlist->members[i]->tuple;
+		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(oprtup);
+
+		if (oprform->amoppurpose != AMOP_ORDER ||
+			get_op_rettype(oprform->amopopr) != FLOAT8OID)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("genie operator class \"%s\" has operator %s that is not an ordering operator returning float8",
+							opclassname, format_operator(oprform->amopopr))));
+			result = false;
+		}
+	}
+	ReleaseCatCacheList(oprlist);
+	ReleaseSysCache(classtup);
+	return result;
+}
+
+Datum
+genie_handler(PG_FUNCTION_ARGS)
+{
+	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
+
+	amroutine->amstrategies = 0;
+	amroutine->amsupport = 0;
+	amroutine->amoptsprocnum = 0;
+	amroutine->amcanorder = false;
+	amroutine->amcanorderbyop = true;
+	amroutine->amcanbackward = false;
+	amroutine->amcanunique = false;
+	amroutine->amcanmulticol = false;
+	amroutine->amoptionalkey = true;
+	amroutine->amsearcharray = false;
+	amroutine->amsearchnulls = false;
+	amroutine->amstorage = false;
+	amroutine->amclusterable = false;
+	amroutine->ampredlocks = false;
+	amroutine->amcanparallel = false;
+	amroutine->amcaninclude = false;
+	amroutine->amusemaintenanceworkmem = true;
+	amroutine->amparallelvacuumoptions = VACUUM_OPTION_NO_PARALLEL;
+	amroutine->amkeytype = InvalidOid;
+
+	amroutine->ambuild = genie_ambuild;
+	amroutine->ambuildempty = genie_ambuildempty;
+	amroutine->aminsert = genie_aminsert;
+	amroutine->ambulkdelete = genie_ambulkdelete;
+	amroutine->amvacuumcleanup = genie_amvacuumcleanup;
+	amroutine->amcanreturn = NULL;
+	amroutine->amcostestimate = genie_amcostestimate;
+	amroutine->amoptions = genie_options;
+	amroutine->amproperty = NULL;
+	amroutine->ambuildphasename = genie_ambuildphasename;
+	amroutine->amvalidate = genie_amvalidate;
+	amroutine->amadjustmembers = NULL;
+	amroutine->ambeginscan = genie_ambeginscan;
+	amroutine->amrescan = genie_amrescan;
+	amroutine->amgettuple = genie_amgettuple;
+	amroutine->amgetbitmap = NULL;
+	amroutine->amendscan = genie_amendscan;
+	amroutine->ammarkpos = NULL;
+	amroutine->amrestrpos = NULL;
+	amroutine->amestimateparallelscan = NULL;
+	amroutine->aminitparallelscan = NULL;
+	amroutine->amparallelrescan = NULL;
+
+	PG_RETURN_POINTER(amroutine);
+}

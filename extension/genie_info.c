@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_info.c
+ *	  genie_index_info(index): what a genie index holds, from its metapage.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "catalog/index.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "genie_am.h"
+
+PG_FUNCTION_INFO_V1(genie_index_info);
+
+Datum
+genie_index_info(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	TupleDesc	tupdesc;
+	Relation	index;
+	Relation	heap;
+	Buffer		metabuf;
+	GenieMetaPage meta;
+	Datum		values[10];
+	bool		nulls[10] = {false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "genie_index_info: return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	index = genie_open_index(indexoid, &heap);
+	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	meta = GeniePageGetMeta(BufferGetPage(metabuf));
+	if (meta->magic != GENIE_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("\"%s\" is not a genie index", RelationGetRelationName(index))));
+	values[0] = Int32GetDatum(meta->n_objects - meta->n_dead);
+	values[1] = Int32GetDatum(meta->n_dead);
+	values[2] = Int32GetDatum(meta->n_pending);
+	values[3] = Int64GetDatum(meta->pending_bytes);
+	values[4] = Int32GetDatum(meta->n_keywords);
+	values[5] = Int64GetDatum(meta->n_postings);
+	values[6] = Int32GetDatum(meta->split_length);
+	values[7] = Int64GetDatum(RelationGetNumberOfBlocks(index));
+	values[8] = Int64GetDatum((int64) meta->stamp);
+	values[9] = Int32GetDatum(meta->format_version);
+	UnlockReleaseBuffer(metabuf);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

@@ -1,0 +1,290 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_scan.c
+ *	  Index scans ordered by match count: ORDER BY col <~> query.
+ *
+ * The scan asks the engine for the top k' objects (k' starts at
+ * genie.scan_batch_size) and returns them in order.  When the executor wants
+ * more (LIMIT beyond k', WHERE filters, invisible rows), it searches again
+ * with a larger k' and continues after what it returned, remembering the
+ * returned objects in a bitmap so that ties across the boundary are neither
+ * repeated nor skipped.  After the last object with score >= 1 it returns
+ * the rest with score 0, then the rows whose indexed value is NULL (their
+ * distance is NULL, which sorts last), so the scan equals a sequential scan
+ * for any LIMIT.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relscan.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/memutils.h"
+
+#include "genie_am.h"
+
+typedef enum GenieScanPhase
+{
+	GENIE_SCAN_HITS,			/* objects with score >= 1, from the engine */
+	GENIE_SCAN_ZEROS,			/* the remaining objects, score 0 */
+	GENIE_SCAN_NULLS,			/* rows whose indexed value is NULL */
+	GENIE_SCAN_DONE
+} GenieScanPhase;
+
+typedef struct GenieScanOpaqueData
+{
+	MemoryContext cxt;			/* per-rescan state */
+	GenieQuery *query;			/* NULL when the ORDER BY argument is NULL */
+	bool		has_orderby;
+	GenieCachedIndex *entry;	/* pinned */
+	GenieScanPhase phase;
+	int32		k;				/* current k' */
+	GenieSearchResult result;
+	int64		position;		/* next hit of result to consider */
+	uint8	   *returned;		/* bitmap over object ids */
+	int32		cursor;			/* next object id for the ZEROS and NULLS phases */
+	MemoryContextCallback unpin_callback;
+} GenieScanOpaqueData;
+
+typedef GenieScanOpaqueData *GenieScanOpaque;
+
+static void
+release_entry(GenieScanOpaque so)
+{
+	if (so->entry != NULL)
+	{
+		genie_cache_unpin(so->entry);
+		so->entry = NULL;
+	}
+}
+
+/* Runs when the scan's memory goes away, normally or on abort. */
+static void
+unpin_on_reset(void *arg)
+{
+	release_entry((GenieScanOpaque) arg);
+}
+
+IndexScanDesc
+genie_ambeginscan(Relation index, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+	GenieScanOpaque so = palloc0(sizeof(GenieScanOpaqueData));
+
+	so->cxt = AllocSetContextCreate(CurrentMemoryContext, "genie scan context",
+									ALLOCSET_DEFAULT_SIZES);
+	so->unpin_callback.func = unpin_on_reset;
+	so->unpin_callback.arg = so;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, &so->unpin_callback);
+	so->phase = GENIE_SCAN_DONE;
+	scan->opaque = so;
+	/* the executor reads these; an ordering AM provides them */
+	if (norderbys > 0)
+	{
+		scan->xs_orderbyvals = palloc0(sizeof(Datum) * norderbys);
+		scan->xs_orderbynulls = palloc(sizeof(bool) * norderbys);
+		memset(scan->xs_orderbynulls, true, sizeof(bool) * norderbys);
+	}
+	return scan;
+}
+
+GenieQuery *
+genie_query_from_datum(Datum value, Oid type)
+{
+	if (type == INT4ARRAYOID)
+	{
+		ArrayType  *array = DatumGetArrayTypeP(value);
+		int			n;
+		int32	   *keywords = genie_int4_array_values(array, "query", &n);
+
+		return genie_query_from_keywords(keywords, n);
+	}
+	return (GenieQuery *) PG_DETOAST_DATUM_COPY(value);
+}
+
+void
+genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int norderbys)
+{
+	GenieScanOpaque so = (GenieScanOpaque) scan->opaque;
+	MemoryContext old;
+
+	release_entry(so);
+	MemoryContextReset(so->cxt);
+	memset(&so->result, 0, sizeof(so->result));
+	so->query = NULL;
+	so->returned = NULL;
+	so->position = 0;
+	so->cursor = 0;
+	so->k = 0;
+	so->phase = GENIE_SCAN_HITS;
+	so->has_orderby = norderbys > 0;
+
+	if (orderbys && scan->numberOfOrderBys > 0)
+		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
+
+	old = MemoryContextSwitchTo(so->cxt);
+	if (so->has_orderby && !(scan->orderByData[0].sk_flags & SK_ISNULL))
+		so->query = genie_query_from_datum(scan->orderByData[0].sk_argument,
+										   scan->orderByData[0].sk_subtype);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+search(IndexScanDesc scan, GenieScanOpaque so)
+{
+	MemoryContext old = MemoryContextSwitchTo(so->cxt);
+	GenieQueryBatch batch;
+
+	if (so->result.query_offsets != NULL)
+	{
+		pfree(so->result.query_offsets);
+		pfree(so->result.objects);
+		pfree(so->result.scores);
+	}
+	genie_query_batch_init(&batch, &so->query, 1);
+	genie_cache_search(so->entry, &batch, so->k, &so->result);
+	pfree(batch.query_offsets);
+	pfree(batch.item_offsets);
+	pfree(batch.item_weights);
+	pfree(batch.ranges_lo);
+	pfree(batch.ranges_hi);
+	so->position = 0;
+	MemoryContextSwitchTo(old);
+}
+
+static void
+start(IndexScanDesc scan, GenieScanOpaque so)
+{
+	GenieCachedIndex *entry = genie_cache_get(scan->indexRelation);
+
+	genie_cache_pin(entry);
+	so->entry = entry;
+	so->returned = MemoryContextAllocExtended(so->cxt, entry->n_objects / 8 + 1,
+											  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	so->cursor = 0;
+	if (so->query == NULL)
+	{
+		/* no ORDER BY, or ORDER BY NULL: every row, in any order */
+		so->phase = so->has_orderby ? GENIE_SCAN_NULLS : GENIE_SCAN_ZEROS;
+		return;
+	}
+	so->k = Min(Max(genie_scan_batch_size, 1), Max(entry->n_objects, 1));
+	so->phase = GENIE_SCAN_HITS;
+	search(scan, so);
+}
+
+static inline bool
+was_returned(GenieScanOpaque so, int32 id)
+{
+	return (so->returned[id >> 3] >> (id & 7)) & 1;
+}
+
+static inline void
+mark_returned(GenieScanOpaque so, int32 id)
+{
+	so->returned[id >> 3] |= (uint8) (1 << (id & 7));
+}
+
+static void
+emit(IndexScanDesc scan, GenieScanOpaque so, int32 id, int32 score, bool null_distance)
+{
+	mark_returned(so, id);
+	scan->xs_heaptid = so->entry->objects[id].tid;
+	scan->xs_recheck = false;
+	if (scan->numberOfOrderBys > 0)
+	{
+		scan->xs_recheckorderby = false;
+		scan->xs_orderbynulls[0] = null_distance;
+		/* the operator returns the negated score; avoid -0 */
+		scan->xs_orderbyvals[0] = Float8GetDatum(null_distance || score == 0 ? 0.0 : -(float8) score);
+	}
+}
+
+bool
+genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	GenieScanOpaque so = (GenieScanOpaque) scan->opaque;
+
+	if (so->entry == NULL && so->phase != GENIE_SCAN_DONE)
+		start(scan, so);
+
+	for (;;)
+	{
+		GenieCachedIndex *entry = so->entry;
+
+		CHECK_FOR_INTERRUPTS();
+		switch (so->phase)
+		{
+			case GENIE_SCAN_HITS:
+				{
+					int64		end = so->result.query_offsets[1];
+
+					while (so->position < end)
+					{
+						int32		id = so->result.objects[so->position];
+						int32		score = so->result.scores[so->position];
+
+						so->position++;
+						if (was_returned(so, id) || (entry->objects[id].flags & GENIE_OBJECT_DEAD))
+							continue;
+						emit(scan, so, id, score, false);
+						return true;
+					}
+					if (end < so->k || so->k >= entry->n_objects)
+					{
+						/* every object with score >= 1 was seen */
+						so->phase = GENIE_SCAN_ZEROS;
+						break;
+					}
+					/* the executor wants more than k': search again, 4 times wider */
+					so->k = (int32) Min((int64) so->k * 4, (int64) entry->n_objects);
+					search(scan, so);
+					break;
+				}
+			case GENIE_SCAN_ZEROS:
+				while (so->cursor < entry->n_objects)
+				{
+					int32		id = so->cursor++;
+					uint16		flags = entry->objects[id].flags;
+
+					if (was_returned(so, id) || (flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)))
+						continue;
+					emit(scan, so, id, 0, false);
+					return true;
+				}
+				so->phase = GENIE_SCAN_NULLS;
+				so->cursor = 0;
+				break;
+			case GENIE_SCAN_NULLS:
+				while (so->cursor < entry->n_objects)
+				{
+					int32		id = so->cursor++;
+					uint16		flags = entry->objects[id].flags;
+
+					if (was_returned(so, id) || (flags & GENIE_OBJECT_DEAD))
+						continue;
+					/* ORDER BY NULL gives every row a NULL distance */
+					if (!(flags & GENIE_OBJECT_NULL) && so->query != NULL)
+						continue;
+					emit(scan, so, id, 0, true);
+					return true;
+				}
+				so->phase = GENIE_SCAN_DONE;
+				break;
+			case GENIE_SCAN_DONE:
+				return false;
+		}
+	}
+}
+
+void
+genie_amendscan(IndexScanDesc scan)
+{
+	GenieScanOpaque so = (GenieScanOpaque) scan->opaque;
+
+	release_entry(so);
+	MemoryContextDelete(so->cxt);
+	so->cxt = NULL;
+}

@@ -1,0 +1,475 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_storage.c
+ *	  Pages and chains of pages of a genie index.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/indexfsm.h"
+#include "storage/lmgr.h"
+#include "utils/memutils.h"
+
+#include "genie_am.h"
+
+void
+genie_init_page(Page page, uint16 kind)
+{
+	GeniePageOpaque opaque;
+
+	PageInit(page, BLCKSZ, sizeof(GeniePageOpaqueData));
+	opaque = GeniePageGetOpaque(page);
+	opaque->next = InvalidBlockNumber;
+	opaque->n_entries = 0;
+	opaque->kind = kind;
+	opaque->page_id = GENIE_PAGE_ID;
+}
+
+static void
+empty_chain(GenieChain *chain)
+{
+	chain->head = InvalidBlockNumber;
+	chain->tail = InvalidBlockNumber;
+	chain->pages = 0;
+}
+
+void
+genie_init_metapage(Page page, int32 split_length)
+{
+	GenieMetaPage meta;
+
+	genie_init_page(page, GENIE_PAGE_META);
+	meta = GeniePageGetMeta(page);
+	memset(meta, 0, sizeof(GenieMetaPageData));
+	meta->magic = GENIE_MAGIC;
+	meta->format_version = GENIE_FORMAT_VERSION;
+	meta->stamp = 1;
+	meta->split_length = split_length;
+	empty_chain(&meta->directory);
+	empty_chain(&meta->keywords);
+	empty_chain(&meta->postings);
+	empty_chain(&meta->pending);
+	/* so that full-page images leave out the unused middle of the page */
+	((PageHeader) page)->pd_lower = (char *) meta + sizeof(GenieMetaPageData) - (char *) page;
+}
+
+/*
+ * A new or recycled page, pinned and exclusively locked.  Free pages come
+ * from the free space map, where compaction records the pages it released.
+ */
+Buffer
+genie_new_buffer(Relation index)
+{
+	Buffer		buffer;
+	bool		needLock;
+
+	for (;;)
+	{
+		BlockNumber blkno = GetFreeIndexPage(index);
+
+		if (blkno == InvalidBlockNumber)
+			break;
+		buffer = ReadBuffer(index, blkno);
+		/* another backend may be taking the same page: only take it if it is free */
+		if (ConditionalLockBuffer(buffer))
+		{
+			Page		page = BufferGetPage(buffer);
+
+			if (PageIsNew(page) ||
+				GeniePageGetOpaque(page)->kind == GENIE_PAGE_DELETED)
+				return buffer;
+			LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+		}
+		ReleaseBuffer(buffer);
+	}
+
+	needLock = !RELATION_IS_LOCAL(index);
+	if (needLock)
+		LockRelationForExtension(index, ExclusiveLock);
+	buffer = ReadBuffer(index, P_NEW);
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	if (needLock)
+		UnlockRelationForExtension(index, ExclusiveLock);
+	return buffer;
+}
+
+/* Marks every page of a chain deleted and hands it to the free space map. */
+void
+genie_free_chain(Relation index, BlockNumber head)
+{
+	BlockNumber blkno = head;
+
+	while (blkno != InvalidBlockNumber)
+	{
+		Buffer		buffer = ReadBuffer(index, blkno);
+		GenericXLogState *state;
+		Page		page;
+		BlockNumber next;
+
+		LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+		state = GenericXLogStart(index);
+		page = GenericXLogRegisterBuffer(state, buffer, GENERIC_XLOG_FULL_IMAGE);
+		next = GeniePageGetOpaque(page)->next;
+		genie_init_page(page, GENIE_PAGE_DELETED);
+		GenericXLogFinish(state);
+		UnlockReleaseBuffer(buffer);
+		RecordFreeIndexPage(index, blkno);
+		blkno = next;
+	}
+}
+
+/* ---- writing chains of fixed-size entries ---- */
+
+void
+genie_chain_writer_init(GenieChainWriter *w, Relation index, uint16 kind, Size entry_size,
+						bool wal)
+{
+	w->index = index;
+	w->kind = kind;
+	w->entry_size = entry_size;
+	w->buffer = InvalidBuffer;
+	w->wal = wal;
+	empty_chain(&w->chain);
+}
+
+static int
+entries_per_page(GenieChainWriter *w)
+{
+	return GENIE_PAGE_CAPACITY / w->entry_size;
+}
+
+static void
+set_pd_lower(Page page, Size used)
+{
+	((PageHeader) page)->pd_lower = (GeniePageGetData(page) + used) - (char *) page;
+}
+
+/*
+ * Writes out the current page, linking it to next.  With WAL the page is
+ * logged whole: its content is new, so a full image is the record.
+ */
+static void
+flush_page(GenieChainWriter *w, BlockNumber next)
+{
+	Page		page;
+	GenericXLogState *state = NULL;
+
+	if (w->wal)
+	{
+		state = GenericXLogStart(w->index);
+		page = GenericXLogRegisterBuffer(state, w->buffer, GENERIC_XLOG_FULL_IMAGE);
+		/* the registered copy starts as the current content */
+	}
+	else
+		page = BufferGetPage(w->buffer);
+
+	GeniePageGetOpaque(page)->next = next;
+	set_pd_lower(page, GeniePageGetOpaque(page)->n_entries * w->entry_size);
+
+	if (w->wal)
+		GenericXLogFinish(state);
+	else
+		MarkBufferDirty(w->buffer);
+	UnlockReleaseBuffer(w->buffer);
+	w->buffer = InvalidBuffer;
+}
+
+static void
+start_page(GenieChainWriter *w)
+{
+	Buffer		buffer = genie_new_buffer(w->index);
+	BlockNumber blkno = BufferGetBlockNumber(buffer);
+
+	if (BufferIsValid(w->buffer))
+		flush_page(w, blkno);
+	else
+		w->chain.head = blkno;
+	/*
+	 * The page is filled through its buffer directly; with WAL it is logged
+	 * as a full image when flushed, so nothing is lost by not logging now.
+	 */
+	genie_init_page(BufferGetPage(buffer), w->kind);
+	w->buffer = buffer;
+	w->chain.tail = blkno;
+	w->chain.pages++;
+}
+
+void
+genie_chain_writer_append(GenieChainWriter *w, const void *entries, int64 count)
+{
+	const char *src = entries;
+	int			per_page = entries_per_page(w);
+
+	while (count > 0)
+	{
+		Page		page;
+		GeniePageOpaque opaque;
+		int64		room;
+		int64		n;
+
+		if (!BufferIsValid(w->buffer) ||
+			GeniePageGetOpaque(BufferGetPage(w->buffer))->n_entries >= (uint32) per_page)
+			start_page(w);
+		page = BufferGetPage(w->buffer);
+		opaque = GeniePageGetOpaque(page);
+		room = per_page - opaque->n_entries;
+		n = Min(room, count);
+		memcpy(GeniePageGetData(page) + opaque->n_entries * w->entry_size, src,
+			   n * w->entry_size);
+		opaque->n_entries += n;
+		src += n * w->entry_size;
+		count -= n;
+	}
+}
+
+GenieChain
+genie_chain_writer_finish(GenieChainWriter *w)
+{
+	if (BufferIsValid(w->buffer))
+		flush_page(w, InvalidBlockNumber);
+	return w->chain;
+}
+
+/* ---- reading ---- */
+
+static void *
+alloc_huge(Size size)
+{
+	return MemoryContextAllocHuge(CurrentMemoryContext, Max(size, 1));
+}
+
+static void
+check_page(Relation index, Page page, BlockNumber blkno, uint16 kind)
+{
+	GeniePageOpaque opaque = GeniePageGetOpaque(page);
+
+	if (PageIsNew(page) || opaque->page_id != GENIE_PAGE_ID || opaque->kind != kind)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\" has an unexpected page at block %u",
+						RelationGetRelationName(index), blkno),
+				 errhint("REINDEX the index.")));
+}
+
+void *
+genie_chain_read(Relation index, BlockNumber head, Size entry_size, int64 expected,
+				 int64 *count)
+{
+	char	   *out = alloc_huge(expected * entry_size);
+	int64		n = 0;
+	BlockNumber blkno = head;
+	uint16		kind = 0;
+
+	while (blkno != InvalidBlockNumber)
+	{
+		Buffer		buffer = ReadBuffer(index, blkno);
+		Page		page;
+		GeniePageOpaque opaque;
+
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buffer);
+		opaque = GeniePageGetOpaque(page);
+		if (kind == 0)
+			kind = opaque->kind;
+		check_page(index, page, blkno, kind);
+		if (n + opaque->n_entries > expected ||
+			opaque->n_entries * entry_size > GENIE_PAGE_CAPACITY)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index \"%s\" holds more entries than its metapage says",
+							RelationGetRelationName(index))));
+		memcpy(out + n * entry_size, GeniePageGetData(page), opaque->n_entries * entry_size);
+		n += opaque->n_entries;
+		blkno = opaque->next;
+		UnlockReleaseBuffer(buffer);
+	}
+	if (n != expected)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\" holds fewer entries than its metapage says",
+						RelationGetRelationName(index))));
+	*count = n;
+	return out;
+}
+
+/*
+ * Reads the pending records into content: their TIDs and flags after the
+ * main objects, and their keywords as CSR by local pending id.
+ */
+static void
+read_pending(Relation index, GenieMetaPage meta, GenieIndexContent *content)
+{
+	int32		n_pending = meta->n_objects - meta->n_main_objects;
+	int64		n_keywords = 0;
+	int64		capacity = 1024;
+	int32		current = -1;
+	BlockNumber blkno = meta->pending.head;
+
+	content->pending_offsets = alloc_huge(sizeof(int64) * (n_pending + 1));
+	content->pending_keywords = alloc_huge(sizeof(int32) * capacity);
+	content->pending_offsets[0] = 0;
+
+	while (blkno != InvalidBlockNumber)
+	{
+		Buffer		buffer = ReadBuffer(index, blkno);
+		Page		page;
+		GeniePageOpaque opaque;
+		Size		pos = 0;
+
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buffer);
+		check_page(index, page, blkno, GENIE_PAGE_PENDING);
+		opaque = GeniePageGetOpaque(page);
+		while (pos < opaque->n_entries)
+		{
+			GeniePendingRecord *rec = (GeniePendingRecord *) (GeniePageGetData(page) + pos);
+			int32		local;
+
+			if (pos + GENIE_PENDING_HEADER_SIZE + sizeof(int32) * rec->n_keywords > opaque->n_entries ||
+				rec->n_keywords < 0 ||
+				rec->object_id < meta->n_main_objects || rec->object_id >= meta->n_objects ||
+				(rec->object_id != current && rec->object_id != current + 1 && current >= 0))
+				ereport(ERROR,
+						(errcode(ERRCODE_INDEX_CORRUPTED),
+						 errmsg("genie index \"%s\" has a corrupt pending list",
+								RelationGetRelationName(index))));
+			local = rec->object_id - meta->n_main_objects;
+			if (rec->object_id != current)
+			{
+				/* a new object: close the previous one */
+				if (current >= 0)
+					content->pending_offsets[current - meta->n_main_objects + 1] = n_keywords;
+				current = rec->object_id;
+				content->objects[rec->object_id].tid = rec->tid;
+				content->objects[rec->object_id].flags = rec->flags;
+			}
+			if (n_keywords + rec->n_keywords > capacity)
+			{
+				while (n_keywords + rec->n_keywords > capacity)
+					capacity *= 2;
+				content->pending_keywords = repalloc_huge(content->pending_keywords,
+														  sizeof(int32) * capacity);
+			}
+			memcpy(content->pending_keywords + n_keywords,
+				   (char *) rec + GENIE_PENDING_HEADER_SIZE, sizeof(int32) * rec->n_keywords);
+			n_keywords += rec->n_keywords;
+			(void) local;
+			pos += MAXALIGN(GENIE_PENDING_HEADER_SIZE + sizeof(int32) * rec->n_keywords);
+		}
+		blkno = opaque->next;
+		UnlockReleaseBuffer(buffer);
+	}
+	if (current >= 0)
+		content->pending_offsets[current - meta->n_main_objects + 1] = n_keywords;
+	if (n_pending > 0 && current != meta->n_objects - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\" is missing pending objects",
+						RelationGetRelationName(index))));
+}
+
+static void
+check_meta(Relation index, Page page)
+{
+	GenieMetaPage meta = GeniePageGetMeta(page);
+
+	if (PageIsNew(page) || meta->magic != GENIE_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("\"%s\" is not a genie index", RelationGetRelationName(index))));
+	if (meta->format_version != GENIE_FORMAT_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\" has on-disk format %u, this genie reads %u",
+						RelationGetRelationName(index), meta->format_version,
+						GENIE_FORMAT_VERSION),
+				 errhint("REINDEX the index.")));
+}
+
+/*
+ * Reads the whole index.  The metapage stays share-locked throughout, and
+ * every writer takes it exclusively, so the content is consistent.  With
+ * meta_locked the caller already holds it (exclusively).
+ */
+static void
+read_content_locked(Relation index, Page metapage, GenieIndexContent *content)
+{
+	GenieMetaPage meta = GeniePageGetMeta(metapage);
+	int64		count;
+	GenieKeywordEntry *keyword_entries;
+
+	check_meta(index, metapage);
+	content->stamp = meta->stamp;
+	content->split_length = meta->split_length;
+	content->n_objects = meta->n_objects;
+	content->n_main_objects = meta->n_main_objects;
+	content->n_dead = meta->n_dead;
+	content->n_postings = meta->n_postings;
+	content->n_keywords = meta->n_keywords;
+
+	content->objects = alloc_huge(sizeof(GenieObjectEntry) * content->n_objects);
+	if (content->n_main_objects > 0)
+	{
+		GenieObjectEntry *main_objects = genie_chain_read(index, meta->directory.head,
+														  sizeof(GenieObjectEntry),
+														  meta->n_main_objects, &count);
+
+		memcpy(content->objects, main_objects, sizeof(GenieObjectEntry) * count);
+		pfree(main_objects);
+	}
+
+	keyword_entries = genie_chain_read(index, meta->keywords.head, sizeof(GenieKeywordEntry),
+									   meta->n_keywords, &count);
+	content->keywords = alloc_huge(sizeof(int32) * content->n_keywords);
+	content->keyword_offsets = alloc_huge(sizeof(int64) * (content->n_keywords + 1));
+	content->keyword_offsets[0] = 0;
+	for (int32 i = 0; i < content->n_keywords; i++)
+	{
+		content->keywords[i] = keyword_entries[i].keyword;
+		content->keyword_offsets[i + 1] = content->keyword_offsets[i] + keyword_entries[i].count;
+	}
+	pfree(keyword_entries);
+	if (content->keyword_offsets[content->n_keywords] != content->n_postings)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\" has inconsistent postings counts",
+						RelationGetRelationName(index))));
+	content->postings = genie_chain_read(index, meta->postings.head, sizeof(int32),
+										 meta->n_postings, &count);
+	read_pending(index, meta, content);
+}
+
+void
+genie_read_content(Relation index, GenieIndexContent *content)
+{
+	Buffer		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	read_content_locked(index, BufferGetPage(metabuf), content);
+	content->n_pages = RelationGetNumberOfBlocks(index);
+	UnlockReleaseBuffer(metabuf);
+}
+
+void
+genie_read_content_meta_locked(Relation index, Buffer metabuf, GenieIndexContent *content)
+{
+	read_content_locked(index, BufferGetPage(metabuf), content);
+	content->n_pages = RelationGetNumberOfBlocks(index);
+}
+
+uint64
+genie_read_stamp(Relation index)
+{
+	Buffer		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+	uint64		stamp;
+
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	check_meta(index, BufferGetPage(metabuf));
+	stamp = GeniePageGetMeta(BufferGetPage(metabuf))->stamp;
+	UnlockReleaseBuffer(metabuf);
+	return stamp;
+}

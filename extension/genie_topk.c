@@ -1,0 +1,215 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_topk.c
+ *	  genie_topk(index, queries, k): a whole batch of queries in one engine
+ *	  call, returning for each query its k best rows visible to the caller.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "executor/tuptable.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "genie_am.h"
+
+PG_FUNCTION_INFO_V1(genie_topk);
+
+#define GENIE_TOPK_MAX_K	(1 << 30)
+
+/* Opens the index and its table after checking that it is a genie index the user may read. */
+Relation
+genie_open_index(Oid indexoid, Relation *heap)
+{
+	HeapTuple	classtup;
+	Form_pg_class classform;
+	Oid			heapoid;
+	Relation	index;
+	AclResult	aclresult;
+
+	classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(classtup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("relation with OID %u does not exist", indexoid)));
+	classform = (Form_pg_class) GETSTRUCT(classtup);
+	if (classform->relkind != RELKIND_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an index", NameStr(classform->relname)),
+				 errhint("Pass the name of a genie index, e.g. genie_topk('docs_tags_idx', ...).")));
+	if (classform->relam != get_index_am_oid("genie", false))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a genie index", NameStr(classform->relname)),
+				 errhint("Create one with CREATE INDEX ... USING genie.")));
+	ReleaseSysCache(classtup);
+
+	heapoid = IndexGetRelation(indexoid, false);
+	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(heapoid)),
+					   get_rel_name(heapoid));
+
+	*heap = table_open(heapoid, AccessShareLock);
+	index = index_open(indexoid, AccessShareLock);
+	return index;
+}
+
+Datum
+genie_topk(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(1);
+	int32		k = PG_GETARG_INT32(2);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	heap;
+	Relation	index;
+	GenieCachedIndex *volatile entry = NULL;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nq;
+
+	if (k < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be at least 1")));
+	if (k > GENIE_TOPK_MAX_K)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("k must be at most %d", GENIE_TOPK_MAX_K)));
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("queries must be a one-dimensional array")));
+
+	InitMaterializedSRF(fcinfo, 0);
+	deconstruct_array(array, ARR_ELEMTYPE(array), -1, false, TYPALIGN_INT, &elems, &nulls, &nq);
+	for (int i = 0; i < nq; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("queries must not contain NULL elements")));
+	if (nq == 0)
+		return (Datum) 0;
+
+	index = genie_open_index(indexoid, &heap);
+	PG_TRY();
+	{
+		GenieQuery **queries = palloc(sizeof(GenieQuery *) * nq);
+		int		   *pending = palloc(sizeof(int) * nq);	/* queries still short of k rows */
+		int			n_pending = nq;
+		int32		kprime;
+		Snapshot	snapshot = GetActiveSnapshot();
+		IndexFetchTableData *fetch = table_index_fetch_begin(heap);
+		TupleTableSlot *slot = table_slot_create(heap, NULL);
+		ItemPointerData *found_tids = palloc(sizeof(ItemPointerData) * (int64) Min(k, 1 << 20));
+		int32	   *found_scores = palloc(sizeof(int32) * (int64) Min(k, 1 << 20));
+		int64		found_capacity = Min(k, 1 << 20);
+
+		entry = genie_cache_get(index);
+		genie_cache_pin(entry);
+		for (int i = 0; i < nq; i++)
+		{
+			queries[i] = DatumGetGenieQueryP(elems[i]);
+			pending[i] = i;
+		}
+
+		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
+		while (n_pending > 0)
+		{
+			GenieQuery **batch_queries = palloc(sizeof(GenieQuery *) * n_pending);
+			GenieQueryBatch batch;
+			GenieSearchResult result;
+			int			still = 0;
+
+			for (int i = 0; i < n_pending; i++)
+				batch_queries[i] = queries[pending[i]];
+			genie_query_batch_init(&batch, batch_queries, n_pending);
+			genie_cache_search(entry, &batch, kprime, &result);
+
+			for (int i = 0; i < n_pending; i++)
+			{
+				int64		end = result.query_offsets[i + 1];
+				int64		n_found = 0;
+				bool		exhausted = (end - result.query_offsets[i] < kprime) ||
+					kprime >= entry->n_objects;
+
+				for (int64 h = result.query_offsets[i]; h < end && n_found < k; h++)
+				{
+					int32		id = result.objects[h];
+					ItemPointerData tid = entry->objects[id].tid;
+					bool		call_again = false;
+					bool		all_dead = false;
+
+					if (entry->objects[id].flags & GENIE_OBJECT_DEAD)
+						continue;
+					if (!table_index_fetch_tuple(fetch, &tid, snapshot, slot, &call_again, &all_dead))
+						continue;
+					if (n_found == found_capacity)
+					{
+						found_capacity *= 2;
+						found_tids = repalloc_huge(found_tids, sizeof(ItemPointerData) * found_capacity);
+						found_scores = repalloc_huge(found_scores, sizeof(int32) * found_capacity);
+					}
+					found_tids[n_found] = tid;
+					found_scores[n_found] = result.scores[h];
+					n_found++;
+				}
+
+				if (n_found < k && !exhausted)
+				{
+					/* invisible or dead rows took places: ask again for more */
+					pending[still++] = pending[i];
+					continue;
+				}
+				for (int64 j = 0; j < n_found; j++)
+				{
+					Datum		values[3];
+					bool		out_nulls[3] = {false, false, false};
+					ItemPointer tidp = palloc(sizeof(ItemPointerData));
+
+					*tidp = found_tids[j];
+					values[0] = Int32GetDatum(pending[i] + 1);
+					values[1] = PointerGetDatum(tidp);
+					values[2] = Int32GetDatum(found_scores[j]);
+					tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
+				}
+				CHECK_FOR_INTERRUPTS();
+			}
+			n_pending = still;
+			kprime = (int32) Min((int64) kprime * 4, (int64) entry->n_objects);
+			pfree(batch_queries);
+		}
+
+		ExecDropSingleTupleTableSlot(slot);
+		table_index_fetch_end(fetch);
+	}
+	PG_FINALLY();
+	{
+		if (entry != NULL)
+			genie_cache_unpin(entry);
+	}
+	PG_END_TRY();
+
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	return (Datum) 0;
+}

@@ -1,0 +1,159 @@
+-- The genie index for int4[]: index scans equal sequential scans for every k,
+-- under filters, deletes, pending rows, updates and invisible rows.
+CREATE EXTENSION IF NOT EXISTS pgtap;
+BEGIN;
+CREATE EXTENSION genie;
+SELECT plan(30);
+SET LOCAL genie.device = 'cpu';
+
+-- 20k rows with a skewed keyword distribution (fixed seed), a few NULL rows
+-- and empty arrays.
+DO $$ BEGIN PERFORM setseed(0.2024); END $$;
+CREATE TABLE docs (id int PRIMARY KEY, tags int4[]);
+INSERT INTO docs
+SELECT i,
+       CASE WHEN i % 997 = 0 THEN NULL
+            WHEN i % 991 = 0 THEN '{}'::int4[]
+            ELSE ARRAY(SELECT floor(power(random(), 3) * 2000)::int
+                       FROM generate_series(1, 1 + (random() * 15)::int + 0 * i))
+       END
+FROM generate_series(1, 20000) AS i;
+CREATE INDEX docs_tags_idx ON docs USING genie (tags);
+ANALYZE docs;
+
+CREATE TABLE queries AS
+SELECT q AS qid,
+       ARRAY(SELECT floor(power(random(), 3) * 2000)::int
+             FROM generate_series(1, 1 + (random() * 7)::int + 0 * q)) AS query
+FROM generate_series(1, 200) AS q;
+
+-- EXPLAIN as rows, to check plans.
+CREATE FUNCTION plan_of(sql text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || sql LOOP RETURN NEXT line; END LOOP;
+END $$;
+
+SELECT ok(EXISTS (SELECT 1 FROM plan_of($$SELECT id FROM docs ORDER BY tags <~> '{1,2,3}' LIMIT 10$$) p
+                  WHERE p LIKE '%Index Scan using docs_tags_idx%'),
+          'the planner uses the genie index for ORDER BY <~> LIMIT k');
+SELECT ok(NOT EXISTS (SELECT 1 FROM plan_of($$SELECT id FROM docs WHERE id < 10$$) p
+                      WHERE p LIKE '%docs_tags_idx%'),
+          'the planner does not use the genie index for plans it cannot serve');
+SELECT ok(EXISTS (SELECT 1 FROM plan_of($$SELECT id FROM docs ORDER BY tags <~> '{1,2,3}'::genie_query LIMIT 10$$) p
+                  WHERE p LIKE '%Index Scan using docs_tags_idx%'),
+          'the index serves genie_query arguments too');
+
+-- results(label, k list, query filter, where clause) as score arrays, in scan order
+CREATE FUNCTION scores_of(use_index bool, ks int[], max_qid int, filter text DEFAULT 'true')
+RETURNS TABLE (qid int, k int, scores float8[]) LANGUAGE plpgsql AS $$
+BEGIN
+  IF use_index THEN
+    SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = on; SET LOCAL enable_bitmapscan = off;
+  ELSE
+    SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off;
+  END IF;
+  RETURN QUERY EXECUTE format($q$
+    SELECT q.qid, kk.k, r.scores
+    FROM queries q CROSS JOIN unnest(%L::int[]) AS kk(k)
+    CROSS JOIN LATERAL (
+      SELECT array_agg(s) AS scores FROM (
+        SELECT d.tags <~> q.query AS s FROM docs d WHERE %s
+        ORDER BY d.tags <~> q.query LIMIT kk.k) x) r
+    WHERE q.qid <= %s$q$, ks, filter, max_qid);
+END $$;
+
+CREATE FUNCTION mismatches(ks int[], max_qid int, filter text DEFAULT 'true') RETURNS bigint
+LANGUAGE sql AS $$
+  SELECT count(*) FROM scores_of(true, ks, max_qid, filter) i
+  JOIN scores_of(false, ks, max_qid, filter) s USING (qid, k)
+  WHERE i.scores IS DISTINCT FROM s.scores
+$$;
+
+SELECT is(mismatches('{1,10,100}', 200), 0::bigint,
+          'index scan scores equal the sequential scan for 200 queries, k in {1,10,100}');
+SELECT is(mismatches('{5000}', 20), 0::bigint, 'k = 5000 (beyond the first batch)');
+SELECT is(mismatches('{25000}', 10), 0::bigint,
+          'k beyond the row count: every row, zero scores and NULLs last');
+SELECT is(mismatches('{10,100}', 100, 'd.id % 50 = 0'), 0::bigint,
+          'a WHERE filter that removes 98% of the rows');
+SELECT is((SELECT count(*) FROM (SELECT id FROM docs ORDER BY tags <~> '{5}') x), 20000::bigint,
+          'an index scan with no LIMIT returns every row');
+SELECT is((SELECT count(DISTINCT id) FROM (SELECT id FROM docs ORDER BY tags <~> '{5}') x), 20000::bigint,
+          'and no row twice');
+SELECT is((SELECT array_agg(id ORDER BY id) FROM (SELECT id FROM docs ORDER BY tags <~> '{5}' OFFSET 19960) x
+           WHERE id % 997 = 0),
+          (SELECT array_agg(id ORDER BY id) FROM docs WHERE tags IS NULL),
+          'rows with NULL arrays come last');
+
+-- genie_query arguments: weights and ranges
+CREATE TABLE gqueries AS
+SELECT qid, genie_query_add(genie_query(query), ARRAY[int4range(qid, qid + 20)], 3) AS gq FROM queries WHERE qid <= 50;
+SELECT is((SELECT count(*) FROM gqueries g CROSS JOIN LATERAL (
+             SELECT array_agg(s) AS a FROM (SELECT d.tags <~> g.gq AS s FROM docs d ORDER BY d.tags <~> g.gq LIMIT 20) x) r
+           WHERE r.a IS DISTINCT FROM (
+             SELECT array_agg(s) FROM (SELECT -genie_match_count(d.tags, g.gq)::float8 AS s FROM docs d
+                                       ORDER BY 1 LIMIT 20) y)),
+          0::bigint, 'weighted range queries: index top-20 equals ranking by genie_match_count');
+
+-- pending rows (not merged yet), then delete + vacuum, then update
+INSERT INTO docs SELECT i, ARRAY[5001, 5002, 5003, i % 7] FROM generate_series(20001, 20500) AS i;
+SELECT ok((SELECT pending_rows FROM genie_index_info('docs_tags_idx')) = 500, 'new rows wait in the pending list');
+SELECT is(mismatches('{1,10,100}', 100), 0::bigint, 'with rows in the pending list');
+SELECT is((SELECT count(*) FROM (SELECT id FROM docs ORDER BY tags <~> '{5001,5002,5003}' LIMIT 500) x WHERE id > 20000),
+          500::bigint, 'pending rows with the best score come first');
+
+DELETE FROM docs WHERE id % 3 = 0;
+SELECT is(mismatches('{1,10,100}', 100), 0::bigint, 'after DELETE, before VACUUM');
+-- VACUUM cannot run in a transaction block: merge through the pending limit instead
+SELECT is(mismatches('{1000}', 10), 0::bigint, 'after DELETE, k = 1000');
+
+UPDATE docs SET tags = tags || ARRAY[1999, 1998] WHERE id % 5 = 0;
+SELECT is(mismatches('{1,10,100}', 100), 0::bigint, 'after UPDATE');
+SELECT is((SELECT count(*) FROM (SELECT id FROM docs ORDER BY tags <~> '{1999,1998}' LIMIT 100) x WHERE id % 5 = 0),
+          100::bigint, 'updated rows are found by their new keywords');
+
+-- rows this transaction cannot see: inserted and rolled back in a subtransaction
+SAVEPOINT before_invisible;
+INSERT INTO docs SELECT i, ARRAY[777777, 888888] FROM generate_series(30001, 30200) AS i;
+ROLLBACK TO SAVEPOINT before_invisible;
+SELECT is((SELECT count(*) FROM (SELECT id FROM docs ORDER BY tags <~> '{777777,888888}' LIMIT 10) x WHERE id > 30000),
+          0::bigint, 'rolled-back rows are never returned');
+SELECT is(mismatches('{10}', 50), 0::bigint, 'with invisible rows in the index');
+
+-- genie_topk agrees with ORDER BY
+CREATE TABLE topk (query_no int, row_ctid tid, score int);
+INSERT INTO topk SELECT * FROM genie_topk('docs_tags_idx', (SELECT array_agg(genie_query(query) ORDER BY qid) FROM queries WHERE qid <= 50), 10);
+SELECT is((SELECT count(*) FROM queries q CROSS JOIN LATERAL (
+             SELECT array_agg(score ORDER BY score DESC) AS a FROM topk t WHERE t.query_no = q.qid) t
+           CROSS JOIN LATERAL (
+             SELECT array_agg(-s ORDER BY s) AS a FROM (SELECT (d.tags <~> q.query) AS s FROM docs d
+                                                       ORDER BY d.tags <~> q.query LIMIT 10) x WHERE s < 0) o
+           WHERE q.qid <= 50 AND t.a IS DISTINCT FROM o.a::int[]),
+          0::bigint, 'genie_topk returns the same scores as ORDER BY ... LIMIT 10');
+SELECT is((SELECT count(*) FROM topk t JOIN docs d ON d.ctid = t.row_ctid JOIN queries q ON q.qid = t.query_no
+           WHERE genie_match_count(d.tags, q.query) <> t.score), 0::bigint,
+          'every genie_topk row has its true score and a visible ctid');
+SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx', ARRAY[]::genie_query[], 5)), 0::bigint,
+          'an empty batch gives no rows');
+SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx', NULL, 5)), 0::bigint, 'a NULL batch gives no rows');
+
+-- bad input
+SELECT throws_ok($$SELECT * FROM genie_topk('docs_tags_idx', ARRAY['{1}'::genie_query], 0)$$, '22023',
+                 'k must be at least 1', 'k = 0 is an error');
+SELECT throws_ok($$SELECT * FROM genie_topk('docs', ARRAY['{1}'::genie_query], 5)$$, '42809',
+                 '"docs" is not an index', 'a table is not an index');
+SELECT throws_ok($$SELECT * FROM genie_topk('docs_pkey', ARRAY['{1}'::genie_query], 5)$$, '42809',
+                 '"docs_pkey" is not a genie index', 'a btree index is not a genie index');
+SELECT throws_ok($$SELECT * FROM genie_topk('docs_tags_idx', ARRAY['{1}'::genie_query, NULL], 5)$$, '22004',
+                 'queries must not contain NULL elements', 'NULL queries in the batch are an error');
+SELECT throws_ok($$INSERT INTO docs VALUES (99999, '{1,NULL}')$$, '22004',
+                 'indexed array must not contain NULL elements', 'NULL elements cannot be indexed');
+CREATE ROLE genie_test_nobody;
+SET LOCAL ROLE genie_test_nobody;
+SELECT throws_ok($$SELECT * FROM genie_topk('docs_tags_idx', ARRAY['{1}'::genie_query], 5)$$, '42501',
+                 NULL, 'genie_topk needs SELECT on the table');
+RESET ROLE;
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,60 @@
+# A streaming standby returns the same results as the primary after inserts,
+# deletes and vacuum (the pattern of contrib/bloom's t/001_wal.pl).
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use GenieTest;
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->start;
+create_docs($primary, 5000);
+
+my $backup = 'genie_backup';
+$primary->backup($backup);
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, $backup, has_streaming => 1);
+$standby->start;
+
+my $queries = q{
+	SET genie.device = 'cpu'; SET enable_seqscan = off;
+	SELECT string_agg(ids, ';') FROM (
+		SELECT (SELECT string_agg(id::text || ':' || (tags <~> ARRAY[q, q + 1]), ',')
+		        FROM (SELECT id, tags FROM docs ORDER BY tags <~> ARRAY[q, q + 1] LIMIT 15) x) AS ids
+		FROM generate_series(1, 40) AS q) y
+};
+
+sub compare
+{
+	my ($label) = @_;
+	$primary->wait_for_catchup($standby, 'replay');
+	my $on_primary = $primary->safe_psql('postgres', $queries);
+	my $on_standby = $standby->safe_psql('postgres', $queries);
+	ok(length($on_primary) > 100, "$label: the primary answers");
+	is($on_standby, $on_primary, "$label: the standby answers the same");
+}
+
+compare('after the build');
+
+$primary->safe_psql('postgres',
+	'INSERT INTO docs SELECT i, ARRAY[i % 50, i % 77, 3] FROM generate_series(5001, 6000) AS i');
+compare('after inserts (pending list)');
+
+$primary->safe_psql('postgres', 'DELETE FROM docs WHERE id % 4 = 0');
+compare('after deletes');
+
+$primary->safe_psql('postgres', 'VACUUM docs');
+compare('after vacuum');
+is($standby->safe_psql('postgres', "SELECT pending_rows || '/' || dead_rows FROM genie_index_info('docs_tags_idx')"),
+	'0/0', 'vacuum merged the pending list and removed dead rows on the standby too');
+
+$primary->safe_psql('postgres',
+	'INSERT INTO docs SELECT i, ARRAY[i % 11, 7] FROM generate_series(6001, 6500) AS i; UPDATE docs SET tags = tags || 9 WHERE id % 9 = 0');
+compare('after inserts and updates on top of vacuum');
+check_index_matches_seqscan($standby, 'standby');
+
+done_testing();

@@ -1,0 +1,63 @@
+# The index is intact after kill -9 of the server during inserts and a
+# restart (crash recovery replays the GenericXLog records).
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use GenieTest;
+
+my $node = PostgreSQL::Test::Cluster->new('crash');
+$node->init;
+# small pending limit: merges (full rewrites) happen during the inserts too
+$node->append_conf('postgresql.conf', "genie.pending_list_limit = '64kB'\n");
+$node->start;
+create_docs($node, 3000);
+
+# inserts in the background, each its own transaction
+my $bg = $node->background_psql('postgres', on_error_stop => 0);
+$bg->query_until(qr/started/, q{
+\echo started
+DO $$ BEGIN
+  FOR i IN 100001..400000 LOOP
+    INSERT INTO docs VALUES (i, ARRAY[i % 97, i % 89, 5]);
+    COMMIT;
+  END LOOP;
+END $$;
+});
+
+# let inserts (and pending-list merges) run, then SIGKILL the whole server
+ok($node->poll_query_until('postgres', 'SELECT count(*) > 6000 FROM docs'), 'inserts are running');
+my ($postmaster) = slurp_file($node->data_dir . '/postmaster.pid') =~ /^(\d+)/;
+my @children;
+for my $stat (glob '/proc/[0-9]*/stat')
+{
+	my $line = eval { PostgreSQL::Test::Utils::slurp_file($stat) } // next;
+	push @children, $1 if $line =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $postmaster;
+}
+kill 'KILL', @children;
+$node->kill9;
+eval { $bg->quit; };
+# wait until every killed process is gone, so the new server can start
+for (1 .. 100) { last unless grep { kill 0, $_ } @children; select(undef, undef, undef, 0.1); }
+
+# a killed process can take a moment to release the old shared memory
+my $restarted = 0;
+for (1 .. 10)
+{
+	last if ($restarted = $node->start(fail_ok => 1));
+	sleep 1;
+}
+ok($restarted, 'the server restarts after kill -9');
+my $rows = $node->safe_psql('postgres', 'SELECT count(*) FROM docs');
+ok($rows > 3000, "rows survived the crash ($rows)");
+check_index_matches_seqscan($node, 'after kill -9 and restart');
+
+# the index keeps working for writes after recovery
+$node->safe_psql('postgres', 'INSERT INTO docs SELECT i, ARRAY[1, 2] FROM generate_series(200001, 200100) AS i; VACUUM docs');
+check_index_matches_seqscan($node, 'after more inserts and vacuum');
+
+$node->stop;
+done_testing();

@@ -1,0 +1,69 @@
+-- genie demo: run by `make demo` against a throwaway cluster.
+\set QUIET on
+CREATE EXTENSION genie;
+\set QUIET off
+\echo
+\echo '== genie version and the devices it can use'
+SELECT * FROM genie_version();
+SELECT kind, ordinal, name, pg_size_pretty(memory_bytes) AS memory, compute_capability,
+       processors, usable, note
+FROM genie_devices();
+
+\echo
+\echo '== sample rows: documents tagged with keyword ids'
+CREATE TABLE docs (id int PRIMARY KEY, title text, tags int4[]);
+INSERT INTO docs VALUES
+  (1, 'GPU inverted indexes',          '{10,11,12,20}'),
+  (2, 'Top-k selection on the GPU',    '{10,12,30,31}'),
+  (3, 'PostgreSQL index access methods','{40,41,20}'),
+  (4, 'Locality sensitive hashing',    '{50,51,12}'),
+  (5, 'Edit distance and n-grams',     '{60,61,62}'),
+  (6, 'Count priority queues',         '{10,11,12,30}');
+SELECT * FROM docs ORDER BY id;
+
+\echo
+\echo '== match counts against the query {10,12,30}: top 3 by match count'
+SELECT id, title, genie_match_count(tags, '{10,12,30}') AS matches
+FROM docs
+ORDER BY matches DESC, id
+LIMIT 3;
+
+\echo
+\echo '== a genie index: 200,000 documents with skewed tags (tag 0 is the most common)'
+SELECT setseed(0.7);
+CREATE TABLE articles AS
+SELECT i AS id, ARRAY(SELECT floor(power(random(), 3) * 5000)::int
+                      FROM generate_series(1, 3 + (random() * 12)::int + 0 * i)) AS tags
+FROM generate_series(1, 200000) AS i;
+\timing on
+CREATE INDEX articles_tags_idx ON articles USING genie (tags);
+\timing off
+ANALYZE articles;
+SELECT * FROM genie_index_info('articles_tags_idx');
+
+\echo
+\echo '== top 5 articles by match count with {42, 77, 1234, 4321}'
+SELECT id, tags, -(tags <~> '{42,77,1234,4321}') AS matches
+FROM articles
+ORDER BY tags <~> '{42,77,1234,4321}'
+LIMIT 5;
+
+\echo
+\echo '== the plan: an index scan ordered by <~>'
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT id FROM articles ORDER BY tags <~> '{42,77,1234,4321}' LIMIT 5;
+
+\echo
+\echo '== weighted items and keyword ranges: tag 42 counts 3 times, any tag in 100..110 once each'
+SELECT id, tags, genie_match_count(tags, '{42*3, 100..110}') AS score
+FROM articles
+ORDER BY tags <~> '{42*3, 100..110}'::genie_query
+LIMIT 5;
+
+\echo
+\echo '== a batch of 3 queries in one engine call (genie_topk), 3 best rows each'
+SELECT t.query_no, a.id, t.score, a.tags
+FROM genie_topk('articles_tags_idx',
+                ARRAY['{1,2,3}', '{4000,4001}', '{42*3, 100..110}']::genie_query[], 3) AS t
+JOIN articles a ON a.ctid = t.ctid
+ORDER BY t.query_no, t.score DESC, a.id;

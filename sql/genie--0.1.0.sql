@@ -1,0 +1,164 @@
+-- genie 0.1.0
+\echo Use "CREATE EXTENSION genie" to load this file. \quit
+
+-- GENIE's match count of keyword sets: the number of distinct query keywords
+-- that occur in the object.  Duplicates count once on either side, an empty
+-- array gives 0, a NULL array gives NULL, and a NULL element is an error.
+CREATE FUNCTION genie_match_count(object int4[], query int4[])
+RETURNS int4
+AS 'MODULE_PATHNAME', 'genie_match_count_int4_array'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION genie_match_count(int4[], int4[]) IS
+'number of distinct query keywords that occur in the object';
+
+-- One row per compute device genie can use: the CPU first, then each GPU.
+CREATE FUNCTION genie_devices(
+    OUT kind text,
+    OUT ordinal int4,
+    OUT name text,
+    OUT memory_bytes int8,
+    OUT free_memory_bytes int8,
+    OUT compute_capability text,
+    OUT processors int4,
+    OUT usable bool,
+    OUT note text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'genie_devices'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+-- The extension's version, and the CUDA version it was built against (NULL
+-- when built without CUDA).
+CREATE FUNCTION genie_version(
+    OUT version text,
+    OUT with_cuda bool,
+    OUT cuda_version text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'genie_version'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+-- ---------------------------------------------------------------------------
+-- genie_query: a list of items, each a set of keyword ranges with a weight.
+-- Text form: {3, 17, 10..20*2, (1..3, 7)*5}
+--   17          the keyword 17, weight 1
+--   10..20*2    the keywords 10 to 20 (inclusive) as one item, weight 2
+--   (1..3, 7)*5 the keywords 1, 2, 3 and 7 as one item, weight 5
+-- score(object, query) = sum over items of weight * (number of the object's
+-- distinct keywords the item contains).
+-- ---------------------------------------------------------------------------
+
+CREATE TYPE genie_query;
+
+CREATE FUNCTION genie_query_in(cstring) RETURNS genie_query
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_query_out(genie_query) RETURNS cstring
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_query_recv(internal) RETURNS genie_query
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_query_send(genie_query) RETURNS bytea
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE genie_query (
+    INPUT = genie_query_in,
+    OUTPUT = genie_query_out,
+    RECEIVE = genie_query_recv,
+    SEND = genie_query_send,
+    INTERNALLENGTH = VARIABLE,
+    ALIGNMENT = int4,
+    STORAGE = extended,
+    -- In the array category like int4[], so that an untyped literal next to an
+    -- int4[] argument, as in genie_match_count(tags, '{1,2}'), resolves to the
+    -- int4[] overload: '{1,1}' means one keyword as int4[] but two items as
+    -- genie_query.
+    CATEGORY = 'A'
+);
+
+-- Each distinct keyword its own item of weight 1 (GENIE's keyword-set query).
+CREATE FUNCTION genie_query(keywords int4[]) RETURNS genie_query
+AS 'MODULE_PATHNAME', 'genie_query_from_int4_array'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE CAST (int4[] AS genie_query) WITH FUNCTION genie_query(int4[]);
+
+-- Appends one item: the union of the ranges, with a weight.
+CREATE FUNCTION genie_query_add(query genie_query, ranges int4range[], weight int4 DEFAULT 1)
+RETURNS genie_query
+AS 'MODULE_PATHNAME', 'genie_query_add_ranges'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- Appends one item: the set of the keywords, with a weight.
+CREATE FUNCTION genie_query_add(query genie_query, keywords int4[], weight int4 DEFAULT 1)
+RETURNS genie_query
+AS 'MODULE_PATHNAME', 'genie_query_add_keywords'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- The items of a query, one row per keyword range.
+CREATE FUNCTION genie_query_items(query genie_query,
+    OUT item_no int4, OUT weight int4, OUT lo int4, OUT hi int4)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'genie_query_items'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION genie_match_count(object int4[], query genie_query)
+RETURNS int4
+AS 'MODULE_PATHNAME', 'genie_match_count_query'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION genie_match_count(int4[], genie_query) IS
+'weighted match count: sum over query items of weight times the object keywords the item contains';
+
+-- ---------------------------------------------------------------------------
+-- Ordering operators: the negated match count, because index scans order
+-- ascending only; ORDER BY tags <~> query LIMIT k is the top-k by match count.
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION genie_negated_match_count(int4[], int4[]) RETURNS float8
+AS 'MODULE_PATHNAME', 'genie_negated_match_count_int4_array'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10;
+
+CREATE FUNCTION genie_negated_match_count(int4[], genie_query) RETURNS float8
+AS 'MODULE_PATHNAME', 'genie_negated_match_count_query'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10;
+
+CREATE OPERATOR <~> (
+    LEFTARG = int4[], RIGHTARG = int4[],
+    FUNCTION = genie_negated_match_count,
+    COMMUTATOR = '<~>'
+);
+
+CREATE OPERATOR <~> (
+    LEFTARG = int4[], RIGHTARG = genie_query,
+    FUNCTION = genie_negated_match_count
+);
+
+-- ---------------------------------------------------------------------------
+-- The access method
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION genie_handler(internal) RETURNS index_am_handler
+AS 'MODULE_PATHNAME' LANGUAGE C;
+
+CREATE ACCESS METHOD genie TYPE INDEX HANDLER genie_handler;
+COMMENT ON ACCESS METHOD genie IS 'GENIE inverted index: top-k by match count on the GPU or CPU';
+
+CREATE OPERATOR CLASS genie_int4_ops
+DEFAULT FOR TYPE int4[] USING genie AS
+    OPERATOR 1 <~> (int4[], int4[]) FOR ORDER BY float_ops,
+    OPERATOR 2 <~> (int4[], genie_query) FOR ORDER BY float_ops;
+
+-- A batch of queries in one engine call: for each query (query_no is its
+-- 1-based position in the array) the k best rows visible to the caller, with
+-- their match counts.
+CREATE FUNCTION genie_topk(index regclass, queries genie_query[], k int4)
+RETURNS TABLE (query_no int4, ctid tid, score int4)
+AS 'MODULE_PATHNAME', 'genie_topk'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+-- What a genie index holds, read from its metapage.
+CREATE FUNCTION genie_index_info(index regclass,
+    OUT live_rows int4, OUT dead_rows int4, OUT pending_rows int4, OUT pending_bytes int8,
+    OUT keywords int4, OUT postings int8, OUT split_length int4, OUT pages int8,
+    OUT stamp int8, OUT format_version int4)
+RETURNS record
+AS 'MODULE_PATHNAME', 'genie_index_info'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
