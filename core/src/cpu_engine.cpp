@@ -419,7 +419,7 @@ CompiledBatch RestrictToObjects(const InvertedIndex& index, const CompiledBatch&
   return part;
 }
 
-class CpuEngine final : public Engine {
+class CpuEngine final : public HostIndexEngine {
  public:
   explicit CpuEngine(const EngineOptions& options) : budget_(options.memory_budget_bytes) {
     int32_t threads = options.threads;
@@ -429,21 +429,8 @@ class CpuEngine final : public Engine {
 
   genie_engine_kind kind() const override { return GENIE_ENGINE_CPU; }
 
-  Status Upload(std::shared_ptr<const InvertedIndex> index) override {
-    if (index == nullptr) return Status::InvalidArgument("cannot upload a NULL index");
-    index_ = std::move(index);
-    return Status::Ok();
-  }
-
-  Status Drop() override {
-    index_.reset();
-    return Status::Ok();
-  }
-
   Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override {
-    if (out == nullptr) return Status::InvalidArgument("results output is NULL");
-    GENIE_RETURN_IF_ERROR(ValidateK(k));
-    if (index_ == nullptr) return Status::InvalidArgument("no index uploaded to the engine");
+    GENIE_RETURN_IF_ERROR(CheckSearch(k, out));
     try {
       return SearchChecked(batch, k, out);
     } catch (const std::bad_alloc&) {
@@ -525,7 +512,6 @@ class CpuEngine final : public Engine {
 
   uint64_t budget_;
   int32_t threads_ = 1;
-  std::shared_ptr<const InvertedIndex> index_;
 };
 
 }  // namespace

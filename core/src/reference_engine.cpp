@@ -19,25 +19,12 @@ Status ValidateK(int32_t k) {
 
 namespace {
 
-class ReferenceEngine final : public Engine {
+class ReferenceEngine final : public HostIndexEngine {
  public:
   genie_engine_kind kind() const override { return GENIE_ENGINE_CPU_REFERENCE; }
 
-  Status Upload(std::shared_ptr<const InvertedIndex> index) override {
-    if (index == nullptr) return Status::InvalidArgument("cannot upload a NULL index");
-    index_ = std::move(index);
-    return Status::Ok();
-  }
-
-  Status Drop() override {
-    index_.reset();
-    return Status::Ok();
-  }
-
   Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override {
-    if (out == nullptr) return Status::InvalidArgument("results output is NULL");
-    GENIE_RETURN_IF_ERROR(ValidateK(k));
-    if (index_ == nullptr) return Status::InvalidArgument("no index uploaded to the engine");
+    GENIE_RETURN_IF_ERROR(CheckSearch(k, out));
     try {
       CompiledBatch compiled;
       GENIE_RETURN_IF_ERROR(CompileBatch(*index_, batch, &compiled));
@@ -77,12 +64,16 @@ class ReferenceEngine final : public Engine {
       return Status::Internal(std::string("reference engine failed: ") + e.what());
     }
   }
-
- private:
-  std::shared_ptr<const InvertedIndex> index_;
 };
 
 }  // namespace
+
+Status HostIndexEngine::CheckSearch(int32_t k, const TopKResults* out) const {
+  if (out == nullptr) return Status::InvalidArgument("results output is NULL");
+  GENIE_RETURN_IF_ERROR(ValidateK(k));
+  if (index_ == nullptr) return Status::InvalidArgument("no index uploaded to the engine");
+  return Status::Ok();
+}
 
 std::unique_ptr<Engine> MakeReferenceEngine() { return std::make_unique<ReferenceEngine>(); }
 

@@ -49,6 +49,26 @@ class Engine {
   virtual Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) = 0;
 };
 
+// The engines that search a host index they share with the caller: the
+// common Upload and Drop, and the checks every Search starts with.
+class HostIndexEngine : public Engine {
+ public:
+  Status Upload(std::shared_ptr<const InvertedIndex> index) override {
+    if (index == nullptr) return Status::InvalidArgument("cannot upload a NULL index");
+    index_ = std::move(index);
+    return Status::Ok();
+  }
+  Status Drop() override {
+    index_.reset();
+    return Status::Ok();
+  }
+
+ protected:
+  Status CheckSearch(int32_t k, const TopKResults* out) const;
+
+  std::shared_ptr<const InvertedIndex> index_;
+};
+
 // k must be >= 1; k larger than the number of objects is clamped.
 Status ValidateK(int32_t k);
 
