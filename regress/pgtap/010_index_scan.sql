@@ -3,8 +3,8 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(30);
-SET LOCAL genie.device = 'cpu';
+-- The engine follows genie.device (PGOPTIONS on the GPU host runs this on the GPU).
+SELECT plan(31);
 
 -- 20k rows with a skewed keyword distribution (fixed seed), a few NULL rows
 -- and empty arrays.
@@ -149,6 +149,16 @@ SELECT throws_ok($$SELECT * FROM genie_topk('docs_tags_idx', ARRAY['{1}'::genie_
                  'queries must not contain NULL elements', 'NULL queries in the batch are an error');
 SELECT throws_ok($$INSERT INTO docs VALUES (99999, '{1,NULL}')$$, '22004',
                  'indexed array must not contain NULL elements', 'NULL elements cannot be indexed');
+-- genie.device = gpu with no usable GPU is an error with a hint
+SET LOCAL genie.device = 'gpu';
+SET LOCAL enable_seqscan = off;
+SELECT CASE WHEN EXISTS (SELECT 1 FROM genie_devices() WHERE kind = 'gpu' AND usable)
+            THEN skip('a GPU is usable here', 1)
+            ELSE throws_ok($$SELECT id FROM docs ORDER BY tags <~> '{1}' LIMIT 1$$, '55000', NULL,
+                           'genie.device = gpu without a usable GPU is an error') END;
+RESET genie.device;
+RESET enable_seqscan;
+
 CREATE ROLE genie_test_nobody;
 SET LOCAL ROLE genie_test_nobody;
 SELECT throws_ok($$SELECT * FROM genie_topk('docs_tags_idx', ARRAY['{1}'::genie_query], 5)$$, '42501',
