@@ -57,7 +57,7 @@ EXTRA_CLEAN = $(BUILD_DIR)
 include $(PGXS)
 
 genie-libs: $(BUILD_DIR)/genie-link.mk
-	cmake --build $(BUILD_DIR) -j$(JOBS) --target genie_capi
+	env -u MAKEFLAGS -u MFLAGS cmake --build $(BUILD_DIR) -j$(JOBS) --target genie_capi
 
 $(shlib): genie-libs
 endif

@@ -1,0 +1,173 @@
+// CUDA error handling and RAII wrappers for the GPU engine.  Internal to
+// gpu/src: it includes the CUDA runtime API, which gpu/include never does.
+//
+// Every CUDA call goes through GENIE_CUDA_RETURN_IF_ERROR, every launch is
+// followed by GENIE_CUDA_CHECK_LAUNCH; the error becomes a genie::Status:
+//   cudaErrorMemoryAllocation               -> DeviceOutOfMemory
+//   no driver / no device / no kernel image -> DeviceUnavailable
+//   anything else                           -> DeviceError (call site + CUDA's string)
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "genie/status.hpp"
+
+namespace genie {
+namespace gpu {
+
+// True for the errors that mean "there is no usable GPU here".
+bool IsUnavailableError(cudaError_t error);
+
+// Builds the Status for a failed call and clears the runtime's (non-sticky)
+// last-error state so that later calls are not blamed for it.
+Status CudaStatus(cudaError_t error, const char* what, const char* file, int line);
+
+#define GENIE_CUDA_RETURN_IF_ERROR(call)                                              \
+  do {                                                                                \
+    cudaError_t genie_cuda_error_ = (call);                                           \
+    if (genie_cuda_error_ != cudaSuccess)                                             \
+      return ::genie::gpu::CudaStatus(genie_cuda_error_, #call, __FILE__, __LINE__);  \
+  } while (0)
+
+// After a kernel launch: launch-configuration errors show up here.
+#define GENIE_CUDA_CHECK_LAUNCH(kernel_name)                                          \
+  do {                                                                                \
+    cudaError_t genie_cuda_error_ = cudaGetLastError();                               \
+    if (genie_cuda_error_ != cudaSuccess)                                             \
+      return ::genie::gpu::CudaStatus(genie_cuda_error_, "launch of " kernel_name,    \
+                                      __FILE__, __LINE__);                            \
+  } while (0)
+
+// Makes device `ordinal` current for the calling thread for the lifetime of
+// the guard (CUDA's current device is per thread; PostgreSQL backends and the
+// tests may call from different threads).
+class DeviceGuard {
+ public:
+  DeviceGuard() = default;
+  Status Enter(int ordinal);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+// Device memory.  Freed in the destructor; cudaFree waits for the work that
+// might still use it, so an early return on an error path is safe.
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  ~DeviceMemory() { Reset(); }
+  DeviceMemory(DeviceMemory&& other) noexcept
+      : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  DeviceMemory& operator=(DeviceMemory&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      ptr_ = std::exchange(other.ptr_, nullptr);
+      bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+  }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  // what names the buffer in the error message.
+  Status Allocate(std::size_t bytes, const char* what);
+  void Reset();
+  void* get() const { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+
+  // Process-wide count of bytes held by DeviceMemory objects, and its peak
+  // since the last ResetPeak (for the benchmark's memory-per-query figure).
+  static uint64_t LiveBytes();
+  static uint64_t PeakBytes();
+  static void ResetPeak();
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+template <typename T>
+class DeviceArray {
+ public:
+  Status Allocate(std::size_t count, const char* what) {
+    count_ = 0;
+    GENIE_RETURN_IF_ERROR(memory_.Allocate(count * sizeof(T), what));
+    count_ = count;
+    return Status::Ok();
+  }
+  void Reset() {
+    memory_.Reset();
+    count_ = 0;
+  }
+  T* get() const { return static_cast<T*>(memory_.get()); }
+  std::size_t size() const { return count_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+
+ private:
+  DeviceMemory memory_;
+  std::size_t count_ = 0;
+};
+
+// Pinned host memory: existing host pages locked in place (cudaHostRegister),
+// so that asynchronous copies from them really are asynchronous.
+class HostRegistration {
+ public:
+  HostRegistration() = default;
+  ~HostRegistration() { Reset(); }
+  HostRegistration(HostRegistration&& other) noexcept : ptr_(std::exchange(other.ptr_, nullptr)) {}
+  HostRegistration& operator=(HostRegistration&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      ptr_ = std::exchange(other.ptr_, nullptr);
+    }
+    return *this;
+  }
+  HostRegistration(const HostRegistration&) = delete;
+  HostRegistration& operator=(const HostRegistration&) = delete;
+
+  // Returns false (and leaves nothing registered, the error cleared) when the
+  // pages cannot be locked; copies then still work, only synchronously.
+  bool Register(const void* ptr, std::size_t bytes);
+  void Reset();
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+class Stream {
+ public:
+  Stream() = default;
+  ~Stream() { Reset(); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  Status Create();
+  void Reset();
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() = default;
+  ~Event() { Reset(); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Status Create(bool timing = false);
+  void Reset();
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace gpu
+}  // namespace genie

@@ -1,0 +1,653 @@
+// Tests of the CUDA engines against the CPU reference engine.  They skip when
+// no usable GPU is present (CI); run them on the GPU host.
+//
+// Every matcher variant runs every case: tiled c-PQ (the default), faithful
+// c-PQ with exact ties, faithful c-PQ with the paper's tie selection, and
+// the count table.  All but the paper-ties variant must equal the reference
+// hit for hit; that one must have the same score multiset per query, sorted
+// output, distinct objects, and every returned object's score correct.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../src/gpu_engine_internal.hpp"
+#include "genie/engine.hpp"
+#include "genie/genie.h"
+#include "genie/gpu_engine.hpp"
+#include "genie/index.hpp"
+#include "genie/query.hpp"
+
+namespace genie {
+namespace {
+
+// ---- data --------------------------------------------------------------------
+
+struct Csr {
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> keywords;
+  int32_t size() const { return static_cast<int32_t>(offsets.size() - 1); }
+  void Add(const std::vector<int32_t>& object) {
+    keywords.insert(keywords.end(), object.begin(), object.end());
+    offsets.push_back(static_cast<int64_t>(keywords.size()));
+  }
+};
+
+// Random objects with Zipf-distributed keyword popularity (so list lengths
+// are Zipf), some empty objects and duplicate keywords.
+Csr ZipfCsr(uint32_t seed, int32_t objects, int32_t universe, int32_t max_len, double s,
+            double empty_fraction = 0.1) {
+  std::mt19937 rng(seed);
+  std::vector<double> cdf(static_cast<std::size_t>(universe));
+  double sum = 0;
+  for (int32_t i = 0; i < universe; ++i) {
+    sum += 1.0 / std::pow(i + 1.0, s);
+    cdf[static_cast<std::size_t>(i)] = sum;
+  }
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::uniform_int_distribution<int32_t> len(0, max_len);
+  Csr csr;
+  for (int32_t o = 0; o < objects; ++o) {
+    std::vector<int32_t> object;
+    if (unit(rng) >= empty_fraction) {
+      const int32_t l = len(rng);
+      for (int32_t j = 0; j < l; ++j) {
+        const double u = unit(rng) * sum;
+        const auto it = std::lower_bound(cdf.begin(), cdf.end(), u);
+        const int32_t kw = static_cast<int32_t>(std::min<std::ptrdiff_t>(it - cdf.begin(), universe - 1));
+        object.push_back(kw * 3 - 40);  // gaps and negative keywords
+        if (unit(rng) < 0.1) object.push_back(kw * 3 - 40);
+      }
+    }
+    csr.Add(object);
+  }
+  return csr;
+}
+
+// LSH-shaped data: m functions with b buckets each, keyword i*b + h_i(o);
+// objects come in clusters that share most buckets; queries are perturbed
+// objects, each keyword its own item.
+struct LshData {
+  Csr csr;
+  QueryBatch batch;
+};
+
+LshData MakeLsh(uint32_t seed, int32_t n, int32_t m, int32_t b, int32_t clusters, int32_t nq,
+                double noise) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> bucket(0, b - 1);
+  std::uniform_int_distribution<int32_t> cluster(0, clusters - 1);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<std::vector<int32_t>> centres(static_cast<std::size_t>(clusters));
+  for (auto& c : centres) {
+    for (int32_t i = 0; i < m; ++i) c.push_back(bucket(rng));
+  }
+  LshData data;
+  std::vector<int32_t> object(static_cast<std::size_t>(m));
+  std::vector<std::vector<int32_t>> rows;
+  for (int32_t o = 0; o < n; ++o) {
+    const auto& c = centres[static_cast<std::size_t>(cluster(rng))];
+    for (int32_t i = 0; i < m; ++i) {
+      const int32_t h = unit(rng) < noise ? bucket(rng) : c[static_cast<std::size_t>(i)];
+      object[static_cast<std::size_t>(i)] = i * b + h;
+    }
+    data.csr.Add(object);
+    if (static_cast<int32_t>(rows.size()) < nq && o % std::max(1, n / nq) == 0) rows.push_back(object);
+  }
+  for (auto& row : rows) {
+    for (int32_t i = 0; i < m; ++i) {
+      if (unit(rng) < 0.2) row[static_cast<std::size_t>(i)] = i * b + bucket(rng);
+    }
+    data.batch.AddKeywordQuery(row);
+  }
+  return data;
+}
+
+QueryBatch RandomBatch(uint32_t seed, int32_t queries, int32_t max_items, int32_t max_ranges,
+                       int32_t max_width, int32_t lo_min, int32_t lo_max, int32_t max_weight) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int32_t lo, int32_t hi) { return std::uniform_int_distribution<int32_t>(lo, hi)(rng); };
+  QueryBatch batch;
+  for (int32_t q = 0; q < queries; ++q) {
+    batch.BeginQuery();
+    const int32_t items = pick(0, max_items);
+    for (int32_t i = 0; i < items; ++i) {
+      std::vector<KeywordRange> ranges;
+      const int32_t n_ranges = pick(1, max_ranges);
+      for (int32_t r = 0; r < n_ranges; ++r) {
+        const int32_t lo = pick(lo_min, lo_max);
+        ranges.push_back({lo, lo + pick(1, max_width) - 1});
+      }
+      batch.AddItem(ranges, pick(1, max_weight));
+    }
+  }
+  return batch;
+}
+
+std::shared_ptr<const InvertedIndex> MakeIndex(const Csr& csr, int32_t split = kDefaultSplitLength) {
+  auto index = std::make_shared<InvertedIndex>();
+  IndexOptions options;
+  options.split_length = split;
+  Status status = InvertedIndex::Build(csr.offsets, csr.keywords, options, index.get());
+  EXPECT_TRUE(status.ok()) << status.message();
+  return index;
+}
+
+// The true score of object o for query q, straight from the objects.
+int64_t ScoreOf(const Csr& csr, const genie_query_batch& batch, int32_t q, int32_t o) {
+  std::vector<int32_t> kws(csr.keywords.begin() + csr.offsets[o], csr.keywords.begin() + csr.offsets[o + 1]);
+  std::sort(kws.begin(), kws.end());
+  kws.erase(std::unique(kws.begin(), kws.end()), kws.end());
+  int64_t score = 0;
+  for (int64_t item = batch.query_offsets[q]; item < batch.query_offsets[q + 1]; ++item) {
+    const int64_t w = batch.item_weights ? batch.item_weights[item] : 1;
+    for (int32_t kw : kws) {
+      bool inside = false;
+      for (int64_t r = batch.item_offsets[item]; r < batch.item_offsets[item + 1]; ++r) {
+        inside = inside || (batch.ranges_lo[r] <= kw && kw <= batch.ranges_hi[r]);
+      }
+      if (inside) score += w;
+    }
+  }
+  return score;
+}
+
+// ---- engines -------------------------------------------------------------------
+
+enum class Variant { kTiled, kFaithful, kFaithfulPaperTies, kCountTable };
+
+const char* VariantName(Variant v) {
+  switch (v) {
+    case Variant::kTiled: return "tiled";
+    case Variant::kFaithful: return "faithful";
+    case Variant::kFaithfulPaperTies: return "faithful_paper_ties";
+    case Variant::kCountTable: return "count_table";
+  }
+  return "?";
+}
+
+bool ExactTies(Variant v) { return v != Variant::kFaithfulPaperTies; }
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      had_ = true;
+      old_ = old;
+    }
+    if (value.empty()) {
+      unsetenv(name);
+    } else {
+      setenv(name, value.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+struct EngineSpec {
+  Variant variant = Variant::kTiled;
+  uint64_t budget = 0;
+  std::string ht_slots;    // GENIE_GPU_HT_SLOTS
+  std::string tile_words;  // GENIE_GPU_TILE_WORDS
+};
+
+std::unique_ptr<Engine> MakeEngine(const EngineSpec& spec, Status* status) {
+  ScopedEnv matcher("GENIE_GPU_MATCHER",
+                    spec.variant == Variant::kTiled ? "tiled" : "faithful");
+  ScopedEnv ties("GENIE_GPU_TIES", spec.variant == Variant::kFaithfulPaperTies ? "paper" : "exact");
+  ScopedEnv slots("GENIE_GPU_HT_SLOTS", spec.ht_slots);
+  ScopedEnv words("GENIE_GPU_TILE_WORDS", spec.tile_words);
+  EngineOptions options;
+  options.memory_budget_bytes = spec.budget;
+  if (spec.variant == Variant::kCountTable) return MakeGpuCountTableEngine(options, status);
+  return MakeGpuEngine(options, status);
+}
+
+bool GpuUsable() {
+  static const bool usable = [] {
+    for (const genie_device_info& d : ListGpuDevices()) {
+      if (d.usable) return true;
+    }
+    return false;
+  }();
+  return usable;
+}
+
+#define SKIP_WITHOUT_GPU()                    \
+  do {                                        \
+    if (!GpuUsable()) {                       \
+      GTEST_SKIP() << "no usable GPU";        \
+    }                                         \
+  } while (0)
+
+std::string Describe(Span<Hit> hits, std::size_t max = 12) {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < hits.size() && i < max; ++i) {
+    out << "(" << hits[i].object << ":" << hits[i].score << ") ";
+  }
+  if (hits.size() > max) out << "... (" << hits.size() << " hits)";
+  return out.str();
+}
+
+// Exact: hit for hit.  Otherwise: same score multiset, sorted, distinct
+// objects, and each object's score is its true score.
+::testing::AssertionResult Matches(const Csr& csr, const genie_query_batch& batch,
+                                   const TopKResults& expected, const TopKResults& actual,
+                                   bool exact) {
+  if (expected.num_queries() != actual.num_queries()) {
+    return ::testing::AssertionFailure() << "query counts differ: " << expected.num_queries()
+                                         << " vs " << actual.num_queries();
+  }
+  int failures = 0;
+  std::ostringstream msg;
+  for (int32_t q = 0; q < expected.num_queries() && failures < 5; ++q) {
+    Span<Hit> e = expected.Query(q), a = actual.Query(q);
+    bool ok = e.size() == a.size();
+    for (std::size_t i = 0; ok && i < e.size(); ++i) {
+      ok = e[i].score == a[i].score && (!exact || e[i].object == a[i].object);
+      if (i > 0) ok = ok && HitBefore(a[i - 1], a[i]);
+    }
+    if (ok && !exact) {
+      for (const Hit& h : a) {
+        if (ScoreOf(csr, batch, q, h.object) != h.score) {
+          ok = false;
+          break;
+        }
+      }
+    }
+    if (!ok) {
+      ++failures;
+      msg << "query " << q << "\n  expected " << Describe(e) << "\n  actual   " << Describe(a) << "\n";
+    }
+  }
+  if (failures > 0) return ::testing::AssertionFailure() << msg.str();
+  if (expected.hits.size() != actual.hits.size()) {
+    return ::testing::AssertionFailure() << "hit arrays differ in size";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TopKResults ReferenceUncached(std::shared_ptr<const InvertedIndex> index,
+                              const genie_query_batch& batch, int32_t k);
+
+TopKResults Reference(std::shared_ptr<const InvertedIndex> index, const genie_query_batch& batch,
+                      int32_t k, const std::string& cache_key = "") {
+  // The large cases are shared by the four variants: compute them once.
+  static std::map<std::string, TopKResults> cache;
+  if (!cache_key.empty()) {
+    auto it = cache.find(cache_key);
+    if (it != cache.end()) return it->second;
+  }
+  TopKResults out = ReferenceUncached(std::move(index), batch, k);
+  if (!cache_key.empty()) cache[cache_key] = out;
+  return out;
+}
+
+TopKResults ReferenceUncached(std::shared_ptr<const InvertedIndex> index,
+                              const genie_query_batch& batch, int32_t k) {
+  auto engine = MakeReferenceEngine();
+  TopKResults out;
+  EXPECT_TRUE(engine->Upload(std::move(index)).ok());
+  Status status = engine->Search(batch, k, &out);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return out;
+}
+
+class GpuEngineTest : public ::testing::TestWithParam<Variant> {
+ protected:
+  void SetUp() override { SKIP_WITHOUT_GPU(); }
+
+  // Runs the variant (with `spec`'s other settings) and compares.
+  void Check(const Csr& csr, std::shared_ptr<const InvertedIndex> index, const QueryBatch& batch,
+             int32_t k, EngineSpec spec = {}, gpu::SearchStats* stats = nullptr,
+             const std::string& cache_key = "") {
+    spec.variant = GetParam();
+    const genie_query_batch view = batch.View();
+    const TopKResults expected =
+        Reference(index, view, k, cache_key.empty() ? "" : cache_key + "/k" + std::to_string(k));
+    Status status;
+    auto engine = MakeEngine(spec, &status);
+    ASSERT_NE(engine, nullptr) << status.message();
+    ASSERT_TRUE(engine->Upload(index).ok());
+    TopKResults actual;
+    status = engine->Search(view, k, &actual);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_TRUE(Matches(csr, view, expected, actual, ExactTies(GetParam())))
+        << VariantName(GetParam()) << " k=" << k;
+    if (stats != nullptr) {
+      ASSERT_TRUE(gpu::GetLastSearchStats(engine.get(), stats));
+    }
+  }
+};
+
+TEST_P(GpuEngineTest, SmallRandomZipf) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const Csr csr = ZipfCsr(seed, 700, 120, 14, 1.0);
+    const QueryBatch batch = RandomBatch(seed + 100, 40, 6, 3, 4, -60, 330, 1);
+    for (int32_t split : {kDefaultSplitLength, 7, 1}) {
+      auto index = MakeIndex(csr, split);
+      for (int32_t k : {1, 3, 10, 100, 700, 1000}) {
+        SCOPED_TRACE(::testing::Message() << "seed " << seed << " split " << split << " k " << k);
+        Check(csr, index, batch, k);
+      }
+    }
+  }
+}
+
+TEST_P(GpuEngineTest, WeightsAndWideRanges) {
+  // Items whose ranges span many keywords (slices cross list boundaries) and
+  // weights up to 9.
+  const Csr csr = ZipfCsr(7, 3000, 400, 20, 0.7);
+  const QueryBatch batch = RandomBatch(8, 64, 5, 3, 40, -60, 1200, 9);
+  for (int32_t split : {kDefaultSplitLength, 13}) {
+    auto index = MakeIndex(csr, split);
+    for (int32_t k : {1, 17, 256}) {
+      SCOPED_TRACE(::testing::Message() << "split " << split << " k " << k);
+      Check(csr, index, batch, k);
+    }
+  }
+}
+
+TEST_P(GpuEngineTest, EmptyListsQueriesAndObjects) {
+  Csr csr;
+  csr.Add({});
+  csr.Add({5, 6});
+  csr.Add({});
+  csr.Add({6, 7, 7});
+  csr.Add({100});
+  QueryBatch batch;
+  batch.BeginQuery();  // no items
+  const std::vector<int32_t> missing{1000, 2000};
+  batch.AddKeywordQuery(missing);  // keywords absent from the index
+  const std::vector<int32_t> some{6, 7, 1000};
+  batch.AddKeywordQuery(some);
+  batch.BeginQuery();
+  const KeywordRange wide{-1000000, 1000000};
+  batch.AddItem(Span<KeywordRange>(&wide, 1), 3);
+  auto index = MakeIndex(csr);
+  for (int32_t k : {1, 2, 5, 50}) {
+    SCOPED_TRACE(::testing::Message() << "k " << k);
+    Check(csr, index, batch, k);
+  }
+  // An index without objects, and one with objects but no postings.
+  Check(Csr(), MakeIndex(Csr()), batch, 3);
+  Csr empty_objects;
+  for (int i = 0; i < 10; ++i) empty_objects.Add({});
+  Check(empty_objects, MakeIndex(empty_objects), batch, 3);
+}
+
+TEST_P(GpuEngineTest, AllTies) {
+  // Every object holds the same keywords: every score is equal, k < n keeps
+  // the lowest ids (exact variants) across several tiles of the tiled matcher.
+  Csr csr;
+  for (int32_t o = 0; o < 100000; ++o) csr.Add({1, 2, 3});
+  QueryBatch batch;
+  for (int q = 0; q < 8; ++q) {
+    const std::vector<int32_t> kws{1, 2, 3};
+    batch.AddKeywordQuery(kws);
+  }
+  auto index = MakeIndex(csr);
+  for (int32_t k : {1, 100, 5000, 100000, 200000}) {
+    SCOPED_TRACE(::testing::Message() << "k " << k);
+    Check(csr, index, batch, k, EngineSpec{GetParam(), 0, "", "512"});
+  }
+}
+
+TEST_P(GpuEngineTest, MaxScoreBoundaries) {
+  // Scores at 2^b - 1 and 2^b for every bit width: counters must hold the
+  // maximum without carrying into the neighbour (objects 0..3 share a word
+  // at 8 bits; all of them score high).
+  Csr csr;
+  for (int32_t o = 0; o < 64; ++o) {
+    std::vector<int32_t> object;
+    for (int32_t kw = 0; kw < 4; ++kw) {
+      if ((o >> kw) & 1) object.push_back(kw);
+    }
+    object.push_back(10);  // everyone has keyword 10
+    csr.Add(object);
+  }
+  auto index = MakeIndex(csr);
+  QueryBatch batch;
+  for (int32_t b = 1; b <= 13; ++b) {
+    for (int64_t target : {(int64_t{1} << b) - 1, int64_t{1} << b}) {
+      // One item of weight target - 1 on keyword 10 plus one of weight 1 on
+      // keyword 0: object with keyword 0 reaches exactly target.
+      if (target < 2) continue;
+      batch.BeginQuery();
+      const KeywordRange r10{10, 10}, r0{0, 0};
+      batch.AddItem(Span<KeywordRange>(&r10, 1), static_cast<int32_t>(target - 1));
+      batch.AddItem(Span<KeywordRange>(&r0, 1), 1);
+      // And spread over all four keywords: max = 4 weights.
+      if (target < 5) continue;
+      batch.BeginQuery();
+      const int32_t w = static_cast<int32_t>(std::max<int64_t>(1, target / 5));
+      const KeywordRange r1{1, 1}, r2{2, 2}, r3{3, 3};
+      batch.AddItem(Span<KeywordRange>(&r0, 1), w);
+      batch.AddItem(Span<KeywordRange>(&r1, 1), w);
+      batch.AddItem(Span<KeywordRange>(&r2, 1), w);
+      batch.AddItem(Span<KeywordRange>(&r3, 1), w);
+      batch.AddItem(Span<KeywordRange>(&r10, 1), static_cast<int32_t>(target - 4 * w));
+    }
+  }
+  for (int32_t k : {1, 5, 64}) {
+    SCOPED_TRACE(::testing::Message() << "k " << k);
+    Check(csr, index, batch, k);
+  }
+}
+
+TEST_P(GpuEngineTest, HugeWeightsUseCountTable) {
+  const Csr csr = ZipfCsr(11, 2000, 100, 10, 1.0);
+  const QueryBatch batch = RandomBatch(12, 16, 4, 2, 3, -40, 260, 10000000);
+  gpu::SearchStats stats;
+  Check(csr, MakeIndex(csr), batch, 20, {}, &stats);
+  EXPECT_GT(stats.count_queries, 0);
+}
+
+TEST_P(GpuEngineTest, LargeLsh) {
+  // 250k objects x 32 functions = 8M postings, 1024 queries.
+  const LshData data = MakeLsh(21, 250000, 32, 16, 300, 1024, 0.3);
+  auto index = MakeIndex(data.csr);
+  for (int32_t k : {1, 100}) {
+    SCOPED_TRACE(::testing::Message() << "k " << k);
+    gpu::SearchStats stats;
+    Check(data.csr, index, data.batch, k, {}, &stats, "LargeLsh");
+    EXPECT_EQ(stats.parts, 1);
+  }
+}
+
+TEST_P(GpuEngineTest, LargeZipfSplit) {
+  // 1.5M objects, Zipf keyword lists (long lists split into many sublists).
+  const Csr csr = ZipfCsr(31, 1500000, 5000, 8, 1.1, 0.05);
+  const QueryBatch batch = RandomBatch(32, 1100, 8, 2, 3, -40, 15000, 2);
+  Check(csr, MakeIndex(csr, 2048), batch, 50, {}, nullptr, "LargeZipfSplit");
+}
+
+TEST_P(GpuEngineTest, MultipleLoadingSmallBudget) {
+  const LshData data = MakeLsh(41, 300000, 24, 16, 200, 256, 0.3);
+  auto index = MakeIndex(data.csr);
+  const uint64_t index_bytes = index->postings().size() * sizeof(int32_t);
+  // The index alone exceeds half the budget: it is never resident; parts
+  // are streamed.  A second budget forces many parts and query groups.
+  for (uint64_t budget : {index_bytes + (24ull << 20), index_bytes / 2 + (20ull << 20)}) {
+    SCOPED_TRACE(::testing::Message() << "budget " << budget);
+    gpu::SearchStats stats;
+    EngineSpec spec;
+    spec.budget = budget;
+    Check(data.csr, index, data.batch, 100, spec, &stats, "MultipleLoading");
+    EXPECT_GT(stats.parts, 1);
+  }
+}
+
+TEST_P(GpuEngineTest, QueryGroupsWithResidentIndex) {
+  const LshData data = MakeLsh(43, 200000, 24, 16, 200, 512, 0.3);
+  auto index = MakeIndex(data.csr);
+  const uint64_t index_bytes = index->postings().size() * sizeof(int32_t);
+  gpu::SearchStats stats;
+  EngineSpec spec;
+  spec.budget = 2 * index_bytes + (40ull << 20);
+  Check(data.csr, index, data.batch, 64, spec, &stats, "QueryGroups");
+  EXPECT_EQ(stats.parts, 1);
+}
+
+TEST_P(GpuEngineTest, HashTableOverflowFallsBack) {
+  if (GetParam() == Variant::kCountTable) {
+    GTEST_SKIP() << "no hash table";
+  }
+  const LshData data = MakeLsh(51, 100000, 16, 8, 50, 64, 0.4);
+  auto index = MakeIndex(data.csr);
+  gpu::SearchStats stats;
+  EngineSpec spec;
+  spec.ht_slots = "4";
+  Check(data.csr, index, data.batch, 50, spec, &stats);
+  EXPECT_GT(stats.overflow_queries, 0);
+  EXPECT_GT(stats.count_queries, 0);
+}
+
+TEST_P(GpuEngineTest, TileSizes) {
+  if (GetParam() != Variant::kTiled) {
+    GTEST_SKIP() << "tiled only";
+  }
+  const LshData data = MakeLsh(61, 150000, 20, 12, 100, 200, 0.3);
+  auto index = MakeIndex(data.csr);
+  for (const char* words : {"512", "4096", "16384", "32768"}) {
+    SCOPED_TRACE(::testing::Message() << "tile words " << words);
+    EngineSpec spec;
+    spec.tile_words = words;
+    Check(data.csr, index, data.batch, 30, spec);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, GpuEngineTest,
+                         ::testing::Values(Variant::kTiled, Variant::kFaithful,
+                                           Variant::kFaithfulPaperTies, Variant::kCountTable),
+                         [](const ::testing::TestParamInfo<Variant>& info) {
+                           return std::string(VariantName(info.param));
+                         });
+
+// ---- API behaviour -------------------------------------------------------------
+
+TEST(GpuEngineApi, ListDevicesNeverFails) {
+  const auto devices = ListGpuDevices();  // must not crash without a driver
+  for (const auto& d : devices) {
+    EXPECT_EQ(d.kind, GENIE_DEVICE_GPU);
+    if (!d.usable) {
+      EXPECT_NE(d.note[0], '\0');
+    }
+  }
+  EXPECT_GT(CudaRuntimeVersion(), 0);
+}
+
+TEST(GpuEngineApi, NoDeviceGivesUnavailable) {
+  if (GpuUsable()) {
+    GTEST_SKIP() << "a GPU is present";
+  }
+  Status status;
+  EXPECT_EQ(MakeGpuEngine(EngineOptions(), &status), nullptr);
+  EXPECT_EQ(status.code(), GENIE_DEVICE_UNAVAILABLE);
+  EXPECT_FALSE(status.message().empty());
+  EXPECT_EQ(MakeGpuCountTableEngine(EngineOptions(), &status), nullptr);
+  EXPECT_EQ(status.code(), GENIE_DEVICE_UNAVAILABLE);
+}
+
+TEST(GpuEngineApi, BadOrdinalUnavailable) {
+  SKIP_WITHOUT_GPU();
+  Status status;
+  EngineOptions options;
+  options.device_ordinal = 999;
+  EXPECT_EQ(MakeGpuEngine(options, &status), nullptr);
+  EXPECT_EQ(status.code(), GENIE_DEVICE_UNAVAILABLE);
+}
+
+TEST(GpuEngineApi, ErrorsAndDrop) {
+  SKIP_WITHOUT_GPU();
+  Status status;
+  auto engine = MakeGpuEngine(EngineOptions(), &status);
+  ASSERT_NE(engine, nullptr) << status.message();
+  EXPECT_EQ(engine->kind(), GENIE_ENGINE_GPU);
+  QueryBatch batch;
+  const std::vector<int32_t> kws{1, 2};
+  batch.AddKeywordQuery(kws);
+  TopKResults out;
+  EXPECT_EQ(engine->Search(batch.View(), 5, &out).code(), GENIE_INVALID_ARGUMENT);  // no index
+  EXPECT_EQ(engine->Upload(nullptr).code(), GENIE_INVALID_ARGUMENT);
+  Csr csr;
+  csr.Add({1, 2});
+  csr.Add({2});
+  auto index = MakeIndex(csr);
+  ASSERT_TRUE(engine->Upload(index).ok());
+  EXPECT_EQ(engine->Search(batch.View(), 0, &out).code(), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(engine->Search(batch.View(), 5, nullptr).code(), GENIE_INVALID_ARGUMENT);
+  ASSERT_TRUE(engine->Search(batch.View(), 5, &out).ok());
+  ASSERT_EQ(out.hits.size(), 2u);
+  EXPECT_EQ(out.hits[0].object, 0);
+  EXPECT_EQ(out.hits[0].score, 2);
+  ASSERT_TRUE(engine->Drop().ok());
+  EXPECT_EQ(engine->Search(batch.View(), 5, &out).code(), GENIE_INVALID_ARGUMENT);
+  ASSERT_TRUE(engine->Upload(index).ok());  // upload again after drop
+  ASSERT_TRUE(engine->Search(batch.View(), 1, &out).ok());
+  EXPECT_EQ(out.hits.size(), 1u);
+}
+
+TEST(GpuEngineApi, TinyBudgetIsDeviceOutOfMemory) {
+  SKIP_WITHOUT_GPU();
+  const LshData data = MakeLsh(71, 20000, 16, 8, 20, 8, 0.3);
+  Status status;
+  EngineOptions options;
+  options.memory_budget_bytes = 4096;
+  auto engine = MakeGpuEngine(options, &status);
+  ASSERT_NE(engine, nullptr) << status.message();
+  ASSERT_TRUE(engine->Upload(MakeIndex(data.csr)).ok());
+  TopKResults out;
+  status = engine->Search(data.batch.View(), 10, &out);
+  EXPECT_EQ(status.code(), GENIE_DEVICE_OUT_OF_MEMORY) << status.message();
+}
+
+TEST(GpuEngineApi, CApiGpuEngine) {
+  SKIP_WITHOUT_GPU();
+  const int64_t offsets[] = {0, 2, 3, 6};
+  const int32_t keywords[] = {1, 2, 2, 1, 2, 3};
+  genie_error err;
+  genie_index* index = nullptr;
+  ASSERT_EQ(genie_index_create(offsets, 3, keywords, nullptr, &index, &err), GENIE_OK) << err.message;
+  genie_engine* engine = nullptr;
+  ASSERT_EQ(genie_engine_create(GENIE_ENGINE_GPU, nullptr, &engine, &err), GENIE_OK) << err.message;
+  EXPECT_EQ(genie_engine_get_kind(engine), GENIE_ENGINE_GPU);
+  ASSERT_EQ(genie_engine_upload(engine, index, &err), GENIE_OK) << err.message;
+  const int64_t q_offsets[] = {0, 3};
+  const int64_t i_offsets[] = {0, 1, 2, 3};
+  const int32_t lo[] = {1, 2, 3};
+  const int32_t hi[] = {1, 2, 3};
+  genie_query_batch batch{1, q_offsets, i_offsets, nullptr, lo, hi};
+  genie_results* results = nullptr;
+  ASSERT_EQ(genie_engine_search(engine, &batch, 2, &results, &err), GENIE_OK) << err.message;
+  ASSERT_EQ(results->query_offsets[1], 2);
+  EXPECT_EQ(results->objects[0], 2);
+  EXPECT_EQ(results->scores[0], 3);
+  EXPECT_EQ(results->objects[1], 0);
+  EXPECT_EQ(results->scores[1], 2);
+  genie_results_free(results);
+  genie_engine_free(engine);
+  genie_index_free(index);
+}
+
+}  // namespace
+}  // namespace genie
