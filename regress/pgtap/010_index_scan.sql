@@ -4,7 +4,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 -- The engine follows genie.device (PGOPTIONS on the GPU host runs this on the GPU).
-SELECT plan(31);
+SELECT plan(33);
 
 -- 20k rows with a skewed keyword distribution (fixed seed), a few NULL rows
 -- and empty arrays.
@@ -137,6 +137,17 @@ SELECT is((SELECT count(*) FROM topk t JOIN docs d ON d.ctid = t.row_ctid JOIN q
 SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx', ARRAY[]::genie_query[], 5)), 0::bigint,
           'an empty batch gives no rows');
 SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx', NULL, 5)), 0::bigint, 'a NULL batch gives no rows');
+
+-- unlogged tables: the index has an init fork and works the same
+CREATE UNLOGGED TABLE udocs AS SELECT * FROM docs WHERE id <= 3000;
+CREATE INDEX udocs_idx ON udocs USING genie (tags);
+SELECT is((SELECT count(*) FROM pg_class WHERE relname = 'udocs_idx' AND relpersistence = 'u'), 1::bigint,
+          'the index of an unlogged table is unlogged');
+SET LOCAL enable_seqscan = off;
+SELECT is((SELECT array_agg(s) FROM (SELECT tags <~> '{1,2,3}' AS s FROM udocs ORDER BY tags <~> '{1,2,3}' LIMIT 50) x),
+          (SELECT array_agg(s) FROM (SELECT -genie_match_count(tags, '{1,2,3}')::float8 AS s FROM udocs ORDER BY 1 LIMIT 50) y),
+          'an unlogged genie index answers like the sequential scan');
+RESET enable_seqscan;
 
 -- bad input
 SELECT throws_ok($$SELECT * FROM genie_topk('docs_tags_idx', ARRAY['{1}'::genie_query], 0)$$, '22023',

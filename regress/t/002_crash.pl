@@ -15,6 +15,10 @@ $node->init;
 $node->append_conf('postgresql.conf', "genie.pending_list_limit = '64kB'\n");
 $node->start;
 create_docs($node, 3000);
+$node->safe_psql('postgres', q{
+	CREATE UNLOGGED TABLE udocs AS SELECT * FROM docs;
+	CREATE INDEX udocs_idx ON udocs USING genie (tags);
+});
 
 # inserts in the background, each its own transaction
 my $bg = $node->background_psql('postgres', on_error_stop => 0);
@@ -51,6 +55,11 @@ for (1 .. 10)
 	sleep 1;
 }
 ok($restarted, 'the server restarts after kill -9');
+# crash recovery resets an unlogged table and its index to their init forks
+is($node->safe_psql('postgres', q{SET enable_seqscan = off; SET genie.device = 'cpu';
+	INSERT INTO udocs VALUES (1, '{1,2}'), (2, '{2}');
+	SELECT string_agg(id::text, ',') FROM (SELECT id FROM udocs ORDER BY tags <~> '{1,2}') x}),
+	'1,2', 'the unlogged index starts empty after the crash and works');
 my $rows = $node->safe_psql('postgres', 'SELECT count(*) FROM docs');
 ok($rows > 3000, "rows survived the crash ($rows)");
 check_index_matches_seqscan($node, 'after kill -9 and restart');
