@@ -123,6 +123,10 @@ genie_topk(PG_FUNCTION_ARGS)
 		ItemPointerData *found_tids = palloc(sizeof(ItemPointerData) * (int64) Min(k, 1 << 20));
 		int32	   *found_scores = palloc(sizeof(int32) * (int64) Min(k, 1 << 20));
 		int64		found_capacity = Min(k, 1 << 20);
+		/* each query's rows, kept until the end so that output is in query order */
+		ItemPointerData **query_tids = palloc0(sizeof(ItemPointerData *) * nq);
+		int32	  **query_scores = palloc0(sizeof(int32 *) * nq);
+		int64	   *query_found = palloc0(sizeof(int64) * nq);
 
 		entry = genie_cache_get(index);
 		genie_cache_pin(entry);
@@ -180,17 +184,13 @@ genie_topk(PG_FUNCTION_ARGS)
 					pending[still++] = pending[i];
 					continue;
 				}
-				for (int64 j = 0; j < n_found; j++)
+				query_found[pending[i]] = n_found;
+				if (n_found > 0)
 				{
-					Datum		values[3];
-					bool		out_nulls[3] = {false, false, false};
-					ItemPointer tidp = palloc(sizeof(ItemPointerData));
-
-					*tidp = found_tids[j];
-					values[0] = Int32GetDatum(pending[i] + 1);
-					values[1] = PointerGetDatum(tidp);
-					values[2] = Int32GetDatum(found_scores[j]);
-					tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
+					query_tids[pending[i]] = palloc(sizeof(ItemPointerData) * n_found);
+					query_scores[pending[i]] = palloc(sizeof(int32) * n_found);
+					memcpy(query_tids[pending[i]], found_tids, sizeof(ItemPointerData) * n_found);
+					memcpy(query_scores[pending[i]], found_scores, sizeof(int32) * n_found);
 				}
 				CHECK_FOR_INTERRUPTS();
 			}
@@ -201,6 +201,20 @@ genie_topk(PG_FUNCTION_ARGS)
 
 		ExecDropSingleTupleTableSlot(slot);
 		table_index_fetch_end(fetch);
+
+		for (int q = 0; q < nq; q++)
+		{
+			for (int64 j = 0; j < query_found[q]; j++)
+			{
+				Datum		values[3];
+				bool		out_nulls[3] = {false, false, false};
+
+				values[0] = Int32GetDatum(q + 1);
+				values[1] = PointerGetDatum(&query_tids[q][j]);
+				values[2] = Int32GetDatum(query_scores[q][j]);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
+			}
+		}
 	}
 	PG_FINALLY();
 	{

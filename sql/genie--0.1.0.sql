@@ -148,7 +148,7 @@ DEFAULT FOR TYPE int4[] USING genie AS
 
 -- A batch of queries in one engine call: for each query (query_no is its
 -- 1-based position in the array) the k best rows visible to the caller, with
--- their match counts.
+-- their match counts; rows come in query order, best first.
 CREATE FUNCTION genie_topk(index regclass, queries genie_query[], k int4)
 RETURNS TABLE (query_no int4, ctid tid, score int4)
 AS 'MODULE_PATHNAME', 'genie_topk'

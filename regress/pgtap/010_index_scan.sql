@@ -4,7 +4,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 -- The engine follows genie.device (PGOPTIONS on the GPU host runs this on the GPU).
-SELECT plan(33);
+SELECT plan(34);
 
 -- 20k rows with a skewed keyword distribution (fixed seed), a few NULL rows
 -- and empty arrays.
@@ -134,6 +134,11 @@ SELECT is((SELECT count(*) FROM queries q CROSS JOIN LATERAL (
 SELECT is((SELECT count(*) FROM topk t JOIN docs d ON d.ctid = t.row_ctid JOIN queries q ON q.qid = t.query_no
            WHERE genie_match_count(d.tags, q.query) <> t.score), 0::bigint,
           'every genie_topk row has its true score and a visible ctid');
+SELECT ok((SELECT bool_and(in_order) FROM (
+             SELECT ROW(query_no, -score) >= lag(ROW(query_no, -score)) OVER (ORDER BY ord) IS NOT FALSE AS in_order
+             FROM genie_topk('docs_tags_idx', (SELECT array_agg(genie_query(query) ORDER BY qid) FROM queries WHERE qid <= 50), 10)
+                  WITH ORDINALITY AS t(query_no, row_ctid, score, ord)) x),
+          'genie_topk rows come in query order, best first');
 SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx', ARRAY[]::genie_query[], 5)), 0::bigint,
           'an empty batch gives no rows');
 SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx', NULL, 5)), 0::bigint, 'a NULL batch gives no rows');
