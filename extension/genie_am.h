@@ -13,9 +13,27 @@
  *					keyword: the List Array
  *	pending chain	objects inserted since the last merge (like GIN's fast
  *					update): records of (object id, TID, flags, keywords)
- * A chain is a list of pages linked through GeniePageOpaque.next.  Any change
- * of content bumps the metapage's stamp, which validates the per-backend
- * caches of the decoded index (host and device copies).
+ * A chain is a list of pages linked through GeniePageOpaque.next, from the
+ * metapage's head to its tail (a reader stops at the tail: a page beyond it
+ * may be left over from an interrupted write).  Any change of content bumps
+ * the metapage's stamp, which validates the per-backend caches of the decoded
+ * index (host and device copies).
+ *
+ * Concurrency.  The metapage's buffer lock is only held briefly.  Whole-index
+ * work is serialised by a heavyweight lock on block 0 (waits for it can be
+ * cancelled): a merge, which rewrites the chains and frees pages, holds it
+ * in ExclusiveLock; everything else that reads or changes the content holds
+ * it in ShareLock.  Under ShareLock the chains other than the pending list are
+ * immutable but for DEAD flags (set by VACUUM for rows no snapshot can see),
+ * and the pending list only grows beyond its committed end, which readers
+ * take from the metapage.
+ *
+ * Atomicity of inserts.  An object's pending record is written in pieces
+ * when it does not fit on the tail page; every piece but the last lands
+ * beyond the committed end, and the last piece's WAL record also moves the
+ * committed end (pending.tail, pending_tail_bytes) and the counts.  A crash
+ * between pieces leaves only bytes beyond the committed end, which the next
+ * insert overwrites.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,6 +48,7 @@
 #include "nodes/pathnodes.h"
 #include "storage/bufmgr.h"
 #include "storage/itemptr.h"
+#include "storage/lmgr.h"
 #include "utils/relcache.h"
 
 #include "genie.h"
@@ -117,6 +136,7 @@ typedef struct GenieMetaPageData
 	int32		n_pending;		/* objects in the pending list */
 	int64		n_postings;		/* postings of the main postings */
 	int64		pending_bytes;	/* bytes used by pending records */
+	uint32		pending_tail_bytes; /* committed bytes on the pending tail page */
 	GenieChain	directory;
 	GenieChain	keywords;
 	GenieChain	postings;
@@ -150,15 +170,28 @@ extern void genie_init_reloptions(void);
 extern void genie_init_page(Page page, uint16 kind);
 extern void genie_init_metapage(Page page, int32 split_length);
 extern Buffer genie_new_buffer(Relation index);
-extern void genie_free_chain(Relation index, BlockNumber head);
+extern void genie_free_chain(Relation index, GenieChain chain);
 
-/* Appends fixed-size entries to a chain while the index is being built (no WAL). */
+/* the heavyweight lock on block 0 (see above) */
+#define GENIE_CONTENT_LOCK_SHARE(index)		LockPage((index), GENIE_METAPAGE_BLKNO, ShareLock)
+#define GENIE_CONTENT_UNLOCK_SHARE(index)	UnlockPage((index), GENIE_METAPAGE_BLKNO, ShareLock)
+#define GENIE_CONTENT_LOCK_EXCLUSIVE(index)	LockPage((index), GENIE_METAPAGE_BLKNO, ExclusiveLock)
+#define GENIE_CONTENT_UNLOCK_EXCLUSIVE(index) UnlockPage((index), GENIE_METAPAGE_BLKNO, ExclusiveLock)
+
+/* A copy of the metapage's content, taken under its buffer lock. */
+extern void genie_read_meta(Relation index, GenieMetaPageData *meta);
+
+/*
+ * Appends fixed-size entries to a new chain: without WAL while the index is
+ * built (log_newpage_range logs it after), with full-page GenericXLog images
+ * when a merge writes it.
+ */
 typedef struct GenieChainWriter
 {
 	Relation	index;
 	uint16		kind;
 	Size		entry_size;
-	Buffer		buffer;			/* current tail, pinned and locked */
+	Buffer		buffer;			/* current tail, pinned (locked only while written) */
 	GenieChain	chain;
 	bool		wal;			/* log each page with GenericXLog (compaction) */
 } GenieChainWriter;
@@ -169,7 +202,7 @@ extern void genie_chain_writer_append(GenieChainWriter *w, const void *entries, 
 extern GenieChain genie_chain_writer_finish(GenieChainWriter *w);
 
 /* Reads every fixed-size entry of a chain into one palloc'd array. */
-extern void *genie_chain_read(Relation index, BlockNumber head, Size entry_size,
+extern void *genie_chain_read(Relation index, GenieChain chain, Size entry_size,
 							  int64 expected, int64 *count);
 
 /* The decoded content of an index, as read from its pages. */
@@ -191,10 +224,9 @@ typedef struct GenieIndexContent
 	BlockNumber n_pages;
 } GenieIndexContent;
 
+/* Reads the whole index; the caller holds the content lock (share or exclusive). */
 extern void genie_read_content(Relation index, GenieIndexContent *content);
 extern uint64 genie_read_stamp(Relation index);
-extern void genie_read_content_meta_locked(Relation index, Buffer metabuf,
-										   GenieIndexContent *content);
 
 /* genie_build.c: writing a whole index from (keyword, object) pairs */
 typedef struct GeniePostingsSorter GeniePostingsSorter;
@@ -223,7 +255,11 @@ extern IndexBulkDeleteResult *genie_ambulkdelete(IndexVacuumInfo *info,
 												 void *callback_state);
 extern IndexBulkDeleteResult *genie_amvacuumcleanup(IndexVacuumInfo *info,
 													IndexBulkDeleteResult *stats);
-extern void genie_merge_pending(Relation index, IndexBulkDeleteResult *stats);
+/*
+ * Merges the pending list and drops dead objects.  With wait false it gives
+ * up when another backend holds the content lock.
+ */
+extern void genie_merge_pending(Relation index, bool wait);
 
 /* genie_scan.c */
 extern IndexScanDesc genie_ambeginscan(Relation index, int nkeys, int norderbys);

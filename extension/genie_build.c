@@ -208,9 +208,16 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
 
-	/* block 0 is the metapage; it is filled in last */
+	/*
+	 * Block 0 is the metapage.  It starts as an empty index and is filled in
+	 * last; no buffer stays locked during the table scan, so the build can be
+	 * cancelled.
+	 */
 	metabuf = genie_new_buffer(index);
 	Assert(BufferGetBlockNumber(metabuf) == GENIE_METAPAGE_BLKNO);
+	genie_init_metapage(BufferGetPage(metabuf), genie_split_length(index));
+	MarkBufferDirty(metabuf);
+	UnlockReleaseBuffer(metabuf);
 
 	memset(&state, 0, sizeof(state));
 	state.sorter = genie_sorter_begin(maintenance_work_mem);
@@ -231,6 +238,8 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 					   &n_postings);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state.n_objects);
 
+	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	metapage = BufferGetPage(metabuf);
 	genie_init_metapage(metapage, genie_split_length(index));
 	meta = GeniePageGetMeta(metapage);

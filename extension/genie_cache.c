@@ -40,16 +40,21 @@ static uint64 use_clock = 0;
 static bool cache_initialized = false;
 static bool said_cpu_fallback = false;
 
+/* Frees a slot, also one that an error left half-built. */
 static void
 free_slot(CacheSlot *slot)
 {
 	GenieCachedIndex *e = slot->entry;
 
-	genie_engine_free(e->main_engine);	/* device memory included */
-	genie_engine_free(e->pending_engine);
-	genie_index_free(e->main_index);
-	genie_index_free(e->pending_index);
-	MemoryContextDelete(slot->cxt);
+	if (e != NULL)
+	{
+		genie_engine_free(e->main_engine);	/* device memory included */
+		genie_engine_free(e->pending_engine);
+		genie_index_free(e->main_index);
+		genie_index_free(e->pending_index);
+	}
+	if (slot->cxt != NULL)
+		MemoryContextDelete(slot->cxt);
 	free(slot);
 }
 
@@ -205,66 +210,60 @@ load_slot(Relation index)
 	MemoryContext old = MemoryContextSwitchTo(tmpcxt);
 	GenieIndexContent content;
 	genie_index_options options;
-	genie_index *main_index = NULL;
-	genie_index *pending_index = NULL;
 	genie_error err;
 	CacheSlot  *slot;
 	GenieCachedIndex *e;
 	int32		n_pending;
 
+	/* the share content lock keeps merges out while the pages are read */
+	GENIE_CONTENT_LOCK_SHARE(index);
 	genie_read_content(index, &content);
+	GENIE_CONTENT_UNLOCK_SHARE(index);
 	n_pending = content.n_objects - content.n_main_objects;
 
-	memset(&options, 0, sizeof(options));
-	options.split_length = content.split_length;
-	GENIE_CHECK(genie_index_create_from_postings(content.n_main_objects, content.n_keywords,
-												 content.keywords, content.keyword_offsets,
-												 content.postings, &options, &main_index, &err),
-				&err, "genie: loading the index");
-	if (genie_index_create(content.pending_offsets, n_pending, content.pending_keywords,
-						   &options, &pending_index, &err) != GENIE_OK)
-	{
-		genie_index_free(main_index);
-		genie_report_error(&err, "genie: loading the pending list");
-	}
-
+	/*
+	 * The slot and its context come first, so that from the first core/
+	 * object on, every error path can free everything with free_slot.
+	 */
 	slot = calloc(1, sizeof(CacheSlot));
 	if (slot == NULL)
-	{
-		genie_index_free(main_index);
-		genie_index_free(pending_index);
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	}
-	slot->cxt = AllocSetContextCreate(TopMemoryContext, "genie cached index",
-									  ALLOCSET_SMALL_SIZES);
-	e = MemoryContextAllocZero(slot->cxt, sizeof(GenieCachedIndex));
-	/* engines are made below; until then free_slot sees NULLs */
-	slot->entry = e;
-	e->owner = slot;
-	e->index_oid = RelationGetRelid(index);
-	e->node = index->rd_node;
-	e->stamp = content.stamp;
-	e->n_objects = content.n_objects;
-	e->n_main_objects = content.n_main_objects;
-	e->objects = MemoryContextAllocHuge(slot->cxt,
-										sizeof(GenieObjectEntry) * Max(content.n_objects, 1));
-	memcpy(e->objects, content.objects, sizeof(GenieObjectEntry) * content.n_objects);
-	e->bytes = genie_index_memory_bytes(main_index) + genie_index_memory_bytes(pending_index) +
-		sizeof(GenieObjectEntry) * content.n_objects;
-	slot->device_setting = genie_device_setting;
-
-	/*
-	 * From here a failure must free what core/ allocated: the engines take
-	 * over the indexes, and the slot is freed on error.
-	 */
-	e->main_index = main_index;
-	e->pending_index = pending_index;
 	PG_TRY();
 	{
+		slot->cxt = AllocSetContextCreate(TopMemoryContext, "genie cached index",
+										  ALLOCSET_SMALL_SIZES);
+		e = MemoryContextAllocZero(slot->cxt, sizeof(GenieCachedIndex));
+		slot->entry = e;
+		e->owner = slot;
+		e->index_oid = RelationGetRelid(index);
+		e->node = index->rd_node;
+		e->stamp = content.stamp;
+		e->n_objects = content.n_objects;
+		e->n_main_objects = content.n_main_objects;
+		e->objects = MemoryContextAllocHuge(slot->cxt,
+											sizeof(GenieObjectEntry) * Max(content.n_objects, 1));
+		memcpy(e->objects, content.objects, sizeof(GenieObjectEntry) * content.n_objects);
+
+		memset(&options, 0, sizeof(options));
+		options.split_length = content.split_length;
+		GENIE_CHECK(genie_index_create_from_postings(content.n_main_objects, content.n_keywords,
+													 content.keywords, content.keyword_offsets,
+													 content.postings, &options,
+													 &e->main_index, &err),
+					&err, "genie: loading the index");
+		GENIE_CHECK(genie_index_create(content.pending_offsets, n_pending,
+									   content.pending_keywords, &options,
+									   &e->pending_index, &err),
+					&err, "genie: loading the pending list");
+		e->bytes = genie_index_memory_bytes(e->main_index) +
+			genie_index_memory_bytes(e->pending_index) +
+			sizeof(GenieObjectEntry) * content.n_objects;
+		slot->device_setting = genie_device_setting;
+
 		e->main_engine = make_main_engine();
-		upload(e->main_engine, main_index);
+		upload(e->main_engine, e->main_index);
 		e->pending_engine = make_engine(GENIE_ENGINE_CPU, false);
-		upload(e->pending_engine, pending_index);
+		upload(e->pending_engine, e->pending_index);
 	}
 	PG_CATCH();
 	{
@@ -326,9 +325,9 @@ copy_results(genie_results *r, int32 id_offset, int64 **offsets, int32 **objects
 {
 	int64		n = r->query_offsets[r->n_queries];
 
-	*offsets = palloc(sizeof(int64) * (r->n_queries + 1));
-	*objects = palloc(sizeof(int32) * Max(n, 1));
-	*scores = palloc(sizeof(int32) * Max(n, 1));
+	*offsets = palloc_extended(sizeof(int64) * (r->n_queries + 1), MCXT_ALLOC_HUGE);
+	*objects = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+	*scores = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
 	memcpy(*offsets, r->query_offsets, sizeof(int64) * (r->n_queries + 1));
 	for (int64 i = 0; i < n; i++)
 	{
@@ -431,9 +430,11 @@ genie_cache_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 						  &pend_offsets, &pend_objects, &pend_scores, &err) != GENIE_OK)
 			genie_report_error(&err, "genie search of the pending list");
 
-		result->query_offsets = palloc(sizeof(int64) * (nq + 1));
-		result->objects = palloc(sizeof(int32) * Max(main_offsets[nq] + pend_offsets[nq], 1));
-		result->scores = palloc(sizeof(int32) * Max(main_offsets[nq] + pend_offsets[nq], 1));
+		result->query_offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
+		result->objects = palloc_extended(sizeof(int32) * Max(main_offsets[nq] + pend_offsets[nq], 1),
+										  MCXT_ALLOC_HUGE);
+		result->scores = palloc_extended(sizeof(int32) * Max(main_offsets[nq] + pend_offsets[nq], 1),
+										 MCXT_ALLOC_HUGE);
 		result->query_offsets[0] = 0;
 		for (int q = 0; q < nq; q++)
 		{

@@ -30,17 +30,25 @@ pending_list_limit_kb(Relation index)
 
 /*
  * Appends one object's record to the pending list, in pieces when its
- * keywords do not fit on one page.  Each piece is one WAL record covering
- * the metapage and at most two pending pages.
+ * keywords do not fit on one page.  Each piece is one WAL record of at most
+ * three pages; only the last one also updates the metapage, moving the
+ * committed end past the whole object, so a crash or an error between
+ * pieces leaves nothing a reader sees.  The caller holds the metapage
+ * exclusively.
  */
 static void
 append_pending(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
 			   const int32 *keywords, int n)
 {
+	GenieMetaPage meta = GeniePageGetMeta(BufferGetPage(metabuf));
+	int32		object_id = meta->n_objects;
+	BlockNumber block = meta->pending.tail;
+	uint32		offset = meta->pending_tail_bytes;
+	BlockNumber head = meta->pending.head;
+	int64		pages_added = 0;
+	int64		bytes_added = 0;
 	int			done = 0;
-	int32		object_id;
 
-	object_id = GeniePageGetMeta(BufferGetPage(metabuf))->n_objects;
 	if (object_id >= PG_INT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -51,22 +59,31 @@ append_pending(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
 	do
 	{
 		GenericXLogState *state = GenericXLogStart(index);
-		Page		metapage = GenericXLogRegisterBuffer(state, metabuf, 0);
-		GenieMetaPage meta = GeniePageGetMeta(metapage);
 		Buffer		tailbuf = InvalidBuffer;
 		Buffer		newbuf = InvalidBuffer;
 		Page		page = NULL;
 		GeniePageOpaque opaque;
 		Size		room = 0;
+		Size		size;
 		int			piece;
 		GeniePendingRecord *rec;
 
-		if (meta->pending.tail != InvalidBlockNumber)
+		if (block != InvalidBlockNumber)
 		{
-			tailbuf = ReadBuffer(index, meta->pending.tail);
+			tailbuf = ReadBuffer(index, block);
 			LockBuffer(tailbuf, BUFFER_LOCK_EXCLUSIVE);
 			page = GenericXLogRegisterBuffer(state, tailbuf, 0);
-			room = GENIE_PAGE_CAPACITY - GeniePageGetOpaque(page)->n_entries;
+			opaque = GeniePageGetOpaque(page);
+			if (opaque->kind != GENIE_PAGE_PENDING || offset > GENIE_PAGE_CAPACITY)
+				ereport(ERROR,
+						(errcode(ERRCODE_INDEX_CORRUPTED),
+						 errmsg("genie index \"%s\" has a corrupt pending list",
+								RelationGetRelationName(index)),
+						 errhint("REINDEX the index.")));
+			/* drop whatever an interrupted insert left beyond the committed end */
+			opaque->n_entries = offset;
+			opaque->next = InvalidBlockNumber;
+			room = GENIE_PAGE_CAPACITY - offset;
 		}
 		/* a piece needs its header and one keyword, unless there is none left */
 		if (room < GENIE_PENDING_HEADER_SIZE + (n > done ? sizeof(int32) : 0))
@@ -79,33 +96,44 @@ append_pending(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
 			if (page != NULL)
 				GeniePageGetOpaque(page)->next = BufferGetBlockNumber(newbuf);
 			else
-				meta->pending.head = BufferGetBlockNumber(newbuf);
-			meta->pending.tail = BufferGetBlockNumber(newbuf);
-			meta->pending.pages++;
+				head = BufferGetBlockNumber(newbuf);
+			block = BufferGetBlockNumber(newbuf);
+			offset = 0;
+			pages_added++;
 			page = newpage;
 			room = GENIE_PAGE_CAPACITY;
 		}
 
 		opaque = GeniePageGetOpaque(page);
 		piece = Min((int) ((room - GENIE_PENDING_HEADER_SIZE) / sizeof(int32)), n - done);
-		rec = (GeniePendingRecord *) (GeniePageGetData(page) + opaque->n_entries);
+		size = MAXALIGN(GENIE_PENDING_HEADER_SIZE + sizeof(int32) * piece);
+		rec = (GeniePendingRecord *) (GeniePageGetData(page) + offset);
 		memset(rec, 0, GENIE_PENDING_HEADER_SIZE);
 		rec->object_id = object_id;
 		rec->tid = *tid;
 		rec->flags = flags;
 		rec->n_keywords = piece;
-		memcpy((char *) rec + GENIE_PENDING_HEADER_SIZE, keywords + done, sizeof(int32) * piece);
-		opaque->n_entries += MAXALIGN(GENIE_PENDING_HEADER_SIZE + sizeof(int32) * piece);
-		((PageHeader) page)->pd_lower = (GeniePageGetData(page) + opaque->n_entries) - (char *) page;
-		meta->pending_bytes += MAXALIGN(GENIE_PENDING_HEADER_SIZE + sizeof(int32) * piece);
+		if (piece > 0)
+			memcpy((char *) rec + GENIE_PENDING_HEADER_SIZE, keywords + done, sizeof(int32) * piece);
+		offset += size;
+		opaque->n_entries = offset;
+		((PageHeader) page)->pd_lower = (GeniePageGetData(page) + offset) - (char *) page;
+		bytes_added += size;
 		done += piece;
+
 		if (done == n)
 		{
-			meta->n_objects++;
-			meta->n_pending++;
-		}
-		meta->stamp++;
+			GenieMetaPage m = GeniePageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
 
+			m->pending.head = head;
+			m->pending.tail = block;
+			m->pending.pages += pages_added;
+			m->pending_tail_bytes = offset;
+			m->pending_bytes += bytes_added;
+			m->n_objects++;
+			m->n_pending++;
+			m->stamp++;
+		}
 		GenericXLogFinish(state);
 		if (BufferIsValid(tailbuf))
 			UnlockReleaseBuffer(tailbuf);
@@ -131,17 +159,20 @@ genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	if (!isnull[0])
 		keywords = genie_int4_array_values(DatumGetArrayTypeP(values[0]), "indexed array", &n);
 
+	GENIE_CONTENT_LOCK_SHARE(index);
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	append_pending(index, metabuf, ht_ctid, isnull[0] ? GENIE_OBJECT_NULL : 0, keywords, n);
 	merge = GeniePageGetMeta(BufferGetPage(metabuf))->pending_bytes >
 		(int64) pending_list_limit_kb(index) * 1024;
 	UnlockReleaseBuffer(metabuf);
+	GENIE_CONTENT_UNLOCK_SHARE(index);
 
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
 
+	/* merge unless another backend is merging or reading the index right now */
 	if (merge)
-		genie_merge_pending(index, NULL);
+		genie_merge_pending(index, false);
 	return false;
 }

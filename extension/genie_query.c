@@ -43,6 +43,7 @@ PG_FUNCTION_INFO_V1(genie_match_count_query);
 /* A query under construction: items with their raw (unmerged) ranges. */
 typedef struct QueryBuilder
 {
+	bool		limited;		/* enforce the type's limits (not for internal queries) */
 	int			n_items;
 	int			items_capacity;
 	GenieQueryItem *items;
@@ -54,6 +55,7 @@ typedef struct QueryBuilder
 static void
 builder_init(QueryBuilder *b)
 {
+	b->limited = true;
 	b->n_items = 0;
 	b->items_capacity = 16;
 	b->items = palloc(sizeof(GenieQueryItem) * b->items_capacity);
@@ -65,14 +67,14 @@ builder_init(QueryBuilder *b)
 static void
 builder_begin_item(QueryBuilder *b, int32 weight)
 {
-	if (b->n_items >= GENIE_QUERY_MAX_ITEMS)
+	if (b->limited && b->n_items >= GENIE_QUERY_MAX_ITEMS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("a genie_query can have at most %d items", GENIE_QUERY_MAX_ITEMS)));
 	if (b->n_items == b->items_capacity)
 	{
 		b->items_capacity *= 2;
-		b->items = repalloc(b->items, sizeof(GenieQueryItem) * b->items_capacity);
+		b->items = repalloc_huge(b->items, sizeof(GenieQueryItem) * b->items_capacity);
 	}
 	b->items[b->n_items].weight = weight;
 	b->items[b->n_items].first_range = b->n_ranges;
@@ -88,14 +90,14 @@ builder_add_range(QueryBuilder *b, int32 lo, int32 hi)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("genie_query keyword range %d..%d is empty", lo, hi),
 				 errhint("Write the lower bound first.")));
-	if (b->n_ranges >= GENIE_QUERY_MAX_RANGES)
+	if (b->limited && b->n_ranges >= GENIE_QUERY_MAX_RANGES)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("a genie_query can have at most %d keyword ranges", GENIE_QUERY_MAX_RANGES)));
 	if (b->n_ranges == b->ranges_capacity)
 	{
 		b->ranges_capacity *= 2;
-		b->ranges = repalloc(b->ranges, sizeof(GenieKeywordRange) * b->ranges_capacity);
+		b->ranges = repalloc_huge(b->ranges, sizeof(GenieKeywordRange) * b->ranges_capacity);
 	}
 	b->ranges[b->n_ranges].lo = lo;
 	b->ranges[b->n_ranges].hi = hi;
@@ -158,6 +160,10 @@ builder_finish(QueryBuilder *b)
 	}
 
 	size = GENIE_QUERY_SIZE(b->n_items, out);
+	if (size > MaxAllocSize - VARHDRSZ)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("genie_query is too large")));
 	q = palloc0(size);
 	SET_VARSIZE(q, size);
 	q->n_items = b->n_items;
@@ -448,14 +454,15 @@ int32_cmp(const void *a, const void *b)
 }
 
 GenieQuery *
-genie_query_from_keywords(const int32 *keywords, int n)
+genie_query_from_keywords(const int32 *keywords, int n, bool limited)
 {
-	int32	   *sorted = palloc(sizeof(int32) * Max(n, 1));
+	int32	   *sorted = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
 	QueryBuilder b;
 
 	memcpy(sorted, keywords, sizeof(int32) * n);
 	qsort(sorted, n, sizeof(int32), int32_cmp);
 	builder_init(&b);
+	b.limited = limited;
 	for (int i = 0; i < n; i++)
 	{
 		if (i > 0 && sorted[i] == sorted[i - 1])
@@ -475,7 +482,7 @@ genie_query_from_int4_array(PG_FUNCTION_ARGS)
 	int			n;
 	int32	   *values = genie_int4_array_values(array, "keywords", &n);
 
-	PG_RETURN_POINTER(genie_query_from_keywords(values, n));
+	PG_RETURN_POINTER(genie_query_from_keywords(values, n, true));
 }
 
 /* genie_query_add(q, int4range[], weight): appends one item, the union of the ranges */
@@ -589,11 +596,11 @@ genie_query_batch_init(GenieQueryBatch *out, GenieQuery **queries, int n)
 		total_items += queries[i]->n_items;
 		total_ranges += queries[i]->n_ranges;
 	}
-	out->query_offsets = palloc(sizeof(int64) * (n + 1));
-	out->item_offsets = palloc(sizeof(int64) * (total_items + 1));
-	out->item_weights = palloc(sizeof(int32) * Max(total_items, 1));
-	out->ranges_lo = palloc(sizeof(int32) * Max(total_ranges, 1));
-	out->ranges_hi = palloc(sizeof(int32) * Max(total_ranges, 1));
+	out->query_offsets = palloc_extended(sizeof(int64) * (n + 1), MCXT_ALLOC_HUGE);
+	out->item_offsets = palloc_extended(sizeof(int64) * (total_items + 1), MCXT_ALLOC_HUGE);
+	out->item_weights = palloc_extended(sizeof(int32) * Max(total_items, 1), MCXT_ALLOC_HUGE);
+	out->ranges_lo = palloc_extended(sizeof(int32) * Max(total_ranges, 1), MCXT_ALLOC_HUGE);
+	out->ranges_hi = palloc_extended(sizeof(int32) * Max(total_ranges, 1), MCXT_ALLOC_HUGE);
 
 	out->query_offsets[0] = 0;
 	out->item_offsets[0] = 0;

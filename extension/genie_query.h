@@ -65,8 +65,12 @@ typedef struct GenieQueryBatch
 	int32	   *ranges_hi;
 } GenieQueryBatch;
 
-/* Builds a genie_query from keywords: each distinct keyword its own item of weight 1. */
-extern GenieQuery *genie_query_from_keywords(const int32 *keywords, int n);
+/*
+ * Builds a genie_query from keywords: each distinct keyword its own item of
+ * weight 1.  Without limited, the type's item limit does not apply (an int4[]
+ * ORDER BY argument must work wherever the sequential scan does).
+ */
+extern GenieQuery *genie_query_from_keywords(const int32 *keywords, int n, bool limited);
 
 /* Lays out queries[0..n) as one batch for the engine. */
 extern void genie_query_batch_init(GenieQueryBatch *out, GenieQuery **queries, int n);

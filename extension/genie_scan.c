@@ -99,7 +99,7 @@ genie_query_from_datum(Datum value, Oid type)
 		int			n;
 		int32	   *keywords = genie_int4_array_values(array, "query", &n);
 
-		return genie_query_from_keywords(keywords, n);
+		return genie_query_from_keywords(keywords, n, false);
 	}
 	return (GenieQuery *) PG_DETOAST_DATUM_COPY(value);
 }

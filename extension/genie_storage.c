@@ -97,11 +97,14 @@ genie_new_buffer(Relation index)
 	return buffer;
 }
 
-/* Marks every page of a chain deleted and hands it to the free space map. */
+/*
+ * Marks every page of a chain deleted and hands it to the free space map.
+ * It stops at the chain's tail: the tail's next link may be stale.
+ */
 void
-genie_free_chain(Relation index, BlockNumber head)
+genie_free_chain(Relation index, GenieChain chain)
 {
-	BlockNumber blkno = head;
+	BlockNumber blkno = chain.head;
 
 	while (blkno != InvalidBlockNumber)
 	{
@@ -113,7 +116,7 @@ genie_free_chain(Relation index, BlockNumber head)
 		LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
 		state = GenericXLogStart(index);
 		page = GenericXLogRegisterBuffer(state, buffer, GENERIC_XLOG_FULL_IMAGE);
-		next = GeniePageGetOpaque(page)->next;
+		next = blkno == chain.tail ? InvalidBlockNumber : GeniePageGetOpaque(page)->next;
 		genie_init_page(page, GENIE_PAGE_DELETED);
 		GenericXLogFinish(state);
 		UnlockReleaseBuffer(buffer);
@@ -149,8 +152,8 @@ set_pd_lower(Page page, Size used)
 }
 
 /*
- * Writes out the current page, linking it to next.  With WAL the page is
- * logged whole: its content is new, so a full image is the record.
+ * Writes out the current page (locked by the caller), linking it to next,
+ * and lets it go.  With WAL the page is logged whole: its content is new.
  */
 static void
 flush_page(GenieChainWriter *w, BlockNumber next)
@@ -161,8 +164,8 @@ flush_page(GenieChainWriter *w, BlockNumber next)
 	if (w->wal)
 	{
 		state = GenericXLogStart(w->index);
+		/* the registered copy starts as the content written so far */
 		page = GenericXLogRegisterBuffer(state, w->buffer, GENERIC_XLOG_FULL_IMAGE);
-		/* the registered copy starts as the current content */
 	}
 	else
 		page = BufferGetPage(w->buffer);
@@ -178,6 +181,7 @@ flush_page(GenieChainWriter *w, BlockNumber next)
 	w->buffer = InvalidBuffer;
 }
 
+/* Starts a new page; it stays locked, as the previous one was. */
 static void
 start_page(GenieChainWriter *w)
 {
@@ -189,8 +193,9 @@ start_page(GenieChainWriter *w)
 	else
 		w->chain.head = blkno;
 	/*
-	 * The page is filled through its buffer directly; with WAL it is logged
-	 * as a full image when flushed, so nothing is lost by not logging now.
+	 * The page is filled through its buffer; with WAL it is logged as a full
+	 * image when flushed.  Until the metapage links the chain nobody reads it,
+	 * and a page left behind by an error is reclaimed by VACUUM.
 	 */
 	genie_init_page(BufferGetPage(buffer), w->kind);
 	w->buffer = buffer;
@@ -198,12 +203,20 @@ start_page(GenieChainWriter *w)
 	w->chain.pages++;
 }
 
+/*
+ * Buffer locks are taken only inside each call, so that a long build can
+ * still be cancelled between calls.
+ */
 void
 genie_chain_writer_append(GenieChainWriter *w, const void *entries, int64 count)
 {
 	const char *src = entries;
 	int			per_page = entries_per_page(w);
 
+	if (count <= 0)
+		return;
+	if (BufferIsValid(w->buffer))
+		LockBuffer(w->buffer, BUFFER_LOCK_EXCLUSIVE);
 	while (count > 0)
 	{
 		Page		page;
@@ -224,13 +237,17 @@ genie_chain_writer_append(GenieChainWriter *w, const void *entries, int64 count)
 		src += n * w->entry_size;
 		count -= n;
 	}
+	LockBuffer(w->buffer, BUFFER_LOCK_UNLOCK);
 }
 
 GenieChain
 genie_chain_writer_finish(GenieChainWriter *w)
 {
 	if (BufferIsValid(w->buffer))
+	{
+		LockBuffer(w->buffer, BUFFER_LOCK_EXCLUSIVE);
 		flush_page(w, InvalidBlockNumber);
+	}
 	return w->chain;
 }
 
@@ -256,9 +273,10 @@ check_page(Relation index, Page page, BlockNumber blkno, uint16 kind)
 }
 
 void *
-genie_chain_read(Relation index, BlockNumber head, Size entry_size, int64 expected,
+genie_chain_read(Relation index, GenieChain chain, Size entry_size, int64 expected,
 				 int64 *count)
 {
+	BlockNumber head = chain.head;
 	char	   *out = alloc_huge(expected * entry_size);
 	int64		n = 0;
 	BlockNumber blkno = head;
@@ -284,7 +302,7 @@ genie_chain_read(Relation index, BlockNumber head, Size entry_size, int64 expect
 							RelationGetRelationName(index))));
 		memcpy(out + n * entry_size, GeniePageGetData(page), opaque->n_entries * entry_size);
 		n += opaque->n_entries;
-		blkno = opaque->next;
+		blkno = blkno == chain.tail ? InvalidBlockNumber : opaque->next;
 		UnlockReleaseBuffer(buffer);
 	}
 	if (n != expected)
@@ -320,16 +338,25 @@ read_pending(Relation index, GenieMetaPage meta, GenieIndexContent *content)
 		GeniePageOpaque opaque;
 		Size		pos = 0;
 
+		Size		used;
+
 		LockBuffer(buffer, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buffer);
 		check_page(index, page, blkno, GENIE_PAGE_PENDING);
 		opaque = GeniePageGetOpaque(page);
-		while (pos < opaque->n_entries)
+		/* on the tail, only the committed bytes: the rest may be an insert in progress */
+		used = blkno == meta->pending.tail ? meta->pending_tail_bytes : opaque->n_entries;
+		if (used > GENIE_PAGE_CAPACITY)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index \"%s\" has a corrupt pending list",
+							RelationGetRelationName(index))));
+		while (pos < used)
 		{
 			GeniePendingRecord *rec = (GeniePendingRecord *) (GeniePageGetData(page) + pos);
-			int32		local;
 
-			if (pos + GENIE_PENDING_HEADER_SIZE + sizeof(int32) * rec->n_keywords > opaque->n_entries ||
+			if (pos + GENIE_PENDING_HEADER_SIZE > used || rec->n_keywords < 0 ||
+				pos + GENIE_PENDING_HEADER_SIZE + sizeof(int32) * rec->n_keywords > used ||
 				rec->n_keywords < 0 ||
 				rec->object_id < meta->n_main_objects || rec->object_id >= meta->n_objects ||
 				(rec->object_id != current && rec->object_id != current + 1 && current >= 0))
@@ -337,7 +364,6 @@ read_pending(Relation index, GenieMetaPage meta, GenieIndexContent *content)
 						(errcode(ERRCODE_INDEX_CORRUPTED),
 						 errmsg("genie index \"%s\" has a corrupt pending list",
 								RelationGetRelationName(index))));
-			local = rec->object_id - meta->n_main_objects;
 			if (rec->object_id != current)
 			{
 				/* a new object: close the previous one */
@@ -357,10 +383,9 @@ read_pending(Relation index, GenieMetaPage meta, GenieIndexContent *content)
 			memcpy(content->pending_keywords + n_keywords,
 				   (char *) rec + GENIE_PENDING_HEADER_SIZE, sizeof(int32) * rec->n_keywords);
 			n_keywords += rec->n_keywords;
-			(void) local;
 			pos += MAXALIGN(GENIE_PENDING_HEADER_SIZE + sizeof(int32) * rec->n_keywords);
 		}
-		blkno = opaque->next;
+		blkno = blkno == meta->pending.tail ? InvalidBlockNumber : opaque->next;
 		UnlockReleaseBuffer(buffer);
 	}
 	if (current >= 0)
@@ -390,19 +415,33 @@ check_meta(Relation index, Page page)
 				 errhint("REINDEX the index.")));
 }
 
-/*
- * Reads the whole index.  The metapage stays share-locked throughout, and
- * every writer takes it exclusively, so the content is consistent.  With
- * meta_locked the caller already holds it (exclusively).
- */
-static void
-read_content_locked(Relation index, Page metapage, GenieIndexContent *content)
+void
+genie_read_meta(Relation index, GenieMetaPageData *meta)
 {
-	GenieMetaPage meta = GeniePageGetMeta(metapage);
+	Buffer		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+	Page		page;
+
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(metabuf);
+	check_meta(index, page);
+	memcpy(meta, GeniePageGetMeta(page), sizeof(GenieMetaPageData));
+	UnlockReleaseBuffer(metabuf);
+}
+
+/*
+ * Reads the whole index as of the metapage's state when it starts.  The
+ * caller's content lock keeps every chain but the pending list unchanged,
+ * and the pending list is read only up to the committed end copied here.
+ */
+void
+genie_read_content(Relation index, GenieIndexContent *content)
+{
+	GenieMetaPageData metadata;
+	GenieMetaPage meta = &metadata;
 	int64		count;
 	GenieKeywordEntry *keyword_entries;
 
-	check_meta(index, metapage);
+	genie_read_meta(index, meta);
 	content->stamp = meta->stamp;
 	content->split_length = meta->split_length;
 	content->n_objects = meta->n_objects;
@@ -414,7 +453,7 @@ read_content_locked(Relation index, Page metapage, GenieIndexContent *content)
 	content->objects = alloc_huge(sizeof(GenieObjectEntry) * content->n_objects);
 	if (content->n_main_objects > 0)
 	{
-		GenieObjectEntry *main_objects = genie_chain_read(index, meta->directory.head,
+		GenieObjectEntry *main_objects = genie_chain_read(index, meta->directory,
 														  sizeof(GenieObjectEntry),
 														  meta->n_main_objects, &count);
 
@@ -422,7 +461,7 @@ read_content_locked(Relation index, Page metapage, GenieIndexContent *content)
 		pfree(main_objects);
 	}
 
-	keyword_entries = genie_chain_read(index, meta->keywords.head, sizeof(GenieKeywordEntry),
+	keyword_entries = genie_chain_read(index, meta->keywords, sizeof(GenieKeywordEntry),
 									   meta->n_keywords, &count);
 	content->keywords = alloc_huge(sizeof(int32) * content->n_keywords);
 	content->keyword_offsets = alloc_huge(sizeof(int64) * (content->n_keywords + 1));
@@ -438,26 +477,9 @@ read_content_locked(Relation index, Page metapage, GenieIndexContent *content)
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("genie index \"%s\" has inconsistent postings counts",
 						RelationGetRelationName(index))));
-	content->postings = genie_chain_read(index, meta->postings.head, sizeof(int32),
+	content->postings = genie_chain_read(index, meta->postings, sizeof(int32),
 										 meta->n_postings, &count);
 	read_pending(index, meta, content);
-}
-
-void
-genie_read_content(Relation index, GenieIndexContent *content)
-{
-	Buffer		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
-
-	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-	read_content_locked(index, BufferGetPage(metabuf), content);
-	content->n_pages = RelationGetNumberOfBlocks(index);
-	UnlockReleaseBuffer(metabuf);
-}
-
-void
-genie_read_content_meta_locked(Relation index, Buffer metabuf, GenieIndexContent *content)
-{
-	read_content_locked(index, BufferGetPage(metabuf), content);
 	content->n_pages = RelationGetNumberOfBlocks(index);
 }
 

@@ -25,6 +25,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -70,6 +71,12 @@ genie_open_index(Oid indexoid, Relation *heap)
 
 	*heap = table_open(heapoid, AccessShareLock);
 	index = index_open(indexoid, AccessShareLock);
+	/* an index left invalid (a failed CREATE INDEX CONCURRENTLY) may lack rows */
+	if (!index->rd_index->indisvalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("genie index \"%s\" is not valid", RelationGetRelationName(index)),
+				 errhint("REINDEX INDEX %s;", quote_identifier(RelationGetRelationName(index)))));
 	return index;
 }
 
@@ -111,6 +118,13 @@ genie_topk(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 
 	index = genie_open_index(indexoid, &heap);
+	/* genie_topk reads rows by TID, past any row-level security policy */
+	if (check_enable_rls(RelationGetRelid(heap), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("genie_topk cannot be used on table \"%s\", which has row-level security enabled",
+						RelationGetRelationName(heap)),
+				 errhint("Use ORDER BY ... <~> ... LIMIT k, which applies the policies.")));
 	PG_TRY();
 	{
 		GenieQuery **queries = palloc(sizeof(GenieQuery *) * nq);
@@ -187,8 +201,10 @@ genie_topk(PG_FUNCTION_ARGS)
 				query_found[pending[i]] = n_found;
 				if (n_found > 0)
 				{
-					query_tids[pending[i]] = palloc(sizeof(ItemPointerData) * n_found);
-					query_scores[pending[i]] = palloc(sizeof(int32) * n_found);
+					query_tids[pending[i]] = palloc_extended(sizeof(ItemPointerData) * n_found,
+															 MCXT_ALLOC_HUGE);
+					query_scores[pending[i]] = palloc_extended(sizeof(int32) * n_found,
+															   MCXT_ALLOC_HUGE);
 					memcpy(query_tids[pending[i]], found_tids, sizeof(ItemPointerData) * n_found);
 					memcpy(query_scores[pending[i]], found_scores, sizeof(int32) * n_found);
 				}

@@ -54,11 +54,11 @@ bulkdelete_directory_page(Relation index, Buffer buffer, IndexBulkDeleteCallback
 }
 
 static int64
-bulkdelete_pending_page(Relation index, Buffer buffer, IndexBulkDeleteCallback callback,
-						void *callback_state, int64 *live, int32 *last_object)
+bulkdelete_pending_page(Relation index, Buffer buffer, uint32 used,
+						IndexBulkDeleteCallback callback, void *callback_state, int64 *live,
+						int32 *last_object)
 {
 	Page		page = BufferGetPage(buffer);
-	uint32		used = GeniePageGetOpaque(page)->n_entries;
 	GenericXLogState *state = NULL;
 	int64		removed = 0;
 	Size		pos = 0;
@@ -94,60 +94,78 @@ bulkdelete_pending_page(Relation index, Buffer buffer, IndexBulkDeleteCallback c
 	return removed;
 }
 
+/*
+ * Flags the objects of dead heap tuples.  The share content lock keeps
+ * merges out; inserts may go on, appending beyond the committed end copied
+ * here, and never for a TID in the dead list (its line pointer is not free
+ * until this VACUUM is done).  Readers may see some flags early: they only
+ * hide rows no snapshot can see.
+ */
 IndexBulkDeleteResult *
 genie_ambulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				   IndexBulkDeleteCallback callback, void *callback_state)
 {
 	Relation	index = info->index;
-	Buffer		metabuf;
-	GenieMetaPage meta;
+	GenieMetaPageData meta;
 	int64		removed = 0;
 	int64		live = 0;
 	int32		last_object = -1;
 	BlockNumber blkno;
-	GenericXLogState *state;
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 
-	/* writers and readers wait while the flags change */
-	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	meta = GeniePageGetMeta(BufferGetPage(metabuf));
+	GENIE_CONTENT_LOCK_SHARE(index);
+	genie_read_meta(index, &meta);
 
-	for (blkno = meta->directory.head; blkno != InvalidBlockNumber;)
+	for (blkno = meta.directory.head; blkno != InvalidBlockNumber;)
 	{
 		Buffer		buffer = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL,
 												info->strategy);
+		BlockNumber next;
 
 		LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
 		removed += bulkdelete_directory_page(index, buffer, callback, callback_state, &live);
-		blkno = GeniePageGetOpaque(BufferGetPage(buffer))->next;
+		next = blkno == meta.directory.tail ? InvalidBlockNumber
+			: GeniePageGetOpaque(BufferGetPage(buffer))->next;
 		UnlockReleaseBuffer(buffer);
+		blkno = next;
 		vacuum_delay_point();
 	}
-	for (blkno = meta->pending.head; blkno != InvalidBlockNumber;)
+	for (blkno = meta.pending.head; blkno != InvalidBlockNumber;)
 	{
 		Buffer		buffer = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL,
 												info->strategy);
+		BlockNumber next;
+		uint32		used;
 
 		LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-		removed += bulkdelete_pending_page(index, buffer, callback, callback_state, &live,
+		used = blkno == meta.pending.tail ? meta.pending_tail_bytes
+			: GeniePageGetOpaque(BufferGetPage(buffer))->n_entries;
+		removed += bulkdelete_pending_page(index, buffer, used, callback, callback_state, &live,
 										   &last_object);
-		blkno = GeniePageGetOpaque(BufferGetPage(buffer))->next;
+		next = blkno == meta.pending.tail ? InvalidBlockNumber
+			: GeniePageGetOpaque(BufferGetPage(buffer))->next;
 		UnlockReleaseBuffer(buffer);
+		blkno = next;
 		vacuum_delay_point();
 	}
 
 	if (removed > 0)
 	{
+		Buffer		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+		GenericXLogState *state;
+		GenieMetaPage m;
+
+		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 		state = GenericXLogStart(index);
-		meta = GeniePageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
-		meta->n_dead += (int32) removed;
-		meta->stamp++;
+		m = GeniePageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+		m->n_dead += (int32) removed;
+		m->stamp++;
 		GenericXLogFinish(state);
+		UnlockReleaseBuffer(metabuf);
 	}
-	UnlockReleaseBuffer(metabuf);
+	GENIE_CONTENT_UNLOCK_SHARE(index);
 
 	stats->tuples_removed += removed;
 	stats->num_index_tuples = live;
@@ -157,19 +175,20 @@ genie_ambulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 
 /*
  * Rewrites the index without its dead objects and with the pending list
- * merged into the main postings.  The metapage stays exclusively locked, so
- * no scan reads a half-written index and no insert interleaves; the new
- * chains go to free or new pages and replace the old ones in one metapage
- * update, after which the old pages are recycled.
+ * merged into the main postings.  The exclusive content lock keeps every
+ * reader and writer out (they wait, cancellably) while the new chains are
+ * written to free or new pages; one metapage record then switches to them,
+ * and the old pages are recycled.  No buffer lock is held for long, so the
+ * merge itself can be cancelled.
  */
 void
-genie_merge_pending(Relation index, IndexBulkDeleteResult *stats)
+genie_merge_pending(Relation index, bool wait)
 {
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "genie merge context",
-											  ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	Buffer		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+	MemoryContext cxt;
+	MemoryContext old;
+	Buffer		metabuf;
 	GenieIndexContent content;
+	GenieMetaPageData before;
 	int32	   *new_ids;
 	int32		n_live = 0;
 	GeniePostingsSorter *sorter;
@@ -177,24 +196,28 @@ genie_merge_pending(Relation index, IndexBulkDeleteResult *stats)
 	GenieChain	new_directory;
 	GenieChain	new_keywords;
 	GenieChain	new_postings;
-	GenieChain	old_directory;
-	GenieChain	old_keywords;
-	GenieChain	old_postings;
-	GenieChain	old_pending;
 	int32		n_keywords;
 	int64		n_postings;
 	GenericXLogState *state;
 	GenieMetaPage meta;
 
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	genie_read_content_meta_locked(index, metabuf, &content);
-	if (content.n_dead == 0 && content.n_objects == content.n_main_objects)
+	if (wait)
+		GENIE_CONTENT_LOCK_EXCLUSIVE(index);
+	else if (!ConditionalLockPage(index, GENIE_METAPAGE_BLKNO, ExclusiveLock))
+		return;
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "genie merge context",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	genie_read_meta(index, &before);
+	if (before.n_dead == 0 && before.n_objects == before.n_main_objects)
 	{
-		UnlockReleaseBuffer(metabuf);
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(cxt);
+		GENIE_CONTENT_UNLOCK_EXCLUSIVE(index);
 		return;
 	}
+	genie_read_content(index, &content);
 
 	/* dense renumbering of the live objects, in their old order */
 	new_ids = MemoryContextAllocHuge(cxt, sizeof(int32) * Max(content.n_objects, 1));
@@ -209,6 +232,8 @@ genie_merge_pending(Relation index, IndexBulkDeleteResult *stats)
 			new_ids[id] = n_live++;
 			genie_chain_writer_append(&directory, &content.objects[id], 1);
 		}
+		if ((id & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
 	}
 	new_directory = genie_chain_writer_finish(&directory);
 
@@ -236,17 +261,16 @@ genie_merge_pending(Relation index, IndexBulkDeleteResult *stats)
 	genie_sorter_write(sorter, index, true, &new_keywords, &new_postings, &n_keywords,
 					   &n_postings);
 
+	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	state = GenericXLogStart(index);
 	meta = GeniePageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
-	old_directory = meta->directory;
-	old_keywords = meta->keywords;
-	old_postings = meta->postings;
-	old_pending = meta->pending;
 	meta->directory = new_directory;
 	meta->keywords = new_keywords;
 	meta->postings = new_postings;
 	meta->pending.head = meta->pending.tail = InvalidBlockNumber;
 	meta->pending.pages = 0;
+	meta->pending_tail_bytes = 0;
 	meta->pending_bytes = 0;
 	meta->n_pending = 0;
 	meta->n_objects = n_live;
@@ -256,71 +280,111 @@ genie_merge_pending(Relation index, IndexBulkDeleteResult *stats)
 	meta->n_postings = n_postings;
 	meta->stamp++;
 	GenericXLogFinish(state);
-
-	genie_free_chain(index, old_directory.head);
-	genie_free_chain(index, old_keywords.head);
-	genie_free_chain(index, old_postings.head);
-	genie_free_chain(index, old_pending.head);
 	UnlockReleaseBuffer(metabuf);
 
-	IndexFreeSpaceMapVacuum(index);
+	genie_free_chain(index, before.directory);
+	genie_free_chain(index, before.keywords);
+	genie_free_chain(index, before.postings);
+	genie_free_chain(index, before.pending);
+	GENIE_CONTENT_UNLOCK_EXCLUSIVE(index);
 
-	if (stats != NULL)
-	{
-		stats->num_index_tuples = n_live;
-		stats->tuples_removed += 0;	/* counted by ambulkdelete */
-	}
+	IndexFreeSpaceMapVacuum(index);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
+}
+
+/* Marks the pages of a chain, up to its tail, in reachable[]. */
+static void
+mark_chain(Relation index, GenieChain chain, bool *reachable, BlockNumber npages)
+{
+	BlockNumber blkno = chain.head;
+
+	while (blkno != InvalidBlockNumber && blkno < npages && !reachable[blkno])
+	{
+		Buffer		buffer;
+		BlockNumber next;
+
+		reachable[blkno] = true;
+		if (blkno == chain.tail)
+			break;
+		buffer = ReadBuffer(index, blkno);
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		next = GeniePageGetOpaque(BufferGetPage(buffer))->next;
+		UnlockReleaseBuffer(buffer);
+		blkno = next;
+	}
+}
+
+/*
+ * Recycles every page no chain reaches: pages freed by a merge, and pages
+ * left behind by a merge or insert that failed or crashed half-way.  Runs
+ * under the exclusive content lock, so no chain is being written.
+ */
+static BlockNumber
+reclaim_pages(IndexVacuumInfo *info)
+{
+	Relation	index = info->index;
+	GenieMetaPageData meta;
+	BlockNumber npages;
+	BlockNumber free_pages = 0;
+	bool	   *reachable;
+
+	GENIE_CONTENT_LOCK_EXCLUSIVE(index);
+	genie_read_meta(index, &meta);
+	npages = RelationGetNumberOfBlocks(index);
+	reachable = palloc0(sizeof(bool) * Max(npages, 1));
+	reachable[GENIE_METAPAGE_BLKNO] = true;
+	mark_chain(index, meta.directory, reachable, npages);
+	mark_chain(index, meta.keywords, reachable, npages);
+	mark_chain(index, meta.postings, reachable, npages);
+	mark_chain(index, meta.pending, reachable, npages);
+
+	for (BlockNumber blkno = GENIE_METAPAGE_BLKNO + 1; blkno < npages; blkno++)
+	{
+		Buffer		buffer;
+		Page		page;
+
+		if (reachable[blkno])
+			continue;
+		vacuum_delay_point();
+		buffer = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, info->strategy);
+		LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+		page = BufferGetPage(buffer);
+		if (!PageIsNew(page) && GeniePageGetOpaque(page)->kind != GENIE_PAGE_DELETED)
+		{
+			GenericXLogState *state = GenericXLogStart(index);
+
+			genie_init_page(GenericXLogRegisterBuffer(state, buffer, GENERIC_XLOG_FULL_IMAGE),
+							GENIE_PAGE_DELETED);
+			GenericXLogFinish(state);
+		}
+		UnlockReleaseBuffer(buffer);
+		RecordFreeIndexPage(index, blkno);
+		free_pages++;
+	}
+	GENIE_CONTENT_UNLOCK_EXCLUSIVE(index);
+	IndexFreeSpaceMapVacuum(index);
+	pfree(reachable);
+	return free_pages;
 }
 
 IndexBulkDeleteResult *
 genie_amvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
 	Relation	index = info->index;
-	GenieIndexContent content;
-	BlockNumber blkno;
-	BlockNumber npages;
-	BlockNumber free_pages = 0;
+	GenieMetaPageData meta;
 
 	if (info->analyze_only)
 		return stats;
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 
-	genie_merge_pending(index, stats);
+	genie_merge_pending(index, true);
+	stats->pages_free = reclaim_pages(info);
 
-	/* statistics of what is left */
-	{
-		Buffer		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
-		GenieMetaPage meta;
-
-		LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-		meta = GeniePageGetMeta(BufferGetPage(metabuf));
-		memset(&content, 0, sizeof(content));
-		stats->num_index_tuples = meta->n_objects - meta->n_dead;
-		UnlockReleaseBuffer(metabuf);
-	}
-	npages = RelationGetNumberOfBlocks(index);
-	for (blkno = GENIE_METAPAGE_BLKNO + 1; blkno < npages; blkno++)
-	{
-		Buffer		buffer;
-		Page		page;
-
-		vacuum_delay_point();
-		buffer = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, info->strategy);
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buffer);
-		if (PageIsNew(page) || GeniePageGetOpaque(page)->kind == GENIE_PAGE_DELETED)
-		{
-			RecordFreeIndexPage(index, blkno);
-			free_pages++;
-		}
-		UnlockReleaseBuffer(buffer);
-	}
-	IndexFreeSpaceMapVacuum(index);
-	stats->num_pages = npages;
-	stats->pages_free = free_pages;
+	genie_read_meta(index, &meta);
+	stats->num_index_tuples = meta.n_objects - meta.n_dead;
+	stats->num_pages = RelationGetNumberOfBlocks(index);
 	stats->estimated_count = false;
 	return stats;
 }

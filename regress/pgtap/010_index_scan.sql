@@ -4,7 +4,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 -- The engine follows genie.device (PGOPTIONS on the GPU host runs this on the GPU).
-SELECT plan(34);
+SELECT plan(38);
 
 -- 20k rows with a skewed keyword distribution (fixed seed), a few NULL rows
 -- and empty arrays.
@@ -143,6 +143,20 @@ SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx', ARRAY[]::genie_query
           'an empty batch gives no rows');
 SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx', NULL, 5)), 0::bigint, 'a NULL batch gives no rows');
 
+-- objects whose pending records span pages, and an int4[] query beyond genie_query's item limit
+INSERT INTO docs SELECT 40000 + j, ARRAY(SELECT g FROM generate_series(100000, 100000 + 2500 + j * 700) g)
+FROM generate_series(1, 5) AS j;
+SET LOCAL enable_seqscan = off;
+SELECT is((SELECT array_agg(-s::int) || array_agg(id ORDER BY id) FROM (
+             SELECT id, tags <~> ARRAY[100001, 103300, 103900, 104500] AS s FROM docs
+             ORDER BY tags <~> ARRAY[100001, 103300, 103900, 104500] LIMIT 5) x),
+          ARRAY[4, 4, 4, 3, 1, 40001, 40002, 40003, 40004, 40005],
+          'large arrays spanning pending pages are indexed whole');
+SELECT is((SELECT count(*) FROM (SELECT id FROM docs
+           ORDER BY tags <~> ARRAY(SELECT g FROM generate_series(1, 150000) g) LIMIT 3) x), 3::bigint,
+          'an int4[] ORDER BY argument is not bound by the genie_query item limit');
+RESET enable_seqscan;
+
 -- unlogged tables: the index has an init fork and works the same
 CREATE UNLOGGED TABLE udocs AS SELECT * FROM docs WHERE id <= 3000;
 CREATE INDEX udocs_idx ON udocs USING genie (tags);
@@ -174,6 +188,23 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM genie_devices() WHERE kind = 'gpu' AND us
                            'genie.device = gpu without a usable GPU is an error') END;
 RESET genie.device;
 RESET enable_seqscan;
+
+-- row-level security: genie_topk refuses what it cannot filter
+CREATE ROLE genie_test_reader;
+CREATE TABLE secret (id int, owner text, tags int4[]);
+INSERT INTO secret VALUES (1, 'genie_test_reader', '{1,2}'), (2, 'someone_else', '{1,2,3}');
+CREATE INDEX secret_idx ON secret USING genie (tags);
+ALTER TABLE secret ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON secret USING (owner = current_user);
+GRANT SELECT ON secret TO genie_test_reader;
+SET LOCAL ROLE genie_test_reader;
+SELECT throws_ok($$SELECT * FROM genie_topk('secret_idx', ARRAY['{1,2,3}'::genie_query], 5)$$, '42501', NULL,
+                 'genie_topk refuses a table with row-level security');
+SET LOCAL enable_seqscan = off;
+SELECT is((SELECT array_agg(id) FROM (SELECT id FROM secret ORDER BY tags <~> '{1,2,3}') x), ARRAY[1],
+          'ORDER BY through the index applies the policies');
+RESET enable_seqscan;
+RESET ROLE;
 
 CREATE ROLE genie_test_nobody;
 SET LOCAL ROLE genie_test_nobody;
