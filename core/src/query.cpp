@@ -126,9 +126,13 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
     const int64_t bound_cap = index.max_object_keywords();
     const Span<int64_t> list_offsets = index.keyword_offsets();
     std::vector<KeywordRange> merged;
+    // (keyword position, weight change) at the ends of each covered span
+    std::vector<std::pair<int64_t, int64_t>> weight_events;
+    constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
     for (std::size_t q = 0; q < n_queries; ++q) {
-      int64_t bound = 0;
+      int64_t bound = 0;  // saturates just above INT32_MAX
+      weight_events.clear();
       for (int64_t item = batch.query_offsets[q]; item < batch.query_offsets[q + 1]; ++item) {
         const int64_t r_begin = batch.item_offsets[item], r_end = batch.item_offsets[item + 1];
         const int32_t weight = batch.item_weights ? batch.item_weights[item] : 1;
@@ -168,6 +172,8 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
           const auto [first, last] = index.KeywordSpan(range.lo, range.hi);
           if (first == last) continue;
           covered += static_cast<int64_t>(last - first);
+          weight_events.push_back({static_cast<int64_t>(first), weight});
+          weight_events.push_back({static_cast<int64_t>(last), -static_cast<int64_t>(weight)});
           const int64_t b = list_offsets[first], e = list_offsets[last];
           if (span_end > span_begin && b == span_end) {
             span_end = e;
@@ -180,13 +186,26 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
         if (span_end > span_begin) emit_span();
 
         // weight < 2^31 and the min below < 2^31, so the product fits; the
-        // running sum is checked after every item, so it never wraps either.
-        bound += static_cast<int64_t>(weight) * std::min(covered, bound_cap);
-        if (bound > std::numeric_limits<int32_t>::max()) {
-          return Status::InvalidArgument(
-              "query " + std::to_string(q) + ": its score bound (at least " +
-              std::to_string(bound) + ") exceeds 2147483647; lower the item weights");
-        }
+        // sum saturates, so it never wraps.
+        bound = std::min(bound + static_cast<int64_t>(weight) * std::min(covered, bound_cap),
+                         kInt32Max + 1);
+      }
+      // A second bound: an object has at most max_object_keywords keywords,
+      // each worth at most the total weight of the items that contain it.
+      // It is the tighter one for heavily weighted disjoint items.
+      std::sort(weight_events.begin(), weight_events.end());
+      int64_t keyword_weight = 0, max_keyword_weight = 0;
+      for (const auto& event : weight_events) {
+        keyword_weight += event.second;
+        max_keyword_weight = std::max(max_keyword_weight, keyword_weight);
+      }
+      if (max_keyword_weight <= kInt32Max) {
+        bound = std::min(bound, max_keyword_weight * bound_cap);
+      }
+      if (bound > kInt32Max) {
+        return Status::InvalidArgument(
+            "query " + std::to_string(q) + ": its score bound (at least " +
+            std::to_string(bound) + ") exceeds 2147483647; lower the item weights");
       }
       compiled.max_score.push_back(bound);
       compiled.query_slice_offsets.push_back(static_cast<int64_t>(compiled.slices.size()));

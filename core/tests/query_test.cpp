@@ -4,6 +4,7 @@
 #include <climits>
 #include <vector>
 
+#include "genie/engine.hpp"
 #include "genie/query.hpp"
 #include "test_util.hpp"
 
@@ -336,6 +337,53 @@ TEST(CompileSplit, SlicesCoverTheItemsKeywords) {
     }
     EXPECT_EQ(total, c.total_postings);
   }
+}
+
+}  // namespace
+}  // namespace genie
+
+namespace genie {
+namespace {
+
+// Heavily weighted disjoint items: the sum of weight x covered keywords
+// exceeds INT32_MAX, but an object's keywords are each in one item only, so
+// max_object_keywords x the largest weight on one keyword bounds the score.
+TEST(CompileBound, DisjointHeavyItemsUseTheKeywordWeightBound) {
+  testing::Csr csr;
+  std::vector<int32_t> wide(1000);
+  for (int32_t i = 0; i < 1000; ++i) wide[static_cast<std::size_t>(i)] = i;
+  csr.Add(wide);  // object 0: keywords 0..999
+  std::vector<int32_t> others;
+  for (int32_t i = 1000; i < 3000; ++i) others.push_back(i);
+  csr.Add(others);  // object 1: keywords 1000..2999, so max_object_keywords = 2000
+  InvertedIndex index;
+  ASSERT_TRUE(InvertedIndex::Build(csr.offsets, csr.keywords, IndexOptions{}, &index).ok());
+  ASSERT_EQ(index.max_object_keywords(), 2000);
+
+  QueryBatch batch;
+  batch.BeginQuery();
+  batch.AddItem(std::vector<KeywordRange>{{0, 999}}, 1000000);
+  batch.AddItem(std::vector<KeywordRange>{{1000, 1999}}, 1000000);
+  batch.AddItem(std::vector<KeywordRange>{{2000, 2999}}, 1000000);
+  CompiledBatch compiled;
+  ASSERT_TRUE(CompileBatch(index, batch.View(), &compiled).ok());
+  EXPECT_EQ(compiled.max_score[0], 2000LL * 1000000);  // not 3e9
+
+  // Overlapping heavy items really can exceed the range: still refused.
+  QueryBatch overlapping;
+  overlapping.BeginQuery();
+  overlapping.AddItem(std::vector<KeywordRange>{{0, 2999}}, 1000000);
+  overlapping.AddItem(std::vector<KeywordRange>{{0, 2999}}, 1000000);
+  EXPECT_EQ(CompileBatch(index, overlapping.View(), &compiled).code(), GENIE_INVALID_ARGUMENT);
+
+  // The bound is exact where it matters: the engines' scores stay within it.
+  auto engine = MakeReferenceEngine();
+  ASSERT_TRUE(engine->Upload(std::make_shared<InvertedIndex>(index)).ok());
+  TopKResults results;
+  ASSERT_TRUE(engine->Search(batch.View(), 2, &results).ok());
+  ASSERT_EQ(results.hits.size(), 2u);
+  EXPECT_EQ(results.hits[0].score, 2000000000);  // object 1: keywords 1000..2999, two items
+  EXPECT_EQ(results.hits[1].score, 1000000000);
 }
 
 }  // namespace
