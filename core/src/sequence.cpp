@@ -1,0 +1,667 @@
+// Sequence similarity: see genie/sequence.hpp for the rules and proofs.
+#include "genie/sequence.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <numeric>
+#include <queue>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace genie {
+namespace {
+
+constexpr int64_t kMaxStringLength = int64_t{1} << 30;
+
+Status CheckN(int32_t n) {
+  if (n < kMinGramLength || n > kMaxGramLength) {
+    return Status::InvalidArgument("n-gram length " + std::to_string(n) + " is outside [" +
+                                   std::to_string(kMinGramLength) + ", " +
+                                   std::to_string(kMaxGramLength) + "]");
+  }
+  return Status::Ok();
+}
+
+uint64_t Mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+int32_t CeilDivNonNegative(int64_t num, int64_t den) {
+  if (num <= 0) return 0;
+  const int64_t q = (num + den - 1) / den;
+  return static_cast<int32_t>(std::min<int64_t>(q, INT32_MAX));
+}
+
+// ---- Myers ----
+
+// The pattern's match masks: distinct code points ascending, with the bit
+// mask of their positions.
+struct PatternMasks {
+  CodePoint chars[kMyersMaxLength];
+  uint64_t masks[kMyersMaxLength];
+  int32_t size = 0;
+
+  void Build(const CodePoint* p, int32_t m) {
+    size = 0;
+    for (int32_t i = 0; i < m; ++i) {
+      const CodePoint c = p[i];
+      int32_t pos = static_cast<int32_t>(std::lower_bound(chars, chars + size, c) - chars);
+      if (pos == size || chars[pos] != c) {
+        for (int32_t t = size; t > pos; --t) {
+          chars[t] = chars[t - 1];
+          masks[t] = masks[t - 1];
+        }
+        chars[pos] = c;
+        masks[pos] = 0;
+        ++size;
+      }
+      masks[pos] |= uint64_t{1} << i;
+    }
+  }
+  uint64_t Lookup(CodePoint c) const {
+    const CodePoint* it = std::lower_bound(chars, chars + size, c);
+    return (it != chars + size && *it == c) ? masks[it - chars] : 0;
+  }
+};
+
+// Global edit distance of pattern p (1 <= m <= 64) and text t.
+int32_t MyersCore(const CodePoint* p, int32_t m, const CodePoint* t, int64_t len_t) {
+  PatternMasks peq;
+  peq.Build(p, m);
+  uint64_t pv = ~uint64_t{0};
+  uint64_t mv = 0;
+  const uint64_t last = uint64_t{1} << (m - 1);
+  int32_t score = m;
+  for (int64_t j = 0; j < len_t; ++j) {
+    const uint64_t eq = peq.Lookup(t[j]);
+    const uint64_t xv = eq | mv;
+    const uint64_t xh = (((eq & pv) + pv) ^ pv) | eq;
+    uint64_t ph = mv | ~(xh | pv);
+    uint64_t mh = pv & xh;
+    if (ph & last) {
+      ++score;
+    } else if (mh & last) {
+      --score;
+    }
+    ph = (ph << 1) | 1;
+    mh <<= 1;
+    pv = mh | ~(xv | ph);
+    mv = ph & xv;
+  }
+  return score;
+}
+
+// Banded DP: rows over a (length m), columns over b (length n), row holds
+// n + 1 cells.  Exact when ed <= t, else t + 1.
+int32_t BandedCore(const CodePoint* a, int32_t m, const CodePoint* b, int32_t n, int32_t t,
+                   std::vector<int32_t>* row_storage) {
+  if (std::abs(m - n) > t) return t + 1;
+  const int32_t inf = t + 1;
+  row_storage->assign(static_cast<std::size_t>(n) + 1, inf);
+  int32_t* row = row_storage->data();
+  for (int32_t j = 0; j <= n && j <= t; ++j) row[j] = j;
+  for (int32_t i = 1; i <= m; ++i) {
+    const int32_t lo = std::max(1, i - t);
+    const int32_t hi = std::min(n, i + t);
+    int32_t diag = row[lo - 1];
+    int32_t left = inf;
+    if (lo == 1) {
+      left = i <= t ? i : inf;
+      row[0] = left;
+    }
+    int32_t row_min = left;
+    const CodePoint ai = a[i - 1];
+    for (int32_t j = lo; j <= hi; ++j) {
+      const int32_t up = row[j];
+      int32_t v = diag + (ai != b[j - 1] ? 1 : 0);
+      v = std::min(v, std::min(up, left) + 1);
+      if (v > inf) v = inf;
+      diag = up;
+      row[j] = v;
+      left = v;
+      row_min = std::min(row_min, v);
+    }
+    if (row_min > t) return inf;
+  }
+  return std::min(row[n], inf);
+}
+
+int32_t LevenshteinWith(Span<CodePoint> a, Span<CodePoint> b, int32_t max_distance,
+                        std::vector<int32_t>* row) {
+  // The shorter string is the pattern (Myers) or the columns (banded).
+  if (a.size() > b.size()) std::swap(a, b);
+  const int32_t m = static_cast<int32_t>(a.size());
+  const int32_t n = static_cast<int32_t>(b.size());
+  int32_t d;
+  if (m == 0) {
+    d = n;
+  } else if (m <= kMyersMaxLength) {
+    d = MyersCore(a.data(), m, b.data(), n);
+  } else {
+    const int32_t limit = max_distance < 0 ? n : std::min(max_distance, n);
+    if (n - m > limit) {
+      d = limit + 1;
+    } else {
+      int32_t t = std::min(limit, std::max(n - m, 16));
+      for (;;) {
+        d = BandedCore(b.data(), n, a.data(), m, t, row);
+        if (d <= t || t >= limit) break;
+        t = static_cast<int32_t>(std::min<int64_t>(limit, int64_t{2} * t));
+      }
+    }
+  }
+  if (max_distance >= 0 && d > max_distance) d = max_distance + 1;
+  return d;
+}
+
+// ---- threads ----
+
+// Blocks every signal in the calling thread until destroyed; threads
+// created meanwhile inherit the full mask.
+class BlockAllSignals {
+ public:
+  BlockAllSignals() {
+    sigset_t all;
+    sigfillset(&all);
+    active_ = pthread_sigmask(SIG_BLOCK, &all, &saved_) == 0;
+  }
+  ~BlockAllSignals() {
+    if (active_) pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+  }
+  BlockAllSignals(const BlockAllSignals&) = delete;
+  BlockAllSignals& operator=(const BlockAllSignals&) = delete;
+
+ private:
+  sigset_t saved_;
+  bool active_ = false;
+};
+
+class ThreadJoiner {
+ public:
+  explicit ThreadJoiner(std::vector<std::thread>* threads) : threads_(threads) {}
+  ~ThreadJoiner() {
+    for (std::thread& t : *threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  ThreadJoiner(const ThreadJoiner&) = delete;
+  ThreadJoiner& operator=(const ThreadJoiner&) = delete;
+
+ private:
+  std::vector<std::thread>* threads_;
+};
+
+struct VerifyWork {
+  const EditDistanceBatch* batch;
+  const std::vector<int32_t>* query_of;
+  int32_t* out;
+  int64_t total;
+  std::atomic<int64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  Status error;
+
+  void Fail(Status s) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!failed.load()) error = std::move(s);
+    failed.store(true);
+  }
+};
+
+constexpr int64_t kVerifyChunk = 64;
+
+void RunVerifyWorker(VerifyWork* work) noexcept {
+  try {
+    std::vector<int32_t> row;
+    const EditDistanceBatch& batch = *work->batch;
+    while (!work->failed.load(std::memory_order_relaxed)) {
+      const int64_t begin = work->next.fetch_add(kVerifyChunk);
+      if (begin >= work->total) break;
+      const int64_t end = std::min(work->total, begin + kVerifyChunk);
+      for (int64_t j = begin; j < end; ++j) {
+        const int32_t q = (*work->query_of)[static_cast<std::size_t>(j)];
+        const int32_t cap =
+            batch.max_distance.empty() ? -1 : batch.max_distance[static_cast<std::size_t>(q)];
+        work->out[j] = LevenshteinWith(batch.queries.Get(q),
+                                       batch.candidates.Get(static_cast<int32_t>(j)), cap, &row);
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    work->Fail(Status::OutOfMemory("out of host memory in an edit-distance worker"));
+  } catch (const std::exception& e) {
+    work->Fail(Status::Internal(std::string("edit-distance worker failed: ") + e.what()));
+  } catch (...) {
+    work->Fail(Status::Internal("edit-distance worker failed"));
+  }
+}
+
+}  // namespace
+
+// ---- UTF-8 ----
+
+Status DecodeUtf8(const char* data, std::size_t size, std::vector<CodePoint>* out) {
+  if (out == nullptr) return Status::InvalidArgument("DecodeUtf8: NULL output");
+  out->clear();
+  if (size > 0 && data == nullptr) return Status::InvalidArgument("DecodeUtf8: NULL input");
+  const auto* p = reinterpret_cast<const unsigned char*>(data);
+  auto bad = [&](std::size_t at, const char* why) {
+    return Status::InvalidArgument("invalid UTF-8 at byte " + std::to_string(at) + ": " + why);
+  };
+  try {
+    out->reserve(size);
+    std::size_t i = 0;
+    while (i < size) {
+      const unsigned c = p[i];
+      if (c < 0x80) {
+        out->push_back(c);
+        ++i;
+        continue;
+      }
+      int extra;
+      CodePoint cp;
+      CodePoint min;
+      if (c >= 0xC2 && c <= 0xDF) {
+        extra = 1, cp = c & 0x1F, min = 0x80;
+      } else if (c >= 0xE0 && c <= 0xEF) {
+        extra = 2, cp = c & 0x0F, min = 0x800;
+      } else if (c >= 0xF0 && c <= 0xF4) {
+        extra = 3, cp = c & 0x07, min = 0x10000;
+      } else if (c >= 0x80 && c <= 0xBF) {
+        return bad(i, "unexpected continuation byte");
+      } else {
+        return bad(i, "invalid lead byte");
+      }
+      if (size - i <= static_cast<std::size_t>(extra)) return bad(i, "truncated sequence");
+      for (int k = 1; k <= extra; ++k) {
+        const unsigned cc = p[i + static_cast<std::size_t>(k)];
+        if ((cc & 0xC0) != 0x80) return bad(i, "missing continuation byte");
+        cp = (cp << 6) | (cc & 0x3F);
+      }
+      if (cp < min) return bad(i, "overlong encoding");
+      if (cp >= 0xD800 && cp <= 0xDFFF) return bad(i, "surrogate code point");
+      if (cp > 0x10FFFF) return bad(i, "code point above U+10FFFF");
+      out->push_back(cp);
+      i += static_cast<std::size_t>(extra) + 1;
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory decoding UTF-8");
+  }
+  return Status::Ok();
+}
+
+// ---- n-grams ----
+
+std::vector<CodePoint> PadForNgrams(Span<CodePoint> s, int32_t n) {
+  const std::size_t pad = n > 1 ? static_cast<std::size_t>(n - 1) : 0;
+  std::vector<CodePoint> padded;
+  padded.reserve(s.size() + 2 * pad);
+  padded.insert(padded.end(), pad, kGramPadBegin);
+  padded.insert(padded.end(), s.begin(), s.end());
+  padded.insert(padded.end(), pad, kGramPadEnd);
+  return padded;
+}
+
+Status OrderedNgrams(Span<CodePoint> s, int32_t n, std::vector<OrderedNgram>* out) {
+  GENIE_RETURN_IF_ERROR(CheckN(n));
+  if (out == nullptr) return Status::InvalidArgument("OrderedNgrams: NULL output");
+  if (static_cast<int64_t>(s.size()) > kMaxStringLength) {
+    return Status::InvalidArgument("string too long for n-grams (more than 2^30 characters)");
+  }
+  try {
+    const std::vector<CodePoint> padded = PadForNgrams(s, n);
+    const int32_t windows = static_cast<int32_t>(s.size()) + n - 1;
+    const CodePoint* base = padded.data();
+    // Windows sorted by (gram, start): runs of equal grams get 0, 1, ...
+    std::vector<int32_t> order(static_cast<std::size_t>(windows));
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+      const int c = std::char_traits<char32_t>::compare(
+          reinterpret_cast<const char32_t*>(base + x), reinterpret_cast<const char32_t*>(base + y),
+          static_cast<std::size_t>(n));
+      return c != 0 ? c < 0 : x < y;
+    });
+    out->assign(static_cast<std::size_t>(windows), OrderedNgram{0, 0});
+    for (int32_t r = 0; r < windows; ++r) {
+      const int32_t w = order[static_cast<std::size_t>(r)];
+      int32_t occ = 0;
+      if (r > 0) {
+        const int32_t prev = order[static_cast<std::size_t>(r) - 1];
+        if (std::equal(base + prev, base + prev + n, base + w)) {
+          occ = (*out)[static_cast<std::size_t>(prev)].occurrence + 1;
+        }
+      }
+      (*out)[static_cast<std::size_t>(w)] = OrderedNgram{w, occ};
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory decomposing a string into n-grams");
+  }
+  return Status::Ok();
+}
+
+int32_t NgramKeyword(const CodePoint* gram, int32_t n, int32_t occurrence) {
+  uint64_t h = Mix64(0x243F6A8885A308D3ull + static_cast<uint64_t>(n));
+  for (int32_t i = 0; i < n; ++i) h = Mix64(h + 0x9E3779B97F4A7C15ull + gram[i]);
+  h = Mix64(h ^ (0xD1B54A32D192ED03ull + static_cast<uint64_t>(static_cast<uint32_t>(occurrence))));
+  return static_cast<int32_t>(static_cast<uint32_t>(h >> 32));
+}
+
+Status ComputeNgramKeywords(Span<CodePoint> s, const NgramOptions& options, NgramKeywords* out) {
+  if (out == nullptr) return Status::InvalidArgument("ComputeNgramKeywords: NULL output");
+  if (options.keyword_bits < 1 || options.keyword_bits > 32) {
+    return Status::InvalidArgument("keyword_bits must be in [1, 32]");
+  }
+  const int32_t n = options.n;
+  std::vector<OrderedNgram> grams;
+  GENIE_RETURN_IF_ERROR(OrderedNgrams(s, n, &grams));
+  try {
+    const std::vector<CodePoint> padded = PadForNgrams(s, n);
+    out->keywords.clear();
+    out->keywords.reserve(grams.size());
+    for (const OrderedNgram& g : grams) {
+      int32_t kw = NgramKeyword(padded.data() + g.start, n, g.occurrence);
+      if (options.keyword_bits < 32) {
+        kw = static_cast<int32_t>(static_cast<uint32_t>(kw) >> (32 - options.keyword_bits));
+      }
+      out->keywords.push_back(kw);
+    }
+    std::sort(out->keywords.begin(), out->keywords.end());
+    out->keywords.erase(std::unique(out->keywords.begin(), out->keywords.end()),
+                        out->keywords.end());
+    out->length = static_cast<int32_t>(s.size());
+    out->grams = static_cast<int32_t>(grams.size());
+    out->lost = out->grams - static_cast<int32_t>(out->keywords.size());
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory computing n-gram keywords");
+  }
+  return Status::Ok();
+}
+
+Status ComputeNgramKeywordsUtf8(const char* data, std::size_t size, const NgramOptions& options,
+                                NgramKeywords* out) {
+  std::vector<CodePoint> cps;
+  GENIE_RETURN_IF_ERROR(DecodeUtf8(data, size, &cps));
+  return ComputeNgramKeywords(cps, options, out);
+}
+
+int32_t KeywordSetCount(Span<int32_t> a, Span<int32_t> b) {
+  int32_t count = 0;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i] < b[j]) {
+      ++i;
+    } else if (b[j] < a[i]) {
+      ++j;
+    } else {
+      ++count, ++i, ++j;
+    }
+  }
+  return count;
+}
+
+// ---- bounds ----
+
+int32_t CountLowerBound(int64_t len_q, int64_t len_s, int64_t count, int32_t n) {
+  if (n < 1) return 0;
+  return CeilDivNonNegative(std::max(len_q, len_s) + n - 1 - count, n);
+}
+
+int32_t EditDistanceLowerBound(int64_t len_q, int64_t len_s, int64_t count, int32_t n) {
+  const int64_t diff = len_q > len_s ? len_q - len_s : len_s - len_q;
+  return std::max(static_cast<int32_t>(std::min<int64_t>(diff, INT32_MAX)),
+                  CountLowerBound(len_q, len_s, count, n));
+}
+
+int32_t UnseenLowerBound(int64_t len_q, int64_t count, int32_t n) {
+  return CountLowerBound(len_q, len_q, count, n);
+}
+
+// ---- Levenshtein ----
+
+int32_t LevenshteinReference(Span<CodePoint> a, Span<CodePoint> b) {
+  const std::size_t m = a.size(), n = b.size();
+  std::vector<int32_t> prev(n + 1), cur(n + 1);
+  for (std::size_t j = 0; j <= n; ++j) prev[j] = static_cast<int32_t>(j);
+  for (std::size_t i = 1; i <= m; ++i) {
+    cur[0] = static_cast<int32_t>(i);
+    for (std::size_t j = 1; j <= n; ++j) {
+      cur[j] = std::min({prev[j - 1] + (a[i - 1] != b[j - 1] ? 1 : 0), prev[j] + 1, cur[j - 1] + 1});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[n];
+}
+
+int32_t LevenshteinMyers(Span<CodePoint> a, Span<CodePoint> b) {
+  if (a.size() > b.size()) std::swap(a, b);
+  if (a.size() > static_cast<std::size_t>(kMyersMaxLength)) return -1;
+  if (a.empty()) return static_cast<int32_t>(b.size());
+  return MyersCore(a.data(), static_cast<int32_t>(a.size()), b.data(),
+                   static_cast<int64_t>(b.size()));
+}
+
+int32_t LevenshteinBanded(Span<CodePoint> a, Span<CodePoint> b, int32_t threshold) {
+  if (threshold < 0) threshold = 0;
+  if (a.size() > b.size()) std::swap(a, b);
+  std::vector<int32_t> row;
+  return BandedCore(b.data(), static_cast<int32_t>(b.size()), a.data(),
+                    static_cast<int32_t>(a.size()), threshold, &row);
+}
+
+int32_t Levenshtein(Span<CodePoint> a, Span<CodePoint> b, int32_t max_distance) {
+  std::vector<int32_t> row;
+  return LevenshteinWith(a, b, max_distance, &row);
+}
+
+// ---- batch ----
+
+void CodePointStrings::Add(Span<CodePoint> s) {
+  code_points.insert(code_points.end(), s.begin(), s.end());
+  offsets.push_back(static_cast<int64_t>(code_points.size()));
+}
+
+Status CodePointStrings::AddUtf8(const char* data, std::size_t size) {
+  std::vector<CodePoint> cps;
+  GENIE_RETURN_IF_ERROR(DecodeUtf8(data, size, &cps));
+  try {
+    Add(cps);
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory adding a string");
+  }
+  return Status::Ok();
+}
+
+namespace {
+Status ValidateStrings(const CodePointStrings& s, const char* what) {
+  if (s.offsets.empty() || s.offsets.front() != 0 ||
+      s.offsets.back() != static_cast<int64_t>(s.code_points.size())) {
+    return Status::InvalidArgument(std::string(what) + ": offsets must run from 0 to the number of code points");
+  }
+  if (s.offsets.size() - 1 > static_cast<std::size_t>(INT32_MAX)) {
+    return Status::InvalidArgument(std::string(what) + ": too many strings");
+  }
+  for (std::size_t i = 1; i < s.offsets.size(); ++i) {
+    const int64_t len = s.offsets[i] - s.offsets[i - 1];
+    if (len < 0) return Status::InvalidArgument(std::string(what) + ": offsets decrease");
+    if (len > kMaxStringLength) {
+      return Status::InvalidArgument(std::string(what) + ": a string is longer than 2^30 characters");
+    }
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Status ValidateEditDistanceBatch(const EditDistanceBatch& batch) {
+  GENIE_RETURN_IF_ERROR(ValidateStrings(batch.queries, "queries"));
+  GENIE_RETURN_IF_ERROR(ValidateStrings(batch.candidates, "candidates"));
+  const auto& co = batch.candidate_offsets;
+  if (co.size() != batch.queries.offsets.size() || co.front() != 0 ||
+      co.back() != static_cast<int64_t>(batch.candidates.size())) {
+    return Status::InvalidArgument(
+        "candidate_offsets must have one entry per query plus one, from 0 to the number of "
+        "candidates");
+  }
+  for (std::size_t i = 1; i < co.size(); ++i) {
+    if (co[i] < co[i - 1]) return Status::InvalidArgument("candidate_offsets decrease");
+  }
+  if (!batch.max_distance.empty() &&
+      batch.max_distance.size() != static_cast<std::size_t>(batch.queries.size())) {
+    return Status::InvalidArgument("max_distance must be empty or have one entry per query");
+  }
+  return Status::Ok();
+}
+
+Status CpuEditDistances(const EditDistanceBatch& batch, int32_t threads,
+                        std::vector<int32_t>* distances) {
+  if (distances == nullptr) return Status::InvalidArgument("CpuEditDistances: NULL output");
+  GENIE_RETURN_IF_ERROR(ValidateEditDistanceBatch(batch));
+  try {
+    const int64_t total = batch.candidates.size();
+    distances->assign(static_cast<std::size_t>(total), 0);
+    std::vector<int32_t> query_of(static_cast<std::size_t>(total));
+    for (int32_t q = 0; q < batch.queries.size(); ++q) {
+      for (int64_t j = batch.candidate_offsets[static_cast<std::size_t>(q)];
+           j < batch.candidate_offsets[static_cast<std::size_t>(q) + 1]; ++j) {
+        query_of[static_cast<std::size_t>(j)] = q;
+      }
+    }
+    if (threads <= 0) threads = static_cast<int32_t>(std::thread::hardware_concurrency());
+    threads = std::max(1, std::min<int32_t>(threads, 1024));
+    const int64_t chunks = (total + kVerifyChunk - 1) / kVerifyChunk;
+    threads = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(threads, chunks)));
+
+    VerifyWork work;
+    work.batch = &batch;
+    work.query_of = &query_of;
+    work.out = distances->data();
+    work.total = total;
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<std::size_t>(threads - 1));
+    ThreadJoiner joiner(&pool);
+    {
+      BlockAllSignals blocked;
+      for (int32_t t = 1; t < threads; ++t) {
+        try {
+          pool.emplace_back([&work] {
+            sigset_t all;
+            sigfillset(&all);
+            pthread_sigmask(SIG_BLOCK, &all, nullptr);
+            RunVerifyWorker(&work);
+          });
+        } catch (const std::system_error&) {
+          break;  // out of threads: the ones running share the work
+        }
+      }
+    }
+    RunVerifyWorker(&work);
+    for (std::thread& t : pool) t.join();
+    if (work.failed.load()) return work.error;
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory verifying edit distances");
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("edit-distance verification failed: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+// ---- certificate ----
+
+Status CertifyTopK(const TopKCertificateInput& input, TopKCertificate* out) {
+  if (out == nullptr) return Status::InvalidArgument("CertifyTopK: NULL output");
+  if (input.k < 1) return Status::InvalidArgument("k must be at least 1");
+  GENIE_RETURN_IF_ERROR(CheckN(input.n));
+  if (input.query_length < 0 || input.query_lost < 0) {
+    return Status::InvalidArgument("query length and lost must be non-negative");
+  }
+  *out = TopKCertificate{};
+  try {
+    std::vector<int32_t> exact;
+    for (const CandidateBound& c : input.candidates) {
+      if (c.count < 0 || c.length < 0) {
+        return Status::InvalidArgument("candidate counts and lengths must be non-negative");
+      }
+      if (c.exact) {
+        exact.push_back(c.distance);
+      } else {
+        const int32_t lb = std::max(
+            c.distance, EditDistanceLowerBound(input.query_length, c.length,
+                                               int64_t{c.count} + input.query_lost, input.n));
+        out->open_lower_bound = std::min(out->open_lower_bound, lb);
+      }
+    }
+    out->verified = static_cast<int32_t>(exact.size());
+    if (input.unseen_count_bound >= 0) {
+      out->unseen_lower_bound = UnseenLowerBound(
+          input.query_length, int64_t{input.unseen_count_bound} + input.query_lost, input.n);
+    }
+    const bool has_open = out->open_lower_bound != INT32_MAX;
+    const bool has_unseen = input.unseen_count_bound >= 0;
+    if (out->verified >= input.k) {
+      std::nth_element(exact.begin(), exact.begin() + (input.k - 1), exact.end());
+      out->kth_distance = exact[static_cast<std::size_t>(input.k - 1)];
+      out->exact = (!has_open || out->open_lower_bound >= out->kth_distance) &&
+                   (!has_unseen || out->unseen_lower_bound >= out->kth_distance);
+    } else {
+      out->exact = !has_open && !has_unseen;
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory certifying a top-k");
+  }
+  return Status::Ok();
+}
+
+Status VerifyTopKCandidates(Span<CodePoint> query, const CodePointStrings& candidates,
+                            Span<int32_t> counts, int32_t k, int32_t n, int32_t query_lost,
+                            std::vector<CandidateBound>* out) {
+  if (out == nullptr) return Status::InvalidArgument("VerifyTopKCandidates: NULL output");
+  if (k < 1) return Status::InvalidArgument("k must be at least 1");
+  GENIE_RETURN_IF_ERROR(CheckN(n));
+  if (counts.size() != static_cast<std::size_t>(candidates.size())) {
+    return Status::InvalidArgument("one count per candidate is needed");
+  }
+  try {
+    out->assign(counts.size(), CandidateBound{});
+    std::priority_queue<int32_t> best;  // the k smallest exact distances (max on top)
+    std::vector<int32_t> row;
+    const int64_t len_q = static_cast<int64_t>(query.size());
+    for (int32_t j = 0; j < candidates.size(); ++j) {
+      const Span<CodePoint> s = candidates.Get(j);
+      CandidateBound& c = (*out)[static_cast<std::size_t>(j)];
+      c.count = counts[static_cast<std::size_t>(j)];
+      c.length = static_cast<int32_t>(s.size());
+      const bool full = static_cast<int32_t>(best.size()) >= k;
+      const int32_t tau_k = full ? best.top() : -1;
+      const int32_t lb = EditDistanceLowerBound(len_q, c.length, int64_t{c.count} + query_lost, n);
+      if (full && lb >= tau_k) {  // count and length filters: cannot beat the k-th
+        c.distance = lb;
+        c.exact = false;
+        continue;
+      }
+      const int32_t d = LevenshteinWith(query, s, full ? tau_k : -1, &row);
+      if (full && d > tau_k) {
+        c.distance = d;  // = tau_k + 1, a lower bound
+        c.exact = false;
+        continue;
+      }
+      c.distance = d;
+      c.exact = true;
+      best.push(d);
+      if (static_cast<int32_t>(best.size()) > k) best.pop();
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory verifying candidates");
+  }
+  return Status::Ok();
+}
+
+}  // namespace genie
