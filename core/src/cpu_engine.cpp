@@ -22,34 +22,14 @@
 #include <vector>
 
 #include "genie/engine.hpp"
+#include "genie/parallel.hpp"
 
 namespace genie {
 namespace {
 
 // Histogram selection needs max_score + 1 buckets; above this the heap is used.
 constexpr int64_t kMaxHistogramScore = 65535;
-constexpr int32_t kMaxThreads = 1024;
 
-// Blocks every signal in the calling thread until destroyed.  Threads created
-// meanwhile inherit the full mask, so no signal can reach them even in the
-// instant before they would block signals themselves.
-class BlockAllSignals {
- public:
-  BlockAllSignals() {
-    sigset_t all;
-    sigfillset(&all);
-    active_ = pthread_sigmask(SIG_BLOCK, &all, &saved_) == 0;
-  }
-  ~BlockAllSignals() {
-    if (active_) pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
-  }
-  BlockAllSignals(const BlockAllSignals&) = delete;
-  BlockAllSignals& operator=(const BlockAllSignals&) = delete;
-
- private:
-  sigset_t saved_;
-  bool active_ = false;
-};
 
 // The touched list holds at most this many objects; a query touching more
 // falls back to scanning all counters, which then costs at most 16 times the
@@ -284,47 +264,9 @@ void RunWorker(PartWork* work) noexcept {
   }
 }
 
-// Joins whatever was started, however the scope is left: a joinable
-// std::thread destroyed unjoined would terminate the backend.
-class ThreadJoiner {
- public:
-  explicit ThreadJoiner(std::vector<std::thread>* threads) : threads_(threads) {}
-  ~ThreadJoiner() {
-    for (std::thread& t : *threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  ThreadJoiner(const ThreadJoiner&) = delete;
-  ThreadJoiner& operator=(const ThreadJoiner&) = delete;
-
- private:
-  std::vector<std::thread>* threads_;
-};
-
 template <typename Counter>
 Status RunPart(PartWork* work, int32_t threads) {
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<std::size_t>(threads > 1 ? threads - 1 : 0));
-  ThreadJoiner joiner(&pool);
-  {
-    BlockAllSignals blocked;
-    for (int32_t t = 1; t < threads; ++t) {
-      try {
-        pool.emplace_back([work] {
-          sigset_t all;
-          sigfillset(&all);
-          pthread_sigmask(SIG_BLOCK, &all, nullptr);
-          RunWorker<Counter>(work);
-        });
-      } catch (const std::system_error&) {
-        // Out of threads: the ones running, and this one, share the work.
-        break;
-      }
-    }
-  }
-  // The calling thread works too, with its own signal mask restored.
-  RunWorker<Counter>(work);
-  for (std::thread& t : pool) t.join();
+  RunOnThreads(threads, [work] { RunWorker<Counter>(work); });
   if (work->failed.load()) return work->error;
   return Status::Ok();
 }
@@ -423,8 +365,7 @@ class CpuEngine final : public HostIndexEngine {
  public:
   explicit CpuEngine(const EngineOptions& options) : budget_(options.memory_budget_bytes) {
     int32_t threads = options.threads;
-    if (threads <= 0) threads = static_cast<int32_t>(std::thread::hardware_concurrency());
-    threads_ = std::clamp(threads, 1, kMaxThreads);
+    threads_ = ResolveThreads(threads);
   }
 
   genie_engine_kind kind() const override { return GENIE_ENGINE_CPU; }

@@ -1,6 +1,8 @@
 // Sequence similarity: see genie/sequence.hpp for the rules and proofs.
 #include "genie/sequence.hpp"
 
+#include "genie/parallel.hpp"
+
 #include <pthread.h>
 #include <signal.h>
 
@@ -166,41 +168,6 @@ int32_t LevenshteinWith(Span<CodePoint> a, Span<CodePoint> b, int32_t max_distan
 }
 
 // ---- threads ----
-
-// Blocks every signal in the calling thread until destroyed; threads
-// created meanwhile inherit the full mask.
-class BlockAllSignals {
- public:
-  BlockAllSignals() {
-    sigset_t all;
-    sigfillset(&all);
-    active_ = pthread_sigmask(SIG_BLOCK, &all, &saved_) == 0;
-  }
-  ~BlockAllSignals() {
-    if (active_) pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
-  }
-  BlockAllSignals(const BlockAllSignals&) = delete;
-  BlockAllSignals& operator=(const BlockAllSignals&) = delete;
-
- private:
-  sigset_t saved_;
-  bool active_ = false;
-};
-
-class ThreadJoiner {
- public:
-  explicit ThreadJoiner(std::vector<std::thread>* threads) : threads_(threads) {}
-  ~ThreadJoiner() {
-    for (std::thread& t : *threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  ThreadJoiner(const ThreadJoiner&) = delete;
-  ThreadJoiner& operator=(const ThreadJoiner&) = delete;
-
- private:
-  std::vector<std::thread>* threads_;
-};
 
 struct VerifyWork {
   const EditDistanceBatch* batch;
@@ -535,36 +502,15 @@ Status CpuEditDistances(const EditDistanceBatch& batch, int32_t threads,
         query_of[static_cast<std::size_t>(j)] = q;
       }
     }
-    if (threads <= 0) threads = static_cast<int32_t>(std::thread::hardware_concurrency());
-    threads = std::max(1, std::min<int32_t>(threads, 1024));
     const int64_t chunks = (total + kVerifyChunk - 1) / kVerifyChunk;
-    threads = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(threads, chunks)));
+    threads = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(ResolveThreads(threads), chunks)));
 
     VerifyWork work;
     work.batch = &batch;
     work.query_of = &query_of;
     work.out = distances->data();
     work.total = total;
-    std::vector<std::thread> pool;
-    pool.reserve(static_cast<std::size_t>(threads - 1));
-    ThreadJoiner joiner(&pool);
-    {
-      BlockAllSignals blocked;
-      for (int32_t t = 1; t < threads; ++t) {
-        try {
-          pool.emplace_back([&work] {
-            sigset_t all;
-            sigfillset(&all);
-            pthread_sigmask(SIG_BLOCK, &all, nullptr);
-            RunVerifyWorker(&work);
-          });
-        } catch (const std::system_error&) {
-          break;  // out of threads: the ones running share the work
-        }
-      }
-    }
-    RunVerifyWorker(&work);
-    for (std::thread& t : pool) t.join();
+    RunOnThreads(threads, [&work] { RunVerifyWorker(&work); });
     if (work.failed.load()) return work.error;
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("out of host memory verifying edit distances");

@@ -69,7 +69,7 @@
 #include "cuda_util.hpp"
 #include "genie/gpu_engine.hpp"
 #include "gpu_engine_internal.hpp"
-#include "host_parallel.hpp"
+#include "genie/parallel.hpp"
 #include "kernels.hpp"
 
 namespace genie {
@@ -308,7 +308,7 @@ class GpuEngine final : public Engine {
       : device_(device),
         budget_option_(options.memory_budget_bytes),
         config_(config),
-        threads_(HostThreads(options.threads)) {}
+        threads_(std::min(ResolveThreads(options.threads), 64)) {}
 
   ~GpuEngine() override {
     DeviceGuard guard;
