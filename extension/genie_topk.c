@@ -34,6 +34,7 @@
 PG_FUNCTION_INFO_V1(genie_topk);
 
 #define GENIE_TOPK_MAX_K	(1 << 30)
+#define GENIE_TOPK_VISIBILITY_CACHE_BYTES ((Size) 256 * 1024 * 1024)
 
 /* Opens the index and its table after checking that it is a genie index the user may read. */
 Relation
@@ -137,6 +138,8 @@ genie_topk(PG_FUNCTION_ARGS)
 		ItemPointerData *found_tids = palloc(sizeof(ItemPointerData) * (int64) Min(k, 1 << 20));
 		int32	   *found_scores = palloc(sizeof(int32) * (int64) Min(k, 1 << 20));
 		int64		found_capacity = Min(k, 1 << 20);
+		uint8	   *visibility = NULL;
+		ItemPointerData *visible_tids = NULL;
 		/* each query's rows, kept until the end so that output is in query order */
 		ItemPointerData **query_tids = palloc0(sizeof(ItemPointerData *) * nq);
 		int32	  **query_scores = palloc0(sizeof(int32 *) * nq);
@@ -144,6 +147,19 @@ genie_topk(PG_FUNCTION_ARGS)
 
 		entry = genie_cache_get(index);
 		genie_cache_pin(entry);
+
+		/*
+		 * Popular rows appear in the results of many queries of a batch: check
+		 * each one's visibility once per call (0 unknown, 1 visible, 2 not),
+		 * remembering the TID of the visible version.  Beyond the cap the
+		 * memory is not worth it and every hit is checked.
+		 */
+		if ((Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_TOPK_VISIBILITY_CACHE_BYTES)
+		{
+			visibility = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+			visible_tids = palloc_extended(sizeof(ItemPointerData) * Max(entry->n_objects, 1),
+										   MCXT_ALLOC_HUGE);
+		}
 		for (int i = 0; i < nq; i++)
 		{
 			queries[i] = DatumGetGenieQueryP(elems[i]);
@@ -179,8 +195,25 @@ genie_topk(PG_FUNCTION_ARGS)
 
 					if (entry->objects[id].flags & GENIE_OBJECT_DEAD)
 						continue;
-					if (!table_index_fetch_tuple(fetch, &tid, snapshot, slot, &call_again, &all_dead))
-						continue;
+					if (visibility != NULL && visibility[id] != 0)
+					{
+						if (visibility[id] != 1)
+							continue;
+						tid = visible_tids[id];
+					}
+					else
+					{
+						bool		visible = table_index_fetch_tuple(fetch, &tid, snapshot, slot,
+																	  &call_again, &all_dead);
+
+						if (visibility != NULL)
+						{
+							visibility[id] = visible ? 1 : 2;
+							visible_tids[id] = tid;
+						}
+						if (!visible)
+							continue;
+					}
 					if (n_found == found_capacity)
 					{
 						found_capacity *= 2;

@@ -4,7 +4,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 -- The engine follows genie.device (PGOPTIONS on the GPU host runs this on the GPU).
-SELECT plan(40);
+SELECT plan(41);
 
 -- 20k rows with a skewed keyword distribution (fixed seed), a few NULL rows
 -- and empty arrays.
@@ -133,6 +133,10 @@ ROLLBACK TO SAVEPOINT before_invisible;
 SELECT is((SELECT count(*) FROM (SELECT id FROM docs ORDER BY tags <~> '{777777,888888}' LIMIT 10) x WHERE id > 30000),
           0::bigint, 'rolled-back rows are never returned');
 SELECT is(mismatches('{10}', 50), 0::bigint, 'with invisible rows in the index');
+SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx',
+             ARRAY['{777777,888888}', '{777777}', '{888888,5001}']::genie_query[], 10) t
+           JOIN docs d ON d.ctid = t.ctid WHERE d.id > 30000), 0::bigint,
+          'genie_topk never returns rolled-back rows, also when queries share them');
 
 -- genie_topk agrees with ORDER BY
 CREATE TABLE topk (query_no int, row_ctid tid, score int);
