@@ -55,7 +55,7 @@
 #include "genie_query.h"
 
 #define GENIE_MAGIC				0x47454E49	/* "GENI" */
-#define GENIE_FORMAT_VERSION	1
+#define GENIE_FORMAT_VERSION	2	/* 2: committed end of the pending list */
 #define GENIE_METAPAGE_BLKNO	0
 #define GENIE_PAGE_ID			0xFF87	/* for pg_filedump and friends */
 
@@ -177,6 +177,9 @@ extern void genie_free_chain(Relation index, GenieChain chain);
 #define GENIE_CONTENT_UNLOCK_SHARE(index)	UnlockPage((index), GENIE_METAPAGE_BLKNO, ShareLock)
 #define GENIE_CONTENT_LOCK_EXCLUSIVE(index)	LockPage((index), GENIE_METAPAGE_BLKNO, ExclusiveLock)
 #define GENIE_CONTENT_UNLOCK_EXCLUSIVE(index) UnlockPage((index), GENIE_METAPAGE_BLKNO, ExclusiveLock)
+
+/* Raises an error unless page is the metapage of a genie index of this format. */
+extern void genie_check_metapage(Relation index, Page page);
 
 /* A copy of the metapage's content, taken under its buffer lock. */
 extern void genie_read_meta(Relation index, GenieMetaPageData *meta);

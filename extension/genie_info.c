@@ -45,11 +45,8 @@ genie_index_info(PG_FUNCTION_ARGS)
 	index = genie_open_index(indexoid, &heap);
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	genie_check_metapage(index, BufferGetPage(metabuf));
 	meta = GeniePageGetMeta(BufferGetPage(metabuf));
-	if (meta->magic != GENIE_MAGIC)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("\"%s\" is not a genie index", RelationGetRelationName(index))));
 	values[0] = Int32GetDatum(meta->n_objects - meta->n_dead);
 	values[1] = Int32GetDatum(meta->n_dead);
 	values[2] = Int32GetDatum(meta->n_pending);

@@ -59,6 +59,8 @@ append_pending(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
 	do
 	{
 		GenericXLogState *state = GenericXLogStart(index);
+		/* the metapage is registered first in every record: see genie_read_content */
+		Page		metapage = GenericXLogRegisterBuffer(state, metabuf, 0);
 		Buffer		tailbuf = InvalidBuffer;
 		Buffer		newbuf = InvalidBuffer;
 		Page		page = NULL;
@@ -70,6 +72,12 @@ append_pending(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
 
 		if (block != InvalidBlockNumber)
 		{
+			if (block == GENIE_METAPAGE_BLKNO || block >= RelationGetNumberOfBlocks(index))
+				ereport(ERROR,
+						(errcode(ERRCODE_INDEX_CORRUPTED),
+						 errmsg("genie index \"%s\" has a corrupt pending list",
+								RelationGetRelationName(index)),
+						 errhint("REINDEX the index.")));
 			tailbuf = ReadBuffer(index, block);
 			LockBuffer(tailbuf, BUFFER_LOCK_EXCLUSIVE);
 			page = GenericXLogRegisterBuffer(state, tailbuf, 0);
@@ -123,7 +131,7 @@ append_pending(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
 
 		if (done == n)
 		{
-			GenieMetaPage m = GeniePageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+			GenieMetaPage m = GeniePageGetMeta(metapage);
 
 			m->pending.head = head;
 			m->pending.tail = block;
@@ -162,6 +170,7 @@ genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	GENIE_CONTENT_LOCK_SHARE(index);
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	genie_check_metapage(index, BufferGetPage(metabuf));
 	append_pending(index, metabuf, ht_ctid, isnull[0] ? GENIE_OBJECT_NULL : 0, keywords, n);
 	merge = GeniePageGetMeta(BufferGetPage(metabuf))->pending_bytes >
 		(int64) pending_list_limit_kb(index) * 1024;

@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/indexfsm.h"
@@ -397,8 +398,8 @@ read_pending(Relation index, GenieMetaPage meta, GenieIndexContent *content)
 						RelationGetRelationName(index))));
 }
 
-static void
-check_meta(Relation index, Page page)
+void
+genie_check_metapage(Relation index, Page page)
 {
 	GenieMetaPage meta = GeniePageGetMeta(page);
 
@@ -423,7 +424,7 @@ genie_read_meta(Relation index, GenieMetaPageData *meta)
 
 	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(metabuf);
-	check_meta(index, page);
+	genie_check_metapage(index, page);
 	memcpy(meta, GeniePageGetMeta(page), sizeof(GenieMetaPageData));
 	UnlockReleaseBuffer(metabuf);
 }
@@ -440,8 +441,24 @@ genie_read_content(Relation index, GenieIndexContent *content)
 	GenieMetaPage meta = &metadata;
 	int64		count;
 	GenieKeywordEntry *keyword_entries;
+	Buffer		metabuf = InvalidBuffer;
 
-	genie_read_meta(index, meta);
+	/*
+	 * On a standby the content lock excludes nothing (heavyweight locks are
+	 * not replayed), so the metapage stays share-locked for the whole read:
+	 * replay of a merge's switch then waits.  Every WAL record that touches
+	 * the metapage and other pages registers the metapage first, so replay
+	 * takes the locks in the order this reader does.
+	 */
+	if (RecoveryInProgress())
+	{
+		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+		LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+		genie_check_metapage(index, BufferGetPage(metabuf));
+		memcpy(meta, GeniePageGetMeta(BufferGetPage(metabuf)), sizeof(GenieMetaPageData));
+	}
+	else
+		genie_read_meta(index, meta);
 	content->stamp = meta->stamp;
 	content->split_length = meta->split_length;
 	content->n_objects = meta->n_objects;
@@ -481,6 +498,8 @@ genie_read_content(Relation index, GenieIndexContent *content)
 										 meta->n_postings, &count);
 	read_pending(index, meta, content);
 	content->n_pages = RelationGetNumberOfBlocks(index);
+	if (BufferIsValid(metabuf))
+		UnlockReleaseBuffer(metabuf);
 }
 
 uint64
@@ -490,7 +509,7 @@ genie_read_stamp(Relation index)
 	uint64		stamp;
 
 	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-	check_meta(index, BufferGetPage(metabuf));
+	genie_check_metapage(index, BufferGetPage(metabuf));
 	stamp = GeniePageGetMeta(BufferGetPage(metabuf))->stamp;
 	UnlockReleaseBuffer(metabuf);
 	return stamp;

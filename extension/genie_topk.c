@@ -151,10 +151,11 @@ genie_topk(PG_FUNCTION_ARGS)
 		/*
 		 * Popular rows appear in the results of many queries of a batch: check
 		 * each one's visibility once per call (0 unknown, 1 visible, 2 not),
-		 * remembering the TID of the visible version.  Beyond the cap the
-		 * memory is not worth it and every hit is checked.
+		 * remembering the TID of the visible version.  For one query, or
+		 * beyond the cap, the memory is not worth it and every hit is checked.
 		 */
-		if ((Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_TOPK_VISIBILITY_CACHE_BYTES)
+		if (nq > 1 &&
+			(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_TOPK_VISIBILITY_CACHE_BYTES)
 		{
 			visibility = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 			visible_tids = palloc_extended(sizeof(ItemPointerData) * Max(entry->n_objects, 1),

@@ -12,6 +12,7 @@
 
 #include "access/generic_xlog.h"
 #include "commands/vacuum.h"
+#include "postmaster/autovacuum.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/indexfsm.h"
@@ -346,7 +347,8 @@ reclaim_pages(IndexVacuumInfo *info)
 
 		if (reachable[blkno])
 			continue;
-		vacuum_delay_point();
+		/* no vacuum_delay_point(): it would sleep holding the exclusive lock */
+		CHECK_FOR_INTERRUPTS();
 		buffer = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, info->strategy);
 		LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
 		page = BufferGetPage(buffer);
@@ -379,8 +381,20 @@ genie_amvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 
-	genie_merge_pending(index, true);
-	stats->pages_free = reclaim_pages(info);
+	/*
+	 * A merge holds the content lock exclusively for as long as it rewrites
+	 * the index, and PostgreSQL cancels an autovacuum worker that blocks
+	 * anyone, so under autovacuum the merge (and the reclaim sweep) would
+	 * mostly be cancelled half-way.  Autovacuum therefore only flags dead
+	 * rows (ambulkdelete, which blocks nobody); scans exclude flagged rows,
+	 * and the merge happens in a manual VACUUM or when inserts outgrow the
+	 * pending list limit.
+	 */
+	if (!IsAutoVacuumWorkerProcess())
+	{
+		genie_merge_pending(index, true);
+		stats->pages_free = reclaim_pages(info);
+	}
 
 	genie_read_meta(index, &meta);
 	stats->num_index_tuples = meta.n_objects - meta.n_dead;
