@@ -783,6 +783,23 @@ class GpuEngine final : public Engine {
 
   static constexpr int64_t kMaxDevSlice = 1 << 20;
 
+  // The group's work on the device, for the scan kernels of either matcher.
+  struct DeviceWork {
+    DeviceArray<DevSlice> slices;
+    DeviceArray<WorkItem> items;
+    void Reset() {
+      slices.Reset();
+      items.Reset();
+    }
+  };
+
+  Status UploadWork(const Work& work, DeviceWork* out) {
+    GENIE_RETURN_IF_ERROR(CopyToDevice(&out->slices, work.slices.get(),
+                                       static_cast<std::size_t>(work.num_slices), "slices"));
+    return CopyToDevice(&out->items, work.items.get(), static_cast<std::size_t>(work.num_items),
+                        "work items");
+  }
+
   Status BuildWork(const CompiledQueries& cq, const std::vector<int32_t>& group, Work* work) {
     const std::size_t g = group.size();
     std::vector<int64_t> slice_start(g + 1, 0), item_start(g + 1, 0);
@@ -989,18 +1006,13 @@ class GpuEngine final : public Engine {
     GENIE_RETURN_IF_ERROR(bc.Allocate(static_cast<std::size_t>(bc_total), "Bitmap Counters"));
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(bc.get(), 0, bc.bytes(), stream));
     gate.bc = bc.get();
-    DeviceArray<DevSlice> d_slices;
-    DeviceArray<WorkItem> d_items;
-    GENIE_RETURN_IF_ERROR(CopyToDevice(&d_slices, work.slices.get(),
-                                       static_cast<std::size_t>(work.num_slices), "slices"));
-    GENIE_RETURN_IF_ERROR(CopyToDevice(&d_items, work.items.get(),
-                                       static_cast<std::size_t>(work.num_items), "work items"));
+    DeviceWork d_work;
+    GENIE_RETURN_IF_ERROR(UploadWork(work, &d_work));
     prof_.Mark("alloc+init");
-    GENIE_RETURN_IF_ERROR(LaunchCpqScan(view.postings, d_items.get(), work.num_items,
-                                        d_slices.get(), gate, stream));
+    GENIE_RETURN_IF_ERROR(LaunchCpqScan(view.postings, d_work.items.get(), work.num_items,
+                                        d_work.slices.get(), gate, stream));
     prof_.Mark("scan kernel");
-    d_slices.Reset();
-    d_items.Reset();
+    d_work.Reset();
 
     Candidates cand;
     GENIE_RETURN_IF_ERROR(cand.Allocate(cand_total, g));
@@ -1138,18 +1150,13 @@ class GpuEngine final : public Engine {
     DeviceArray<uint32_t> table;
     GENIE_RETURN_IF_ERROR(table.Allocate(static_cast<std::size_t>(stride) * g, "count table"));
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(table.get(), 0, table.bytes(), stream));
-    DeviceArray<DevSlice> d_slices;
-    DeviceArray<WorkItem> d_items;
-    GENIE_RETURN_IF_ERROR(CopyToDevice(&d_slices, work.slices.get(),
-                                       static_cast<std::size_t>(work.num_slices), "slices"));
-    GENIE_RETURN_IF_ERROR(CopyToDevice(&d_items, work.items.get(),
-                                       static_cast<std::size_t>(work.num_items), "work items"));
+    DeviceWork d_work;
+    GENIE_RETURN_IF_ERROR(UploadWork(work, &d_work));
     prof_.Mark("alloc+init");
-    GENIE_RETURN_IF_ERROR(LaunchCountScan(view.postings, d_items.get(), work.num_items,
-                                          d_slices.get(), d_params.get(), table.get(), stream));
+    GENIE_RETURN_IF_ERROR(LaunchCountScan(view.postings, d_work.items.get(), work.num_items,
+                                          d_work.slices.get(), d_params.get(), table.get(), stream));
     prof_.Mark("scan kernel");
-    d_slices.Reset();
-    d_items.Reset();
+    d_work.Reset();
     Candidates cand;
     GENIE_RETURN_IF_ERROR(cand.Allocate(static_cast<int64_t>(g) * k, g));
     GENIE_RETURN_IF_ERROR(LaunchCountSelect(d_params.get(), table.get(), n, k, g, cand.state, stream));

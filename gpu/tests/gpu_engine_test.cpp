@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../../core/tests/test_util.hpp"
 #include "../src/gpu_engine_internal.hpp"
 #include "genie/engine.hpp"
 #include "genie/genie.h"
@@ -31,27 +32,15 @@ namespace {
 
 // ---- data --------------------------------------------------------------------
 
-struct Csr {
-  std::vector<int64_t> offsets{0};
-  std::vector<int32_t> keywords;
-  int32_t size() const { return static_cast<int32_t>(offsets.size() - 1); }
-  void Add(const std::vector<int32_t>& object) {
-    keywords.insert(keywords.end(), object.begin(), object.end());
-    offsets.push_back(static_cast<int64_t>(keywords.size()));
-  }
-};
+using testing::Csr;
+using testing::MakeIndex;
 
 // Random objects with Zipf-distributed keyword popularity (so list lengths
 // are Zipf), some empty objects and duplicate keywords.
 Csr ZipfCsr(uint32_t seed, int32_t objects, int32_t universe, int32_t max_len, double s,
             double empty_fraction = 0.1) {
   std::mt19937 rng(seed);
-  std::vector<double> cdf(static_cast<std::size_t>(universe));
-  double sum = 0;
-  for (int32_t i = 0; i < universe; ++i) {
-    sum += 1.0 / std::pow(i + 1.0, s);
-    cdf[static_cast<std::size_t>(i)] = sum;
-  }
+  const testing::Zipf zipf(universe, s);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::uniform_int_distribution<int32_t> len(0, max_len);
   Csr csr;
@@ -60,9 +49,7 @@ Csr ZipfCsr(uint32_t seed, int32_t objects, int32_t universe, int32_t max_len, d
     if (unit(rng) >= empty_fraction) {
       const int32_t l = len(rng);
       for (int32_t j = 0; j < l; ++j) {
-        const double u = unit(rng) * sum;
-        const auto it = std::lower_bound(cdf.begin(), cdf.end(), u);
-        const int32_t kw = static_cast<int32_t>(std::min<std::ptrdiff_t>(it - cdf.begin(), universe - 1));
+        const int32_t kw = zipf(rng);
         object.push_back(kw * 3 - 40);  // gaps and negative keywords
         if (unit(rng) < 0.1) object.push_back(kw * 3 - 40);
       }
@@ -130,15 +117,6 @@ QueryBatch RandomBatch(uint32_t seed, int32_t queries, int32_t max_items, int32_
     }
   }
   return batch;
-}
-
-std::shared_ptr<const InvertedIndex> MakeIndex(const Csr& csr, int32_t split = kDefaultSplitLength) {
-  auto index = std::make_shared<InvertedIndex>();
-  IndexOptions options;
-  options.split_length = split;
-  Status status = InvertedIndex::Build(csr.offsets, csr.keywords, options, index.get());
-  EXPECT_TRUE(status.ok()) << status.message();
-  return index;
 }
 
 // The true score of object o for query q, straight from the objects.
