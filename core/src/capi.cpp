@@ -19,8 +19,10 @@
 #include "genie/genie.h"
 #include "genie/index.hpp"
 #include "genie/query.hpp"
+#include "genie/sequence.hpp"
 #include "genie/status.hpp"
 #ifdef GENIE_WITH_CUDA
+#include "genie/gpu_edit_distance.hpp"
 #include "genie/gpu_engine.hpp"
 #endif
 
@@ -437,6 +439,164 @@ genie_status genie_engine_search(genie_engine* engine, const genie_query_batch* 
       out->scores[i] = found.hits[i].score;
     }
     *results = out;
+    return genie::Status::Ok();
+  });
+}
+
+}  // extern "C"
+
+namespace {
+
+genie::Status CheckText(const char* text, size_t size, const char* what) {
+  if (text == nullptr && size > 0) return genie::Status::InvalidArgument(std::string(what) + " is NULL");
+  return genie::Status::Ok();
+}
+
+genie::Status Keywords(const char* text, size_t size, int32_t n, genie::NgramKeywords* out) {
+  GENIE_RETURN_IF_ERROR(CheckText(text, size, "text"));
+  genie::NgramOptions options;
+  options.n = n;
+  return genie::ComputeNgramKeywordsUtf8(text, size, options, out);
+}
+
+genie::Status AddStrings(const char* text, const int64_t* offsets, int64_t count,
+                         genie::CodePointStrings* out) {
+  if (count > 0 && offsets == nullptr) return genie::Status::InvalidArgument("NULL string offsets");
+  for (int64_t i = 0; i < count; ++i) {
+    if (offsets[i] < 0 || offsets[i + 1] < offsets[i])
+      return genie::Status::InvalidArgument("string offsets are not ascending");
+    const size_t size = static_cast<size_t>(offsets[i + 1] - offsets[i]);
+    GENIE_RETURN_IF_ERROR(CheckText(text, size, "string text"));
+    GENIE_RETURN_IF_ERROR(out->AddUtf8(size > 0 ? text + offsets[i] : "", size));
+  }
+  return genie::Status::Ok();
+}
+
+}  // namespace
+
+extern "C" {
+
+genie_status genie_ngram_keywords(const char* text, size_t size, int32_t n, int32_t* keywords,
+                                  size_t capacity, int32_t* n_keywords, int32_t* length,
+                                  int32_t* lost, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (n_keywords == nullptr || length == nullptr || lost == nullptr)
+      return genie::Status::InvalidArgument("genie_ngram_keywords: NULL output");
+    genie::NgramKeywords grams;
+    GENIE_RETURN_IF_ERROR(Keywords(text, size, n, &grams));
+    if (grams.keywords.size() > capacity || (keywords == nullptr && !grams.keywords.empty()))
+      return genie::Status::InvalidArgument("genie_ngram_keywords: keyword buffer too small");
+    std::copy(grams.keywords.begin(), grams.keywords.end(), keywords);
+    *n_keywords = static_cast<int32_t>(grams.keywords.size());
+    *length = grams.length;
+    *lost = grams.lost;
+    return genie::Status::Ok();
+  });
+}
+
+genie_status genie_ngram_count(const char* a, size_t a_size, const char* b, size_t b_size,
+                               int32_t n, int32_t* count, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (count == nullptr) return genie::Status::InvalidArgument("genie_ngram_count: NULL output");
+    genie::NgramKeywords ga, gb;
+    GENIE_RETURN_IF_ERROR(Keywords(a, a_size, n, &ga));
+    GENIE_RETURN_IF_ERROR(Keywords(b, b_size, n, &gb));
+    *count = genie::KeywordSetCount(ga.keywords, gb.keywords);
+    return genie::Status::Ok();
+  });
+}
+
+genie_status genie_edit_distance(const char* a, size_t a_size, const char* b, size_t b_size,
+                                 int32_t* distance, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (distance == nullptr) return genie::Status::InvalidArgument("genie_edit_distance: NULL output");
+    GENIE_RETURN_IF_ERROR(CheckText(a, a_size, "text"));
+    GENIE_RETURN_IF_ERROR(CheckText(b, b_size, "text"));
+    std::vector<genie::CodePoint> ca, cb;
+    GENIE_RETURN_IF_ERROR(genie::DecodeUtf8(a_size > 0 ? a : "", a_size, &ca));
+    GENIE_RETURN_IF_ERROR(genie::DecodeUtf8(b_size > 0 ? b : "", b_size, &cb));
+    *distance = genie::Levenshtein(ca, cb);
+    return genie::Status::Ok();
+  });
+}
+
+int32_t genie_ngram_distance_lower_bound(int32_t query_length, int32_t query_lost, int32_t count,
+                                         int32_t n) {
+  if (n < genie::kMinGramLength || n > genie::kMaxGramLength || query_length < 0) return 0;
+  return genie::UnseenLowerBound(query_length, int64_t{count} + std::max(query_lost, 0), n);
+}
+
+genie_status genie_similar_verify(const genie_similar_batch* batch, genie_engine_kind device,
+                                  const genie_engine_options* options,
+                                  genie_similar_verdict* verdict, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (batch == nullptr || verdict == nullptr)
+      return genie::Status::InvalidArgument("genie_similar_verify: NULL argument");
+    if (batch->n_queries < 0) return genie::Status::InvalidArgument("negative number of queries");
+    if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_GPU && device != GENIE_ENGINE_AUTO)
+      return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
+    const int32_t nq = batch->n_queries;
+    if (nq > 0 && (batch->candidate_offsets == nullptr || batch->unseen_count_bound == nullptr))
+      return genie::Status::InvalidArgument("genie_similar_verify: NULL offsets");
+    const int64_t n_candidates = nq > 0 ? batch->candidate_offsets[nq] : 0;
+    if (n_candidates > 0 && batch->candidate_counts == nullptr)
+      return genie::Status::InvalidArgument("genie_similar_verify: NULL counts");
+    if (n_candidates > INT32_MAX) return genie::Status::InvalidArgument("too many candidates");
+
+    genie::SimilarBatch in;
+    in.n = batch->n;
+    in.k = batch->k;
+    GENIE_RETURN_IF_ERROR(AddStrings(batch->query_text, batch->query_text_offsets, nq, &in.queries));
+    GENIE_RETURN_IF_ERROR(AddStrings(batch->candidate_text, batch->candidate_text_offsets,
+                                     n_candidates, &in.candidates));
+    in.candidate_offsets.assign(batch->candidate_offsets, batch->candidate_offsets + nq + 1);
+    if (nq == 0) in.candidate_offsets.assign(1, 0);
+    in.candidate_counts.assign(batch->candidate_counts, batch->candidate_counts + n_candidates);
+    in.unseen_count_bound.assign(batch->unseen_count_bound, batch->unseen_count_bound + nq);
+
+    const genie::EngineOptions engine_options = ToEngineOptions(options);
+    genie_engine_kind used = GENIE_ENGINE_CPU;
+    bool try_gpu = device != GENIE_ENGINE_CPU;
+#ifndef GENIE_WITH_CUDA
+    if (device == GENIE_ENGINE_GPU)
+      return genie::Status::DeviceUnavailable("genie was built without CUDA support");
+    try_gpu = false;
+#endif
+    (void)try_gpu;
+    auto distances = [&](const genie::EditDistanceBatch& pass, std::vector<int32_t>* out) {
+#ifdef GENIE_WITH_CUDA
+      if (try_gpu) {
+        genie::Status status = genie::GpuEditDistances(pass, engine_options.device_ordinal, out);
+        if (status.ok()) {
+          used = GENIE_ENGINE_GPU;
+          return status;
+        }
+        // AUTO without a GPU, or any device that runs out of memory: the CPU
+        const bool fallback = status.code() == GENIE_DEVICE_OUT_OF_MEMORY ||
+                              (device == GENIE_ENGINE_AUTO && status.code() == GENIE_DEVICE_UNAVAILABLE);
+        if (!fallback) return status;
+        if (status.code() == GENIE_DEVICE_UNAVAILABLE) try_gpu = false;
+      }
+#endif
+      return genie::CpuEditDistances(pass, engine_options.threads, out);
+    };
+    genie::SimilarVerdict out;
+    GENIE_RETURN_IF_ERROR(genie::VerifySimilarBatch(in, distances, &out));
+    if (n_candidates > 0 && (verdict->distances == nullptr || verdict->exact == nullptr))
+      return genie::Status::InvalidArgument("genie_similar_verify: NULL candidate outputs");
+    if (nq > 0 && (verdict->certified == nullptr || verdict->open_bound == nullptr))
+      return genie::Status::InvalidArgument("genie_similar_verify: NULL query outputs");
+    for (int64_t j = 0; j < n_candidates; ++j) {
+      verdict->distances[j] = out.candidates[static_cast<size_t>(j)].distance;
+      verdict->exact[j] = out.candidates[static_cast<size_t>(j)].exact ? 1 : 0;
+    }
+    for (int32_t q = 0; q < nq; ++q) {
+      const genie::TopKCertificate& c = out.certificates[static_cast<size_t>(q)];
+      verdict->certified[q] = c.exact ? 1 : 0;
+      verdict->open_bound[q] = std::min(c.open_lower_bound, c.unseen_lower_bound);
+    }
+    verdict->distances_computed = out.distances_computed;
+    verdict->device = used;
     return genie::Status::Ok();
   });
 }

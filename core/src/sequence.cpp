@@ -611,3 +611,149 @@ Status VerifyTopKCandidates(Span<CodePoint> query, const CodePointStrings& candi
 }
 
 }  // namespace genie
+
+namespace genie {
+
+Status VerifySimilarBatch(const SimilarBatch& batch, const EditDistanceFunction& distances,
+                          SimilarVerdict* out) {
+  if (out == nullptr) return Status::InvalidArgument("VerifySimilarBatch: NULL output");
+  if (batch.k < 1) return Status::InvalidArgument("k must be at least 1");
+  GENIE_RETURN_IF_ERROR(CheckN(batch.n));
+  const int32_t n_queries = batch.queries.size();
+  const int32_t n_candidates = batch.candidates.size();
+  if (batch.candidate_offsets.size() != static_cast<std::size_t>(n_queries) + 1 ||
+      batch.candidate_offsets.front() != 0 || batch.candidate_offsets.back() != n_candidates ||
+      !std::is_sorted(batch.candidate_offsets.begin(), batch.candidate_offsets.end())) {
+    return Status::InvalidArgument("candidate offsets do not match the candidates");
+  }
+  if (batch.candidate_counts.size() != static_cast<std::size_t>(n_candidates) ||
+      batch.unseen_count_bound.size() != static_cast<std::size_t>(n_queries)) {
+    return Status::InvalidArgument("one count per candidate and one bound per query are needed");
+  }
+  try {
+    out->candidates.assign(static_cast<std::size_t>(n_candidates), CandidateBound{});
+    out->certificates.assign(static_cast<std::size_t>(n_queries), TopKCertificate{});
+    out->query_lost.assign(static_cast<std::size_t>(n_queries), 0);
+    out->distances_computed = 0;
+
+    NgramOptions options;
+    options.n = batch.n;
+    NgramKeywords grams;
+    std::vector<int32_t> lower(static_cast<std::size_t>(n_candidates));
+    for (int32_t q = 0; q < n_queries; ++q) {
+      const Span<CodePoint> query = batch.queries.Get(q);
+      GENIE_RETURN_IF_ERROR(ComputeNgramKeywords(query, options, &grams));
+      out->query_lost[static_cast<std::size_t>(q)] = grams.lost;
+      for (int64_t j = batch.candidate_offsets[static_cast<std::size_t>(q)];
+           j < batch.candidate_offsets[static_cast<std::size_t>(q) + 1]; ++j) {
+        CandidateBound& c = out->candidates[static_cast<std::size_t>(j)];
+        c.count = batch.candidate_counts[static_cast<std::size_t>(j)];
+        if (c.count < 0) return Status::InvalidArgument("candidate counts must be non-negative");
+        c.length = static_cast<int32_t>(batch.candidates.Get(static_cast<int32_t>(j)).size());
+        c.distance = EditDistanceLowerBound(static_cast<int64_t>(query.size()), c.length,
+                                            int64_t{c.count} + grams.lost, batch.n);
+        c.exact = false;
+        lower[static_cast<std::size_t>(j)] = c.distance;
+      }
+    }
+
+    // Runs one pass over the chosen pairs and records their results.
+    auto run_pass = [&](const std::vector<int64_t>& chosen, const std::vector<int32_t>& caps) {
+      EditDistanceBatch pass;
+      pass.queries = batch.queries;
+      pass.max_distance = caps;
+      pass.candidate_offsets.assign(1, 0);
+      std::size_t next = 0;
+      for (int32_t q = 0; q < n_queries; ++q) {
+        while (next < chosen.size() &&
+               chosen[next] < batch.candidate_offsets[static_cast<std::size_t>(q) + 1]) {
+          pass.candidates.Add(batch.candidates.Get(static_cast<int32_t>(chosen[next])));
+          ++next;
+        }
+        pass.candidate_offsets.push_back(static_cast<int64_t>(next));
+      }
+      std::vector<int32_t> result;
+      GENIE_RETURN_IF_ERROR(distances(pass, &result));
+      if (result.size() != chosen.size()) {
+        return Status::Internal("the edit-distance function returned a wrong number of distances");
+      }
+      out->distances_computed += static_cast<int64_t>(chosen.size());
+      for (std::size_t i = 0; i < chosen.size(); ++i) {
+        const int64_t j = chosen[i];
+        int32_t q = static_cast<int32_t>(
+            std::upper_bound(batch.candidate_offsets.begin(), batch.candidate_offsets.end(), j) -
+            batch.candidate_offsets.begin() - 1);
+        const int32_t cap = caps[static_cast<std::size_t>(q)];
+        CandidateBound& c = out->candidates[static_cast<std::size_t>(j)];
+        if (cap >= 0 && result[i] > cap) {
+          c.distance = std::max(c.distance, cap + 1);
+          c.exact = false;
+        } else {
+          c.distance = result[i];
+          c.exact = true;
+        }
+      }
+      return Status::Ok();
+    };
+
+    // Pass 1: the k smallest lower bounds of each query, uncapped.
+    std::vector<int64_t> chosen;
+    std::vector<int32_t> caps(static_cast<std::size_t>(n_queries), -1);
+    std::vector<int64_t> order;
+    for (int32_t q = 0; q < n_queries; ++q) {
+      const int64_t begin = batch.candidate_offsets[static_cast<std::size_t>(q)];
+      const int64_t end = batch.candidate_offsets[static_cast<std::size_t>(q) + 1];
+      order.resize(static_cast<std::size_t>(end - begin));
+      std::iota(order.begin(), order.end(), begin);
+      const std::size_t take = std::min<std::size_t>(order.size(), static_cast<std::size_t>(batch.k));
+      std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(take), order.end(),
+                        [&](int64_t a, int64_t b) {
+                          if (lower[static_cast<std::size_t>(a)] != lower[static_cast<std::size_t>(b)])
+                            return lower[static_cast<std::size_t>(a)] < lower[static_cast<std::size_t>(b)];
+                          return a < b;
+                        });
+      order.resize(take);
+      std::sort(order.begin(), order.end());
+      chosen.insert(chosen.end(), order.begin(), order.end());
+    }
+    GENIE_RETURN_IF_ERROR(run_pass(chosen, caps));
+
+    // Pass 2: the rest whose lower bound is below D, capped at D.
+    chosen.clear();
+    for (int32_t q = 0; q < n_queries; ++q) {
+      const int64_t begin = batch.candidate_offsets[static_cast<std::size_t>(q)];
+      const int64_t end = batch.candidate_offsets[static_cast<std::size_t>(q) + 1];
+      if (end - begin <= batch.k) continue;  // pass 1 verified them all
+      int32_t d = 0;
+      for (int64_t j = begin; j < end; ++j) {
+        const CandidateBound& c = out->candidates[static_cast<std::size_t>(j)];
+        if (c.exact) d = std::max(d, c.distance);
+      }
+      caps[static_cast<std::size_t>(q)] = d;
+      for (int64_t j = begin; j < end; ++j) {
+        const CandidateBound& c = out->candidates[static_cast<std::size_t>(j)];
+        if (!c.exact && c.distance < d) chosen.push_back(j);
+      }
+    }
+    if (!chosen.empty()) GENIE_RETURN_IF_ERROR(run_pass(chosen, caps));
+
+    for (int32_t q = 0; q < n_queries; ++q) {
+      const int64_t begin = batch.candidate_offsets[static_cast<std::size_t>(q)];
+      const int64_t end = batch.candidate_offsets[static_cast<std::size_t>(q) + 1];
+      TopKCertificateInput input;
+      input.k = batch.k;
+      input.n = batch.n;
+      input.query_length = static_cast<int32_t>(batch.queries.Get(q).size());
+      input.query_lost = out->query_lost[static_cast<std::size_t>(q)];
+      input.candidates = Span<CandidateBound>(out->candidates.data() + begin,
+                                              static_cast<std::size_t>(end - begin));
+      input.unseen_count_bound = batch.unseen_count_bound[static_cast<std::size_t>(q)];
+      GENIE_RETURN_IF_ERROR(CertifyTopK(input, &out->certificates[static_cast<std::size_t>(q)]));
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory verifying a batch of candidates");
+  }
+  return Status::Ok();
+}
+
+}  // namespace genie

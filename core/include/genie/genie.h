@@ -220,6 +220,87 @@ genie_status genie_engine_search(genie_engine *engine,
 								 const genie_query_batch *queries, int32_t k,
 								 genie_results **results, genie_error *err);
 
+
+/* ---- sequences (ordered n-grams, edit distance) ---- */
+
+/*
+ * The ordered n-gram keyword set of a UTF-8 string (see genie/sequence.hpp
+ * for the exact rule: padding, occurrence numbers, hashing).  keywords must
+ * have room for size + n - 1 entries; *n_keywords receives the number of
+ * distinct keywords (ascending), *length the length in code points, *lost
+ * the grams merged by hash collisions.  n in [2, 8].  Invalid UTF-8 is
+ * GENIE_INVALID_ARGUMENT.
+ */
+genie_status genie_ngram_keywords(const char *text, size_t size, int32_t n,
+								  int32_t *keywords, size_t capacity,
+								  int32_t *n_keywords, int32_t *length,
+								  int32_t *lost, genie_error *err);
+
+/* |K(a) ∩ K(b)|: the set count an index computes between two strings. */
+genie_status genie_ngram_count(const char *a, size_t a_size, const char *b, size_t b_size,
+							   int32_t n, int32_t *count, genie_error *err);
+
+/* Levenshtein distance with unit costs, counting code points. */
+genie_status genie_edit_distance(const char *a, size_t a_size, const char *b, size_t b_size,
+								 int32_t *distance, genie_error *err);
+
+/*
+ * The lower bound on ed(q, s) for every string s whose set count with q is
+ * at most count: ceil((query_length + n - 1 - (count + query_lost)) / n),
+ * clamped at 0 (Theorem 5.1 with the padding).
+ */
+int32_t		genie_ngram_distance_lower_bound(int32_t query_length, int32_t query_lost,
+											 int32_t count, int32_t n);
+
+/*
+ * One verification round of genie_similar for a batch of queries: query q's
+ * candidates are candidates [candidate_offsets[q], candidate_offsets[q+1]),
+ * each with its set count, and unseen_count_bound[q] bounds the set count of
+ * every string that is not a candidate (-1: every string is one).  Strings
+ * are UTF-8 in CSR form (text + byte offsets).
+ */
+typedef struct genie_similar_batch
+{
+	int32_t		n_queries;
+	int32_t		n;				/* gram length of the index */
+	int32_t		k;
+	const char *query_text;
+	const int64_t *query_text_offsets;	/* n_queries + 1 */
+	const int64_t *candidate_offsets;	/* n_queries + 1 */
+	const char *candidate_text;
+	const int64_t *candidate_text_offsets;	/* n_candidates + 1 */
+	const int32_t *candidate_counts;	/* n_candidates */
+	const int32_t *unseen_count_bound;	/* n_queries */
+} genie_similar_batch;
+
+/* Caller-allocated outputs of genie_similar_verify. */
+typedef struct genie_similar_verdict
+{
+	int32_t    *distances;		/* n_candidates: the distance when exact, else a lower bound */
+	uint8_t    *exact;			/* n_candidates */
+	uint8_t    *certified;		/* n_queries: the k smallest exact distances are a true top-k */
+	/*
+	 * n_queries: every string not verified has a distance >= this bound
+	 * (INT32_MAX when all were), so among the k smallest exact distances
+	 * those <= it are certainly in a true top-k even when the query as a
+	 * whole is not certified.
+	 */
+	int32_t    *open_bound;
+	int64_t		distances_computed; /* pairs whose distance was computed */
+	genie_engine_kind device;	/* where they were computed: CPU or GPU */
+} genie_similar_verdict;
+
+/*
+ * Verifies the candidates with the count and length filters (Algorithm 2,
+ * batched) and certifies each query's top-k (Theorem 5.2).  device is
+ * GENIE_ENGINE_CPU, GENIE_ENGINE_GPU (fails without a usable GPU) or
+ * GENIE_ENGINE_AUTO; a GPU that runs out of memory falls back to the CPU.
+ * options: threads and device ordinal (NULL: defaults).
+ */
+genie_status genie_similar_verify(const genie_similar_batch *batch, genie_engine_kind device,
+								  const genie_engine_options *options,
+								  genie_similar_verdict *verdict, genie_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -60,6 +60,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -257,5 +258,44 @@ Status CertifyTopK(const TopKCertificateInput& input, TopKCertificate* out);
 Status VerifyTopKCandidates(Span<CodePoint> query, const CodePointStrings& candidates,
                             Span<int32_t> counts, int32_t k, int32_t n, int32_t query_lost,
                             std::vector<CandidateBound>* out);
+
+// ---- Batch verification with filters and certificates (genie_similar) ------
+
+// One round of the paper's pipeline for a batch of queries: each query's
+// candidates (its top K strings by set count) with their counts, and for
+// each query an upper bound on the set count of every string that is not a
+// candidate (TopKCertificateInput::unseen_count_bound).
+struct SimilarBatch {
+  int32_t n = 3;
+  int32_t k = 1;
+  CodePointStrings queries;
+  CodePointStrings candidates;
+  std::vector<int64_t> candidate_offsets{0};  // queries.size() + 1 entries
+  std::vector<int32_t> candidate_counts;      // one per candidate
+  std::vector<int32_t> unseen_count_bound;    // one per query
+};
+
+struct SimilarVerdict {
+  std::vector<CandidateBound> candidates;      // one per candidate
+  std::vector<TopKCertificate> certificates;   // one per query
+  std::vector<int32_t> query_lost;             // one per query: NgramKeywords::lost
+  int64_t distances_computed = 0;              // pairs sent to the distance function
+};
+
+// Computes the distances of a batch of (query, candidate) pairs, capped as
+// EditDistanceBatch::max_distance says: CpuEditDistances or GpuEditDistances.
+using EditDistanceFunction =
+    std::function<Status(const EditDistanceBatch& batch, std::vector<int32_t>* distances)>;
+
+// Algorithm 2's count and length filters, in two batched passes so that a
+// GPU sees many pairs at once.  Pass 1: per query, the k candidates with the
+// smallest lower bound (EditDistanceLowerBound with count + lost(q)) are
+// verified exactly; the largest of their distances, D, bounds the k-th
+// distance from above.  Pass 2: the other candidates whose lower bound is
+// below D are verified with the cap D (a capped one becomes an inexact
+// lower bound D + 1); the rest keep their lower bound, inexact.  Then
+// CertifyTopK gives each query's certificate.
+Status VerifySimilarBatch(const SimilarBatch& batch, const EditDistanceFunction& distances,
+                          SimilarVerdict* out);
 
 }  // namespace genie
