@@ -55,12 +55,29 @@
 #include "genie_query.h"
 
 #define GENIE_MAGIC				0x47454E49	/* "GENI" */
-#define GENIE_FORMAT_VERSION	2	/* 2: committed end of the pending list */
+#define GENIE_FORMAT_VERSION	3	/* 2: committed end of the pending list; 3: encoding */
 #define GENIE_METAPAGE_BLKNO	0
 #define GENIE_PAGE_ID			0xFF87	/* for pg_filedump and friends */
 
-/* strategy number of the ordering operator <~> */
-#define GENIE_ORDER_STRATEGY	1
+/*
+ * What an index's keywords are made of, decided by its operator class's
+ * support function 1 at build time and kept in the metapage.
+ */
+#define GENIE_ENCODING_PROC		1
+#define GENIE_ENCODING_INT4_SET	1	/* genie_int4_ops: the int4 elements themselves */
+#define GENIE_ENCODING_NGRAM	2	/* genie_ngram_ops: ordered n-grams of text */
+
+/* strategies of genie_ngram_ops */
+#define GENIE_NGRAM_MATCH_STRATEGY	1	/* text <~> text: negated n-gram count */
+#define GENIE_NGRAM_EDIT_STRATEGY	2	/* text <%> text: edit distance */
+/* the gram length of text <~> text, and the default of the reloption n */
+#define GENIE_NGRAM_DEFAULT_N	3
+
+typedef struct GenieEncoding
+{
+	int16		kind;			/* GENIE_ENCODING_* */
+	int16		ngram_n;		/* gram length of GENIE_ENCODING_NGRAM, else 0 */
+} GenieEncoding;
 
 /* kinds of page */
 #define GENIE_PAGE_META			1
@@ -141,6 +158,7 @@ typedef struct GenieMetaPageData
 	GenieChain	keywords;
 	GenieChain	postings;
 	GenieChain	pending;
+	GenieEncoding encoding;
 } GenieMetaPageData;
 
 typedef GenieMetaPageData *GenieMetaPage;
@@ -153,6 +171,7 @@ typedef struct GenieOptions
 	int32		vl_len_;		/* varlena header (do not touch directly) */
 	int			split_length;	/* postings sublist length (load balancing) */
 	int			pending_list_limit; /* kB of pending records that trigger a merge */
+	int			ngram_n;		/* gram length of genie_ngram_ops (read at build only) */
 } GenieOptions;
 
 /* GUCs (genie.c) */
@@ -168,7 +187,7 @@ extern void genie_init_reloptions(void);
 
 /* genie_storage.c: pages and chains */
 extern void genie_init_page(Page page, uint16 kind);
-extern void genie_init_metapage(Page page, int32 split_length);
+extern void genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding);
 extern Buffer genie_new_buffer(Relation index);
 extern void genie_free_chain(Relation index, GenieChain chain);
 
@@ -212,6 +231,7 @@ extern void *genie_chain_read(Relation index, GenieChain chain, Size entry_size,
 typedef struct GenieIndexContent
 {
 	uint64		stamp;
+	GenieEncoding encoding;
 	int32		split_length;
 	int32		n_objects;
 	int32		n_main_objects;
@@ -284,6 +304,7 @@ typedef struct GenieCachedIndex
 	Oid			index_oid;
 	RelFileNode node;
 	uint64		stamp;
+	GenieEncoding encoding;
 	int32		n_objects;
 	int32		n_main_objects;
 	GenieObjectEntry *objects;	/* n_objects entries, main then pending */
@@ -320,7 +341,30 @@ extern void genie_cache_search(GenieCachedIndex *entry, GenieQueryBatch *batch, 
 /* genie_topk.c: opens a genie index and its table, checking kind and privilege */
 extern Relation genie_open_index(Oid indexoid, Relation *heap);
 
-/* genie_query conversion of an ORDER BY argument (int4[] or genie_query) */
-extern GenieQuery *genie_query_from_datum(Datum value, Oid type);
+/* genie_encoding.c: values and ORDER BY arguments as keywords */
+extern void genie_encoding_for_build(Relation index, GenieEncoding *encoding);
+extern const char *genie_encoding_name(const GenieEncoding *encoding);
+
+/*
+ * The keywords of an indexed value (not NULL), palloc'd; the int4 elements
+ * of an array (duplicates allowed) or a text's ordered n-gram keywords.
+ */
+extern int32 *genie_encode_value(const GenieEncoding *encoding, Datum value, int *n);
+
+/* An ORDER BY argument as a query, with what an edit-distance scan needs. */
+typedef struct GenieOrderBy
+{
+	GenieQuery *query;
+	bool		edit_distance;	/* <%>: order by a lower bound, rechecked */
+	int32		query_length;	/* code points of the text query */
+	int32		query_lost;		/* its grams merged by hash collisions */
+} GenieOrderBy;
+
+extern void genie_encode_orderby(Relation index, const GenieEncoding *encoding,
+								 StrategyNumber strategy, Datum value, Oid type,
+								 GenieOrderBy *out);
+
+/* genie_ngram.c: text as UTF-8 for the core (converted when the database is not UTF-8) */
+extern const char *genie_text_utf8(text *value, size_t *size);
 
 #endif							/* GENIE_AM_H */

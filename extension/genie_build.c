@@ -148,6 +148,7 @@ typedef struct GenieBuildState
 {
 	GeniePostingsSorter *sorter;
 	GenieChainWriter directory;
+	GenieEncoding encoding;
 	int64		n_objects;
 	MemoryContext tmpcxt;
 } GenieBuildState;
@@ -171,8 +172,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	if (!isnull[0])
 	{
 		int			n;
-		int32	   *keywords = genie_int4_array_values(DatumGetArrayTypeP(values[0]),
-													   "indexed array", &n);
+		int32	   *keywords = genie_encode_value(&state->encoding, values[0], &n);
 
 		genie_sorter_add(state->sorter, keywords, n, (int32) state->n_objects);
 	}
@@ -213,13 +213,14 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	 * last; no buffer stays locked during the table scan, so the build can be
 	 * cancelled.
 	 */
+	memset(&state, 0, sizeof(state));
+	genie_encoding_for_build(index, &state.encoding);
 	metabuf = genie_new_buffer(index);
 	Assert(BufferGetBlockNumber(metabuf) == GENIE_METAPAGE_BLKNO);
-	genie_init_metapage(BufferGetPage(metabuf), genie_split_length(index));
+	genie_init_metapage(BufferGetPage(metabuf), genie_split_length(index), &state.encoding);
 	MarkBufferDirty(metabuf);
 	UnlockReleaseBuffer(metabuf);
 
-	memset(&state, 0, sizeof(state));
 	state.sorter = genie_sorter_begin(maintenance_work_mem);
 	genie_chain_writer_init(&state.directory, index, GENIE_PAGE_DIRECTORY,
 							sizeof(GenieObjectEntry), false);
@@ -241,7 +242,7 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	metapage = BufferGetPage(metabuf);
-	genie_init_metapage(metapage, genie_split_length(index));
+	genie_init_metapage(metapage, genie_split_length(index), &state.encoding);
 	meta = GeniePageGetMeta(metapage);
 	meta->n_objects = (int32) state.n_objects;
 	meta->n_main_objects = (int32) state.n_objects;
@@ -270,8 +271,10 @@ void
 genie_ambuildempty(Relation index)
 {
 	Page		metapage = (Page) palloc(BLCKSZ);
+	GenieEncoding encoding;
 
-	genie_init_metapage(metapage, genie_split_length(index));
+	genie_encoding_for_build(index, &encoding);
+	genie_init_metapage(metapage, genie_split_length(index), &encoding);
 	PageSetChecksumInplace(metapage, GENIE_METAPAGE_BLKNO);
 	smgrwrite(RelationGetSmgr(index), INIT_FORKNUM, GENIE_METAPAGE_BLKNO, (char *) metapage, true);
 	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,

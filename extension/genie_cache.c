@@ -238,6 +238,7 @@ load_slot(Relation index)
 		e->index_oid = RelationGetRelid(index);
 		e->node = index->rd_node;
 		e->stamp = content.stamp;
+		e->encoding = content.encoding;
 		e->n_objects = content.n_objects;
 		e->n_main_objects = content.n_main_objects;
 		e->objects = MemoryContextAllocHuge(slot->cxt,

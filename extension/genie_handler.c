@@ -13,6 +13,8 @@
 #include "access/htup_details.h"
 #include "access/reloptions.h"
 #include "catalog/pg_amop.h"
+#include "catalog/pg_amproc.h"
+#include "access/genam.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
 #include "commands/vacuum.h"
@@ -42,6 +44,9 @@ genie_init_reloptions(void)
 	add_int_reloption(genie_relopt_kind, "pending_list_limit",
 					  "Size of the pending list in kB that triggers a merge (default: genie.pending_list_limit)",
 					  -1, -1, MAX_KILOBYTES, ShareUpdateExclusiveLock);
+	add_int_reloption(genie_relopt_kind, "n",
+					  "Gram length of a genie_ngram_ops index, fixed when the index is built",
+					  GENIE_NGRAM_DEFAULT_N, 2, 8, AccessExclusiveLock);
 }
 
 bytea *
@@ -50,10 +55,56 @@ genie_options(Datum reloptions, bool validate)
 	static const relopt_parse_elt tab[] = {
 		{"split_length", RELOPT_TYPE_INT, offsetof(GenieOptions, split_length)},
 		{"pending_list_limit", RELOPT_TYPE_INT, offsetof(GenieOptions, pending_list_limit)},
+		{"n", RELOPT_TYPE_INT, offsetof(GenieOptions, ngram_n)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, genie_relopt_kind,
 									  sizeof(GenieOptions), tab, lengthof(tab));
+}
+
+/* The strategy of an ordering operator in an operator family, or 0. */
+static int
+ordering_strategy(Oid opno, Oid opfamily)
+{
+	HeapTuple	tp = SearchSysCache3(AMOPOPID, ObjectIdGetDatum(opno), CharGetDatum(AMOP_ORDER),
+									 ObjectIdGetDatum(opfamily));
+	int			strategy = 0;
+
+	if (HeapTupleIsValid(tp))
+	{
+		strategy = ((Form_pg_amop) GETSTRUCT(tp))->amopstrategy;
+		ReleaseSysCache(tp);
+	}
+	return strategy;
+}
+
+/* False when an n-gram index with n other than 3 is asked to order by text <~> text. */
+static bool
+ngram_index_serves(IndexPath *path)
+{
+	ListCell   *lc;
+	Relation	index;
+	GenieMetaPageData meta;
+	bool		serves = true;
+
+	foreach(lc, path->indexorderbys)
+	{
+		Expr	   *clause = (Expr *) lfirst(lc);
+
+		if (IsA(clause, OpExpr) &&
+			ordering_strategy(((OpExpr *) clause)->opno,
+							  path->indexinfo->opfamily[0]) == GENIE_NGRAM_MATCH_STRATEGY &&
+			path->indexinfo->opcintype[0] == TEXTOID)
+		{
+			index = index_open(path->indexinfo->indexoid, NoLock);
+			genie_read_meta(index, &meta);
+			index_close(index, NoLock);
+			if (meta.encoding.kind == GENIE_ENCODING_NGRAM &&
+				meta.encoding.ngram_n != GENIE_NGRAM_DEFAULT_N)
+				serves = false;
+		}
+	}
+	return serves;
 }
 
 /*
@@ -76,6 +127,21 @@ genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	{
 		*indexStartupCost = disable_cost;
 		*indexTotalCost = disable_cost;
+		*indexSelectivity = 1.0;
+		*indexCorrelation = 0.0;
+		*indexPages = pages;
+		return;
+	}
+
+	/*
+	 * text <~> text counts 3-grams; an index of other grams cannot order by
+	 * it (its scan would raise an error), so price it above any plan that
+	 * enable_seqscan = off and enable_sort = off can penalise.
+	 */
+	if (!ngram_index_serves(path))
+	{
+		*indexStartupCost = disable_cost * 1000.0;
+		*indexTotalCost = disable_cost * 1000.0;
 		*indexSelectivity = 1.0;
 		*indexCorrelation = 0.0;
 		*indexPages = pages;
@@ -108,6 +174,8 @@ genie_amvalidate(Oid opclassoid)
 	Form_pg_opclass classform;
 	Oid			opfamilyoid;
 	CatCList   *oprlist;
+	CatCList   *proclist;
+	bool		has_encoding = false;
 	char	   *opclassname;
 	bool		result = true;
 
@@ -135,6 +203,33 @@ genie_amvalidate(Oid opclassoid)
 		}
 	}
 	ReleaseCatCacheList(oprlist);
+
+	/* support function 1 says how values become keywords */
+	proclist = SearchSysCacheList1(AMPROCNUM, ObjectIdGetDatum(opfamilyoid));
+	for (int i = 0; i < proclist->n_members; i++)
+	{
+		Form_pg_amproc procform = (Form_pg_amproc) GETSTRUCT(&proclist->members[i]->tuple);
+
+		if (procform->amprocnum == GENIE_ENCODING_PROC &&
+			procform->amproclefttype == classform->opcintype)
+		{
+			has_encoding = check_amproc_signature(procform->amproc, INT4OID, true, 1, 1, INTERNALOID);
+			if (!has_encoding)
+				ereport(INFO,
+						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+						 errmsg("genie operator class \"%s\" has a support function 1 that is not (internal) RETURNS int4",
+								opclassname)));
+		}
+	}
+	ReleaseCatCacheList(proclist);
+	if (!has_encoding)
+	{
+		ereport(INFO,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("genie operator class \"%s\" lacks a valid encoding support function 1",
+						opclassname)));
+		result = false;
+	}
 	ReleaseSysCache(classtup);
 	return result;
 }
@@ -145,7 +240,7 @@ genie_handler(PG_FUNCTION_ARGS)
 	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
 
 	amroutine->amstrategies = 0;
-	amroutine->amsupport = 0;
+	amroutine->amsupport = 1;
 	amroutine->amoptsprocnum = 0;
 	amroutine->amcanorder = false;
 	amroutine->amcanorderbyop = true;

@@ -35,8 +35,8 @@ genie_index_info(PG_FUNCTION_ARGS)
 	Relation	heap;
 	Buffer		metabuf;
 	GenieMetaPage meta;
-	Datum		values[10];
-	bool		nulls[10] = {false};
+	Datum		values[12];
+	bool		nulls[12] = {false};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "genie_index_info: return type must be a row type");
@@ -57,6 +57,9 @@ genie_index_info(PG_FUNCTION_ARGS)
 	values[7] = Int64GetDatum(RelationGetNumberOfBlocks(index));
 	values[8] = Int64GetDatum((int64) meta->stamp);
 	values[9] = Int32GetDatum(meta->format_version);
+	values[10] = CStringGetTextDatum(genie_encoding_name(&meta->encoding));
+	values[11] = Int32GetDatum(meta->encoding.ngram_n);
+	nulls[11] = meta->encoding.kind != GENIE_ENCODING_NGRAM;
 	UnlockReleaseBuffer(metabuf);
 	index_close(index, AccessShareLock);
 	table_close(heap, AccessShareLock);

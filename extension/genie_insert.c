@@ -165,7 +165,13 @@ genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	bool		merge;
 
 	if (!isnull[0])
-		keywords = genie_int4_array_values(DatumGetArrayTypeP(values[0]), "indexed array", &n);
+	{
+		/* the encoding is fixed at build time: n may differ from the reloption now */
+		GenieMetaPageData meta;
+
+		genie_read_meta(index, &meta);
+		keywords = genie_encode_value(&meta.encoding, values[0], &n);
+	}
 
 	GENIE_CONTENT_LOCK_SHARE(index);
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);

@@ -13,6 +13,12 @@
  * distance is NULL, which sorts last), so the scan equals a sequential scan
  * for any LIMIT.
  *
+ * ORDER BY col <%> query on an n-gram index returns the same rows in the
+ * same order of n-gram count, but reports for each the lower bound on its
+ * edit distance that its count implies (Theorem 5.1; ascending as the count
+ * descends) with xs_recheckorderby, so that the executor computes the true
+ * distances and reorders: exactly the k nearest rows for any LIMIT.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -37,6 +43,8 @@ typedef struct GenieScanOpaqueData
 {
 	MemoryContext cxt;			/* per-rescan state */
 	GenieQuery *query;			/* NULL when the ORDER BY argument is NULL */
+	GenieOrderBy orderby;		/* the query and how to report distances */
+	int16		ngram_n;
 	bool		has_orderby;
 	GenieCachedIndex *entry;	/* pinned */
 	GenieScanPhase phase;
@@ -90,20 +98,6 @@ genie_ambeginscan(Relation index, int nkeys, int norderbys)
 	return scan;
 }
 
-GenieQuery *
-genie_query_from_datum(Datum value, Oid type)
-{
-	if (type == INT4ARRAYOID)
-	{
-		ArrayType  *array = DatumGetArrayTypeP(value);
-		int			n;
-		int32	   *keywords = genie_int4_array_values(array, "query", &n);
-
-		return genie_query_from_keywords(keywords, n, false);
-	}
-	return (GenieQuery *) PG_DETOAST_DATUM_COPY(value);
-}
-
 void
 genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int norderbys)
 {
@@ -114,6 +108,7 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 	MemoryContextReset(so->cxt);
 	memset(&so->result, 0, sizeof(so->result));
 	so->query = NULL;
+	memset(&so->orderby, 0, sizeof(so->orderby));
 	so->returned = NULL;
 	so->position = 0;
 	so->cursor = 0;
@@ -126,8 +121,17 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 
 	old = MemoryContextSwitchTo(so->cxt);
 	if (so->has_orderby && !(scan->orderByData[0].sk_flags & SK_ISNULL))
-		so->query = genie_query_from_datum(scan->orderByData[0].sk_argument,
-										   scan->orderByData[0].sk_subtype);
+	{
+		GenieMetaPageData meta;
+
+		genie_read_meta(scan->indexRelation, &meta);
+		genie_encode_orderby(scan->indexRelation, &meta.encoding,
+							 scan->orderByData[0].sk_strategy,
+							 scan->orderByData[0].sk_argument,
+							 scan->orderByData[0].sk_subtype, &so->orderby);
+		so->query = so->orderby.query;
+		so->ngram_n = meta.encoding.ngram_n;
+	}
 	MemoryContextSwitchTo(old);
 }
 
@@ -195,10 +199,21 @@ emit(IndexScanDesc scan, GenieScanOpaque so, int32 id, int32 score, bool null_di
 	scan->xs_recheck = false;
 	if (scan->numberOfOrderBys > 0)
 	{
-		scan->xs_recheckorderby = false;
 		scan->xs_orderbynulls[0] = null_distance;
-		/* the operator returns the negated score; avoid -0 */
-		scan->xs_orderbyvals[0] = Float8GetDatum(null_distance || score == 0 ? 0.0 : -(float8) score);
+		if (so->orderby.edit_distance)
+		{
+			scan->xs_recheckorderby = true;
+			scan->xs_orderbyvals[0] = Float8GetDatum(null_distance ? 0.0 :
+													 (float8) genie_ngram_distance_lower_bound(so->orderby.query_length,
+																							   so->orderby.query_lost,
+																							   score, so->ngram_n));
+		}
+		else
+		{
+			scan->xs_recheckorderby = false;
+			/* the operator returns the negated score; avoid -0 */
+			scan->xs_orderbyvals[0] = Float8GetDatum(null_distance || score == 0 ? 0.0 : -(float8) score);
+		}
 	}
 }
 

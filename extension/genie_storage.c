@@ -39,7 +39,7 @@ empty_chain(GenieChain *chain)
 }
 
 void
-genie_init_metapage(Page page, int32 split_length)
+genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding)
 {
 	GenieMetaPage meta;
 
@@ -50,6 +50,7 @@ genie_init_metapage(Page page, int32 split_length)
 	meta->format_version = GENIE_FORMAT_VERSION;
 	meta->stamp = 1;
 	meta->split_length = split_length;
+	meta->encoding = *encoding;
 	empty_chain(&meta->directory);
 	empty_chain(&meta->keywords);
 	empty_chain(&meta->postings);
@@ -461,6 +462,7 @@ genie_read_content(Relation index, GenieIndexContent *content)
 		genie_read_meta(index, meta);
 	content->stamp = meta->stamp;
 	content->split_length = meta->split_length;
+	content->encoding = meta->encoding;
 	content->n_objects = meta->n_objects;
 	content->n_main_objects = meta->n_main_objects;
 	content->n_dead = meta->n_dead;

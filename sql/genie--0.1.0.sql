@@ -141,10 +141,77 @@ AS 'MODULE_PATHNAME' LANGUAGE C;
 CREATE ACCESS METHOD genie TYPE INDEX HANDLER genie_handler;
 COMMENT ON ACCESS METHOD genie IS 'GENIE inverted index: top-k by match count on the GPU or CPU';
 
+-- Support function 1 of an operator class says how its values become
+-- keywords; the index keeps that choice in its metapage.
+CREATE FUNCTION genie_int4_set_encoding(internal) RETURNS int4
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION genie_ngram_encoding(internal) RETURNS int4
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 CREATE OPERATOR CLASS genie_int4_ops
 DEFAULT FOR TYPE int4[] USING genie AS
     OPERATOR 1 <~> (int4[], int4[]) FOR ORDER BY float_ops,
-    OPERATOR 2 <~> (int4[], genie_query) FOR ORDER BY float_ops;
+    OPERATOR 2 <~> (int4[], genie_query) FOR ORDER BY float_ops,
+    FUNCTION 1 genie_int4_set_encoding(internal);
+
+-- ---------------------------------------------------------------------------
+-- Sequence similarity on text (GENIE section V-A): ordered n-grams.
+-- ---------------------------------------------------------------------------
+
+-- The keywords an index of n-grams stores for a text: its ordered n-grams
+-- (gram, occurrence number) of the text padded with n - 1 marks at each end,
+-- hashed to int4, distinct and ascending.
+CREATE FUNCTION genie_ngrams(value text, n int4 DEFAULT 3) RETURNS int4[]
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- The ordered n-gram match count of two texts, as an index of n-grams
+-- counts it: sum over grams of min(occurrences), up to hash collisions.
+CREATE FUNCTION genie_ngram_count(a text, b text, n int4 DEFAULT 3) RETURNS int4
+AS 'MODULE_PATHNAME', 'genie_ngram_count_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- Levenshtein distance, unit costs, counted in characters.
+CREATE FUNCTION genie_edit_distance(a text, b text) RETURNS int4
+AS 'MODULE_PATHNAME', 'genie_edit_distance_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION genie_negated_ngram_count(text, text) RETURNS float8
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10;
+
+CREATE FUNCTION genie_edit_distance_float8(text, text) RETURNS float8
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 50;
+
+-- ORDER BY w <~> 'query': most shared 3-grams first (negated count).
+CREATE OPERATOR <~> (
+    LEFTARG = text, RIGHTARG = text,
+    FUNCTION = genie_negated_ngram_count,
+    COMMUTATOR = '<~>'
+);
+
+-- ORDER BY w <%> 'query': nearest by edit distance first.  (pg_trgm owns
+-- text <-> text; this name lets both live in one schema.)
+CREATE OPERATOR <%> (
+    LEFTARG = text, RIGHTARG = text,
+    FUNCTION = genie_edit_distance_float8,
+    COMMUTATOR = '<%>'
+);
+
+CREATE OPERATOR CLASS genie_ngram_ops
+FOR TYPE text USING genie AS
+    OPERATOR 1 <~> (text, text) FOR ORDER BY float_ops,
+    OPERATOR 2 <%> (text, text) FOR ORDER BY float_ops,
+    FUNCTION 1 genie_ngram_encoding(internal);
+
+-- The batch pipeline: for each query (query_no is its 1-based position) the
+-- k rows nearest by edit distance, verified from the top `candidates` rows
+-- by n-gram count and certified; uncertified queries run again with twice
+-- the candidates.  rounds is how many rounds the query took; max_rounds
+-- (NULL: no limit) stops early, and then exact says which rows are proven
+-- to be among the k nearest.
+CREATE FUNCTION genie_similar(index regclass, queries text[], k int4,
+    candidates int4 DEFAULT 32, max_rounds int4 DEFAULT NULL)
+RETURNS TABLE (query_no int4, ctid tid, distance int4, exact bool, rounds int4)
+AS 'MODULE_PATHNAME', 'genie_similar'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL RESTRICTED;
 
 -- A batch of queries in one engine call: for each query (query_no is its
 -- 1-based position in the array) the k best rows visible to the caller, with
@@ -158,7 +225,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 CREATE FUNCTION genie_index_info(index regclass,
     OUT live_rows int4, OUT dead_rows int4, OUT pending_rows int4, OUT pending_bytes int8,
     OUT keywords int4, OUT postings int8, OUT split_length int4, OUT pages int8,
-    OUT stamp int8, OUT format_version int4)
+    OUT stamp int8, OUT format_version int4, OUT encoding text, OUT ngram_length int4)
 RETURNS record
 AS 'MODULE_PATHNAME', 'genie_index_info'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE;

@@ -1,0 +1,148 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_ngram.c
+ *	  Text functions of genie_ngram_ops: ordered n-gram counts, the edit
+ *	  distance and the operators <~> and <%> on text.
+ *
+ * Text reaches the core as UTF-8, and the core counts code points, so
+ * lengths and distances are in characters.  A database in another encoding
+ * has its text converted first.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+#include "genie_am.h"
+
+PG_FUNCTION_INFO_V1(genie_ngram_count_text);
+PG_FUNCTION_INFO_V1(genie_negated_ngram_count);
+PG_FUNCTION_INFO_V1(genie_ngrams);
+PG_FUNCTION_INFO_V1(genie_edit_distance_text);
+PG_FUNCTION_INFO_V1(genie_edit_distance_float8);
+
+/*
+ * Edit distances are exact and cannot be interrupted inside the core, so
+ * pairs whose dynamic program would run for seconds are refused.
+ */
+#define GENIE_EDIT_DISTANCE_MAX_CELLS	((int64) 4000000000)
+
+const char *
+genie_text_utf8(text *value, size_t *size)
+{
+	const char *data = VARDATA_ANY(value);
+	int			len = VARSIZE_ANY_EXHDR(value);
+	int			encoding = GetDatabaseEncoding();
+
+	if (encoding != PG_UTF8 && encoding != PG_SQL_ASCII)
+	{
+		char	   *converted = pg_server_to_any(data, len, PG_UTF8);
+
+		if (converted != data)
+			len = strlen(converted);
+		data = converted;
+	}
+	*size = (size_t) len;
+	return data;
+}
+
+static int32
+check_n(int32 n)
+{
+	if (n < 2 || n > 8)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n-gram length %d is outside [2, 8]", n)));
+	return n;
+}
+
+static int32
+ngram_count(text *a, text *b, int32 n)
+{
+	size_t		a_size;
+	size_t		b_size;
+	const char *a_utf8 = genie_text_utf8(a, &a_size);
+	const char *b_utf8 = genie_text_utf8(b, &b_size);
+	int32		count;
+	genie_error err;
+
+	GENIE_CHECK(genie_ngram_count(a_utf8, a_size, b_utf8, b_size, check_n(n), &count, &err),
+				&err, "genie_ngram_count");
+	return count;
+}
+
+/* genie_ngram_count(a, b, n): |K(a) ∩ K(b)|, what an index of n-grams counts */
+Datum
+genie_ngram_count_text(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(ngram_count(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), PG_GETARG_INT32(2)));
+}
+
+/* text <~> text: the negated 3-gram count, so that ascending order is best first */
+Datum
+genie_negated_ngram_count(PG_FUNCTION_ARGS)
+{
+	int32		count = ngram_count(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1),
+									GENIE_NGRAM_DEFAULT_N);
+
+	PG_RETURN_FLOAT8(count == 0 ? 0.0 : -(float8) count);
+}
+
+/* genie_ngrams(t, n): the keywords an index of n-grams stores for t, ascending */
+Datum
+genie_ngrams(PG_FUNCTION_ARGS)
+{
+	text	   *value = PG_GETARG_TEXT_PP(0);
+	GenieEncoding encoding;
+	int			n;
+	int32	   *keywords;
+
+	encoding.kind = GENIE_ENCODING_NGRAM;
+	encoding.ngram_n = (int16) check_n(PG_GETARG_INT32(1));
+	keywords = genie_encode_value(&encoding, PointerGetDatum(value), &n);
+	PG_RETURN_ARRAYTYPE_P(construct_array((Datum *) keywords, n, INT4OID, sizeof(int32), true,
+										  TYPALIGN_INT));
+}
+
+static int32
+edit_distance(text *a, text *b)
+{
+	size_t		a_size;
+	size_t		b_size;
+	const char *a_utf8 = genie_text_utf8(a, &a_size);
+	const char *b_utf8 = genie_text_utf8(b, &b_size);
+	int32		distance;
+	genie_error err;
+
+	/* bytes bound characters from above, so this is conservative */
+	if ((int64) Min(a_size, b_size) * (int64) Max(a_size, b_size) > GENIE_EDIT_DISTANCE_MAX_CELLS &&
+		(int64) pg_mbstrlen_with_len(VARDATA_ANY(a), VARSIZE_ANY_EXHDR(a)) *
+		(int64) pg_mbstrlen_with_len(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b)) > GENIE_EDIT_DISTANCE_MAX_CELLS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("strings too long for an edit distance"),
+				 errdetail("The product of their lengths exceeds %lld characters squared.",
+						   (long long) GENIE_EDIT_DISTANCE_MAX_CELLS)));
+	GENIE_CHECK(genie_edit_distance(a_utf8, a_size, b_utf8, b_size, &distance, &err),
+				&err, "genie_edit_distance");
+	return distance;
+}
+
+/* genie_edit_distance(a, b): Levenshtein distance in characters, unit costs */
+Datum
+genie_edit_distance_text(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(edit_distance(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1)));
+}
+
+/* text <%> text: the same distance as float8, the type ordering operators return */
+Datum
+genie_edit_distance_float8(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_FLOAT8((float8) edit_distance(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1)));
+}
