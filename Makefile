@@ -17,6 +17,10 @@ PGFILEDESC = "genie - similarity search by match count on the GPU and CPU"
 PG_CPPFLAGS = -I$(CURDIR)/core/include -I$(CURDIR)/extension -Wextra -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
+# PGXS knows no header dependencies: every object depends on every header it
+# may include, so a changed struct never leaves a stale object behind.
+$(OBJS): $(wildcard extension/*.h) core/include/genie/genie.h
+
 .DEFAULT_GOAL := all
 .PHONY: demo test genie-libs deps
 

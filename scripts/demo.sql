@@ -67,3 +67,28 @@ FROM genie_topk('articles_tags_idx',
                 ARRAY['{1,2,3}', '{4000,4001}', '{42*3, 100..110}']::genie_query[], 3) AS t
 JOIN articles a ON a.ctid = t.ctid
 ORDER BY t.query_no, t.score DESC, a.id;
+
+\echo
+\echo '== text: typo correction on the word list (/usr/share/dict/american-english, wamerican)'
+CREATE EXTENSION fuzzystrmatch;
+CREATE TABLE words (w text);
+COPY words FROM '/usr/share/dict/american-english';
+\timing on
+CREATE INDEX words_w_idx ON words USING genie (w genie_ngram_ops);
+\timing off
+ANALYZE words;
+
+\echo
+\echo '== the 5 words nearest to "recieve" by edit distance (an index scan, rechecked exactly)'
+SELECT w, w <%> 'recieve' AS distance, levenshtein(w, 'recieve') AS levenshtein
+FROM words ORDER BY w <%> 'recieve' LIMIT 5;
+EXPLAIN (COSTS OFF) SELECT w FROM words ORDER BY w <%> 'recieve' LIMIT 5;
+
+\echo
+\echo '== genie_similar: a batch of typos, the nearest word of each, certified exact'
+SELECT q.query_no, typo, w.w AS correction, q.distance, q.exact, q.rounds
+FROM genie_similar('words_w_idx', ARRAY['recieve', 'langauge', 'definately', 'seperate', 'accomodation'], 1) AS q
+JOIN words w ON w.ctid = q.ctid
+JOIN unnest(ARRAY['recieve', 'langauge', 'definately', 'seperate', 'accomodation']) WITH ORDINALITY AS t(typo, n)
+  ON t.n = q.query_no
+ORDER BY q.query_no, w.w;

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "genie/genie.h"
 #include "genie/gpu_edit_distance.hpp"
 #include "genie/gpu_engine.hpp"
 #include "genie/sequence.hpp"
@@ -91,6 +93,79 @@ TEST(EditDistanceGpu, LargeShortStringBatch) {
   Status st = GpuEditDistances(batch, 0, &gpu);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(gpu, cpu);
+}
+
+std::string Utf8(Span<CodePoint> s) {
+  std::string out;
+  for (CodePoint c : s) {
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if (c < 0x800) {
+      out += static_cast<char>(0xC0 | (c >> 6));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {
+      out += static_cast<char>(0xE0 | (c >> 12));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (c >> 18));
+      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    }
+  }
+  return out;
+}
+
+// genie_similar's verification round through the C API: the GPU's verdict
+// (distances, exact flags, certificates, bounds) equals the CPU's.
+TEST(EditDistanceGpu, SimilarVerifyMatchesCpu) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  for (int32_t round = 0; round < 6; ++round) {
+    const EditDistanceBatch strings = RandomBatch(static_cast<uint32_t>(500 + round), 120, 80, false,
+                                                  round % 2 ? 64 : 300);
+    std::string query_text, candidate_text;
+    std::vector<int64_t> query_offsets{0}, candidate_text_offsets{0};
+    std::vector<int32_t> counts, unseen;
+    std::mt19937 rng(static_cast<uint32_t>(round));
+    for (int32_t q = 0; q < strings.queries.size(); ++q) {
+      query_text += Utf8(strings.queries.Get(q));
+      query_offsets.push_back(static_cast<int64_t>(query_text.size()));
+      unseen.push_back(q % 5 == 0 ? -1 : static_cast<int32_t>(rng() % 6));
+    }
+    for (int32_t j = 0; j < strings.candidates.size(); ++j) {
+      candidate_text += Utf8(strings.candidates.Get(j));
+      candidate_text_offsets.push_back(static_cast<int64_t>(candidate_text.size()));
+      counts.push_back(static_cast<int32_t>(rng() % 12));
+    }
+    genie_similar_batch batch{};
+    batch.n_queries = strings.queries.size();
+    batch.n = 2 + round;
+    batch.k = 1 + round * 3;
+    batch.query_text = query_text.data();
+    batch.query_text_offsets = query_offsets.data();
+    batch.candidate_offsets = strings.candidate_offsets.data();
+    batch.candidate_text = candidate_text.data();
+    batch.candidate_text_offsets = candidate_text_offsets.data();
+    batch.candidate_counts = counts.data();
+    batch.unseen_count_bound = unseen.data();
+    const std::size_t nc = counts.size(), nq = unseen.size();
+    std::vector<int32_t> d_cpu(nc), d_gpu(nc), b_cpu(nq), b_gpu(nq);
+    std::vector<uint8_t> e_cpu(nc), e_gpu(nc), c_cpu(nq), c_gpu(nq);
+    genie_similar_verdict cpu{d_cpu.data(), e_cpu.data(), c_cpu.data(), b_cpu.data(), 0, GENIE_ENGINE_AUTO};
+    genie_similar_verdict gpu{d_gpu.data(), e_gpu.data(), c_gpu.data(), b_gpu.data(), 0, GENIE_ENGINE_AUTO};
+    genie_error err{};
+    ASSERT_EQ(genie_similar_verify(&batch, GENIE_ENGINE_CPU, nullptr, &cpu, &err), GENIE_OK) << err.message;
+    ASSERT_EQ(genie_similar_verify(&batch, GENIE_ENGINE_GPU, nullptr, &gpu, &err), GENIE_OK) << err.message;
+    EXPECT_EQ(cpu.device, GENIE_ENGINE_CPU);
+    EXPECT_EQ(gpu.device, GENIE_ENGINE_GPU);
+    EXPECT_EQ(d_gpu, d_cpu);
+    EXPECT_EQ(e_gpu, e_cpu);
+    EXPECT_EQ(c_gpu, c_cpu);
+    EXPECT_EQ(b_gpu, b_cpu);
+    EXPECT_EQ(gpu.distances_computed, cpu.distances_computed);
+    EXPECT_GT(cpu.distances_computed, 0);
+  }
 }
 
 TEST(EditDistanceGpu, Errors) {

@@ -165,9 +165,9 @@ SELECT is((SELECT s FROM strs ORDER BY s <%> 'zzzqqx' LIMIT 1), 'zzzqqq', 'a row
 SELECT is((SELECT string_agg(s.s, ',') FROM genie_similar('strs_s3', ARRAY['zzzqq'], 2) g JOIN strs s ON s.ctid = g.ctid
            WHERE g.distance <= 1), 'zzzqqq', 'genie_similar sees inserts and not deleted rows');
 
--- ---- real words: /usr/share/dict/words (wamerican) ---------------------------
+-- ---- real words: /usr/share/dict/american-english (wamerican) ---------------------------
 CREATE TABLE words (w varchar(100));
-COPY words FROM '/usr/share/dict/words';
+COPY words FROM '/usr/share/dict/american-english';
 CREATE INDEX words_w ON words USING genie (w genie_ngram_ops);
 ANALYZE words;
 DO $$ BEGIN PERFORM setseed(0.1999); END $$;
