@@ -61,17 +61,34 @@ check_n(int32 n)
 	return n;
 }
 
+/* Two text arguments as UTF-8, for the functions that compare them. */
+typedef struct TextPair
+{
+	const char *a;
+	size_t		a_size;
+	const char *b;
+	size_t		b_size;
+} TextPair;
+
+static TextPair
+text_pair_utf8(text *a, text *b)
+{
+	TextPair	pair;
+
+	pair.a = genie_text_utf8(a, &pair.a_size);
+	pair.b = genie_text_utf8(b, &pair.b_size);
+	return pair;
+}
+
 static int32
 ngram_count(text *a, text *b, int32 n)
 {
-	size_t		a_size;
-	size_t		b_size;
-	const char *a_utf8 = genie_text_utf8(a, &a_size);
-	const char *b_utf8 = genie_text_utf8(b, &b_size);
+	TextPair	pair = text_pair_utf8(a, b);
 	int32		count;
 	genie_error err;
 
-	GENIE_CHECK(genie_ngram_count(a_utf8, a_size, b_utf8, b_size, check_n(n), &count, &err),
+	GENIE_CHECK(genie_ngram_count(pair.a, pair.a_size, pair.b, pair.b_size, check_n(n), &count,
+								  &err),
 				&err, "genie_ngram_count");
 	return count;
 }
@@ -112,15 +129,12 @@ genie_ngrams(PG_FUNCTION_ARGS)
 static int32
 edit_distance(text *a, text *b)
 {
-	size_t		a_size;
-	size_t		b_size;
-	const char *a_utf8 = genie_text_utf8(a, &a_size);
-	const char *b_utf8 = genie_text_utf8(b, &b_size);
+	TextPair	pair = text_pair_utf8(a, b);
 	int32		distance;
 	genie_error err;
 
 	/* bytes bound characters from above, so this is conservative */
-	if ((int64) Min(a_size, b_size) * (int64) Max(a_size, b_size) > GENIE_EDIT_DISTANCE_MAX_CELLS &&
+	if ((int64) pair.a_size * (int64) pair.b_size > GENIE_EDIT_DISTANCE_MAX_CELLS &&
 		(int64) pg_mbstrlen_with_len(VARDATA_ANY(a), VARSIZE_ANY_EXHDR(a)) *
 		(int64) pg_mbstrlen_with_len(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b)) > GENIE_EDIT_DISTANCE_MAX_CELLS)
 		ereport(ERROR,
@@ -128,7 +142,7 @@ edit_distance(text *a, text *b)
 				 errmsg("strings too long for an edit distance"),
 				 errdetail("The product of their lengths exceeds %lld characters squared.",
 						   (long long) GENIE_EDIT_DISTANCE_MAX_CELLS)));
-	GENIE_CHECK(genie_edit_distance(a_utf8, a_size, b_utf8, b_size, &distance, &err),
+	GENIE_CHECK(genie_edit_distance(pair.a, pair.a_size, pair.b, pair.b_size, &distance, &err),
 				&err, "genie_edit_distance");
 	return distance;
 }

@@ -18,6 +18,10 @@ create_docs($node, 3000);
 $node->safe_psql('postgres', q{
 	CREATE UNLOGGED TABLE udocs AS SELECT * FROM docs;
 	CREATE INDEX udocs_idx ON udocs USING genie (tags);
+	CREATE EXTENSION fuzzystrmatch;
+	CREATE TABLE words (id int, w text);
+	INSERT INTO words SELECT i, left(md5(i::text), 3 + i % 9) FROM generate_series(1, 3000) AS i;
+	CREATE INDEX words_w_idx ON words USING genie (w genie_ngram_ops) WITH (n = 2);
 });
 
 # inserts in the background, each its own transaction
@@ -27,6 +31,7 @@ $bg->query_until(qr/started/, q{
 DO $$ BEGIN
   FOR i IN 100001..400000 LOOP
     INSERT INTO docs VALUES (i, ARRAY[i % 97, i % 89, 5]);
+    INSERT INTO words VALUES (i, left(md5(i::text), 3 + i % 9));
     COMMIT;
   END LOOP;
 END $$;
@@ -63,6 +68,16 @@ is($node->safe_psql('postgres', q{SET enable_seqscan = off; SET genie.device = '
 my $rows = $node->safe_psql('postgres', 'SELECT count(*) FROM docs');
 ok($rows > 3000, "rows survived the crash ($rows)");
 check_index_matches_seqscan($node, 'after kill -9 and restart');
+
+# the n-gram index keeps its encoding (n = 2) and answers exactly
+is($node->safe_psql('postgres', q{SELECT encoding || ' ' || ngram_length FROM genie_index_info('words_w_idx')}),
+	'ordered n-grams 2', 'the n-gram index keeps its encoding through crash recovery');
+is($node->safe_psql('postgres', q{SET enable_seqscan = off; SET genie.device = 'cpu';
+	SELECT count(*) FROM (VALUES ('a1b2c'), ('ffff0'), ('9e3d')) q(q)
+	WHERE (SELECT array_agg(levenshtein(w, q.q)) FROM (SELECT w FROM words ORDER BY w <%> q.q LIMIT 10) x)
+	      IS DISTINCT FROM
+	      (SELECT array_agg(d ORDER BY d) FROM (SELECT levenshtein(w, q.q) d FROM words ORDER BY 1 LIMIT 10) y)}),
+	'0', 'after the crash, ORDER BY w <%> q LIMIT 10 equals levenshtein()');
 
 # the index keeps working for writes after recovery
 $node->safe_psql('postgres', 'INSERT INTO docs SELECT i, ARRAY[1, 2] FROM generate_series(200001, 200100) AS i; VACUUM docs');
