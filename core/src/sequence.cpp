@@ -1,6 +1,8 @@
 // Sequence similarity: see genie/sequence.hpp for the rules and proofs.
 #include "genie/sequence.hpp"
 
+#include "genie/levenshtein_kernel.hpp"
+
 #include "genie/parallel.hpp"
 
 #include <pthread.h>
@@ -45,126 +47,15 @@ int32_t CeilDivNonNegative(int64_t num, int64_t den) {
   return static_cast<int32_t>(std::min<int64_t>(q, INT32_MAX));
 }
 
-// ---- Myers ----
-
-// The pattern's match masks: distinct code points ascending, with the bit
-// mask of their positions.
-struct PatternMasks {
-  CodePoint chars[kMyersMaxLength];
-  uint64_t masks[kMyersMaxLength];
-  int32_t size = 0;
-
-  void Build(const CodePoint* p, int32_t m) {
-    size = 0;
-    for (int32_t i = 0; i < m; ++i) {
-      const CodePoint c = p[i];
-      int32_t pos = static_cast<int32_t>(std::lower_bound(chars, chars + size, c) - chars);
-      if (pos == size || chars[pos] != c) {
-        for (int32_t t = size; t > pos; --t) {
-          chars[t] = chars[t - 1];
-          masks[t] = masks[t - 1];
-        }
-        chars[pos] = c;
-        masks[pos] = 0;
-        ++size;
-      }
-      masks[pos] |= uint64_t{1} << i;
-    }
-  }
-  uint64_t Lookup(CodePoint c) const {
-    const CodePoint* it = std::lower_bound(chars, chars + size, c);
-    return (it != chars + size && *it == c) ? masks[it - chars] : 0;
-  }
-};
-
-// Global edit distance of pattern p (1 <= m <= 64) and text t.
-int32_t MyersCore(const CodePoint* p, int32_t m, const CodePoint* t, int64_t len_t) {
-  PatternMasks peq;
-  peq.Build(p, m);
-  uint64_t pv = ~uint64_t{0};
-  uint64_t mv = 0;
-  const uint64_t last = uint64_t{1} << (m - 1);
-  int32_t score = m;
-  for (int64_t j = 0; j < len_t; ++j) {
-    const uint64_t eq = peq.Lookup(t[j]);
-    const uint64_t xv = eq | mv;
-    const uint64_t xh = (((eq & pv) + pv) ^ pv) | eq;
-    uint64_t ph = mv | ~(xh | pv);
-    uint64_t mh = pv & xh;
-    if (ph & last) {
-      ++score;
-    } else if (mh & last) {
-      --score;
-    }
-    ph = (ph << 1) | 1;
-    mh <<= 1;
-    pv = mh | ~(xv | ph);
-    mv = ph & xv;
-  }
-  return score;
-}
-
-// Banded DP: rows over a (length m), columns over b (length n), row holds
-// n + 1 cells.  Exact when ed <= t, else t + 1.
-int32_t BandedCore(const CodePoint* a, int32_t m, const CodePoint* b, int32_t n, int32_t t,
-                   std::vector<int32_t>* row_storage) {
-  if (std::abs(m - n) > t) return t + 1;
-  const int32_t inf = t + 1;
-  row_storage->assign(static_cast<std::size_t>(n) + 1, inf);
-  int32_t* row = row_storage->data();
-  for (int32_t j = 0; j <= n && j <= t; ++j) row[j] = j;
-  for (int32_t i = 1; i <= m; ++i) {
-    const int32_t lo = std::max(1, i - t);
-    const int32_t hi = std::min(n, i + t);
-    int32_t diag = row[lo - 1];
-    int32_t left = inf;
-    if (lo == 1) {
-      left = i <= t ? i : inf;
-      row[0] = left;
-    }
-    int32_t row_min = left;
-    const CodePoint ai = a[i - 1];
-    for (int32_t j = lo; j <= hi; ++j) {
-      const int32_t up = row[j];
-      int32_t v = diag + (ai != b[j - 1] ? 1 : 0);
-      v = std::min(v, std::min(up, left) + 1);
-      if (v > inf) v = inf;
-      diag = up;
-      row[j] = v;
-      left = v;
-      row_min = std::min(row_min, v);
-    }
-    if (row_min > t) return inf;
-  }
-  return std::min(row[n], inf);
-}
+// ---- Levenshtein (genie/levenshtein_kernel.hpp, shared with the GPU) ----
 
 int32_t LevenshteinWith(Span<CodePoint> a, Span<CodePoint> b, int32_t max_distance,
                         std::vector<int32_t>* row) {
-  // The shorter string is the pattern (Myers) or the columns (banded).
-  if (a.size() > b.size()) std::swap(a, b);
-  const int32_t m = static_cast<int32_t>(a.size());
-  const int32_t n = static_cast<int32_t>(b.size());
-  int32_t d;
-  if (m == 0) {
-    d = n;
-  } else if (m <= kMyersMaxLength) {
-    d = MyersCore(a.data(), m, b.data(), n);
-  } else {
-    const int32_t limit = max_distance < 0 ? n : std::min(max_distance, n);
-    if (n - m > limit) {
-      d = limit + 1;
-    } else {
-      int32_t t = std::min(limit, std::max(n - m, 16));
-      for (;;) {
-        d = BandedCore(b.data(), n, a.data(), m, t, row);
-        if (d <= t || t >= limit) break;
-        t = static_cast<int32_t>(std::min<int64_t>(limit, int64_t{2} * t));
-      }
-    }
-  }
-  if (max_distance >= 0 && d > max_distance) d = max_distance + 1;
-  return d;
+  const std::size_t shorter = std::min(a.size(), b.size());
+  if (shorter > static_cast<std::size_t>(kMyersMaxLength)) row->resize(shorter + 1);
+  return kernel::CappedDistance(a.data(), static_cast<int32_t>(a.size()), b.data(),
+                                static_cast<int32_t>(b.size()), max_distance,
+                                row->empty() ? nullptr : row->data());
 }
 
 // ---- threads ----
@@ -413,16 +304,16 @@ int32_t LevenshteinMyers(Span<CodePoint> a, Span<CodePoint> b) {
   if (a.size() > b.size()) std::swap(a, b);
   if (a.size() > static_cast<std::size_t>(kMyersMaxLength)) return -1;
   if (a.empty()) return static_cast<int32_t>(b.size());
-  return MyersCore(a.data(), static_cast<int32_t>(a.size()), b.data(),
-                   static_cast<int64_t>(b.size()));
+  return kernel::MyersDistance(a.data(), static_cast<int32_t>(a.size()), b.data(),
+                               static_cast<int64_t>(b.size()));
 }
 
 int32_t LevenshteinBanded(Span<CodePoint> a, Span<CodePoint> b, int32_t threshold) {
   if (threshold < 0) threshold = 0;
   if (a.size() > b.size()) std::swap(a, b);
-  std::vector<int32_t> row;
-  return BandedCore(b.data(), static_cast<int32_t>(b.size()), a.data(),
-                    static_cast<int32_t>(a.size()), threshold, &row);
+  std::vector<int32_t> row(a.size() + 1);
+  return kernel::BandedDistance(b.data(), static_cast<int32_t>(b.size()), a.data(),
+                                static_cast<int32_t>(a.size()), threshold, row.data());
 }
 
 int32_t Levenshtein(Span<CodePoint> a, Span<CodePoint> b, int32_t max_distance) {

@@ -5,8 +5,9 @@
 // (Hyyrö's global-distance form) with the pattern's match masks in a small
 // sorted table in the thread's local memory; otherwise banded DP with
 // doubling thresholds (16, 32, ... up to the cap or the longer length) over
-// a row of min(|q|, |s|) + 1 ints in a global workspace.  Same algorithm and
-// same cap rule as core/src/sequence.cpp, so the results are identical.
+// a row of min(|q|, |s|) + 1 ints in a global workspace.  The distance itself
+// is genie/levenshtein_kernel.hpp, the very code the CPU runs, so the results
+// are identical.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -18,96 +19,13 @@
 
 #include "cuda_util.hpp"
 #include "genie/gpu_edit_distance.hpp"
+#include "genie/levenshtein_kernel.hpp"
 
 namespace genie {
 namespace gpu {
 namespace {
 
 constexpr int kThreadsPerBlock = 128;
-
-__device__ int32_t MyersDevice(const uint32_t* p, int32_t m, const uint32_t* t, int32_t len_t) {
-  uint32_t chars[kMyersMaxLength];
-  uint64_t masks[kMyersMaxLength];
-  int32_t size = 0;
-  for (int32_t i = 0; i < m; ++i) {
-    const uint32_t c = p[i];
-    int32_t lo = 0, hi = size;
-    while (lo < hi) {
-      const int32_t mid = (lo + hi) >> 1;
-      if (chars[mid] < c) lo = mid + 1; else hi = mid;
-    }
-    if (lo == size || chars[lo] != c) {
-      for (int32_t k = size; k > lo; --k) {
-        chars[k] = chars[k - 1];
-        masks[k] = masks[k - 1];
-      }
-      chars[lo] = c;
-      masks[lo] = 0;
-      ++size;
-    }
-    masks[lo] |= uint64_t{1} << i;
-  }
-  uint64_t pv = ~uint64_t{0};
-  uint64_t mv = 0;
-  const uint64_t last = uint64_t{1} << (m - 1);
-  int32_t score = m;
-  for (int32_t j = 0; j < len_t; ++j) {
-    const uint32_t c = t[j];
-    int32_t lo = 0, hi = size;
-    while (lo < hi) {
-      const int32_t mid = (lo + hi) >> 1;
-      if (chars[mid] < c) lo = mid + 1; else hi = mid;
-    }
-    const uint64_t eq = (lo < size && chars[lo] == c) ? masks[lo] : 0;
-    const uint64_t xv = eq | mv;
-    const uint64_t xh = (((eq & pv) + pv) ^ pv) | eq;
-    uint64_t ph = mv | ~(xh | pv);
-    uint64_t mh = pv & xh;
-    if (ph & last) {
-      ++score;
-    } else if (mh & last) {
-      --score;
-    }
-    ph = (ph << 1) | 1;
-    mh <<= 1;
-    pv = mh | ~(xv | ph);
-    mv = ph & xv;
-  }
-  return score;
-}
-
-// Rows over a (length m), columns over b (length n); row has n + 1 cells.
-// Exact when ed <= t, else t + 1.
-__device__ int32_t BandedDevice(const uint32_t* a, int32_t m, const uint32_t* b, int32_t n,
-                                int32_t t, int32_t* row) {
-  if (abs(m - n) > t) return t + 1;
-  const int32_t inf = t + 1;
-  for (int32_t j = 0; j <= n; ++j) row[j] = j <= t ? j : inf;
-  for (int32_t i = 1; i <= m; ++i) {
-    const int32_t lo = max(1, i - t);
-    const int32_t hi = min(n, i + t);
-    int32_t diag = row[lo - 1];
-    int32_t left = inf;
-    if (lo == 1) {
-      left = i <= t ? i : inf;
-      row[0] = left;
-    }
-    int32_t row_min = left;
-    const uint32_t ai = a[i - 1];
-    for (int32_t j = lo; j <= hi; ++j) {
-      const int32_t up = row[j];
-      int32_t v = diag + (ai != b[j - 1] ? 1 : 0);
-      v = min(v, min(up, left) + 1);
-      if (v > inf) v = inf;
-      diag = up;
-      row[j] = v;
-      left = v;
-      row_min = min(row_min, v);
-    }
-    if (row_min > t) return inf;
-  }
-  return min(row[n], inf);
-}
 
 __global__ void EditDistanceKernel(const uint32_t* __restrict__ query_cps,
                                    const int64_t* __restrict__ query_offsets,
@@ -121,40 +39,13 @@ __global__ void EditDistanceKernel(const uint32_t* __restrict__ query_cps,
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < pairs;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int32_t q = query_of[j];
-    const uint32_t* a = query_cps + query_offsets[q];
-    int32_t m = static_cast<int32_t>(query_offsets[q + 1] - query_offsets[q]);
-    const uint32_t* b = cand_cps + cand_offsets[j];
-    int32_t n = static_cast<int32_t>(cand_offsets[j + 1] - cand_offsets[j]);
-    if (m > n) {  // a: the shorter
-      const uint32_t* tp = a;
-      a = b;
-      b = tp;
-      const int32_t tl = m;
-      m = n;
-      n = tl;
-    }
     const int32_t cap = caps != nullptr ? caps[q] : -1;
-    int32_t d;
-    if (m == 0) {
-      d = n;
-    } else if (m <= kMyersMaxLength) {
-      d = MyersDevice(a, m, b, n);
-    } else {
-      const int32_t limit = cap < 0 ? n : min(cap, n);
-      if (n - m > limit) {
-        d = limit + 1;
-      } else {
-        int32_t* row = workspace + work_offsets[j];
-        int32_t t = min(limit, max(n - m, 16));
-        for (;;) {
-          d = BandedDevice(b, n, a, m, t, row);
-          if (d <= t || t >= limit) break;
-          t = static_cast<int32_t>(min(static_cast<int64_t>(limit), int64_t{2} * t));
-        }
-      }
-    }
-    if (cap >= 0 && d > cap) d = cap + 1;
-    out[j] = d;
+    // the row is used (and was allocated) only past Myers' 64 code points
+    out[j] = kernel::CappedDistance(query_cps + query_offsets[q],
+                                    static_cast<int32_t>(query_offsets[q + 1] - query_offsets[q]),
+                                    cand_cps + cand_offsets[j],
+                                    static_cast<int32_t>(cand_offsets[j + 1] - cand_offsets[j]),
+                                    cap, workspace + work_offsets[j]);
   }
 }
 

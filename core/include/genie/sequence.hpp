@@ -64,6 +64,7 @@
 #include <string>
 #include <vector>
 
+#include "genie/levenshtein_kernel.hpp"
 #include "genie/span.hpp"
 #include "genie/status.hpp"
 
@@ -77,7 +78,7 @@ constexpr CodePoint kGramPadBegin = 0x110000;
 constexpr CodePoint kGramPadEnd = 0x110001;
 // Patterns (the shorter string of a pair) up to this many code points use
 // bit-parallel Myers; longer pairs use banded dynamic programming.
-constexpr int32_t kMyersMaxLength = 64;
+constexpr int32_t kMyersMaxLength = kernel::kMyersMaxLength;
 
 // ---- UTF-8 -------------------------------------------------------------------
 
