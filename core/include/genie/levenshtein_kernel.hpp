@@ -26,6 +26,16 @@ constexpr int32_t kMyersMaxLength = 64;
 GENIE_HOST_DEVICE inline int32_t Min32(int32_t a, int32_t b) { return a < b ? a : b; }
 GENIE_HOST_DEVICE inline int32_t Max32(int32_t a, int32_t b) { return a > b ? a : b; }
 
+// The first position in chars[0 .. size) (ascending) whose value is >= c.
+GENIE_HOST_DEVICE inline int32_t LowerBound(const uint32_t* chars, int32_t size, uint32_t c) {
+  int32_t lo = 0, hi = size;
+  while (lo < hi) {
+    const int32_t mid = (lo + hi) >> 1;
+    if (chars[mid] < c) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
 // Global edit distance of pattern p (1 <= m <= 64) and text t.
 GENIE_HOST_DEVICE inline int32_t MyersDistance(const uint32_t* p, int32_t m, const uint32_t* t,
                                                int64_t len_t) {
@@ -35,11 +45,7 @@ GENIE_HOST_DEVICE inline int32_t MyersDistance(const uint32_t* p, int32_t m, con
   int32_t size = 0;
   for (int32_t i = 0; i < m; ++i) {
     const uint32_t c = p[i];
-    int32_t lo = 0, hi = size;
-    while (lo < hi) {
-      const int32_t mid = (lo + hi) >> 1;
-      if (chars[mid] < c) lo = mid + 1; else hi = mid;
-    }
+    const int32_t lo = LowerBound(chars, size, c);
     if (lo == size || chars[lo] != c) {
       for (int32_t k = size; k > lo; --k) {
         chars[k] = chars[k - 1];
@@ -57,11 +63,7 @@ GENIE_HOST_DEVICE inline int32_t MyersDistance(const uint32_t* p, int32_t m, con
   int32_t score = m;
   for (int64_t j = 0; j < len_t; ++j) {
     const uint32_t c = t[j];
-    int32_t lo = 0, hi = size;
-    while (lo < hi) {
-      const int32_t mid = (lo + hi) >> 1;
-      if (chars[mid] < c) lo = mid + 1; else hi = mid;
-    }
+    const int32_t lo = LowerBound(chars, size, c);
     const uint64_t eq = (lo < size && chars[lo] == c) ? masks[lo] : 0;
     const uint64_t xv = eq | mv;
     const uint64_t xh = (((eq & pv) + pv) ^ pv) | eq;
