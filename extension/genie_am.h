@@ -343,6 +343,7 @@ extern Relation genie_open_index(Oid indexoid, Relation *heap);
 
 /* genie_encoding.c: values and ORDER BY arguments as keywords */
 extern void genie_encoding_for_build(Relation index, GenieEncoding *encoding);
+extern const GenieEncoding *genie_index_encoding(Relation index);
 extern const char *genie_encoding_name(const GenieEncoding *encoding);
 
 /*

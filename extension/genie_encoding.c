@@ -61,6 +61,27 @@ genie_encoding_for_build(Relation index, GenieEncoding *encoding)
 	}
 }
 
+/*
+ * The encoding of a built index, read from its metapage once per relcache
+ * entry: it never changes for a relfilenode, and REINDEX or TRUNCATE, which
+ * give a new one, invalidate the entry (and rd_amcache with it).
+ */
+const GenieEncoding *
+genie_index_encoding(Relation index)
+{
+	if (index->rd_amcache == NULL)
+	{
+		GenieMetaPageData meta;
+		GenieEncoding *cached;
+
+		genie_read_meta(index, &meta);
+		cached = MemoryContextAlloc(index->rd_indexcxt, sizeof(GenieEncoding));
+		*cached = meta.encoding;
+		index->rd_amcache = cached;
+	}
+	return (const GenieEncoding *) index->rd_amcache;
+}
+
 const char *
 genie_encoding_name(const GenieEncoding *encoding)
 {

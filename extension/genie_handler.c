@@ -83,8 +83,6 @@ static bool
 ngram_index_serves(IndexPath *path)
 {
 	ListCell   *lc;
-	Relation	index;
-	GenieMetaPageData meta;
 	bool		serves = true;
 
 	foreach(lc, path->indexorderbys)
@@ -96,12 +94,13 @@ ngram_index_serves(IndexPath *path)
 							  path->indexinfo->opfamily[0]) == GENIE_NGRAM_MATCH_STRATEGY &&
 			path->indexinfo->opcintype[0] == TEXTOID)
 		{
-			index = index_open(path->indexinfo->indexoid, NoLock);
-			genie_read_meta(index, &meta);
-			index_close(index, NoLock);
-			if (meta.encoding.kind == GENIE_ENCODING_NGRAM &&
-				meta.encoding.ngram_n != GENIE_NGRAM_DEFAULT_N)
+			Relation	index = index_open(path->indexinfo->indexoid, NoLock);
+			const GenieEncoding *encoding = genie_index_encoding(index);
+
+			if (encoding->kind == GENIE_ENCODING_NGRAM &&
+				encoding->ngram_n != GENIE_NGRAM_DEFAULT_N)
 				serves = false;
+			index_close(index, NoLock);
 		}
 	}
 	return serves;

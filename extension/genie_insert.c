@@ -164,14 +164,9 @@ genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	Buffer		metabuf;
 	bool		merge;
 
+	/* the encoding is fixed at build time: n may differ from the reloption now */
 	if (!isnull[0])
-	{
-		/* the encoding is fixed at build time: n may differ from the reloption now */
-		GenieMetaPageData meta;
-
-		genie_read_meta(index, &meta);
-		keywords = genie_encode_value(&meta.encoding, values[0], &n);
-	}
+		keywords = genie_encode_value(genie_index_encoding(index), values[0], &n);
 
 	GENIE_CONTENT_LOCK_SHARE(index);
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);

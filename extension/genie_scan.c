@@ -122,15 +122,14 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 	old = MemoryContextSwitchTo(so->cxt);
 	if (so->has_orderby && !(scan->orderByData[0].sk_flags & SK_ISNULL))
 	{
-		GenieMetaPageData meta;
+		const GenieEncoding *encoding = genie_index_encoding(scan->indexRelation);
 
-		genie_read_meta(scan->indexRelation, &meta);
-		genie_encode_orderby(scan->indexRelation, &meta.encoding,
+		genie_encode_orderby(scan->indexRelation, encoding,
 							 scan->orderByData[0].sk_strategy,
 							 scan->orderByData[0].sk_argument,
 							 scan->orderByData[0].sk_subtype, &so->orderby);
 		so->query = so->orderby.query;
-		so->ngram_n = meta.encoding.ngram_n;
+		so->ngram_n = encoding->ngram_n;
 	}
 	MemoryContextSwitchTo(old);
 }

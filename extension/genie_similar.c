@@ -143,31 +143,37 @@ typedef struct RoundCandidates
 {
 	int64		n;
 	int64		capacity;
-	int32	   *ids;
+	SimilarRow **rows;			/* visible rows, entries of SimilarState.rows */
 	int32	   *counts;
 	int32		unseen_count_bound;
 } RoundCandidates;
 
 static void
-add_candidate(RoundCandidates *c, int32 id, int32 count)
+add_candidate(RoundCandidates *c, SimilarRow *row, int32 count)
 {
 	if (c->n == c->capacity)
 	{
 		c->capacity = Max(c->capacity * 2, 64);
-		c->ids = c->ids == NULL ? palloc_extended(sizeof(int32) * c->capacity, MCXT_ALLOC_HUGE)
-			: repalloc_huge(c->ids, sizeof(int32) * c->capacity);
+		c->rows = c->rows == NULL ? palloc_extended(sizeof(SimilarRow *) * c->capacity, MCXT_ALLOC_HUGE)
+			: repalloc_huge(c->rows, sizeof(SimilarRow *) * c->capacity);
 		c->counts = c->counts == NULL ? palloc_extended(sizeof(int32) * c->capacity, MCXT_ALLOC_HUGE)
 			: repalloc_huge(c->counts, sizeof(int32) * c->capacity);
 	}
-	c->ids[c->n] = id;
+	c->rows[c->n] = row;
 	c->counts[c->n] = count;
 	c->n++;
 }
 
-static bool
-is_indexed_string(GenieCachedIndex *entry, int32 id)
+/* The row of an object if it can be a candidate: a live string visible to us. */
+static SimilarRow *
+candidate_row(SimilarState *st, int32 id)
 {
-	return (entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) == 0;
+	SimilarRow *row;
+
+	if (st->entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL))
+		return NULL;
+	row = get_row(st, id);
+	return row->visible ? row : NULL;
 }
 
 /*
@@ -220,12 +226,12 @@ collect_candidates(SimilarState *st, SimilarQuery *queries, int *active, int n_a
 			for (int64 h = begin; h < end; h++)
 			{
 				int32		id = result.objects[h];
+				SimilarRow *row = candidate_row(st, id);
 
 				if (seen != NULL)
 					seen[id >> 3] |= (uint8) (1 << (id & 7));
-				if (!is_indexed_string(entry, id) || !get_row(st, id)->visible)
-					continue;
-				add_candidate(c, id, result.scores[h]);
+				if (row != NULL)
+					add_candidate(c, row, result.scores[h]);
 				CHECK_FOR_INTERRUPTS();
 			}
 			if (pass == 1)
@@ -233,11 +239,13 @@ collect_candidates(SimilarState *st, SimilarQuery *queries, int *active, int n_a
 				/* the rows that share no gram with the query */
 				for (int32 id = 0; id < n_objects; id++)
 				{
+					SimilarRow *row;
+
 					if ((seen[id >> 3] >> (id & 7)) & 1)
 						continue;
-					if (!is_indexed_string(entry, id) || !get_row(st, id)->visible)
-						continue;
-					add_candidate(c, id, 0);
+					row = candidate_row(st, id);
+					if (row != NULL)
+						add_candidate(c, row, 0);
 					if ((id & 1023) == 0)
 						CHECK_FOR_INTERRUPTS();
 				}
@@ -261,7 +269,7 @@ collect_candidates(SimilarState *st, SimilarQuery *queries, int *active, int n_a
 typedef struct ScoredCandidate
 {
 	int32		distance;
-	int32		id;
+	SimilarRow *row;
 } ScoredCandidate;
 
 static int
@@ -272,11 +280,11 @@ compare_scored(const void *a, const void *b)
 
 	if (x->distance != y->distance)
 		return x->distance < y->distance ? -1 : 1;
-	return (x->id > y->id) - (x->id < y->id);
+	return (x->row->object_id > y->row->object_id) - (x->row->object_id < y->row->object_id);
 }
 
 static void
-finish_query(SimilarState *st, SimilarQuery *q, RoundCandidates *c, const int32 *distances,
+finish_query(SimilarQuery *q, RoundCandidates *c, const int32 *distances,
 			 const uint8 *exact, bool certified, int32 open_bound, int32 k)
 {
 	ScoredCandidate *scored = palloc_extended(sizeof(ScoredCandidate) * Max(c->n, 1), MCXT_ALLOC_HUGE);
@@ -286,7 +294,7 @@ finish_query(SimilarState *st, SimilarQuery *q, RoundCandidates *c, const int32 
 		if (exact[j])
 		{
 			scored[n].distance = distances[j];
-			scored[n].id = c->ids[j];
+			scored[n].row = c->rows[j];
 			n++;
 		}
 	qsort(scored, n, sizeof(ScoredCandidate), compare_scored);
@@ -296,9 +304,7 @@ finish_query(SimilarState *st, SimilarQuery *q, RoundCandidates *c, const int32 
 	q->exact = palloc(sizeof(bool) * Max(q->n_rows, 1));
 	for (int32 i = 0; i < q->n_rows; i++)
 	{
-		SimilarRow *row = get_row(st, scored[i].id);
-
-		q->tids[i] = row->tid;
+		q->tids[i] = scored[i].row->tid;
 		q->distances[i] = scored[i].distance;
 		q->exact[i] = certified || scored[i].distance <= open_bound;
 	}
@@ -356,11 +362,7 @@ run_rounds(SimilarState *st, SimilarQuery *queries, int nq, int32 k, int32 max_r
 			total += cands[i].n;
 			query_bytes += (int64) queries[active[i]].size;
 			for (int64 j = 0; j < cands[i].n; j++)
-			{
-				SimilarRow *row = hash_search(st->rows, &cands[i].ids[j], HASH_FIND, NULL);
-
-				text_bytes += row->text_size;
-			}
+				text_bytes += cands[i].rows[j]->text_size;
 		}
 		candidate_text = palloc_extended(Max(text_bytes, 1), MCXT_ALLOC_HUGE);
 		candidate_text_offsets = palloc_extended(sizeof(int64) * (total + 1), MCXT_ALLOC_HUGE);
@@ -382,7 +384,7 @@ run_rounds(SimilarState *st, SimilarQuery *queries, int nq, int32 k, int32 max_r
 			query_text_offsets[i + 1] = query_text_offsets[i] + (int64) q->size;
 			for (int64 j = 0; j < cands[i].n; j++)
 			{
-				SimilarRow *row = hash_search(st->rows, &cands[i].ids[j], HASH_FIND, NULL);
+				SimilarRow *row = cands[i].rows[j];
 
 				memcpy(candidate_text + pos, st->arena + row->text_offset, row->text_size);
 				pos += row->text_size;
@@ -422,7 +424,7 @@ run_rounds(SimilarState *st, SimilarQuery *queries, int nq, int32 k, int32 max_r
 			if (certified || q->every_row || last_round)
 			{
 				MemoryContextSwitchTo(old);
-				finish_query(st, q, &cands[i], verdict.distances + candidate_offsets[i],
+				finish_query(q, &cands[i], verdict.distances + candidate_offsets[i],
 							 verdict.exact + candidate_offsets[i], certified || q->every_row,
 							 verdict.open_bound[i], k);
 				MemoryContextSwitchTo(round_cxt);

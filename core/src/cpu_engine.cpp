@@ -14,7 +14,6 @@
 #include <atomic>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <string>
 #include <system_error>
@@ -58,15 +57,7 @@ struct PartWork {
   std::size_t k;  // already at most size
   std::vector<std::vector<Hit>>* per_query;
   std::atomic<int32_t> next_query{0};
-  std::atomic<bool> failed{false};
-  std::mutex error_mutex;
-  Status error;
-
-  void Fail(Status status) {
-    std::lock_guard<std::mutex> lock(error_mutex);
-    if (!failed.load()) error = std::move(status);
-    failed.store(true);
-  }
+  FirstFailure failure;
 };
 
 template <typename Counter>
@@ -247,28 +238,21 @@ class QueryScorer {
 
 template <typename Counter>
 void RunWorker(PartWork* work) noexcept {
-  try {
+  work->failure.Guard("a CPU engine worker", [work] {
     QueryScorer<Counter> scorer(*work);
     const int32_t n_queries = work->compiled->num_queries();
-    while (!work->failed.load(std::memory_order_relaxed)) {
+    while (!work->failure.failed()) {
       const int32_t q = work->next_query.fetch_add(1);
       if (q >= n_queries) break;
       scorer.Score(q, &(*work->per_query)[static_cast<std::size_t>(q)]);
     }
-  } catch (const std::bad_alloc&) {
-    work->Fail(Status::OutOfMemory("out of host memory in a CPU engine worker"));
-  } catch (const std::exception& e) {
-    work->Fail(Status::Internal(std::string("CPU engine worker failed: ") + e.what()));
-  } catch (...) {
-    work->Fail(Status::Internal("CPU engine worker failed"));
-  }
+  });
 }
 
 template <typename Counter>
 Status RunPart(PartWork* work, int32_t threads) {
   RunOnThreads(threads, [work] { RunWorker<Counter>(work); });
-  if (work->failed.load()) return work->error;
-  return Status::Ok();
+  return work->failure.Take();
 }
 
 // Searches the objects [base, base + size) with a batch whose slices hold

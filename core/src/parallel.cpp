@@ -57,32 +57,18 @@ void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept
 Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_t)>& fn) {
   if (n <= 0) return Status::Ok();
   std::atomic<int64_t> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex error_mutex;
-  Status error;
-  auto fail = [&](Status s) {
-    std::lock_guard<std::mutex> lock(error_mutex);
-    if (!failed.load()) error = std::move(s);
-    failed.store(true);
-  };
+  FirstFailure failure;
   RunOnThreads(static_cast<int32_t>(std::min<int64_t>(threads, n)), [&]() {
-    try {
-      while (!failed.load(std::memory_order_relaxed)) {
+    failure.Guard("an engine worker", [&]() {
+      while (!failure.failed()) {
         const int64_t i = next.fetch_add(1);
         if (i >= n) return;
         Status s = fn(i);
-        if (!s.ok()) return fail(std::move(s));
+        if (!s.ok()) return failure.Record(std::move(s));
       }
-    } catch (const std::bad_alloc&) {
-      fail(Status::OutOfMemory("out of host memory in an engine worker"));
-    } catch (const std::exception& e) {
-      fail(Status::Internal(std::string("engine worker failed: ") + e.what()));
-    } catch (...) {
-      fail(Status::Internal("engine worker failed"));
-    }
+    });
   });
-  if (failed.load()) return error;
-  return Status::Ok();
+  return failure.Take();
 }
 
 }  // namespace genie

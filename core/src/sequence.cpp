@@ -2,23 +2,15 @@
 #include "genie/sequence.hpp"
 
 #include "genie/levenshtein_kernel.hpp"
-
 #include "genie/parallel.hpp"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <exception>
-#include <mutex>
 #include <new>
 #include <numeric>
 #include <queue>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 namespace genie {
@@ -58,51 +50,8 @@ int32_t LevenshteinWith(Span<CodePoint> a, Span<CodePoint> b, int32_t max_distan
                                 row->empty() ? nullptr : row->data());
 }
 
-// ---- threads ----
-
-struct VerifyWork {
-  const EditDistanceBatch* batch;
-  const std::vector<int32_t>* query_of;
-  int32_t* out;
-  int64_t total;
-  std::atomic<int64_t> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex mutex;
-  Status error;
-
-  void Fail(Status s) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!failed.load()) error = std::move(s);
-    failed.store(true);
-  }
-};
-
+// Pairs verified per task of CpuEditDistances.
 constexpr int64_t kVerifyChunk = 64;
-
-void RunVerifyWorker(VerifyWork* work) noexcept {
-  try {
-    std::vector<int32_t> row;
-    const EditDistanceBatch& batch = *work->batch;
-    while (!work->failed.load(std::memory_order_relaxed)) {
-      const int64_t begin = work->next.fetch_add(kVerifyChunk);
-      if (begin >= work->total) break;
-      const int64_t end = std::min(work->total, begin + kVerifyChunk);
-      for (int64_t j = begin; j < end; ++j) {
-        const int32_t q = (*work->query_of)[static_cast<std::size_t>(j)];
-        const int32_t cap =
-            batch.max_distance.empty() ? -1 : batch.max_distance[static_cast<std::size_t>(q)];
-        work->out[j] = LevenshteinWith(batch.queries.Get(q),
-                                       batch.candidates.Get(static_cast<int32_t>(j)), cap, &row);
-      }
-    }
-  } catch (const std::bad_alloc&) {
-    work->Fail(Status::OutOfMemory("out of host memory in an edit-distance worker"));
-  } catch (const std::exception& e) {
-    work->Fail(Status::Internal(std::string("edit-distance worker failed: ") + e.what()));
-  } catch (...) {
-    work->Fail(Status::Internal("edit-distance worker failed"));
-  }
-}
 
 }  // namespace
 
@@ -394,15 +343,19 @@ Status CpuEditDistances(const EditDistanceBatch& batch, int32_t threads,
       }
     }
     const int64_t chunks = (total + kVerifyChunk - 1) / kVerifyChunk;
-    threads = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(ResolveThreads(threads), chunks)));
-
-    VerifyWork work;
-    work.batch = &batch;
-    work.query_of = &query_of;
-    work.out = distances->data();
-    work.total = total;
-    RunOnThreads(threads, [&work] { RunVerifyWorker(&work); });
-    if (work.failed.load()) return work.error;
+    int32_t* out = distances->data();
+    GENIE_RETURN_IF_ERROR(ParallelFor(chunks, ResolveThreads(threads), [&](int64_t chunk) {
+      std::vector<int32_t> row;
+      const int64_t end = std::min(total, (chunk + 1) * kVerifyChunk);
+      for (int64_t j = chunk * kVerifyChunk; j < end; ++j) {
+        const int32_t q = query_of[static_cast<std::size_t>(j)];
+        const int32_t cap =
+            batch.max_distance.empty() ? -1 : batch.max_distance[static_cast<std::size_t>(q)];
+        out[j] = LevenshteinWith(batch.queries.Get(q), batch.candidates.Get(static_cast<int32_t>(j)),
+                                 cap, &row);
+      }
+      return Status::Ok();
+    }));
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("out of host memory verifying edit distances");
   } catch (const std::exception& e) {

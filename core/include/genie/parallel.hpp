@@ -2,8 +2,14 @@
 // worker starts with every signal blocked (signals stay with the backend's
 // own thread), runs plain C++ only, and is joined however the caller leaves.
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <mutex>
+#include <new>
+#include <string>
+#include <utility>
 
 #include "genie/status.hpp"
 
@@ -18,6 +24,40 @@ void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept
 // once, in no particular order).  The first failure (a Status, or anything
 // thrown) stops the remaining indexes and is returned.
 Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_t)>& fn);
+
+// The first failure of a group of workers: later ones are dropped, and
+// workers poll failed() to stop early.
+class FirstFailure {
+ public:
+  void Record(Status status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failed_.load()) error_ = std::move(status);
+    failed_.store(true);
+  }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  // Ok when nothing failed; call once every worker has finished.
+  Status Take() { return failed_.load() ? std::move(error_) : Status::Ok(); }
+
+  // Runs body and records what it throws; `who` names the worker in the
+  // message ("an engine worker").  Never throws.
+  template <typename Body>
+  void Guard(const char* who, Body&& body) noexcept {
+    try {
+      body();
+    } catch (const std::bad_alloc&) {
+      Record(Status::OutOfMemory(std::string("out of host memory in ") + who));
+    } catch (const std::exception& e) {
+      Record(Status::Internal(std::string(who) + " failed: " + e.what()));
+    } catch (...) {
+      Record(Status::Internal(std::string(who) + " failed"));
+    }
+  }
+
+ private:
+  std::atomic<bool> failed_{false};
+  std::mutex mutex_;
+  Status error_;
+};
 
 // threads as the engines read it: 0 (or less) means every core; at most 1024.
 int32_t ResolveThreads(int32_t requested);
