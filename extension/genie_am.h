@@ -55,7 +55,8 @@
 #include "genie_query.h"
 
 #define GENIE_MAGIC				0x47454E49	/* "GENI" */
-#define GENIE_FORMAT_VERSION	3	/* 2: committed end of the pending list; 3: encoding */
+#define GENIE_FORMAT_VERSION	4	/* 2: committed end of the pending list; 3: encoding;
+									 * 4: row schema and dictionary */
 #define GENIE_METAPAGE_BLKNO	0
 #define GENIE_PAGE_ID			0xFF87	/* for pg_filedump and friends */
 
@@ -66,6 +67,7 @@
 #define GENIE_ENCODING_PROC		1
 #define GENIE_ENCODING_INT4_SET	1	/* genie_int4_ops: the int4 elements themselves */
 #define GENIE_ENCODING_NGRAM	2	/* genie_ngram_ops: ordered n-grams of text */
+#define GENIE_ENCODING_ROW		3	/* genie_row_ops: one (attribute, bucket) per column */
 
 /* strategies of genie_ngram_ops */
 #define GENIE_NGRAM_MATCH_STRATEGY	1	/* text <~> text: negated n-gram count */
@@ -86,6 +88,7 @@ typedef struct GenieEncoding
 #define GENIE_PAGE_POSTINGS		4
 #define GENIE_PAGE_PENDING		5
 #define GENIE_PAGE_DELETED		6
+#define GENIE_PAGE_DICTIONARY	7
 
 typedef struct GeniePageOpaqueData
 {
@@ -140,6 +143,54 @@ typedef struct GenieChain
 	int64		pages;
 } GenieChain;
 
+/*
+ * Row indexes (genie_row_ops, see genie_rows.c).  Each indexed attribute
+ * gives a row one keyword, slot << GENIE_ROW_CODE_BITS | code: for a
+ * BUCKETS attribute the code is its equal-width bucket between lo and hi,
+ * for a VALUES attribute the code its value has in the dictionary, a chain
+ * of (slot, code, value bytes) entries that inserts of new values append to.
+ */
+#define GENIE_ROW_MAX_ATTRIBUTES	32
+#define GENIE_ROW_CODE_BITS			24
+#define GENIE_ROW_MAX_CODES			(1 << GENIE_ROW_CODE_BITS)
+#define GENIE_ROW_MAX_BUCKETS		1000000
+#define GENIE_ROW_DEFAULT_BUCKETS	1024
+#define GENIE_ROW_MAX_VALUE_BYTES	1024
+#define GENIE_ROW_KEYWORD(slot, code) ((int32) (((uint32) (slot) << GENIE_ROW_CODE_BITS) | (uint32) (code)))
+
+#define GENIE_ROW_BUCKETS	1		/* equal-width buckets between lo and hi */
+#define GENIE_ROW_VALUES	2		/* one code per distinct value, exact */
+
+typedef struct GenieRowAttribute
+{
+	int16		attnum;			/* of the table */
+	int16		mode;			/* GENIE_ROW_BUCKETS or GENIE_ROW_VALUES */
+	Oid			type;			/* the column's type at build */
+	int32		n_buckets;		/* BUCKETS */
+	int32		n_values;		/* VALUES: codes handed out */
+	float8		lo;				/* BUCKETS: bucket 0 starts here */
+	float8		hi;				/* BUCKETS: bucket n_buckets - 1 ends here */
+} GenieRowAttribute;
+
+typedef struct GenieRowSchema
+{
+	int32		n_attributes;
+	int32		n_dictionary;	/* committed dictionary entries */
+	uint32		dictionary_tail_bytes;	/* committed bytes of its tail page */
+	uint32		pad;
+	uint64		schema_id;		/* new at every build: binds genie_ranges values */
+	GenieChain	dictionary;
+	GenieRowAttribute attributes[GENIE_ROW_MAX_ATTRIBUTES];
+} GenieRowSchema;
+
+/* a dictionary entry; length value bytes follow, the whole INTALIGNed */
+typedef struct GenieDictionaryEntry
+{
+	int32		code;
+	int16		slot;
+	uint16		length;
+} GenieDictionaryEntry;
+
 typedef struct GenieMetaPageData
 {
 	uint32		magic;
@@ -159,6 +210,7 @@ typedef struct GenieMetaPageData
 	GenieChain	postings;
 	GenieChain	pending;
 	GenieEncoding encoding;
+	GenieRowSchema rows;		/* GENIE_ENCODING_ROW only */
 } GenieMetaPageData;
 
 typedef GenieMetaPageData *GenieMetaPage;
@@ -172,6 +224,8 @@ typedef struct GenieOptions
 	int			split_length;	/* postings sublist length (load balancing) */
 	int			pending_list_limit; /* kB of pending records that trigger a merge */
 	int			ngram_n;		/* gram length of genie_ngram_ops (read at build only) */
+	int			buckets;		/* genie_row_ops: bucket budget per attribute (build only) */
+	int			attributes;		/* genie_row_ops: offset of the attribute list, or 0 */
 } GenieOptions;
 
 /* GUCs (genie.c) */
@@ -350,7 +404,8 @@ extern const char *genie_encoding_name(const GenieEncoding *encoding);
  * The keywords of an indexed value (not NULL), palloc'd; the int4 elements
  * of an array (duplicates allowed) or a text's ordered n-gram keywords.
  */
-extern int32 *genie_encode_value(const GenieEncoding *encoding, Datum value, int *n);
+extern int32 *genie_encode_value(Relation index, const GenieEncoding *encoding, Datum value,
+								 int *n);
 
 /* An ORDER BY argument as a query, with what an edit-distance scan needs. */
 typedef struct GenieOrderBy
@@ -367,5 +422,55 @@ extern void genie_encode_orderby(Relation index, const GenieEncoding *encoding,
 
 /* genie_ngram.c: text as UTF-8 for the core (converted when the database is not UTF-8) */
 extern const char *genie_text_utf8(text *value, size_t *size);
+
+/* genie_rows.c: row indexes */
+typedef struct GenieRowBuild GenieRowBuild;
+extern GenieRowBuild *genie_row_build_begin(Relation heap, Relation index,
+											struct IndexInfo *indexInfo, bool scan);
+extern int32 *genie_row_build_keywords(GenieRowBuild *build, Datum row, int *n);
+extern void genie_row_build_finish(GenieRowBuild *build, GenieRowSchema *schema);
+extern int32 *genie_row_keywords(Relation index, Datum row, int *n);
+extern bool genie_row_type_supported(Oid type, bool *numeric);
+extern float8 genie_row_numeric(Oid type, Datum value);
+extern char *genie_row_value_bytes(Oid type, Datum value, int *length);
+extern int32 genie_row_bucket(const GenieRowAttribute *attribute, float8 value);
+extern void genie_row_schema(Relation index, GenieRowSchema *schema);
+extern void genie_validate_attribute_list(const char *value);
+/*
+ * A genie_ranges value: a range-tuple query bound to one build of one row
+ * index.  It carries each attribute's definition, so that row <~> query
+ * scores the same without the index, and categorical values as bytes, which
+ * a scan looks up in the dictionary of the moment.
+ */
+typedef struct GenieRangesItem
+{
+	GenieRowAttribute attribute;	/* as built */
+	int32		slot;			/* the attribute's position in the index */
+	int32		weight;
+	float8		lo;				/* numeric: the closed query range, */
+	float8		hi;				/* +-infinity where open */
+	int32		bucket_lo;		/* BUCKETS: the buckets the range covers */
+	int32		bucket_hi;
+	int32		n_values;		/* categorical: value count and where their */
+	int32		values_offset;	/* (int32 length, bytes) INTALIGNed start */
+} GenieRangesItem;
+
+typedef struct GenieRanges
+{
+	int32		vl_len_;		/* varlena header (do not touch directly) */
+	Oid			index;
+	Oid			rowtype;		/* the table's row type */
+	int32		n_items;
+	uint64		schema_id;
+	/* GenieRangesItem items[n_items]; then the value area */
+} GenieRanges;
+
+#define GENIE_RANGES_ITEMS(r) \
+	((GenieRangesItem *) ((char *) (r) + MAXALIGN(sizeof(GenieRanges))))
+#define GENIE_RANGES_VALUES(r) \
+	((char *) GENIE_RANGES_ITEMS(r) + sizeof(GenieRangesItem) * (r)->n_items)
+extern GenieQuery *genie_ranges_query(Relation index, GenieRanges *ranges);
+extern GenieRanges *genie_ranges_from_datum(Datum value);
+extern Oid	genie_ranges_type(Oid extension_function);
 
 #endif							/* GENIE_AM_H */

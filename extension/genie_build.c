@@ -10,6 +10,7 @@
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
+#include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
 #include "catalog/pg_operator.h"
@@ -149,6 +150,7 @@ typedef struct GenieBuildState
 	GeniePostingsSorter *sorter;
 	GenieChainWriter directory;
 	GenieEncoding encoding;
+	GenieRowBuild *rows;		/* row indexes: bounds and dictionary */
 	int64		n_objects;
 	MemoryContext tmpcxt;
 } GenieBuildState;
@@ -172,7 +174,9 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	if (!isnull[0])
 	{
 		int			n;
-		int32	   *keywords = genie_encode_value(&state->encoding, values[0], &n);
+		int32	   *keywords = state->rows != NULL ?
+			genie_row_build_keywords(state->rows, values[0], &n) :
+			genie_encode_value(index, &state->encoding, values[0], &n);
 
 		genie_sorter_add(state->sorter, keywords, n, (int32) state->n_objects);
 	}
@@ -204,6 +208,7 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	GenieChain	postings;
 	int32		n_keywords;
 	int64		n_postings;
+	GenieRowSchema row_schema;
 
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
@@ -220,6 +225,10 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	genie_init_metapage(BufferGetPage(metabuf), genie_split_length(index), &state.encoding);
 	MarkBufferDirty(metabuf);
 	UnlockReleaseBuffer(metabuf);
+
+	/* a row index first measures its numeric attributes: one more table scan */
+	if (state.encoding.kind == GENIE_ENCODING_ROW)
+		state.rows = genie_row_build_begin(heap, index, indexInfo, true);
 
 	state.sorter = genie_sorter_begin(maintenance_work_mem);
 	genie_chain_writer_init(&state.directory, index, GENIE_PAGE_DIRECTORY,
@@ -238,6 +247,8 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	genie_sorter_write(state.sorter, index, false, &keywords, &postings, &n_keywords,
 					   &n_postings);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state.n_objects);
+	if (state.rows != NULL)
+		genie_row_build_finish(state.rows, &row_schema);
 
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
@@ -251,6 +262,8 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	meta->directory = genie_chain_writer_finish(&state.directory);
 	meta->keywords = keywords;
 	meta->postings = postings;
+	if (state.rows != NULL)
+		meta->rows = row_schema;
 	MarkBufferDirty(metabuf);
 	UnlockReleaseBuffer(metabuf);
 
@@ -275,6 +288,15 @@ genie_ambuildempty(Relation index)
 
 	genie_encoding_for_build(index, &encoding);
 	genie_init_metapage(metapage, genie_split_length(index), &encoding);
+	if (encoding.kind == GENIE_ENCODING_ROW)
+	{
+		/* the attributes and their bounds as options give them; no dictionary */
+		Relation	heap = table_open(index->rd_index->indrelid, NoLock);
+		GenieRowBuild *rows = genie_row_build_begin(heap, index, BuildIndexInfo(index), false);
+
+		genie_row_build_finish(rows, &GeniePageGetMeta(metapage)->rows);
+		table_close(heap, NoLock);
+	}
 	PageSetChecksumInplace(metapage, GENIE_METAPAGE_BLKNO);
 	smgrwrite(RelationGetSmgr(index), INIT_FORKNUM, GENIE_METAPAGE_BLKNO, (char *) metapage, true);
 	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,

@@ -24,6 +24,7 @@
 PG_FUNCTION_INFO_V1(genie_int4_set_encoding);
 PG_FUNCTION_INFO_V1(genie_ngram_encoding);
 
+
 /* support function 1 of genie_int4_ops */
 Datum
 genie_int4_set_encoding(PG_FUNCTION_ARGS)
@@ -54,6 +55,9 @@ genie_encoding_for_build(Relation index, GenieEncoding *encoding)
 		case GENIE_ENCODING_NGRAM:
 			encoding->kind = GENIE_ENCODING_NGRAM;
 			encoding->ngram_n = opts != NULL ? opts->ngram_n : GENIE_NGRAM_DEFAULT_N;
+			break;
+		case GENIE_ENCODING_ROW:
+			encoding->kind = GENIE_ENCODING_ROW;
 			break;
 		default:
 			elog(ERROR, "genie: operator class of index \"%s\" has unknown encoding %d",
@@ -91,6 +95,8 @@ genie_encoding_name(const GenieEncoding *encoding)
 			return "int4 set";
 		case GENIE_ENCODING_NGRAM:
 			return "ordered n-grams";
+		case GENIE_ENCODING_ROW:
+			return "rows";
 		default:
 			return "unknown";
 	}
@@ -114,7 +120,7 @@ ngram_keywords(text *value, int32 n, int *count, int32 *length, int32 *lost)
 }
 
 int32 *
-genie_encode_value(const GenieEncoding *encoding, Datum value, int *n)
+genie_encode_value(Relation index, const GenieEncoding *encoding, Datum value, int *n)
 {
 	int32		length;
 	int32		lost;
@@ -125,6 +131,8 @@ genie_encode_value(const GenieEncoding *encoding, Datum value, int *n)
 			return genie_int4_array_values(DatumGetArrayTypeP(value), "indexed array", n);
 		case GENIE_ENCODING_NGRAM:
 			return ngram_keywords(DatumGetTextPP(value), encoding->ngram_n, n, &length, &lost);
+		case GENIE_ENCODING_ROW:
+			return genie_row_keywords(index, value, n);
 		default:
 			elog(ERROR, "genie: unknown encoding %d", encoding->kind);
 	}
@@ -168,6 +176,11 @@ genie_encode_orderby(Relation index, const GenieEncoding *encoding, StrategyNumb
 		out->query = genie_query_from_keywords(keywords, n, false);
 		out->edit_distance = strategy == GENIE_NGRAM_EDIT_STRATEGY;
 		pfree(keywords);
+		return;
+	}
+	if (encoding->kind == GENIE_ENCODING_ROW)
+	{
+		out->query = genie_ranges_query(index, genie_ranges_from_datum(value));
 		return;
 	}
 	elog(ERROR, "genie: unknown encoding %d", encoding->kind);

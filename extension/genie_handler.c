@@ -47,6 +47,12 @@ genie_init_reloptions(void)
 	add_int_reloption(genie_relopt_kind, "n",
 					  "Gram length of a genie_ngram_ops index, fixed when the index is built",
 					  GENIE_NGRAM_DEFAULT_N, 2, 8, AccessExclusiveLock);
+	add_int_reloption(genie_relopt_kind, "buckets",
+					  "Buckets per numeric attribute of a genie_row_ops index, fixed when the index is built",
+					  GENIE_ROW_DEFAULT_BUCKETS, 1, GENIE_ROW_MAX_BUCKETS, AccessExclusiveLock);
+	add_string_reloption(genie_relopt_kind, "attributes",
+						 "Columns a genie_row_ops index encodes, each optionally with bounds lo..hi (default: every column of a supported type)",
+						 NULL, genie_validate_attribute_list, AccessExclusiveLock);
 }
 
 bytea *
@@ -56,6 +62,8 @@ genie_options(Datum reloptions, bool validate)
 		{"split_length", RELOPT_TYPE_INT, offsetof(GenieOptions, split_length)},
 		{"pending_list_limit", RELOPT_TYPE_INT, offsetof(GenieOptions, pending_list_limit)},
 		{"n", RELOPT_TYPE_INT, offsetof(GenieOptions, ngram_n)},
+		{"buckets", RELOPT_TYPE_INT, offsetof(GenieOptions, buckets)},
+		{"attributes", RELOPT_TYPE_STRING, offsetof(GenieOptions, attributes)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, genie_relopt_kind,
@@ -78,9 +86,14 @@ ordering_strategy(Oid opno, Oid opfamily)
 	return strategy;
 }
 
-/* False when an n-gram index with n other than 3 is asked to order by text <~> text. */
+/*
+ * False when an n-gram index with n other than 3 is asked to order by
+ * text <~> text, or a row index by a genie_ranges query made for another
+ * index of the table (folded at plan time when it can be): either scan would
+ * raise an error.
+ */
 static bool
-ngram_index_serves(IndexPath *path)
+index_serves(PlannerInfo *root, IndexPath *path)
 {
 	ListCell   *lc;
 	bool		serves = true;
@@ -88,6 +101,17 @@ ngram_index_serves(IndexPath *path)
 	foreach(lc, path->indexorderbys)
 	{
 		Expr	   *clause = (Expr *) lfirst(lc);
+
+		if (IsA(clause, OpExpr) && path->indexinfo->opcintype[0] == RECORDOID &&
+			list_length(((OpExpr *) clause)->args) == 2)
+		{
+			Node	   *query = estimate_expression_value(root, lsecond(((OpExpr *) clause)->args));
+
+			if (IsA(query, Const) && !((Const *) query)->constisnull &&
+				genie_ranges_from_datum(((Const *) query)->constvalue)->index !=
+				path->indexinfo->indexoid)
+				serves = false;
+		}
 
 		if (IsA(clause, OpExpr) &&
 			ordering_strategy(((OpExpr *) clause)->opno,
@@ -133,11 +157,11 @@ genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	}
 
 	/*
-	 * text <~> text counts 3-grams; an index of other grams cannot order by
-	 * it (its scan would raise an error), so price it above any plan that
-	 * enable_seqscan = off and enable_sort = off can penalise.
+	 * An index that cannot serve the ORDER BY (see index_serves) is priced
+	 * above any plan that enable_seqscan = off and enable_sort = off can
+	 * penalise.
 	 */
-	if (!ngram_index_serves(path))
+	if (!index_serves(root, path))
 	{
 		*indexStartupCost = disable_cost * 1000.0;
 		*indexTotalCost = disable_cost * 1000.0;

@@ -166,7 +166,7 @@ genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 
 	/* the encoding is fixed at build time: n may differ from the reloption now */
 	if (!isnull[0])
-		keywords = genie_encode_value(genie_index_encoding(index), values[0], &n);
+		keywords = genie_encode_value(index, genie_index_encoding(index), values[0], &n);
 
 	GENIE_CONTENT_LOCK_SHARE(index);
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);

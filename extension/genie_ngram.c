@@ -121,7 +121,7 @@ genie_ngrams(PG_FUNCTION_ARGS)
 
 	encoding.kind = GENIE_ENCODING_NGRAM;
 	encoding.ngram_n = (int16) check_n(PG_GETARG_INT32(1));
-	keywords = genie_encode_value(&encoding, PointerGetDatum(value), &n);
+	keywords = genie_encode_value(NULL, &encoding, PointerGetDatum(value), &n);
 	PG_RETURN_ARRAYTYPE_P(construct_array((Datum *) keywords, n, INT4OID, sizeof(int32), true,
 										  TYPALIGN_INT));
 }

@@ -40,20 +40,9 @@ PG_FUNCTION_INFO_V1(genie_query_add_keywords);
 PG_FUNCTION_INFO_V1(genie_query_items);
 PG_FUNCTION_INFO_V1(genie_match_count_query);
 
-/* A query under construction: items with their raw (unmerged) ranges. */
-typedef struct QueryBuilder
-{
-	bool		limited;		/* enforce the type's limits (not for internal queries) */
-	int			n_items;
-	int			items_capacity;
-	GenieQueryItem *items;
-	int			n_ranges;
-	int			ranges_capacity;
-	GenieKeywordRange *ranges;
-} QueryBuilder;
 
-static void
-builder_init(QueryBuilder *b)
+void
+genie_query_builder_init(GenieQueryBuilder *b)
 {
 	b->limited = true;
 	b->n_items = 0;
@@ -64,8 +53,8 @@ builder_init(QueryBuilder *b)
 	b->ranges = palloc(sizeof(GenieKeywordRange) * b->ranges_capacity);
 }
 
-static void
-builder_begin_item(QueryBuilder *b, int32 weight)
+void
+genie_query_builder_begin_item(GenieQueryBuilder *b, int32 weight)
 {
 	if (b->limited && b->n_items >= GENIE_QUERY_MAX_ITEMS)
 		ereport(ERROR,
@@ -82,8 +71,8 @@ builder_begin_item(QueryBuilder *b, int32 weight)
 	b->n_items++;
 }
 
-static void
-builder_add_range(QueryBuilder *b, int32 lo, int32 hi)
+void
+genie_query_builder_add_range(GenieQueryBuilder *b, int32 lo, int32 hi)
 {
 	if (lo > hi)
 		ereport(ERROR,
@@ -128,8 +117,8 @@ keyword_range_cmp(const void *a, const void *b)
 }
 
 /* Sorts and merges each item's ranges into the compact varlena form. */
-static GenieQuery *
-builder_finish(QueryBuilder *b)
+GenieQuery *
+genie_query_builder_finish(GenieQueryBuilder *b)
 {
 	GenieQuery *q;
 	GenieQueryItem *items;
@@ -179,17 +168,17 @@ builder_finish(QueryBuilder *b)
 
 /* Starts a builder holding a copy of an existing query. */
 static void
-builder_from_query(QueryBuilder *b, GenieQuery *q)
+builder_from_query(GenieQueryBuilder *b, GenieQuery *q)
 {
 	GenieQueryItem *items = GENIE_QUERY_ITEMS(q);
 	GenieKeywordRange *ranges = GENIE_QUERY_RANGES(q);
 
-	builder_init(b);
+	genie_query_builder_init(b);
 	for (int i = 0; i < q->n_items; i++)
 	{
-		builder_begin_item(b, items[i].weight);
+		genie_query_builder_begin_item(b, items[i].weight);
 		for (int j = 0; j < items[i].n_ranges; j++)
-			builder_add_range(b, ranges[items[i].first_range + j].lo,
+			genie_query_builder_add_range(b, ranges[items[i].first_range + j].lo,
 							  ranges[items[i].first_range + j].hi);
 	}
 }
@@ -265,7 +254,7 @@ parse_integer(QueryParser *ps, int64 min, int64 max, const char *what)
 }
 
 static void
-parse_atom(QueryParser *ps, QueryBuilder *b)
+parse_atom(QueryParser *ps, GenieQueryBuilder *b)
 {
 	int32		lo = (int32) parse_integer(ps, INT_MIN, INT_MAX, "a keyword");
 	int32		hi = lo;
@@ -279,7 +268,7 @@ parse_atom(QueryParser *ps, QueryBuilder *b)
 		if (lo > hi)
 			parse_fail(ps, "a keyword range's lower bound exceeds its upper bound");
 	}
-	builder_add_range(b, lo, hi);
+	genie_query_builder_add_range(b, lo, hi);
 }
 
 Datum
@@ -287,9 +276,9 @@ genie_query_in(PG_FUNCTION_ARGS)
 {
 	char	   *str = PG_GETARG_CSTRING(0);
 	QueryParser ps = {str, str};
-	QueryBuilder b;
+	GenieQueryBuilder b;
 
-	builder_init(&b);
+	genie_query_builder_init(&b);
 	skip_space(&ps);
 	if (*ps.p != '{')
 		parse_fail(&ps, "expected \"{\"");
@@ -299,7 +288,7 @@ genie_query_in(PG_FUNCTION_ARGS)
 	{
 		for (;;)
 		{
-			builder_begin_item(&b, 1);
+			genie_query_builder_begin_item(&b, 1);
 			if (*ps.p == '(')
 			{
 				ps.p++;
@@ -338,7 +327,7 @@ genie_query_in(PG_FUNCTION_ARGS)
 	if (*ps.p != '\0')
 		parse_fail(&ps, "junk after \"}\"");
 
-	PG_RETURN_POINTER(builder_finish(&b));
+	PG_RETURN_POINTER(genie_query_builder_finish(&b));
 }
 
 static void
@@ -390,13 +379,13 @@ genie_query_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
 	int32		n_items = pq_getmsgint(buf, 4);
-	QueryBuilder b;
+	GenieQueryBuilder b;
 
 	if (n_items < 0 || n_items > GENIE_QUERY_MAX_ITEMS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("invalid number of genie_query items: %d", n_items)));
-	builder_init(&b);
+	genie_query_builder_init(&b);
 	for (int i = 0; i < n_items; i++)
 	{
 		int32		weight = pq_getmsgint(buf, 4);
@@ -407,16 +396,16 @@ genie_query_recv(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 					 errmsg("invalid number of genie_query ranges: %d", n_ranges)));
-		builder_begin_item(&b, weight);
+		genie_query_builder_begin_item(&b, weight);
 		for (int j = 0; j < n_ranges; j++)
 		{
 			int32		lo = pq_getmsgint(buf, 4);
 			int32		hi = pq_getmsgint(buf, 4);
 
-			builder_add_range(&b, lo, hi);
+			genie_query_builder_add_range(&b, lo, hi);
 		}
 	}
-	PG_RETURN_POINTER(builder_finish(&b));
+	PG_RETURN_POINTER(genie_query_builder_finish(&b));
 }
 
 Datum
@@ -457,21 +446,21 @@ GenieQuery *
 genie_query_from_keywords(const int32 *keywords, int n, bool limited)
 {
 	int32	   *sorted = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
-	QueryBuilder b;
+	GenieQueryBuilder b;
 
 	memcpy(sorted, keywords, sizeof(int32) * n);
 	qsort(sorted, n, sizeof(int32), int32_cmp);
-	builder_init(&b);
+	genie_query_builder_init(&b);
 	b.limited = limited;
 	for (int i = 0; i < n; i++)
 	{
 		if (i > 0 && sorted[i] == sorted[i - 1])
 			continue;
-		builder_begin_item(&b, 1);
-		builder_add_range(&b, sorted[i], sorted[i]);
+		genie_query_builder_begin_item(&b, 1);
+		genie_query_builder_add_range(&b, sorted[i], sorted[i]);
 	}
 	pfree(sorted);
-	return builder_finish(&b);
+	return genie_query_builder_finish(&b);
 }
 
 /* genie_query(int4[]): each distinct element its own item of weight 1 */
@@ -500,7 +489,7 @@ genie_query_add_ranges(PG_FUNCTION_ARGS)
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
-	QueryBuilder b;
+	GenieQueryBuilder b;
 
 	check_weight(weight);
 	if (typcache->rngelemtype == NULL || typcache->rngelemtype->type_id != INT4OID)
@@ -511,7 +500,7 @@ genie_query_add_ranges(PG_FUNCTION_ARGS)
 	deconstruct_array(array, elemtype, typlen, typbyval, typalign, &elems, &nulls, &n);
 
 	builder_from_query(&b, q);
-	builder_begin_item(&b, weight);
+	genie_query_builder_begin_item(&b, weight);
 	for (int i = 0; i < n; i++)
 	{
 		RangeBound lower;
@@ -530,9 +519,9 @@ genie_query_add_ranges(PG_FUNCTION_ARGS)
 		/* int4range is canonical: [lo, hi) */
 		lo = lower.infinite ? INT_MIN : DatumGetInt32(lower.val);
 		hi = upper.infinite ? INT_MAX : (int64) DatumGetInt32(upper.val) - 1;
-		builder_add_range(&b, (int32) lo, (int32) hi);
+		genie_query_builder_add_range(&b, (int32) lo, (int32) hi);
 	}
-	PG_RETURN_POINTER(builder_finish(&b));
+	PG_RETURN_POINTER(genie_query_builder_finish(&b));
 }
 
 /* genie_query_add(q, int4[], weight): appends one item, the set of the keywords */
@@ -544,14 +533,14 @@ genie_query_add_keywords(PG_FUNCTION_ARGS)
 	int32		weight = PG_GETARG_INT32(2);
 	int			n;
 	int32	   *values = genie_int4_array_values(array, "keywords", &n);
-	QueryBuilder b;
+	GenieQueryBuilder b;
 
 	check_weight(weight);
 	builder_from_query(&b, q);
-	builder_begin_item(&b, weight);
+	genie_query_builder_begin_item(&b, weight);
 	for (int i = 0; i < n; i++)
-		builder_add_range(&b, values[i], values[i]);
-	PG_RETURN_POINTER(builder_finish(&b));
+		genie_query_builder_add_range(&b, values[i], values[i]);
+	PG_RETURN_POINTER(genie_query_builder_finish(&b));
 }
 
 /* genie_query_items(q): setof (item_no, weight, lo, hi), one row per range */

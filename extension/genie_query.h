@@ -65,6 +65,24 @@ typedef struct GenieQueryBatch
 	int32	   *ranges_hi;
 } GenieQueryBatch;
 
+/* A query under construction: items with their raw (unmerged) ranges. */
+typedef struct GenieQueryBuilder
+{
+	bool		limited;		/* enforce the type's limits (not for internal queries) */
+	int			n_items;
+	int			items_capacity;
+	GenieQueryItem *items;
+	int			n_ranges;
+	int			ranges_capacity;
+	GenieKeywordRange *ranges;
+} GenieQueryBuilder;
+
+extern void genie_query_builder_init(GenieQueryBuilder *b);
+extern void genie_query_builder_begin_item(GenieQueryBuilder *b, int32 weight);
+extern void genie_query_builder_add_range(GenieQueryBuilder *b, int32 lo, int32 hi);
+/* Sorts and merges each item's ranges into the compact varlena form. */
+extern GenieQuery *genie_query_builder_finish(GenieQueryBuilder *b);
+
 /*
  * Builds a genie_query from keywords: each distinct keyword its own item of
  * weight 1.  Without limited, the type's item limit does not apply (an int4[]

@@ -94,6 +94,10 @@ genie_topk(PG_FUNCTION_ARGS)
 	Datum	   *elems;
 	bool	   *nulls;
 	int			nq;
+	int16		elem_len;
+	bool		elem_byval;
+	char		elem_align;
+	bool		row_queries;
 
 	if (k < 1)
 		ereport(ERROR,
@@ -109,7 +113,11 @@ genie_topk(PG_FUNCTION_ARGS)
 				 errmsg("queries must be a one-dimensional array")));
 
 	InitMaterializedSRF(fcinfo, 0);
-	deconstruct_array(array, ARR_ELEMTYPE(array), -1, false, TYPALIGN_INT, &elems, &nulls, &nq);
+	/* genie_query[], or genie_ranges[] for a row index */
+	row_queries = ARR_ELEMTYPE(array) == genie_ranges_type(fcinfo->flinfo->fn_oid);
+	get_typlenbyvalalign(ARR_ELEMTYPE(array), &elem_len, &elem_byval, &elem_align);
+	deconstruct_array(array, ARR_ELEMTYPE(array), elem_len, elem_byval, elem_align,
+					  &elems, &nulls, &nq);
 	for (int i = 0; i < nq; i++)
 		if (nulls[i])
 			ereport(ERROR,
@@ -163,7 +171,9 @@ genie_topk(PG_FUNCTION_ARGS)
 		}
 		for (int i = 0; i < nq; i++)
 		{
-			queries[i] = DatumGetGenieQueryP(elems[i]);
+			queries[i] = row_queries ?
+				genie_ranges_query(index, genie_ranges_from_datum(elems[i])) :
+				DatumGetGenieQueryP(elems[i]);
 			pending[i] = i;
 		}
 

@@ -229,3 +229,77 @@ CREATE FUNCTION genie_index_info(index regclass,
 RETURNS record
 AS 'MODULE_PATHNAME', 'genie_index_info'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+
+-- ---------------------------------------------------------------------------
+-- Range-tuple scoring over relational rows (paper Example 2.1, section V-C).
+--
+--   CREATE INDEX adult_ranges ON adult USING genie ((adult))
+--       WITH (attributes = 'age, workclass, hours_per_week 1..99', buckets = 1024);
+--   SELECT * FROM adult
+--   ORDER BY adult <~> genie_ranges('adult_ranges',
+--       '{"age": [30, 40], "workclass": ["Private", "State-gov"]}')
+--   LIMIT 10;
+--
+-- A genie_ranges value is bound to one build of one row index and carries
+-- what scoring a row needs, so row <~> query gives the same order with or
+-- without the index.
+
+CREATE TYPE genie_ranges;
+
+CREATE FUNCTION genie_ranges_in(cstring) RETURNS genie_ranges
+AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_ranges_out(genie_ranges) RETURNS cstring
+AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE genie_ranges (
+    INPUT = genie_ranges_in,
+    OUTPUT = genie_ranges_out,
+    INTERNALLENGTH = VARIABLE,
+    ALIGNMENT = double,
+    STORAGE = extended
+);
+
+-- The query: per attribute of the index, a numeric range [lo, hi] (null for
+-- an open end) or one value, a set of categorical values or one value, each
+-- optionally {"range" | "values": ..., "weight": n}.
+CREATE FUNCTION genie_ranges(index regclass, ranges jsonb) RETURNS genie_ranges
+AS 'MODULE_PATHNAME', 'genie_ranges_make'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+-- The summed weights of the attributes a row matches.
+CREATE FUNCTION genie_match_count("row" record, query genie_ranges) RETURNS int4
+AS 'MODULE_PATHNAME', 'genie_match_count_row'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION genie_negated_match_count(record, genie_ranges) RETURNS float8
+AS 'MODULE_PATHNAME', 'genie_negated_match_count_row'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR <~> (
+    LEFTARG = record,
+    RIGHTARG = genie_ranges,
+    FUNCTION = genie_negated_match_count
+);
+
+CREATE FUNCTION genie_row_encoding(internal) RETURNS int4
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR CLASS genie_row_ops
+DEFAULT FOR TYPE record USING genie AS
+    OPERATOR 1 <~> (record, genie_ranges) FOR ORDER BY float_ops,
+    FUNCTION 1 genie_row_encoding(internal);
+
+CREATE FUNCTION genie_topk(index regclass, queries genie_ranges[], k int4)
+RETURNS TABLE (query_no int4, ctid tid, score int4)
+AS 'MODULE_PATHNAME', 'genie_topk'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+-- How a row index encodes each attribute: mode 'buckets' (equal-width
+-- buckets between lower and upper, as float8: dates in days and timestamps
+-- in microseconds since 2000-01-01) or 'values' (one keyword per distinct
+-- value, distinct_values of them so far).
+CREATE FUNCTION genie_index_attributes(index regclass)
+RETURNS TABLE (attribute text, type regtype, mode text, buckets int4,
+               lower float8, upper float8, distinct_values int4)
+AS 'MODULE_PATHNAME', 'genie_index_attributes'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
