@@ -57,4 +57,32 @@ $primary->safe_psql('postgres',
 compare('after inserts and updates on top of vacuum');
 check_index_matches_seqscan($standby, 'standby');
 
+# A row index: dictionary entries appended by inserts of values first seen
+# after the build replay on the standby, which then scores like the primary.
+$primary->safe_psql('postgres', q{
+	CREATE TABLE pkgs (id int, section text, size int, arch text);
+	INSERT INTO pkgs SELECT i, 's' || (i % 40), (i * 7919) % 100000,
+	       CASE WHEN i % 3 = 0 THEN 'all' ELSE 'amd64' END FROM generate_series(1, 3000) AS i;
+	CREATE INDEX pkgs_rows ON pkgs USING genie ((pkgs)) WITH (attributes = 'section, size, arch', buckets = 128);
+	INSERT INTO pkgs SELECT i, 'new' || (i % 500), i * 50 - 150000, 'arm64' FROM generate_series(3001, 4000) AS i;
+	DELETE FROM pkgs WHERE id % 7 = 0;
+});
+my $row_query = q{
+	SELECT string_agg(scores, ';') FROM (
+	  SELECT (SELECT string_agg(genie_match_count(p, q)::text, ',')
+	          FROM (SELECT p FROM pkgs p ORDER BY p <~> q, id LIMIT 12) x) AS scores
+	  FROM generate_series(1, 30) AS n,
+	       LATERAL genie_ranges('pkgs_rows', jsonb_build_object('section', jsonb_build_array('new' || n, 's' || n),
+	                            'size', jsonb_build_array(n * 50 - 1000, n * 50 + 1000), 'arch', 'arm64')) AS q) y
+};
+$primary->wait_for_catchup($standby, 'replay');
+my $row_index = "SET enable_seqscan = off; SET enable_sort = off; $row_query";
+my $row_seqscan = "SET enable_indexscan = off; $row_query";
+my $primary_rows = $primary->safe_psql('postgres', $row_index);
+like($primary_rows, qr/^3,/, 'row index: the primary finds rows matching all three attributes');
+is($primary_rows, $primary->safe_psql('postgres', $row_seqscan), 'row index: the primary equals its sequential scan');
+is($standby->safe_psql('postgres', $row_index), $primary_rows, 'row index: the standby answers the same');
+is($standby->safe_psql('postgres', "SELECT distinct_values FROM genie_index_attributes('pkgs_rows') WHERE attribute = 'section'"),
+	'540', 'row index: the standby has the dictionary values appended after the build');
+
 done_testing();
