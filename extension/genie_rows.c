@@ -447,6 +447,23 @@ cached_dictionary(Relation index)
 	return NULL;
 }
 
+/* Reads a cached dictionary's new entries; one that fails half-way is dropped. */
+static void
+catch_up(Relation index, RowDictionary *d, const GenieRowSchema *schema)
+{
+	PG_TRY();
+	{
+		dictionary_read(index, d, schema);
+	}
+	PG_CATCH();
+	{
+		row_dictionaries = list_delete_ptr(row_dictionaries, d);
+		MemoryContextDelete(d->cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
 /* The backend's dictionary of a row index, caught up with schema (the metapage's). */
 static RowDictionary *
 index_dictionary(Relation index, const GenieRowSchema *schema)
@@ -467,18 +484,7 @@ index_dictionary(Relation index, const GenieRowSchema *schema)
 		row_dictionaries = lappend(row_dictionaries, d);
 		MemoryContextSwitchTo(old);
 	}
-	PG_TRY();
-	{
-		dictionary_read(index, d, schema);
-	}
-	PG_CATCH();
-	{
-		/* a half-read dictionary is no use: read it again next time */
-		row_dictionaries = list_delete_ptr(row_dictionaries, d);
-		MemoryContextDelete(d->cxt);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	catch_up(index, d, schema);
 	return d;
 }
 
@@ -499,7 +505,9 @@ genie_row_schema(Relation index, GenieRowSchema *schema)
 /*
  * Gives a value its dictionary code, appending it unless another backend
  * did so first: one WAL record, the metapage registered first as in every
- * record that readers on a standby depend on.
+ * record that readers on a standby depend on.  The caller holds the content
+ * lock in share mode, so that VACUUM's sweep for unreachable pages, which
+ * holds it exclusively, never sees a page being linked.
  */
 static int32
 dictionary_append(Relation index, RowDictionary *d, int slot, const char *bytes, int length)
@@ -695,7 +703,11 @@ encode_row(Relation index, RowDictionary *d, TupleDesc desc, Oid rowtype, Datum 
 				d->order[d->n_entries++] = e;
 			}
 			else
+			{
+				GENIE_CONTENT_LOCK_SHARE(index);
 				code = dictionary_append(index, d, slot, bytes, length);
+				GENIE_CONTENT_UNLOCK_SHARE(index);
+			}
 		}
 		keywords[count++] = GENIE_ROW_KEYWORD(slot, code);
 	}
@@ -706,17 +718,14 @@ encode_row(Relation index, RowDictionary *d, TupleDesc desc, Oid rowtype, Datum 
 int32 *
 genie_row_keywords(Relation index, Datum row, int *n)
 {
-	RowDictionary *d = cached_dictionary(index);
+	GenieRowSchema schema;
+	RowDictionary *d;
 	Relation	heap;
 	int32	   *keywords;
 
-	if (d == NULL)
-	{
-		GenieRowSchema schema;
-
-		genie_row_schema(index, &schema);
-		d = index_dictionary(index, &schema);
-	}
+	/* the metapage's schema id tells a new index that reuses an oid from the old */
+	genie_row_schema(index, &schema);
+	d = index_dictionary(index, &schema);
 	/* the caller holds a lock on the table: its descriptor stays */
 	heap = relation_open(index->rd_index->indrelid, NoLock);
 	keywords = encode_row(index, d, RelationGetDescr(heap), heap->rd_rel->reltype, row, false, n);

@@ -339,6 +339,8 @@ reclaim_pages(IndexVacuumInfo *info)
 	mark_chain(index, meta.keywords, reachable, npages);
 	mark_chain(index, meta.postings, reachable, npages);
 	mark_chain(index, meta.pending, reachable, npages);
+	if (meta.encoding.kind == GENIE_ENCODING_ROW)
+		mark_chain(index, meta.rows.dictionary, reachable, npages);
 
 	for (BlockNumber blkno = GENIE_METAPAGE_BLKNO + 1; blkno < npages; blkno++)
 	{

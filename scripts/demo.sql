@@ -92,3 +92,49 @@ JOIN words w ON w.ctid = q.ctid
 JOIN unnest(ARRAY['recieve', 'langauge', 'definately', 'seperate', 'accomodation']) WITH ORDINALITY AS t(typo, n)
   ON t.n = q.query_no
 ORDER BY q.query_no, w.w;
+
+\echo
+\echo '== rows: range-tuple scoring over the Debian package index of this machine (/var/lib/apt/lists)'
+CREATE TABLE packages (package text, version text, section text, priority text, installed_size int,
+                       size bigint, depends int, maintainer text, architecture text, source text);
+COPY packages FROM :'packages';
+\timing on
+CREATE INDEX packages_rows ON packages USING genie ((packages))
+  WITH (attributes = 'section, priority, installed_size, depends, maintainer, architecture', buckets = 1024);
+\timing off
+ANALYZE packages;
+\echo 'how each attribute is encoded: equal-width buckets, or exact values'
+SELECT * FROM genie_index_attributes('packages_rows');
+
+\echo
+\echo '== the 8 packages most like a mid-sized database server: 4 of 5 attributes (and 5 of 5) count'
+SELECT package, section, priority, installed_size, depends, architecture, genie_match_count(p, q) AS score
+FROM packages p,
+     genie_ranges('packages_rows', '{"section": ["database", "misc"], "priority": "optional",
+                                     "installed_size": [20000, 60000], "depends": [10, 30],
+                                     "architecture": "amd64"}') AS q
+ORDER BY p <~> q, package
+LIMIT 8;
+EXPLAIN (COSTS OFF)
+SELECT package FROM packages p
+ORDER BY p <~> genie_ranges('packages_rows', '{"section": ["database"], "installed_size": [20000, 60000]}')
+LIMIT 8;
+
+\echo
+\echo '== weighted: the maintainer counts three times, the size range once'
+SELECT package, maintainer, installed_size, genie_match_count(p, q) AS score
+FROM packages p,
+     genie_ranges('packages_rows', '{"maintainer": {"values": ["Debian PostgreSQL Maintainers <team+postgresql@tracker.debian.org>"], "weight": 3},
+                                     "installed_size": [0, 100]}') AS q
+ORDER BY p <~> q, package
+LIMIT 5;
+
+\echo
+\echo '== a batch of 3 range queries in one engine call (genie_topk), 2 best rows each'
+SELECT t.query_no, p.package, p.section, p.installed_size, t.score
+FROM genie_topk('packages_rows', ARRAY[
+       genie_ranges('packages_rows', '{"section": "python", "installed_size": [0, 50]}'),
+       genie_ranges('packages_rows', '{"section": "games", "depends": [0, 2], "architecture": "all"}'),
+       genie_ranges('packages_rows', '{"priority": "required", "installed_size": [1000, null]}')], 2) AS t
+JOIN packages p ON p.ctid = t.ctid
+ORDER BY t.query_no, t.score DESC, p.package;
