@@ -107,7 +107,7 @@ ANALYZE packages;
 SELECT * FROM genie_index_attributes('packages_rows');
 
 \echo
-\echo '== the 8 packages most like a mid-sized database server: 4 of 5 attributes (and 5 of 5) count'
+\echo '== the 8 packages most like a mid-sized database server, by how many of 5 attributes match'
 SELECT package, section, priority, installed_size, depends, architecture, genie_match_count(p, q) AS score
 FROM packages p,
      genie_ranges('packages_rows', '{"section": ["database", "misc"], "priority": "optional",
