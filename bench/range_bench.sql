@@ -3,7 +3,7 @@
 -- at least 1M rows, as the paper duplicated Adult 20 times; 1024 queries made
 -- from random rows, each numeric attribute [v - 50, v + 50] buckets around
 -- the row's value and each categorical attribute the row's value; top k = 100.
---   genie_topk (one batch), ORDER BY t <~> q LIMIT k through the index (query
+--   genie_ranges_topk (one batch), ORDER BY t <~> q LIMIT k through the index (query
 --   by query), and a sequential scan ORDER BY <the score as an SQL expression>
 --   DESC LIMIT k, side by side in one session.
 -- psql variables: packages (TSV of bench/packages-tsv), copies, devices
@@ -77,21 +77,21 @@ END $$;
 CREATE TABLE results (method text, device text, queries int, batch_ms numeric, agree text);
 CREATE TABLE truth (q int, scores int[]);
 
--- genie_topk: the whole batch in one call, per device
+-- genie_ranges_topk: the whole batch in one call, per device
 CREATE FUNCTION run_topk(device text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE t0 timestamptz; ms numeric; qs genie_ranges[];
 BEGIN
   PERFORM set_config('genie.device', device, false);
   SELECT array_agg(genie_ranges('packages_rows', spec) ORDER BY q) INTO qs FROM queries;
-  PERFORM count(*) FROM genie_topk('packages_rows', qs[1:8], 100);	-- load the index on the device
+  PERFORM count(*) FROM genie_ranges_topk('packages_rows', qs[1:8], 100);	-- load the index on the device
   t0 := clock_timestamp();
-  CREATE TEMP TABLE topk_out AS SELECT query_no, score FROM genie_topk('packages_rows', qs, 100);
+  CREATE TEMP TABLE topk_out AS SELECT query_no, score FROM genie_ranges_topk('packages_rows', qs, 100);
   ms := extract(epoch from clock_timestamp() - t0) * 1000;
   IF NOT EXISTS (SELECT 1 FROM truth) THEN
     INSERT INTO truth SELECT query_no, array_agg(score ORDER BY score DESC) FROM topk_out GROUP BY 1;
-    INSERT INTO results VALUES ('genie_topk (batch)', device, 1024, round(ms, 1), 'reference');
+    INSERT INTO results VALUES ('genie_ranges_topk (batch)', device, 1024, round(ms, 1), 'reference');
   ELSE
-    INSERT INTO results SELECT 'genie_topk (batch)', device, 1024, round(ms, 1),
+    INSERT INTO results SELECT 'genie_ranges_topk (batch)', device, 1024, round(ms, 1),
       (SELECT count(*) FILTER (WHERE t.scores = o.s) || '/' || count(*)
        FROM truth t JOIN (SELECT query_no, array_agg(score ORDER BY score DESC) s FROM topk_out GROUP BY 1) o
          ON o.query_no = t.q);

@@ -130,9 +130,9 @@ ORDER BY p <~> q, package
 LIMIT 5;
 
 \echo
-\echo '== a batch of 3 range queries in one engine call (genie_topk), 2 best rows each'
+\echo '== a batch of 3 range queries in one engine call (genie_ranges_topk), 2 best rows each'
 SELECT t.query_no, p.package, p.section, p.installed_size, t.score
-FROM genie_topk('packages_rows', ARRAY[
+FROM genie_ranges_topk('packages_rows', ARRAY[
        genie_ranges('packages_rows', '{"section": "python", "installed_size": [0, 50]}'),
        genie_ranges('packages_rows', '{"section": "games", "depends": [0, 2], "architecture": "all"}'),
        genie_ranges('packages_rows', '{"priority": "required", "installed_size": [1000, null]}')], 2) AS t

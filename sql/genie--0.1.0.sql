@@ -289,7 +289,9 @@ DEFAULT FOR TYPE record USING genie AS
     OPERATOR 1 <~> (record, genie_ranges) FOR ORDER BY float_ops,
     FUNCTION 1 genie_row_encoding(internal);
 
-CREATE FUNCTION genie_topk(index regclass, queries genie_ranges[], k int4)
+-- genie_topk for range queries (a name of its own: an overload would make
+-- genie_topk(index, NULL or '{...}', k) ambiguous).
+CREATE FUNCTION genie_ranges_topk(index regclass, queries genie_ranges[], k int4)
 RETURNS TABLE (query_no int4, ctid tid, score int4)
 AS 'MODULE_PATHNAME', 'genie_topk'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;

@@ -1,4 +1,4 @@
--- genie_row_ops: ORDER BY t <~> genie_ranges(...) LIMIT k and genie_topk equal
+-- genie_row_ops: ORDER BY t <~> genie_ranges(...) LIMIT k and genie_ranges_topk equal
 -- a sequential scan ranked by a plain SQL expression over the bucketized
 -- values, on a random table of every supported type and on the Debian
 -- package index of this machine.
@@ -298,17 +298,17 @@ SELECT is(pg_temp.topk_mismatches('mix_rows', 'mix',
 SELECT is((SELECT array_agg(DISTINCT id >= 10000) FROM (SELECT id FROM mix
              ORDER BY mix <~> genie_ranges('mix_rows', '{"tx": "fresh2", "i2": 1002}') LIMIT 50) s), ARRAY[true],
           'a value first seen after the build is found through the index');
-SELECT is((SELECT count(*) FROM genie_topk('mix_rows',
+SELECT is((SELECT count(*) FROM genie_ranges_topk('mix_rows',
              (SELECT array_agg(genie_ranges('mix_rows', spec) ORDER BY q) FROM mix_specs), 15) g
            JOIN mix_specs s ON s.q = g.query_no JOIN mix t ON t.ctid = g.ctid
            WHERE g.score <> genie_match_count(t, genie_ranges('mix_rows', s.spec))), 0::bigint,
-          'genie_topk with genie_ranges[]: every score is the row''s match count');
-SELECT is((SELECT array_agg(score ORDER BY query_no, score DESC) FROM genie_topk('mix_rows',
+          'genie_ranges_topk: every score is the row''s match count');
+SELECT is((SELECT array_agg(score ORDER BY query_no, score DESC) FROM genie_ranges_topk('mix_rows',
              (SELECT array_agg(genie_ranges('mix_rows', spec) ORDER BY q) FROM mix_specs), 15)),
           (SELECT array_agg(s ORDER BY q, s DESC) FROM mix_specs,
              LATERAL (SELECT genie_match_count(t, genie_ranges('mix_rows', spec)) s FROM mix t
                       ORDER BY 1 DESC LIMIT 15) x),
-          'genie_topk with genie_ranges[] equals each query''s top 15 by a sequential scan');
+          'genie_ranges_topk equals each query''s top 15 by a sequential scan');
 SELECT is(genie_ranges('mix_rows', '{"tx": ["a\"b"], "i4": [1, null], "d": {"range": ["2010-01-01", "2010-02-01"], "weight": 2}}')::text::genie_ranges::text,
           genie_ranges('mix_rows', '{"tx": ["a\"b"], "i4": [1, null], "d": {"range": ["2010-01-01", "2010-02-01"], "weight": 2}}')::text,
           'the text form reads back to the same query');
@@ -355,12 +355,12 @@ SELECT is(pg_temp.score_mismatches('packages_rows', 'packages', (SELECT array_ag
           0::bigint, 'packages: genie_match_count equals the SQL expression on every row');
 SELECT is(pg_temp.topk_mismatches('packages_rows', 'packages', (SELECT array_agg(spec) FROM package_specs), '{1, 10, 100}'),
           0, 'packages: index top k equals the SQL expression''s, 30 queries, k in 1, 10, 100');
-SELECT is((SELECT array_agg(score ORDER BY query_no, score DESC) FROM genie_topk('packages_rows',
+SELECT is((SELECT array_agg(score ORDER BY query_no, score DESC) FROM genie_ranges_topk('packages_rows',
              (SELECT array_agg(genie_ranges('packages_rows', spec) ORDER BY q) FROM package_specs), 100)),
           (SELECT array_agg(s ORDER BY q, s DESC) FROM package_specs,
              LATERAL (SELECT genie_match_count(t, genie_ranges('packages_rows', spec)) s FROM packages t
                       ORDER BY 1 DESC LIMIT 100) x),
-          'packages: genie_topk of the 30 queries equals the sequential scans');
+          'packages: genie_ranges_topk of the 30 queries equals the sequential scans');
 
 SELECT * FROM finish();
 ROLLBACK;
