@@ -107,10 +107,24 @@ index_serves(PlannerInfo *root, IndexPath *path)
 		{
 			Node	   *query = estimate_expression_value(root, lsecond(((OpExpr *) clause)->args));
 
-			if (IsA(query, Const) && !((Const *) query)->constisnull &&
-				genie_ranges_from_datum(((Const *) query)->constvalue)->index !=
-				path->indexinfo->indexoid)
-				serves = false;
+			if (IsA(query, Const) && !((Const *) query)->constisnull)
+			{
+				GenieRanges *ranges = genie_ranges_from_datum(((Const *) query)->constvalue);
+
+				if (ranges->index != path->indexinfo->indexoid)
+					serves = false;
+				else
+				{
+					/* a query kept from before a REINDEX: the sequential scan can score it */
+					Relation	index = index_open(path->indexinfo->indexoid, NoLock);
+					GenieRowSchema schema;
+
+					genie_row_schema(index, &schema);
+					if (schema.schema_id != ranges->schema_id)
+						serves = false;
+					index_close(index, NoLock);
+				}
+			}
 		}
 
 		if (IsA(clause, OpExpr) &&

@@ -110,8 +110,12 @@ numeric_bound(JsonbValue *v, Oid type, const char *attribute, bool upper)
 {
 	float8		f;
 
+	Oid			base = getBaseType(type);
+
 	if (v->type == jbvNull)
 		return upper ? get_float8_infinity() : -get_float8_infinity();
+	if (v->type == jbvNumeric && (base == DATEOID || base == TIMESTAMPOID || base == TIMESTAMPTZOID))
+		ranges_error(attribute, "give dates and timestamps as strings, e.g. \"2020-01-31\"");
 	if (v->type == jbvNumeric)
 		f = DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v->val.numeric)));
 	else if (v->type == jbvString)
@@ -515,8 +519,11 @@ genie_match_count_row(PG_FUNCTION_ARGS)
 Datum
 genie_negated_match_count_row(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_FLOAT8(-(float8) ranges_score(genie_ranges_from_datum(PG_GETARG_DATUM(1)),
-											PG_GETARG_HEAPTUPLEHEADER(0)));
+	int32		score = ranges_score(genie_ranges_from_datum(PG_GETARG_DATUM(1)),
+									 PG_GETARG_HEAPTUPLEHEADER(0));
+
+	/* 0, not -0, as the index reports it */
+	PG_RETURN_FLOAT8(score == 0 ? 0.0 : -(float8) score);
 }
 
 /* genie_index_attributes(index): how a row index encodes each attribute */

@@ -47,6 +47,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
+#include "utils/inval.h"
 #include "utils/typcache.h"
 
 #include "genie_am.h"
@@ -115,7 +116,8 @@ genie_row_numeric(Oid type, Datum value)
 			v = DatumGetFloat8(value);
 			break;
 		case NUMERICOID:
-			v = DatumGetFloat8(DirectFunctionCall1(numeric_float8, value));
+			/* beyond float8's range: +-infinity or 0, never an error */
+			v = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, value));
 			break;
 		case DATEOID:
 			{
@@ -229,6 +231,7 @@ typedef struct RowDictionary
 	Oid			index;
 	Oid			relfilenode;
 	uint64		schema_id;
+	bool		stale;			/* flagged by a relcache invalidation */
 	MemoryContext cxt;
 	HTAB	   *codes;
 	GenieRowSchema schema;		/* n_values kept up to date */
@@ -318,7 +321,10 @@ dictionary_add(RowDictionary *d, int slot, const char *bytes, int length, int32 
 	key.bytes = copy;
 	e = hash_search(d->codes, &key, HASH_ENTER, &found);
 	if (found)
-		elog(ERROR, "genie: duplicate dictionary entry for attribute %d", slot);
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index has a duplicate dictionary entry for attribute %d", slot + 1),
+				 errhint("REINDEX the index.")));
 	e->code = code;
 	genie_row_type_supported(d->schema.attributes[slot].type, &numeric);
 	if (numeric)
@@ -326,7 +332,10 @@ dictionary_add(RowDictionary *d, int slot, const char *bytes, int length, int32 
 		float8		v;
 
 		if (length != sizeof(float8))
-			elog(ERROR, "genie: numeric dictionary entry of %d bytes", length);
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index has a numeric dictionary entry of %d bytes", length),
+					 errhint("REINDEX the index.")));
 		memcpy(&v, bytes, sizeof(float8));
 		if (d->n_numeric[slot] == d->numeric_capacity[slot])
 		{
@@ -398,7 +407,8 @@ dictionary_read(Relation index, RowDictionary *d, const GenieRowSchema *schema)
 
 			if (d->offset + sizeof(GenieDictionaryEntry) > used ||
 				d->offset + sizeof(GenieDictionaryEntry) + e->length > used ||
-				e->slot < 0 || e->slot >= schema->n_attributes || e->code < 0)
+				e->slot < 0 || e->slot >= schema->n_attributes || e->code < 0 ||
+				e->code >= GENIE_ROW_MAX_CODES)
 			{
 				UnlockReleaseBuffer(buf);
 				dictionary_corrupt(index);
@@ -422,15 +432,48 @@ dictionary_read(Relation index, RowDictionary *d, const GenieRowSchema *schema)
 
 /*
  * The backend's dictionaries, one per row index, valid for one relfilenode
- * (REINDEX and TRUNCATE give a new one).
+ * (REINDEX and TRUNCATE give a new one).  A relcache invalidation of the
+ * index (DROP among others) flags its entry, and the next lookup frees
+ * flagged entries: never the callback itself, which may run while an entry
+ * is in use.
  */
 static List *row_dictionaries = NIL;
+static bool row_dictionaries_callback = false;
+
+static void
+dictionary_invalidate(Datum arg, Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, row_dictionaries)
+	{
+		RowDictionary *d = lfirst(lc);
+
+		if (relid == InvalidOid || d->index == relid)
+			d->stale = true;
+	}
+}
 
 static RowDictionary *
 cached_dictionary(Relation index)
 {
 	ListCell   *lc;
 
+	if (!row_dictionaries_callback)
+	{
+		CacheRegisterRelcacheCallback(dictionary_invalidate, (Datum) 0);
+		row_dictionaries_callback = true;
+	}
+	foreach(lc, row_dictionaries)
+	{
+		RowDictionary *d = lfirst(lc);
+
+		if (d->stale)
+		{
+			row_dictionaries = foreach_delete_current(row_dictionaries, lc);
+			MemoryContextDelete(d->cxt);
+		}
+	}
 	foreach(lc, row_dictionaries)
 	{
 		RowDictionary *d = lfirst(lc);
@@ -530,7 +573,7 @@ dictionary_append(Relation index, RowDictionary *d, int slot, const char *bytes,
 	meta = GeniePageGetMeta(BufferGetPage(metabuf));
 	if (meta->rows.schema_id != d->schema_id)
 		elog(ERROR, "genie: index \"%s\" was rebuilt during an insert", RelationGetRelationName(index));
-	dictionary_read(index, d, &meta->rows);
+	catch_up(index, d, &meta->rows);
 	code = dictionary_lookup(d, slot, bytes, length);
 	if (code >= 0)
 	{
@@ -1024,7 +1067,9 @@ genie_row_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool 
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("column \"%s\" of genie option \"attributes\" does not exist in table \"%s\"",
-							specs[slot].name, RelationGetRelationName(heap))));
+							specs[slot].name, RelationGetRelationName(heap)),
+					 errhint("After renaming or dropping a column, name the columns anew: ALTER INDEX %s SET (attributes = '...').",
+							 quote_identifier(RelationGetRelationName(index)))));
 		for (int j = 0; j < slot; j++)
 			if (schema.attributes[j].attnum == attnum)
 				ereport(ERROR,
@@ -1062,8 +1107,9 @@ genie_row_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool 
 			memset(&ctl, 0, sizeof(ctl));
 			ctl.keysize = sizeof(float8);
 			ctl.entrysize = sizeof(float8);
+			ctl.hcxt = CurrentMemoryContext;
 			b->distinct[slot] = hash_create("genie distinct values", 1024, &ctl,
-											HASH_ELEM | HASH_BLOBS);
+											HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 			b->measure[slot] = true;
 			any_measured = true;
 		}
@@ -1086,6 +1132,13 @@ genie_row_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool 
 
 		if (!b->measure[slot])
 			continue;
+		if (b->distinct[slot] != NULL && hash_get_num_entries(b->distinct[slot]) == 0 && scan)
+			ereport(NOTICE,
+					(errmsg("genie index \"%s\": attribute \"%s\" has no values to take bounds from, so it keeps exact values",
+							RelationGetRelationName(index),
+							NameStr(TupleDescAttr(desc, a->attnum - 1)->attname)),
+					 errhint("Give it bounds in the attribute list (%s lo..hi), or REINDEX after loading rows.",
+							 quote_identifier(NameStr(TupleDescAttr(desc, a->attnum - 1)->attname)))));
 		if (b->distinct[slot] != NULL)
 		{
 			/* few distinct values: each keeps its own code, in value order */

@@ -7,7 +7,7 @@ BEGIN;
 CREATE EXTENSION genie;
 -- enable_seqscan = off below would make every plan JIT-compiled
 SET LOCAL jit = off;
-SELECT plan(40);
+SELECT plan(43);
 
 -- ---- the oracle: the documented score as plain SQL ------------------------
 
@@ -271,6 +271,17 @@ SELECT throws_ok($$CREATE INDEX ON mix USING genie ((mix)) WITH (attributes = 'i
                  'bounds need lo < hi');
 SELECT throws_ok($$CREATE INDEX ON mix USING genie ((mix)) WITH (attributes = 'i4 5')$$, '22023', NULL,
                  'bounds are written lo..hi');
+SELECT throws_ok($$SELECT genie_ranges('mix_rows', '{"d": [7000, 7100]}')$$, '22023', NULL,
+                 'dates are given as strings, not day numbers');
+SELECT is((r <~> genie_ranges('mix_rows', '{"i4": [-5, -1]}'))::text, '0', 'a score of 0 orders as 0, not -0')
+FROM mix r WHERE id = 1;
+-- numerics beyond float8's range are infinities, not errors
+CREATE TABLE huge (id int, n numeric);
+INSERT INTO huge VALUES (1, 1e400), (2, -1e400), (3, 5), (4, 5.5);
+CREATE INDEX huge_rows ON huge USING genie ((huge)) WITH (buckets = 2);
+SELECT is((SELECT array_agg(id) FROM (SELECT id FROM huge ORDER BY huge <~> genie_ranges('huge_rows', '{"n": [100, null]}'), id LIMIT 2) s),
+          ARRAY[1, 4], 'a numeric beyond float8 falls into an edge bucket: 1e400 and the largest value match [100, null]');
+
 -- two row indexes on one table: the planner takes the one the query was made for
 SELECT alike(pg_temp.plan_of($$SELECT id FROM mix ORDER BY mix <~> genie_ranges('mix_bounded', '{"i4": [1, 2]}') LIMIT 5$$),
              '%Index Scan using mix_bounded%', 'a query made for mix_bounded is served by mix_bounded');
