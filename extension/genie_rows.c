@@ -545,6 +545,36 @@ genie_row_schema(Relation index, GenieRowSchema *schema)
 	*schema = meta.rows;
 }
 
+static void
+check_code_room(Relation index, int slot, int32 n_values)
+{
+	if (n_values >= GENIE_ROW_MAX_CODES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("attribute %d of genie index \"%s\" cannot hold more than %d distinct values",
+						slot + 1, RelationGetRelationName(index), GENIE_ROW_MAX_CODES)));
+}
+
+/* Building: gives a value its attribute's next code and keeps it to be written. */
+static int32
+dictionary_add_building(Relation index, RowDictionary *d, int slot, const char *bytes, int length)
+{
+	int32		code = d->schema.attributes[slot].n_values;
+	DictionaryEntry *e;
+
+	check_code_room(index, slot, code);
+	e = dictionary_add(d, slot, bytes, length, code);
+	if (d->n_entries == d->order_capacity)
+	{
+		d->order_capacity = Max(1024, d->order_capacity * 2);
+		d->order = d->order == NULL ?
+			MemoryContextAllocHuge(d->cxt, sizeof(DictionaryEntry *) * d->order_capacity) :
+			repalloc_huge(d->order, sizeof(DictionaryEntry *) * d->order_capacity);
+	}
+	d->order[d->n_entries++] = e;
+	return code;
+}
+
 /*
  * Gives a value its dictionary code, appending it unless another backend
  * did so first: one WAL record, the metapage registered first as in every
@@ -580,11 +610,7 @@ dictionary_append(Relation index, RowDictionary *d, int slot, const char *bytes,
 		UnlockReleaseBuffer(metabuf);
 		return code;
 	}
-	if (meta->rows.attributes[slot].n_values >= GENIE_ROW_MAX_CODES)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("attribute %d of genie index \"%s\" cannot hold more than %d distinct values",
-						slot + 1, RelationGetRelationName(index), GENIE_ROW_MAX_CODES)));
+	check_code_room(index, slot, meta->rows.attributes[slot].n_values);
 
 	state = GenericXLogStart(index);
 	metapage = GenericXLogRegisterBuffer(state, metabuf, 0);
@@ -681,7 +707,7 @@ row_tuple(Datum row, Oid rowtype)
 
 /*
  * One keyword per non-NULL attribute.  A value missing from the dictionary
- * is added to it: in memory while building (build != NULL), else on disk.
+ * is added to it: in memory while building, else on disk.
  */
 static int32 *
 encode_row(Relation index, RowDictionary *d, TupleDesc desc, Oid rowtype, Datum row,
@@ -726,25 +752,7 @@ encode_row(Relation index, RowDictionary *d, TupleDesc desc, Oid rowtype, Datum 
 		if (code < 0)
 		{
 			if (building)
-			{
-				DictionaryEntry *e;
-
-				if (d->schema.attributes[slot].n_values >= GENIE_ROW_MAX_CODES)
-					ereport(ERROR,
-							(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-							 errmsg("attribute %d of genie index \"%s\" cannot hold more than %d distinct values",
-									slot + 1, RelationGetRelationName(index), GENIE_ROW_MAX_CODES)));
-				code = d->schema.attributes[slot].n_values;
-				e = dictionary_add(d, slot, bytes, length, code);
-				if (d->n_entries == d->order_capacity)
-				{
-					d->order_capacity = Max(1024, d->order_capacity * 2);
-					d->order = d->order == NULL ?
-						MemoryContextAllocHuge(d->cxt, sizeof(DictionaryEntry *) * d->order_capacity) :
-						repalloc_huge(d->order, sizeof(DictionaryEntry *) * d->order_capacity);
-				}
-				d->order[d->n_entries++] = e;
-			}
+				code = dictionary_add_building(index, d, slot, bytes, length);
 			else
 			{
 				GENIE_CONTENT_LOCK_SHARE(index);
@@ -761,14 +769,22 @@ encode_row(Relation index, RowDictionary *d, TupleDesc desc, Oid rowtype, Datum 
 int32 *
 genie_row_keywords(Relation index, Datum row, int *n)
 {
-	GenieRowSchema schema;
-	RowDictionary *d;
+	RowDictionary *d = cached_dictionary(index);
 	Relation	heap;
 	int32	   *keywords;
 
-	/* the metapage's schema id tells a new index that reuses an oid from the old */
-	genie_row_schema(index, &schema);
-	d = index_dictionary(index, &schema);
+	/*
+	 * A cached dictionary serves as it is (a DROP flags it, a rebuild changes
+	 * the relfilenode): codes never change, and a value it lacks goes to
+	 * dictionary_append, which catches up under the metapage lock.
+	 */
+	if (d == NULL)
+	{
+		GenieRowSchema schema;
+
+		genie_row_schema(index, &schema);
+		d = index_dictionary(index, &schema);
+	}
 	/* the caller holds a lock on the table: its descriptor stays */
 	heap = relation_open(index->rd_index->indrelid, NoLock);
 	keywords = encode_row(index, d, RelationGetDescr(heap), heap->rd_rel->reltype, row, false, n);
@@ -1154,20 +1170,8 @@ genie_row_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool 
 			qsort(sorted, n, sizeof(float8), float8_order);
 			a->mode = GENIE_ROW_VALUES;
 			for (i = 0; i < n; i++)
-			{
-				DictionaryEntry *e = dictionary_add(b->dictionary, slot, (char *) &sorted[i],
-													sizeof(float8), i);
-				RowDictionary *d = b->dictionary;
-
-				if (d->n_entries == d->order_capacity)
-				{
-					d->order_capacity = Max(1024, d->order_capacity * 2);
-					d->order = d->order == NULL ?
-						MemoryContextAllocHuge(d->cxt, sizeof(DictionaryEntry *) * d->order_capacity) :
-						repalloc_huge(d->order, sizeof(DictionaryEntry *) * d->order_capacity);
-				}
-				d->order[d->n_entries++] = e;
-			}
+				dictionary_add_building(index, b->dictionary, slot, (char *) &sorted[i],
+										sizeof(float8));
 			hash_destroy(b->distinct[slot]);
 			b->distinct[slot] = NULL;
 		}
@@ -1249,6 +1253,16 @@ genie_row_build_finish(GenieRowBuild *b, GenieRowSchema *schema)
 
 /* ---- range queries on the index ---- */
 
+static void
+reserve_codes(int32 **codes, int *capacity, int needed)
+{
+	if (*capacity >= needed)
+		return;
+	*capacity = Max(needed, 64);
+	*codes = *codes == NULL ? palloc(sizeof(int32) * *capacity) :
+		repalloc(*codes, sizeof(int32) * *capacity);
+}
+
 /* The engine query of a genie_ranges value, with the dictionary of the moment. */
 GenieQuery *
 genie_ranges_query(Relation index, GenieRanges *ranges)
@@ -1291,12 +1305,7 @@ genie_ranges_query(Relation index, GenieRanges *ranges)
 		{
 			int32		count = d->n_numeric[slot];
 
-			if (codes_capacity < count)
-			{
-				codes_capacity = Max(count, 64);
-				codes = codes == NULL ? palloc(sizeof(int32) * codes_capacity) :
-					repalloc(codes, sizeof(int32) * codes_capacity);
-			}
+			reserve_codes(&codes, &codes_capacity, count);
 			for (int32 j = 0; j < count; j++)
 			{
 				float8		v = d->numeric_values[slot][j];
@@ -1309,12 +1318,7 @@ genie_ranges_query(Relation index, GenieRanges *ranges)
 		{
 			const char *p = area + item->values_offset;
 
-			if (codes_capacity < item->n_values)
-			{
-				codes_capacity = Max(item->n_values, 64);
-				codes = codes == NULL ? palloc(sizeof(int32) * codes_capacity) :
-					repalloc(codes, sizeof(int32) * codes_capacity);
-			}
+			reserve_codes(&codes, &codes_capacity, item->n_values);
 			for (int j = 0; j < item->n_values; j++)
 			{
 				int32		length;
