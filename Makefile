@@ -14,12 +14,12 @@ OBJS = $(patsubst %.c,%.o,$(wildcard extension/*.c))
 MODULEDIR = extension
 DATA = sql/genie.control $(wildcard sql/genie--*.sql)
 PGFILEDESC = "genie - similarity search by match count on the GPU and CPU"
-PG_CPPFLAGS = -I$(CURDIR)/core/include -I$(CURDIR)/extension -Wextra -Wno-unused-parameter \
+PG_CPPFLAGS = -I$(CURDIR)/capi/include -I$(CURDIR)/core/include -I$(CURDIR)/extension -Wextra -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
 # PGXS knows no header dependencies: every object depends on every header it
 # may include, so a changed struct never leaves a stale object behind.
-$(OBJS): $(wildcard extension/*.h) core/include/genie/genie.h
+$(OBJS): $(wildcard extension/*.h) capi/include/genie/genie.h core/include/genie/types.h
 
 .DEFAULT_GOAL := all
 .PHONY: demo test genie-libs deps

@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "genie/genie.h"
+#include "genie/types.h"
 #include "genie/index.hpp"
 #include "genie/query.hpp"
 #include "genie/status.hpp"

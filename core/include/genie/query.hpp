@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "genie/genie.h"
+#include "genie/types.h"
 #include "genie/index.hpp"
 #include "genie/span.hpp"
 #include "genie/status.hpp"

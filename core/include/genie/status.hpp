@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 #include <utility>
-#include "genie/genie.h"
+#include "genie/types.h"
 
 namespace genie {
 

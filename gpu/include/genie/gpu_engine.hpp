@@ -1,11 +1,11 @@
-// The CUDA engine's host interface: plain C++, no CUDA types, so core/'s C API
+// The CUDA engine's host interface: plain C++, no CUDA types, so the C API (capi/)
 // can call it without including CUDA headers.
 #pragma once
 #include <memory>
 #include <vector>
 
 #include "genie/engine.hpp"
-#include "genie/genie.h"
+#include "genie/types.h"
 
 namespace genie {
 

@@ -1,4 +1,4 @@
-// The C API: turns C++ results and failures into status + message.  Every
+// The C API (capi/): turns C++ results and failures into status + message.  Every
 // entry point catches everything, so nothing thrown reaches PostgreSQL.
 #include <algorithm>
 #include <cstdint>

@@ -1,5 +1,10 @@
 /*
- * genie.h: the C API of genie's core, the only interface extension/ calls.
+ * genie.h: the C API of genie (capi/), the only interface extension/ calls.
+ * It binds core/ (the model and the CPU engines) and gpu/ (the CUDA
+ * engine); the plain data types it shares with core/ (genie_status,
+ * genie_engine_kind, genie_query_batch, genie_device_info) are defined in
+ * core's genie/types.h, included here, so their names are the same for
+ * every user of this header.
  *
  * Every function returns a genie_status and, when it fails and err is not
  * NULL, writes a NUL-terminated message into err->message.  No C++ exception
@@ -12,20 +17,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "genie/types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum genie_status
-{
-	GENIE_OK = 0,
-	GENIE_INVALID_ARGUMENT,		/* the caller's input is wrong */
-	GENIE_OUT_OF_MEMORY,		/* host memory */
-	GENIE_DEVICE_OUT_OF_MEMORY, /* device memory: callers may fall back */
-	GENIE_DEVICE_UNAVAILABLE,	/* no usable GPU (no driver, no device, built without CUDA) */
-	GENIE_DEVICE_ERROR,			/* a CUDA call or kernel failed */
-	GENIE_INTERNAL_ERROR		/* a broken invariant: a bug */
-} genie_status;
 
 #define GENIE_MESSAGE_MAX 512
 
@@ -49,25 +45,7 @@ typedef struct genie_build_info
 
 void		genie_get_build_info(genie_build_info *info);
 
-typedef enum genie_device_kind
-{
-	GENIE_DEVICE_CPU = 0,
-	GENIE_DEVICE_GPU = 1
-} genie_device_kind;
-
-typedef struct genie_device_info
-{
-	genie_device_kind kind;
-	int			ordinal;		/* CUDA device number; 0 for the CPU */
-	char		name[256];
-	uint64_t	memory_bytes;	/* total device memory; host RAM for the CPU */
-	uint64_t	free_memory_bytes;
-	int			compute_major;	/* compute capability; 0 for the CPU */
-	int			compute_minor;
-	int			processors;		/* multiprocessors, or CPU cores */
-	int			usable;			/* 1 when the engine can run on it */
-	char		note[256];		/* why it is not usable, or "" */
-} genie_device_info;
+/* genie_device_kind and genie_device_info: see genie/types.h. */
 
 /*
  * Lists the compute devices: the CPU first, then each GPU.  *count receives
@@ -94,9 +72,8 @@ genie_status genie_match_count_int4(const int32_t *object, size_t object_len,
  * (query->n_queries must be 1): the sum over items of weight times the
  * number of the object's distinct keywords the item's ranges contain.
  */
-struct genie_query_batch;
 genie_status genie_score_int4(const int32_t *object, size_t object_len,
-							  const struct genie_query_batch *query,
+							  const genie_query_batch *query,
 							  int64_t *score, genie_error *err);
 
 /* ---- inverted index ---- */
@@ -144,23 +121,7 @@ genie_status genie_index_deserialize(const void *buffer, size_t size,
 
 /* ---- queries ---- */
 
-/*
- * A batch of queries in CSR form.  Query q owns items
- * [query_offsets[q], query_offsets[q+1]); item i owns keyword ranges
- * [item_offsets[i], item_offsets[i+1]) of ranges_lo/ranges_hi (inclusive
- * bounds) and has weight item_weights[i] >= 1 (NULL: all weights 1).
- * score(Q, O) = sum over items of weight * |item keywords present in O|,
- * where an item's keywords are the union of its ranges.
- */
-typedef struct genie_query_batch
-{
-	int32_t		n_queries;
-	const int64_t *query_offsets;	/* n_queries + 1 */
-	const int64_t *item_offsets;	/* n_items + 1, n_items = query_offsets[n_queries] */
-	const int32_t *item_weights;	/* n_items, or NULL */
-	const int32_t *ranges_lo;		/* n_ranges = item_offsets[n_items] */
-	const int32_t *ranges_hi;
-} genie_query_batch;
+/* genie_query_batch, the batch of queries in CSR form: see genie/types.h. */
 
 /*
  * Top-k results of a batch: for query q, entries [query_offsets[q],
@@ -179,13 +140,7 @@ void		genie_results_free(genie_results *results);
 
 /* ---- engines ---- */
 
-typedef enum genie_engine_kind
-{
-	GENIE_ENGINE_CPU = 0,		/* multi-threaded CPU engine */
-	GENIE_ENGINE_GPU = 1,		/* CUDA c-PQ engine; fails when no GPU is usable */
-	GENIE_ENGINE_AUTO = 2,		/* the GPU when usable, else the CPU */
-	GENIE_ENGINE_CPU_REFERENCE = 3	/* the simple oracle */
-} genie_engine_kind;
+/* genie_engine_kind (CPU, GPU, AUTO, CPU_REFERENCE): see genie/types.h. */
 
 typedef struct genie_engine genie_engine;
 
