@@ -32,7 +32,7 @@
 #include "genie/index.hpp"
 #include "genie/query.hpp"
 #ifdef GENIE_WITH_CUDA
-#include "../gpu/src/gpu_engine_internal.hpp"
+#include "genie/gpu_stats.hpp"
 #include "genie/gpu_engine.hpp"
 #endif
 

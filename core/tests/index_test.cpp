@@ -6,9 +6,9 @@
 #include <set>
 #include <vector>
 
-#include "../src/index_format.hpp"
+#include "index_format.hpp"  // core/src: a private include dir of the core tests
 #include "genie/index.hpp"
-#include "test_util.hpp"
+#include "genie/test_util.hpp"
 
 namespace genie {
 namespace {

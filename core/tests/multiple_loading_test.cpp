@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "genie/engine.hpp"
-#include "test_util.hpp"
+#include "genie/test_util.hpp"
 
 namespace genie {
 namespace {

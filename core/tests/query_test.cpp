@@ -6,7 +6,7 @@
 
 #include "genie/engine.hpp"
 #include "genie/query.hpp"
-#include "test_util.hpp"
+#include "genie/test_util.hpp"
 
 namespace genie {
 namespace {

@@ -68,7 +68,7 @@
 
 #include "cuda_util.hpp"
 #include "genie/gpu_engine.hpp"
-#include "gpu_engine_internal.hpp"
+#include "genie/gpu_stats.hpp"
 #include "genie/parallel.hpp"
 #include "kernels.hpp"
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "../../core/tests/test_util.hpp"
-#include "../src/gpu_engine_internal.hpp"
+#include "genie/test_util.hpp"
+#include "genie/gpu_stats.hpp"
 #include "genie/engine.hpp"
 #include "genie/genie.h"
 #include "genie/gpu_engine.hpp"

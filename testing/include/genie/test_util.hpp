@@ -1,4 +1,5 @@
-// Shared helpers for the core tests: random data, a brute-force oracle that
+// Shared helpers for the GoogleTest suites of core/ and gpu/ (header-only
+// CMake target genie_test_util): random data, a brute-force oracle that
 // never looks at the index, and result comparison.
 #pragma once
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// Introspection of the GPU engines for the GPU tests and the benchmark.
-// Plain C++ (no CUDA types), so gpu/tests and bench can include it.
+// Introspection of the GPU engines (a public header of gpu/, for the GPU
+// tests and the benchmark).  Plain C++ (no CUDA types).
 //
 // Engine selection (read when an engine is made, MakeGpuEngine only):
 //   GENIE_GPU_MATCHER   tiled (default) | faithful   which c-PQ matcher runs
