@@ -1,4 +1,8 @@
 // The GPU engine's kernels, as host-callable launchers.  Internal to gpu/src.
+// One file per matcher (matcher_faithful.cu, matcher_tiled.cu,
+// matcher_count_table.cu) and select_kernels.cu for what they share (probe,
+// AuditThreshold init, selection tail); device helpers in device_util.cuh
+// and, for the c-PQ Gate and hash table, gate.cuh.
 //
 // Three matchers share one selection tail:
 //   * faithful c-PQ (paper III-C): one block per group of <= 2 List Array

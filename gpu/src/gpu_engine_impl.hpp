@@ -1,0 +1,341 @@
+// The GPU engine's class and the host-side pieces its files share.  Internal
+// to gpu/src.  The engine is split by role:
+//   gpu_engine.cpp           the driver: creation, upload, search, planning of
+//                            query groups, the design notes (invariants)
+//   multiple_loading.cpp     parts of the index copied on a second stream
+//   query_groups.cpp         a group's device work and the selection tail
+//                            (sort, emit, fetch) shared by the matchers
+//   matcher_faithful.cpp     faithful c-PQ    (kernels: matcher_faithful.cu)
+//   matcher_tiled.cpp        tiled c-PQ       (kernels: matcher_tiled.cu)
+//   matcher_count_table.cpp  the count table  (kernels: matcher_count_table.cu)
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_util.hpp"
+#include "genie/engine.hpp"
+#include "genie/gpu_engine.hpp"
+#include "genie/gpu_stats.hpp"
+#include "genie/index.hpp"
+#include "genie/parallel.hpp"
+#include "genie/query.hpp"
+#include "kernels.hpp"
+
+namespace genie {
+namespace gpu {
+
+enum class Matcher { kTiled, kFaithful, kCountTable };
+
+inline const char* MatcherName(Matcher m) {
+  switch (m) {
+    case Matcher::kTiled: return "tiled";
+    case Matcher::kFaithful: return "faithful";
+    case Matcher::kCountTable: return "count-table";
+  }
+  return "?";
+}
+
+struct Config {
+  Matcher matcher = Matcher::kTiled;
+  bool exact_ties = true;
+  uint32_t forced_ht_slots = 0;
+  int32_t tile_words = kDefaultTileWords;
+  bool profile = false;
+};
+
+// Per-phase wall times of a search (GENIE_GPU_PROFILE=1): each mark waits for
+// the device, then charges the time since the previous mark to its phase.
+class Profiler {
+ public:
+  void Start(bool enabled, cudaStream_t stream) {
+    enabled_ = enabled;
+    stream_ = stream;
+    phases_.clear();
+    last_ = Clock::now();
+  }
+  void Mark(const char* phase) {
+    if (!enabled_) return;
+    (void)cudaStreamSynchronize(stream_);
+    const auto now = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+    for (auto& p : phases_) {
+      if (p.first == phase) {
+        p.second += ms;
+        return;
+      }
+    }
+    phases_.emplace_back(phase, ms);
+  }
+  std::string Report() const {
+    std::string out;
+    char buf[96];
+    for (const auto& p : phases_) {
+      std::snprintf(buf, sizeof(buf), "%s%s %.1f", out.empty() ? "" : "; ", p.first.c_str(), p.second);
+      out += buf;
+    }
+    return out;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool enabled_ = false;
+  cudaStream_t stream_ = nullptr;
+  Clock::time_point last_;
+  std::vector<std::pair<std::string, double>> phases_;
+};
+
+constexpr uint64_t kGroupFixedBytes = 16ull << 20;  // CUB temp slack, small arrays
+constexpr std::size_t kMaxGroupQueries = 32768;
+constexpr int64_t kMaxParts = 1 << 16;
+
+inline int32_t BitsFor(int64_t max_score) {
+  int32_t b = 1;
+  while (b < 31 && ((int64_t{1} << b) - 1) < max_score) ++b;
+  return b;
+}
+
+inline uint64_t NextPow2(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+inline int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// The index (or one part of it) as the device sees it.
+struct DeviceIndexView {
+  const int32_t* postings = nullptr;  // device List Array
+  int32_t num_objects = 0;
+  Span<int64_t> keyword_offsets;      // host Position Map (tiled matcher cuts slices at lists)
+};
+
+struct Segment {
+  int64_t begin;
+  int64_t end;
+  int32_t weight;
+};
+
+// The batch compiled by CompileBatch, in chunks of queries compiled on
+// several threads; per query, its slices and CompileBatch's score bound.
+struct CompiledQueries {
+  std::vector<CompiledBatch> chunks;
+  std::vector<const ListSlice*> first;
+  std::vector<int64_t> count;
+  std::vector<int64_t> bound;
+
+  int32_t num_queries() const { return static_cast<int32_t>(bound.size()); }
+  Span<ListSlice> Slices(int32_t q) const {
+    return Span<ListSlice>(first[static_cast<std::size_t>(q)],
+                           static_cast<std::size_t>(count[static_cast<std::size_t>(q)]));
+  }
+};
+// CompileBatch on chunks of the batch (offsets rebased), in parallel.
+Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch, int threads,
+                      CompiledQueries* out);
+
+// Per query: the score bound the counters are sized from, and (tiled) the
+// list runs.  The bound is min(CompileBatch's, the sum of the run weights):
+// an object occurs at most once in a run, so both bound every score.
+struct Prepared {
+  std::vector<int64_t> max_score;
+  std::vector<int64_t> num_runs;
+  std::vector<std::vector<Segment>> runs;
+};
+Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, int threads,
+               Prepared* out);
+
+class GpuEngine final : public Engine {
+ public:
+  GpuEngine(int device, const EngineOptions& options, const Config& config)
+      : device_(device),
+        budget_option_(options.memory_budget_bytes),
+        config_(config),
+        threads_(std::min(ResolveThreads(options.threads), 64)) {}
+
+  ~GpuEngine() override;
+
+  Status Init();
+
+  genie_engine_kind kind() const override { return GENIE_ENGINE_GPU; }
+
+  Status Upload(std::shared_ptr<const InvertedIndex> index) override;
+
+  Status Drop() override;
+
+  Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override;
+
+  const SearchStats& stats() const { return stats_; }
+
+ private:
+  void ReleaseAll();
+
+  void ReleaseParts();
+
+  // The device-memory budget for the index plus a batch's state.
+  Status EffectiveBudget(uint64_t* budget);
+
+  Status SearchImpl(const genie_query_batch& batch, int32_t k, TopKResults* out);
+
+  static void Assemble(int32_t nq, std::vector<std::vector<Hit>>* per_query, TopKResults* out);
+
+  // ---- multiple loading ----------------------------------------------------
+
+  static uint64_t PartPostings(const InvertedIndex& index, int32_t begin, int32_t end);
+
+  Status SearchParts(const genie_query_batch& batch, int32_t k, uint64_t avail,
+                     TopKResults* out);
+
+  // ---- planning ------------------------------------------------------------
+
+  Matcher RouteOf(int64_t max_score) const {
+    if (config_.matcher == Matcher::kCountTable || max_score > kCpqMaxScore) {
+      return Matcher::kCountTable;
+    }
+    return config_.matcher;
+  }
+
+  int32_t TileObjects(int32_t bits) const {
+    return config_.tile_words * (32 / bits);
+  }
+
+  // Tiles for the widest counters among the batch's c-PQ queries.
+  int32_t TileCount(int32_t n, const std::vector<int64_t>& max_score) const;
+
+  uint32_t HtCapacity(Matcher m, int32_t k, int64_t max_score, int32_t tiles) const;
+
+  uint64_t QueryBytes(const CompiledQueries& cq, const Prepared& prep, int32_t q, int32_t n,
+                      int32_t k, int32_t tiles, Matcher route) const;
+
+  Status PlanGroups(const std::vector<int32_t>& queries, const std::vector<uint64_t>& bytes,
+                    uint64_t avail, std::vector<std::vector<int32_t>>* groups);
+
+  // ---- one (part of the) index, all queries ----------------------------------
+
+  Status RunQueries(const DeviceIndexView& view, const CompiledQueries& cq, int32_t k,
+                    uint64_t avail, std::vector<std::vector<Hit>>* per_query);
+
+  // Slices of the group's queries as device work: <= kSlicesPerBlock slices
+  // of one query per block (paper III-B).  Built on several threads.
+  struct Work {
+    std::unique_ptr<DevSlice[]> slices;
+    std::unique_ptr<WorkItem[]> items;
+    int64_t num_slices = 0;
+    int64_t num_items = 0;
+  };
+
+  static constexpr int64_t kMaxDevSlice = 1 << 20;
+
+  // The group's work on the device, for the scan kernels of either matcher.
+  struct DeviceWork {
+    DeviceArray<DevSlice> slices;
+    DeviceArray<WorkItem> items;
+    void Reset() {
+      slices.Reset();
+      items.Reset();
+    }
+  };
+
+  Status UploadWork(const Work& work, DeviceWork* out);
+
+  Status BuildWork(const CompiledQueries& cq, const std::vector<int32_t>& group, Work* work);
+
+  template <typename T>
+  Status CopyToDevice(DeviceArray<T>* dst, const T* src, std::size_t count, const char* what) {
+    GENIE_RETURN_IF_ERROR(dst->Allocate(std::max<std::size_t>(count, 1), what));
+    if (count > 0) {
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst->get(), src, count * sizeof(T),
+                                                 cudaMemcpyHostToDevice, compute_stream_.get()));
+    }
+    return Status::Ok();
+  }
+
+  template <typename T>
+  Status CopyToDevice(DeviceArray<T>* dst, const std::vector<T>& src, const char* what) {
+    return CopyToDevice(dst, src.data(), src.size(), what);
+  }
+
+  // Candidate buffers shared by the three matchers' selection tails.
+  struct Candidates {
+    DeviceArray<unsigned long long> keys;
+    DeviceArray<int64_t> seg_begin, seg_end;
+    DeviceArray<SelectState> select;
+    CandState state{};
+    int64_t total = 0;
+
+    Status Allocate(int64_t total_slots, int32_t g) {
+      total = std::max<int64_t>(total_slots, 1);
+      GENIE_RETURN_IF_ERROR(keys.Allocate(static_cast<std::size_t>(total), "candidates"));
+      GENIE_RETURN_IF_ERROR(seg_begin.Allocate(static_cast<std::size_t>(g), "segment offsets"));
+      GENIE_RETURN_IF_ERROR(seg_end.Allocate(static_cast<std::size_t>(g), "segment offsets"));
+      GENIE_RETURN_IF_ERROR(select.Allocate(static_cast<std::size_t>(g), "selection state"));
+      state.keys = keys.get();
+      state.seg_begin = seg_begin.get();
+      state.seg_end = seg_end.get();
+      state.select = select.get();
+      return Status::Ok();
+    }
+  };
+
+  // Sorts every query's candidates, keeps the first k distinct, copies them
+  // back into per_query.
+  Status SortEmitFetch(Candidates* cand, const std::vector<int32_t>& group, int32_t k,
+                       std::vector<std::vector<Hit>>* per_query);
+
+  Status FetchOverflow(const DeviceArray<int32_t>& overflow, const std::vector<int32_t>& group,
+                       std::vector<int32_t>* overflowed);
+
+  // The c-PQ state every c-PQ matcher has: ZipperArrays, AuditThresholds,
+  // hash tables, overflow flags.
+  struct GateBuffers {
+    DeviceArray<QueryParams> queries;
+    DeviceArray<int32_t> za, at, overflow;
+    DeviceArray<unsigned long long> ht;
+  };
+
+  Status AllocateGate(GateBuffers* gb, const std::vector<QueryParams>& params, int64_t za_total,
+                      int64_t ht_total, int32_t k, GateState* gate);
+
+  Status RunFaithfulGroup(const DeviceIndexView& view, const CompiledQueries& cq,
+                          const Prepared& prep, const std::vector<int32_t>& group, int32_t k,
+                          std::vector<std::vector<Hit>>* per_query,
+                          std::vector<int32_t>* overflowed);
+
+  Status RunTiledGroup(const DeviceIndexView& view, const Prepared& prep,
+                       const std::vector<int32_t>& group, int32_t k,
+                       std::vector<std::vector<Hit>>* per_query,
+                       std::vector<int32_t>* overflowed);
+
+  Status RunCountGroup(const DeviceIndexView& view, const CompiledQueries& cq,
+                       const Prepared& prep, const std::vector<int32_t>& group, int32_t k,
+                       std::vector<std::vector<Hit>>* per_query);
+
+  const int device_;
+  const uint64_t budget_option_;
+  const Config config_;
+  const int threads_;  // host threads for compiling and preparing batches
+  std::shared_ptr<const InvertedIndex> index_;
+  DeviceArray<int32_t> resident_postings_;
+  bool resident_ = false;
+  // Multiple loading: the parts of the index (host, page-locked), cached.
+  int32_t part_count_ = 0;
+  std::vector<std::pair<int32_t, int32_t>> part_ranges_;
+  std::vector<std::unique_ptr<InvertedIndex>> parts_;
+  std::vector<HostRegistration> part_pins_;
+  Stream compute_stream_, copy_stream_;
+  Event copy_done_[2], compute_done_[2];
+  SearchStats stats_;
+  Profiler prof_;
+};
+
+}  // namespace gpu
+}  // namespace genie

@@ -1,0 +1,306 @@
+// Kernels of the tiled c-PQ matcher: one block per (object tile, query), the
+// tile's Bitmap Counter in shared memory, then the tile's final counts fed
+// through the global Gate and hash table.  See kernels.hpp for the
+// decomposition and the design notes in gpu_engine.cpp for the invariants.
+#include <cub/block/block_scan.cuh>
+
+#include <algorithm>
+
+#include "cuda_util.hpp"
+#include "gate.cuh"
+#include "kernels.hpp"
+
+namespace genie {
+namespace gpu {
+namespace {
+
+// ---- tiled c-PQ ---------------------------------------------------------------
+
+__global__ void TileBoundsKernel(const int32_t* __restrict__ postings,
+                                 const int64_t* __restrict__ span_begin,
+                                 const int32_t* __restrict__ span_length, int32_t num_spans,
+                                 int32_t num_tiles, int32_t tile_objects, uint32_t* bounds) {
+  const int64_t total = static_cast<int64_t>(num_spans) * (num_tiles + 1);
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t sp = idx / (num_tiles + 1);
+    const int64_t t = idx - sp * (num_tiles + 1);
+    const int64_t target = t * tile_objects;
+    const int32_t* list = postings + span_begin[sp];
+    int32_t lo = 0, hi = span_length[sp];
+    while (lo < hi) {  // first position whose object is >= target
+      const int32_t mid = lo + ((hi - lo) >> 1);
+      if (static_cast<int64_t>(list[mid]) < target) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    bounds[idx] = static_cast<uint32_t>(lo);
+  }
+}
+
+constexpr int kTiledWarps = kTiledThreads / 32;
+constexpr int kSegChunk = 256;
+constexpr int kHistItems = 8;  // kTiledThreads * kHistItems >= kCpqMaxScore + 1
+static_assert(kTiledThreads * kHistItems >= kCpqMaxScore + 1, "histogram scan too small");
+using TiledScan = cub::BlockScan<int32_t, kTiledThreads>;
+
+std::size_t TiledDynamicBytes(int32_t tile_words, int32_t hist_bins) {
+  return static_cast<std::size_t>(tile_words) * 4 + static_cast<std::size_t>(hist_bins) * 4;
+}
+
+// One block per (tile, query): blockIdx.x = tile * num_queries + query, so the
+// grid sweeps the tiles in order and, after the first tile, the Gate of
+// every query already holds a high AuditThreshold.
+__global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, GateState g) {
+  extern __shared__ uint32_t dynamic_smem[];
+  uint32_t* sbc = dynamic_smem;                                          // the tile's Bitmap Counter
+  int32_t* hist = reinterpret_cast<int32_t*>(dynamic_smem + tp.tile_words);  // then suffix sums
+  // Segment metadata, kSegChunk segments at a time (kept small so that three
+  // blocks with 64 KiB tiles fit an SM's 228 KiB).
+  __shared__ int64_t s_lo[kSegChunk];
+  __shared__ int32_t s_pre[kSegChunk];
+  __shared__ int32_t s_w[kSegChunk];
+  __shared__ typename TiledScan::TempStorage scan_tmp;
+  __shared__ int32_t s_warp_ties[kTiledWarps];
+  __shared__ int32_t s_level;
+  __shared__ int32_t s_overflow;
+
+  const int32_t nq = g.num_queries;
+  const int32_t tile = static_cast<int32_t>(blockIdx.x / nq);
+  const int32_t q = static_cast<int32_t>(blockIdx.x - static_cast<unsigned>(tile) * nq);
+  const QueryParams p = g.queries[q];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int32_t tile_base = tile * tp.tile_objects;
+  const uint32_t bits = static_cast<uint32_t>(tp.bits);
+  const uint32_t per_word = static_cast<uint32_t>(tp.per_word);
+  const uint32_t fmask = FieldMask(tp.bits);
+  const int32_t k = g.k;
+
+  for (int32_t i = tid; i < tp.tile_words; i += kTiledThreads) sbc[i] = 0;
+  for (int32_t i = tid; i <= p.max_score + 1; i += kTiledThreads) hist[i] = 0;
+  if (tid == 0) s_overflow = 0;
+  __syncthreads();
+
+  // ---- count: scan the tile's part of every list of the query -------------
+  const int64_t seg_first = tp.seg_offsets[q], seg_last = tp.seg_offsets[q + 1];
+  int64_t total = 0;
+  for (int64_t chunk = seg_first; chunk < seg_last; chunk += kSegChunk) {
+    const int32_t count = static_cast<int32_t>(seg_last - chunk < kSegChunk ? seg_last - chunk : kSegChunk);
+    int32_t len = 0;
+    if (tid < count) {
+      const int64_t sp = chunk + tid;
+      const uint32_t* b = tp.bounds + sp * (tp.num_tiles + 1) + tile;
+      const uint32_t lo = b[0], hi = b[1];
+      s_lo[tid] = tp.seg_begin[sp] + lo;
+      s_w[tid] = tp.seg_weight[chunk + tid];
+      len = static_cast<int32_t>(hi - lo);
+    }
+    int32_t pre = 0, chunk_total = 0;
+    TiledScan(scan_tmp).ExclusiveSum(len, pre, chunk_total);
+    if (tid < kSegChunk) s_pre[tid] = pre;
+    __syncthreads();
+    // The chunk's postings are split evenly over the warps; a warp walks
+    // the segments its share covers, its lanes reading consecutive postings.
+    const int32_t share = (chunk_total + kTiledWarps - 1) / kTiledWarps;
+    int32_t pos = warp * share;
+    const int32_t stop_all = min(chunk_total, pos + share);
+    if (pos < stop_all) {
+      int32_t lo_i = 0, hi_i = count - 1;
+      while (lo_i < hi_i) {  // last segment starting at or before pos
+        const int32_t mid = (lo_i + hi_i + 1) >> 1;
+        if (s_pre[mid] <= pos) {
+          lo_i = mid;
+        } else {
+          hi_i = mid - 1;
+        }
+      }
+      int32_t s = lo_i;
+      while (pos < stop_all) {
+        const int32_t seg_end = s + 1 < count ? s_pre[s + 1] : chunk_total;
+        const int32_t stop = min(stop_all, seg_end);
+        const int32_t* src = tp.postings + s_lo[s] + (pos - s_pre[s]);
+        const uint32_t w = static_cast<uint32_t>(s_w[s]);
+        const int32_t n_here = stop - pos;
+        constexpr int kUnroll = 4;
+        for (int32_t i = lane; i < n_here; i += 32 * kUnroll) {
+          int32_t v[kUnroll];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const int32_t idx = i + 32 * u;
+            v[u] = idx < n_here ? __ldg(src + idx) : -1;
+          }
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            if (v[u] >= 0) {
+              const uint32_t local = static_cast<uint32_t>(v[u] - tile_base);
+              const uint32_t word = local / per_word;
+              const uint32_t shift = (local - word * per_word) * bits;
+              atomicAdd(sbc + word, w << shift);
+            }
+          }
+        }
+        pos = stop;
+        ++s;
+      }
+    }
+    total += chunk_total;
+    __syncthreads();  // s_lo/s_pre/s_w and scan_tmp are reused by the next chunk
+  }
+  if (total == 0) return;  // no object of this tile scores for this query
+
+  // ---- the Gate: Algorithm 1 with each object's final tile count -----------
+  // thr = max(AT - 1, 1): objects below AT - 1 can never be top-k.
+  const int32_t at0 = LoadVolatile(g.at + q);
+  const int32_t thr = max(at0 - 1, 1);
+  const int32_t region = tp.tile_words / kTiledWarps;  // words per warp, in object order
+  const int32_t wbase = warp * region;
+
+  // Histogram of the counts >= thr.
+  for (int32_t it = 0; it < region; it += 32) {
+    const uint32_t word = sbc[wbase + it + lane];
+    if (__ballot_sync(kFullMask, word != 0) == 0) continue;
+    for (uint32_t sub = 0; sub < per_word; ++sub) {
+      const int32_t c = static_cast<int32_t>((word >> (sub * bits)) & fmask);
+      WarpAggregatedInc(hist, static_cast<uint32_t>(c), c >= thr);
+    }
+  }
+  __syncthreads();
+
+  // Suffix sums S(c) = #objects with count >= c, for c in [0, max_score].
+  {
+    int32_t vals[kHistItems];
+#pragma unroll
+    for (int j = 0; j < kHistItems; ++j) {
+      const int32_t c = p.max_score - (tid * kHistItems + j);
+      vals[j] = c >= 0 ? hist[c] : 0;
+    }
+    TiledScan(scan_tmp).InclusiveSum(vals, vals);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kHistItems; ++j) {
+      const int32_t c = p.max_score - (tid * kHistItems + j);
+      if (c >= 0) hist[c] = vals[j];
+    }
+    // hist[max_score + 1] stays 0: no count exceeds max_score.
+  }
+  if (tid == 0) s_level = thr;
+  __syncthreads();
+
+  // The tile's own top-k by (count desc, object asc), restricted to counts
+  // >= thr: everything above level L, and the lowest-id ties at L.  Objects
+  // outside it are beaten by k objects of this very tile.
+  const int32_t s_thr = hist[thr];
+  if (s_thr > k) {
+    for (int32_t c = thr + tid; c <= p.max_score; c += kTiledThreads) {
+      if (hist[c] >= k && hist[c + 1] < k) s_level = c;
+    }
+    __syncthreads();
+  }
+  const int32_t level = s_level;
+  const int32_t above = hist[level + 1];
+  const int32_t ties = hist[level] - above;
+  const int32_t need = s_thr > k ? k - above : ties;
+  const bool ordered = need < ties;
+  const int32_t inserted = above + min(need, ties);
+
+  int32_t running = 0;  // ties before this warp's current position
+  if (ordered) {
+    int32_t mine = 0;
+    for (int32_t it = 0; it < region; it += 32) {
+      const uint32_t word = sbc[wbase + it + lane];
+      for (uint32_t sub = 0; sub < per_word; ++sub) {
+        mine += static_cast<int32_t>((word >> (sub * bits)) & fmask) == level;
+      }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) mine += __shfl_xor_sync(kFullMask, mine, off);
+    if (lane == 0) s_warp_ties[warp] = mine;
+    __syncthreads();
+    for (int w = 0; w < warp; ++w) running += s_warp_ties[w];
+  }
+  bool overflow = false;
+  unsigned long long* ht = g.ht + p.ht_offset;
+  for (int32_t it = 0; it < region; it += 32) {
+    const int32_t widx = wbase + it + lane;
+    const uint32_t word = sbc[widx];
+    int32_t my_ties = 0;
+    if (ordered) {
+      for (uint32_t sub = 0; sub < per_word; ++sub) {
+        my_ties += static_cast<int32_t>((word >> (sub * bits)) & fmask) == level;
+      }
+    }
+    int32_t incl = my_ties;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const int32_t v = __shfl_up_sync(kFullMask, incl, off);
+      if (lane >= off) incl += v;
+    }
+    int32_t rank = running + incl - my_ties;
+    running += __shfl_sync(kFullMask, incl, 31);
+    if (word == 0) continue;
+    for (uint32_t sub = 0; sub < per_word; ++sub) {
+      const int32_t c = static_cast<int32_t>((word >> (sub * bits)) & fmask);
+      if (c < level) continue;
+      if (c == level) {
+        const bool take = !ordered || rank < need;
+        ++rank;
+        if (!take) continue;
+      }
+      const uint32_t object = static_cast<uint32_t>(tile_base) + widx * per_word + sub;
+      if (!HtInsert(ht, p.ht_mask, object, static_cast<uint32_t>(c), g.at + q)) overflow = true;
+    }
+  }
+  if (overflow) atomicExch(&s_overflow, 1);
+
+  // ZA[j] += number of inserted objects whose count reached j, for j >= AT.
+  int32_t* za = g.za + p.za_offset;
+  for (int32_t j = at0 + tid; j <= p.max_score; j += kTiledThreads) {
+    const int32_t add = j > level ? hist[j] : inserted;
+    if (add > 0) atomicAdd(za + j, add);
+  }
+  __syncthreads();
+  if (tid == 0) {
+    if (s_overflow) g.overflow[q] = 1;
+    __threadfence();
+    AdvanceAt(g.at + q, za, p.max_score, k);
+  }
+}
+
+}  // namespace
+
+Status LaunchTileBounds(const int32_t* postings, const int64_t* span_begin,
+                        const int32_t* span_length, int32_t num_spans, int32_t num_tiles,
+                        int32_t tile_objects, uint32_t* bounds, cudaStream_t stream) {
+  const int64_t total = static_cast<int64_t>(num_spans) * (num_tiles + 1);
+  if (total <= 0) return Status::Ok();
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 1 << 20));
+  TileBoundsKernel<<<grid, 256, 0, stream>>>(postings, span_begin, span_length, num_spans,
+                                             num_tiles, tile_objects, bounds);
+  GENIE_CUDA_CHECK_LAUNCH("TileBoundsKernel");
+  return Status::Ok();
+}
+
+std::size_t TiledSharedBytes(int32_t tile_words, int32_t hist_bins) {
+  cudaFuncAttributes attributes{};
+  (void)cudaFuncGetAttributes(&attributes, TiledKernel);
+  (void)cudaGetLastError();
+  return TiledDynamicBytes(tile_words, hist_bins) + attributes.sharedSizeBytes;
+}
+
+Status LaunchTiled(const TiledParams& params, const GateState& gate, cudaStream_t stream) {
+  const int64_t blocks = static_cast<int64_t>(params.num_tiles) * gate.num_queries;
+  if (blocks <= 0) return Status::Ok();
+  if (blocks > 0x7FFFFFFF) return Status::Internal("tiled grid too large");
+  const std::size_t dynamic_bytes = TiledDynamicBytes(params.tile_words, params.hist_bins);
+  GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+      TiledKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dynamic_bytes)));
+  TiledKernel<<<static_cast<unsigned>(blocks), kTiledThreads, dynamic_bytes, stream>>>(params,
+                                                                                      gate);
+  GENIE_CUDA_CHECK_LAUNCH("TiledKernel");
+  return Status::Ok();
+}
+
+}  // namespace gpu
+}  // namespace genie

@@ -1,0 +1,158 @@
+// The GPU engine's multiple loading (paper III-D; see the design notes in
+// gpu_engine.cpp): the objects split into parts (PlanObjectParts +
+// SliceObjects, cached, page locked), part i + 1 copied on a second stream
+// while part i is matched, the per-part top-k merged (MergePartResults).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <memory>
+#include <vector>
+
+#include "cuda_util.hpp"
+#include "genie/parallel.hpp"
+#include "gpu_engine_impl.hpp"
+#include "kernels.hpp"
+
+namespace genie {
+namespace gpu {
+
+uint64_t GpuEngine::PartPostings(const InvertedIndex& index, int32_t begin, int32_t end) {
+  const Span<int64_t> offs = index.keyword_offsets();
+  const Span<int32_t> postings = index.postings();
+  uint64_t total = 0;
+  for (std::size_t i = 0; i + 1 < offs.size(); ++i) {
+    const int32_t* first = postings.data() + offs[i];
+    const int32_t* last = postings.data() + offs[i + 1];
+    const int32_t* from = std::lower_bound(first, last, begin);
+    const int32_t* to = std::lower_bound(from, last, end);
+    total += static_cast<uint64_t>(to - from);
+  }
+  return total;
+}
+
+Status GpuEngine::SearchParts(const genie_query_batch& batch, int32_t k, uint64_t avail,
+                              TopKResults* out) {
+  const InvertedIndex& index = *index_;
+  const int32_t n = index.num_objects();
+  // The whole batch compiled once, for the planning: a part's lists are
+  // sub-lists of the whole index's, so its state needs are bounded by these.
+  CompiledQueries whole;
+  GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, threads_, &whole));
+  Prepared whole_prep;
+  GENIE_RETURN_IF_ERROR(Prepare(whole, index.keyword_offsets(), false, threads_, &whole_prep));
+  const int32_t nq = whole.num_queries();
+  const uint64_t index_bytes = index.postings().size() * sizeof(int32_t);
+  if (avail <= kGroupFixedBytes) {
+    return Status::DeviceOutOfMemory("the device-memory budget (" + std::to_string(avail) +
+                                     " bytes available) is too small for any search");
+  }
+
+  // Pick the number of parts: two part buffers plus the largest query's
+  // state (for a part's object count) must fit, with room for groups.
+  int64_t parts = std::min<int64_t>(
+      n, std::max<int64_t>(
+             2, static_cast<int64_t>(index_bytes * 4 / std::max<uint64_t>(avail, 1)) + 1));
+  std::vector<std::pair<int32_t, int32_t>> ranges;
+  uint64_t max_part_bytes = 0, state_budget = 0;
+  for (;;) {
+    if (parts > n || parts > kMaxParts) {
+      return Status::DeviceOutOfMemory(
+          "the device-memory budget (" + std::to_string(avail) +
+          " bytes available) is too small even for multiple loading of this batch");
+    }
+    ranges = PlanObjectParts(n, static_cast<int32_t>(parts));
+    uint64_t largest = 0;
+    int32_t largest_objects = 0;
+    for (const auto& r : ranges) {
+      largest = std::max(largest, PartPostings(index, r.first, r.second));
+      largest_objects = std::max(largest_objects, r.second - r.first);
+    }
+    max_part_bytes = largest * sizeof(int32_t);
+    const uint64_t buffers = 2 * max_part_bytes;
+    if (buffers < avail) {
+      state_budget = avail - buffers;
+      const int32_t k_part = std::min(k, std::max(largest_objects, 1));
+      const int32_t tiles = TileCount(largest_objects, whole_prep.max_score);
+      uint64_t worst = 0;
+      for (int32_t q = 0; q < nq; ++q) {
+        const int64_t m = whole_prep.max_score[static_cast<std::size_t>(q)];
+        worst = std::max(worst, QueryBytes(whole, whole_prep, q, largest_objects, k_part, tiles,
+                                           RouteOf(m)));
+      }
+      if (worst + kGroupFixedBytes <= state_budget) break;
+    }
+    parts *= 2;
+  }
+
+  if (part_count_ != static_cast<int32_t>(ranges.size()) || part_ranges_ != ranges) {
+    ReleaseParts();
+    parts_.resize(ranges.size());
+    GENIE_RETURN_IF_ERROR(ParallelFor(static_cast<int64_t>(ranges.size()), threads_,
+                                      [&](int64_t i) -> Status {
+      const auto& r = ranges[static_cast<std::size_t>(i)];
+      parts_[static_cast<std::size_t>(i)] =
+          std::make_unique<InvertedIndex>(index.SliceObjects(r.first, r.second));
+      return Status::Ok();
+    }));
+    for (const auto& part : parts_) {
+      const Span<int32_t> pp = part->postings();
+      part_pins_.emplace_back();
+      part_pins_.back().Register(pp.data(), pp.size() * sizeof(int32_t));
+    }
+    part_ranges_ = ranges;
+    part_count_ = static_cast<int32_t>(ranges.size());
+  }
+  prof_.Mark("plan parts");
+
+  DeviceArray<int32_t> buffers[2];
+  for (auto& b : buffers) {
+    GENIE_RETURN_IF_ERROR(b.Allocate(std::max<uint64_t>(max_part_bytes / 4, 1), "a part buffer"));
+  }
+  cudaStream_t compute = compute_stream_.get();
+  cudaStream_t copy = copy_stream_.get();
+  auto issue_copy = [&](int32_t part) -> Status {
+    const int slot = part % 2;
+    const Span<int32_t> pp = parts_[static_cast<std::size_t>(part)]->postings();
+    if (part >= 2) {
+      GENIE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(copy, compute_done_[slot].get(), 0));
+    }
+    if (!pp.empty()) {
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffers[slot].get(), pp.data(),
+                                                 pp.size() * sizeof(int32_t),
+                                                 cudaMemcpyHostToDevice, copy));
+    }
+    GENIE_CUDA_RETURN_IF_ERROR(cudaEventRecord(copy_done_[slot].get(), copy));
+    return Status::Ok();
+  };
+
+  std::vector<TopKResults> part_results(ranges.size());
+  GENIE_RETURN_IF_ERROR(issue_copy(0));
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const int slot = static_cast<int>(i % 2);
+    if (i + 1 < ranges.size()) GENIE_RETURN_IF_ERROR(issue_copy(static_cast<int32_t>(i + 1)));
+    const InvertedIndex& part = *parts_[i];
+    CompiledQueries compiled;  // host work overlaps the copies in flight
+    GENIE_RETURN_IF_ERROR(CompileQueries(part, batch, threads_, &compiled));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(compute, copy_done_[slot].get(), 0));
+    DeviceIndexView view;
+    view.postings = buffers[slot].get();
+    view.num_objects = part.num_objects();
+    view.keyword_offsets = part.keyword_offsets();
+    std::vector<std::vector<Hit>> per_query;
+    GENIE_RETURN_IF_ERROR(RunQueries(view, compiled, k, state_budget, &per_query));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaEventRecord(compute_done_[slot].get(), compute));
+    Assemble(nq, &per_query, &part_results[i]);
+  }
+  GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(copy));
+  GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(compute));
+  stats_.parts = static_cast<int32_t>(ranges.size());
+  MergePartResults(part_results, ranges, k, out);
+  return Status::Ok();
+}
+
+}  // namespace gpu
+}  // namespace genie

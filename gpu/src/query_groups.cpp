@@ -1,0 +1,151 @@
+// What the GPU engine's matchers share for one query group: the slices as
+// device work (paper III-B), the c-PQ Gate buffers, and the selection tail
+// (CUB's segmented sort, emission, copy back, overflow flags).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "cuda_util.hpp"
+#include "genie/parallel.hpp"
+#include "gpu_engine_impl.hpp"
+#include "kernels.hpp"
+
+namespace genie {
+namespace gpu {
+
+Status GpuEngine::UploadWork(const Work& work, DeviceWork* out) {
+  GENIE_RETURN_IF_ERROR(CopyToDevice(&out->slices, work.slices.get(),
+                                     static_cast<std::size_t>(work.num_slices), "slices"));
+  return CopyToDevice(&out->items, work.items.get(), static_cast<std::size_t>(work.num_items),
+                      "work items");
+}
+
+Status GpuEngine::BuildWork(const CompiledQueries& cq, const std::vector<int32_t>& group, Work* work) {
+  const std::size_t g = group.size();
+  std::vector<int64_t> slice_start(g + 1, 0), item_start(g + 1, 0);
+  for (std::size_t i = 0; i < g; ++i) {
+    int64_t pieces = 0;
+    for (const ListSlice& slice : cq.Slices(group[i])) {
+      if (slice.end > slice.begin) pieces += (slice.end - slice.begin + kMaxDevSlice - 1) / kMaxDevSlice;
+    }
+    slice_start[i + 1] = slice_start[i] + pieces;
+    item_start[i + 1] = item_start[i] + (pieces + kSlicesPerBlock - 1) / kSlicesPerBlock;
+  }
+  if (slice_start[g] > std::numeric_limits<int32_t>::max() ||
+      item_start[g] > std::numeric_limits<int32_t>::max()) {
+    return Status::Internal("too many slices in one query group");
+  }
+  work->num_slices = slice_start[g];
+  work->num_items = item_start[g];
+  work->slices.reset(new DevSlice[static_cast<std::size_t>(std::max<int64_t>(work->num_slices, 1))]);
+  work->items.reset(new WorkItem[static_cast<std::size_t>(std::max<int64_t>(work->num_items, 1))]);
+  return ParallelFor(static_cast<int64_t>(g), threads_, [&](int64_t i) -> Status {
+    const std::size_t ii = static_cast<std::size_t>(i);
+    int64_t s = slice_start[ii];
+    for (const ListSlice& slice : cq.Slices(group[ii])) {
+      // Slices are at most split_length long; longer ones (a custom
+      // split) are cut here so that a block's work stays bounded.
+      for (int64_t b = slice.begin; b < slice.end; b += kMaxDevSlice) {
+        DevSlice& d = work->slices[static_cast<std::size_t>(s++)];
+        d.begin = b;
+        d.length = static_cast<int32_t>(std::min<int64_t>(slice.end - b, kMaxDevSlice));
+        d.weight = slice.weight;
+      }
+    }
+    int64_t item = item_start[ii];
+    const int32_t end = static_cast<int32_t>(slice_start[ii + 1]);
+    for (int32_t f = static_cast<int32_t>(slice_start[ii]); f < end; f += kSlicesPerBlock) {
+      work->items[static_cast<std::size_t>(item++)] =
+          WorkItem{static_cast<int32_t>(i), f, std::min(end, f + kSlicesPerBlock)};
+    }
+    return Status::Ok();
+  });
+}
+
+Status GpuEngine::SortEmitFetch(Candidates* cand, const std::vector<int32_t>& group, int32_t k,
+                                std::vector<std::vector<Hit>>* per_query) {
+  cudaStream_t stream = compute_stream_.get();
+  const int32_t g = static_cast<int32_t>(group.size());
+  DeviceArray<unsigned long long> sorted;
+  GENIE_RETURN_IF_ERROR(sorted.Allocate(static_cast<std::size_t>(cand->total), "sorted candidates"));
+  std::size_t temp_bytes = 0;
+  GENIE_RETURN_IF_ERROR(SortCandidates(nullptr, &temp_bytes, cand->keys.get(), sorted.get(),
+                                       cand->total, g, cand->seg_begin.get(),
+                                       cand->seg_end.get(), stream));
+  DeviceMemory temp;
+  GENIE_RETURN_IF_ERROR(temp.Allocate(std::max<std::size_t>(temp_bytes, 16), "sort scratch"));
+  GENIE_RETURN_IF_ERROR(SortCandidates(temp.get(), &temp_bytes, cand->keys.get(), sorted.get(),
+                                       cand->total, g, cand->seg_begin.get(),
+                                       cand->seg_end.get(), stream));
+  prof_.Mark("sort");
+  DeviceArray<DevHit> hits;
+  DeviceArray<int32_t> counts;
+  GENIE_RETURN_IF_ERROR(hits.Allocate(static_cast<std::size_t>(g) * k, "results"));
+  GENIE_RETURN_IF_ERROR(counts.Allocate(static_cast<std::size_t>(g), "result counts"));
+  GENIE_RETURN_IF_ERROR(LaunchEmit(sorted.get(), cand->state, g, k, hits.get(), counts.get(), stream));
+  std::vector<DevHit> host_hits(static_cast<std::size_t>(g) * k);
+  std::vector<int32_t> host_counts(static_cast<std::size_t>(g));
+  GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_counts.data(), counts.get(),
+                                             host_counts.size() * sizeof(int32_t),
+                                             cudaMemcpyDeviceToHost, stream));
+  GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_hits.data(), hits.get(),
+                                             host_hits.size() * sizeof(DevHit),
+                                             cudaMemcpyDeviceToHost, stream));
+  GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  prof_.Mark("emit+fetch");
+  for (int32_t i = 0; i < g; ++i) {
+    auto& dst = (*per_query)[static_cast<std::size_t>(group[static_cast<std::size_t>(i)])];
+    const int32_t c = std::min(host_counts[static_cast<std::size_t>(i)], k);
+    dst.resize(static_cast<std::size_t>(std::max(c, 0)));
+    for (int32_t j = 0; j < c; ++j) {
+      const DevHit& h = host_hits[static_cast<std::size_t>(i) * k + j];
+      dst[static_cast<std::size_t>(j)] = Hit{h.object, h.score};
+    }
+  }
+  return Status::Ok();
+}
+
+Status GpuEngine::FetchOverflow(const DeviceArray<int32_t>& overflow, const std::vector<int32_t>& group,
+                                std::vector<int32_t>* overflowed) {
+  std::vector<int32_t> flags(group.size());
+  GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(flags.data(), overflow.get(),
+                                             flags.size() * sizeof(int32_t),
+                                             cudaMemcpyDeviceToHost, compute_stream_.get()));
+  GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(compute_stream_.get()));
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    if (flags[i] != 0) overflowed->push_back(group[i]);
+  }
+  return Status::Ok();
+}
+
+Status GpuEngine::AllocateGate(GateBuffers* gb, const std::vector<QueryParams>& params, int64_t za_total,
+                               int64_t ht_total, int32_t k, GateState* gate) {
+  cudaStream_t stream = compute_stream_.get();
+  const std::size_t g = params.size();
+  GENIE_RETURN_IF_ERROR(CopyToDevice(&gb->queries, params, "query parameters"));
+  GENIE_RETURN_IF_ERROR(gb->za.Allocate(static_cast<std::size_t>(za_total), "ZipperArrays"));
+  GENIE_RETURN_IF_ERROR(gb->at.Allocate(g, "AuditThresholds"));
+  GENIE_RETURN_IF_ERROR(gb->overflow.Allocate(g, "overflow flags"));
+  GENIE_RETURN_IF_ERROR(gb->ht.Allocate(static_cast<std::size_t>(ht_total), "hash tables"));
+  GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gb->za.get(), 0, gb->za.bytes(), stream));
+  GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gb->overflow.get(), 0, gb->overflow.bytes(), stream));
+  GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gb->ht.get(), 0xFF, gb->ht.bytes(), stream));
+  GENIE_RETURN_IF_ERROR(LaunchInitAt(gb->at.get(), static_cast<int32_t>(g), stream));
+  gate->queries = gb->queries.get();
+  gate->bc = nullptr;
+  gate->za = gb->za.get();
+  gate->at = gb->at.get();
+  gate->ht = gb->ht.get();
+  gate->overflow = gb->overflow.get();
+  gate->k = k;
+  gate->num_queries = static_cast<int32_t>(g);
+  return Status::Ok();
+}
+
+}  // namespace gpu
+}  // namespace genie
