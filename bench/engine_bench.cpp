@@ -55,7 +55,7 @@ struct Args {
   int32_t repeat = 3;
   int32_t threads = 0;
   std::string engines = "ref,cpu,count,faithful,tiled";
-  std::string tile_words;   // extra tiled runs: comma-separated GENIE_GPU_TILE_WORDS values
+  std::string tile_words;   // extra tiled runs: comma-separated GpuEngineOptions::tile_words values
   int64_t budget_mb = 0;    // extra tiled run with this device-memory budget (multiple loading)
 };
 
@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
   struct GpuKind {
     std::string flag;
     std::string label;
-    const char* matcher;  // GENIE_GPU_MATCHER, or nullptr for the count table
+    const char* matcher;  // "tiled" or "faithful", or nullptr for the count table
     std::string tile_words;
     uint64_t budget = 0;
   };
@@ -375,17 +375,22 @@ int main(int argc, char** argv) {
   }
   for (const GpuKind& kind : kinds) {
     if (!wants(kind.flag.c_str())) continue;
-    if (kind.matcher != nullptr) setenv("GENIE_GPU_MATCHER", kind.matcher, 1);
-    if (kind.flag == "faithful-paper") setenv("GENIE_GPU_TIES", "paper", 1);
-    if (!kind.tile_words.empty()) setenv("GENIE_GPU_TILE_WORDS", kind.tile_words.c_str(), 1);
+    genie::GpuEngineOptions gpu_options;
+    if (kind.matcher != nullptr && std::strcmp(kind.matcher, "faithful") == 0) {
+      gpu_options.matcher = genie::GpuMatcher::kFaithful;
+    }
+    if (kind.flag == "faithful-paper") gpu_options.exact_ties = false;
+    if (!kind.tile_words.empty()) {
+      // As the engine's former GENIE_GPU_TILE_WORDS: a value out of range
+      // leaves the default.
+      const long long v = std::atoll(kind.tile_words.c_str());
+      if (v >= 512 && v <= 49152 && v % 512 == 0) gpu_options.tile_words = static_cast<int32_t>(v);
+    }
     Status st;
     genie::EngineOptions options;
     options.memory_budget_bytes = kind.budget;
-    std::unique_ptr<Engine> engine = kind.matcher ? genie::MakeGpuEngine(options, &st)
+    std::unique_ptr<Engine> engine = kind.matcher ? genie::MakeGpuEngine(options, gpu_options, &st)
                                                   : genie::MakeGpuCountTableEngine(options, &st);
-    unsetenv("GENIE_GPU_MATCHER");
-    unsetenv("GENIE_GPU_TIES");
-    unsetenv("GENIE_GPU_TILE_WORDS");
     if (!engine) {
       std::printf("%s: unavailable: %s\n", kind.label.c_str(), st.message().c_str());
       continue;
@@ -405,14 +410,13 @@ int main(int argc, char** argv) {
       genie::gpu::GetLastSearchStats(engine.get(), &stats);
     }
     std::sort(times.begin(), times.end());
-    setenv("GENIE_GPU_PROFILE", "1", 1);
+    genie::gpu::SetProfile(engine.get(), true);
     genie::gpu::SearchStats profiled;
     TopKResults unused;
     if (engine->Search(view, args.k, &unused).ok() &&
         genie::gpu::GetLastSearchStats(engine.get(), &profiled)) {
       std::printf("%s: profile (ms): %s\n", kind.label.c_str(), profiled.profile.c_str());
     }
-    unsetenv("GENIE_GPU_PROFILE");
     Row r;
     r.engine = kind.label;
     r.seconds = times[times.size() / 2];

@@ -36,7 +36,7 @@
 //   whose true count (re-read from the Bitmap Counter) is >= AT; the ties at
 //   AT - 1 are then the first k - ZA[AT] objects of count AT - 1 in id order,
 //   read off the Bitmap Counter (an early-exit scan), so the results equal the
-//   CPU engines' hit for hit.  GENIE_GPU_TIES=paper keeps the paper's pure
+//   CPU engines' hit for hit.  exact_ties = false keeps the paper's pure
 //   selection instead (entries >= AT - 1, ties arbitrary).  Tiled: each tile
 //   inserts its own top-k (lowest ids first among ties) restricted to counts
 //   >= AT - 1, which provably contains the global top-k with its exact
@@ -57,8 +57,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
@@ -262,9 +260,7 @@ Status GpuEngine::Search(const genie_query_batch& batch, int32_t k, TopKResults*
     DeviceGuard guard;
     GENIE_RETURN_IF_ERROR(guard.Enter(device_));
     DeviceMemory::ResetPeak();
-    const char* profile_env = std::getenv("GENIE_GPU_PROFILE");
-    prof_.Start(config_.profile || (profile_env != nullptr && std::atoi(profile_env) != 0),
-                compute_stream_.get());
+    prof_.Start(profile_, compute_stream_.get());
     stats_.index_device_bytes = resident_postings_.bytes();
     TopKResults results;
     Status status = SearchImpl(batch, k, &results);
@@ -494,32 +490,46 @@ Status GpuEngine::RunQueries(const DeviceIndexView& view, const CompiledQueries&
 
 namespace {
 
-Config ConfigFromEnvironment() {
-  Config config;
-  if (const char* m = std::getenv("GENIE_GPU_MATCHER")) {
-    if (std::strcmp(m, "faithful") == 0) config.matcher = Matcher::kFaithful;
-    if (std::strcmp(m, "count-table") == 0) config.matcher = Matcher::kCountTable;
+static_assert(GpuEngineOptions().tile_words == kDefaultTileWords,
+              "the public default tile size is the kernels' default");
+
+// GpuEngineOptions checked and turned into the engine's Config.
+Status ConfigFromOptions(const GpuEngineOptions& options, Config* config) {
+  switch (options.matcher) {
+    case GpuMatcher::kTiled:
+    case GpuMatcher::kFaithful:
+    case GpuMatcher::kCountTable:
+      break;
+    default:
+      return Status::InvalidArgument("unknown GPU matcher " +
+                                     std::to_string(static_cast<int>(options.matcher)));
   }
-  if (const char* t = std::getenv("GENIE_GPU_TIES")) {
-    if (std::strcmp(t, "paper") == 0) config.exact_ties = false;
+  if (options.hash_table_slots > (1u << 30)) {
+    return Status::InvalidArgument("hash_table_slots must be at most 2^30, not " +
+                                   std::to_string(options.hash_table_slots));
   }
-  if (const char* s = std::getenv("GENIE_GPU_HT_SLOTS")) {
-    const long long v = std::atoll(s);
-    if (v > 0) config.forced_ht_slots = static_cast<uint32_t>(NextPow2(static_cast<uint64_t>(v)));
+  if (options.tile_words < 512 || options.tile_words > 49152 || options.tile_words % 512 != 0) {
+    return Status::InvalidArgument("tile_words must be a multiple of 512 in [512, 49152], not " +
+                                   std::to_string(options.tile_words));
   }
-  if (const char* p = std::getenv("GENIE_GPU_PROFILE")) config.profile = std::atoi(p) != 0;
-  if (const char* w = std::getenv("GENIE_GPU_TILE_WORDS")) {
-    const long long v = std::atoll(w);
-    if (v >= 512 && v <= 49152 && v % 512 == 0) config.tile_words = static_cast<int32_t>(v);
-  }
-  return config;
+  config->matcher = options.matcher;
+  config->exact_ties = options.exact_ties;
+  config->forced_ht_slots =
+      options.hash_table_slots > 0 ? static_cast<uint32_t>(NextPow2(options.hash_table_slots)) : 0;
+  config->tile_words = options.tile_words;
+  config->profile = options.profile;
+  return Status::Ok();
 }
 
-std::unique_ptr<Engine> Make(const EngineOptions& options, Config config, Status* status) {
+std::unique_ptr<Engine> Make(const EngineOptions& options, const GpuEngineOptions& gpu_options,
+                             Status* status) {
   Status local;
   Status* st = status != nullptr ? status : &local;
   *st = Status::Ok();
   try {
+    Config config;
+    *st = ConfigFromOptions(gpu_options, &config);
+    if (!st->ok()) return nullptr;
     int count = 0;
     const cudaError_t error = cudaGetDeviceCount(&count);
     if (error != cudaSuccess) {
@@ -573,16 +583,28 @@ bool GetLastSearchStats(const Engine* engine, SearchStats* stats) {
   return true;
 }
 
+bool SetProfile(Engine* engine, bool enabled) {
+  auto* gpu = dynamic_cast<GpuEngine*>(engine);
+  if (gpu == nullptr) return false;
+  gpu->set_profile(enabled);
+  return true;
+}
+
 }  // namespace gpu
 
+std::unique_ptr<Engine> MakeGpuEngine(const EngineOptions& options,
+                                      const GpuEngineOptions& gpu_options, Status* status) {
+  return gpu::Make(options, gpu_options, status);
+}
+
 std::unique_ptr<Engine> MakeGpuEngine(const EngineOptions& options, Status* status) {
-  return gpu::Make(options, gpu::ConfigFromEnvironment(), status);
+  return gpu::Make(options, GpuEngineOptions(), status);
 }
 
 std::unique_ptr<Engine> MakeGpuCountTableEngine(const EngineOptions& options, Status* status) {
-  gpu::Config config = gpu::ConfigFromEnvironment();
-  config.matcher = gpu::Matcher::kCountTable;
-  return gpu::Make(options, config, status);
+  GpuEngineOptions gpu_options;
+  gpu_options.matcher = GpuMatcher::kCountTable;
+  return gpu::Make(options, gpu_options, status);
 }
 
 }  // namespace genie

@@ -33,7 +33,7 @@
 namespace genie {
 namespace gpu {
 
-enum class Matcher { kTiled, kFaithful, kCountTable };
+using Matcher = GpuMatcher;
 
 inline const char* MatcherName(Matcher m) {
   switch (m) {
@@ -44,6 +44,7 @@ inline const char* MatcherName(Matcher m) {
   return "?";
 }
 
+// GpuEngineOptions, checked (the hash-table slots a power of two).
 struct Config {
   Matcher matcher = Matcher::kTiled;
   bool exact_ties = true;
@@ -52,7 +53,7 @@ struct Config {
   bool profile = false;
 };
 
-// Per-phase wall times of a search (GENIE_GPU_PROFILE=1): each mark waits for
+// Per-phase wall times of a search (profiling on): each mark waits for
 // the device, then charges the time since the previous mark to its phase.
 class Profiler {
  public:
@@ -160,7 +161,8 @@ class GpuEngine final : public Engine {
       : device_(device),
         budget_option_(options.memory_budget_bytes),
         config_(config),
-        threads_(std::min(ResolveThreads(options.threads), 64)) {}
+        threads_(std::min(ResolveThreads(options.threads), 64)),
+        profile_(config.profile) {}
 
   ~GpuEngine() override;
 
@@ -175,6 +177,7 @@ class GpuEngine final : public Engine {
   Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override;
 
   const SearchStats& stats() const { return stats_; }
+  void set_profile(bool enabled) { profile_ = enabled; }
 
  private:
   void ReleaseAll();
@@ -334,6 +337,7 @@ class GpuEngine final : public Engine {
   Stream compute_stream_, copy_stream_;
   Event copy_done_[2], compute_done_[2];
   SearchStats stats_;
+  bool profile_;  // time the phases of the following searches
   Profiler prof_;
 };
 

@@ -154,50 +154,27 @@ const char* VariantName(Variant v) {
 
 bool ExactTies(Variant v) { return v != Variant::kFaithfulPaperTies; }
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_ = true;
-      old_ = old;
-    }
-    if (value.empty()) {
-      unsetenv(name);
-    } else {
-      setenv(name, value.c_str(), 1);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
 struct EngineSpec {
   Variant variant = Variant::kTiled;
   uint64_t budget = 0;
-  std::string ht_slots;    // GENIE_GPU_HT_SLOTS
-  std::string tile_words;  // GENIE_GPU_TILE_WORDS
+  uint32_t ht_slots = 0;   // GpuEngineOptions::hash_table_slots (0: sized by the engine)
+  int32_t tile_words = 0;  // GpuEngineOptions::tile_words (0: the default)
 };
 
 std::unique_ptr<Engine> MakeEngine(const EngineSpec& spec, Status* status) {
-  ScopedEnv matcher("GENIE_GPU_MATCHER",
-                    spec.variant == Variant::kTiled ? "tiled" : "faithful");
-  ScopedEnv ties("GENIE_GPU_TIES", spec.variant == Variant::kFaithfulPaperTies ? "paper" : "exact");
-  ScopedEnv slots("GENIE_GPU_HT_SLOTS", spec.ht_slots);
-  ScopedEnv words("GENIE_GPU_TILE_WORDS", spec.tile_words);
+  GpuEngineOptions gpu_options;
+  switch (spec.variant) {
+    case Variant::kTiled: gpu_options.matcher = GpuMatcher::kTiled; break;
+    case Variant::kFaithful:
+    case Variant::kFaithfulPaperTies: gpu_options.matcher = GpuMatcher::kFaithful; break;
+    case Variant::kCountTable: gpu_options.matcher = GpuMatcher::kCountTable; break;
+  }
+  gpu_options.exact_ties = spec.variant != Variant::kFaithfulPaperTies;
+  gpu_options.hash_table_slots = spec.ht_slots;
+  if (spec.tile_words > 0) gpu_options.tile_words = spec.tile_words;
   EngineOptions options;
   options.memory_budget_bytes = spec.budget;
-  if (spec.variant == Variant::kCountTable) return MakeGpuCountTableEngine(options, status);
-  return MakeGpuEngine(options, status);
+  return MakeGpuEngine(options, gpu_options, status);
 }
 
 bool GpuUsable() {
@@ -386,7 +363,7 @@ TEST_P(GpuEngineTest, AllTies) {
   auto index = MakeIndex(csr);
   for (int32_t k : {1, 100, 5000, 100000, 200000}) {
     SCOPED_TRACE(::testing::Message() << "k " << k);
-    Check(csr, index, batch, k, EngineSpec{GetParam(), 0, "", "512"});
+    Check(csr, index, batch, k, EngineSpec{GetParam(), 0, 0, 512});
   }
 }
 
@@ -494,7 +471,7 @@ TEST_P(GpuEngineTest, HashTableOverflowFallsBack) {
   auto index = MakeIndex(data.csr);
   gpu::SearchStats stats;
   EngineSpec spec;
-  spec.ht_slots = "4";
+  spec.ht_slots = 4;
   Check(data.csr, index, data.batch, 50, spec, &stats);
   EXPECT_GT(stats.overflow_queries, 0);
   EXPECT_GT(stats.count_queries, 0);
@@ -506,7 +483,7 @@ TEST_P(GpuEngineTest, TileSizes) {
   }
   const LshData data = MakeLsh(61, 150000, 20, 12, 100, 200, 0.3);
   auto index = MakeIndex(data.csr);
-  for (const char* words : {"512", "4096", "16384", "32768"}) {
+  for (int32_t words : {512, 4096, 16384, 32768}) {
     SCOPED_TRACE(::testing::Message() << "tile words " << words);
     EngineSpec spec;
     spec.tile_words = words;
@@ -544,6 +521,51 @@ TEST(GpuEngineApi, NoDeviceGivesUnavailable) {
   EXPECT_FALSE(status.message().empty());
   EXPECT_EQ(MakeGpuCountTableEngine(EngineOptions(), &status), nullptr);
   EXPECT_EQ(status.code(), GENIE_DEVICE_UNAVAILABLE);
+}
+
+TEST(GpuEngineApi, BadOptionsAreInvalidArgument) {
+  // Checked before any device is touched: the same with or without a GPU.
+  for (int32_t words : {0, 511, 1000, 49152 + 512}) {
+    GpuEngineOptions gpu_options;
+    gpu_options.tile_words = words;
+    Status status;
+    EXPECT_EQ(MakeGpuEngine(EngineOptions(), gpu_options, &status), nullptr) << words;
+    EXPECT_EQ(status.code(), GENIE_INVALID_ARGUMENT) << words;
+  }
+  GpuEngineOptions gpu_options;
+  gpu_options.hash_table_slots = (1u << 30) + 1;
+  Status status;
+  EXPECT_EQ(MakeGpuEngine(EngineOptions(), gpu_options, &status), nullptr);
+  EXPECT_EQ(status.code(), GENIE_INVALID_ARGUMENT);
+}
+
+TEST(GpuEngineApi, ProfileOnRequest) {
+  SKIP_WITHOUT_GPU();
+  const LshData data = MakeLsh(73, 20000, 16, 8, 20, 8, 0.3);
+  auto index = MakeIndex(data.csr);
+  Status status;
+  auto engine = MakeGpuEngine(EngineOptions(), &status);
+  ASSERT_NE(engine, nullptr) << status.message();
+  ASSERT_TRUE(engine->Upload(index).ok());
+  TopKResults out;
+  gpu::SearchStats stats;
+  ASSERT_TRUE(engine->Search(data.batch.View(), 10, &out).ok());
+  ASSERT_TRUE(gpu::GetLastSearchStats(engine.get(), &stats));
+  EXPECT_TRUE(stats.profile.empty()) << stats.profile;
+  ASSERT_TRUE(gpu::SetProfile(engine.get(), true));
+  ASSERT_TRUE(engine->Search(data.batch.View(), 10, &out).ok());
+  ASSERT_TRUE(gpu::GetLastSearchStats(engine.get(), &stats));
+  EXPECT_FALSE(stats.profile.empty());
+  auto cpu = MakeCpuEngine(EngineOptions());
+  EXPECT_FALSE(gpu::SetProfile(cpu.get(), true));
+  GpuEngineOptions profiled;
+  profiled.profile = true;
+  auto engine2 = MakeGpuEngine(EngineOptions(), profiled, &status);
+  ASSERT_NE(engine2, nullptr) << status.message();
+  ASSERT_TRUE(engine2->Upload(index).ok());
+  ASSERT_TRUE(engine2->Search(data.batch.View(), 10, &out).ok());
+  ASSERT_TRUE(gpu::GetLastSearchStats(engine2.get(), &stats));
+  EXPECT_FALSE(stats.profile.empty());
 }
 
 TEST(GpuEngineApi, BadOrdinalUnavailable) {

@@ -1,6 +1,7 @@
 // The CUDA engine's host interface: plain C++, no CUDA types, so the C API (capi/)
 // can call it without including CUDA headers.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -16,13 +17,45 @@ std::vector<genie_device_info> ListGpuDevices();
 // CUDA runtime version compiled against (e.g. 13000).
 int CudaRuntimeVersion();
 
+// Which matcher the GPU engine runs (queries whose score bound exceeds what
+// c-PQ handles, and c-PQ queries whose hash table overflowed, always go to
+// the count table; results are exact either way).
+enum class GpuMatcher {
+  kTiled,       // tiled c-PQ: the Bitmap Counter of an object tile in shared memory
+  kFaithful,    // faithful c-PQ (paper III-C): a global Bitmap Counter
+  kCountTable,  // the paper's GPU-SPQ baseline: a full count table per query
+};
+
+// The GPU engine's own settings, fixed when the engine is made.
+struct GpuEngineOptions {
+  GpuMatcher matcher = GpuMatcher::kTiled;
+  // Faithful c-PQ only: true chooses the ties at the k-th score by lowest
+  // object id, as the CPU engines do (hit-for-hit equal results); false keeps
+  // the paper's selection (any tied objects, from the hash table).
+  bool exact_ties = true;
+  // Test hook: 0 sizes the c-PQ hash tables from k and the score bound; N > 0
+  // forces N slots (rounded up to a power of two, at most 2^30) per query, so
+  // tiny values exercise the overflow path.
+  uint32_t hash_table_slots = 0;
+  // Times the phases of every search (gpu::SearchStats::profile); the engine
+  // then synchronises after each phase, which costs a little overlap.
+  bool profile = false;
+  // Tiled c-PQ: Bitmap Counter words per tile in shared memory, a multiple
+  // of 512 in [512, 49152] (default 16384 words = 64 KiB).
+  int32_t tile_words = 16384;
+};
+
 // The c-PQ engine (paper section III-C) with multiple loading (III-D).
-// Returns nullptr and sets *status (GENIE_DEVICE_UNAVAILABLE when no usable
-// GPU) on failure.
+// Returns nullptr and sets *status on failure: GENIE_DEVICE_UNAVAILABLE when
+// no usable GPU, GENIE_INVALID_ARGUMENT for out-of-range gpu_options.
+std::unique_ptr<Engine> MakeGpuEngine(const EngineOptions& options,
+                                      const GpuEngineOptions& gpu_options, Status* status);
+// The same with the default GpuEngineOptions.
 std::unique_ptr<Engine> MakeGpuEngine(const EngineOptions& options, Status* status);
 
 // Baseline for the benchmark (the paper's GPU-SPQ): a full count table per
-// query and a top-k selection; exact, memory-hungry.
+// query and a top-k selection; exact, memory-hungry.  MakeGpuEngine with
+// GpuMatcher::kCountTable and otherwise default GpuEngineOptions.
 std::unique_ptr<Engine> MakeGpuCountTableEngine(const EngineOptions& options, Status* status);
 
 }  // namespace genie

@@ -1,16 +1,7 @@
 // Introspection of the GPU engines (a public header of gpu/, for the GPU
 // tests and the benchmark).  Plain C++ (no CUDA types).
 //
-// Engine selection (read when an engine is made, MakeGpuEngine only):
-//   GENIE_GPU_MATCHER   tiled (default) | faithful   which c-PQ matcher runs
-//   GENIE_GPU_TIES      exact (default) | paper      faithful only: how ties at
-//                       the k-th score are chosen (exact: the lowest object
-//                       ids, as the CPU engines; paper: any, from the hash table)
-//   GENIE_GPU_HT_SLOTS  N (power of two)             test hook: force the c-PQ
-//                       hash-table capacity (tiny values exercise the overflow path)
-//   GENIE_GPU_PROFILE   1                            time the phases of each search
-//   GENIE_GPU_TILE_WORDS N (multiple of 512)         tiled: Bitmap Counter words
-//                       per tile in shared memory (default 16384 = 64 KiB)
+// The engine's settings are GpuEngineOptions (genie/gpu_engine.hpp).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,13 +21,18 @@ struct SearchStats {
   uint64_t index_device_bytes = 0; // resident List Array
   uint64_t peak_device_bytes = 0;  // peak of all engine device memory during the search
   double device_seconds = 0;       // wall time of the search (host clock, synchronised)
-  // With GENIE_GPU_PROFILE=1: "phase ms; phase ms; ..." (the engine then
-  // synchronises after every phase, which costs a little overlap).
+  // With profiling on (GpuEngineOptions::profile or SetProfile): "phase ms;
+  // phase ms; ..." (the engine then synchronises after every phase, which
+  // costs a little overlap).
   std::string profile;
 };
 
 // False when engine is not a GPU engine.
 bool GetLastSearchStats(const Engine* engine, SearchStats* stats);
+
+// Turns the per-phase profile of the following searches on or off (initially
+// GpuEngineOptions::profile).  False when engine is not a GPU engine.
+bool SetProfile(Engine* engine, bool enabled);
 
 }  // namespace gpu
 }  // namespace genie
