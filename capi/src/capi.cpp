@@ -110,6 +110,8 @@ genie::EngineOptions ToEngineOptions(const genie_engine_options* options) {
     out.threads = options->threads;
     out.device_ordinal = options->device_ordinal;
     out.memory_budget_bytes = options->memory_budget_bytes;
+    out.cancel.fn = options->cancel;
+    out.cancel.arg = options->cancel_arg;
   }
   return out;
 }
@@ -140,6 +142,7 @@ const char* genie_status_name(genie_status status) {
     case GENIE_DEVICE_UNAVAILABLE: return "device unavailable";
     case GENIE_DEVICE_ERROR: return "device error";
     case GENIE_INTERNAL_ERROR: return "internal error";
+    case GENIE_CANCELLED: return "cancelled";
   }
   return "unknown status";
 }
@@ -566,7 +569,8 @@ genie_status genie_similar_verify(const genie_similar_batch* batch, genie_engine
     auto distances = [&](const genie::EditDistanceBatch& pass, std::vector<int32_t>* out) {
 #ifdef GENIE_WITH_CUDA
       if (try_gpu) {
-        genie::Status status = genie::GpuEditDistances(pass, engine_options.device_ordinal, out);
+        genie::Status status =
+            genie::GpuEditDistances(pass, engine_options.device_ordinal, out, engine_options.cancel);
         if (status.ok()) {
           used = GENIE_ENGINE_GPU;
           return status;
@@ -578,10 +582,10 @@ genie_status genie_similar_verify(const genie_similar_batch* batch, genie_engine
         if (status.code() == GENIE_DEVICE_UNAVAILABLE) try_gpu = false;
       }
 #endif
-      return genie::CpuEditDistances(pass, engine_options.threads, out);
+      return genie::CpuEditDistances(pass, engine_options.threads, out, engine_options.cancel);
     };
     genie::SimilarVerdict out;
-    GENIE_RETURN_IF_ERROR(genie::VerifySimilarBatch(in, distances, &out));
+    GENIE_RETURN_IF_ERROR(genie::VerifySimilarBatch(in, distances, &out, engine_options.cancel));
     if (n_candidates > 0 && (verdict->distances == nullptr || verdict->exact == nullptr))
       return genie::Status::InvalidArgument("genie_similar_verify: NULL candidate outputs");
     if (nq > 0 && (verdict->certified == nullptr || verdict->open_bound == nullptr))

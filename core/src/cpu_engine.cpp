@@ -29,6 +29,11 @@ namespace {
 // Histogram selection needs max_score + 1 buckets; above this the heap is used.
 constexpr int64_t kMaxHistogramScore = 65535;
 
+// A worker polls the cancel callback before each query and, within a query,
+// at the first slice boundary after this many postings (a few hundred
+// microseconds of counting), never inside the per-posting loop.
+constexpr int64_t kCancelPollPostings = 1 << 16;
+
 
 // The touched list holds at most this many objects; a query touching more
 // falls back to scanning all counters, which then costs at most 16 times the
@@ -56,6 +61,7 @@ struct PartWork {
   int32_t size;
   std::size_t k;  // already at most size
   std::vector<std::vector<Hit>>* per_query;
+  CancelCheck cancel;
   std::atomic<int32_t> next_query{0};
   FirstFailure failure;
 };
@@ -67,14 +73,16 @@ class QueryScorer {
       : index_(*work.index),
         compiled_(*work.compiled),
         base_(work.base),
+        cancel_(work.cancel),
         k_(work.k),
         n_(static_cast<std::size_t>(work.size)),
         counters_(n_, 0),
         touched_(TouchedCapacity(n_)) {}
 
-  void Score(int32_t q, std::vector<Hit>* out) {
+  // False when cancelled (the scorer is then left dirty: discard it).
+  bool Score(int32_t q, std::vector<Hit>* out) {
     out->clear();
-    Accumulate(q);
+    if (!Accumulate(q)) return false;
     const int64_t max_score = compiled_.max_score[static_cast<std::size_t>(q)];
     if (!overflow_ && n_touched_ <= k_) {
       ForEachCandidate([&](int32_t o, Counter c) { out->push_back({o, static_cast<int32_t>(c)}); });
@@ -90,10 +98,12 @@ class QueryScorer {
     }
     n_touched_ = 0;
     overflow_ = false;
+    return true;
   }
 
  private:
-  void Accumulate(int32_t q) {
+  // False when cancelled midway.
+  bool Accumulate(int32_t q) {
     // Counters are indexed relative to the part's first object.
     const int32_t* postings = index_.postings().data();
     const int32_t base = base_;
@@ -105,6 +115,11 @@ class QueryScorer {
     for (int64_t s = compiled_.query_slice_offsets[q]; s < compiled_.query_slice_offsets[q + 1];
          ++s) {
       const ListSlice& slice = compiled_.slices[static_cast<std::size_t>(s)];
+      if (since_poll_ >= kCancelPollPostings) {
+        since_poll_ = 0;
+        if (cancel_.requested()) return false;
+      }
+      since_poll_ += slice.end - slice.begin;
       // Fits: the weight is at most max_score, which picked Counter.
       const auto weight = static_cast<Counter>(slice.weight);
       int64_t i = slice.begin;
@@ -129,6 +144,7 @@ class QueryScorer {
     }
     n_touched_ = n_touched;
     overflow_ = overflow;
+    return true;
   }
 
   // Visits every object with a nonzero score and resets its counter.  After
@@ -226,6 +242,8 @@ class QueryScorer {
   const InvertedIndex& index_;
   const CompiledBatch& compiled_;
   const int32_t base_;
+  const CancelCheck cancel_;
+  int64_t since_poll_ = 0;  // postings scanned since the last poll
   const std::size_t k_;
   const std::size_t n_;
   std::vector<Counter> counters_;
@@ -244,7 +262,10 @@ void RunWorker(PartWork* work) noexcept {
     while (!work->failure.failed()) {
       const int32_t q = work->next_query.fetch_add(1);
       if (q >= n_queries) break;
-      scorer.Score(q, &(*work->per_query)[static_cast<std::size_t>(q)]);
+      if (work->cancel.requested() ||
+          !scorer.Score(q, &(*work->per_query)[static_cast<std::size_t>(q)])) {
+        return work->failure.Record(Status::Cancelled());
+      }
     }
   });
 }
@@ -258,7 +279,8 @@ Status RunPart(PartWork* work, int32_t threads) {
 // Searches the objects [base, base + size) with a batch whose slices hold
 // only postings of those objects.  Hits carry ids relative to base.
 Status SearchObjects(const InvertedIndex& index, const CompiledBatch& compiled, int32_t base,
-                     int32_t size, int32_t k, int32_t threads, TopKResults* out) {
+                     int32_t size, int32_t k, int32_t threads, const CancelCheck& cancel,
+                     TopKResults* out) {
   const int32_t n_queries = compiled.num_queries();
   std::vector<std::vector<Hit>> per_query(static_cast<std::size_t>(n_queries));
   if (size > 0 && compiled.total_postings > 0) {
@@ -269,6 +291,7 @@ Status SearchObjects(const InvertedIndex& index, const CompiledBatch& compiled, 
     work.size = size;
     work.k = std::min<std::size_t>(static_cast<std::size_t>(k), static_cast<std::size_t>(size));
     work.per_query = &per_query;
+    work.cancel = cancel;
     const int64_t max_score =
         compiled.max_score.empty()
             ? 0
@@ -347,7 +370,8 @@ CompiledBatch RestrictToObjects(const InvertedIndex& index, const CompiledBatch&
 
 class CpuEngine final : public HostIndexEngine {
  public:
-  explicit CpuEngine(const EngineOptions& options) : budget_(options.memory_budget_bytes) {
+  explicit CpuEngine(const EngineOptions& options)
+      : budget_(options.memory_budget_bytes), cancel_(options.cancel) {
     int32_t threads = options.threads;
     threads_ = ResolveThreads(threads);
   }
@@ -372,20 +396,25 @@ class CpuEngine final : public HostIndexEngine {
     // score bound once, whatever the number of parts.
     CompiledBatch compiled;
     GENIE_RETURN_IF_ERROR(CompileBatch(index, batch, &compiled));
+    if (cancel_.requested()) return Status::Cancelled();
 
     int32_t parts = 1;
     GENIE_RETURN_IF_ERROR(PlanParts(index, compiled, &parts));
-    if (parts == 1) return SearchObjects(index, compiled, 0, index.num_objects(), k, threads_, out);
+    if (parts == 1) {
+      return SearchObjects(index, compiled, 0, index.num_objects(), k, threads_, cancel_, out);
+    }
 
     const auto ranges = PlanObjectParts(index.num_objects(), parts);
     // Merged part by part, so only one part's state and results are held.
     TopKResults merged;
     merged.query_offsets.assign(static_cast<std::size_t>(batch.n_queries) + 1, 0);
     for (const auto& range : ranges) {
+      if (cancel_.requested()) return Status::Cancelled();
       const CompiledBatch part_batch = RestrictToObjects(index, compiled, range.first, range.second);
       std::vector<TopKResults> pair(2);
       GENIE_RETURN_IF_ERROR(SearchObjects(index, part_batch, range.first,
-                                          range.second - range.first, k, threads_, &pair[1]));
+                                          range.second - range.first, k, threads_, cancel_,
+                                          &pair[1]));
       pair[0] = std::move(merged);
       MergePartResults(pair, {{0, 0}, range}, k, &merged);
     }
@@ -436,6 +465,7 @@ class CpuEngine final : public HostIndexEngine {
   }
 
   uint64_t budget_;
+  CancelCheck cancel_;
   int32_t threads_ = 1;
 };
 

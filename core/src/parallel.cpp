@@ -54,7 +54,8 @@ void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept
   worker();
 }
 
-Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_t)>& fn) {
+Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_t)>& fn,
+                   const CancelCheck& cancel) {
   if (n <= 0) return Status::Ok();
   std::atomic<int64_t> next{0};
   FirstFailure failure;
@@ -63,6 +64,7 @@ Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_
       while (!failure.failed()) {
         const int64_t i = next.fetch_add(1);
         if (i >= n) return;
+        if (cancel.requested()) return failure.Record(Status::Cancelled());
         Status s = fn(i);
         if (!s.ok()) return failure.Record(std::move(s));
       }

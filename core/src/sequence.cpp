@@ -52,6 +52,8 @@ int32_t LevenshteinWith(Span<CodePoint> a, Span<CodePoint> b, int32_t max_distan
 
 // Pairs verified per task of CpuEditDistances.
 constexpr int64_t kVerifyChunk = 64;
+// VerifySimilarBatch's own loops poll the cancel callback every this many queries.
+constexpr int32_t kCancelPollQueries = 64;
 
 }  // namespace
 
@@ -329,7 +331,7 @@ Status ValidateEditDistanceBatch(const EditDistanceBatch& batch) {
 }
 
 Status CpuEditDistances(const EditDistanceBatch& batch, int32_t threads,
-                        std::vector<int32_t>* distances) {
+                        std::vector<int32_t>* distances, const CancelCheck& cancel) {
   if (distances == nullptr) return Status::InvalidArgument("CpuEditDistances: NULL output");
   GENIE_RETURN_IF_ERROR(ValidateEditDistanceBatch(batch));
   try {
@@ -344,7 +346,7 @@ Status CpuEditDistances(const EditDistanceBatch& batch, int32_t threads,
     }
     const int64_t chunks = (total + kVerifyChunk - 1) / kVerifyChunk;
     int32_t* out = distances->data();
-    GENIE_RETURN_IF_ERROR(ParallelFor(chunks, ResolveThreads(threads), [&](int64_t chunk) {
+    GENIE_RETURN_IF_ERROR(ParallelFor(chunks, ResolveThreads(threads), [&](int64_t chunk) -> Status {
       std::vector<int32_t> row;
       const int64_t end = std::min(total, (chunk + 1) * kVerifyChunk);
       for (int64_t j = chunk * kVerifyChunk; j < end; ++j) {
@@ -355,7 +357,7 @@ Status CpuEditDistances(const EditDistanceBatch& batch, int32_t threads,
                                  cap, &row);
       }
       return Status::Ok();
-    }));
+    }, cancel));
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("out of host memory verifying edit distances");
   } catch (const std::exception& e) {
@@ -459,7 +461,7 @@ Status VerifyTopKCandidates(Span<CodePoint> query, const CodePointStrings& candi
 namespace genie {
 
 Status VerifySimilarBatch(const SimilarBatch& batch, const EditDistanceFunction& distances,
-                          SimilarVerdict* out) {
+                          SimilarVerdict* out, const CancelCheck& cancel) {
   if (out == nullptr) return Status::InvalidArgument("VerifySimilarBatch: NULL output");
   if (batch.k < 1) return Status::InvalidArgument("k must be at least 1");
   GENIE_RETURN_IF_ERROR(CheckN(batch.n));
@@ -485,6 +487,7 @@ Status VerifySimilarBatch(const SimilarBatch& batch, const EditDistanceFunction&
     NgramKeywords grams;
     std::vector<int32_t> lower(static_cast<std::size_t>(n_candidates));
     for (int32_t q = 0; q < n_queries; ++q) {
+      if (q % kCancelPollQueries == 0 && cancel.requested()) return Status::Cancelled();
       const Span<CodePoint> query = batch.queries.Get(q);
       GENIE_RETURN_IF_ERROR(ComputeNgramKeywords(query, options, &grams));
       out->query_lost[static_cast<std::size_t>(q)] = grams.lost;
@@ -517,6 +520,7 @@ Status VerifySimilarBatch(const SimilarBatch& batch, const EditDistanceFunction&
         pass.candidate_offsets.push_back(static_cast<int64_t>(next));
       }
       std::vector<int32_t> result;
+      if (cancel.requested()) return Status::Cancelled();
       GENIE_RETURN_IF_ERROR(distances(pass, &result));
       if (result.size() != chosen.size()) {
         return Status::Internal("the edit-distance function returned a wrong number of distances");
@@ -545,6 +549,7 @@ Status VerifySimilarBatch(const SimilarBatch& batch, const EditDistanceFunction&
     std::vector<int32_t> caps(static_cast<std::size_t>(n_queries), -1);
     std::vector<int64_t> order;
     for (int32_t q = 0; q < n_queries; ++q) {
+      if (q % kCancelPollQueries == 0 && cancel.requested()) return Status::Cancelled();
       const int64_t begin = batch.candidate_offsets[static_cast<std::size_t>(q)];
       const int64_t end = batch.candidate_offsets[static_cast<std::size_t>(q) + 1];
       order.resize(static_cast<std::size_t>(end - begin));
@@ -565,6 +570,7 @@ Status VerifySimilarBatch(const SimilarBatch& batch, const EditDistanceFunction&
     // Pass 2: the rest whose lower bound is below D, capped at D.
     chosen.clear();
     for (int32_t q = 0; q < n_queries; ++q) {
+      if (q % kCancelPollQueries == 0 && cancel.requested()) return Status::Cancelled();
       const int64_t begin = batch.candidate_offsets[static_cast<std::size_t>(q)];
       const int64_t end = batch.candidate_offsets[static_cast<std::size_t>(q) + 1];
       if (end - begin <= batch.k) continue;  // pass 1 verified them all
@@ -582,6 +588,7 @@ Status VerifySimilarBatch(const SimilarBatch& batch, const EditDistanceFunction&
     if (!chosen.empty()) GENIE_RETURN_IF_ERROR(run_pass(chosen, caps));
 
     for (int32_t q = 0; q < n_queries; ++q) {
+      if (q % kCancelPollQueries == 0 && cancel.requested()) return Status::Cancelled();
       const int64_t begin = batch.candidate_offsets[static_cast<std::size_t>(q)];
       const int64_t end = batch.candidate_offsets[static_cast<std::size_t>(q) + 1];
       TopKCertificateInput input;

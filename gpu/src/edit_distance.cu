@@ -59,11 +59,13 @@ Status Upload(const std::vector<T>& host, DeviceArray<T>* dev, const char* what)
   return Status::Ok();
 }
 
-Status Run(const EditDistanceBatch& batch, int32_t device_ordinal, std::vector<int32_t>* distances) {
+Status Run(const EditDistanceBatch& batch, int32_t device_ordinal, std::vector<int32_t>* distances,
+           const CancelCheck& cancel) {
   GENIE_RETURN_IF_ERROR(ValidateEditDistanceBatch(batch));
   const int64_t pairs = batch.candidates.size();
   distances->assign(static_cast<std::size_t>(pairs), 0);
   if (pairs == 0) return Status::Ok();
+  if (cancel.requested()) return Status::Cancelled();
 
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
@@ -117,6 +119,7 @@ Status Run(const EditDistanceBatch& batch, int32_t device_ordinal, std::vector<i
       static_cast<std::size_t>(std::max<int64_t>(workspace_ints, 1)), "banded-DP workspace"));
   GENIE_RETURN_IF_ERROR(d_out.Allocate(static_cast<std::size_t>(pairs), "distances"));
 
+  if (cancel.requested()) return Status::Cancelled();
   const int64_t blocks64 = (pairs + kThreadsPerBlock - 1) / kThreadsPerBlock;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(blocks64, 1 << 20));
   EditDistanceKernel<<<blocks, kThreadsPerBlock>>>(
@@ -135,10 +138,10 @@ Status Run(const EditDistanceBatch& batch, int32_t device_ordinal, std::vector<i
 }  // namespace gpu
 
 Status GpuEditDistances(const EditDistanceBatch& batch, int32_t device_ordinal,
-                        std::vector<int32_t>* distances) {
+                        std::vector<int32_t>* distances, const CancelCheck& cancel) {
   if (distances == nullptr) return Status::InvalidArgument("GpuEditDistances: NULL output");
   try {
-    return gpu::Run(batch, device_ordinal, distances);
+    return gpu::Run(batch, device_ordinal, distances, cancel);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("out of host memory in GPU edit-distance verification");
   } catch (const std::exception& e) {

@@ -75,7 +75,7 @@ namespace genie {
 namespace gpu {
 
 Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch, int threads,
-                      CompiledQueries* out) {
+                      const CancelCheck& cancel, CompiledQueries* out) {
   GENIE_RETURN_IF_ERROR(ValidateBatch(batch));
   const int64_t nq = batch.n_queries;
   const int64_t per_chunk = std::max<int64_t>(16, (nq + threads * 4 - 1) / (threads * 4));
@@ -101,7 +101,7 @@ Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch
     sub.ranges_lo = batch.ranges_lo ? batch.ranges_lo + r0 : nullptr;
     sub.ranges_hi = batch.ranges_hi ? batch.ranges_hi + r0 : nullptr;
     return CompileBatch(index, sub, &out->chunks[static_cast<std::size_t>(c)]);
-  });
+  }, cancel);
   if (!status.ok()) {
     // Report the error with the batch's own query numbers.
     if (status.code() == GENIE_INVALID_ARGUMENT) {
@@ -162,7 +162,7 @@ void ForEachListRun(Span<ListSlice> slices, Span<int64_t> offs, Emit emit) {
 }  // namespace
 
 Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, int threads,
-               Prepared* out) {
+               const CancelCheck& cancel, Prepared* out) {
   const int32_t nq = cq.num_queries();
   out->max_score.assign(static_cast<std::size_t>(nq), 0);
   out->num_runs.assign(static_cast<std::size_t>(nq), 0);
@@ -184,7 +184,7 @@ Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, in
       out->num_runs[qi] = runs;
     }
     return Status::Ok();
-  });
+  }, cancel);
 }
 GpuEngine::~GpuEngine() {
   DeviceGuard guard;
@@ -216,6 +216,7 @@ Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
     DeviceGuard guard;
     GENIE_RETURN_IF_ERROR(guard.Enter(device_));
     ReleaseAll();
+    GENIE_RETURN_IF_ERROR(CheckCancel());
     index_ = std::move(index);
     const Span<int32_t> postings = index_->postings();
     const uint64_t bytes = postings.size() * sizeof(int32_t);
@@ -231,6 +232,10 @@ Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(resident_postings_.get(), postings.data(), bytes,
                                                  cudaMemcpyHostToDevice,
                                                  compute_stream_.get()));
+      if (cancel_.requested()) {
+        ReleaseAll();  // waits for the copy before the device memory goes
+        return Status::Cancelled();
+      }
       GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(compute_stream_.get()));
       resident_ = true;
     }
@@ -320,7 +325,7 @@ Status GpuEngine::SearchImpl(const genie_query_batch& batch, int32_t k, TopKResu
   GENIE_RETURN_IF_ERROR(EffectiveBudget(&budget));
   if (resident_) {
     CompiledQueries compiled;
-    GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, threads_, &compiled));
+    GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, threads_, cancel_, &compiled));
     prof_.Mark("compile");
     const int32_t nq = compiled.num_queries();
     const uint64_t held = resident_postings_.bytes();
@@ -440,7 +445,7 @@ Status GpuEngine::RunQueries(const DeviceIndexView& view, const CompiledQueries&
   const int32_t k_eff = std::min(k, n);
   Prepared prep;
   GENIE_RETURN_IF_ERROR(Prepare(cq, view.keyword_offsets, config_.matcher == Matcher::kTiled,
-                                threads_, &prep));
+                                threads_, cancel_, &prep));
   std::vector<int32_t> cpq, count;
   for (int32_t q = 0; q < nq; ++q) {
     const int64_t m = prep.max_score[static_cast<std::size_t>(q)];
@@ -458,6 +463,7 @@ Status GpuEngine::RunQueries(const DeviceIndexView& view, const CompiledQueries&
     std::vector<std::vector<int32_t>> groups;
     GENIE_RETURN_IF_ERROR(PlanGroups(cpq, bytes, avail, &groups));
     for (const auto& group : groups) {
+      GENIE_RETURN_IF_ERROR(CheckCancel());
       if (config_.matcher == Matcher::kTiled) {
         GENIE_RETURN_IF_ERROR(RunTiledGroup(view, prep, group, k_eff, per_query, &overflowed));
       } else {
@@ -479,6 +485,7 @@ Status GpuEngine::RunQueries(const DeviceIndexView& view, const CompiledQueries&
     std::vector<std::vector<int32_t>> groups;
     GENIE_RETURN_IF_ERROR(PlanGroups(count, bytes, avail, &groups));
     for (const auto& group : groups) {
+      GENIE_RETURN_IF_ERROR(CheckCancel());
       for (int32_t q : group) (*per_query)[static_cast<std::size_t>(q)].clear();
       GENIE_RETURN_IF_ERROR(RunCountGroup(view, cq, prep, group, k_eff, per_query));
       ++stats_.query_groups;

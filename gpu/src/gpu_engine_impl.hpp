@@ -142,7 +142,7 @@ struct CompiledQueries {
 };
 // CompileBatch on chunks of the batch (offsets rebased), in parallel.
 Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch, int threads,
-                      CompiledQueries* out);
+                      const CancelCheck& cancel, CompiledQueries* out);
 
 // Per query: the score bound the counters are sized from, and (tiled) the
 // list runs.  The bound is min(CompileBatch's, the sum of the run weights):
@@ -153,7 +153,7 @@ struct Prepared {
   std::vector<std::vector<Segment>> runs;
 };
 Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, int threads,
-               Prepared* out);
+               const CancelCheck& cancel, Prepared* out);
 
 class GpuEngine final : public Engine {
  public:
@@ -162,6 +162,7 @@ class GpuEngine final : public Engine {
         budget_option_(options.memory_budget_bytes),
         config_(config),
         threads_(std::min(ResolveThreads(options.threads), 64)),
+        cancel_(options.cancel),
         profile_(config.profile) {}
 
   ~GpuEngine() override;
@@ -183,6 +184,10 @@ class GpuEngine final : public Engine {
   void ReleaseAll();
 
   void ReleaseParts();
+
+  // Status::Cancelled() when the caller's cancel callback asks (polled between
+  // query groups, between object parts and before blocking synchronisations).
+  Status CheckCancel() const { return cancel_.requested() ? Status::Cancelled() : Status::Ok(); }
 
   // The device-memory budget for the index plus a batch's state.
   Status EffectiveBudget(uint64_t* budget);
@@ -326,6 +331,7 @@ class GpuEngine final : public Engine {
   const uint64_t budget_option_;
   const Config config_;
   const int threads_;  // host threads for compiling and preparing batches
+  const CancelCheck cancel_;
   std::shared_ptr<const InvertedIndex> index_;
   DeviceArray<int32_t> resident_postings_;
   bool resident_ = false;

@@ -41,9 +41,10 @@ Status GpuEngine::SearchParts(const genie_query_batch& batch, int32_t k, uint64_
   // The whole batch compiled once, for the planning: a part's lists are
   // sub-lists of the whole index's, so its state needs are bounded by these.
   CompiledQueries whole;
-  GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, threads_, &whole));
+  GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, threads_, cancel_, &whole));
   Prepared whole_prep;
-  GENIE_RETURN_IF_ERROR(Prepare(whole, index.keyword_offsets(), false, threads_, &whole_prep));
+  GENIE_RETURN_IF_ERROR(
+      Prepare(whole, index.keyword_offsets(), false, threads_, cancel_, &whole_prep));
   const int32_t nq = whole.num_queries();
   const uint64_t index_bytes = index.postings().size() * sizeof(int32_t);
   if (avail <= kGroupFixedBytes) {
@@ -97,7 +98,7 @@ Status GpuEngine::SearchParts(const genie_query_batch& batch, int32_t k, uint64_
       parts_[static_cast<std::size_t>(i)] =
           std::make_unique<InvertedIndex>(index.SliceObjects(r.first, r.second));
       return Status::Ok();
-    }));
+    }, cancel_));
     for (const auto& part : parts_) {
       const Span<int32_t> pp = part->postings();
       part_pins_.emplace_back();
@@ -132,11 +133,12 @@ Status GpuEngine::SearchParts(const genie_query_batch& batch, int32_t k, uint64_
   std::vector<TopKResults> part_results(ranges.size());
   GENIE_RETURN_IF_ERROR(issue_copy(0));
   for (std::size_t i = 0; i < ranges.size(); ++i) {
+    GENIE_RETURN_IF_ERROR(CheckCancel());
     const int slot = static_cast<int>(i % 2);
     if (i + 1 < ranges.size()) GENIE_RETURN_IF_ERROR(issue_copy(static_cast<int32_t>(i + 1)));
     const InvertedIndex& part = *parts_[i];
     CompiledQueries compiled;  // host work overlaps the copies in flight
-    GENIE_RETURN_IF_ERROR(CompileQueries(part, batch, threads_, &compiled));
+    GENIE_RETURN_IF_ERROR(CompileQueries(part, batch, threads_, cancel_, &compiled));
     GENIE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(compute, copy_done_[slot].get(), 0));
     DeviceIndexView view;
     view.postings = buffers[slot].get();
@@ -147,6 +149,7 @@ Status GpuEngine::SearchParts(const genie_query_batch& batch, int32_t k, uint64_
     GENIE_CUDA_RETURN_IF_ERROR(cudaEventRecord(compute_done_[slot].get(), compute));
     Assemble(nq, &per_query, &part_results[i]);
   }
+  GENIE_RETURN_IF_ERROR(CheckCancel());
   GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(copy));
   GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(compute));
   stats_.parts = static_cast<int32_t>(ranges.size());

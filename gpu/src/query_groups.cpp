@@ -64,7 +64,7 @@ Status GpuEngine::BuildWork(const CompiledQueries& cq, const std::vector<int32_t
           WorkItem{static_cast<int32_t>(i), f, std::min(end, f + kSlicesPerBlock)};
     }
     return Status::Ok();
-  });
+  }, cancel_);
 }
 
 Status GpuEngine::SortEmitFetch(Candidates* cand, const std::vector<int32_t>& group, int32_t k,
@@ -88,6 +88,8 @@ Status GpuEngine::SortEmitFetch(Candidates* cand, const std::vector<int32_t>& gr
   GENIE_RETURN_IF_ERROR(hits.Allocate(static_cast<std::size_t>(g) * k, "results"));
   GENIE_RETURN_IF_ERROR(counts.Allocate(static_cast<std::size_t>(g), "result counts"));
   GENIE_RETURN_IF_ERROR(LaunchEmit(sorted.get(), cand->state, g, k, hits.get(), counts.get(), stream));
+  // The copies below block (pageable memory), then the stream is waited for.
+  GENIE_RETURN_IF_ERROR(CheckCancel());
   std::vector<DevHit> host_hits(static_cast<std::size_t>(g) * k);
   std::vector<int32_t> host_counts(static_cast<std::size_t>(g));
   GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_counts.data(), counts.get(),
@@ -112,6 +114,7 @@ Status GpuEngine::SortEmitFetch(Candidates* cand, const std::vector<int32_t>& gr
 
 Status GpuEngine::FetchOverflow(const DeviceArray<int32_t>& overflow, const std::vector<int32_t>& group,
                                 std::vector<int32_t>* overflowed) {
+  GENIE_RETURN_IF_ERROR(CheckCancel());  // before the blocking copy and wait
   std::vector<int32_t> flags(group.size());
   GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(flags.data(), overflow.get(),
                                              flags.size() * sizeof(int32_t),

@@ -190,5 +190,43 @@ TEST(EditDistanceGpu, Errors) {
   EXPECT_EQ(d, std::vector<int32_t>{1});
 }
 
+int Always(void*) { return 1; }
+int Never(void*) { return 0; }
+
+// Polled before the launch: a cancelled batch returns GENIE_CANCELLED, also
+// through genie_similar_verify on the GPU.
+TEST(EditDistanceGpu, Cancel) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  const EditDistanceBatch batch = RandomBatch(5, 20, 30, true, 100);
+  std::vector<int32_t> d, cpu;
+  EXPECT_EQ(GpuEditDistances(batch, 0, &d, CancelCheck{&Always, nullptr}).code(), GENIE_CANCELLED);
+  ASSERT_TRUE(GpuEditDistances(batch, 0, &d, CancelCheck{&Never, nullptr}).ok());
+  ASSERT_TRUE(CpuEditDistances(batch, 0, &cpu).ok());
+  EXPECT_EQ(d, cpu);
+
+  const std::string q = "kitten", candidates = "sittingmitten";
+  const int64_t query_offsets[] = {0, 6};
+  const int64_t candidate_offsets[] = {0, 2};
+  const int64_t text_offsets[] = {0, 7, 13};
+  const int32_t counts[] = {1, 3};
+  const int32_t unseen[] = {0};
+  genie_similar_batch similar{1, 3, 1, q.data(), query_offsets, candidate_offsets,
+                              candidates.data(), text_offsets, counts, unseen};
+  int32_t distances[2];
+  uint8_t exact[2], certified[1];
+  int32_t open_bound[1];
+  genie_similar_verdict verdict{distances, exact, certified, open_bound, 0, GENIE_ENGINE_CPU};
+  genie_engine_options options{};
+  options.cancel = &Always;
+  genie_error err{};
+  EXPECT_EQ(genie_similar_verify(&similar, GENIE_ENGINE_GPU, &options, &verdict, &err),
+            GENIE_CANCELLED);
+  options.cancel = &Never;
+  ASSERT_EQ(genie_similar_verify(&similar, GENIE_ENGINE_GPU, &options, &verdict, &err), GENIE_OK)
+      << err.message;
+  EXPECT_EQ(verdict.device, GENIE_ENGINE_GPU);
+  EXPECT_EQ(distances[1], 1);
+}
+
 }  // namespace
 }  // namespace genie

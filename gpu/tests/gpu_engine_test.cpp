@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <cstdint>
@@ -159,6 +161,7 @@ struct EngineSpec {
   uint64_t budget = 0;
   uint32_t ht_slots = 0;   // GpuEngineOptions::hash_table_slots (0: sized by the engine)
   int32_t tile_words = 0;  // GpuEngineOptions::tile_words (0: the default)
+  CancelCheck cancel;      // EngineOptions::cancel
 };
 
 std::unique_ptr<Engine> MakeEngine(const EngineSpec& spec, Status* status) {
@@ -174,6 +177,7 @@ std::unique_ptr<Engine> MakeEngine(const EngineSpec& spec, Status* status) {
   if (spec.tile_words > 0) gpu_options.tile_words = spec.tile_words;
   EngineOptions options;
   options.memory_budget_bytes = spec.budget;
+  options.cancel = spec.cancel;
   return MakeGpuEngine(options, gpu_options, status);
 }
 
@@ -363,7 +367,7 @@ TEST_P(GpuEngineTest, AllTies) {
   auto index = MakeIndex(csr);
   for (int32_t k : {1, 100, 5000, 100000, 200000}) {
     SCOPED_TRACE(::testing::Message() << "k " << k);
-    Check(csr, index, batch, k, EngineSpec{GetParam(), 0, 0, 512});
+    Check(csr, index, batch, k, EngineSpec{GetParam(), 0, 0, 512, CancelCheck()});
   }
 }
 
@@ -449,6 +453,66 @@ TEST_P(GpuEngineTest, MultipleLoadingSmallBudget) {
     spec.budget = budget;
     Check(data.csr, index, data.batch, 100, spec, &stats, "MultipleLoading");
     EXPECT_GT(stats.parts, 1);
+  }
+}
+
+// Asks to cancel from the `after`-th poll on; counts the polls.
+struct Canceller {
+  std::atomic<int64_t> polls{0};
+  std::atomic<int64_t> after{INT64_MAX};
+
+  static int Poll(void* arg) {
+    auto* self = static_cast<Canceller*>(arg);
+    return self->polls.fetch_add(1) >= self->after ? 1 : 0;
+  }
+};
+
+// Whenever a poll asked, the search returns GENIE_CANCELLED; when none did,
+// it returns the exact results; either way the engine stays usable.
+TEST_P(GpuEngineTest, CancelStopsAndLeavesTheEngineUsable) {
+  const LshData data = MakeLsh(43, 200000, 24, 16, 200, 128, 0.3);
+  auto index = MakeIndex(data.csr);
+  const genie_query_batch view = data.batch.View();
+  const TopKResults expected = Reference(index, view, 50);
+  const uint64_t index_bytes = index->postings().size() * sizeof(int32_t);
+  // Resident index with several query groups, then multiple loading.
+  for (uint64_t budget : {index_bytes * 2 + (20ull << 20), index_bytes / 2 + (20ull << 20)}) {
+    Canceller c;
+    EngineSpec spec;
+    spec.variant = GetParam();
+    spec.budget = budget;
+    spec.cancel = CancelCheck{&Canceller::Poll, &c};
+    Status status;
+    auto engine = MakeEngine(spec, &status);
+    ASSERT_NE(engine, nullptr) << status.message();
+    ASSERT_TRUE(engine->Upload(index).ok());
+    for (int64_t after : {0, 1, 2, 5, 20, 1000000}) {
+      SCOPED_TRACE(::testing::Message() << "budget " << budget << " after " << after);
+      c.polls = 0;
+      c.after = after;
+      TopKResults out;
+      status = engine->Search(view, 50, &out);
+      if (c.polls.load() > after) {
+        EXPECT_EQ(status.code(), GENIE_CANCELLED) << status.message();
+      } else {
+        ASSERT_TRUE(status.ok()) << status.message();
+        EXPECT_TRUE(Matches(data.csr, view, expected, out, ExactTies(GetParam())));
+      }
+      c.after = INT64_MAX;
+      status = engine->Search(view, 50, &out);
+      ASSERT_TRUE(status.ok()) << status.message();
+      EXPECT_TRUE(Matches(data.csr, view, expected, out, ExactTies(GetParam())));
+    }
+    // A cancelled upload leaves no index; the next upload works.
+    c.polls = 0;
+    c.after = 0;
+    EXPECT_EQ(engine->Upload(index).code(), GENIE_CANCELLED);
+    TopKResults out;
+    c.after = INT64_MAX;
+    EXPECT_EQ(engine->Search(view, 50, &out).code(), GENIE_INVALID_ARGUMENT);
+    ASSERT_TRUE(engine->Upload(index).ok());
+    ASSERT_TRUE(engine->Search(view, 50, &out).ok());
+    EXPECT_TRUE(Matches(data.csr, view, expected, out, ExactTies(GetParam())));
   }
 }
 

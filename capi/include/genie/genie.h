@@ -31,7 +31,10 @@ typedef struct genie_error
 	char		message[GENIE_MESSAGE_MAX];
 } genie_error;
 
-/* Name of a status value, e.g. "device out of memory". */
+/*
+ * Name of a status value, e.g. "device out of memory"; GENIE_CANCELLED
+ * (defined in genie/types.h, the last value) is "cancelled".
+ */
 const char *genie_status_name(genie_status status);
 
 /* ---- build and devices ---- */
@@ -156,6 +159,13 @@ typedef struct genie_engine_options
 	 * loading) and the per-part top-k merged.
 	 */
 	uint64_t	memory_budget_bytes;
+	/*
+	 * Polled while an engine works; when it returns nonzero the call stops
+	 * and returns GENIE_CANCELLED.  NULL: never.  It may be called from any
+	 * thread, so it must only read flags.  cancel_arg is passed to it.
+	 */
+	int			(*cancel) (void *arg);
+	void	   *cancel_arg;
 } genie_engine_options;
 
 genie_status genie_engine_create(genie_engine_kind kind,

@@ -4,10 +4,11 @@
 #include <memory>
 #include <vector>
 
-#include "genie/types.h"
+#include "genie/cancel.hpp"
 #include "genie/index.hpp"
 #include "genie/query.hpp"
 #include "genie/status.hpp"
+#include "genie/types.h"
 
 namespace genie {
 
@@ -37,6 +38,12 @@ struct EngineOptions {
   int32_t threads = 0;                 // 0: hardware concurrency
   int32_t device_ordinal = 0;
   uint64_t memory_budget_bytes = 0;    // 0: engine default (see genie_engine_options)
+  // Polled while the engine works (Search; the GPU engine's Upload too):
+  // when it asks, the call returns Status::Cancelled().  The CPU engine polls
+  // per query and every few ten thousand postings per worker, the GPU engine
+  // between query groups, between object parts and before each blocking
+  // synchronisation.  The reference engine ignores it.
+  CancelCheck cancel;
 };
 
 class Engine {

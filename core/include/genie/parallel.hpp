@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "genie/cancel.hpp"
 #include "genie/status.hpp"
 
 namespace genie {
@@ -22,8 +23,11 @@ void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept
 
 // Runs fn(i) for every i in [0, n) on up to `threads` threads (each index
 // once, in no particular order).  The first failure (a Status, or anything
-// thrown) stops the remaining indexes and is returned.
-Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_t)>& fn);
+// thrown) stops the remaining indexes and is returned.  cancel is polled
+// before each index: when it asks, the remaining indexes are dropped and
+// Status::Cancelled() is returned (keep an index's work small enough).
+Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_t)>& fn,
+                   const CancelCheck& cancel = CancelCheck());
 
 // The first failure of a group of workers: later ones are dropped, and
 // workers poll failed() to stop early.

@@ -64,6 +64,7 @@
 #include <string>
 #include <vector>
 
+#include "genie/cancel.hpp"
 #include "genie/levenshtein_kernel.hpp"
 #include "genie/span.hpp"
 #include "genie/status.hpp"
@@ -198,9 +199,11 @@ Status ValidateEditDistanceBatch(const EditDistanceBatch& batch);
 
 // distances[j] = Levenshtein(query of j, candidates[j], its query's cap), on
 // up to `threads` threads (0: hardware concurrency).  Worker threads run with
-// every signal blocked and no exception leaves this function.
+// every signal blocked and no exception leaves this function.  cancel is
+// polled before each chunk of 64 pairs (Status::Cancelled()).
 Status CpuEditDistances(const EditDistanceBatch& batch, int32_t threads,
-                        std::vector<int32_t>* distances);
+                        std::vector<int32_t>* distances,
+                        const CancelCheck& cancel = CancelCheck());
 
 // ---- Top-k certificate (Algorithm 2, Theorem 5.2) ------------------------------
 
@@ -295,8 +298,10 @@ using EditDistanceFunction =
 // distance from above.  Pass 2: the other candidates whose lower bound is
 // below D are verified with the cap D (a capped one becomes an inexact
 // lower bound D + 1); the rest keep their lower bound, inexact.  Then
-// CertifyTopK gives each query's certificate.
+// CertifyTopK gives each query's certificate.  cancel is polled every 64
+// queries of its own loops and before each pass (the distance function polls
+// on its own); when it asks, Status::Cancelled() is returned.
 Status VerifySimilarBatch(const SimilarBatch& batch, const EditDistanceFunction& distances,
-                          SimilarVerdict* out);
+                          SimilarVerdict* out, const CancelCheck& cancel = CancelCheck());
 
 }  // namespace genie

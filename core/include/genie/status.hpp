@@ -18,6 +18,9 @@ class Status {
   static Status DeviceUnavailable(std::string m) { return {GENIE_DEVICE_UNAVAILABLE, std::move(m)}; }
   static Status DeviceError(std::string m) { return {GENIE_DEVICE_ERROR, std::move(m)}; }
   static Status Internal(std::string m) { return {GENIE_INTERNAL_ERROR, std::move(m)}; }
+  static Status Cancelled(std::string m = "cancelled by the caller") {
+    return {GENIE_CANCELLED, std::move(m)};
+  }
 
   bool ok() const { return code_ == GENIE_OK; }
   genie_status code() const { return code_; }

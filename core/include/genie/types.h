@@ -24,7 +24,8 @@ typedef enum genie_status
 	GENIE_DEVICE_OUT_OF_MEMORY, /* device memory: callers may fall back */
 	GENIE_DEVICE_UNAVAILABLE,	/* no usable GPU (no driver, no device, built without CUDA) */
 	GENIE_DEVICE_ERROR,			/* a CUDA call or kernel failed */
-	GENIE_INTERNAL_ERROR		/* a broken invariant: a bug */
+	GENIE_INTERNAL_ERROR,		/* a broken invariant: a bug */
+	GENIE_CANCELLED				/* the caller's cancel callback asked to stop */
 } genie_status;
 
 typedef enum genie_device_kind

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "genie/cancel.hpp"
 #include "genie/sequence.hpp"
 #include "genie/status.hpp"
 
@@ -18,8 +19,11 @@ namespace genie {
 // is no usable GPU (no driver, no device, bad ordinal, no kernel image);
 // DeviceOutOfMemory when the batch does not fit (callers may fall back to
 // CpuEditDistances or split the batch); DeviceError for other CUDA failures.
-// An empty batch returns Ok without touching the device.
+// An empty batch returns Ok without touching the device.  cancel is polled
+// on entry and just before the launch (Status::Cancelled()); the kernel
+// itself runs to its end.
 Status GpuEditDistances(const EditDistanceBatch& batch, int32_t device_ordinal,
-                        std::vector<int32_t>* distances);
+                        std::vector<int32_t>* distances,
+                        const CancelCheck& cancel = CancelCheck());
 
 }  // namespace genie

@@ -1,0 +1,251 @@
+// Cancellation: the CPU engine, ParallelFor, the CPU edit-distance batch and
+// batch verification stop with Status::Cancelled() when the callback asks,
+// and the C API reports GENIE_CANCELLED.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "genie/cancel.hpp"
+#include "genie/engine.hpp"
+#include "genie/genie.h"
+#include "genie/parallel.hpp"
+#include "genie/sequence.hpp"
+#include "genie/test_util.hpp"
+
+namespace genie {
+namespace {
+
+using testing::Csr;
+using testing::DataSpec;
+using testing::MakeIndex;
+using testing::QuerySpec;
+using testing::RandomBatch;
+using testing::RandomCsr;
+using testing::SameResults;
+
+// Asks to cancel from the `after`-th poll on; counts the polls.
+struct Canceller {
+  std::atomic<int64_t> polls{0};
+  std::atomic<int64_t> after{0};
+
+  static int Poll(void* arg) {
+    auto* self = static_cast<Canceller*>(arg);
+    return self->polls.fetch_add(1) >= self->after ? 1 : 0;
+  }
+  CancelCheck check() { return CancelCheck{&Canceller::Poll, this}; }
+};
+
+int Never(void*) { return 0; }
+
+struct Data {
+  Csr csr;
+  std::shared_ptr<const InvertedIndex> index;
+  QueryBatch batch;
+};
+
+Data MakeData() {
+  DataSpec spec;
+  spec.objects = 40000;
+  spec.max_length = 40;
+  spec.universe = 300;
+  Data d;
+  d.csr = RandomCsr(5, spec);
+  d.index = MakeIndex(d.csr, 256);
+  QuerySpec qs;
+  qs.queries = 200;
+  qs.max_items = 8;
+  qs.lo_min = -50;
+  qs.lo_max = 250;
+  d.batch = RandomBatch(6, qs);
+  return d;
+}
+
+TEST(Cancel, CheckDefaultsToNever) {
+  EXPECT_FALSE(CancelCheck().requested());
+  EXPECT_TRUE((CancelCheck{[](void*) { return 7; }, nullptr}).requested());
+  EXPECT_EQ(Status::Cancelled().code(), GENIE_CANCELLED);
+  EXPECT_FALSE(Status::Cancelled().message().empty());
+}
+
+TEST(Cancel, ParallelForStops) {
+  Canceller c;
+  c.after = 10;
+  std::atomic<int64_t> done{0};
+  Status s = ParallelFor(100000, 4, [&](int64_t) {
+    done.fetch_add(1);
+    return Status::Ok();
+  }, c.check());
+  EXPECT_EQ(s.code(), GENIE_CANCELLED);
+  EXPECT_LT(done.load(), 100000);
+  // Never asked: every index runs.
+  done = 0;
+  EXPECT_TRUE(ParallelFor(1000, 4, [&](int64_t) {
+    done.fetch_add(1);
+    return Status::Ok();
+  }, CancelCheck{&Never, nullptr}).ok());
+  EXPECT_EQ(done.load(), 1000);
+}
+
+TEST(Cancel, CpuEngineStopsAtOnceAndMidway) {
+  const Data d = MakeData();
+  const genie_query_batch view = d.batch.View();
+  TopKResults expected;
+  {
+    auto engine = MakeCpuEngine(EngineOptions());
+    ASSERT_TRUE(engine->Upload(d.index).ok());
+    ASSERT_TRUE(engine->Search(view, 10, &expected).ok());
+  }
+  for (int threads : {1, 4}) {
+    for (uint64_t budget : {uint64_t{0}, uint64_t{200000}}) {  // one part, several parts
+      for (int64_t after : {0, 1, 3, 50}) {
+        SCOPED_TRACE(::testing::Message() << "threads " << threads << " budget " << budget
+                                          << " after " << after);
+        Canceller c;
+        c.after = after;
+        EngineOptions options;
+        options.threads = threads;
+        options.memory_budget_bytes = budget;
+        options.cancel = c.check();
+        auto engine = MakeCpuEngine(options);
+        ASSERT_TRUE(engine->Upload(d.index).ok());
+        TopKResults out;
+        const Status s = engine->Search(view, 10, &out);
+        EXPECT_EQ(s.code(), GENIE_CANCELLED) << s.message();
+        EXPECT_GT(c.polls.load(), after);
+      }
+      // A callback that never asks changes nothing.
+      EngineOptions options;
+      options.threads = threads;
+      options.memory_budget_bytes = budget;
+      options.cancel = CancelCheck{&Never, nullptr};
+      auto engine = MakeCpuEngine(options);
+      ASSERT_TRUE(engine->Upload(d.index).ok());
+      TopKResults out;
+      ASSERT_TRUE(engine->Search(view, 10, &out).ok());
+      EXPECT_TRUE(SameResults(expected, out));
+    }
+  }
+}
+
+TEST(Cancel, CpuEnginePollsWithinALongQuery) {
+  // One query over every list: the worker must poll inside it, not only
+  // between queries.
+  Csr csr;
+  for (int32_t o = 0; o < 200000; ++o) csr.Add({o % 7, 7 + o % 5, 20});
+  auto index = MakeIndex(csr, 4096);
+  QueryBatch batch;
+  std::vector<int32_t> all{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 20};
+  batch.AddKeywordQuery(all);
+  Canceller c;
+  c.after = 2;  // the per-query poll and the first in-query poll pass
+  EngineOptions options;
+  options.threads = 1;
+  options.cancel = c.check();
+  auto engine = MakeCpuEngine(options);
+  ASSERT_TRUE(engine->Upload(index).ok());
+  TopKResults out;
+  EXPECT_EQ(engine->Search(batch.View(), 5, &out).code(), GENIE_CANCELLED);
+  EXPECT_EQ(c.polls.load(), 3);
+}
+
+TEST(Cancel, ReferenceEngineIgnoresIt) {
+  const Data d = MakeData();
+  auto engine = MakeReferenceEngine();
+  ASSERT_TRUE(engine->Upload(d.index).ok());
+  TopKResults out;
+  EXPECT_TRUE(engine->Search(d.batch.View(), 5, &out).ok());
+}
+
+TEST(Cancel, CpuEditDistancesAndVerification) {
+  EditDistanceBatch batch;
+  for (int q = 0; q < 20; ++q) {
+    batch.queries.Add(std::vector<CodePoint>(30, static_cast<CodePoint>('a' + q % 3)));
+    for (int c = 0; c < 500; ++c) {
+      batch.candidates.Add(std::vector<CodePoint>(20 + c % 17, static_cast<CodePoint>('a' + c % 4)));
+    }
+    batch.candidate_offsets.push_back(batch.candidates.size());
+  }
+  std::vector<int32_t> distances;
+  Canceller c;
+  c.after = 5;
+  EXPECT_EQ(CpuEditDistances(batch, 2, &distances, c.check()).code(), GENIE_CANCELLED);
+  EXPECT_TRUE(CpuEditDistances(batch, 2, &distances, CancelCheck{&Never, nullptr}).ok());
+
+  SimilarBatch similar;
+  similar.n = 3;
+  similar.k = 3;
+  similar.queries = batch.queries;
+  similar.candidates = batch.candidates;
+  similar.candidate_offsets = batch.candidate_offsets;
+  similar.candidate_counts.assign(static_cast<std::size_t>(batch.candidates.size()), 1);
+  similar.unseen_count_bound.assign(static_cast<std::size_t>(batch.queries.size()), 0);
+  auto cpu = [](const EditDistanceBatch& pass, std::vector<int32_t>* out) {
+    return CpuEditDistances(pass, 2, out);
+  };
+  SimilarVerdict verdict;
+  for (int64_t after : {0, 1, 2}) {
+    Canceller v;
+    v.after = after;
+    EXPECT_EQ(VerifySimilarBatch(similar, cpu, &verdict, v.check()).code(), GENIE_CANCELLED)
+        << after;
+  }
+  EXPECT_TRUE(VerifySimilarBatch(similar, cpu, &verdict, CancelCheck{&Never, nullptr}).ok());
+}
+
+TEST(Cancel, CApiSearchAndVerify) {
+  EXPECT_STREQ(genie_status_name(GENIE_CANCELLED), "cancelled");
+  const Data d = MakeData();
+  genie_error err{};
+  genie_index* index = nullptr;
+  ASSERT_EQ(genie_index_create(d.csr.offsets.data(), d.csr.size(), d.csr.keywords.data(), nullptr,
+                               &index, &err),
+            GENIE_OK)
+      << err.message;
+  Canceller c;
+  c.after = INT64_MAX;  // the GPU engine (AUTO on a GPU host) polls in Upload too
+  genie_engine_options options{};
+  options.cancel = &Canceller::Poll;
+  options.cancel_arg = &c;
+  for (genie_engine_kind kind : {GENIE_ENGINE_CPU, GENIE_ENGINE_AUTO}) {
+    genie_engine* engine = nullptr;
+    ASSERT_EQ(genie_engine_create(kind, &options, &engine, &err), GENIE_OK) << err.message;
+    ASSERT_EQ(genie_engine_upload(engine, index, &err), GENIE_OK) << err.message;
+    c.after = 0;
+    genie_results* results = nullptr;
+    const genie_query_batch view = d.batch.View();
+    EXPECT_EQ(genie_engine_search(engine, &view, 10, &results, &err), GENIE_CANCELLED);
+    EXPECT_EQ(err.status, GENIE_CANCELLED);
+    EXPECT_EQ(results, nullptr);
+    genie_engine_free(engine);
+    c.after = INT64_MAX;
+  }
+  genie_index_free(index);
+
+  const std::string q = "kitten", s1 = "sitting", s2 = "mitten";
+  const std::string query_text = q, candidate_text = s1 + s2;
+  const int64_t query_offsets[] = {0, static_cast<int64_t>(q.size())};
+  const int64_t candidate_offsets[] = {0, 2};
+  const int64_t text_offsets[] = {0, static_cast<int64_t>(s1.size()),
+                                  static_cast<int64_t>(s1.size() + s2.size())};
+  const int32_t counts[] = {1, 3};
+  const int32_t unseen[] = {0};
+  genie_similar_batch batch{1, 3, 1, query_text.data(), query_offsets, candidate_offsets,
+                            candidate_text.data(), text_offsets, counts, unseen};
+  int32_t distances[2];
+  uint8_t exact[2], certified[1];
+  int32_t open_bound[1];
+  genie_similar_verdict verdict{distances, exact, certified, open_bound, 0, GENIE_ENGINE_CPU};
+  c.after = 0;
+  EXPECT_EQ(genie_similar_verify(&batch, GENIE_ENGINE_CPU, &options, &verdict, &err),
+            GENIE_CANCELLED);
+  options.cancel = &Never;
+  EXPECT_EQ(genie_similar_verify(&batch, GENIE_ENGINE_CPU, &options, &verdict, &err), GENIE_OK)
+      << err.message;
+  EXPECT_EQ(distances[1], 1);  // ed(kitten, mitten)
+}
+
+}  // namespace
+}  // namespace genie
