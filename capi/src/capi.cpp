@@ -575,11 +575,11 @@ genie_status genie_similar_verify(const genie_similar_batch* batch, genie_engine
           used = GENIE_ENGINE_GPU;
           return status;
         }
-        // AUTO without a GPU, or any device that runs out of memory: the CPU
-        const bool fallback = status.code() == GENIE_DEVICE_OUT_OF_MEMORY ||
-                              (device == GENIE_ENGINE_AUTO && status.code() == GENIE_DEVICE_UNAVAILABLE);
-        if (!fallback) return status;
-        if (status.code() == GENIE_DEVICE_UNAVAILABLE) try_gpu = false;
+        // AUTO without a usable GPU: the CPU from now on.  Every other
+        // failure, device out of memory included, goes to the caller, which
+        // decides whether to retry on the CPU (one layer decides fallback).
+        if (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE) return status;
+        try_gpu = false;
       }
 #endif
       return genie::CpuEditDistances(pass, engine_options.threads, out, engine_options.cancel);

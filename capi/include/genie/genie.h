@@ -258,9 +258,12 @@ typedef struct genie_similar_verdict
 /*
  * Verifies the candidates with the count and length filters (Algorithm 2,
  * batched) and certifies each query's top-k (Theorem 5.2).  device is
- * GENIE_ENGINE_CPU, GENIE_ENGINE_GPU (fails without a usable GPU) or
- * GENIE_ENGINE_AUTO; a GPU that runs out of memory falls back to the CPU.
- * options: threads and device ordinal (NULL: defaults).
+ * GENIE_ENGINE_CPU, GENIE_ENGINE_GPU (GENIE_DEVICE_UNAVAILABLE without a
+ * usable GPU) or GENIE_ENGINE_AUTO (the GPU when usable, else the CPU).
+ * Nothing falls back after a failure: a GPU that runs out of device memory
+ * returns GENIE_DEVICE_OUT_OF_MEMORY (with AUTO too) and the caller decides
+ * whether to retry on the CPU.  options: threads, device ordinal and the
+ * cancel callback (GENIE_CANCELLED), as for engines (NULL: defaults).
  */
 genie_status genie_similar_verify(const genie_similar_batch *batch, genie_engine_kind device,
 								  const genie_engine_options *options,
