@@ -11,6 +11,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <utility>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -127,6 +128,29 @@ genie::Status MakeGpu(const genie::EngineOptions& options, std::unique_ptr<genie
   out->reset();
   return genie::Status::DeviceUnavailable("genie was built without CUDA support");
 #endif
+}
+
+// Plain malloc'd arrays so C callers can own them without C++.
+genie::Status ToCResults(const genie::TopKResults& found, genie_results** results) {
+  const size_t n_queries = found.query_offsets.size() - 1;
+  const size_t n_hits = found.hits.size();
+  auto* out = static_cast<genie_results*>(std::calloc(1, sizeof(genie_results)));
+  if (out == nullptr) return genie::Status::OutOfMemory("out of host memory for results");
+  out->n_queries = static_cast<int32_t>(n_queries);
+  out->query_offsets = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * (n_queries + 1)));
+  out->objects = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * std::max<size_t>(n_hits, 1)));
+  out->scores = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * std::max<size_t>(n_hits, 1)));
+  if (out->query_offsets == nullptr || out->objects == nullptr || out->scores == nullptr) {
+    genie_results_free(out);
+    return genie::Status::OutOfMemory("out of host memory for results");
+  }
+  std::copy(found.query_offsets.begin(), found.query_offsets.end(), out->query_offsets);
+  for (size_t i = 0; i < n_hits; ++i) {
+    out->objects[i] = found.hits[i].object;
+    out->scores[i] = found.hits[i].score;
+  }
+  *results = out;
+  return genie::Status::Ok();
 }
 
 }  // namespace
@@ -419,30 +443,72 @@ genie_status genie_engine_search(genie_engine* engine, const genie_query_batch* 
     GENIE_RETURN_IF_ERROR(genie::ValidateBatch(*queries));
     genie::TopKResults found;
     GENIE_RETURN_IF_ERROR(engine->engine->Search(*queries, k, &found));
-    // Plain malloc'd arrays so C callers can own them without C++.
-    const size_t n_queries = size_t(queries->n_queries);
-    const size_t n_hits = found.hits.size();
-    auto* out = static_cast<genie_results*>(std::calloc(1, sizeof(genie_results)));
-    if (out == nullptr) return genie::Status::OutOfMemory("out of host memory for results");
-    out->n_queries = queries->n_queries;
-    out->query_offsets = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * (n_queries + 1)));
-    out->objects = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * std::max<size_t>(n_hits, 1)));
-    out->scores = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * std::max<size_t>(n_hits, 1)));
-    if (out->query_offsets == nullptr || out->objects == nullptr || out->scores == nullptr) {
-      genie_results_free(out);
-      return genie::Status::OutOfMemory("out of host memory for results");
-    }
-    if (found.query_offsets.size() != n_queries + 1) {
-      genie_results_free(out);
+    if (found.query_offsets.size() != size_t(queries->n_queries) + 1)
       return genie::Status::Internal("engine returned results for the wrong number of queries");
+    return ToCResults(found, results);
+  });
+}
+
+genie_status genie_results_merge(const genie_results* const* parts, const int32_t* part_first_object,
+                                 int32_t n_parts, int32_t k, genie_results** merged,
+                                 genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (merged == nullptr) return genie::Status::InvalidArgument("genie_results_merge: null output");
+    *merged = nullptr;
+    if (parts == nullptr || part_first_object == nullptr)
+      return genie::Status::InvalidArgument("genie_results_merge: null parts");
+    if (n_parts < 1) return genie::Status::InvalidArgument("genie_results_merge: n_parts must be at least 1");
+    GENIE_RETURN_IF_ERROR(genie::ValidateK(k));
+    const int32_t n_queries = parts[0] != nullptr ? parts[0]->n_queries : 0;
+    std::vector<genie::TopKResults> local(static_cast<size_t>(n_parts));
+    // [begin, end) of global ids per part: a part ends where the next begins.
+    std::vector<std::pair<int32_t, int32_t>> ranges(static_cast<size_t>(n_parts));
+    for (int32_t p = 0; p < n_parts; ++p) {
+      const genie_results* part = parts[p];
+      const std::string which = "genie_results_merge: part " + std::to_string(p);
+      if (part == nullptr) return genie::Status::InvalidArgument(which + " is NULL");
+      if (part->n_queries < 0 || part->n_queries != n_queries)
+        return genie::Status::InvalidArgument(which + " has " + std::to_string(part->n_queries) +
+                                              " queries, part 0 has " + std::to_string(n_queries));
+      const int64_t begin = part_first_object[p];
+      const int64_t end = p + 1 < n_parts ? int64_t{part_first_object[p + 1]} : int64_t{INT32_MAX} + 1;
+      if (begin < 0 || end < begin)
+        return genie::Status::InvalidArgument(
+            which + ": part_first_object must be non-negative and ascending");
+      ranges[static_cast<size_t>(p)] = {static_cast<int32_t>(begin),
+                                        static_cast<int32_t>(std::min<int64_t>(end, INT32_MAX))};
+      if (n_queries > 0 && part->query_offsets == nullptr)
+        return genie::Status::InvalidArgument(which + ": NULL query_offsets");
+      const int64_t n_hits = n_queries > 0 ? part->query_offsets[n_queries] : 0;
+      if (n_queries > 0 && part->query_offsets[0] != 0)
+        return genie::Status::InvalidArgument(which + ": query_offsets must start at 0");
+      if (n_hits > 0 && (part->objects == nullptr || part->scores == nullptr))
+        return genie::Status::InvalidArgument(which + ": NULL objects or scores");
+      genie::TopKResults& r = local[static_cast<size_t>(p)];
+      r.query_offsets.assign(part->query_offsets, part->query_offsets + (n_queries > 0 ? n_queries + 1 : 1));
+      if (n_queries == 0) r.query_offsets.assign(1, 0);
+      for (int32_t q = 0; q < n_queries; ++q) {
+        if (r.query_offsets[static_cast<size_t>(q) + 1] < r.query_offsets[static_cast<size_t>(q)])
+          return genie::Status::InvalidArgument(which + ": query_offsets decrease");
+      }
+      r.hits.resize(static_cast<size_t>(n_hits));
+      for (int64_t i = 0; i < n_hits; ++i) {
+        const int32_t object = part->objects[i];
+        if (object < 0 || begin + object >= end)
+          return genie::Status::InvalidArgument(
+              which + ": object " + std::to_string(object) + " lies outside the part (" +
+              std::to_string(end - begin) + " objects before the next part)");
+        r.hits[static_cast<size_t>(i)] = {object, part->scores[i]};
+      }
     }
-    std::copy(found.query_offsets.begin(), found.query_offsets.end(), out->query_offsets);
-    for (size_t i = 0; i < n_hits; ++i) {
-      out->objects[i] = found.hits[i].object;
-      out->scores[i] = found.hits[i].score;
+    genie::TopKResults out;
+    // Uses each range's begin; the ends were only checked here.
+    genie::MergePartResults(local, ranges, k, &out);
+    if (out.query_offsets.size() != static_cast<size_t>(n_queries) + 1) {
+      // n_queries == 0: MergePartResults leaves {0}, which is right; anything else is a bug.
+      return genie::Status::Internal("genie_results_merge: wrong number of merged queries");
     }
-    *results = out;
-    return genie::Status::Ok();
+    return ToCResults(out, merged);
   });
 }
 

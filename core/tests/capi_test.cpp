@@ -1,8 +1,11 @@
 // The C API: the error pattern (status + message, never an exception), the
-// match count, devices, and a search round trip through opaque handles.
+// match count, devices, a search round trip through opaque handles, and the
+// merge of per-part results (genie_results_merge).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <set>
@@ -223,3 +226,160 @@ TEST(CApiIndex, RejectsBadInput) {
 }
 
 }  // namespace
+
+// ---- genie_results_merge ------------------------------------------------------
+
+namespace merge_test {
+
+struct Objects {
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> keywords;
+  int32_t size() const { return int32_t(offsets.size() - 1); }
+};
+
+genie_index* IndexOf(const Objects& all, int32_t begin, int32_t end) {
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> keywords(all.keywords.begin() + all.offsets[begin],
+                                all.keywords.begin() + all.offsets[end]);
+  for (int32_t o = begin; o < end; ++o) offsets.push_back(all.offsets[o + 1] - all.offsets[begin]);
+  genie_index* index = nullptr;
+  genie_error err{};
+  EXPECT_EQ(genie_index_create(offsets.data(), end - begin, keywords.data(), nullptr, &index, &err),
+            GENIE_OK)
+      << err.message;
+  return index;
+}
+
+genie_results* SearchOf(genie_index* index, const genie_query_batch& batch, int32_t k) {
+  genie_error err{};
+  genie_engine* engine = nullptr;
+  EXPECT_EQ(genie_engine_create(GENIE_ENGINE_CPU, nullptr, &engine, &err), GENIE_OK) << err.message;
+  EXPECT_EQ(genie_engine_upload(engine, index, &err), GENIE_OK) << err.message;
+  genie_results* results = nullptr;
+  EXPECT_EQ(genie_engine_search(engine, &batch, k, &results, &err), GENIE_OK) << err.message;
+  genie_engine_free(engine);
+  return results;
+}
+
+void ExpectSame(const genie_results* expected, const genie_results* actual) {
+  ASSERT_EQ(expected->n_queries, actual->n_queries);
+  for (int32_t q = 0; q <= expected->n_queries; ++q) {
+    ASSERT_EQ(expected->query_offsets[q], actual->query_offsets[q]) << "query " << q;
+  }
+  for (int64_t i = 0; i < expected->query_offsets[expected->n_queries]; ++i) {
+    EXPECT_EQ(expected->objects[i], actual->objects[i]) << "hit " << i;
+    EXPECT_EQ(expected->scores[i], actual->scores[i]) << "hit " << i;
+  }
+}
+
+}  // namespace merge_test
+
+// Main part + pending part (and a three-way split with an empty part), each
+// searched on its own: the merge equals one search over all objects, hit for
+// hit, ties by ascending global id included (few keywords: many ties).
+TEST(CApiResultsMerge, EqualsOneSearchOverAllObjects) {
+  using namespace merge_test;
+  std::mt19937 rng(23);
+  Objects all;
+  for (int32_t o = 0; o < 2000; ++o) {
+    const int len = int(rng() % 9);
+    for (int j = 0; j < len; ++j) all.keywords.push_back(int32_t(rng() % 30));
+    all.offsets.push_back(int64_t(all.keywords.size()));
+  }
+  std::vector<int64_t> query_offsets{0}, item_offsets{0};
+  std::vector<int32_t> weights, lo, hi;
+  for (int32_t q = 0; q < 40; ++q) {
+    const int items = 1 + int(rng() % 4);
+    for (int i = 0; i < items; ++i) {
+      const int32_t l = int32_t(rng() % 30);
+      lo.push_back(l);
+      hi.push_back(l + int32_t(rng() % 3));
+      weights.push_back(1 + int32_t(rng() % 3));
+      item_offsets.push_back(int64_t(lo.size()));
+    }
+    query_offsets.push_back(int64_t(weights.size()));
+  }
+  const genie_query_batch batch{40, query_offsets.data(), item_offsets.data(), weights.data(),
+                                lo.data(), hi.data()};
+  genie_index* whole = IndexOf(all, 0, all.size());
+  const std::vector<std::vector<int32_t>> splits = {{0, 1700}, {0, 1999}, {0, 700, 700, 1400}};
+  for (const auto& firsts : splits) {
+    std::vector<genie_index*> indexes;
+    for (size_t p = 0; p < firsts.size(); ++p) {
+      const int32_t end = p + 1 < firsts.size() ? firsts[p + 1] : all.size();
+      indexes.push_back(IndexOf(all, firsts[p], end));
+    }
+    for (int32_t k : {1, 3, 10, 64, 5000}) {
+      SCOPED_TRACE(::testing::Message() << firsts.size() << " parts, second at " << firsts[1]
+                                        << ", k " << k);
+      genie_results* expected = SearchOf(whole, batch, k);
+      std::vector<genie_results*> parts;
+      for (genie_index* index : indexes) parts.push_back(SearchOf(index, batch, k));
+      genie_results* merged = nullptr;
+      genie_error err{};
+      ASSERT_EQ(genie_results_merge(parts.data(), firsts.data(), int32_t(parts.size()), k, &merged,
+                                    &err),
+                GENIE_OK)
+          << err.message;
+      ExpectSame(expected, merged);
+      genie_results_free(merged);
+      genie_results_free(expected);
+      for (genie_results* r : parts) genie_results_free(r);
+    }
+    for (genie_index* index : indexes) genie_index_free(index);
+  }
+  genie_index_free(whole);
+}
+
+TEST(CApiResultsMerge, RejectsBadArguments) {
+  int64_t offsets_a[] = {0, 2}, offsets_b[] = {0, 1}, offsets_two[] = {0, 0, 0};
+  int32_t objects_a[] = {0, 4}, scores_a[] = {3, 2};
+  int32_t objects_b[] = {1}, scores_b[] = {5};
+  genie_results a{1, offsets_a, objects_a, scores_a};
+  genie_results b{1, offsets_b, objects_b, scores_b};
+  genie_results two{2, offsets_two, nullptr, nullptr};
+  const genie_results* parts[] = {&a, &b};
+  const int32_t firsts[] = {0, 5};
+  genie_results* merged = nullptr;
+  genie_error err{};
+  ASSERT_EQ(genie_results_merge(parts, firsts, 2, 2, &merged, &err), GENIE_OK) << err.message;
+  ASSERT_EQ(merged->n_queries, 1);
+  ASSERT_EQ(merged->query_offsets[1], 2);
+  EXPECT_EQ(merged->objects[0], 6);  // 1 + 5, score 5
+  EXPECT_EQ(merged->scores[0], 5);
+  EXPECT_EQ(merged->objects[1], 0);
+  genie_results_free(merged);
+
+  merged = reinterpret_cast<genie_results*>(&a);  // must be reset to NULL on failure
+  EXPECT_EQ(genie_results_merge(parts, firsts, 0, 2, &merged, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(merged, nullptr);
+  EXPECT_GT(std::strlen(err.message), 0u);
+  EXPECT_EQ(genie_results_merge(parts, firsts, 2, 0, &merged, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(genie_results_merge(nullptr, firsts, 2, 2, &merged, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(genie_results_merge(parts, nullptr, 2, 2, &merged, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(genie_results_merge(parts, firsts, 2, 2, nullptr, &err), GENIE_INVALID_ARGUMENT);
+  const genie_results* with_null[] = {&a, nullptr};
+  EXPECT_EQ(genie_results_merge(with_null, firsts, 2, 2, &merged, &err), GENIE_INVALID_ARGUMENT);
+  const genie_results* mismatched[] = {&a, &two};
+  EXPECT_EQ(genie_results_merge(mismatched, firsts, 2, 2, &merged, &err), GENIE_INVALID_ARGUMENT);
+  const int32_t descending[] = {5, 0};
+  EXPECT_EQ(genie_results_merge(parts, descending, 2, 2, &merged, &err), GENIE_INVALID_ARGUMENT);
+  const int32_t negative[] = {-1, 5};
+  EXPECT_EQ(genie_results_merge(parts, negative, 2, 2, &merged, &err), GENIE_INVALID_ARGUMENT);
+  const int32_t overlapping[] = {0, 4};  // part 0's object 4 would be part 1's first
+  EXPECT_EQ(genie_results_merge(parts, overlapping, 2, 2, &merged, &err), GENIE_INVALID_ARGUMENT);
+  const int32_t near_the_top[] = {0, INT32_MAX};  // 1 + INT32_MAX does not exist
+  EXPECT_EQ(genie_results_merge(parts, near_the_top, 2, 2, &merged, &err), GENIE_INVALID_ARGUMENT);
+  int32_t negative_object[] = {-1};
+  genie_results c{1, offsets_b, negative_object, scores_b};
+  const genie_results* with_negative[] = {&a, &c};
+  EXPECT_EQ(genie_results_merge(with_negative, firsts, 2, 2, &merged, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(merged, nullptr);
+  // One part alone is returned cut to k.
+  const genie_results* one[] = {&a};
+  const int32_t zero[] = {0};
+  ASSERT_EQ(genie_results_merge(one, zero, 1, 1, &merged, &err), GENIE_OK) << err.message;
+  EXPECT_EQ(merged->query_offsets[1], 1);
+  EXPECT_EQ(merged->objects[0], 0);
+  genie_results_free(merged);
+}

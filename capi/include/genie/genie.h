@@ -141,6 +141,19 @@ typedef struct genie_results
 
 void		genie_results_free(genie_results *results);
 
+/*
+ * Merges the top-k of object parts searched separately (part p's object ids
+ * are local; its global ids are local + part_first_object[p], and parts are
+ * given in ascending, non-overlapping object order) into one top-k, highest
+ * score first, ties by ascending global object id, as one engine over all
+ * objects would give.  n_parts >= 1, k >= 1; each part's results may have
+ * fewer than k hits per query; all parts have the same n_queries.  *merged
+ * is released with genie_results_free.
+ */
+genie_status genie_results_merge(const genie_results *const *parts,
+								 const int32_t *part_first_object, int32_t n_parts,
+								 int32_t k, genie_results **merged, genie_error *err);
+
 /* ---- engines ---- */
 
 /* genie_engine_kind (CPU, GPU, AUTO, CPU_REFERENCE): see genie/types.h. */
