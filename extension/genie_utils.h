@@ -1,0 +1,61 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_utils.h
+ *	  Helpers every layer of genie's PostgreSQL glue shares: turning a C API
+ *	  failure into ereport, array and text arguments as the core reads them,
+ *	  opening a genie index by OID, and the cancel check the engines poll.
+ *
+ * This is the bottom of extension/: genie_utils.c calls no other file of
+ * extension/, only PostgreSQL and the C API.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GENIE_UTILS_H
+#define GENIE_UTILS_H
+
+#include "postgres.h"
+
+#include "utils/array.h"
+#include "utils/relcache.h"
+
+#include "genie/genie.h"
+
+/*
+ * Turns a failed C API call into ereport(ERROR).  Status values a user can
+ * cause get their own SQLSTATE and a hint; a cancelled call raises the
+ * pending cancel (or query_canceled); a broken invariant is elog(ERROR).
+ */
+extern void genie_report_error(const genie_error *err, const char *context) pg_attribute_noreturn();
+
+#define GENIE_CHECK(call, err, context) \
+	do { \
+		if ((call) != GENIE_OK) \
+			genie_report_error((err), (context)); \
+	} while (0)
+
+/*
+ * The cancel check handed to the engines (genie_engine_options.cancel):
+ * nonzero once PostgreSQL has a query cancel (statement_timeout included) or
+ * a termination pending.  It only reads flags that signal handlers set, so
+ * engine worker threads may call it.
+ */
+extern int	genie_cancel_requested(void *arg);
+
+/*
+ * Returns the elements of a one-dimensional int4[] without NULL elements
+ * (a pointer into the detoasted array); raises a clear error otherwise.
+ * argname names the argument in messages.
+ */
+extern int32 *genie_int4_array_values(ArrayType *array, const char *argname, int *count);
+
+/* A text value as UTF-8 for the core (converted when the database is not UTF-8). */
+extern const char *genie_text_utf8(text *value, size_t *size);
+
+/*
+ * Opens a genie index and its table for a function that takes the index by
+ * OID, after checking that it is a valid genie index whose table the user
+ * may read.  Both are locked AccessShareLock.
+ */
+extern Relation genie_open_index(Oid indexoid, Relation *heap);
+
+#endif							/* GENIE_UTILS_H */
