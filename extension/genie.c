@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * genie.c
- *	  Module entry point, settings and the error translation from core/.
+ *	  Module entry point: registers the settings (each variable lives with
+ *	  the code that reads it) and the reloptions.  Nothing calls into this
+ *	  file; it calls down into the others.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,17 +15,9 @@
 #include "utils/guc.h"
 #include <limits.h>
 
-#include "genie.h"
 #include "genie_am.h"
 
 PG_MODULE_MAGIC;
-
-int			genie_device_setting = GENIE_DEVICE_SETTING_AUTO;
-int			genie_scan_batch_size = 100;
-int			genie_device_memory_limit_mb = 0;
-int			genie_cache_size_mb = 1024;
-int			genie_pending_list_limit_kb = 4096;
-int			genie_cpu_threads = 0;
 
 static const struct config_enum_entry genie_device_options[] = {
 	{"auto", GENIE_DEVICE_SETTING_AUTO, false},
@@ -99,69 +93,3 @@ _PG_init(void)
 	MarkGUCPrefixReserved("genie");
 }
 
-void
-genie_report_error(const genie_error *err, const char *context)
-{
-	const char *message = err->message[0] != '\0' ? err->message : genie_status_name(err->status);
-
-	switch (err->status)
-	{
-		case GENIE_INVALID_ARGUMENT:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s: %s", context, message)));
-			break;
-		case GENIE_OUT_OF_MEMORY:
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("%s: %s", context, message)));
-			break;
-		case GENIE_DEVICE_OUT_OF_MEMORY:
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("%s: %s", context, message),
-					 errhint("Lower genie.device_memory_limit or set genie.device = 'cpu'.")));
-			break;
-		case GENIE_DEVICE_UNAVAILABLE:
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("%s: %s", context, message),
-					 errhint("Set genie.device = 'auto' or 'cpu' to use the CPU engine; "
-							 "SELECT * FROM genie_devices() shows what genie can use.")));
-			break;
-		case GENIE_DEVICE_ERROR:
-			ereport(ERROR,
-					(errcode(ERRCODE_SYSTEM_ERROR),
-					 errmsg("%s: GPU error: %s", context, message),
-					 errhint("Set genie.device = 'cpu' to use the CPU engine.")));
-			break;
-		case GENIE_OK:
-		case GENIE_INTERNAL_ERROR:
-		default:
-			elog(ERROR, "%s: genie internal error (%s): %s",
-				 context, genie_status_name(err->status), message);
-	}
-	pg_unreachable();
-}
-
-int32 *
-genie_int4_array_values(ArrayType *array, const char *argname, int *count)
-{
-	int			n;
-
-	if (ARR_ELEMTYPE(array) != INT4OID)
-		elog(ERROR, "genie: %s is not an int4[]", argname);
-	if (ARR_NDIM(array) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s must be a one-dimensional array", argname)));
-	if (array_contains_nulls(array))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not contain NULL elements", argname),
-				 errhint("Remove the NULLs, e.g. with array_remove(%s, NULL).", argname)));
-
-	n = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
-	*count = n;
-	return (int32 *) ARR_DATA_PTR(array);
-}

@@ -1,39 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * genie_am.h
- *	  The genie index access method: page layout, scan state, cache.
- *
- * On disk (all WAL-logged with GenericXLog after the build):
- *	block 0			metapage: counts, chain heads, the content stamp
- *	directory chain	one GenieObjectEntry (heap TID + flags) per main object,
- *					by dense object id
- *	keyword chain	(keyword, postings count) pairs, keywords ascending: the
- *					Position Map
- *	postings chain	int32 object ids grouped by keyword, ascending within a
- *					keyword: the List Array
- *	pending chain	objects inserted since the last merge (like GIN's fast
- *					update): records of (object id, TID, flags, keywords)
- * A chain is a list of pages linked through GeniePageOpaque.next, from the
- * metapage's head to its tail (a reader stops at the tail: a page beyond it
- * may be left over from an interrupted write).  Any change of content bumps
- * the metapage's stamp, which validates the per-backend caches of the decoded
- * index (host and device copies).
- *
- * Concurrency.  The metapage's buffer lock is only held briefly.  Whole-index
- * work is serialised by a heavyweight lock on block 0 (waits for it can be
- * cancelled): a merge, which rewrites the chains and frees pages, holds it
- * in ExclusiveLock; everything else that reads or changes the content holds
- * it in ShareLock.  Under ShareLock the chains other than the pending list are
- * immutable but for DEAD flags (set by VACUUM for rows no snapshot can see),
- * and the pending list only grows beyond its committed end, which readers
- * take from the metapage.
- *
- * Atomicity of inserts.  An object's pending record is written in pieces
- * when it does not fit on the tail page; every piece but the last lands
- * beyond the committed end, and the last piece's WAL record also moves the
- * committed end (pending.tail, pending_tail_bytes) and the counts.  A crash
- * between pieces leaves only bytes beyond the committed end, which the next
- * insert overwrites.
+ *	  The genie index access method's callbacks (one file per callback
+ *	  family, as contrib/bloom and pgvector): the handler with options and
+ *	  cost estimate (genie_handler.c), build (genie_build.c), insert
+ *	  (genie_insert.c), vacuum and merge (genie_vacuum.c), ordered scans
+ *	  (genie_scan.c).  The page layout is in genie_storage.h, the data types
+ *	  behind genie_type.h, searching behind genie_search.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,266 +17,20 @@
 
 #include "access/amapi.h"
 #include "access/genam.h"
-#include "access/itup.h"
 #include "nodes/pathnodes.h"
-#include "storage/bufmgr.h"
-#include "storage/itemptr.h"
-#include "storage/lmgr.h"
-#include "utils/relcache.h"
 
-#include "genie.h"
-#include "genie_query.h"
-
-#define GENIE_MAGIC				0x47454E49	/* "GENI" */
-#define GENIE_FORMAT_VERSION	4	/* 2: committed end of the pending list; 3: encoding;
-									 * 4: row schema and dictionary */
-#define GENIE_METAPAGE_BLKNO	0
-#define GENIE_PAGE_ID			0xFF87	/* for pg_filedump and friends */
-
-/*
- * What an index's keywords are made of, decided by its operator class's
- * support function 1 at build time and kept in the metapage.
- */
-#define GENIE_ENCODING_PROC		1
-#define GENIE_ENCODING_INT4_SET	1	/* genie_int4_ops: the int4 elements themselves */
-#define GENIE_ENCODING_NGRAM	2	/* genie_ngram_ops: ordered n-grams of text */
-#define GENIE_ENCODING_ROW		3	/* genie_row_ops: one (attribute, bucket) per column */
-
-/* strategies of genie_ngram_ops */
-#define GENIE_NGRAM_MATCH_STRATEGY	1	/* text <~> text: negated n-gram count */
-#define GENIE_NGRAM_EDIT_STRATEGY	2	/* text <%> text: edit distance */
-/* the gram length of text <~> text, and the default of the reloption n */
-#define GENIE_NGRAM_DEFAULT_N	3
-
-typedef struct GenieEncoding
-{
-	int16		kind;			/* GENIE_ENCODING_* */
-	int16		ngram_n;		/* gram length of GENIE_ENCODING_NGRAM, else 0 */
-} GenieEncoding;
-
-/* kinds of page */
-#define GENIE_PAGE_META			1
-#define GENIE_PAGE_DIRECTORY	2
-#define GENIE_PAGE_KEYWORDS		3
-#define GENIE_PAGE_POSTINGS		4
-#define GENIE_PAGE_PENDING		5
-#define GENIE_PAGE_DELETED		6
-#define GENIE_PAGE_DICTIONARY	7
-
-typedef struct GeniePageOpaqueData
-{
-	BlockNumber next;			/* next page of the chain, or InvalidBlockNumber */
-	uint32		n_entries;		/* fixed-size entries, or pending bytes used */
-	uint16		kind;			/* GENIE_PAGE_* */
-	uint16		page_id;		/* GENIE_PAGE_ID */
-} GeniePageOpaqueData;
-
-typedef GeniePageOpaqueData *GeniePageOpaque;
-
-#define GeniePageGetOpaque(page) ((GeniePageOpaque) PageGetSpecialPointer(page))
-#define GeniePageGetData(page)	((char *) PageGetContents(page))
-#define GENIE_PAGE_CAPACITY \
-	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(GeniePageOpaqueData)))
-
-/* object flags */
-#define GENIE_OBJECT_DEAD		0x0001	/* removed by VACUUM, excluded from results */
-#define GENIE_OBJECT_NULL		0x0002	/* the indexed value is NULL: no keywords */
-
-typedef struct GenieObjectEntry
-{
-	ItemPointerData tid;
-	uint16		flags;
-} GenieObjectEntry;
-
-typedef struct GenieKeywordEntry
-{
-	int32		keyword;
-	int32		count;			/* postings of this keyword */
-} GenieKeywordEntry;
-
-/*
- * A pending record: one object's keywords, or a piece of them when they do
- * not fit on one page (pieces of one object are consecutive and share its
- * id).  n_keywords int32 keywords follow the header.
- */
-typedef struct GeniePendingRecord
-{
-	int32		object_id;
-	ItemPointerData tid;
-	uint16		flags;
-	int32		n_keywords;
-} GeniePendingRecord;
-
-#define GENIE_PENDING_HEADER_SIZE	MAXALIGN(sizeof(GeniePendingRecord))
-
-typedef struct GenieChain
-{
-	BlockNumber head;
-	BlockNumber tail;
-	int64		pages;
-} GenieChain;
-
-/*
- * Row indexes (genie_row_ops, see genie_rows.c).  Each indexed attribute
- * gives a row one keyword, slot << GENIE_ROW_CODE_BITS | code: for a
- * BUCKETS attribute the code is its equal-width bucket between lo and hi,
- * for a VALUES attribute the code its value has in the dictionary, a chain
- * of (slot, code, value bytes) entries that inserts of new values append to.
- */
-#define GENIE_ROW_MAX_ATTRIBUTES	32
-#define GENIE_ROW_CODE_BITS			24
-#define GENIE_ROW_MAX_CODES			(1 << GENIE_ROW_CODE_BITS)
-#define GENIE_ROW_MAX_BUCKETS		1000000
-#define GENIE_ROW_DEFAULT_BUCKETS	1024
-#define GENIE_ROW_MAX_VALUE_BYTES	1024
-#define GENIE_ROW_KEYWORD(slot, code) ((int32) (((uint32) (slot) << GENIE_ROW_CODE_BITS) | (uint32) (code)))
-
-#define GENIE_ROW_BUCKETS	1		/* equal-width buckets between lo and hi */
-#define GENIE_ROW_VALUES	2		/* one code per distinct value, exact */
-
-typedef struct GenieRowAttribute
-{
-	int16		attnum;			/* of the table */
-	int16		mode;			/* GENIE_ROW_BUCKETS or GENIE_ROW_VALUES */
-	Oid			type;			/* the column's type at build */
-	int32		n_buckets;		/* BUCKETS */
-	int32		n_values;		/* VALUES: codes handed out */
-	float8		lo;				/* BUCKETS: bucket 0 starts here */
-	float8		hi;				/* BUCKETS: bucket n_buckets - 1 ends here */
-} GenieRowAttribute;
-
-typedef struct GenieRowSchema
-{
-	int32		n_attributes;
-	int32		n_dictionary;	/* committed dictionary entries */
-	uint32		dictionary_tail_bytes;	/* committed bytes of its tail page */
-	uint32		pad;
-	uint64		schema_id;		/* new at every build: binds genie_ranges values */
-	GenieChain	dictionary;
-	GenieRowAttribute attributes[GENIE_ROW_MAX_ATTRIBUTES];
-} GenieRowSchema;
-
-/* a dictionary entry; length value bytes follow, the whole INTALIGNed */
-typedef struct GenieDictionaryEntry
-{
-	int32		code;
-	int16		slot;
-	uint16		length;
-} GenieDictionaryEntry;
-
-typedef struct GenieMetaPageData
-{
-	uint32		magic;
-	uint32		format_version;
-	uint64		stamp;			/* changes with every change of content */
-	int32		split_length;	/* postings sublist length used by the engines */
-	int32		n_objects;		/* dense ids handed out (main + pending) */
-	int32		n_main_objects; /* ids below this are in the main postings */
-	int32		n_dead;			/* objects flagged dead */
-	int32		n_keywords;		/* distinct keywords of the main postings */
-	int32		n_pending;		/* objects in the pending list */
-	int64		n_postings;		/* postings of the main postings */
-	int64		pending_bytes;	/* bytes used by pending records */
-	uint32		pending_tail_bytes; /* committed bytes on the pending tail page */
-	GenieChain	directory;
-	GenieChain	keywords;
-	GenieChain	postings;
-	GenieChain	pending;
-	GenieEncoding encoding;
-	GenieRowSchema rows;		/* GENIE_ENCODING_ROW only */
-} GenieMetaPageData;
-
-typedef GenieMetaPageData *GenieMetaPage;
-
-#define GeniePageGetMeta(page)	((GenieMetaPage) PageGetContents(page))
-
-/* reloptions */
-typedef struct GenieOptions
-{
-	int32		vl_len_;		/* varlena header (do not touch directly) */
-	int			split_length;	/* postings sublist length (load balancing) */
-	int			pending_list_limit; /* kB of pending records that trigger a merge */
-	int			ngram_n;		/* gram length of genie_ngram_ops (read at build only) */
-	int			buckets;		/* genie_row_ops: bucket budget per attribute (build only) */
-	int			attributes;		/* genie_row_ops: offset of the attribute list, or 0 */
-} GenieOptions;
-
-/* GUCs (genie.c) */
-extern int	genie_scan_batch_size;
-extern int	genie_device_memory_limit_mb;
-extern int	genie_cache_size_mb;
-extern int	genie_pending_list_limit_kb;
-extern int	genie_cpu_threads;
+#include "genie_search.h"
+#include "genie_storage.h"
+#include "genie_type.h"
 
 /* genie_handler.c */
 extern bytea *genie_options(Datum reloptions, bool validate);
 extern void genie_init_reloptions(void);
-
-/* genie_storage.c: pages and chains */
-extern void genie_init_page(Page page, uint16 kind);
-extern void genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding);
-extern Buffer genie_new_buffer(Relation index);
-extern void genie_free_chain(Relation index, GenieChain chain);
-
-/* the heavyweight lock on block 0 (see above) */
-#define GENIE_CONTENT_LOCK_SHARE(index)		LockPage((index), GENIE_METAPAGE_BLKNO, ShareLock)
-#define GENIE_CONTENT_UNLOCK_SHARE(index)	UnlockPage((index), GENIE_METAPAGE_BLKNO, ShareLock)
-#define GENIE_CONTENT_LOCK_EXCLUSIVE(index)	LockPage((index), GENIE_METAPAGE_BLKNO, ExclusiveLock)
-#define GENIE_CONTENT_UNLOCK_EXCLUSIVE(index) UnlockPage((index), GENIE_METAPAGE_BLKNO, ExclusiveLock)
-
-/* Raises an error unless page is the metapage of a genie index of this format. */
-extern void genie_check_metapage(Relation index, Page page);
-
-/* A copy of the metapage's content, taken under its buffer lock. */
-extern void genie_read_meta(Relation index, GenieMetaPageData *meta);
-
-/*
- * Appends fixed-size entries to a new chain: without WAL while the index is
- * built (log_newpage_range logs it after), with full-page GenericXLog images
- * when a merge writes it.
- */
-typedef struct GenieChainWriter
-{
-	Relation	index;
-	uint16		kind;
-	Size		entry_size;
-	Buffer		buffer;			/* current tail, pinned (locked only while written) */
-	GenieChain	chain;
-	bool		wal;			/* log each page with GenericXLog (compaction) */
-} GenieChainWriter;
-
-extern void genie_chain_writer_init(GenieChainWriter *w, Relation index, uint16 kind,
-									Size entry_size, bool wal);
-extern void genie_chain_writer_append(GenieChainWriter *w, const void *entries, int64 count);
-extern GenieChain genie_chain_writer_finish(GenieChainWriter *w);
-
-/* Reads every fixed-size entry of a chain into one palloc'd array. */
-extern void *genie_chain_read(Relation index, GenieChain chain, Size entry_size,
-							  int64 expected, int64 *count);
-
-/* The decoded content of an index, as read from its pages. */
-typedef struct GenieIndexContent
-{
-	uint64		stamp;
-	GenieEncoding encoding;
-	int32		split_length;
-	int32		n_objects;
-	int32		n_main_objects;
-	int32		n_dead;
-	int64		n_postings;
-	int32		n_keywords;
-	GenieObjectEntry *objects;	/* n_objects entries: main, then pending */
-	int32	   *keywords;		/* main Position Map */
-	int64	   *keyword_offsets;	/* n_keywords + 1 */
-	int32	   *postings;		/* main List Array */
-	int64	   *pending_offsets;	/* pending CSR: n_objects - n_main_objects + 1 */
-	int32	   *pending_keywords;
-	BlockNumber n_pages;
-} GenieIndexContent;
-
-/* Reads the whole index; the caller holds the content lock (share or exclusive). */
-extern void genie_read_content(Relation index, GenieIndexContent *content);
-extern uint64 genie_read_stamp(Relation index);
+extern void genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+								 Cost *indexStartupCost, Cost *indexTotalCost,
+								 Selectivity *indexSelectivity, double *indexCorrelation,
+								 double *indexPages);
+extern bool genie_amvalidate(Oid opclassoid);
 
 /* genie_build.c: writing a whole index from (keyword, object) pairs */
 typedef struct GeniePostingsSorter GeniePostingsSorter;
@@ -315,15 +42,14 @@ extern void genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool
 							   GenieChain *keywords, GenieChain *postings,
 							   int32 *n_keywords, int64 *n_postings);
 
+extern IndexBuildResult *genie_ambuild(Relation heap, Relation index, struct IndexInfo *indexInfo);
+extern void genie_ambuildempty(Relation index);
+extern char *genie_ambuildphasename(int64 phasenum);
+
 /* genie_insert.c */
 extern bool genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 						   Relation heapRel, IndexUniqueCheck checkUnique,
 						   bool indexUnchanged, struct IndexInfo *indexInfo);
-
-/* genie_build.c */
-extern IndexBuildResult *genie_ambuild(Relation heap, Relation index, struct IndexInfo *indexInfo);
-extern void genie_ambuildempty(Relation index);
-extern char *genie_ambuildphasename(int64 phasenum);
 
 /* genie_vacuum.c */
 extern IndexBulkDeleteResult *genie_ambulkdelete(IndexVacuumInfo *info,
@@ -339,138 +65,11 @@ extern IndexBulkDeleteResult *genie_amvacuumcleanup(IndexVacuumInfo *info,
 extern void genie_merge_pending(Relation index, bool wait);
 
 /* genie_scan.c */
+extern int	genie_scan_batch_size;
 extern IndexScanDesc genie_ambeginscan(Relation index, int nkeys, int norderbys);
 extern void genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 						   int norderbys);
 extern bool genie_amgettuple(IndexScanDesc scan, ScanDirection dir);
 extern void genie_amendscan(IndexScanDesc scan);
-
-/* genie_cost.c */
-extern void genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
-								 Cost *indexStartupCost, Cost *indexTotalCost,
-								 Selectivity *indexSelectivity, double *indexCorrelation,
-								 double *indexPages);
-extern bool genie_amvalidate(Oid opclassoid);
-
-/* genie_cache.c: per-backend cache of decoded indexes and their engines */
-typedef struct GenieCachedIndex
-{
-	Oid			index_oid;
-	RelFileNode node;
-	uint64		stamp;
-	GenieEncoding encoding;
-	int32		n_objects;
-	int32		n_main_objects;
-	GenieObjectEntry *objects;	/* n_objects entries, main then pending */
-	void	   *owner;			/* the cache slot */
-	genie_index *main_index;
-	genie_index *pending_index;
-	genie_engine *main_engine;
-	genie_engine *pending_engine;
-	Size		bytes;
-	uint64		last_used;
-} GenieCachedIndex;
-
-extern GenieCachedIndex *genie_cache_get(Relation index);
-extern void genie_cache_pin(GenieCachedIndex *entry);
-extern void genie_cache_unpin(GenieCachedIndex *entry);
-extern void genie_cache_init(void);
-
-/*
- * Searches a batch on a cached index: the main postings on the chosen engine
- * and the pending list on the CPU, merged.  Object ids are global (pending
- * ids follow the main ones).  Results are palloc'd in the current context.
- */
-typedef struct GenieSearchResult
-{
-	int			n_queries;
-	int64	   *query_offsets;
-	int32	   *objects;
-	int32	   *scores;
-} GenieSearchResult;
-
-extern void genie_cache_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
-							   GenieSearchResult *result);
-
-/* genie_topk.c: opens a genie index and its table, checking kind and privilege */
-extern Relation genie_open_index(Oid indexoid, Relation *heap);
-
-/* genie_encoding.c: values and ORDER BY arguments as keywords */
-extern void genie_encoding_for_build(Relation index, GenieEncoding *encoding);
-extern const GenieEncoding *genie_index_encoding(Relation index);
-extern const char *genie_encoding_name(const GenieEncoding *encoding);
-
-/*
- * The keywords of an indexed value (not NULL), palloc'd; the int4 elements
- * of an array (duplicates allowed) or a text's ordered n-gram keywords.
- */
-extern int32 *genie_encode_value(Relation index, const GenieEncoding *encoding, Datum value,
-								 int *n);
-
-/* An ORDER BY argument as a query, with what an edit-distance scan needs. */
-typedef struct GenieOrderBy
-{
-	GenieQuery *query;
-	bool		edit_distance;	/* <%>: order by a lower bound, rechecked */
-	int32		query_length;	/* code points of the text query */
-	int32		query_lost;		/* its grams merged by hash collisions */
-} GenieOrderBy;
-
-extern void genie_encode_orderby(Relation index, const GenieEncoding *encoding,
-								 StrategyNumber strategy, Datum value, Oid type,
-								 GenieOrderBy *out);
-
-/* genie_ngram.c: text as UTF-8 for the core (converted when the database is not UTF-8) */
-extern const char *genie_text_utf8(text *value, size_t *size);
-
-/* genie_rows.c: row indexes */
-typedef struct GenieRowBuild GenieRowBuild;
-extern GenieRowBuild *genie_row_build_begin(Relation heap, Relation index,
-											struct IndexInfo *indexInfo, bool scan);
-extern int32 *genie_row_build_keywords(GenieRowBuild *build, Datum row, int *n);
-extern void genie_row_build_finish(GenieRowBuild *build, GenieRowSchema *schema);
-extern int32 *genie_row_keywords(Relation index, Datum row, int *n);
-extern bool genie_row_type_supported(Oid type, bool *numeric);
-extern float8 genie_row_numeric(Oid type, Datum value);
-extern char *genie_row_value_bytes(Oid type, Datum value, int *length);
-extern int32 genie_row_bucket(const GenieRowAttribute *attribute, float8 value);
-extern void genie_row_schema(Relation index, GenieRowSchema *schema);
-extern void genie_validate_attribute_list(const char *value);
-/*
- * A genie_ranges value: a range-tuple query bound to one build of one row
- * index.  It carries each attribute's definition, so that row <~> query
- * scores the same without the index, and categorical values as bytes, which
- * a scan looks up in the dictionary of the moment.
- */
-typedef struct GenieRangesItem
-{
-	GenieRowAttribute attribute;	/* as built */
-	int32		slot;			/* the attribute's position in the index */
-	int32		weight;
-	float8		lo;				/* numeric: the closed query range, */
-	float8		hi;				/* +-infinity where open */
-	int32		bucket_lo;		/* BUCKETS: the buckets the range covers */
-	int32		bucket_hi;
-	int32		n_values;		/* categorical: value count and where their */
-	int32		values_offset;	/* (int32 length, bytes) INTALIGNed start */
-} GenieRangesItem;
-
-typedef struct GenieRanges
-{
-	int32		vl_len_;		/* varlena header (do not touch directly) */
-	Oid			index;
-	Oid			rowtype;		/* the table's row type */
-	int32		n_items;
-	uint64		schema_id;
-	/* GenieRangesItem items[n_items]; then the value area */
-} GenieRanges;
-
-#define GENIE_RANGES_ITEMS(r) \
-	((GenieRangesItem *) ((char *) (r) + MAXALIGN(sizeof(GenieRanges))))
-#define GENIE_RANGES_VALUES(r) \
-	((char *) GENIE_RANGES_ITEMS(r) + sizeof(GenieRangesItem) * (r)->n_items)
-extern GenieQuery *genie_ranges_query(Relation index, GenieRanges *ranges);
-extern GenieRanges *genie_ranges_from_datum(Datum value);
-extern Oid	genie_ranges_type(Oid extension_function);
 
 #endif							/* GENIE_AM_H */

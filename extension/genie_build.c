@@ -149,8 +149,8 @@ typedef struct GenieBuildState
 {
 	GeniePostingsSorter *sorter;
 	GenieChainWriter directory;
-	GenieEncoding encoding;
-	GenieRowBuild *rows;		/* row indexes: bounds and dictionary */
+	GenieIndexType type;
+	void	   *type_state;		/* the type's build state, or NULL */
 	int64		n_objects;
 	MemoryContext tmpcxt;
 } GenieBuildState;
@@ -174,9 +174,9 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	if (!isnull[0])
 	{
 		int			n;
-		int32	   *keywords = state->rows != NULL ?
-			genie_row_build_keywords(state->rows, values[0], &n) :
-			genie_encode_value(index, &state->encoding, values[0], &n);
+		int32	   *keywords = state->type.info->build_value != NULL ?
+			state->type.info->build_value(state->type_state, values[0], &n) :
+			state->type.info->encode_value(index, &state->type.encoding, values[0], &n);
 
 		genie_sorter_add(state->sorter, keywords, n, (int32) state->n_objects);
 	}
@@ -208,7 +208,6 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	GenieChain	postings;
 	int32		n_keywords;
 	int64		n_postings;
-	GenieRowSchema row_schema;
 
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
@@ -219,16 +218,16 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	 * cancelled.
 	 */
 	memset(&state, 0, sizeof(state));
-	genie_encoding_for_build(index, &state.encoding);
+	genie_type_for_build(index, &state.type);
 	metabuf = genie_new_buffer(index);
 	Assert(BufferGetBlockNumber(metabuf) == GENIE_METAPAGE_BLKNO);
-	genie_init_metapage(BufferGetPage(metabuf), genie_split_length(index), &state.encoding);
+	genie_init_metapage(BufferGetPage(metabuf), genie_split_length(index), &state.type.encoding);
 	MarkBufferDirty(metabuf);
 	UnlockReleaseBuffer(metabuf);
 
-	/* a row index first measures its numeric attributes: one more table scan */
-	if (state.encoding.kind == GENIE_ENCODING_ROW)
-		state.rows = genie_row_build_begin(heap, index, indexInfo, true);
+	/* a row index, for one, first measures its attributes: one more table scan */
+	if (state.type.info->build_begin != NULL)
+		state.type_state = state.type.info->build_begin(heap, index, indexInfo, true);
 
 	state.sorter = genie_sorter_begin(maintenance_work_mem);
 	genie_chain_writer_init(&state.directory, index, GENIE_PAGE_DIRECTORY,
@@ -247,13 +246,11 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	genie_sorter_write(state.sorter, index, false, &keywords, &postings, &n_keywords,
 					   &n_postings);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state.n_objects);
-	if (state.rows != NULL)
-		genie_row_build_finish(state.rows, &row_schema);
 
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	metapage = BufferGetPage(metabuf);
-	genie_init_metapage(metapage, genie_split_length(index), &state.encoding);
+	genie_init_metapage(metapage, genie_split_length(index), &state.type.encoding);
 	meta = GeniePageGetMeta(metapage);
 	meta->n_objects = (int32) state.n_objects;
 	meta->n_main_objects = (int32) state.n_objects;
@@ -262,8 +259,9 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	meta->directory = genie_chain_writer_finish(&state.directory);
 	meta->keywords = keywords;
 	meta->postings = postings;
-	if (state.rows != NULL)
-		meta->rows = row_schema;
+	/* the type's part of the metapage (a row index's schema and dictionary) */
+	if (state.type.info->build_begin != NULL)
+		state.type.info->build_finish(state.type_state, meta);
 	MarkBufferDirty(metabuf);
 	UnlockReleaseBuffer(metabuf);
 
@@ -284,17 +282,17 @@ void
 genie_ambuildempty(Relation index)
 {
 	Page		metapage = (Page) palloc(BLCKSZ);
-	GenieEncoding encoding;
+	GenieIndexType type;
 
-	genie_encoding_for_build(index, &encoding);
-	genie_init_metapage(metapage, genie_split_length(index), &encoding);
-	if (encoding.kind == GENIE_ENCODING_ROW)
+	genie_type_for_build(index, &type);
+	genie_init_metapage(metapage, genie_split_length(index), &type.encoding);
+	if (type.info->build_begin != NULL)
 	{
-		/* the attributes and their bounds as options give them; no dictionary */
+		/* what the options give without reading the table (a row index's attributes) */
 		Relation	heap = table_open(index->rd_index->indrelid, NoLock);
-		GenieRowBuild *rows = genie_row_build_begin(heap, index, BuildIndexInfo(index), false);
+		void	   *state = type.info->build_begin(heap, index, BuildIndexInfo(index), false);
 
-		genie_row_build_finish(rows, &GeniePageGetMeta(metapage)->rows);
+		type.info->build_finish(state, GeniePageGetMeta(metapage));
 		table_close(heap, NoLock);
 	}
 	PageSetChecksumInplace(metapage, GENIE_METAPAGE_BLKNO);

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * genie_functions.c
- *	  SQL-callable functions that need no index: match counts, devices,
- *	  version.
+ *	  genie_devices() and genie_version(): what genie was built with and
+ *	  which devices it can use.
  *
  *-------------------------------------------------------------------------
  */
@@ -10,74 +10,12 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 
-#include "genie.h"
-#include "genie_query.h"
+#include "genie_utils.h"
 
-PG_FUNCTION_INFO_V1(genie_match_count_int4_array);
 PG_FUNCTION_INFO_V1(genie_devices);
-PG_FUNCTION_INFO_V1(genie_negated_match_count_int4_array);
-PG_FUNCTION_INFO_V1(genie_negated_match_count_query);
 PG_FUNCTION_INFO_V1(genie_version);
-
-/*
- * genie_match_count(object int4[], query int4[]) -> int4
- *
- * The number of distinct query keywords that occur in the object.  STRICT in
- * SQL, so NULL arrays give NULL without reaching here.
- */
-Datum
-genie_match_count_int4_array(PG_FUNCTION_ARGS)
-{
-	ArrayType  *object = PG_GETARG_ARRAYTYPE_P(0);
-	ArrayType  *query = PG_GETARG_ARRAYTYPE_P(1);
-	int			object_len;
-	int			query_len;
-	int32	   *object_values = genie_int4_array_values(object, "object", &object_len);
-	int32	   *query_values = genie_int4_array_values(query, "query", &query_len);
-	int32		count;
-	genie_error err;
-
-	GENIE_CHECK(genie_match_count_int4(object_values, object_len,
-									   query_values, query_len, &count, &err),
-				&err, "genie_match_count");
-
-	PG_FREE_IF_COPY(object, 0);
-	PG_FREE_IF_COPY(query, 1);
-	PG_RETURN_INT32(count);
-}
-
-/*
- * The ordering operator <~> returns the negated count, because index scans
- * order ascending only.  A count of 0 gives 0, not -0.
- */
-static Datum
-negated(int32 count)
-{
-	return Float8GetDatum(count == 0 ? 0.0 : -(float8) count);
-}
-
-/* int4[] <~> int4[] */
-Datum
-genie_negated_match_count_int4_array(PG_FUNCTION_ARGS)
-{
-	Datum		count = DirectFunctionCall2(genie_match_count_int4_array,
-											PG_GETARG_DATUM(0), PG_GETARG_DATUM(1));
-
-	return negated(DatumGetInt32(count));
-}
-
-/* int4[] <~> genie_query */
-Datum
-genie_negated_match_count_query(PG_FUNCTION_ARGS)
-{
-	Datum		count = DirectFunctionCall2(genie_match_count_query,
-											PG_GETARG_DATUM(0), PG_GETARG_DATUM(1));
-
-	return negated(DatumGetInt32(count));
-}
 
 /*
  * genie_devices() -> setof (kind, ordinal, name, memory_bytes,

@@ -29,6 +29,7 @@
 #include "utils/syscache.h"
 
 #include "genie_am.h"
+#include "genie_rows.h"
 
 PG_FUNCTION_INFO_V1(genie_handler);
 
@@ -87,60 +88,45 @@ ordering_strategy(Oid opno, Oid opfamily)
 }
 
 /*
- * False when an n-gram index with n other than 3 is asked to order by
- * text <~> text, or a row index by a genie_ranges query made for another
- * index of the table (folded at plan time when it can be): either scan would
- * raise an error.
+ * False when the index's type says that a scan of it could not serve one of
+ * the path's orderings (an n-gram index with n other than 3 asked to order by
+ * text <~> text, a row index given a genie_ranges query made for another
+ * index, both folded at plan time when they can be): the scan would raise an
+ * error, and a sequential scan can answer.
  */
 static bool
 index_serves(PlannerInfo *root, IndexPath *path)
 {
 	ListCell   *lc;
 	bool		serves = true;
+	Relation	index;
+	const GenieIndexType *type;
 
-	foreach(lc, path->indexorderbys)
+	if (path->indexorderbys == NIL)
+		return true;
+	index = index_open(path->indexinfo->indexoid, NoLock);
+	type = genie_index_type(index);
+	if (type->info->plan_serves != NULL)
 	{
-		Expr	   *clause = (Expr *) lfirst(lc);
-
-		if (IsA(clause, OpExpr) && path->indexinfo->opcintype[0] == RECORDOID &&
-			list_length(((OpExpr *) clause)->args) == 2)
+		foreach(lc, path->indexorderbys)
 		{
-			Node	   *query = estimate_expression_value(root, lsecond(((OpExpr *) clause)->args));
+			Expr	   *clause = (Expr *) lfirst(lc);
+			Node	   *query;
+			bool		known;
 
-			if (IsA(query, Const) && !((Const *) query)->constisnull)
-			{
-				GenieRanges *ranges = genie_ranges_from_datum(((Const *) query)->constvalue);
-
-				if (ranges->index != path->indexinfo->indexoid)
-					serves = false;
-				else
-				{
-					/* a query kept from before a REINDEX: the sequential scan can score it */
-					Relation	index = index_open(path->indexinfo->indexoid, NoLock);
-					GenieRowSchema schema;
-
-					genie_row_schema(index, &schema);
-					if (schema.schema_id != ranges->schema_id)
-						serves = false;
-					index_close(index, NoLock);
-				}
-			}
-		}
-
-		if (IsA(clause, OpExpr) &&
-			ordering_strategy(((OpExpr *) clause)->opno,
-							  path->indexinfo->opfamily[0]) == GENIE_NGRAM_MATCH_STRATEGY &&
-			path->indexinfo->opcintype[0] == TEXTOID)
-		{
-			Relation	index = index_open(path->indexinfo->indexoid, NoLock);
-			const GenieEncoding *encoding = genie_index_encoding(index);
-
-			if (encoding->kind == GENIE_ENCODING_NGRAM &&
-				encoding->ngram_n != GENIE_NGRAM_DEFAULT_N)
+			if (!IsA(clause, OpExpr) || list_length(((OpExpr *) clause)->args) != 2)
+				continue;
+			query = estimate_expression_value(root, lsecond(((OpExpr *) clause)->args));
+			known = IsA(query, Const) && !((Const *) query)->constisnull;
+			if (!type->info->plan_serves(index, &type->encoding,
+										 ordering_strategy(((OpExpr *) clause)->opno,
+														   path->indexinfo->opfamily[0]),
+										 known ? ((Const *) query)->constvalue : (Datum) 0,
+										 known))
 				serves = false;
-			index_close(index, NoLock);
 		}
 	}
+	index_close(index, NoLock);
 	return serves;
 }
 
@@ -241,20 +227,20 @@ genie_amvalidate(Oid opclassoid)
 	}
 	ReleaseCatCacheList(oprlist);
 
-	/* support function 1 says how values become keywords */
+	/* support function 1 gives the type's callbacks */
 	proclist = SearchSysCacheList1(AMPROCNUM, ObjectIdGetDatum(opfamilyoid));
 	for (int i = 0; i < proclist->n_members; i++)
 	{
 		Form_pg_amproc procform = (Form_pg_amproc) GETSTRUCT(&proclist->members[i]->tuple);
 
-		if (procform->amprocnum == GENIE_ENCODING_PROC &&
+		if (procform->amprocnum == GENIE_TYPE_PROC &&
 			procform->amproclefttype == classform->opcintype)
 		{
-			has_encoding = check_amproc_signature(procform->amproc, INT4OID, true, 1, 1, INTERNALOID);
+			has_encoding = genie_type_proc_valid(procform->amproc);
 			if (!has_encoding)
 				ereport(INFO,
 						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-						 errmsg("genie operator class \"%s\" has a support function 1 that is not (internal) RETURNS int4",
+						 errmsg("genie operator class \"%s\" has a support function 1 that is not (internal) RETURNS internal",
 								opclassname)));
 		}
 	}
@@ -263,7 +249,7 @@ genie_amvalidate(Oid opclassoid)
 	{
 		ereport(INFO,
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-				 errmsg("genie operator class \"%s\" lacks a valid encoding support function 1",
+				 errmsg("genie operator class \"%s\" lacks a valid type support function 1",
 						opclassname)));
 		result = false;
 	}

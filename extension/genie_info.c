@@ -22,7 +22,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "genie_am.h"
+#include "genie_type.h"
 
 PG_FUNCTION_INFO_V1(genie_index_info);
 
@@ -57,7 +57,7 @@ genie_index_info(PG_FUNCTION_ARGS)
 	values[7] = Int64GetDatum(RelationGetNumberOfBlocks(index));
 	values[8] = Int64GetDatum((int64) meta->stamp);
 	values[9] = Int32GetDatum(meta->format_version);
-	values[10] = CStringGetTextDatum(genie_encoding_name(&meta->encoding));
+	values[10] = CStringGetTextDatum(genie_index_type(index)->info->name);
 	values[11] = Int32GetDatum(meta->encoding.ngram_n);
 	nulls[11] = meta->encoding.kind != GENIE_ENCODING_NGRAM;
 	UnlockReleaseBuffer(metabuf);

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * genie_ngram.c
- *	  Text functions of genie_ngram_ops: ordered n-gram counts, the edit
- *	  distance and the operators <~> and <%> on text.
+ *	  Text as ordered n-grams (genie_ngram_ops): the type's callbacks, and
+ *	  the text functions: n-gram counts, the edit distance and the
+ *	  operators <~> and <%> on text.
  *
  * Text reaches the core as UTF-8, and the core counts code points, so
  * lengths and distances are in characters.  A database in another encoding
@@ -18,8 +19,9 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 
-#include "genie_am.h"
+#include "genie_type.h"
 
+PG_FUNCTION_INFO_V1(genie_ngram_support);
 PG_FUNCTION_INFO_V1(genie_ngram_count_text);
 PG_FUNCTION_INFO_V1(genie_negated_ngram_count);
 PG_FUNCTION_INFO_V1(genie_ngrams);
@@ -32,24 +34,92 @@ PG_FUNCTION_INFO_V1(genie_edit_distance_float8);
  */
 #define GENIE_EDIT_DISTANCE_MAX_CELLS	((int64) 4000000000)
 
-const char *
-genie_text_utf8(text *value, size_t *size)
+/* ---- the type's callbacks ---- */
+
+/* The ordered n-gram keywords of a text; *length and *lost as genie_ngram_keywords. */
+static int32 *
+ngram_keywords(text *value, int32 n, int *count, int32 *length, int32 *lost)
 {
-	const char *data = VARDATA_ANY(value);
-	int			len = VARSIZE_ANY_EXHDR(value);
-	int			encoding = GetDatabaseEncoding();
+	size_t		size;
+	const char *utf8 = genie_text_utf8(value, &size);
+	int32	   *keywords = palloc_extended(sizeof(int32) * (size + n), MCXT_ALLOC_HUGE);
+	int32		n_keywords;
+	genie_error err;
 
-	if (encoding != PG_UTF8 && encoding != PG_SQL_ASCII)
-	{
-		char	   *converted = pg_server_to_any(data, len, PG_UTF8);
-
-		if (converted != data)
-			len = strlen(converted);
-		data = converted;
-	}
-	*size = (size_t) len;
-	return data;
+	GENIE_CHECK(genie_ngram_keywords(utf8, size, n, keywords, size + n, &n_keywords, length,
+									 lost, &err),
+				&err, "genie n-grams");
+	*count = n_keywords;
+	return keywords;
 }
+
+static void
+ngram_build_encoding(Relation index, GenieEncoding *encoding)
+{
+	GenieOptions *opts = (GenieOptions *) index->rd_options;
+
+	encoding->ngram_n = opts != NULL ? opts->ngram_n : GENIE_NGRAM_DEFAULT_N;
+}
+
+static int32 *
+ngram_encode_value(Relation index, const GenieEncoding *encoding, Datum value, int *n)
+{
+	int32		length;
+	int32		lost;
+
+	return ngram_keywords(DatumGetTextPP(value), encoding->ngram_n, n, &length, &lost);
+}
+
+static void
+ngram_encode_query(Relation index, const GenieEncoding *encoding, StrategyNumber strategy,
+				   Datum value, Oid type, GenieOrderBy *out)
+{
+	int			n;
+	int32	   *keywords;
+
+	memset(out, 0, sizeof(*out));
+	if (strategy == GENIE_MATCH_STRATEGY && encoding->ngram_n != GENIE_NGRAM_DEFAULT_N)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("genie index \"%s\" holds %d-grams, but text <~> text counts %d-grams",
+						RelationGetRelationName(index), encoding->ngram_n,
+						GENIE_NGRAM_DEFAULT_N),
+				 errhint("Order by genie_ngram_count(col, query, %d) DESC, or by col <%%> query.",
+						 encoding->ngram_n)));
+	keywords = ngram_keywords(DatumGetTextPP(value), encoding->ngram_n, &n,
+							  &out->query_length, &out->query_lost);
+	out->query = genie_query_from_keywords(keywords, n, false);
+	out->edit_distance = strategy == GENIE_NGRAM_EDIT_STRATEGY;
+	pfree(keywords);
+}
+
+/* text <~> text counts 3-grams: an index of other grams cannot order by it */
+static bool
+ngram_plan_serves(Relation index, const GenieEncoding *encoding, StrategyNumber strategy,
+				  Datum query, bool query_known)
+{
+	return strategy != GENIE_MATCH_STRATEGY || encoding->ngram_n == GENIE_NGRAM_DEFAULT_N;
+}
+
+static const GenieTypeInfo ngram_type = {
+	.encoding = GENIE_ENCODING_NGRAM,
+	.name = "ordered n-grams",
+	.opclass = "genie_ngram_ops",
+	.batch_function = "genie_similar",
+	.build_encoding = ngram_build_encoding,
+	.encode_value = ngram_encode_value,
+	.encode_query = ngram_encode_query,
+	.plan_serves = ngram_plan_serves,
+};
+
+/* support function 1 of genie_ngram_ops */
+Datum
+genie_ngram_support(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_POINTER(&ngram_type);
+}
+
+/* ---- SQL functions ---- */
 
 static int32
 check_n(int32 n)
@@ -118,11 +188,16 @@ genie_ngrams(PG_FUNCTION_ARGS)
 	GenieEncoding encoding;
 	int			n;
 	int32	   *keywords;
+	Datum	   *elems;
 
 	encoding.kind = GENIE_ENCODING_NGRAM;
 	encoding.ngram_n = (int16) check_n(PG_GETARG_INT32(1));
-	keywords = genie_encode_value(NULL, &encoding, PointerGetDatum(value), &n);
-	PG_RETURN_ARRAYTYPE_P(construct_array((Datum *) keywords, n, INT4OID, sizeof(int32), true,
+	keywords = ngram_encode_value(NULL, &encoding, PointerGetDatum(value), &n);
+	/* construct_array takes Datums, not the int32 keywords themselves */
+	elems = palloc_extended(sizeof(Datum) * Max(n, 1), MCXT_ALLOC_HUGE);
+	for (int i = 0; i < n; i++)
+		elems[i] = Int32GetDatum(keywords[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, INT4OID, sizeof(int32), true,
 										  TYPALIGN_INT));
 }
 

@@ -27,7 +27,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rangetypes.h"
 
-#include "genie.h"
+#include "genie_utils.h"
 #include "genie_query.h"
 
 PG_FUNCTION_INFO_V1(genie_query_in);

@@ -13,7 +13,7 @@
 
 #include "fmgr.h"
 
-#include "genie/genie.h"
+#include "genie_utils.h"
 
 #define GENIE_QUERY_MAX_ITEMS		100000
 #define GENIE_QUERY_MAX_RANGES		1000000

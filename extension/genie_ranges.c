@@ -18,6 +18,7 @@
 
 #include <math.h>
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
@@ -36,7 +37,7 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-#include "genie_am.h"
+#include "genie_rows.h"
 
 PG_FUNCTION_INFO_V1(genie_ranges_in);
 PG_FUNCTION_INFO_V1(genie_ranges_out);

@@ -31,6 +31,8 @@
 
 #include "genie_am.h"
 
+int			genie_scan_batch_size = 100;
+
 typedef enum GenieScanPhase
 {
 	GENIE_SCAN_HITS,			/* objects with score >= 1, from the engine */
@@ -122,14 +124,14 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 	old = MemoryContextSwitchTo(so->cxt);
 	if (so->has_orderby && !(scan->orderByData[0].sk_flags & SK_ISNULL))
 	{
-		const GenieEncoding *encoding = genie_index_encoding(scan->indexRelation);
+		const GenieIndexType *type = genie_index_type(scan->indexRelation);
 
-		genie_encode_orderby(scan->indexRelation, encoding,
-							 scan->orderByData[0].sk_strategy,
-							 scan->orderByData[0].sk_argument,
-							 scan->orderByData[0].sk_subtype, &so->orderby);
+		type->info->encode_query(scan->indexRelation, &type->encoding,
+								 scan->orderByData[0].sk_strategy,
+								 scan->orderByData[0].sk_argument,
+								 scan->orderByData[0].sk_subtype, &so->orderby);
 		so->query = so->orderby.query;
-		so->ngram_n = encoding->ngram_n;
+		so->ngram_n = type->encoding.ngram_n;
 	}
 	MemoryContextSwitchTo(old);
 }
@@ -140,14 +142,9 @@ search(IndexScanDesc scan, GenieScanOpaque so)
 	MemoryContext old = MemoryContextSwitchTo(so->cxt);
 	GenieQueryBatch batch;
 
-	if (so->result.query_offsets != NULL)
-	{
-		pfree(so->result.query_offsets);
-		pfree(so->result.objects);
-		pfree(so->result.scores);
-	}
+	genie_search_free(&so->result);
 	genie_query_batch_init(&batch, &so->query, 1);
-	genie_cache_search(so->entry, &batch, so->k, &so->result);
+	genie_search(so->entry, &batch, so->k, &so->result);
 	pfree(batch.query_offsets);
 	pfree(batch.item_offsets);
 	pfree(batch.item_weights);
@@ -246,14 +243,14 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 						emit(scan, so, id, score, false);
 						return true;
 					}
-					if (end < so->k || so->k >= entry->n_objects)
+					if (genie_search_exhausted(&so->result, 0, so->k, entry->n_objects))
 					{
 						/* every object with score >= 1 was seen */
 						so->phase = GENIE_SCAN_ZEROS;
 						break;
 					}
 					/* the executor wants more than k': search again, 4 times wider */
-					so->k = (int32) Min((int64) so->k * 4, (int64) entry->n_objects);
+					so->k = genie_search_wider_k(so->k, entry->n_objects);
 					search(scan, so);
 					break;
 				}

@@ -38,8 +38,8 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
-#include "genie.h"
-#include "genie_am.h"
+#include "genie_search.h"
+#include "genie_type.h"
 
 PG_FUNCTION_INFO_V1(genie_similar);
 
@@ -212,7 +212,7 @@ collect_candidates(SimilarState *st, SimilarQuery *queries, int *active, int n_a
 			continue;
 		/* every query of pass 0 has the same K: they all started together */
 		genie_query_batch_init(&batch, batch_queries, n_group);
-		genie_cache_search(entry, &batch, Max(kprime, 1), &result);
+		genie_search(entry, &batch, Max(kprime, 1), &result);
 
 		for (int g = 0; g < n_group; g++)
 		{
@@ -259,9 +259,7 @@ collect_candidates(SimilarState *st, SimilarQuery *queries, int *active, int n_a
 			else
 				c->unseen_count_bound = 0;	/* every row with a count >= 1 was returned */
 		}
-		pfree(result.query_offsets);
-		pfree(result.objects);
-		pfree(result.scores);
+		genie_search_free(&result);
 	}
 }
 
@@ -316,13 +314,7 @@ static void
 run_rounds(SimilarState *st, SimilarQuery *queries, int nq, int32 k, int32 max_rounds)
 {
 	GenieCachedIndex *entry = st->entry;
-	genie_engine_kind device = genie_engine_get_kind(entry->main_engine) == GENIE_ENGINE_GPU
-		? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
-	genie_engine_options options;
 	int		   *active = palloc(sizeof(int) * nq);
-
-	memset(&options, 0, sizeof(options));
-	options.threads = genie_cpu_threads;
 
 	for (;;)
 	{
@@ -340,7 +332,6 @@ run_rounds(SimilarState *st, SimilarQuery *queries, int nq, int32 k, int32 max_r
 		int64	   *candidate_offsets;
 		int32	   *candidate_counts;
 		int32	   *unseen;
-		genie_error err;
 		int64		pos;
 		MemoryContext round_cxt;
 		MemoryContext old;
@@ -411,8 +402,7 @@ run_rounds(SimilarState *st, SimilarQuery *queries, int nq, int32 k, int32 max_r
 		verdict.exact = palloc_extended(Max(total, 1), MCXT_ALLOC_HUGE);
 		verdict.certified = palloc(n_active);
 		verdict.open_bound = palloc(sizeof(int32) * n_active);
-		GENIE_CHECK(genie_similar_verify(&batch, device, &options, &verdict, &err),
-					&err, "genie_similar: verifying candidates");
+		genie_search_verify(entry, &batch, &verdict);
 
 		for (int i = 0; i < n_active; i++)
 		{
@@ -448,22 +438,23 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SimilarQuery *queries;
 	HASHCTL		ctl;
+	const GenieIndexType *type = genie_index_type(st->index);
 
-	st->entry = genie_cache_get(st->index);
-	genie_cache_pin(st->entry);
-	if (st->entry->encoding.kind != GENIE_ENCODING_NGRAM)
+	if (strcmp(type->info->batch_function, "genie_similar") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("genie_similar needs a genie index of operator class genie_ngram_ops"),
 				 errhint("CREATE INDEX ... USING genie (col genie_ngram_ops);")));
+	st->entry = genie_cache_get(st->index);
+	genie_cache_pin(st->entry);
 
 	queries = palloc0(sizeof(SimilarQuery) * Max(nq, 1));
 	for (int i = 0; i < nq; i++)
 	{
 		GenieOrderBy orderby;
 
-		genie_encode_orderby(st->index, &st->entry->encoding, GENIE_NGRAM_EDIT_STRATEGY,
-							 elems[i], TEXTOID, &orderby);
+		type->info->encode_query(st->index, &type->encoding, GENIE_NGRAM_EDIT_STRATEGY,
+								 elems[i], TEXTOID, &orderby);
 		queries[i].query = orderby.query;
 		queries[i].text = genie_text_utf8(DatumGetTextPP(elems[i]), &queries[i].size);
 		queries[i].K = Max(candidates, k);

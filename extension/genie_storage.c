@@ -1,7 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * genie_storage.c
- *	  Pages and chains of pages of a genie index.
+ *	  Pages and chains of pages of a genie index: making and freeing pages,
+ *	  writing whole chains (build, merge), appending records at a chain's
+ *	  committed end (pending list, dictionary), reading chains and the
+ *	  metapage.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,7 +18,7 @@
 #include "storage/lmgr.h"
 #include "utils/memutils.h"
 
-#include "genie_am.h"
+#include "genie_storage.h"
 
 void
 genie_init_page(Page page, uint16 kind)
@@ -255,14 +258,14 @@ genie_chain_writer_finish(GenieChainWriter *w)
 
 /* ---- reading ---- */
 
-static void *
-alloc_huge(Size size)
+void *
+genie_alloc_huge(Size size)
 {
 	return MemoryContextAllocHuge(CurrentMemoryContext, Max(size, 1));
 }
 
-static void
-check_page(Relation index, Page page, BlockNumber blkno, uint16 kind)
+void
+genie_check_page(Relation index, Page page, BlockNumber blkno, uint16 kind)
 {
 	GeniePageOpaque opaque = GeniePageGetOpaque(page);
 
@@ -279,7 +282,7 @@ genie_chain_read(Relation index, GenieChain chain, Size entry_size, int64 expect
 				 int64 *count)
 {
 	BlockNumber head = chain.head;
-	char	   *out = alloc_huge(expected * entry_size);
+	char	   *out = genie_alloc_huge(expected * entry_size);
 	int64		n = 0;
 	BlockNumber blkno = head;
 	uint16		kind = 0;
@@ -295,7 +298,7 @@ genie_chain_read(Relation index, GenieChain chain, Size entry_size, int64 expect
 		opaque = GeniePageGetOpaque(page);
 		if (kind == 0)
 			kind = opaque->kind;
-		check_page(index, page, blkno, kind);
+		genie_check_page(index, page, blkno, kind);
 		if (n + opaque->n_entries > expected ||
 			opaque->n_entries * entry_size > GENIE_PAGE_CAPACITY)
 			ereport(ERROR,
@@ -314,89 +317,6 @@ genie_chain_read(Relation index, GenieChain chain, Size entry_size, int64 expect
 						RelationGetRelationName(index))));
 	*count = n;
 	return out;
-}
-
-/*
- * Reads the pending records into content: their TIDs and flags after the
- * main objects, and their keywords as CSR by local pending id.
- */
-static void
-read_pending(Relation index, GenieMetaPage meta, GenieIndexContent *content)
-{
-	int32		n_pending = meta->n_objects - meta->n_main_objects;
-	int64		n_keywords = 0;
-	int64		capacity = 1024;
-	int32		current = -1;
-	BlockNumber blkno = meta->pending.head;
-
-	content->pending_offsets = alloc_huge(sizeof(int64) * (n_pending + 1));
-	content->pending_keywords = alloc_huge(sizeof(int32) * capacity);
-	content->pending_offsets[0] = 0;
-
-	while (blkno != InvalidBlockNumber)
-	{
-		Buffer		buffer = ReadBuffer(index, blkno);
-		Page		page;
-		GeniePageOpaque opaque;
-		Size		pos = 0;
-
-		Size		used;
-
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buffer);
-		check_page(index, page, blkno, GENIE_PAGE_PENDING);
-		opaque = GeniePageGetOpaque(page);
-		/* on the tail, only the committed bytes: the rest may be an insert in progress */
-		used = blkno == meta->pending.tail ? meta->pending_tail_bytes : opaque->n_entries;
-		if (used > GENIE_PAGE_CAPACITY)
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("genie index \"%s\" has a corrupt pending list",
-							RelationGetRelationName(index))));
-		while (pos < used)
-		{
-			GeniePendingRecord *rec = (GeniePendingRecord *) (GeniePageGetData(page) + pos);
-
-			if (pos + GENIE_PENDING_HEADER_SIZE > used || rec->n_keywords < 0 ||
-				pos + GENIE_PENDING_HEADER_SIZE + sizeof(int32) * rec->n_keywords > used ||
-				rec->n_keywords < 0 ||
-				rec->object_id < meta->n_main_objects || rec->object_id >= meta->n_objects ||
-				(rec->object_id != current && rec->object_id != current + 1 && current >= 0))
-				ereport(ERROR,
-						(errcode(ERRCODE_INDEX_CORRUPTED),
-						 errmsg("genie index \"%s\" has a corrupt pending list",
-								RelationGetRelationName(index))));
-			if (rec->object_id != current)
-			{
-				/* a new object: close the previous one */
-				if (current >= 0)
-					content->pending_offsets[current - meta->n_main_objects + 1] = n_keywords;
-				current = rec->object_id;
-				content->objects[rec->object_id].tid = rec->tid;
-				content->objects[rec->object_id].flags = rec->flags;
-			}
-			if (n_keywords + rec->n_keywords > capacity)
-			{
-				while (n_keywords + rec->n_keywords > capacity)
-					capacity *= 2;
-				content->pending_keywords = repalloc_huge(content->pending_keywords,
-														  sizeof(int32) * capacity);
-			}
-			memcpy(content->pending_keywords + n_keywords,
-				   (char *) rec + GENIE_PENDING_HEADER_SIZE, sizeof(int32) * rec->n_keywords);
-			n_keywords += rec->n_keywords;
-			pos += MAXALIGN(GENIE_PENDING_HEADER_SIZE + sizeof(int32) * rec->n_keywords);
-		}
-		blkno = blkno == meta->pending.tail ? InvalidBlockNumber : opaque->next;
-		UnlockReleaseBuffer(buffer);
-	}
-	if (current >= 0)
-		content->pending_offsets[current - meta->n_main_objects + 1] = n_keywords;
-	if (n_pending > 0 && current != meta->n_objects - 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("genie index \"%s\" is missing pending objects",
-						RelationGetRelationName(index))));
 }
 
 void
@@ -430,80 +350,6 @@ genie_read_meta(Relation index, GenieMetaPageData *meta)
 	UnlockReleaseBuffer(metabuf);
 }
 
-/*
- * Reads the whole index as of the metapage's state when it starts.  The
- * caller's content lock keeps every chain but the pending list unchanged,
- * and the pending list is read only up to the committed end copied here.
- */
-void
-genie_read_content(Relation index, GenieIndexContent *content)
-{
-	GenieMetaPageData metadata;
-	GenieMetaPage meta = &metadata;
-	int64		count;
-	GenieKeywordEntry *keyword_entries;
-	Buffer		metabuf = InvalidBuffer;
-
-	/*
-	 * On a standby the content lock excludes nothing (heavyweight locks are
-	 * not replayed), so the metapage stays share-locked for the whole read:
-	 * replay of a merge's switch then waits.  Every WAL record that touches
-	 * the metapage and other pages registers the metapage first, so replay
-	 * takes the locks in the order this reader does.
-	 */
-	if (RecoveryInProgress())
-	{
-		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
-		LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-		genie_check_metapage(index, BufferGetPage(metabuf));
-		memcpy(meta, GeniePageGetMeta(BufferGetPage(metabuf)), sizeof(GenieMetaPageData));
-	}
-	else
-		genie_read_meta(index, meta);
-	content->stamp = meta->stamp;
-	content->split_length = meta->split_length;
-	content->encoding = meta->encoding;
-	content->n_objects = meta->n_objects;
-	content->n_main_objects = meta->n_main_objects;
-	content->n_dead = meta->n_dead;
-	content->n_postings = meta->n_postings;
-	content->n_keywords = meta->n_keywords;
-
-	content->objects = alloc_huge(sizeof(GenieObjectEntry) * content->n_objects);
-	if (content->n_main_objects > 0)
-	{
-		GenieObjectEntry *main_objects = genie_chain_read(index, meta->directory,
-														  sizeof(GenieObjectEntry),
-														  meta->n_main_objects, &count);
-
-		memcpy(content->objects, main_objects, sizeof(GenieObjectEntry) * count);
-		pfree(main_objects);
-	}
-
-	keyword_entries = genie_chain_read(index, meta->keywords, sizeof(GenieKeywordEntry),
-									   meta->n_keywords, &count);
-	content->keywords = alloc_huge(sizeof(int32) * content->n_keywords);
-	content->keyword_offsets = alloc_huge(sizeof(int64) * (content->n_keywords + 1));
-	content->keyword_offsets[0] = 0;
-	for (int32 i = 0; i < content->n_keywords; i++)
-	{
-		content->keywords[i] = keyword_entries[i].keyword;
-		content->keyword_offsets[i + 1] = content->keyword_offsets[i] + keyword_entries[i].count;
-	}
-	pfree(keyword_entries);
-	if (content->keyword_offsets[content->n_keywords] != content->n_postings)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("genie index \"%s\" has inconsistent postings counts",
-						RelationGetRelationName(index))));
-	content->postings = genie_chain_read(index, meta->postings, sizeof(int32),
-										 meta->n_postings, &count);
-	read_pending(index, meta, content);
-	content->n_pages = RelationGetNumberOfBlocks(index);
-	if (BufferIsValid(metabuf))
-		UnlockReleaseBuffer(metabuf);
-}
-
 uint64
 genie_read_stamp(Relation index)
 {
@@ -515,4 +361,98 @@ genie_read_stamp(Relation index)
 	stamp = GeniePageGetMeta(BufferGetPage(metabuf))->stamp;
 	UnlockReleaseBuffer(metabuf);
 	return stamp;
+}
+
+/* ---- appending records at a chain's committed end ---- */
+
+static const char *
+chain_name(uint16 kind)
+{
+	switch (kind)
+	{
+		case GENIE_PAGE_PENDING:
+			return "pending list";
+		case GENIE_PAGE_DICTIONARY:
+			return "dictionary";
+		default:
+			return "page chain";
+	}
+}
+
+static void
+append_corrupt(Relation index, uint16 kind)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("genie index \"%s\" has a corrupt %s",
+					RelationGetRelationName(index), chain_name(kind)),
+			 errhint("REINDEX the index.")));
+}
+
+void
+genie_chain_append_begin(GenericXLogState *state, Relation index, uint16 kind,
+						 BlockNumber tail, uint32 tail_bytes, Size min_room,
+						 GenieAppendSpot *spot)
+{
+	memset(spot, 0, sizeof(*spot));
+	spot->index = index;
+	spot->tailbuf = InvalidBuffer;
+	spot->newbuf = InvalidBuffer;
+	spot->block = tail;
+	spot->offset = tail_bytes;
+	if (tail != InvalidBlockNumber)
+	{
+		GeniePageOpaque opaque;
+
+		if (tail == GENIE_METAPAGE_BLKNO || tail >= RelationGetNumberOfBlocks(index))
+			append_corrupt(index, kind);
+		spot->tailbuf = ReadBuffer(index, tail);
+		LockBuffer(spot->tailbuf, BUFFER_LOCK_EXCLUSIVE);
+		spot->page = GenericXLogRegisterBuffer(state, spot->tailbuf, 0);
+		opaque = GeniePageGetOpaque(spot->page);
+		if (opaque->kind != kind || tail_bytes > GENIE_PAGE_CAPACITY)
+			append_corrupt(index, kind);
+		/* drop whatever an interrupted write left beyond the committed end */
+		opaque->n_entries = tail_bytes;
+		opaque->next = InvalidBlockNumber;
+		spot->room = GENIE_PAGE_CAPACITY - tail_bytes;
+	}
+	if (spot->page == NULL || spot->room < min_room)
+	{
+		Page		newpage;
+
+		spot->newbuf = genie_new_buffer(index);
+		newpage = GenericXLogRegisterBuffer(state, spot->newbuf, GENERIC_XLOG_FULL_IMAGE);
+		genie_init_page(newpage, kind);
+		spot->block = BufferGetBlockNumber(spot->newbuf);
+		if (spot->page != NULL)
+			GeniePageGetOpaque(spot->page)->next = spot->block;
+		else
+			spot->new_head = true;
+		spot->new_page = true;
+		spot->page = newpage;
+		spot->offset = 0;
+		spot->room = GENIE_PAGE_CAPACITY;
+	}
+}
+
+void
+genie_chain_append_written(GenieAppendSpot *spot, Size size)
+{
+	Assert(size <= spot->room);
+	spot->offset += size;
+	spot->room -= size;
+	GeniePageGetOpaque(spot->page)->n_entries = spot->offset;
+	((PageHeader) spot->page)->pd_lower = (GeniePageGetData(spot->page) + spot->offset) -
+		(char *) spot->page;
+}
+
+void
+genie_chain_append_release(GenieAppendSpot *spot)
+{
+	if (BufferIsValid(spot->tailbuf))
+		UnlockReleaseBuffer(spot->tailbuf);
+	if (BufferIsValid(spot->newbuf))
+		UnlockReleaseBuffer(spot->newbuf);
+	spot->tailbuf = spot->newbuf = InvalidBuffer;
 }

@@ -141,19 +141,20 @@ AS 'MODULE_PATHNAME' LANGUAGE C;
 CREATE ACCESS METHOD genie TYPE INDEX HANDLER genie_handler;
 COMMENT ON ACCESS METHOD genie IS 'GENIE inverted index: top-k by match count on the GPU or CPU';
 
--- Support function 1 of an operator class says how its values become
--- keywords; the index keeps that choice in its metapage.
-CREATE FUNCTION genie_int4_set_encoding(internal) RETURNS int4
+-- Support function 1 of an operator class returns its type's callbacks (how
+-- values and queries become keywords, extension/genie_type.h); the index
+-- keeps the type's encoding in its metapage.
+CREATE FUNCTION genie_int4_support(internal) RETURNS internal
 AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION genie_ngram_encoding(internal) RETURNS int4
+CREATE FUNCTION genie_ngram_support(internal) RETURNS internal
 AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE OPERATOR CLASS genie_int4_ops
 DEFAULT FOR TYPE int4[] USING genie AS
     OPERATOR 1 <~> (int4[], int4[]) FOR ORDER BY float_ops,
     OPERATOR 2 <~> (int4[], genie_query) FOR ORDER BY float_ops,
-    FUNCTION 1 genie_int4_set_encoding(internal);
+    FUNCTION 1 genie_int4_support(internal);
 
 -- ---------------------------------------------------------------------------
 -- Sequence similarity on text (GENIE section V-A): ordered n-grams.
@@ -199,7 +200,7 @@ CREATE OPERATOR CLASS genie_ngram_ops
 FOR TYPE text USING genie AS
     OPERATOR 1 <~> (text, text) FOR ORDER BY float_ops,
     OPERATOR 2 <%> (text, text) FOR ORDER BY float_ops,
-    FUNCTION 1 genie_ngram_encoding(internal);
+    FUNCTION 1 genie_ngram_support(internal);
 
 -- The batch pipeline: for each query (query_no is its 1-based position) the
 -- k rows nearest by edit distance, verified from the top `candidates` rows
@@ -281,13 +282,13 @@ CREATE OPERATOR <~> (
     FUNCTION = genie_negated_match_count
 );
 
-CREATE FUNCTION genie_row_encoding(internal) RETURNS int4
+CREATE FUNCTION genie_row_support(internal) RETURNS internal
 AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE OPERATOR CLASS genie_row_ops
 DEFAULT FOR TYPE record USING genie AS
     OPERATOR 1 <~> (record, genie_ranges) FOR ORDER BY float_ops,
-    FUNCTION 1 genie_row_encoding(internal);
+    FUNCTION 1 genie_row_support(internal);
 
 -- genie_topk for range queries (a name of its own: an overload would make
 -- genie_topk(index, NULL or '{...}', k) ambiguous).

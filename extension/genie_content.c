@@ -1,0 +1,91 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_content.c
+ *	  The decoded content of a genie index: the main postings (directory,
+ *	  Position Map, List Array) and the pending list, read in one consistent
+ *	  state for the cache and for merges.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "genie_storage.h"
+
+/*
+ * Reads the whole index as of the metapage's state when it starts.  The
+ * caller's content lock keeps every chain but the pending list unchanged,
+ * and the pending list is read only up to the committed end copied here.
+ */
+void
+genie_read_content(Relation index, GenieIndexContent *content)
+{
+	GenieMetaPageData metadata;
+	GenieMetaPage meta = &metadata;
+	int64		count;
+	GenieKeywordEntry *keyword_entries;
+	Buffer		metabuf = InvalidBuffer;
+
+	/*
+	 * On a standby the content lock excludes nothing (heavyweight locks are
+	 * not replayed), so the metapage stays share-locked for the whole read:
+	 * replay of a merge's switch then waits.  Every WAL record that touches
+	 * the metapage and other pages registers the metapage first, so replay
+	 * takes the locks in the order this reader does.
+	 */
+	if (RecoveryInProgress())
+	{
+		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+		LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+		genie_check_metapage(index, BufferGetPage(metabuf));
+		memcpy(meta, GeniePageGetMeta(BufferGetPage(metabuf)), sizeof(GenieMetaPageData));
+	}
+	else
+		genie_read_meta(index, meta);
+	content->stamp = meta->stamp;
+	content->split_length = meta->split_length;
+	content->encoding = meta->encoding;
+	content->n_objects = meta->n_objects;
+	content->n_main_objects = meta->n_main_objects;
+	content->n_dead = meta->n_dead;
+	content->n_postings = meta->n_postings;
+	content->n_keywords = meta->n_keywords;
+
+	content->objects = genie_alloc_huge(sizeof(GenieObjectEntry) * content->n_objects);
+	if (content->n_main_objects > 0)
+	{
+		GenieObjectEntry *main_objects = genie_chain_read(index, meta->directory,
+														  sizeof(GenieObjectEntry),
+														  meta->n_main_objects, &count);
+
+		memcpy(content->objects, main_objects, sizeof(GenieObjectEntry) * count);
+		pfree(main_objects);
+	}
+
+	keyword_entries = genie_chain_read(index, meta->keywords, sizeof(GenieKeywordEntry),
+									   meta->n_keywords, &count);
+	content->keywords = genie_alloc_huge(sizeof(int32) * content->n_keywords);
+	content->keyword_offsets = genie_alloc_huge(sizeof(int64) * (content->n_keywords + 1));
+	content->keyword_offsets[0] = 0;
+	for (int32 i = 0; i < content->n_keywords; i++)
+	{
+		content->keywords[i] = keyword_entries[i].keyword;
+		content->keyword_offsets[i + 1] = content->keyword_offsets[i] + keyword_entries[i].count;
+	}
+	pfree(keyword_entries);
+	if (content->keyword_offsets[content->n_keywords] != content->n_postings)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\" has inconsistent postings counts",
+						RelationGetRelationName(index))));
+	content->postings = genie_chain_read(index, meta->postings, sizeof(int32),
+										 meta->n_postings, &count);
+	genie_pending_read(index, meta, content);
+	content->n_pages = RelationGetNumberOfBlocks(index);
+	if (BufferIsValid(metabuf))
+		UnlockReleaseBuffer(metabuf);
+}
+

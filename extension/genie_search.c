@@ -1,0 +1,407 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_search.c
+ *	  Searching a genie index (see genie_search.h): engine choice, the
+ *	  out-of-memory fallback, main-plus-pending merge, and the visible top k
+ *	  of a batch.
+ *
+ * Policy lives here and nowhere else:
+ *	- genie.device = cpu runs the CPU engine; gpu the GPU engine, an error
+ *	  without a usable GPU; auto the GPU when one is usable, else the CPU
+ *	  with one NOTICE per backend.
+ *	- A GPU that runs out of memory even after multiple loading (the engine
+ *	  splits the objects into parts itself) hands the batch to the CPU with a
+ *	  NOTICE, unless genie.device = gpu, which makes it an error.  The same
+ *	  holds for genie_similar's verification.
+ *	- The pending list is always counted by the CPU engine (it is small, and
+ *	  changes with every insert); the main and pending top k are merged by
+ *	  the core (genie_results_merge), as one engine over all objects would
+ *	  rank them.
+ *	- Every engine gets genie_cancel_requested, so that a cancel or
+ *	  statement_timeout stops a long search within the engines' polling
+ *	  interval.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/tableam.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "genie_search.h"
+
+int			genie_device_setting = GENIE_DEVICE_SETTING_AUTO;
+int			genie_device_memory_limit_mb = 0;
+int			genie_cpu_threads = 0;
+
+#define GENIE_VISIBILITY_CACHE_BYTES ((Size) 256 * 1024 * 1024)
+
+static bool said_cpu_fallback = false;
+
+/* ---- engines ---- */
+
+static void
+engine_options(genie_engine_kind kind, genie_engine_options *options)
+{
+	memset(options, 0, sizeof(*options));
+	options->threads = genie_cpu_threads;
+	/* genie.device_memory_limit bounds device memory only */
+	if (kind == GENIE_ENGINE_GPU)
+		options->memory_budget_bytes = (uint64) genie_device_memory_limit_mb * 1024 * 1024;
+	options->cancel = genie_cancel_requested;
+	options->cancel_arg = NULL;
+}
+
+/*
+ * Creates an engine with index uploaded; returns NULL when a GPU was asked
+ * for and none is usable, if allow_unavailable.
+ */
+static genie_engine *
+make_engine(genie_engine_kind kind, genie_index *index, bool allow_unavailable)
+{
+	genie_engine_options options;
+	genie_engine *engine;
+	genie_error err;
+	genie_status status;
+
+	engine_options(kind, &options);
+	status = genie_engine_create(kind, &options, &engine, &err);
+	if (status == GENIE_DEVICE_UNAVAILABLE && allow_unavailable)
+		return NULL;
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie");
+	status = genie_engine_upload(engine, index, &err);
+	if (status != GENIE_OK)
+	{
+		genie_engine_free(engine);
+		genie_report_error(&err, "genie");
+	}
+	return engine;
+}
+
+/* The engine genie.device asks for, saying once per backend when auto falls back. */
+static genie_engine *
+make_main_engine(genie_index *index)
+{
+	genie_engine *engine;
+	genie_build_info build;
+
+	switch (genie_device_setting)
+	{
+		case GENIE_DEVICE_SETTING_CPU:
+			return make_engine(GENIE_ENGINE_CPU, index, false);
+		case GENIE_DEVICE_SETTING_GPU:
+			return make_engine(GENIE_ENGINE_GPU, index, false);
+		default:
+			engine = make_engine(GENIE_ENGINE_GPU, index, true);
+			if (engine != NULL)
+				return engine;
+			if (!said_cpu_fallback)
+			{
+				said_cpu_fallback = true;
+				genie_get_build_info(&build);
+				ereport(NOTICE,
+						(errmsg("genie is using the CPU engine: %s",
+								build.with_cuda ? "no usable GPU was found"
+								: "genie was built without CUDA"),
+						 errhint("SELECT * FROM genie_devices() shows what genie can use.")));
+			}
+			return make_engine(GENIE_ENGINE_CPU, index, false);
+	}
+}
+
+/* Makes the entry's engines for the current genie.device, replacing others. */
+static void
+ensure_engines(GenieCachedIndex *entry)
+{
+	if (entry->main_engine != NULL && entry->engine_setting == genie_device_setting)
+		return;
+	genie_engine_free(entry->main_engine);	/* device memory included */
+	genie_engine_free(entry->pending_engine);
+	entry->main_engine = NULL;
+	entry->pending_engine = NULL;
+	entry->engine_setting = -1;
+
+	entry->main_engine = make_main_engine(entry->main_index);
+	entry->pending_engine = make_engine(GENIE_ENGINE_CPU, entry->pending_index, false);
+	entry->engine_setting = genie_device_setting;
+}
+
+/* ---- searching ---- */
+
+/*
+ * The main postings on a CPU engine made for this one batch.  *results is
+ * the caller's to free, also when this raises an error after setting it.
+ */
+static genie_status
+search_main_on_cpu(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
+				   genie_results **results, genie_error *err)
+{
+	genie_engine *volatile cpu = make_engine(GENIE_ENGINE_CPU, entry->main_index, false);
+	volatile genie_status status = GENIE_INTERNAL_ERROR;
+
+	PG_TRY();
+	{
+		status = genie_engine_search(cpu, &batch->batch, k, results, err);
+	}
+	PG_FINALLY();
+	{
+		genie_engine_free(cpu);
+	}
+	PG_END_TRY();
+	return status;
+}
+
+static void
+copy_results(const genie_results *r, GenieSearchResult *result)
+{
+	int64		n = r->query_offsets[r->n_queries];
+
+	result->n_queries = r->n_queries;
+	result->query_offsets = palloc_extended(sizeof(int64) * (r->n_queries + 1), MCXT_ALLOC_HUGE);
+	result->objects = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+	result->scores = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+	memcpy(result->query_offsets, r->query_offsets, sizeof(int64) * (r->n_queries + 1));
+	memcpy(result->objects, r->objects, sizeof(int32) * n);
+	memcpy(result->scores, r->scores, sizeof(int32) * n);
+}
+
+void
+genie_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
+			 GenieSearchResult *result)
+{
+	/* core-allocated results, freed however this function is left */
+	genie_results *volatile main_results = NULL;
+	genie_results *volatile pending_results = NULL;
+	genie_results *volatile merged = NULL;
+
+	ensure_engines(entry);
+	PG_TRY();
+	{
+		genie_error err;
+		genie_status status;
+
+		status = genie_engine_search(entry->main_engine, &batch->batch, k,
+									 (genie_results **) &main_results, &err);
+		if (status == GENIE_DEVICE_OUT_OF_MEMORY &&
+			genie_device_setting != GENIE_DEVICE_SETTING_GPU)
+		{
+			ereport(NOTICE,
+					(errmsg("genie: the GPU ran out of memory; this search runs on the CPU"),
+					 errdetail("%s", err.message)));
+			status = search_main_on_cpu(entry, batch, k, (genie_results **) &main_results, &err);
+		}
+		if (status != GENIE_OK)
+			genie_report_error(&err, "genie search");
+
+		if (entry->n_objects == entry->n_main_objects)
+			copy_results(main_results, result);
+		else
+		{
+			const genie_results *parts[2];
+			int32		part_first_object[2] = {0, entry->n_main_objects};
+
+			GENIE_CHECK(genie_engine_search(entry->pending_engine, &batch->batch, k,
+											(genie_results **) &pending_results, &err),
+						&err, "genie search of the pending list");
+			parts[0] = main_results;
+			parts[1] = pending_results;
+			GENIE_CHECK(genie_results_merge(parts, part_first_object, 2, k,
+											(genie_results **) &merged, &err),
+						&err, "genie search: merging the pending list");
+			copy_results(merged, result);
+		}
+	}
+	PG_FINALLY();
+	{
+		genie_results_free(main_results);
+		genie_results_free(pending_results);
+		genie_results_free(merged);
+	}
+	PG_END_TRY();
+}
+
+void
+genie_search_free(GenieSearchResult *result)
+{
+	if (result->query_offsets != NULL)
+		pfree(result->query_offsets);
+	if (result->objects != NULL)
+		pfree(result->objects);
+	if (result->scores != NULL)
+		pfree(result->scores);
+	memset(result, 0, sizeof(*result));
+}
+
+int32
+genie_search_wider_k(int32 k, int32 n_objects)
+{
+	return (int32) Min((int64) k * 4, (int64) Max(n_objects, 1));
+}
+
+bool
+genie_search_exhausted(const GenieSearchResult *result, int q, int32 k, int32 n_objects)
+{
+	/* fewer than k hits: every object with score >= 1 was returned */
+	return result->query_offsets[q + 1] - result->query_offsets[q] < k || k >= n_objects;
+}
+
+/* ---- the visible top k of a batch ---- */
+
+typedef struct VisibilityState
+{
+	Snapshot	snapshot;
+	IndexFetchTableData *fetch;
+	TupleTableSlot *slot;
+
+	/*
+	 * Popular rows appear in the results of many queries of a batch: each
+	 * one's visibility is checked once per call (0 unknown, 1 visible, 2
+	 * not), remembering the TID of the visible version.  For one query, or
+	 * beyond the cap, the memory is not worth it and every hit is checked.
+	 */
+	uint8	   *known;
+	ItemPointerData *visible_tids;
+} VisibilityState;
+
+/* Whether object id is visible, and the TID of its visible version. */
+static bool
+object_visible(VisibilityState *vs, GenieCachedIndex *entry, int32 id, ItemPointer tid)
+{
+	bool		call_again = false;
+	bool		all_dead = false;
+	bool		visible;
+
+	if (entry->objects[id].flags & GENIE_OBJECT_DEAD)
+		return false;
+	if (vs->known != NULL && vs->known[id] != 0)
+	{
+		*tid = vs->visible_tids[id];
+		return vs->known[id] == 1;
+	}
+	*tid = entry->objects[id].tid;
+	visible = table_index_fetch_tuple(vs->fetch, tid, vs->snapshot, vs->slot,
+									  &call_again, &all_dead);
+	if (vs->known != NULL)
+	{
+		vs->known[id] = visible ? 1 : 2;
+		vs->visible_tids[id] = *tid;
+	}
+	return visible;
+}
+
+void
+genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+					 GenieQuery **queries, int nq, int32 k, GenieVisibleRows *rows)
+{
+	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));	/* queries still short of k rows */
+	int			n_short = nq;
+	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
+	int64		capacity = Min(k, 1 << 20);
+	ItemPointerData *found_tids = palloc(sizeof(ItemPointerData) * capacity);
+	int32	   *found_scores = palloc(sizeof(int32) * capacity);
+	GenieQuery **batch_queries = palloc(sizeof(GenieQuery *) * Max(nq, 1));
+	VisibilityState vs;
+
+	memset(&vs, 0, sizeof(vs));
+	vs.snapshot = snapshot;
+	vs.fetch = table_index_fetch_begin(heap);
+	vs.slot = table_slot_create(heap, NULL);
+	if (nq > 1 &&
+		(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_VISIBILITY_CACHE_BYTES)
+	{
+		vs.known = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		vs.visible_tids = palloc_extended(sizeof(ItemPointerData) * Max(entry->n_objects, 1),
+										  MCXT_ALLOC_HUGE);
+	}
+	memset(rows, 0, sizeof(GenieVisibleRows) * nq);
+	for (int i = 0; i < nq; i++)
+		short_of_k[i] = i;
+
+	while (n_short > 0)
+	{
+		GenieQueryBatch batch;
+		GenieSearchResult result;
+		int			still = 0;
+
+		for (int i = 0; i < n_short; i++)
+			batch_queries[i] = queries[short_of_k[i]];
+		genie_query_batch_init(&batch, batch_queries, n_short);
+		genie_search(entry, &batch, kprime, &result);
+
+		for (int i = 0; i < n_short; i++)
+		{
+			GenieVisibleRows *out = &rows[short_of_k[i]];
+			int64		n_found = 0;
+
+			for (int64 h = result.query_offsets[i]; h < result.query_offsets[i + 1] && n_found < k; h++)
+			{
+				ItemPointerData tid;
+
+				if (!object_visible(&vs, entry, result.objects[h], &tid))
+					continue;
+				if (n_found == capacity)
+				{
+					capacity *= 2;
+					found_tids = repalloc_huge(found_tids, sizeof(ItemPointerData) * capacity);
+					found_scores = repalloc_huge(found_scores, sizeof(int32) * capacity);
+				}
+				found_tids[n_found] = tid;
+				found_scores[n_found] = result.scores[h];
+				n_found++;
+			}
+
+			if (n_found < k && !genie_search_exhausted(&result, i, kprime, entry->n_objects))
+			{
+				/* invisible or dead rows took places: ask again for more */
+				short_of_k[still++] = short_of_k[i];
+				continue;
+			}
+			out->n = n_found;
+			if (n_found > 0)
+			{
+				out->tids = palloc_extended(sizeof(ItemPointerData) * n_found, MCXT_ALLOC_HUGE);
+				out->scores = palloc_extended(sizeof(int32) * n_found, MCXT_ALLOC_HUGE);
+				memcpy(out->tids, found_tids, sizeof(ItemPointerData) * n_found);
+				memcpy(out->scores, found_scores, sizeof(int32) * n_found);
+			}
+			CHECK_FOR_INTERRUPTS();
+		}
+		genie_search_free(&result);
+		n_short = still;
+		kprime = genie_search_wider_k(kprime, entry->n_objects);
+	}
+
+	ExecDropSingleTupleTableSlot(vs.slot);
+	table_index_fetch_end(vs.fetch);
+}
+
+/* ---- genie_similar's verification ---- */
+
+void
+genie_search_verify(GenieCachedIndex *entry, const genie_similar_batch *batch,
+					genie_similar_verdict *verdict)
+{
+	genie_engine_options options;
+	genie_engine_kind device;
+	genie_error err;
+	genie_status status;
+
+	ensure_engines(entry);
+	device = genie_engine_get_kind(entry->main_engine) == GENIE_ENGINE_GPU
+		? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
+	engine_options(device, &options);
+	status = genie_similar_verify(batch, device, &options, verdict, &err);
+	if (status == GENIE_DEVICE_OUT_OF_MEMORY && genie_device_setting != GENIE_DEVICE_SETTING_GPU)
+	{
+		ereport(NOTICE,
+				(errmsg("genie: the GPU ran out of memory; this verification runs on the CPU"),
+				 errdetail("%s", err.message)));
+		engine_options(GENIE_ENGINE_CPU, &options);
+		status = genie_similar_verify(batch, GENIE_ENGINE_CPU, &options, verdict, &err);
+	}
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie_similar: verifying candidates");
+}

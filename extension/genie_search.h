@@ -1,0 +1,95 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_search.h
+ *	  Searching a genie index: the one place that decides which engine runs
+ *	  (genie.device), what happens when the GPU runs out of memory, how the
+ *	  main postings and the pending list are searched and merged, and how a
+ *	  batch keeps asking for more until each query has k rows the caller can
+ *	  see.  Index scans (genie_scan.c), genie_topk and genie_ranges_topk
+ *	  (genie_topk.c) and genie_similar (genie_similar.c) all search through
+ *	  here.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GENIE_SEARCH_H
+#define GENIE_SEARCH_H
+
+#include "postgres.h"
+
+#include "utils/snapshot.h"
+
+#include "genie_cache.h"
+#include "genie_query.h"
+
+/* genie.device: which engine runs searches */
+typedef enum GenieDeviceSetting
+{
+	GENIE_DEVICE_SETTING_AUTO,
+	GENIE_DEVICE_SETTING_CPU,
+	GENIE_DEVICE_SETTING_GPU
+} GenieDeviceSetting;
+
+extern int	genie_device_setting;
+extern int	genie_device_memory_limit_mb;
+extern int	genie_cpu_threads;
+
+/*
+ * Per query q, hits [query_offsets[q], query_offsets[q + 1]) of objects and
+ * scores, highest score first, ties by ascending object id; object ids are
+ * the entry's (pending ids follow the main ones).  palloc'd.
+ */
+typedef struct GenieSearchResult
+{
+	int			n_queries;
+	int64	   *query_offsets;
+	int32	   *objects;
+	int32	   *scores;
+} GenieSearchResult;
+
+/*
+ * The top k by score of each query of the batch over the entry's main
+ * postings (on the engine genie.device chooses, the CPU when the GPU runs
+ * out of memory and genie.device is not gpu) and its pending list (on the
+ * CPU), merged.  Dead objects are not filtered: callers skip them.  Honours
+ * cancel and statement_timeout while the engines work.
+ */
+extern void genie_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
+						 GenieSearchResult *result);
+extern void genie_search_free(GenieSearchResult *result);
+
+/*
+ * Widening: a search asked for k' and the caller needs more than the
+ * visible rows among them.  The next k' (four times wider, at most every
+ * object), and whether query q's result already holds every object with
+ * score >= 1 (asking again would give nothing new).
+ */
+extern int32 genie_search_wider_k(int32 k, int32 n_objects);
+extern bool genie_search_exhausted(const GenieSearchResult *result, int q, int32 k,
+								   int32 n_objects);
+
+/* A query's rows as genie_search_visible returns them, best first. */
+typedef struct GenieVisibleRows
+{
+	int64		n;
+	ItemPointerData *tids;		/* of the visible version */
+	int32	   *scores;
+} GenieVisibleRows;
+
+/*
+ * For each query, its k best rows of heap visible to snapshot (fewer when
+ * there are fewer rows with score >= 1): searches, drops dead and invisible
+ * rows, and searches again with a wider k for the queries that came up
+ * short.  Each row's visibility is checked once per call.
+ */
+extern void genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+								 GenieQuery **queries, int nq, int32 k,
+								 GenieVisibleRows *rows);
+
+/*
+ * genie_similar's verification round on the device the entry's searches
+ * use, with the same out-of-memory fallback.
+ */
+extern void genie_search_verify(GenieCachedIndex *entry, const genie_similar_batch *batch,
+								genie_similar_verdict *verdict);
+
+#endif							/* GENIE_SEARCH_H */

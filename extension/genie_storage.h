@@ -1,0 +1,342 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_storage.h
+ *	  How a genie index lives in PostgreSQL pages: the metapage, the chains,
+ *	  their readers and writers, the pending list and the content lock.
+ *
+ * On disk (all WAL-logged with GenericXLog after the build):
+ *	block 0			metapage: counts, chain heads, the content stamp
+ *	directory chain	one GenieObjectEntry (heap TID + flags) per main object,
+ *					by dense object id
+ *	keyword chain	(keyword, postings count) pairs, keywords ascending: the
+ *					Position Map
+ *	postings chain	int32 object ids grouped by keyword, ascending within a
+ *					keyword: the List Array
+ *	pending chain	objects inserted since the last merge (like GIN's fast
+ *					update): records of (object id, TID, flags, keywords)
+ * A chain is a list of pages linked through GeniePageOpaque.next, from the
+ * metapage's head to its tail (a reader stops at the tail: a page beyond it
+ * may be left over from an interrupted write).  Any change of content bumps
+ * the metapage's stamp, which validates the per-backend caches of the decoded
+ * index (host and device copies).
+ *
+ * Concurrency.  The metapage's buffer lock is only held briefly.  Whole-index
+ * work is serialised by a heavyweight lock on block 0 (waits for it can be
+ * cancelled): a merge, which rewrites the chains and frees pages, holds it
+ * in ExclusiveLock; everything else that reads or changes the content holds
+ * it in ShareLock.  Under ShareLock the chains other than the pending list are
+ * immutable but for DEAD flags (set by VACUUM for rows no snapshot can see),
+ * and the pending list only grows beyond its committed end, which readers
+ * take from the metapage.
+ *
+ * Atomicity of inserts.  An object's pending record is written in pieces
+ * when it does not fit on the tail page; every piece but the last lands
+ * beyond the committed end, and the last piece's WAL record also moves the
+ * committed end (pending.tail, pending_tail_bytes) and the counts.  A crash
+ * between pieces leaves only bytes beyond the committed end, which the next
+ * insert overwrites.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GENIE_STORAGE_H
+#define GENIE_STORAGE_H
+
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "storage/bufmgr.h"
+#include "storage/itemptr.h"
+#include "storage/lmgr.h"
+#include "utils/relcache.h"
+
+#include "genie_utils.h"
+
+#define GENIE_MAGIC				0x47454E49	/* "GENI" */
+#define GENIE_FORMAT_VERSION	4	/* 2: committed end of the pending list; 3: encoding;
+									 * 4: row schema and dictionary */
+#define GENIE_METAPAGE_BLKNO	0
+#define GENIE_PAGE_ID			0xFF87	/* for pg_filedump and friends */
+
+/*
+ * What an index's keywords are made of: the encoding of the operator class's
+ * type (genie_type.h), fixed at build time and kept in the metapage.
+ */
+#define GENIE_ENCODING_INT4_SET	1	/* genie_int4_ops: the int4 elements themselves */
+#define GENIE_ENCODING_NGRAM	2	/* genie_ngram_ops: ordered n-grams of text */
+#define GENIE_ENCODING_ROW		3	/* genie_row_ops: one (attribute, bucket) per column */
+
+typedef struct GenieEncoding
+{
+	int16		kind;			/* GENIE_ENCODING_* */
+	int16		ngram_n;		/* gram length of GENIE_ENCODING_NGRAM, else 0 */
+} GenieEncoding;
+
+/* kinds of page */
+#define GENIE_PAGE_META			1
+#define GENIE_PAGE_DIRECTORY	2
+#define GENIE_PAGE_KEYWORDS		3
+#define GENIE_PAGE_POSTINGS		4
+#define GENIE_PAGE_PENDING		5
+#define GENIE_PAGE_DELETED		6
+#define GENIE_PAGE_DICTIONARY	7
+
+typedef struct GeniePageOpaqueData
+{
+	BlockNumber next;			/* next page of the chain, or InvalidBlockNumber */
+	uint32		n_entries;		/* fixed-size entries, or pending bytes used */
+	uint16		kind;			/* GENIE_PAGE_* */
+	uint16		page_id;		/* GENIE_PAGE_ID */
+} GeniePageOpaqueData;
+
+typedef GeniePageOpaqueData *GeniePageOpaque;
+
+#define GeniePageGetOpaque(page) ((GeniePageOpaque) PageGetSpecialPointer(page))
+#define GeniePageGetData(page)	((char *) PageGetContents(page))
+#define GENIE_PAGE_CAPACITY \
+	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(GeniePageOpaqueData)))
+
+/* object flags */
+#define GENIE_OBJECT_DEAD		0x0001	/* removed by VACUUM, excluded from results */
+#define GENIE_OBJECT_NULL		0x0002	/* the indexed value is NULL: no keywords */
+
+typedef struct GenieObjectEntry
+{
+	ItemPointerData tid;
+	uint16		flags;
+} GenieObjectEntry;
+
+typedef struct GenieKeywordEntry
+{
+	int32		keyword;
+	int32		count;			/* postings of this keyword */
+} GenieKeywordEntry;
+
+/*
+ * A pending record: one object's keywords, or a piece of them when they do
+ * not fit on one page (pieces of one object are consecutive and share its
+ * id).  n_keywords int32 keywords follow the header.
+ */
+typedef struct GeniePendingRecord
+{
+	int32		object_id;
+	ItemPointerData tid;
+	uint16		flags;
+	int32		n_keywords;
+} GeniePendingRecord;
+
+#define GENIE_PENDING_HEADER_SIZE	MAXALIGN(sizeof(GeniePendingRecord))
+
+typedef struct GenieChain
+{
+	BlockNumber head;
+	BlockNumber tail;
+	int64		pages;
+} GenieChain;
+
+/*
+ * Row indexes (genie_row_ops, see genie_rows.h).  Each indexed attribute
+ * gives a row one keyword, slot << GENIE_ROW_CODE_BITS | code: for a
+ * BUCKETS attribute the code is its equal-width bucket between lo and hi,
+ * for a VALUES attribute the code its value has in the dictionary, a chain
+ * of (slot, code, value bytes) entries that inserts of new values append to.
+ */
+#define GENIE_ROW_MAX_ATTRIBUTES	32
+#define GENIE_ROW_CODE_BITS			24
+#define GENIE_ROW_MAX_CODES			(1 << GENIE_ROW_CODE_BITS)
+#define GENIE_ROW_MAX_BUCKETS		1000000
+#define GENIE_ROW_DEFAULT_BUCKETS	1024
+#define GENIE_ROW_MAX_VALUE_BYTES	1024
+#define GENIE_ROW_KEYWORD(slot, code) ((int32) (((uint32) (slot) << GENIE_ROW_CODE_BITS) | (uint32) (code)))
+
+#define GENIE_ROW_BUCKETS	1		/* equal-width buckets between lo and hi */
+#define GENIE_ROW_VALUES	2		/* one code per distinct value, exact */
+
+typedef struct GenieRowAttribute
+{
+	int16		attnum;			/* of the table */
+	int16		mode;			/* GENIE_ROW_BUCKETS or GENIE_ROW_VALUES */
+	Oid			type;			/* the column's type at build */
+	int32		n_buckets;		/* BUCKETS */
+	int32		n_values;		/* VALUES: codes handed out */
+	float8		lo;				/* BUCKETS: bucket 0 starts here */
+	float8		hi;				/* BUCKETS: bucket n_buckets - 1 ends here */
+} GenieRowAttribute;
+
+typedef struct GenieRowSchema
+{
+	int32		n_attributes;
+	int32		n_dictionary;	/* committed dictionary entries */
+	uint32		dictionary_tail_bytes;	/* committed bytes of its tail page */
+	uint32		pad;
+	uint64		schema_id;		/* new at every build: binds genie_ranges values */
+	GenieChain	dictionary;
+	GenieRowAttribute attributes[GENIE_ROW_MAX_ATTRIBUTES];
+} GenieRowSchema;
+
+/* a dictionary entry; length value bytes follow, the whole INTALIGNed */
+typedef struct GenieDictionaryEntry
+{
+	int32		code;
+	int16		slot;
+	uint16		length;
+} GenieDictionaryEntry;
+
+typedef struct GenieMetaPageData
+{
+	uint32		magic;
+	uint32		format_version;
+	uint64		stamp;			/* changes with every change of content */
+	int32		split_length;	/* postings sublist length used by the engines */
+	int32		n_objects;		/* dense ids handed out (main + pending) */
+	int32		n_main_objects; /* ids below this are in the main postings */
+	int32		n_dead;			/* objects flagged dead */
+	int32		n_keywords;		/* distinct keywords of the main postings */
+	int32		n_pending;		/* objects in the pending list */
+	int64		n_postings;		/* postings of the main postings */
+	int64		pending_bytes;	/* bytes used by pending records */
+	uint32		pending_tail_bytes; /* committed bytes on the pending tail page */
+	GenieChain	directory;
+	GenieChain	keywords;
+	GenieChain	postings;
+	GenieChain	pending;
+	GenieEncoding encoding;
+	GenieRowSchema rows;		/* GENIE_ENCODING_ROW only */
+} GenieMetaPageData;
+
+typedef GenieMetaPageData *GenieMetaPage;
+
+#define GeniePageGetMeta(page)	((GenieMetaPage) PageGetContents(page))
+
+/* reloptions */
+typedef struct GenieOptions
+{
+	int32		vl_len_;		/* varlena header (do not touch directly) */
+	int			split_length;	/* postings sublist length (load balancing) */
+	int			pending_list_limit; /* kB of pending records that trigger a merge */
+	int			ngram_n;		/* gram length of genie_ngram_ops (read at build only) */
+	int			buckets;		/* genie_row_ops: bucket budget per attribute (build only) */
+	int			attributes;		/* genie_row_ops: offset of the attribute list, or 0 */
+} GenieOptions;
+
+
+/* genie_storage.c: pages and chains */
+extern void genie_init_page(Page page, uint16 kind);
+extern void genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding);
+extern Buffer genie_new_buffer(Relation index);
+extern void genie_free_chain(Relation index, GenieChain chain);
+
+/* the heavyweight lock on block 0 (see above) */
+#define GENIE_CONTENT_LOCK_SHARE(index)		LockPage((index), GENIE_METAPAGE_BLKNO, ShareLock)
+#define GENIE_CONTENT_UNLOCK_SHARE(index)	UnlockPage((index), GENIE_METAPAGE_BLKNO, ShareLock)
+#define GENIE_CONTENT_LOCK_EXCLUSIVE(index)	LockPage((index), GENIE_METAPAGE_BLKNO, ExclusiveLock)
+#define GENIE_CONTENT_UNLOCK_EXCLUSIVE(index) UnlockPage((index), GENIE_METAPAGE_BLKNO, ExclusiveLock)
+
+/* Raises an error unless page is the metapage of a genie index of this format. */
+extern void genie_check_metapage(Relation index, Page page);
+
+/* A copy of the metapage's content, taken under its buffer lock. */
+extern void genie_read_meta(Relation index, GenieMetaPageData *meta);
+
+/*
+ * Appends fixed-size entries to a new chain: without WAL while the index is
+ * built (log_newpage_range logs it after), with full-page GenericXLog images
+ * when a merge writes it.
+ */
+typedef struct GenieChainWriter
+{
+	Relation	index;
+	uint16		kind;
+	Size		entry_size;
+	Buffer		buffer;			/* current tail, pinned (locked only while written) */
+	GenieChain	chain;
+	bool		wal;			/* log each page with GenericXLog (compaction) */
+} GenieChainWriter;
+
+extern void genie_chain_writer_init(GenieChainWriter *w, Relation index, uint16 kind,
+									Size entry_size, bool wal);
+extern void genie_chain_writer_append(GenieChainWriter *w, const void *entries, int64 count);
+extern GenieChain genie_chain_writer_finish(GenieChainWriter *w);
+
+/* Raises an error unless page is a genie page of this kind. */
+extern void genie_check_page(Relation index, Page page, BlockNumber blkno, uint16 kind);
+/* palloc in CurrentMemoryContext beyond 1 GB, at least 1 byte */
+extern void *genie_alloc_huge(Size size);
+
+/* Reads every fixed-size entry of a chain into one palloc'd array. */
+extern void *genie_chain_read(Relation index, GenieChain chain, Size entry_size,
+							  int64 expected, int64 *count);
+
+/* The decoded content of an index, as read from its pages. */
+typedef struct GenieIndexContent
+{
+	uint64		stamp;
+	GenieEncoding encoding;
+	int32		split_length;
+	int32		n_objects;
+	int32		n_main_objects;
+	int32		n_dead;
+	int64		n_postings;
+	int32		n_keywords;
+	GenieObjectEntry *objects;	/* n_objects entries: main, then pending */
+	int32	   *keywords;		/* main Position Map */
+	int64	   *keyword_offsets;	/* n_keywords + 1 */
+	int32	   *postings;		/* main List Array */
+	int64	   *pending_offsets;	/* pending CSR: n_objects - n_main_objects + 1 */
+	int32	   *pending_keywords;
+	BlockNumber n_pages;
+} GenieIndexContent;
+
+extern uint64 genie_read_stamp(Relation index);
+
+
+/*
+ * Appending variable-size records at the committed end of a chain (the
+ * pending list, a row index's dictionary) inside the caller's GenericXLog
+ * record: the tail page at (tail, tail_bytes) is registered, whatever an
+ * interrupted write left beyond tail_bytes is dropped, and when fewer than
+ * min_room bytes are left a new page is linked after it.  The caller writes
+ * its bytes at spot.offset of spot.page, calls genie_chain_append_written,
+ * moves the chain's committed end in the metapage when it means to, finishes
+ * the record and then calls genie_chain_append_release.
+ */
+typedef struct GenieAppendSpot
+{
+	Relation	index;
+	Buffer		tailbuf;		/* the old tail, locked, or InvalidBuffer */
+	Buffer		newbuf;			/* a page linked after it, or InvalidBuffer */
+	Page		page;			/* the registered page the bytes go to */
+	BlockNumber block;			/* its block number */
+	uint32		offset;			/* where the bytes go on it */
+	Size		room;			/* bytes free from offset on */
+	bool		new_page;		/* block is a page added by this call */
+	bool		new_head;		/* the chain was empty: block is its head */
+} GenieAppendSpot;
+
+extern void genie_chain_append_begin(GenericXLogState *state, Relation index, uint16 kind,
+									 BlockNumber tail, uint32 tail_bytes, Size min_room,
+									 GenieAppendSpot *spot);
+extern void genie_chain_append_written(GenieAppendSpot *spot, Size size);
+extern void genie_chain_append_release(GenieAppendSpot *spot);
+
+/* genie_pending.c: objects inserted since the last merge (GIN's fast update) */
+
+/* The pending list size in kB that triggers a merge, from the index or genie.pending_list_limit. */
+extern int	genie_pending_list_limit_kb;
+extern int	genie_pending_limit_kb(Relation index);
+
+/*
+ * Appends one object's record to the pending list; the caller holds the
+ * content lock in share mode and the metapage buffer exclusively.
+ */
+extern void genie_pending_append(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
+								 const int32 *keywords, int n);
+/* Reads the committed pending records into content (genie_read_content). */
+extern void genie_pending_read(Relation index, const GenieMetaPageData *meta,
+							   GenieIndexContent *content);
+
+/* genie_content.c: the decoded content of an index */
+
+/* Reads the whole index; the caller holds the content lock (share or exclusive). */
+extern void genie_read_content(Relation index, GenieIndexContent *content);
+
+#endif							/* GENIE_STORAGE_H */

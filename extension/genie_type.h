@@ -1,0 +1,114 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_type.h
+ *	  What each indexed data type gives the genie access method: a struct of
+ *	  callbacks that turn its values and queries into keywords (pgvector's
+ *	  type-info pattern).
+ *
+ * An operator class's support function 1 returns a pointer to its type's
+ * GenieTypeInfo.  The access method never looks at a type itself: building,
+ * inserting, scanning, planning and the batch functions all go through
+ * these callbacks, so a new data type is one new file with one struct and
+ * one support function, not new cases in the access method.  The type's
+ * encoding code is kept in the metapage at build time; a built index is
+ * read with the type that built it (genie_index_type), so it never mixes
+ * two encodings, even after ALTER INDEX ... SET (n = ...).
+ *
+ * The types: genie_int4.c (int4[] keyword sets, genie_int4_ops),
+ * genie_ngram.c (text as ordered n-grams, genie_ngram_ops) and
+ * genie_rows.c (whole rows as range tuples, genie_row_ops).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GENIE_TYPE_H
+#define GENIE_TYPE_H
+
+#include "postgres.h"
+
+#include "access/stratnum.h"
+#include "nodes/execnodes.h"
+
+#include "genie_query.h"
+#include "genie_storage.h"
+
+/* support function 1: (internal) RETURNS internal, a const GenieTypeInfo * */
+#define GENIE_TYPE_PROC			1
+
+/* ordering strategies */
+#define GENIE_MATCH_STRATEGY		1	/* col <~> query: negated match count (every type) */
+#define GENIE_NGRAM_EDIT_STRATEGY	2	/* text <%> text: edit distance, rechecked */
+/* the gram length of text <~> text, and the default of the reloption n */
+#define GENIE_NGRAM_DEFAULT_N		3
+
+/* An ORDER BY argument (or a batch function's query) as an engine query. */
+typedef struct GenieOrderBy
+{
+	GenieQuery *query;
+	bool		edit_distance;	/* order by a lower bound on the edit distance, rechecked */
+	int32		query_length;	/* code points of the text query */
+	int32		query_lost;		/* its grams merged by hash collisions */
+} GenieOrderBy;
+
+typedef struct GenieTypeInfo
+{
+	int16		encoding;		/* GENIE_ENCODING_*: kept in the metapage */
+	const char *name;			/* genie_index_info's encoding, e.g. "int4 set" */
+	const char *opclass;		/* the operator class, for messages */
+	const char *batch_function; /* the SQL function that answers batches on it */
+
+	/* At build: the encoding's parameters, from the index's options. */
+	void		(*build_encoding) (Relation index, GenieEncoding *encoding);
+
+	/*
+	 * At build, when the type needs more than encode_value (NULL otherwise):
+	 * a state made before the table scan (scan false: for an empty index,
+	 * without reading the table), the keywords of each value through it, and
+	 * what it leaves in the metapage.
+	 */
+	void	   *(*build_begin) (Relation heap, Relation index, IndexInfo *indexInfo, bool scan);
+	int32	   *(*build_value) (void *state, Datum value, int *n);
+	void		(*build_finish) (void *state, GenieMetaPageData *meta);
+
+	/* The keywords of an indexed value (not NULL), palloc'd; duplicates allowed. */
+	int32	   *(*encode_value) (Relation index, const GenieEncoding *encoding, Datum value,
+								 int *n);
+
+	/*
+	 * An ORDER BY argument of the given strategy and type (not NULL) as a
+	 * query; errors when the index cannot answer it.
+	 */
+	void		(*encode_query) (Relation index, const GenieEncoding *encoding,
+								 StrategyNumber strategy, Datum value, Oid type,
+								 GenieOrderBy *out);
+
+	/*
+	 * At plan time: false when a scan of the index for this ordering would
+	 * raise an error, so that the planner avoids it.  query is the argument
+	 * when it folds to a constant, else 0 with query_known false.  NULL:
+	 * always serves.
+	 */
+	bool		(*plan_serves) (Relation index, const GenieEncoding *encoding,
+								StrategyNumber strategy, Datum query, bool query_known);
+} GenieTypeInfo;
+
+/* A built index's encoding and the type that reads it. */
+typedef struct GenieIndexType
+{
+	GenieEncoding encoding;
+	const GenieTypeInfo *info;
+} GenieIndexType;
+
+/* The type and encoding an index is about to be built with. */
+extern void genie_type_for_build(Relation index, GenieIndexType *type);
+
+/*
+ * The type and encoding of a built index, read once per relcache entry
+ * (rd_amcache); errors when the operator class's type is not the one that
+ * built the index.
+ */
+extern const GenieIndexType *genie_index_type(Relation index);
+
+/* Checks an operator class's support function 1 for amvalidate. */
+extern bool genie_type_proc_valid(Oid proc);
+
+#endif							/* GENIE_TYPE_H */

@@ -1,0 +1,171 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_utils.c
+ *	  Helpers shared by every layer of the PostgreSQL glue (see
+ *	  genie_utils.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "genie_utils.h"
+
+int
+genie_cancel_requested(void *arg)
+{
+	return QueryCancelPending || ProcDiePending;
+}
+
+void
+genie_report_error(const genie_error *err, const char *context)
+{
+	const char *message = err->message[0] != '\0' ? err->message : genie_status_name(err->status);
+
+	switch (err->status)
+	{
+		case GENIE_INVALID_ARGUMENT:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s: %s", context, message)));
+			break;
+		case GENIE_OUT_OF_MEMORY:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("%s: %s", context, message)));
+			break;
+		case GENIE_DEVICE_OUT_OF_MEMORY:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("%s: %s", context, message),
+					 errhint("Lower genie.device_memory_limit or set genie.device = 'cpu'.")));
+			break;
+		case GENIE_DEVICE_UNAVAILABLE:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s: %s", context, message),
+					 errhint("Set genie.device = 'auto' or 'cpu' to use the CPU engine; "
+							 "SELECT * FROM genie_devices() shows what genie can use.")));
+			break;
+		case GENIE_DEVICE_ERROR:
+			ereport(ERROR,
+					(errcode(ERRCODE_SYSTEM_ERROR),
+					 errmsg("%s: GPU error: %s", context, message),
+					 errhint("Set genie.device = 'cpu' to use the CPU engine.")));
+			break;
+		case GENIE_CANCELLED:
+			/* the engine saw a pending interrupt: raise it the usual way */
+			CHECK_FOR_INTERRUPTS();
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("canceling statement due to user request")));
+			break;
+		case GENIE_OK:
+		case GENIE_INTERNAL_ERROR:
+		default:
+			elog(ERROR, "%s: genie internal error (%s): %s",
+				 context, genie_status_name(err->status), message);
+	}
+	pg_unreachable();
+}
+
+int32 *
+genie_int4_array_values(ArrayType *array, const char *argname, int *count)
+{
+	int			n;
+
+	if (ARR_ELEMTYPE(array) != INT4OID)
+		elog(ERROR, "genie: %s is not an int4[]", argname);
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a one-dimensional array", argname)));
+	if (array_contains_nulls(array))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not contain NULL elements", argname),
+				 errhint("Remove the NULLs, e.g. with array_remove(%s, NULL).", argname)));
+
+	n = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+	*count = n;
+	return (int32 *) ARR_DATA_PTR(array);
+}
+
+const char *
+genie_text_utf8(text *value, size_t *size)
+{
+	const char *data = VARDATA_ANY(value);
+	int			len = VARSIZE_ANY_EXHDR(value);
+	int			encoding = GetDatabaseEncoding();
+
+	if (encoding != PG_UTF8 && encoding != PG_SQL_ASCII)
+	{
+		char	   *converted = pg_server_to_any(data, len, PG_UTF8);
+
+		if (converted != data)
+			len = strlen(converted);
+		data = converted;
+	}
+	*size = (size_t) len;
+	return data;
+}
+
+/* Opens the index and its table after checking that it is a genie index the user may read. */
+Relation
+genie_open_index(Oid indexoid, Relation *heap)
+{
+	HeapTuple	classtup;
+	Form_pg_class classform;
+	Oid			heapoid;
+	Relation	index;
+	AclResult	aclresult;
+
+	classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(classtup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("relation with OID %u does not exist", indexoid)));
+	classform = (Form_pg_class) GETSTRUCT(classtup);
+	if (classform->relkind != RELKIND_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an index", NameStr(classform->relname)),
+				 errhint("Pass the name of a genie index, e.g. genie_topk('docs_tags_idx', ...).")));
+	if (classform->relam != get_index_am_oid("genie", false))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a genie index", NameStr(classform->relname)),
+				 errhint("Create one with CREATE INDEX ... USING genie.")));
+	ReleaseSysCache(classtup);
+
+	heapoid = IndexGetRelation(indexoid, false);
+	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(heapoid)),
+					   get_rel_name(heapoid));
+
+	*heap = table_open(heapoid, AccessShareLock);
+	index = index_open(indexoid, AccessShareLock);
+	/* an index left invalid (a failed CREATE INDEX CONCURRENTLY) may lack rows */
+	if (!index->rd_index->indisvalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("genie index \"%s\" is not valid", RelationGetRelationName(index)),
+				 errhint("REINDEX INDEX %s;", quote_identifier(RelationGetRelationName(index)))));
+	return index;
+}
+
