@@ -5,7 +5,7 @@ BEGIN;
 CREATE EXTENSION genie;
 CREATE EXTENSION pg_trgm;
 CREATE EXTENSION fuzzystrmatch;
-SELECT plan(44);
+SELECT plan(51);
 
 -- ---- the SQL functions ----------------------------------------------------
 SELECT is(genie_edit_distance('kitten', 'sitting'), 3, 'edit distance of kitten and sitting');
@@ -17,6 +17,16 @@ SELECT is(genie_ngram_count('banana', 'bandana'), 6, 'ordered 3-gram count of ba
 SELECT is(genie_ngram_count('aaaa', 'aa', 2), 3, 'occurrences count: min(3, 1) of aa plus the two padded grams');
 SELECT is(cardinality(genie_ngrams('', 3)), 2, 'the empty string has n - 1 keywords');
 SELECT is(cardinality(genie_ngrams('x', 8)), 8, 'a string shorter than n has L + n - 1 keywords');
+-- genie_ngrams returns the keywords themselves: distinct, ascending, and the
+-- ones genie_ngram_count intersects (its count, computed by the core alone)
+SELECT is(genie_ngrams('banana', 3), ARRAY(SELECT DISTINCT k FROM unnest(genie_ngrams('banana', 3)) k ORDER BY k),
+          'genie_ngrams of banana: distinct keywords in ascending order');
+SELECT is(cardinality(genie_ngrams('banana', 3)), 8, 'banana has 6 + 3 - 1 = 8 keywords');
+SELECT is((SELECT count(*)::int FROM (SELECT unnest(genie_ngrams(a, n)) INTERSECT SELECT unnest(genie_ngrams(b, n))) x),
+          genie_ngram_count(a, b, n), format('genie_ngrams(%s) and genie_ngrams(%s) share genie_ngram_count keywords (n = %s)', a, b, n))
+FROM (VALUES ('banana', 'bandana', 3), ('postgres', 'postgis', 2), ('日本語テキスト', '日本のテキスト', 4)) v(a, b, n);
+SELECT ok((SELECT cardinality(genie_ngrams(string_agg(md5(i::text), ''), 3)) FROM generate_series(1, 20000) i) > 600000,
+          'genie_ngrams of a 640,000-character string');
 SELECT is('abc' <~> 'abd', -(genie_ngram_count('abc', 'abd'))::float8, '<~> is the negated 3-gram count');
 SELECT throws_ok($$SELECT genie_ngram_count('a', 'b', 9)$$, '22023', NULL, 'n outside [2, 8] is refused');
 
@@ -198,6 +208,9 @@ CREATE TABLE arrs (a int4[]);
 CREATE INDEX arrs_a ON arrs USING genie (a);
 SELECT throws_ok($$SELECT * FROM genie_similar('arrs_a', ARRAY['x'], 1)$$, '42809', NULL,
                  'genie_similar refuses an index that is not genie_ngram_ops');
+SELECT throws_ok($$SELECT * FROM genie_topk('strs_s3', ARRAY['{1}'::genie_query], 1)$$, '42809',
+                 'genie_topk cannot search genie index "strs_s3", which is of operator class genie_ngram_ops',
+                 'genie_topk refuses an n-gram index (the hint names genie_similar)');
 SELECT throws_ok($$SELECT * FROM genie_similar('strs_s3', ARRAY['x'], 0)$$, '22023', NULL, 'k = 0 is refused');
 SELECT throws_ok($$SELECT * FROM genie_similar('strs_s3', ARRAY['x', NULL], 1)$$, '22004', NULL,
                  'a NULL query is refused');

@@ -7,7 +7,7 @@ BEGIN;
 CREATE EXTENSION genie;
 -- enable_seqscan = off below would make every plan JIT-compiled
 SET LOCAL jit = off;
-SELECT plan(43);
+SELECT plan(45);
 
 -- ---- the oracle: the documented score as plain SQL ------------------------
 
@@ -323,6 +323,13 @@ SELECT is((SELECT array_agg(score ORDER BY query_no, score DESC) FROM genie_rang
 SELECT is(genie_ranges('mix_rows', '{"tx": ["a\"b"], "i4": [1, null], "d": {"range": ["2010-01-01", "2010-02-01"], "weight": 2}}')::text::genie_ranges::text,
           genie_ranges('mix_rows', '{"tx": ["a\"b"], "i4": [1, null], "d": {"range": ["2010-01-01", "2010-02-01"], "weight": 2}}')::text,
           'the text form reads back to the same query');
+SELECT throws_ok($$SELECT * FROM genie_topk('mix_rows', ARRAY['{1}'::genie_query], 5)$$, '42809',
+                 'genie_topk cannot search genie index "mix_rows", which is of operator class genie_row_ops',
+                 'genie_topk refuses a row index (the hint names genie_ranges_topk)');
+CREATE TABLE int4_sets (a int4[]);
+CREATE INDEX int4_sets_a ON int4_sets USING genie (a);
+SELECT throws_ok($$SELECT * FROM genie_ranges_topk('int4_sets_a', ARRAY[genie_ranges('mix_rows', '{"i4": [1, 5]}')], 5)$$,
+                 '42809', NULL, 'genie_ranges_topk refuses an index that is not a row index');
 CREATE TABLE saved AS SELECT genie_ranges('mix_rows', '{"i4": [1, 5000]}') AS q;
 REINDEX INDEX mix_rows;
 SELECT throws_ok($$SELECT id FROM mix ORDER BY mix <~> (SELECT q FROM saved) LIMIT 1$$, '22023', NULL,
