@@ -1,0 +1,105 @@
+# A long engine search stops soon after a cancel: statement_timeout and
+# pg_cancel_backend both end a genie_topk batch whose engine work runs for
+# seconds, well before the engine would have finished, and the session can
+# search again afterwards.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+# How late a cancel may take effect here.  The engines poll every few
+# milliseconds; the margin is for a loaded 2-core CI machine.
+my $max_latency = 0.5;
+
+my $node = PostgreSQL::Test::Cluster->new('cancel');
+$node->init;
+$node->append_conf('postgresql.conf', "genie.device = 'cpu'\ngenie.cpu_threads = 2\n");
+$node->start;
+
+# 150,000 rows of 40 keywords out of 600: long postings lists (10,000 rows a
+# keyword), so a query of 200 keywords counts 2 million postings and a
+# batch of 3,500 runs for seconds.
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION genie;
+	SELECT setseed(0.5);
+	CREATE TABLE t (id int, tags int4[]);
+	INSERT INTO t SELECT i, ARRAY(SELECT (random() * 599)::int + 0 * i FROM generate_series(1, 40))
+	FROM generate_series(1, 150000) i;
+	CREATE INDEX t_idx ON t USING genie (tags);
+});
+
+sub batch
+{
+	my ($n) = @_;
+	return "SELECT count(*) FROM genie_topk('t_idx', ARRAY(SELECT ARRAY(SELECT (q * 31 + j * 17) % 600 "
+	  . "FROM generate_series(1, 200) j)::genie_query FROM generate_series(1, $n) q), 10)";
+}
+
+# One session: a warm-up search loads the index into its cache, so that
+# what is timed afterwards is the engine's work.
+my ($in, $out, $err) = ('', '', '');
+my $psql = IPC::Run::start(
+	[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=0', '-d', $node->connstr('postgres') ],
+	\$in, \$out, \$err, IPC::Run::timeout(300));
+
+sub run_statement
+{
+	my ($sql, $on_start) = @_;
+	($out, $err) = ('', '');
+	$in .= "$sql;\n\\echo done\n";
+	my $start = time;
+	my $started = 0;
+	while ($out !~ /done/)
+	{
+		IPC::Run::pump_nb($psql);
+		if ($on_start && !$started && time - $start >= $on_start->[0])
+		{
+			$on_start->[1]->();
+			$started = time;
+		}
+		usleep(2000);
+	}
+	return (time - $start, $started);
+}
+
+run_statement("SET application_name = 'genie_cancel'; " . batch(1));
+like($out, qr/^10$/m, 'warm-up search answers');
+
+my ($full) = run_statement(batch(3500));
+like($out, qr/^35000$/m, 'the uninterrupted batch answers every query');
+diag(sprintf('uninterrupted batch: %.2f s', $full));
+cmp_ok($full, '>', 3 * $max_latency, 'the batch runs long enough for the test to mean something');
+
+my ($timed_out) = run_statement("SET statement_timeout = '300ms'; " . batch(3500));
+like($err, qr/canceling statement due to statement timeout/, 'statement_timeout cancels the batch');
+diag(sprintf('statement_timeout 300 ms: the batch ended after %.0f ms', 1000 * $timed_out));
+cmp_ok($timed_out, '<', 0.3 + $max_latency, 'statement_timeout takes effect in time');
+
+my $cancelled_at;
+my ($ended, $cancel_sent) = run_statement(
+	"SET statement_timeout = 0; " . batch(3500),
+	[
+		0.5,
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'genie_cancel'");
+			$cancelled_at = time;
+		}
+	]);
+my $latency = time - $cancelled_at;
+like($err, qr/canceling statement due to user request/, 'pg_cancel_backend cancels the batch');
+diag(sprintf('pg_cancel_backend: the batch ended %.0f ms after the cancel', 1000 * $latency));
+cmp_ok($latency, '<', $max_latency, 'the cancel takes effect in time');
+
+run_statement(batch(2));
+like($out, qr/^20$/m, 'the session searches again after the cancels');
+
+$in .= "\\q\n";
+IPC::Run::finish($psql);
+$node->stop;
+done_testing();
