@@ -1,7 +1,10 @@
 # genie: the C++/CUDA libraries are built by CMake into $(BUILD_DIR); the
 # PostgreSQL module is built by PGXS from extension/*.c and links them.
 #
-# Targets: all (default), install, demo, test, clean.
+# Targets: all (default), install, installcheck (the pgTAP suites against a
+# running server: PGHOST, PGPORT, PGUSER, PGDATABASE as for psql), demo,
+# test, deps (installs the build and test dependencies with apt), clean.
+# Only demo, test and deps install packages.
 
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 BUILD_DIR ?= build
@@ -36,11 +39,12 @@ deps:
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 ifeq ($(wildcard $(PGXS)),)
-# PostgreSQL 15's server development files are not installed yet: install
-# them, then run the same goal again.
+# PostgreSQL 15's server development files are not installed: say how to
+# get them rather than installing packages behind the caller's back.
 all install installcheck:
-	scripts/install-deps
-	$(MAKE) $@
+	@echo "genie: PostgreSQL 15's server development files (pg_config --pgxs) were not found." >&2
+	@echo "genie: run 'make deps' (apt-get install postgresql-server-dev-15 ...), or set PG_CONFIG." >&2
+	@exit 1
 
 clean:
 	rm -rf $(BUILD_DIR) extension/*.o extension/*.bc genie.so
@@ -57,8 +61,16 @@ endif
 
 SHLIB_LINK = $(GENIE_LINK_LIBS)
 EXTRA_CLEAN = $(BUILD_DIR)
+# genie's SQL suites are pgTAP, run by pg_prove: installcheck is ours
+NO_INSTALLCHECK = 1
 
 include $(PGXS)
+
+# The pgTAP suites against the running server that PGHOST/PGPORT name, with
+# genie installed there (make install); each suite creates the extension in
+# a transaction and rolls it back.
+installcheck:
+	pg_prove --failures $(PROVE_FLAGS) regress/pgtap/*.sql
 
 genie-libs: $(BUILD_DIR)/genie-link.mk
 	env -u MAKEFLAGS -u MFLAGS cmake --build $(BUILD_DIR) -j$(JOBS) --target genie_capi
