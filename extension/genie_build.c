@@ -247,9 +247,12 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 					   &n_postings);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state.n_objects);
 
-	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	metapage = BufferGetPage(metabuf);
+	/*
+	 * The metapage is put together in local memory first: the type's part
+	 * (a row index writes its dictionary pages) runs without the buffer
+	 * lock, so it can be cancelled and takes no other lock under it.
+	 */
+	metapage = (Page) palloc(BLCKSZ);
 	genie_init_metapage(metapage, genie_split_length(index), &state.type.encoding);
 	meta = GeniePageGetMeta(metapage);
 	meta->n_objects = (int32) state.n_objects;
@@ -262,8 +265,13 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	/* the type's part of the metapage (a row index's schema and dictionary) */
 	if (state.type.info->build_begin != NULL)
 		state.type.info->build_finish(state.type_state, meta);
+
+	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	memcpy(BufferGetPage(metabuf), metapage, BLCKSZ);
 	MarkBufferDirty(metabuf);
 	UnlockReleaseBuffer(metabuf);
+	pfree(metapage);
 
 	/* the pages were written without WAL: log them all at once */
 	if (RelationNeedsWAL(index))

@@ -100,14 +100,15 @@ index_serves(PlannerInfo *root, IndexPath *path)
 	ListCell   *lc;
 	bool		serves = true;
 	Relation	index;
-	const GenieIndexType *type;
+	GenieIndexType type;
 
 	if (path->indexorderbys == NIL)
 		return true;
 	index = index_open(path->indexinfo->indexoid, NoLock);
-	type = genie_index_type(index);
-	if (type->info->plan_serves != NULL)
+	/* only a type with a plan check makes planning read the index */
+	if (genie_opclass_type(index)->plan_serves != NULL)
 	{
+		genie_index_type(index, &type);
 		foreach(lc, path->indexorderbys)
 		{
 			Expr	   *clause = (Expr *) lfirst(lc);
@@ -118,7 +119,7 @@ index_serves(PlannerInfo *root, IndexPath *path)
 				continue;
 			query = estimate_expression_value(root, lsecond(((OpExpr *) clause)->args));
 			known = IsA(query, Const) && !((Const *) query)->constisnull;
-			if (!type->info->plan_serves(index, &type->encoding,
+			if (!type.info->plan_serves(index, &type.encoding,
 										 ordering_strategy(((OpExpr *) clause)->opno,
 														   path->indexinfo->opfamily[0]),
 										 known ? ((Const *) query)->constvalue : (Datum) 0,

@@ -35,6 +35,7 @@ genie_index_info(PG_FUNCTION_ARGS)
 	Relation	heap;
 	Buffer		metabuf;
 	GenieMetaPage meta;
+	GenieIndexType type;
 	Datum		values[12];
 	bool		nulls[12] = {false};
 
@@ -43,6 +44,8 @@ genie_index_info(PG_FUNCTION_ARGS)
 	tupdesc = BlessTupleDesc(tupdesc);
 
 	index = genie_open_index(indexoid, &heap);
+	/* before the metapage lock: on first use it reads the metapage itself */
+	genie_index_type(index, &type);
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
 	genie_check_metapage(index, BufferGetPage(metabuf));
@@ -57,7 +60,7 @@ genie_index_info(PG_FUNCTION_ARGS)
 	values[7] = Int64GetDatum(RelationGetNumberOfBlocks(index));
 	values[8] = Int64GetDatum((int64) meta->stamp);
 	values[9] = Int32GetDatum(meta->format_version);
-	values[10] = CStringGetTextDatum(genie_index_type(index)->info->name);
+	values[10] = CStringGetTextDatum(type.info->name);
 	values[11] = Int32GetDatum(meta->encoding.ngram_n);
 	nulls[11] = meta->encoding.kind != GENIE_ENCODING_NGRAM;
 	UnlockReleaseBuffer(metabuf);

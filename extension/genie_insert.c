@@ -35,9 +35,10 @@ genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	/* the encoding is fixed at build time: n may differ from the reloption now */
 	if (!isnull[0])
 	{
-		const GenieIndexType *type = genie_index_type(index);
+		GenieIndexType type;
 
-		keywords = type->info->encode_value(index, &type->encoding, values[0], &n);
+		genie_index_type(index, &type);
+		keywords = type.info->encode_value(index, &type.encoding, values[0], &n);
 	}
 
 	GENIE_CONTENT_LOCK_SHARE(index);

@@ -158,7 +158,6 @@ genie_pending_read(Relation index, const GenieMetaPageData *meta, GenieIndexCont
 
 			if (pos + GENIE_PENDING_HEADER_SIZE > used || rec->n_keywords < 0 ||
 				pos + GENIE_PENDING_HEADER_SIZE + sizeof(int32) * rec->n_keywords > used ||
-				rec->n_keywords < 0 ||
 				rec->object_id < meta->n_main_objects || rec->object_id >= meta->n_objects ||
 				(rec->object_id != current && rec->object_id != current + 1 && current >= 0))
 				ereport(ERROR,

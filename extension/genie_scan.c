@@ -124,14 +124,15 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 	old = MemoryContextSwitchTo(so->cxt);
 	if (so->has_orderby && !(scan->orderByData[0].sk_flags & SK_ISNULL))
 	{
-		const GenieIndexType *type = genie_index_type(scan->indexRelation);
+		GenieIndexType type;
 
-		type->info->encode_query(scan->indexRelation, &type->encoding,
+		genie_index_type(scan->indexRelation, &type);
+		type.info->encode_query(scan->indexRelation, &type.encoding,
 								 scan->orderByData[0].sk_strategy,
 								 scan->orderByData[0].sk_argument,
 								 scan->orderByData[0].sk_subtype, &so->orderby);
 		so->query = so->orderby.query;
-		so->ngram_n = type->encoding.ngram_n;
+		so->ngram_n = type.encoding.ngram_n;
 	}
 	MemoryContextSwitchTo(old);
 }

@@ -438,9 +438,10 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SimilarQuery *queries;
 	HASHCTL		ctl;
-	const GenieIndexType *type = genie_index_type(st->index);
+	GenieIndexType type;
 
-	if (strcmp(type->info->batch_function, "genie_similar") != 0)
+	genie_index_type(st->index, &type);
+	if (strcmp(type.info->batch_function, "genie_similar") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("genie_similar needs a genie index of operator class genie_ngram_ops"),
@@ -453,7 +454,7 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 	{
 		GenieOrderBy orderby;
 
-		type->info->encode_query(st->index, &type->encoding, GENIE_NGRAM_EDIT_STRATEGY,
+		type.info->encode_query(st->index, &type.encoding, GENIE_NGRAM_EDIT_STRATEGY,
 								 elems[i], TEXTOID, &orderby);
 		queries[i].query = orderby.query;
 		queries[i].text = genie_text_utf8(DatumGetTextPP(elems[i]), &queries[i].size);

@@ -91,18 +91,19 @@ genie_topk(PG_FUNCTION_ARGS)
 				 errhint("Use ORDER BY ... <~> ... LIMIT k, which applies the policies.")));
 	PG_TRY();
 	{
-		const GenieIndexType *type = genie_index_type(index);
+		GenieIndexType type;
 		GenieQuery **queries = palloc(sizeof(GenieQuery *) * nq);
 		GenieVisibleRows *rows = palloc(sizeof(GenieVisibleRows) * nq);
 
 		/* each type answers batches through one function: say which */
-		if (strcmp(type->info->batch_function, row_queries ? "genie_ranges_topk" : "genie_topk") != 0)
+		genie_index_type(index, &type);
+		if (strcmp(type.info->batch_function, row_queries ? "genie_ranges_topk" : "genie_topk") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 					 errmsg("%s cannot search genie index \"%s\", which is of operator class %s",
 							row_queries ? "genie_ranges_topk" : "genie_topk",
-							RelationGetRelationName(index), type->info->opclass),
-					 errhint("Use %s() for this index.", type->info->batch_function)));
+							RelationGetRelationName(index), type.info->opclass),
+					 errhint("Use %s() for this index.", type.info->batch_function)));
 
 		entry = genie_cache_get(index);
 		genie_cache_pin(entry);
@@ -110,7 +111,7 @@ genie_topk(PG_FUNCTION_ARGS)
 		{
 			GenieOrderBy orderby;
 
-			type->info->encode_query(index, &type->encoding, GENIE_MATCH_STRATEGY, elems[i],
+			type.info->encode_query(index, &type.encoding, GENIE_MATCH_STRATEGY, elems[i],
 									 ARR_ELEMTYPE(array), &orderby);
 			queries[i] = orderby.query;
 		}

@@ -17,8 +17,8 @@
 #include "genie_type.h"
 
 /* The type of the index's operator class, from its support function 1. */
-static const GenieTypeInfo *
-opclass_type(Relation index)
+const GenieTypeInfo *
+genie_opclass_type(Relation index)
 {
 	FmgrInfo   *proc = index_getprocinfo(index, 1, GENIE_TYPE_PROC);
 	const GenieTypeInfo *info = (const GenieTypeInfo *)
@@ -34,7 +34,7 @@ void
 genie_type_for_build(Relation index, GenieIndexType *type)
 {
 	memset(type, 0, sizeof(*type));
-	type->info = opclass_type(index);
+	type->info = genie_opclass_type(index);
 	type->encoding.kind = type->info->encoding;
 	type->info->build_encoding(index, &type->encoding);
 }
@@ -44,14 +44,14 @@ genie_type_for_build(Relation index, GenieIndexType *type)
  * which give a new one, invalidate the relcache entry (and rd_amcache with
  * it).
  */
-const GenieIndexType *
-genie_index_type(Relation index)
+void
+genie_index_type(Relation index, GenieIndexType *type)
 {
 	if (index->rd_amcache == NULL)
 	{
 		GenieMetaPageData meta;
 		GenieIndexType *cached;
-		const GenieTypeInfo *info = opclass_type(index);
+		const GenieTypeInfo *info = genie_opclass_type(index);
 
 		genie_read_meta(index, &meta);
 		if (meta.encoding.kind != info->encoding)
@@ -66,7 +66,7 @@ genie_index_type(Relation index)
 		cached->info = info;
 		index->rd_amcache = cached;
 	}
-	return (const GenieIndexType *) index->rd_amcache;
+	*type = *(const GenieIndexType *) index->rd_amcache;
 }
 
 bool

@@ -103,10 +103,14 @@ extern void genie_type_for_build(Relation index, GenieIndexType *type);
 
 /*
  * The type and encoding of a built index, read once per relcache entry
- * (rd_amcache); errors when the operator class's type is not the one that
- * built the index.
+ * (rd_amcache) and copied out: a relcache rebuild, which any catalog lookup
+ * may trigger, frees rd_amcache, so no pointer into it is handed out.
+ * Errors when the operator class's type is not the one that built the index.
  */
-extern const GenieIndexType *genie_index_type(Relation index);
+extern void genie_index_type(Relation index, GenieIndexType *type);
+
+/* The type of the index's operator class, without reading the index. */
+extern const GenieTypeInfo *genie_opclass_type(Relation index);
 
 /* Checks an operator class's support function 1 for amvalidate. */
 extern bool genie_type_proc_valid(Oid proc);

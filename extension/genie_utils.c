@@ -68,7 +68,12 @@ genie_report_error(const genie_error *err, const char *context)
 					 errhint("Set genie.device = 'cpu' to use the CPU engine.")));
 			break;
 		case GENIE_CANCELLED:
-			/* the engine saw a pending interrupt: raise it the usual way */
+
+			/*
+			 * The engine saw a pending interrupt: raise it the usual way.  No
+			 * caller searches with interrupts held off; if one did, the
+			 * error below would leave the cancel pending for the next check.
+			 */
 			CHECK_FOR_INTERRUPTS();
 			ereport(ERROR,
 					(errcode(ERRCODE_QUERY_CANCELED),
