@@ -43,7 +43,7 @@ genie_index_info(PG_FUNCTION_ARGS)
 		elog(ERROR, "genie_index_info: return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
-	index = genie_open_index(indexoid, &heap);
+	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_STATS);
 	/* before the metapage lock: on first use it reads the metapage itself */
 	genie_index_type(index, &type);
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);

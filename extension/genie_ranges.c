@@ -135,7 +135,7 @@ static GenieRanges *
 make_ranges(Oid indexoid, Jsonb *spec)
 {
 	Relation	heap;
-	Relation	index = genie_open_index(indexoid, &heap);
+	Relation	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_READ);
 	TupleDesc	desc = RelationGetDescr(heap);
 	GenieRowSchema schema;
 	GenieRangesItem items[GENIE_ROW_MAX_ATTRIBUTES];
@@ -537,7 +537,7 @@ genie_index_attributes(PG_FUNCTION_ARGS)
 	GenieRowSchema schema;
 
 	InitMaterializedSRF(fcinfo, 0);
-	index = genie_open_index(PG_GETARG_OID(0), &heap);
+	index = genie_open_index(PG_GETARG_OID(0), &heap, GENIE_ACCESS_STATS);
 	genie_row_schema(index, &schema);
 	for (int i = 0; i < schema.n_attributes; i++)
 	{

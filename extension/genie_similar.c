@@ -547,7 +547,7 @@ genie_similar(PG_FUNCTION_ARGS)
 					 errmsg("queries must not contain NULL elements")));
 
 	memset(&st, 0, sizeof(st));
-	st.index = genie_open_index(indexoid, &st.heap);
+	st.index = genie_open_index(indexoid, &st.heap, GENIE_ACCESS_READ);
 	if (check_enable_rls(RelationGetRelid(st.heap), InvalidOid, false) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -81,7 +81,7 @@ genie_topk(PG_FUNCTION_ARGS)
 	if (nq == 0)
 		return (Datum) 0;
 
-	index = genie_open_index(indexoid, &heap);
+	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_READ);
 	/* genie_topk reads rows by TID, past any row-level security policy */
 	if (check_enable_rls(RelationGetRelid(heap), InvalidOid, false) == RLS_ENABLED)
 		ereport(ERROR,

@@ -12,6 +12,7 @@
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -131,7 +132,7 @@ genie_text_utf8(text *value, size_t *size)
 
 /* Opens the index and its table after checking that it is a genie index the user may read. */
 Relation
-genie_open_index(Oid indexoid, Relation *heap)
+genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access)
 {
 	HeapTuple	classtup;
 	Form_pg_class classform;
@@ -158,10 +159,30 @@ genie_open_index(Oid indexoid, Relation *heap)
 	ReleaseSysCache(classtup);
 
 	heapoid = IndexGetRelation(indexoid, false);
-	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(heapoid)),
-					   get_rel_name(heapoid));
+	if (access == GENIE_ACCESS_STATS)
+	{
+		/*
+		 * Counts and bounds describe every row, also those that row-level
+		 * security or column privileges hide: as pgstattuple, only the
+		 * owner and pg_stat_scan_tables may read them.
+		 */
+		if (!pg_class_ownercheck(heapoid, GetUserId()) &&
+			!has_privs_of_role(GetUserId(), ROLE_PG_STAT_SCAN_TABLES))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to read the statistics of genie index \"%s\"",
+							get_rel_name(indexoid)),
+					 errdetail("Only the owner of table \"%s\" and roles with the privileges of pg_stat_scan_tables may.",
+							   get_rel_name(heapoid)),
+					 errhint("GRANT pg_stat_scan_tables TO the role.")));
+	}
+	else
+	{
+		aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(heapoid)),
+						   get_rel_name(heapoid));
+	}
 
 	*heap = table_open(heapoid, AccessShareLock);
 	index = index_open(indexoid, AccessShareLock);

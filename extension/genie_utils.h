@@ -51,11 +51,18 @@ extern int32 *genie_int4_array_values(ArrayType *array, const char *argname, int
 /* A text value as UTF-8 for the core (converted when the database is not UTF-8). */
 extern const char *genie_text_utf8(text *value, size_t *size);
 
+/* What a function that takes a genie index by OID will do with it. */
+typedef enum GenieIndexAccess
+{
+	GENIE_ACCESS_READ,			/* read rows: SELECT on the table */
+	GENIE_ACCESS_STATS			/* report on every row: the table's owner or pg_stat_scan_tables */
+} GenieIndexAccess;
+
 /*
  * Opens a genie index and its table for a function that takes the index by
- * OID, after checking that it is a valid genie index whose table the user
- * may read.  Both are locked AccessShareLock.
+ * OID, after checking that it is a valid genie index and that the user may
+ * access it so.  Both are locked AccessShareLock.
  */
-extern Relation genie_open_index(Oid indexoid, Relation *heap);
+extern Relation genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access);
 
 #endif							/* GENIE_UTILS_H */

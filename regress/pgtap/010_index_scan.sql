@@ -4,7 +4,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 -- The engine follows genie.device (PGOPTIONS on the GPU host runs this on the GPU).
-SELECT plan(41);
+SELECT plan(45);
 
 -- 20k rows with a skewed keyword distribution (fixed seed), a few NULL rows
 -- and empty arrays.
@@ -221,12 +221,24 @@ SET LOCAL enable_seqscan = off;
 SELECT is((SELECT array_agg(id) FROM (SELECT id FROM secret ORDER BY tags <~> '{1,2,3}') x), ARRAY[1],
           'ORDER BY through the index applies the policies');
 RESET enable_seqscan;
+-- genie_index_info counts rows the policy hides: the owner and pg_stat_scan_tables only
+SELECT throws_ok($$SELECT * FROM genie_index_info('secret_idx')$$, '42501', NULL,
+                 'genie_index_info refuses a reader who is not the table''s owner');
 RESET ROLE;
+SELECT is((SELECT live_rows FROM genie_index_info('secret_idx')), 2, 'the table''s owner reads genie_index_info');
+GRANT pg_stat_scan_tables TO genie_test_reader;
+SET LOCAL ROLE genie_test_reader;
+SELECT is((SELECT live_rows FROM genie_index_info('secret_idx')), 2,
+          'a member of pg_stat_scan_tables reads genie_index_info');
+RESET ROLE;
+REVOKE pg_stat_scan_tables FROM genie_test_reader;
 
 CREATE ROLE genie_test_nobody;
 SET LOCAL ROLE genie_test_nobody;
 SELECT throws_ok($$SELECT * FROM genie_topk('docs_tags_idx', ARRAY['{1}'::genie_query], 5)$$, '42501',
                  NULL, 'genie_topk needs SELECT on the table');
+SELECT throws_ok($$SELECT * FROM genie_index_info('docs_tags_idx')$$, '42501',
+                 NULL, 'genie_index_info needs ownership or pg_stat_scan_tables');
 RESET ROLE;
 
 SELECT * FROM finish();

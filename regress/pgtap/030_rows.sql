@@ -7,7 +7,7 @@ BEGIN;
 CREATE EXTENSION genie;
 -- enable_seqscan = off below would make every plan JIT-compiled
 SET LOCAL jit = off;
-SELECT plan(45);
+SELECT plan(46);
 
 -- ---- the oracle: the documented score as plain SQL ------------------------
 
@@ -330,6 +330,12 @@ CREATE TABLE int4_sets (a int4[]);
 CREATE INDEX int4_sets_a ON int4_sets USING genie (a);
 SELECT throws_ok($$SELECT * FROM genie_ranges_topk('int4_sets_a', ARRAY[genie_ranges('mix_rows', '{"i4": [1, 5]}')], 5)$$,
                  '42809', NULL, 'genie_ranges_topk refuses an index that is not a row index');
+CREATE ROLE genie_rows_reader;
+GRANT SELECT ON mix TO genie_rows_reader;
+SET LOCAL ROLE genie_rows_reader;
+SELECT throws_ok($$SELECT * FROM genie_index_attributes('mix_rows')$$, '42501', NULL,
+                 'genie_index_attributes (bounds and counts of every row) needs ownership or pg_stat_scan_tables');
+RESET ROLE;
 CREATE TABLE saved AS SELECT genie_ranges('mix_rows', '{"i4": [1, 5000]}') AS q;
 REINDEX INDEX mix_rows;
 SELECT throws_ok($$SELECT id FROM mix ORDER BY mix <~> (SELECT q FROM saved) LIMIT 1$$, '22023', NULL,
