@@ -40,6 +40,9 @@ PG_FUNCTION_INFO_V1(genie_query_add_keywords);
 PG_FUNCTION_INFO_V1(genie_query_items);
 PG_FUNCTION_INFO_V1(genie_match_count_query);
 
+/* =, <>, <, <=, >, >=, comparison and hash functions (genie_utils.h) */
+GENIE_COMPARISON_FUNCTIONS(genie_query);
+
 
 void
 genie_query_builder_init(GenieQueryBuilder *b)

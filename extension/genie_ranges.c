@@ -46,6 +46,9 @@ PG_FUNCTION_INFO_V1(genie_match_count_row);
 PG_FUNCTION_INFO_V1(genie_negated_match_count_row);
 PG_FUNCTION_INFO_V1(genie_index_attributes);
 
+/* =, <>, <, <=, >, >=, comparison and hash functions (genie_utils.h) */
+GENIE_COMPARISON_FUNCTIONS(genie_ranges);
+
 GenieRanges *
 genie_ranges_from_datum(Datum value)
 {

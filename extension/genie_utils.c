@@ -15,6 +15,7 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "commands/defrem.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -195,3 +196,34 @@ genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access)
 	return index;
 }
 
+
+int
+genie_varlena_cmp(Datum a, Datum b)
+{
+	struct varlena *x = PG_DETOAST_DATUM(a);
+	struct varlena *y = PG_DETOAST_DATUM(b);
+	Size		nx = VARSIZE_ANY_EXHDR(x);
+	Size		ny = VARSIZE_ANY_EXHDR(y);
+	int			c = memcmp(VARDATA_ANY(x), VARDATA_ANY(y), Min(nx, ny));
+
+	if (c == 0 && nx != ny)
+		c = nx < ny ? -1 : 1;
+	if ((Pointer) x != DatumGetPointer(a))
+		pfree(x);
+	if ((Pointer) y != DatumGetPointer(b))
+		pfree(y);
+	return c;
+}
+
+Datum
+genie_varlena_hash(Datum value, uint64 seed, bool extended)
+{
+	struct varlena *x = PG_DETOAST_DATUM(value);
+	Datum		h = extended ?
+		hash_any_extended((unsigned char *) VARDATA_ANY(x), VARSIZE_ANY_EXHDR(x), seed) :
+		hash_any((unsigned char *) VARDATA_ANY(x), VARSIZE_ANY_EXHDR(x));
+
+	if ((Pointer) x != DatumGetPointer(value))
+		pfree(x);
+	return h;
+}

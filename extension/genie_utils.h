@@ -15,6 +15,7 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "utils/array.h"
 #include "utils/relcache.h"
 
@@ -64,5 +65,37 @@ typedef enum GenieIndexAccess
  * access it so.  Both are locked AccessShareLock.
  */
 extern Relation genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access);
+
+/*
+ * Equality, a total order and hashing for genie's query types (genie_query,
+ * genie_ranges), so that DISTINCT, GROUP BY, UNION, IN and hash joins work
+ * on them.  Their constructors zero every byte, so two values are equal when
+ * their bytes are; the order is the bytes', then the length's: arbitrary but
+ * total, which is all that sorting for DISTINCT needs.
+ */
+extern int	genie_varlena_cmp(Datum a, Datum b);
+extern Datum genie_varlena_hash(Datum value, uint64 seed, bool extended);
+
+/* The SQL-callable comparison functions of a type: PREFIX_eq, _ne, _lt, ... */
+#define GENIE_COMPARISON_FUNCTIONS(prefix) \
+	PG_FUNCTION_INFO_V1(prefix##_cmp); \
+	PG_FUNCTION_INFO_V1(prefix##_eq); \
+	PG_FUNCTION_INFO_V1(prefix##_ne); \
+	PG_FUNCTION_INFO_V1(prefix##_lt); \
+	PG_FUNCTION_INFO_V1(prefix##_le); \
+	PG_FUNCTION_INFO_V1(prefix##_gt); \
+	PG_FUNCTION_INFO_V1(prefix##_ge); \
+	PG_FUNCTION_INFO_V1(prefix##_hash); \
+	PG_FUNCTION_INFO_V1(prefix##_hash_extended); \
+	Datum prefix##_cmp(PG_FUNCTION_ARGS) { PG_RETURN_INT32(genie_varlena_cmp(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1))); } \
+	Datum prefix##_eq(PG_FUNCTION_ARGS) { PG_RETURN_BOOL(genie_varlena_cmp(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) == 0); } \
+	Datum prefix##_ne(PG_FUNCTION_ARGS) { PG_RETURN_BOOL(genie_varlena_cmp(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) != 0); } \
+	Datum prefix##_lt(PG_FUNCTION_ARGS) { PG_RETURN_BOOL(genie_varlena_cmp(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) < 0); } \
+	Datum prefix##_le(PG_FUNCTION_ARGS) { PG_RETURN_BOOL(genie_varlena_cmp(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) <= 0); } \
+	Datum prefix##_gt(PG_FUNCTION_ARGS) { PG_RETURN_BOOL(genie_varlena_cmp(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) > 0); } \
+	Datum prefix##_ge(PG_FUNCTION_ARGS) { PG_RETURN_BOOL(genie_varlena_cmp(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) >= 0); } \
+	Datum prefix##_hash(PG_FUNCTION_ARGS) { return genie_varlena_hash(PG_GETARG_DATUM(0), 0, false); } \
+	Datum prefix##_hash_extended(PG_FUNCTION_ARGS) { return genie_varlena_hash(PG_GETARG_DATUM(0), PG_GETARG_INT64(1), true); } \
+	extern int genie_comparison_functions_end
 
 #endif							/* GENIE_UTILS_H */

@@ -73,6 +73,49 @@ CREATE TYPE genie_query (
     CATEGORY = 'A'
 );
 
+-- Equality, a total order and hashing: DISTINCT, GROUP BY, UNION, IN and hash
+-- joins over genie_query.  Equal means the same items in the same order (the
+-- order of the comparison operators is arbitrary but total).
+CREATE FUNCTION genie_query_cmp(genie_query, genie_query) RETURNS int4
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_query_eq(genie_query, genie_query) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_query_ne(genie_query, genie_query) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_query_lt(genie_query, genie_query) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_query_le(genie_query, genie_query) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_query_gt(genie_query, genie_query) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_query_ge(genie_query, genie_query) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_query_hash(genie_query) RETURNS int4
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_query_hash_extended(genie_query, int8) RETURNS int8
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR = (LEFTARG = genie_query, RIGHTARG = genie_query, FUNCTION = genie_query_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel, HASHES, MERGES);
+CREATE OPERATOR <> (LEFTARG = genie_query, RIGHTARG = genie_query, FUNCTION = genie_query_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+CREATE OPERATOR < (LEFTARG = genie_query, RIGHTARG = genie_query, FUNCTION = genie_query_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+CREATE OPERATOR <= (LEFTARG = genie_query, RIGHTARG = genie_query, FUNCTION = genie_query_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+CREATE OPERATOR > (LEFTARG = genie_query, RIGHTARG = genie_query, FUNCTION = genie_query_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+CREATE OPERATOR >= (LEFTARG = genie_query, RIGHTARG = genie_query, FUNCTION = genie_query_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+
+CREATE OPERATOR CLASS genie_query_ops DEFAULT FOR TYPE genie_query USING btree AS
+    OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
+    FUNCTION 1 genie_query_cmp(genie_query, genie_query);
+CREATE OPERATOR CLASS genie_query_hash_ops DEFAULT FOR TYPE genie_query USING hash AS
+    OPERATOR 1 =,
+    FUNCTION 1 genie_query_hash(genie_query),
+    FUNCTION 2 genie_query_hash_extended(genie_query, int8);
+
 -- Each distinct keyword its own item of weight 1 (GENIE's keyword-set query).
 CREATE FUNCTION genie_query(keywords int4[]) RETURNS genie_query
 AS 'MODULE_PATHNAME', 'genie_query_from_int4_array'
@@ -259,6 +302,49 @@ CREATE TYPE genie_ranges (
     ALIGNMENT = double,
     STORAGE = extended
 );
+
+-- Equality, a total order and hashing: DISTINCT, GROUP BY, UNION, IN and hash
+-- joins over genie_ranges.  Equal means the same items in the same order (the
+-- order of the comparison operators is arbitrary but total).
+CREATE FUNCTION genie_ranges_cmp(genie_ranges, genie_ranges) RETURNS int4
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_ranges_eq(genie_ranges, genie_ranges) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_ranges_ne(genie_ranges, genie_ranges) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_ranges_lt(genie_ranges, genie_ranges) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_ranges_le(genie_ranges, genie_ranges) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_ranges_gt(genie_ranges, genie_ranges) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_ranges_ge(genie_ranges, genie_ranges) RETURNS bool
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_ranges_hash(genie_ranges) RETURNS int4
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_ranges_hash_extended(genie_ranges, int8) RETURNS int8
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR = (LEFTARG = genie_ranges, RIGHTARG = genie_ranges, FUNCTION = genie_ranges_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel, HASHES, MERGES);
+CREATE OPERATOR <> (LEFTARG = genie_ranges, RIGHTARG = genie_ranges, FUNCTION = genie_ranges_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+CREATE OPERATOR < (LEFTARG = genie_ranges, RIGHTARG = genie_ranges, FUNCTION = genie_ranges_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+CREATE OPERATOR <= (LEFTARG = genie_ranges, RIGHTARG = genie_ranges, FUNCTION = genie_ranges_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+CREATE OPERATOR > (LEFTARG = genie_ranges, RIGHTARG = genie_ranges, FUNCTION = genie_ranges_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+CREATE OPERATOR >= (LEFTARG = genie_ranges, RIGHTARG = genie_ranges, FUNCTION = genie_ranges_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+
+CREATE OPERATOR CLASS genie_ranges_ops DEFAULT FOR TYPE genie_ranges USING btree AS
+    OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
+    FUNCTION 1 genie_ranges_cmp(genie_ranges, genie_ranges);
+CREATE OPERATOR CLASS genie_ranges_hash_ops DEFAULT FOR TYPE genie_ranges USING hash AS
+    OPERATOR 1 =,
+    FUNCTION 1 genie_ranges_hash(genie_ranges),
+    FUNCTION 2 genie_ranges_hash_extended(genie_ranges, int8);
 
 -- The query: per attribute of the index, a numeric range [lo, hi] (null for
 -- an open end) or one value, a set of categorical values or one value, each

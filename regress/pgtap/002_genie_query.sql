@@ -2,7 +2,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(27);
+SELECT plan(38);
 
 SELECT is('{3, 17, 10..20*2, (1..3, 7)*5}'::genie_query::text, '{3,17,10..20*2,(1..3,7)*5}',
           'text form is canonical');
@@ -58,6 +58,39 @@ SELECT is(genie_match_count('{1,2,3}'::int4[], '{1,1,1}'::genie_query), 3,
           'the same keyword in three items counts three times');
 SELECT is(genie_match_count('{1,2,3}'::int4[], '{(1..2, 2..3)}'::genie_query), 3,
           'overlapping ranges in one item count each keyword once');
+
+-- equality, order and hashing: the same items in the same order are equal
+SELECT ok('{1,2}'::genie_query = '{ 1 , 2 }'::genie_query, 'equal: the same items, other spacing');
+SELECT ok('{(1,2,3)*2}'::genie_query = '{1..3*2}'::genie_query, 'equal: the same keywords of one item, written as a list or a range');
+SELECT ok('{1,2}'::genie_query <> '{2,1}'::genie_query, 'not equal: the items in another order');
+SELECT ok('{1*2}'::genie_query <> '{1}'::genie_query, 'not equal: another weight');
+SELECT ok(genie_query('{3,1,2,3}'::int4[]) = '{1,2,3}'::genie_query, 'genie_query(int4[]) equals its text form');
+CREATE TEMP TABLE qvals AS
+SELECT i, genie_query(ARRAY(SELECT (random() * 4)::int FROM generate_series(1, 1 + (random() * 2)::int + 0 * i))) AS q
+FROM generate_series(1, 300) i;
+-- the oracle: the text form, which is one-to-one with the value
+SELECT is((SELECT count(DISTINCT q) FROM qvals), (SELECT count(DISTINCT q::text) FROM qvals),
+          'count(DISTINCT genie_query) equals count(DISTINCT its text)');
+SET LOCAL enable_hashagg = off;
+SELECT is((SELECT array_agg(n ORDER BY n) FROM (SELECT count(*) AS n FROM qvals GROUP BY q) g),
+          (SELECT array_agg(n ORDER BY n) FROM (SELECT count(*) AS n FROM qvals GROUP BY q::text) g),
+          'GROUP BY genie_query, sorted, gives the groups of its text');
+RESET enable_hashagg;
+SET LOCAL enable_sort = off;
+SELECT is((SELECT array_agg(n ORDER BY n) FROM (SELECT count(*) AS n FROM qvals GROUP BY q) g),
+          (SELECT array_agg(n ORDER BY n) FROM (SELECT count(*) AS n FROM qvals GROUP BY q::text) g),
+          'GROUP BY genie_query, hashed, gives the groups of its text');
+RESET enable_sort;
+SELECT is((SELECT count(*) FROM (SELECT q FROM qvals UNION SELECT q FROM qvals) u),
+          (SELECT count(DISTINCT q::text) FROM qvals), 'UNION of genie_query columns');
+SELECT is((SELECT count(*) FROM qvals WHERE q IN ('{1,2}'::genie_query, '{0}')),
+          (SELECT count(*) FROM qvals WHERE q::text IN ('{1,2}', '{0}')), 'genie_query IN (...)');
+SET LOCAL enable_mergejoin = off;
+SET LOCAL enable_nestloop = off;
+SELECT is((SELECT count(*) FROM qvals a JOIN qvals b ON a.q = b.q),
+          (SELECT count(*) FROM qvals a JOIN qvals b ON a.q::text = b.q::text), 'hash join on genie_query');
+RESET enable_mergejoin;
+RESET enable_nestloop;
 
 SELECT * FROM finish();
 ROLLBACK;

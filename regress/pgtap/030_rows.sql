@@ -7,7 +7,7 @@ BEGIN;
 CREATE EXTENSION genie;
 -- enable_seqscan = off below would make every plan JIT-compiled
 SET LOCAL jit = off;
-SELECT plan(46);
+SELECT plan(49);
 
 -- ---- the oracle: the documented score as plain SQL ------------------------
 
@@ -330,6 +330,16 @@ CREATE TABLE int4_sets (a int4[]);
 CREATE INDEX int4_sets_a ON int4_sets USING genie (a);
 SELECT throws_ok($$SELECT * FROM genie_ranges_topk('int4_sets_a', ARRAY[genie_ranges('mix_rows', '{"i4": [1, 5]}')], 5)$$,
                  '42809', NULL, 'genie_ranges_topk refuses an index that is not a row index');
+-- equality and hashing of genie_ranges: DISTINCT, GROUP BY, IN (the text form is the oracle)
+CREATE TEMP TABLE rvals AS SELECT genie_ranges('mix_rows', spec) AS r FROM mix_specs, generate_series(1, 3);
+SELECT is((SELECT count(DISTINCT r) FROM rvals), (SELECT count(DISTINCT r::text) FROM rvals),
+          'count(DISTINCT genie_ranges) equals count(DISTINCT its text)');
+SELECT is((SELECT array_agg(n ORDER BY n) FROM (SELECT count(*) AS n FROM rvals GROUP BY r) g),
+          (SELECT array_agg(n ORDER BY n) FROM (SELECT count(*) AS n FROM rvals GROUP BY r::text) g),
+          'GROUP BY genie_ranges gives the groups of its text');
+SELECT is((SELECT count(*) FROM rvals WHERE r IN (SELECT genie_ranges('mix_rows', spec) FROM mix_specs WHERE q <= 2)),
+          (SELECT count(*) FROM rvals WHERE r::text IN (SELECT genie_ranges('mix_rows', spec)::text FROM mix_specs WHERE q <= 2)),
+          'genie_ranges IN (subquery)');
 CREATE ROLE genie_rows_reader;
 GRANT SELECT ON mix TO genie_rows_reader;
 SET LOCAL ROLE genie_rows_reader;
