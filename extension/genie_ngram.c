@@ -29,8 +29,9 @@ PG_FUNCTION_INFO_V1(genie_edit_distance_text);
 PG_FUNCTION_INFO_V1(genie_edit_distance_float8);
 
 /*
- * Edit distances are exact and cannot be interrupted inside the core, so
- * pairs whose dynamic program would run for seconds are refused.
+ * Edit distances are exact; the core polls cancel about every millisecond of
+ * work, but one call is still bounded: pairs whose dynamic program would run
+ * for more than some seconds are refused.
  */
 #define GENIE_EDIT_DISTANCE_MAX_CELLS	((int64) 4000000000)
 
@@ -207,6 +208,7 @@ edit_distance(text *a, text *b)
 	TextPair	pair = text_pair_utf8(a, b);
 	int32		distance;
 	genie_error err;
+	genie_engine_options options;
 
 	/* bytes bound characters from above, so this is conservative */
 	if ((int64) pair.a_size * (int64) pair.b_size > GENIE_EDIT_DISTANCE_MAX_CELLS &&
@@ -217,7 +219,10 @@ edit_distance(text *a, text *b)
 				 errmsg("strings too long for an edit distance"),
 				 errdetail("The product of their lengths exceeds %lld characters squared.",
 						   (long long) GENIE_EDIT_DISTANCE_MAX_CELLS)));
-	GENIE_CHECK(genie_edit_distance(pair.a, pair.a_size, pair.b, pair.b_size, &distance, &err),
+	memset(&options, 0, sizeof(options));
+	options.cancel = genie_cancel_requested;
+	GENIE_CHECK(genie_edit_distance(pair.a, pair.a_size, pair.b, pair.b_size, &options, &distance,
+									&err),
 				&err, "genie_edit_distance");
 	return distance;
 }

@@ -576,7 +576,8 @@ genie_status genie_ngram_count(const char* a, size_t a_size, const char* b, size
 }
 
 genie_status genie_edit_distance(const char* a, size_t a_size, const char* b, size_t b_size,
-                                 int32_t* distance, genie_error* err) {
+                                 const genie_engine_options* options, int32_t* distance,
+                                 genie_error* err) {
   return Guarded(err, [&]() -> genie::Status {
     if (distance == nullptr) return genie::Status::InvalidArgument("genie_edit_distance: NULL output");
     GENIE_RETURN_IF_ERROR(CheckText(a, a_size, "text"));
@@ -584,8 +585,7 @@ genie_status genie_edit_distance(const char* a, size_t a_size, const char* b, si
     std::vector<genie::CodePoint> ca, cb;
     GENIE_RETURN_IF_ERROR(genie::DecodeUtf8(a_size > 0 ? a : "", a_size, &ca));
     GENIE_RETURN_IF_ERROR(genie::DecodeUtf8(b_size > 0 ? b : "", b_size, &cb));
-    *distance = genie::Levenshtein(ca, cb);
-    return genie::Status::Ok();
+    return genie::Levenshtein(ca, cb, ToEngineOptions(options).cancel, distance);
   });
 }
 

@@ -41,13 +41,25 @@ int32_t CeilDivNonNegative(int64_t num, int64_t den) {
 
 // ---- Levenshtein (genie/levenshtein_kernel.hpp, shared with the GPU) ----
 
+// The kernel's poll on the host: the caller's cancel callback.
+struct CancelPoll {
+  const CancelCheck* cancel;
+  bool operator()() const { return cancel->requested(); }
+};
+
+// kernel::kStopped when cancel asked to stop (only with a cancel callback).
 int32_t LevenshteinWith(Span<CodePoint> a, Span<CodePoint> b, int32_t max_distance,
-                        std::vector<int32_t>* row) {
+                        std::vector<int32_t>* row, const CancelCheck* cancel = nullptr) {
   const std::size_t shorter = std::min(a.size(), b.size());
   if (shorter > static_cast<std::size_t>(kMyersMaxLength)) row->resize(shorter + 1);
+  int32_t* cells = row->empty() ? nullptr : row->data();
+  if (cancel != nullptr && cancel->fn != nullptr) {
+    return kernel::CappedDistance(a.data(), static_cast<int32_t>(a.size()), b.data(),
+                                  static_cast<int32_t>(b.size()), max_distance, cells,
+                                  CancelPoll{cancel});
+  }
   return kernel::CappedDistance(a.data(), static_cast<int32_t>(a.size()), b.data(),
-                                static_cast<int32_t>(b.size()), max_distance,
-                                row->empty() ? nullptr : row->data());
+                                static_cast<int32_t>(b.size()), max_distance, cells);
 }
 
 // Pairs verified per task of CpuEditDistances.
@@ -272,6 +284,20 @@ int32_t Levenshtein(Span<CodePoint> a, Span<CodePoint> b, int32_t max_distance) 
   return LevenshteinWith(a, b, max_distance, &row);
 }
 
+Status Levenshtein(Span<CodePoint> a, Span<CodePoint> b, const CancelCheck& cancel,
+                   int32_t* distance) {
+  if (distance == nullptr) return Status::InvalidArgument("Levenshtein: NULL output");
+  try {
+    std::vector<int32_t> row;
+    const int32_t d = LevenshteinWith(a, b, -1, &row, &cancel);
+    if (d == kernel::kStopped) return Status::Cancelled();
+    *distance = d;
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory computing an edit distance");
+  }
+  return Status::Ok();
+}
+
 // ---- batch ----
 
 void CodePointStrings::Add(Span<CodePoint> s) {
@@ -354,7 +380,9 @@ Status CpuEditDistances(const EditDistanceBatch& batch, int32_t threads,
         const int32_t cap =
             batch.max_distance.empty() ? -1 : batch.max_distance[static_cast<std::size_t>(q)];
         out[j] = LevenshteinWith(batch.queries.Get(q), batch.candidates.Get(static_cast<int32_t>(j)),
-                                 cap, &row);
+                                 cap, &row, &cancel);
+        // a long pair polls inside; short ones are polled per chunk by ParallelFor
+        if (out[j] == kernel::kStopped) return Status::Cancelled();
       }
       return Status::Ok();
     }, cancel));

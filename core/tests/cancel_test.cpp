@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <random>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -193,6 +194,58 @@ TEST(Cancel, CpuEditDistancesAndVerification) {
         << after;
   }
   EXPECT_TRUE(VerifySimilarBatch(similar, cpu, &verdict, CancelCheck{&Never, nullptr}).ok());
+}
+
+// Long pairs poll inside the dynamic program (banded and Myers): a single
+// pair stops midway, and without a cancel the result is the reference's.
+TEST(Cancel, LongPairsPollInsideTheDistance) {
+  std::mt19937 rng(7);
+  auto random_string = [&](int len) {
+    std::vector<CodePoint> s(static_cast<std::size_t>(len));
+    for (auto& c : s) c = static_cast<CodePoint>('a' + rng() % 4);
+    return s;
+  };
+  const std::vector<CodePoint> a = random_string(6000), b = random_string(5000);
+  const std::vector<CodePoint> p = random_string(40), t = random_string(20000000);
+  for (const auto& [x, y] : {std::make_pair(&a, &b), std::make_pair(&p, &t)}) {
+    Canceller c;
+    c.after = 2;
+    int32_t d = -5;
+    EXPECT_EQ(Levenshtein(*x, *y, c.check(), &d).code(), GENIE_CANCELLED);
+    EXPECT_EQ(d, -5) << "a cancelled distance leaves the output alone";
+    EXPECT_EQ(c.polls.load(), 3) << "it stops at the first poll that asks";
+    Canceller never;
+    never.after = INT64_MAX;
+    ASSERT_TRUE(Levenshtein(*x, *y, never.check(), &d).ok());
+    EXPECT_EQ(d, Levenshtein(*x, *y)) << "polling does not change the distance";
+    EXPECT_GT(never.polls.load(), 2) << "a long pair is polled inside";
+  }
+  EXPECT_EQ(Levenshtein(a, b), LevenshteinReference(a, b));
+
+  // the batch: one long pair, polled inside, stops the whole batch
+  EditDistanceBatch batch;
+  batch.queries.Add(a);
+  batch.candidates.Add(b);
+  batch.candidate_offsets.push_back(1);
+  std::vector<int32_t> distances;
+  Canceller c;
+  c.after = 2;  // past ParallelFor's poll before the chunk: inside the pair
+  EXPECT_EQ(CpuEditDistances(batch, 1, &distances, c.check()).code(), GENIE_CANCELLED);
+
+  // the C API
+  genie_engine_options options{};
+  Canceller capi;
+  capi.after = 1;
+  options.cancel = &Canceller::Poll;
+  options.cancel_arg = &capi;
+  const std::string sa(20000, 'x'), sb(20000, 'y');
+  int32_t distance = 0;
+  genie_error err;
+  EXPECT_EQ(genie_edit_distance(sa.data(), sa.size(), sb.data(), sb.size(), &options, &distance,
+                                &err),
+            GENIE_CANCELLED);
+  ASSERT_EQ(genie_edit_distance(sa.data(), 100, sb.data(), 200, nullptr, &distance, &err), GENIE_OK);
+  EXPECT_EQ(distance, 200);
 }
 
 TEST(Cancel, CApiSearchAndVerify) {

@@ -99,6 +99,33 @@ cmp_ok($latency, '<', $max_latency, 'the cancel takes effect in time');
 run_statement(batch(2));
 like($out, qr/^20$/m, 'the session searches again after the cancels');
 
+# Edit distances of long strings: one genie_edit_distance call (banded
+# dynamic programming over about 10^9 cells), and genie_similar verifying
+# 300 rows of 9,600 characters (300 pairs of about 10^8 cells each).
+$node->safe_psql('postgres', q{
+	CREATE TABLE long_a AS SELECT string_agg(md5(i::text), '') AS s FROM generate_series(1, 1000) i;
+	CREATE TABLE long_b AS SELECT string_agg(md5((i * 7)::text), '') AS s FROM generate_series(1, 1000) i;
+	CREATE TABLE pages (id int, body text);
+	INSERT INTO pages SELECT p, (SELECT string_agg(md5((p * 1000 + i)::text), '') FROM generate_series(1, 300) i)
+	FROM generate_series(1, 300) p;
+	CREATE INDEX pages_body ON pages USING genie (body genie_ngram_ops);
+});
+my $distance = "SELECT genie_edit_distance(a.s, b.s) FROM long_a a, long_b b";
+my ($full_distance) = run_statement("SET statement_timeout = 0; $distance");
+like($out, qr/^\d+$/m, 'the long edit distance answers');
+diag(sprintf('uninterrupted edit distance of two 32,000-character strings: %.2f s', $full_distance));
+cmp_ok($full_distance, '>', 2 * $max_latency, 'the edit distance runs long enough for the test to mean something');
+my ($distance_timeout) = run_statement("SET statement_timeout = '200ms'; $distance");
+like($err, qr/canceling statement due to statement timeout/, 'statement_timeout cancels genie_edit_distance');
+diag(sprintf('statement_timeout 200 ms: genie_edit_distance ended after %.0f ms', 1000 * $distance_timeout));
+cmp_ok($distance_timeout, '<', 0.2 + $max_latency, 'inside one edit distance, the timeout takes effect in time');
+
+my ($similar_timeout) = run_statement("SET statement_timeout = '200ms'; "
+	  . "SELECT count(*) FROM genie_similar('pages_body', ARRAY[(SELECT s FROM long_b)], 5, 300)");
+like($err, qr/canceling statement due to statement timeout/, 'statement_timeout cancels genie_similar\'s verification');
+diag(sprintf('statement_timeout 200 ms: genie_similar ended after %.0f ms', 1000 * $similar_timeout));
+cmp_ok($similar_timeout, '<', 0.2 + $max_latency, 'genie_similar stops in time');
+
 $in .= "\\q\n";
 IPC::Run::finish($psql);
 $node->stop;

@@ -218,9 +218,14 @@ genie_status genie_ngram_keywords(const char *text, size_t size, int32_t n,
 genie_status genie_ngram_count(const char *a, size_t a_size, const char *b, size_t b_size,
 							   int32_t n, int32_t *count, genie_error *err);
 
-/* Levenshtein distance with unit costs, counting code points. */
+/*
+ * Levenshtein distance with unit costs, counting code points.  options:
+ * only its cancel callback is read, polled about every millisecond of work
+ * (GENIE_CANCELLED); NULL: none.
+ */
 genie_status genie_edit_distance(const char *a, size_t a_size, const char *b, size_t b_size,
-								 int32_t *distance, genie_error *err);
+								 const genie_engine_options *options, int32_t *distance,
+								 genie_error *err);
 
 /*
  * The lower bound on ed(q, s) for every string s whose set count with q is

@@ -166,6 +166,11 @@ int32_t LevenshteinBanded(Span<CodePoint> a, Span<CodePoint> b, int32_t threshol
 // longer length).  What batch verification computes, on CPU and GPU.
 int32_t Levenshtein(Span<CodePoint> a, Span<CodePoint> b, int32_t max_distance = -1);
 
+// The same without a cap, polling cancel about every millisecond of work:
+// Cancelled when it asked to stop.
+Status Levenshtein(Span<CodePoint> a, Span<CodePoint> b, const CancelCheck& cancel,
+                   int32_t* distance);
+
 // ---- Batch verification --------------------------------------------------------
 
 // Strings as code points in CSR form.
