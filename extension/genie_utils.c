@@ -112,6 +112,13 @@ genie_int4_array_values(ArrayType *array, const char *argname, int *count)
 	return (int32 *) ARR_DATA_PTR(array);
 }
 
+/*
+ * Characters are what the database's encoding says they are, as for
+ * PostgreSQL's own length() and fuzzystrmatch's levenshtein(): in a
+ * SQL_ASCII database every byte is a character, so bytes 0x80 to 0xFF are
+ * taken as the Latin-1 characters U+0080 to U+00FF (plain ASCII needs no
+ * change); in any other encoding the text is converted to UTF-8.
+ */
 const char *
 genie_text_utf8(text *value, size_t *size)
 {
@@ -119,7 +126,35 @@ genie_text_utf8(text *value, size_t *size)
 	int			len = VARSIZE_ANY_EXHDR(value);
 	int			encoding = GetDatabaseEncoding();
 
-	if (encoding != PG_UTF8 && encoding != PG_SQL_ASCII)
+	if (encoding == PG_SQL_ASCII)
+	{
+		int			high = 0;
+
+		for (int i = 0; i < len; i++)
+			high += (unsigned char) data[i] >= 0x80;
+		if (high > 0)
+		{
+			char	   *out = palloc((Size) len + high + 1);
+			char	   *p = out;
+
+			for (int i = 0; i < len; i++)
+			{
+				unsigned char c = (unsigned char) data[i];
+
+				if (c < 0x80)
+					*p++ = (char) c;
+				else
+				{
+					*p++ = (char) (0xC0 | (c >> 6));
+					*p++ = (char) (0x80 | (c & 0x3F));
+				}
+			}
+			*p = '\0';
+			data = out;
+			len += high;
+		}
+	}
+	else if (encoding != PG_UTF8)
 	{
 		char	   *converted = pg_server_to_any(data, len, PG_UTF8);
 
