@@ -26,6 +26,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
+#include "libpq/pqformat.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/float.h"
@@ -41,6 +42,8 @@
 
 PG_FUNCTION_INFO_V1(genie_ranges_in);
 PG_FUNCTION_INFO_V1(genie_ranges_out);
+PG_FUNCTION_INFO_V1(genie_ranges_recv);
+PG_FUNCTION_INFO_V1(genie_ranges_send);
 PG_FUNCTION_INFO_V1(genie_ranges_make);
 PG_FUNCTION_INFO_V1(genie_match_count_row);
 PG_FUNCTION_INFO_V1(genie_negated_match_count_row);
@@ -337,6 +340,42 @@ genie_ranges_in(PG_FUNCTION_ARGS)
 																			 index->val.string.len))));
 	spec = JsonbValueToJsonb(ranges);
 	PG_RETURN_POINTER(make_ranges(indexoid, spec));
+}
+
+/*
+ * The binary form is a format version byte and the text form, as jsonb's:
+ * receiving goes through the same checks as text input (the index is looked
+ * up by name and the ranges made anew), so no client can hand the scan a
+ * value it could not have typed.
+ */
+#define GENIE_RANGES_BINARY_VERSION 1
+
+Datum
+genie_ranges_recv(PG_FUNCTION_ARGS)
+{
+	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
+	int			version = pq_getmsgint(buf, 1);
+	char	   *str;
+	int			nbytes;
+
+	if (version != GENIE_RANGES_BINARY_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("unsupported genie_ranges binary format version %d", version)));
+	str = pq_getmsgtext(buf, buf->len - buf->cursor, &nbytes);
+	PG_RETURN_DATUM(DirectFunctionCall1(genie_ranges_in, CStringGetDatum(str)));
+}
+
+Datum
+genie_ranges_send(PG_FUNCTION_ARGS)
+{
+	char	   *str = DatumGetCString(DirectFunctionCall1(genie_ranges_out, PG_GETARG_DATUM(0)));
+	StringInfoData buf;
+
+	pq_begintypsend(&buf);
+	pq_sendint8(&buf, GENIE_RANGES_BINARY_VERSION);
+	pq_sendtext(&buf, str, strlen(str));
+	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
 }
 
 static void

@@ -294,10 +294,16 @@ CREATE FUNCTION genie_ranges_in(cstring) RETURNS genie_ranges
 AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION genie_ranges_out(genie_ranges) RETURNS cstring
 AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_ranges_recv(internal) RETURNS genie_ranges
+AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION genie_ranges_send(genie_ranges) RETURNS bytea
+AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
 CREATE TYPE genie_ranges (
     INPUT = genie_ranges_in,
     OUTPUT = genie_ranges_out,
+    RECEIVE = genie_ranges_recv,
+    SEND = genie_ranges_send,
     INTERNALLENGTH = VARIABLE,
     ALIGNMENT = double,
     STORAGE = extended
