@@ -425,7 +425,8 @@ genie_row_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool 
 int32 *
 genie_row_build_keywords(GenieRowBuild *b, Datum row, int *n)
 {
-	return genie_row_encode(b->index, b->dictionary, b->desc, b->rowtype, row, true, n);
+	return genie_row_encode(b->index, b->dictionary, b->desc, b->rowtype, row,
+							GENIE_ROW_ENCODE_BUILD, n);
 }
 
 /* Writes the dictionary (without WAL: the build logs every page after) and fills schema. */

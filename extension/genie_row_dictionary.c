@@ -458,7 +458,7 @@ genie_row_tuple(Datum row, Oid rowtype)
  */
 int32 *
 genie_row_encode(Relation index, GenieRowDictionary *d, TupleDesc desc, Oid rowtype, Datum row,
-		   bool building, int *n)
+				 GenieRowEncodeMode mode, int *n)
 {
 	HeapTupleData tuple = genie_row_tuple(row, rowtype);
 	const GenieRowSchema *schema = &d->schema;
@@ -498,8 +498,14 @@ genie_row_encode(Relation index, GenieRowDictionary *d, TupleDesc desc, Oid rowt
 		code = genie_row_dictionary_lookup(d, slot, bytes, length);
 		if (code < 0)
 		{
-			if (building)
+			if (mode == GENIE_ROW_ENCODE_BUILD)
 				code = genie_row_dictionary_add_building(index, d, slot, bytes, length);
+			else if (mode == GENIE_ROW_ENCODE_CHECK)
+				ereport(ERROR,
+						(errcode(ERRCODE_INDEX_CORRUPTED),
+						 errmsg("genie index \"%s\": a value of attribute %d of a row is missing from the dictionary",
+								RelationGetRelationName(index), slot + 1),
+						 errhint("REINDEX the index.")));
 			else
 			{
 				GENIE_CONTENT_LOCK_SHARE(index);
@@ -514,7 +520,7 @@ genie_row_encode(Relation index, GenieRowDictionary *d, TupleDesc desc, Oid rowt
 }
 
 int32 *
-genie_row_keywords(Relation index, Datum row, int *n)
+genie_row_keywords(Relation index, Datum row, GenieRowEncodeMode mode, int *n)
 {
 	GenieRowDictionary *d = genie_row_cached_dictionary(index);
 	Relation	heap;
@@ -525,16 +531,17 @@ genie_row_keywords(Relation index, Datum row, int *n)
 	 * the relfilenode): codes never change, and a value it lacks goes to
 	 * dictionary_append, which catches up under the metapage lock.
 	 */
-	if (d == NULL)
+	if (d == NULL || mode == GENIE_ROW_ENCODE_CHECK)
 	{
 		GenieRowSchema schema;
 
+		/* a check reads the dictionary up to the metapage's committed end */
 		genie_row_schema(index, &schema);
 		d = genie_row_index_dictionary(index, &schema);
 	}
 	/* the caller holds a lock on the table: its descriptor stays */
 	heap = relation_open(index->rd_index->indrelid, NoLock);
-	keywords = genie_row_encode(index, d, RelationGetDescr(heap), heap->rd_rel->reltype, row, false, n);
+	keywords = genie_row_encode(index, d, RelationGetDescr(heap), heap->rd_rel->reltype, row, mode, n);
 	relation_close(heap, NoLock);
 	return keywords;
 }

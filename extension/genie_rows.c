@@ -136,7 +136,13 @@ row_build_finish(void *state, GenieMetaPageData *meta)
 static int32 *
 row_encode_value(Relation index, const GenieEncoding *encoding, Datum value, int *n)
 {
-	return genie_row_keywords(index, value, n);
+	return genie_row_keywords(index, value, GENIE_ROW_ENCODE_INSERT, n);
+}
+
+static int32 *
+row_encode_check(Relation index, const GenieEncoding *encoding, Datum value, int *n)
+{
+	return genie_row_keywords(index, value, GENIE_ROW_ENCODE_CHECK, n);
 }
 
 static void
@@ -177,6 +183,7 @@ static const GenieTypeInfo row_type = {
 	.build_value = row_build_value,
 	.build_finish = row_build_finish,
 	.encode_value = row_encode_value,
+	.encode_check = row_encode_check,
 	.encode_query = row_encode_query,
 	.plan_serves = row_plan_serves,
 };

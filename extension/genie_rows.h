@@ -137,14 +137,19 @@ extern int32 genie_row_dictionary_add_building(Relation index, GenieRowDictionar
 extern GenieRowDictionary *genie_row_index_dictionary(Relation index, const GenieRowSchema *schema);
 /* The row's fields, checked to be of the table's row type. */
 extern HeapTupleData genie_row_tuple(Datum row, Oid rowtype);
-/*
- * One keyword per non-NULL attribute.  A value missing from the dictionary
- * is added to it: in memory while building, else on disk.
- */
+/* What becomes of a value missing from the dictionary. */
+typedef enum GenieRowEncodeMode
+{
+	GENIE_ROW_ENCODE_BUILD,		/* added in memory, written after the build */
+	GENIE_ROW_ENCODE_INSERT,	/* appended on disk (one WAL record) */
+	GENIE_ROW_ENCODE_CHECK		/* an error: the index lacks it (genie_index_check) */
+} GenieRowEncodeMode;
+
+/* One keyword per non-NULL attribute. */
 extern int32 *genie_row_encode(Relation index, GenieRowDictionary *d, TupleDesc desc,
-							   Oid rowtype, Datum row, bool building, int *n);
-/* The keywords of a row of a built index (inserts). */
-extern int32 *genie_row_keywords(Relation index, Datum row, int *n);
+							   Oid rowtype, Datum row, GenieRowEncodeMode mode, int *n);
+/* The keywords of a row of a built index (inserts, checks). */
+extern int32 *genie_row_keywords(Relation index, Datum row, GenieRowEncodeMode mode, int *n);
 
 /* genie_row_build.c */
 typedef struct GenieRowBuild GenieRowBuild;

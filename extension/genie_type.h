@@ -74,6 +74,14 @@ typedef struct GenieTypeInfo
 								 int *n);
 
 	/*
+	 * The same for genie_index_check, which must not change the index: an
+	 * error where encode_value would add to it (a row index's dictionary).
+	 * NULL: encode_value changes nothing.
+	 */
+	int32	   *(*encode_check) (Relation index, const GenieEncoding *encoding, Datum value,
+								 int *n);
+
+	/*
 	 * An ORDER BY argument of the given strategy and type (not NULL) as a
 	 * query; errors when the index cannot answer it.
 	 */

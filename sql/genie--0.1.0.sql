@@ -274,6 +274,15 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'genie_index_info'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 
+-- Verifies an index as amcheck's bt_index_check does a B-tree: pages, chains,
+-- orders, counts and flags; with heapallindexed, that every row the caller's
+-- snapshot sees is in the index with exactly its keywords.  An error
+-- (SQLSTATE XX002, index_corrupted) says what is wrong; nothing is returned.
+CREATE FUNCTION genie_index_check(index regclass, heapallindexed bool DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'genie_index_check'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
 -- ---------------------------------------------------------------------------
 -- Range-tuple scoring over relational rows (paper Example 2.1, section V-C).
 --

@@ -4,7 +4,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 -- The engine follows genie.device (PGOPTIONS on the GPU host runs this on the GPU).
-SELECT plan(45);
+SELECT plan(46);
 
 -- 20k rows with a skewed keyword distribution (fixed seed), a few NULL rows
 -- and empty arrays.
@@ -112,6 +112,7 @@ SELECT is((SELECT count(*) FROM gqueries g CROSS JOIN LATERAL (
 -- pending rows (not merged yet), then delete + vacuum, then update
 INSERT INTO docs SELECT i, ARRAY[5001, 5002, 5003, i % 7] FROM generate_series(20001, 20500) AS i;
 SELECT ok((SELECT pending_rows FROM genie_index_info('docs_tags_idx')) = 500, 'new rows wait in the pending list');
+SELECT lives_ok($$SELECT genie_index_check('docs_tags_idx', true)$$, 'genie_index_check with heapallindexed passes with a pending list');
 SELECT is(mismatches('{1,10,100}', 100), 0::bigint, 'with rows in the pending list');
 SELECT is((SELECT count(*) FROM (SELECT id FROM docs ORDER BY tags <~> '{5001,5002,5003}' LIMIT 500) x WHERE id > 20000),
           500::bigint, 'pending rows with the best score come first');

@@ -88,5 +88,7 @@ is($primary_rows, $primary->safe_psql('postgres', $row_seqscan), 'row index: the
 is($standby->safe_psql('postgres', $row_index), $primary_rows, 'row index: the standby answers the same');
 is($standby->safe_psql('postgres', "SELECT distinct_values FROM genie_index_attributes('pkgs_rows') WHERE attribute = 'section'"),
 	'590', 'row index: the standby has the dictionary values appended after the build and after VACUUM');
+check_index($primary, 'pkgs_rows', 'row index, primary');
+check_index($standby, 'pkgs_rows', 'row index, standby');
 
 done_testing();

@@ -78,6 +78,8 @@ is($node->safe_psql('postgres', q{SET enable_seqscan = off; SET genie.device = '
 	      IS DISTINCT FROM
 	      (SELECT array_agg(d ORDER BY d) FROM (SELECT levenshtein(w, q.q) d FROM words ORDER BY 1 LIMIT 10) y)}),
 	'0', 'after the crash, ORDER BY w <%> q LIMIT 10 equals levenshtein()');
+check_index($node, 'words_w_idx', 'n-gram index after the crash');
+check_index($node, 'udocs_idx', 'unlogged index after the crash');
 
 # the index keeps working for writes after recovery
 $node->safe_psql('postgres', 'INSERT INTO docs SELECT i, ARRAY[1, 2] FROM generate_series(200001, 200100) AS i; VACUUM docs');

@@ -6,7 +6,7 @@ use warnings;
 use Exporter 'import';
 use Test::More;
 
-our @EXPORT = qw(create_docs check_index_matches_seqscan);
+our @EXPORT = qw(create_docs check_index_matches_seqscan check_index);
 
 # A table of keyword sets with a skewed distribution and a genie index.
 sub create_docs
@@ -43,6 +43,15 @@ sub check_index_matches_seqscan
 		"SET genie.device = 'cpu'; SET enable_seqscan = off; SELECT count(*) FROM (SELECT id FROM docs ORDER BY tags <~> '{1}') x");
 	my $rows = $node->safe_psql('postgres', 'SELECT count(*) FROM docs');
 	is($via_index, $rows, "$label: the index reaches every row");
+	check_index($node, 'docs_tags_idx', $label);
+}
+
+# genie_index_check with heapallindexed passes (an error names what is wrong).
+sub check_index
+{
+	my ($node, $index, $label) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', "SELECT genie_index_check('$index', true)");
+	is($ret . $err, '0', "$label: genie_index_check('$index', heapallindexed) passes");
 }
 
 1;

@@ -1,0 +1,75 @@
+# genie_index_check finds what is wrong: a damaged page (unknown object
+# flags, a broken chain) and an index whose keywords no longer match the rows
+# (an expression index over a function redefined after the build), and
+# passes on healthy indexes of every kind.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use GenieTest;
+
+my $node = PostgreSQL::Test::Cluster->new('check');
+$node->init;
+$node->append_conf('postgresql.conf', "genie.device = 'cpu'\n");
+$node->start;
+create_docs($node, 3000);
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION tags_of(int4[]) RETURNS int4[] IMMUTABLE LANGUAGE sql AS 'SELECT $1';
+	CREATE TABLE f (id int, tags int4[]);
+	INSERT INTO f SELECT i, ARRAY[i % 50, i % 7] FROM generate_series(1, 500) i;
+	CREATE INDEX f_idx ON f USING genie (tags_of(tags));
+	CREATE TABLE w (s text);
+	INSERT INTO w SELECT md5(i::text) FROM generate_series(1, 500) i;
+	CREATE INDEX w_idx ON w USING genie (s genie_ngram_ops);
+	CREATE TABLE p (a int, c text);
+	INSERT INTO p SELECT i, 'c' || i % 9 FROM generate_series(1, 500) i;
+	CREATE INDEX p_idx ON p USING genie ((p)) WITH (attributes = 'a, c');
+	INSERT INTO docs SELECT i, ARRAY[i % 11, 5, 5] FROM generate_series(5001, 5100) i;
+	INSERT INTO p VALUES (7, 'a value after the build');
+	DELETE FROM docs WHERE id % 9 = 0;
+});
+check_index($node, $_, 'healthy') for qw(docs_tags_idx f_idx w_idx p_idx);
+
+# the rows change under the index: the function is redefined
+$node->safe_psql('postgres', q{CREATE OR REPLACE FUNCTION tags_of(int4[]) RETURNS int4[] IMMUTABLE LANGUAGE sql AS 'SELECT $1 || 1000'});
+my ($ret, $out, $err) = $node->psql('postgres', "SELECT genie_index_check('f_idx')");
+is($ret, 0, 'without heapallindexed the pages of f_idx are sound');
+($ret, $out, $err) = $node->psql('postgres', "SELECT genie_index_check('f_idx', true)");
+like($err, qr/genie index "f_idx" is corrupted.*\n.*DETAIL:\s+the keywords of row \(\d+,\d+\) \(\d+\) differ from those of its object \d+/,
+	'heapallindexed finds rows whose keywords differ from the index');
+
+# a damaged page: the directory page (the first after the metapage) overwritten
+my $file = $node->data_dir . '/' . $node->safe_psql('postgres', "SELECT pg_relation_filepath('docs_tags_idx')");
+$node->stop;
+open(my $fh, '+<', $file) or die "cannot open $file: $!";
+binmode $fh;
+seek($fh, 8192 + 64, 0);
+print $fh "\xff" x 512;
+close $fh;
+$node->start;
+($ret, $out, $err) = $node->psql('postgres', "SELECT genie_index_check('docs_tags_idx')");
+like($err, qr/ERROR:\s+genie index "docs_tags_idx" is corrupted/, 'a damaged directory page is found');
+diag($err =~ /DETAIL:\s+(.*)/ ? "it says: $1" : $err);
+($ret, $out, $err) = $node->psql('postgres', "SELECT genie_index_check('w_idx', true)");
+is($ret . $err, '0', 'the other indexes are still sound');
+
+# a broken chain: the metapage's postings tail moved past the end
+$file = $node->data_dir . '/' . $node->safe_psql('postgres', "SELECT pg_relation_filepath('w_idx')");
+my $pages = $node->safe_psql('postgres', "SELECT pages FROM genie_index_info('w_idx')");
+$node->stop;
+open($fh, '+<', $file) or die "cannot open $file: $!";
+binmode $fh;
+# the last page of the chains is overwritten with an empty page of another kind
+seek($fh, 8192 * ($pages - 1), 0);
+print $fh "\0" x 8192;
+close $fh;
+$node->start;
+($ret, $out, $err) = $node->psql('postgres', "SELECT genie_index_check('w_idx')");
+like($err, qr/ERROR:\s+genie index "w_idx" is corrupted|ERROR:.*genie index "w_idx"/, 'a damaged chain page is found');
+diag($err =~ /DETAIL:\s+(.*)/ ? "it says: $1" : $err);
+
+$node->stop;
+done_testing();
