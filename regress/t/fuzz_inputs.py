@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""Fuzzes genie's inputs: its type input functions (text and binary) and its
+query constructors, with random bytes and with mutations of valid values.
+
+Every statement runs on its own (autocommit); each must either succeed or
+fail with a clean SQL error.  A lost connection means a backend died: the
+fuzzer reconnects, counts it, and prints the statement.  Usage:
+
+    fuzz_inputs.py CONNSTR SEED ITERATIONS
+
+Prints one summary line per kind of input and a last line "crashes: N".
+"""
+import random
+import sys
+
+import psycopg
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+from psycopg.types import TypeInfo
+
+CONNSTR, SEED, ITERATIONS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(SEED)
+
+
+class Raw:
+    """Bytes sent as the binary form of the type with the given OID."""
+
+    def __init__(self, data, oid):
+        self.data, self.oid = data, oid
+
+
+class RawDumper(Dumper):
+    format = Format.BINARY
+
+    def dump(self, obj):
+        return obj.data
+
+    def get_key(self, obj, format):
+        return (Raw, obj.oid)
+
+    def upgrade(self, obj, format):
+        d = RawDumper(Raw)
+        d.oid = obj.oid
+        return d
+
+
+def connect():
+    conn = psycopg.connect(CONNSTR, autocommit=True)
+    conn.adapters.register_dumper(Raw, RawDumper)
+    conn.execute("SET statement_timeout = '2s'")
+    conn.execute("SET genie.device = 'cpu'")
+    return conn
+
+
+conn = connect()
+OIDS = {t: TypeInfo.fetch(conn, t).oid for t in ("genie_query", "genie_ranges")}
+
+QUERY_TEXTS = ["{1, 2..5*3, (7, 9)*2}", "{}", "{-2147483648..2147483647}", "{(1..3, 7)*5}",
+               "{0*1000000}", "{1,1,1}", "{(1..2, 2..3)}"]
+RANGES_SPECS = ['{"age": [30, 40], "city": ["Oslo", "Lima"]}', '{"age": 33}', '{}',
+                '{"born": ["2000-01-01", null], "city": {"values": ["Oslo"], "weight": 3}}',
+                '{"age": {"range": [null, 25], "weight": 2}}']
+ALPHABET = "{}()[],.*-0123456789 \"'\\:abc" + "\x00\x7f\u00e9\u65e5"
+
+
+def mutate(s):
+    s = list(s)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.random()
+        pos = rng.randint(0, len(s))
+        if op < 0.4 and s:
+            s[min(pos, len(s) - 1)] = rng.choice(ALPHABET)
+        elif op < 0.7:
+            s.insert(pos, rng.choice(ALPHABET) * rng.choice([1, 1, 2, 50]))
+        elif s:
+            del s[min(pos, len(s) - 1):min(pos + rng.randint(1, 3), len(s))]
+    return "".join(s).replace("\x00", "")
+
+
+def random_text(n):
+    return "".join(rng.choice(ALPHABET) for _ in range(n)).replace("\x00", "")
+
+
+def random_bytes(n):
+    return bytes(rng.getrandbits(8) for _ in range(n))
+
+
+def big_int():
+    return rng.choice([0, 1, -1, 2**31 - 1, -2**31, 2**31, rng.randint(-10**6, 10**6)])
+
+
+def maybe_mutate(valid):
+    """Half valid values (to reach the code behind the parser), half broken."""
+    r = rng.random()
+    if r < 0.5:
+        return valid
+    return mutate(valid) if r < 0.9 else random_text(rng.randint(0, 30))
+
+
+def query_text():
+    return maybe_mutate(rng.choice(QUERY_TEXTS))
+
+
+def ranges_spec():
+    return maybe_mutate(rng.choice(RANGES_SPECS))
+
+
+def small_k():
+    return rng.choice([1, 2, 5, 100, 10**6, big_int()])
+
+
+def binary_query():
+    # valid binary forms, then mutated: n_items, (weight, n_ranges, (lo, hi)*)*
+    items = [(rng.randint(-3, 5), [(big_int(), big_int()) for _ in range(rng.randint(0, 3))])
+             for _ in range(rng.randint(0, 3))]
+    data = len(items).to_bytes(4, "big", signed=True)
+    for w, ranges in items:
+        data += w.to_bytes(4, "big", signed=True) + len(ranges).to_bytes(4, "big", signed=True)
+        for lo, hi in ranges:
+            data += (lo % 2**32).to_bytes(4, "big") + (hi % 2**32).to_bytes(4, "big")
+    if rng.random() < 0.5 and data:
+        data = bytearray(data)
+        data[rng.randrange(len(data))] = rng.getrandbits(8)
+        data = bytes(data[:rng.randint(0, len(data))]) if rng.random() < 0.3 else bytes(data)
+    return data
+
+
+STATEMENTS = {
+    "genie_query text": lambda: ("SELECT %s::genie_query::text", (query_text(),)),
+    "genie_query_add": lambda: ("SELECT genie_query_add(%s::genie_query, ARRAY[int4range(%s, %s)], %s)::text",
+                                (rng.choice(QUERY_TEXTS), big_int(), big_int(), big_int())),
+    "genie_query(int4[])": lambda: ("SELECT genie_query(%s::int4[])::text",
+                                    ("{" + ",".join(str(big_int()) for _ in range(rng.randint(0, 5))) + "}",)),
+    "genie_query binary": lambda: ("SELECT %s::text", (Raw(binary_query(), OIDS["genie_query"]),)),
+    "genie_ranges text": lambda: ("SELECT %s::genie_ranges::text",
+                                  ('{"index": "people_r", "ranges": ' + ranges_spec() + "}"
+                                   if rng.random() < 0.7 else random_text(rng.randint(0, 40)),)),
+    "genie_ranges()": lambda: ("SELECT genie_ranges('people_r', %s::jsonb)::text", (ranges_spec(),)),
+    "genie_ranges binary": lambda: ("SELECT %s::text", (Raw(
+        b"\x01" + ('{"index": "people_r", "ranges": ' + ranges_spec() + "}").encode()
+        if rng.random() < 0.7 else random_bytes(rng.randint(0, 40)), OIDS["genie_ranges"]),)),
+    "ORDER BY int4[]": lambda: ("SELECT id FROM docs ORDER BY tags <~> %s::genie_query LIMIT %s",
+                                (query_text(), rng.choice([1, 5, 1000]))),
+    "ORDER BY text": lambda: ("SELECT w FROM words ORDER BY w <%%> %s LIMIT 5", (random_text(rng.randint(0, 20)),)),
+    "ORDER BY row": lambda: ("SELECT id FROM people ORDER BY people <~> genie_ranges('people_r', %s::jsonb) LIMIT 5",
+                             (ranges_spec(),)),
+    "genie_topk": lambda: ("SELECT count(*) FROM genie_topk('docs_tags', ARRAY[%s::genie_query, %s], %s)",
+                           (query_text(), query_text(), small_k())),
+    "genie_similar": lambda: ("SELECT count(*) FROM genie_similar('words_w', ARRAY[%s, %s], %s, %s, %s)",
+                              (random_text(rng.randint(0, 20)), mutate("abc"), small_k(), small_k(),
+                               rng.choice([None, 1, 0, -1, 3]))),
+    "text functions": lambda: ("SELECT genie_ngrams(%s, %s), genie_ngram_count(%s, %s, %s), genie_edit_distance(%s, %s)",
+                               (random_text(rng.randint(0, 30)), rng.randint(-1, 10), random_text(9),
+                                random_text(9), rng.randint(1, 9), random_text(40), random_text(40))),
+    "genie_match_count": lambda: ("SELECT genie_match_count(%s::int4[], %s::genie_query)",
+                                  ("{" + ",".join(str(big_int()) for _ in range(rng.randint(0, 5))) + "}", query_text())),
+}
+
+counts = {name: [0, 0] for name in STATEMENTS}  # ok, clean error
+crashes = 0
+for i in range(ITERATIONS):
+    name = rng.choice(list(STATEMENTS))
+    sql, params = STATEMENTS[name]()
+    try:
+        conn.execute(sql, params)
+        counts[name][0] += 1
+    except psycopg.OperationalError as e:
+        if conn.closed or conn.broken:
+            crashes += 1
+            print(f"CRASH {name}: {sql} {params!r}: {e}", flush=True)
+            conn = connect()
+        else:
+            counts[name][1] += 1
+    except (psycopg.Error, ValueError) as e:
+        counts[name][1] += 1
+for name, (ok, err) in counts.items():
+    print(f"{name}: {ok} ok, {err} clean errors")
+print(f"crashes: {crashes}")
