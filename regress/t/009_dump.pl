@@ -1,0 +1,97 @@
+# pg_dump and pg_restore, custom and plain format, of a database with every
+# kind of genie index (int4[] sets, n-grams, rows) and a genie_query column:
+# every row and every index comes back, the indexes pass genie_index_check,
+# and the answers are the same.  (A genie_ranges column does not restore
+# yet: its text form names an index that the restore creates only after the
+# data; issue 12 item 2.)
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use GenieTest;
+
+my $node = PostgreSQL::Test::Cluster->new('dump');
+$node->init;
+$node->append_conf('postgresql.conf', "genie.device = 'cpu'\n");
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE DATABASE src;
+});
+$node->safe_psql('src', q{
+	CREATE EXTENSION genie;
+	SELECT setseed(0.9);
+	CREATE TABLE docs (id int PRIMARY KEY, tags int4[], q genie_query);
+	INSERT INTO docs SELECT i, ARRAY(SELECT (random() * 200)::int FROM generate_series(1, (random() * 9)::int + 0 * i)),
+	                        genie_query_add(genie_query(ARRAY[i % 17]), ARRAY[int4range(i % 5, i % 5 + 3)], 1 + i % 3)
+	FROM generate_series(1, 3000) i;
+	INSERT INTO docs VALUES (0, NULL, NULL), (-1, '{}', '{}');
+	CREATE INDEX docs_tags ON docs USING genie (tags) WITH (split_length = 64);
+	CREATE TABLE words (id int, w text);
+	INSERT INTO words SELECT i, md5(i::text) FROM generate_series(1, 2000) i;
+	CREATE INDEX words_w ON words USING genie (w genie_ngram_ops) WITH (n = 2);
+	CREATE TABLE people (id int, age int, city text, born date);
+	INSERT INTO people SELECT i, 20 + i % 50, (ARRAY['Oslo', 'Lima', 'Pune'])[1 + i % 3], date '1990-01-01' + i
+	FROM generate_series(1, 2000) i;
+	CREATE INDEX people_r ON people USING genie ((people)) WITH (attributes = 'age 0..100, city, born', buckets = 64);
+	-- after the build: the pending list, a new dictionary value, deletes
+	INSERT INTO docs SELECT i, ARRAY[i % 7, 3], '{1,2}' FROM generate_series(5001, 5100) i;
+	INSERT INTO people VALUES (9999, 33, 'Quito', '2001-02-03');
+	DELETE FROM words WHERE id % 10 = 0;
+});
+
+# what a user would compare: index scans and batches, and the indexes' definitions
+my $answers = q{
+	SET enable_seqscan = off;
+	SELECT string_agg(x, ';' ORDER BY x) FROM (
+	  SELECT 'docs ' || string_agg(id::text, ',' ORDER BY s, id) AS x FROM
+	    (SELECT id, tags <~> '{1, 2, 3, 50..60}'::genie_query AS s FROM docs ORDER BY 2 LIMIT 20) a
+	  UNION ALL
+	  SELECT 'words ' || string_agg(d::text, ',' ORDER BY d) FROM
+	    (SELECT (w <%> 'a1b2c3d4') AS d FROM words ORDER BY w <%> 'a1b2c3d4' LIMIT 10) b
+	  UNION ALL
+	  SELECT 'people ' || string_agg(n::text, ',') FROM
+	    (SELECT -(people <~> genie_ranges('people_r', '{"age": [30, 35], "city": ["Oslo", "Quito"]}')) AS n FROM people
+	     ORDER BY people <~> genie_ranges('people_r', '{"age": [30, 35], "city": ["Oslo", "Quito"]}') LIMIT 10) c
+	  UNION ALL
+	  SELECT 'topk ' || count(*) FROM genie_topk('docs_tags', ARRAY(SELECT q FROM docs WHERE id BETWEEN 1 AND 20 ORDER BY id), 5)
+	  UNION ALL
+	  SELECT 'queries ' || count(DISTINCT q) || ' ' || sum(genie_match_count(tags, q)) FROM docs
+	  UNION ALL
+	  SELECT 'indexes ' || string_agg(indexdef, ' | ' ORDER BY indexname) FROM pg_indexes WHERE schemaname = 'public'
+	) all_answers};
+my $before = $node->safe_psql('src', $answers);
+my $counts = "SELECT (SELECT count(*) FROM docs) || '/' || (SELECT count(*) FROM words) || '/' || (SELECT count(*) FROM people)";
+my $rows_before = $node->safe_psql('src', $counts);
+
+my $dir = PostgreSQL::Test::Utils::tempdir;
+for my $format ('custom', 'plain')
+{
+	my $target = "restored_$format";
+	my $file = "$dir/src.$format";
+	$node->command_ok([ 'pg_dump', '--format=' . ($format eq 'custom' ? 'c' : 'p'), '-f', $file,
+			'-d', $node->connstr('src') ], "pg_dump --format=$format");
+	$node->safe_psql('postgres', "CREATE DATABASE $target");
+	if ($format eq 'custom')
+	{
+		$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', $node->connstr($target), $file ],
+			'pg_restore of the custom dump');
+	}
+	else
+	{
+		$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr($target), '-f', $file ],
+			'psql restores the plain dump');
+	}
+	is($node->safe_psql($target, $counts), $rows_before, "$format: every row is back");
+	is($node->safe_psql($target, $answers), $before, "$format: every index is back and answers the same");
+	for my $index (qw(docs_tags words_w people_r))
+	{
+		my ($ret, $out, $err) = $node->psql($target, "SELECT genie_index_check('$index', true)");
+		is($ret . $err, '0', "$format: $index passes genie_index_check");
+	}
+}
+
+$node->stop;
+done_testing();
