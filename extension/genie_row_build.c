@@ -29,19 +29,13 @@
 
 /* ---- the attribute list ---- */
 
-typedef struct AttributeSpec
-{
-	char	   *name;
-	char	   *lo;				/* given bounds, or NULL */
-	char	   *hi;
-} AttributeSpec;
 
 /*
  * Parses 'name, name lo..hi, "Quoted Name"' into specs; returns the count,
  * or -1 with *error set.  Used to validate the reloption too.
  */
-static int
-parse_attribute_list(const char *list, AttributeSpec *specs, int max, const char **error)
+int
+genie_row_parse_attributes(const char *list, GenieRowAttributeSpec *specs, int max, const char **error)
 {
 	const char *p = list;
 	int			n = 0;
@@ -129,11 +123,11 @@ parse_attribute_list(const char *list, AttributeSpec *specs, int max, const char
 void
 genie_validate_attribute_list(const char *value)
 {
-	AttributeSpec specs[GENIE_ROW_MAX_ATTRIBUTES];
+	GenieRowAttributeSpec specs[GENIE_ROW_MAX_ATTRIBUTES];
 	const char *error = NULL;
 
 	if (value != NULL &&
-		parse_attribute_list(value, specs, GENIE_ROW_MAX_ATTRIBUTES, &error) < 0)
+		genie_row_parse_attributes(value, specs, GENIE_ROW_MAX_ATTRIBUTES, &error) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for genie option \"attributes\": %s", error),
@@ -242,7 +236,7 @@ genie_row_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool 
 	int			buckets = opts != NULL ? opts->buckets : GENIE_ROW_DEFAULT_BUCKETS;
 	const char *list = (opts != NULL && opts->attributes != 0) ?
 		(const char *) opts + opts->attributes : NULL;
-	AttributeSpec specs[GENIE_ROW_MAX_ATTRIBUTES];
+	GenieRowAttributeSpec specs[GENIE_ROW_MAX_ATTRIBUTES];
 	int			n_specs = 0;
 	TupleDesc	desc = RelationGetDescr(heap);
 	GenieRowSchema schema;
@@ -265,7 +259,7 @@ genie_row_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool 
 	{
 		const char *error = NULL;
 
-		n_specs = parse_attribute_list(list, specs, GENIE_ROW_MAX_ATTRIBUTES, &error);
+		n_specs = genie_row_parse_attributes(list, specs, GENIE_ROW_MAX_ATTRIBUTES, &error);
 		if (n_specs < 0)
 			genie_validate_attribute_list(list);
 		if (n_specs == 0)

@@ -160,4 +160,16 @@ extern void genie_row_build_finish(GenieRowBuild *build, GenieRowSchema *schema)
 /* the reloption attributes' validator */
 extern void genie_validate_attribute_list(const char *value);
 
+/* An entry of the attribute list: 'name' or 'name lo..hi' (name quoted as an identifier). */
+typedef struct GenieRowAttributeSpec
+{
+	char	   *name;
+	char	   *lo;				/* given bounds, or NULL */
+	char	   *hi;
+} GenieRowAttributeSpec;
+
+/* Parses an attribute list: the number of entries, or -1 with *error set. */
+extern int	genie_row_parse_attributes(const char *list, GenieRowAttributeSpec *specs, int max,
+									   const char **error);
+
 #endif							/* GENIE_ROWS_H */

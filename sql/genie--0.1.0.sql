@@ -393,6 +393,14 @@ DEFAULT FOR TYPE record USING genie AS
 
 -- genie_topk for range queries (a name of its own: an overload would make
 -- genie_topk(index, NULL or '{...}', k) ambiguous).
+-- A row index's `attributes` storage parameter follows ALTER TABLE: a renamed
+-- column under its new name, a dropped one left out (extension/genie_ddl.c).
+CREATE FUNCTION genie_alter_table_end() RETURNS event_trigger
+AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE EVENT TRIGGER genie_row_attributes ON ddl_command_end
+    WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION genie_alter_table_end();
+
 CREATE FUNCTION genie_ranges_topk(index regclass, queries genie_ranges[], k int4)
 RETURNS TABLE (query_no int4, ctid tid, score int4)
 AS 'MODULE_PATHNAME', 'genie_topk'

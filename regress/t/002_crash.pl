@@ -57,6 +57,9 @@ my $restarted = 0;
 for (1 .. 10)
 {
 	last if ($restarted = $node->start(fail_ok => 1));
+	# a failed start leaves the pid it read from a stale postmaster.pid; with
+	# it, the next start would bail out as "already running"
+	$node->{_pid} = undef unless defined $node->{_pid} && kill(0, $node->{_pid});
 	sleep 1;
 }
 ok($restarted, 'the server restarts after kill -9');

@@ -40,7 +40,20 @@ $node->safe_psql('src', q{
 	INSERT INTO docs SELECT i, ARRAY[i % 7, 3], '{1,2}' FROM generate_series(5001, 5100) i;
 	INSERT INTO people VALUES (9999, 33, 'Quito', '2001-02-03');
 	DELETE FROM words WHERE id % 10 = 0;
+	-- ALTER TABLE on indexed attributes, then a rebuild from the rewritten list
+	ALTER TABLE people RENAME COLUMN city TO "Town";
+	ALTER TABLE people ADD COLUMN extra int;
+	ALTER TABLE people DROP COLUMN extra;
 });
+is($node->safe_psql('src', "SELECT option_value FROM pg_class, pg_options_to_table(reloptions) WHERE relname = 'people_r' AND option_name = 'attributes'"),
+	'age 0..100, "Town", born', 'a renamed attribute is renamed in the attributes parameter');
+$node->safe_psql('src', q{ALTER TABLE people DROP COLUMN born; REINDEX INDEX people_r; VACUUM FULL people});
+is($node->safe_psql('src', "SELECT string_agg(attribute, ',') FROM genie_index_attributes('people_r')"),
+	'age,Town', 'a dropped attribute leaves the list, and REINDEX and VACUUM FULL rebuild without it');
+my ($drop_ret, $drop_out, $drop_err) = $node->psql('src', q{
+	CREATE TABLE one (a int, b int); CREATE INDEX one_r ON one USING genie ((one)) WITH (attributes = 'a');
+	ALTER TABLE one DROP COLUMN a});
+like($drop_err, qr/cannot drop every attribute of genie index "one_r"/, 'dropping the last attribute is refused');
 
 # what a user would compare: index scans and batches, and the indexes' definitions
 my $answers = q{
@@ -53,8 +66,8 @@ my $answers = q{
 	    (SELECT (w <%> 'a1b2c3d4') AS d FROM words ORDER BY w <%> 'a1b2c3d4' LIMIT 10) b
 	  UNION ALL
 	  SELECT 'people ' || string_agg(n::text, ',') FROM
-	    (SELECT -(people <~> genie_ranges('people_r', '{"age": [30, 35], "city": ["Oslo", "Quito"]}')) AS n FROM people
-	     ORDER BY people <~> genie_ranges('people_r', '{"age": [30, 35], "city": ["Oslo", "Quito"]}') LIMIT 10) c
+	    (SELECT -(people <~> genie_ranges('people_r', '{"age": [30, 35], "Town": ["Oslo", "Quito"]}')) AS n FROM people
+	     ORDER BY people <~> genie_ranges('people_r', '{"age": [30, 35], "Town": ["Oslo", "Quito"]}') LIMIT 10) c
 	  UNION ALL
 	  SELECT 'topk ' || count(*) FROM genie_topk('docs_tags', ARRAY(SELECT q FROM docs WHERE id BETWEEN 1 AND 20 ORDER BY id), 5)
 	  UNION ALL
