@@ -22,6 +22,7 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -33,6 +34,7 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -52,10 +54,22 @@ PG_FUNCTION_INFO_V1(genie_index_attributes);
 /* =, <>, <, <=, >, >=, comparison and hash functions (genie_utils.h) */
 GENIE_COMPARISON_FUNCTIONS(genie_ranges);
 
+static GenieRanges *ranges_from_text(const char *str, bool missing_ok);
+
+/*
+ * A value whose index did not exist when it was read (pg_restore loads data
+ * before it creates indexes) keeps its text form and no index: it is bound,
+ * made anew from the text against the index of that name, where it is used.
+ */
+#define RANGES_UNBOUND(r)	(!OidIsValid((r)->index))
+#define RANGES_TEXT(r)		((const char *) GENIE_RANGES_VALUES(r))
+
 GenieRanges *
 genie_ranges_from_datum(Datum value)
 {
-	return (GenieRanges *) PG_DETOAST_DATUM(value);
+	GenieRanges *r = (GenieRanges *) PG_DETOAST_DATUM(value);
+
+	return RANGES_UNBOUND(r) ? ranges_from_text(RANGES_TEXT(r), false) : r;
 }
 
 Oid
@@ -315,16 +329,19 @@ genie_ranges_make(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(make_ranges(PG_GETARG_OID(0), PG_GETARG_JSONB_P(1)));
 }
 
-/* The text form is the constructor's arguments: {"index": ..., "ranges": {...}}. */
-Datum
-genie_ranges_in(PG_FUNCTION_ARGS)
+/*
+ * The text form is the constructor's arguments: {"index": ..., "ranges":
+ * {...}}.  With missing_ok, an index that does not exist (yet) gives an
+ * unbound value that keeps the text.
+ */
+static GenieRanges *
+ranges_from_text(const char *str, bool missing_ok)
 {
-	char	   *str = PG_GETARG_CSTRING(0);
 	Jsonb	   *doc = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(str)));
 	JsonbValue *index;
 	JsonbValue *ranges;
 	Oid			indexoid;
-	Jsonb	   *spec;
+	char	   *name;
 
 	if (!JB_ROOT_IS_OBJECT(doc) ||
 		(index = getKeyJsonValueFromContainer(&doc->root, "index", 5, NULL)) == NULL ||
@@ -335,11 +352,32 @@ genie_ranges_in(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("invalid input syntax for type genie_ranges: \"%s\"", str),
 				 errhint("Write {\"index\": \"index_name\", \"ranges\": {...}}, or call genie_ranges(index, ranges).")));
-	indexoid = DatumGetObjectId(DirectFunctionCall1(regclassin,
-													CStringGetDatum(pnstrdup(index->val.string.val,
-																			 index->val.string.len))));
-	spec = JsonbValueToJsonb(ranges);
-	PG_RETURN_POINTER(make_ranges(indexoid, spec));
+	name = pnstrdup(index->val.string.val, index->val.string.len);
+	indexoid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+								NoLock, true);
+	if (!OidIsValid(indexoid))
+	{
+		Size		len = strlen(str) + 1;
+		Size		size = MAXALIGN(sizeof(GenieRanges)) + len;
+		GenieRanges *out;
+
+		if (!missing_ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("genie_ranges query names index \"%s\", which does not exist", name),
+					 errhint("A query read before its index existed (as pg_restore loads data) is made against the index of its name when it is used.")));
+		out = palloc0(size);
+		SET_VARSIZE(out, size);
+		memcpy((char *) GENIE_RANGES_VALUES(out), str, len);
+		return out;
+	}
+	return make_ranges(indexoid, JsonbValueToJsonb(ranges));
+}
+
+Datum
+genie_ranges_in(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_POINTER(ranges_from_text(PG_GETARG_CSTRING(0), true));
 }
 
 /*
@@ -403,11 +441,22 @@ append_bound(StringInfo s, Oid type, float8 v)
 Datum
 genie_ranges_out(PG_FUNCTION_ARGS)
 {
-	GenieRanges *q = genie_ranges_from_datum(PG_GETARG_DATUM(0));
+	GenieRanges *q = (GenieRanges *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0));
 	GenieRangesItem *items = GENIE_RANGES_ITEMS(q);
 	const char *area = GENIE_RANGES_VALUES(q);
-	Oid			relid = get_typ_typrelid(q->rowtype);
+	Oid			relid;
 	StringInfoData s;
+
+	/* an unbound value prints as a bound one once its index exists */
+	if (RANGES_UNBOUND(q))
+	{
+		q = ranges_from_text(RANGES_TEXT(q), true);
+		if (RANGES_UNBOUND(q))
+			PG_RETURN_CSTRING(pstrdup(RANGES_TEXT(q)));
+		items = GENIE_RANGES_ITEMS(q);
+		area = GENIE_RANGES_VALUES(q);
+	}
+	relid = get_typ_typrelid(q->rowtype);
 
 	initStringInfo(&s);
 	appendStringInfoString(&s, "{\"index\": ");
