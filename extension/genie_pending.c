@@ -187,6 +187,7 @@ genie_pending_read(Relation index, const GenieMetaPageData *meta, GenieIndexCont
 		}
 		blkno = blkno == meta->pending.tail ? InvalidBlockNumber : opaque->next;
 		UnlockReleaseBuffer(buffer);
+		CHECK_FOR_INTERRUPTS();
 	}
 	if (current >= 0)
 		content->pending_offsets[current - meta->n_main_objects + 1] = n_keywords;

@@ -309,6 +309,8 @@ genie_chain_read(Relation index, GenieChain chain, Size entry_size, int64 expect
 		n += opaque->n_entries;
 		blkno = blkno == chain.tail ? InvalidBlockNumber : opaque->next;
 		UnlockReleaseBuffer(buffer);
+		/* a large index takes a while to read: a cancel is served between pages */
+		CHECK_FOR_INTERRUPTS();
 	}
 	if (n != expected)
 		ereport(ERROR,
