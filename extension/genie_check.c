@@ -25,9 +25,14 @@
 #include "access/heapam.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/index.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/guc.h"
 #include "storage/bufmgr.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -371,12 +376,42 @@ genie_index_check(PG_FUNCTION_ARGS)
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "genie_index_check",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
 
 	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_STATS);
+	/*
+	 * VACUUM flags objects dead and frees line pointers while holding only
+	 * what we hold: keep it out (inserts go on), as amcheck does.
+	 */
+	if (!RecoveryInProgress())	/* a standby takes no such lock, and runs no VACUUM */
+	{
+		LockRelationOid(RelationGetRelid(heap), ShareUpdateExclusiveLock);
+		LockRelationOid(RelationGetRelid(index), ShareUpdateExclusiveLock);
+	}
+	/*
+	 * heapallindexed evaluates index expressions: run them as the table's
+	 * owner in a restricted context, as amcheck does, never as the caller.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(heap->rd_rel->relowner, save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
 	genie_index_type(index, &type);
 	/* first the snapshot: every row it sees was in the index before the content is read */
 	if (heapallindexed)
+	{
 		snapshot = RegisterSnapshot(GetTransactionSnapshot());
+		/* an index built over broken HOT chains is not for snapshots older than it */
+		if (IsolationUsesXactSnapshot() && index->rd_index->indcheckxmin &&
+			!TransactionIdPrecedes(HeapTupleHeaderGetXmin(index->rd_indextuple->t_data),
+								   snapshot->xmin))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("genie index \"%s\" cannot be checked with this snapshot: it is newer",
+							RelationGetRelationName(index)),
+					 errhint("Run genie_index_check in a new transaction.")));
+	}
 
 	GENIE_CONTENT_LOCK_SHARE(index);
 	PG_TRY();
@@ -403,6 +438,8 @@ genie_index_check(PG_FUNCTION_ARGS)
 
 	if (snapshot != InvalidSnapshot)
 		UnregisterSnapshot(snapshot);
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 	index_close(index, AccessShareLock);
 	table_close(heap, AccessShareLock);
 	MemoryContextSwitchTo(old);

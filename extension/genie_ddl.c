@@ -22,6 +22,7 @@
 #include "access/genam.h"
 #include "access/table.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_attribute.h"
 #include "commands/defrem.h"
 #include "commands/event_trigger.h"
@@ -44,48 +45,83 @@ static char *
 current_attribute_list(Relation heap, Relation index, const char *list)
 {
 	GenieRowAttributeSpec specs[GENIE_ROW_MAX_ATTRIBUTES];
+	AttrNumber	resolved[GENIE_ROW_MAX_ATTRIBUTES];
+	int			live[GENIE_ROW_MAX_ATTRIBUTES];
 	const char *error = NULL;
 	int			n = genie_row_parse_attributes(list, specs, GENIE_ROW_MAX_ATTRIBUTES, &error);
 	GenieRowSchema schema;
 	TupleDesc	desc = RelationGetDescr(heap);
 	StringInfoData out;
 	bool		changed = false;
+	int			n_live = 0;
+	int			n_unresolved = 0;
 	int			kept = 0;
 
 	if (n <= 0)
 		return NULL;
 	genie_row_schema(index, &schema);
-	if (schema.n_attributes != n)
-		return NULL;
-	for (int slot = 0; slot < n; slot++)
-	{
-		AttrNumber attnum = get_attnum(RelationGetRelid(heap), specs[slot].name);
-
-		/* a name that is still a column, but not the one built: the list was changed */
-		if (attnum != InvalidAttrNumber && attnum != schema.attributes[slot].attnum)
-			return NULL;
-	}
-
-	initStringInfo(&out);
-	for (int slot = 0; slot < n; slot++)
+	/* the built slots whose column exists now, in order */
+	for (int slot = 0; slot < schema.n_attributes; slot++)
 	{
 		AttrNumber attnum = schema.attributes[slot].attnum;
-		Form_pg_attribute att = attnum >= 1 && attnum <= desc->natts ? TupleDescAttr(desc, attnum - 1) : NULL;
-		const char *name;
 
-		if (att == NULL || att->attisdropped)
-		{
-			changed = true;
-			continue;
-		}
-		name = NameStr(att->attname);
-		if (strcmp(name, specs[slot].name) != 0)
-			changed = true;
-		appendStringInfo(&out, "%s%s", kept > 0 ? ", " : "", quote_identifier(name));
-		if (specs[slot].lo != NULL)
-			appendStringInfo(&out, " %s..%s", specs[slot].lo, specs[slot].hi);
-		kept++;
+		if (attnum >= 1 && attnum <= desc->natts && !TupleDescAttr(desc, attnum - 1)->attisdropped)
+			live[n_live++] = slot;
 	}
+	for (int i = 0; i < n; i++)
+	{
+		resolved[i] = get_attnum(RelationGetRelid(heap), specs[i].name);
+		if (resolved[i] == InvalidAttrNumber)
+			n_unresolved++;
+	}
+
+	/*
+	 * The list names the built slots in order, less those whose column an
+	 * earlier DROP COLUMN removed.  RENAME COLUMN comes alone in its command:
+	 * then the list pairs with the live slots one to one, and a name that
+	 * no longer resolves is the renamed column.  A command that drops
+	 * columns renames none: the names that no longer resolve are the
+	 * dropped ones.  Anything else means the list was changed since the
+	 * build, and it is left alone.
+	 */
+	initStringInfo(&out);
+	if (n == n_live)
+	{
+		for (int i = 0; i < n; i++)
+		{
+			AttrNumber attnum = schema.attributes[live[i]].attnum;
+			const char *name = NameStr(TupleDescAttr(desc, attnum - 1)->attname);
+
+			if (resolved[i] != InvalidAttrNumber && resolved[i] != attnum)
+				return NULL;
+			if (strcmp(name, specs[i].name) != 0)
+				changed = true;
+			appendStringInfo(&out, "%s%s", kept++ > 0 ? ", " : "", quote_identifier(name));
+			if (specs[i].lo != NULL)
+				appendStringInfo(&out, " %s..%s", specs[i].lo, specs[i].hi);
+		}
+	}
+	else if (n - n_unresolved == n_live)
+	{
+		int			j = 0;
+
+		for (int i = 0; i < n; i++)
+		{
+			if (resolved[i] == InvalidAttrNumber)
+			{
+				changed = true; /* dropped by this command */
+				continue;
+			}
+			if (resolved[i] != schema.attributes[live[j]].attnum)
+				return NULL;
+			appendStringInfo(&out, "%s%s", kept++ > 0 ? ", " : "", quote_identifier(specs[i].name));
+			if (specs[i].lo != NULL)
+				appendStringInfo(&out, " %s..%s", specs[i].lo, specs[i].hi);
+			j++;
+		}
+	}
+	else
+		return NULL;
 	if (!changed)
 		return NULL;
 	if (kept == 0)
@@ -148,8 +184,10 @@ genie_alter_table_end(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 
 	SPI_connect();
-	if (SPI_execute("SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands() "
-					"WHERE classid = 'pg_class'::regclass AND object_type IN ('table', 'table column')",
+	/* qualified: the caller's search_path must not choose what runs here */
+	if (SPI_execute("SELECT DISTINCT objid FROM pg_catalog.pg_event_trigger_ddl_commands() "
+					"WHERE classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+					"AND object_type OPERATOR(pg_catalog.=) ANY ('{table,\"table column\"}'::pg_catalog.text[])",
 					true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "genie: could not read the commands of ALTER TABLE");
 	n_tables = (int) SPI_processed;
@@ -161,8 +199,15 @@ genie_alter_table_end(PG_FUNCTION_ARGS)
 		tables[i] = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	for (int i = 0; i < n_tables; i++)
-		if (OidIsValid(tables[i]) && get_rel_relkind(tables[i]) != '\0')
-			update_table(tables[i], genie_am);
+	{
+		ListCell   *lc;
+
+		if (!OidIsValid(tables[i]) || get_rel_relkind(tables[i]) == '\0')
+			continue;
+		/* ALTER TABLE recursed into the children, which it does not report: they are locked */
+		foreach(lc, find_all_inheritors(tables[i], NoLock, NULL))
+			update_table(lfirst_oid(lc), genie_am);
+	}
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -213,6 +213,8 @@ make_ranges(Oid indexoid, Jsonb *spec)
 		item = &items[n_items++];
 		memset(item, 0, sizeof(*item));
 		item->attribute = schema.attributes[slot];
+		/* the dictionary's size grows with inserts: not part of the query, and not of its equality */
+		item->attribute.n_values = 0;
 		item->slot = slot;
 		item->weight = 1;
 		genie_row_type_supported(item->attribute.type, &numeric);
@@ -353,8 +355,11 @@ ranges_from_text(const char *str, bool missing_ok)
 				 errmsg("invalid input syntax for type genie_ranges: \"%s\"", str),
 				 errhint("Write {\"index\": \"index_name\", \"ranges\": {...}}, or call genie_ranges(index, ranges).")));
 	name = pnstrdup(index->val.string.val, index->val.string.len);
-	indexoid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
-								NoLock, true);
+	if (name[0] != '\0' && strspn(name, "0123456789") == strlen(name))
+		indexoid = DatumGetObjectId(DirectFunctionCall1(regclassin, CStringGetDatum(name)));
+	else
+		indexoid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+									NoLock, true);
 	if (!OidIsValid(indexoid))
 	{
 		Size		len = strlen(str) + 1;
@@ -447,15 +452,9 @@ genie_ranges_out(PG_FUNCTION_ARGS)
 	Oid			relid;
 	StringInfoData s;
 
-	/* an unbound value prints as a bound one once its index exists */
+	/* an unbound value prints the text it was read from: printing never fails */
 	if (RANGES_UNBOUND(q))
-	{
-		q = ranges_from_text(RANGES_TEXT(q), true);
-		if (RANGES_UNBOUND(q))
-			PG_RETURN_CSTRING(pstrdup(RANGES_TEXT(q)));
-		items = GENIE_RANGES_ITEMS(q);
-		area = GENIE_RANGES_VALUES(q);
-	}
+		PG_RETURN_CSTRING(pstrdup(RANGES_TEXT(q)));
 	relid = get_typ_typrelid(q->rowtype);
 
 	initStringInfo(&s);

@@ -282,6 +282,8 @@ CREATE FUNCTION genie_index_check(index regclass, heapallindexed bool DEFAULT fa
 RETURNS void
 AS 'MODULE_PATHNAME', 'genie_index_check'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+-- as amcheck's: for superusers and whom they grant it to
+REVOKE ALL ON FUNCTION genie_index_check(regclass, bool) FROM PUBLIC;
 
 -- ---------------------------------------------------------------------------
 -- Range-tuple scoring over relational rows (paper Example 2.1, section V-C).

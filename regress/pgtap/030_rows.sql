@@ -7,7 +7,7 @@ BEGIN;
 CREATE EXTENSION genie;
 -- enable_seqscan = off below would make every plan JIT-compiled
 SET LOCAL jit = off;
-SELECT plan(53);
+SELECT plan(55);
 
 -- ---- the oracle: the documented score as plain SQL ------------------------
 
@@ -340,6 +340,16 @@ SELECT is((SELECT array_agg(n ORDER BY n) FROM (SELECT count(*) AS n FROM rvals 
 SELECT is((SELECT count(*) FROM rvals WHERE r IN (SELECT genie_ranges('mix_rows', spec) FROM mix_specs WHERE q <= 2)),
           (SELECT count(*) FROM rvals WHERE r::text IN (SELECT genie_ranges('mix_rows', spec)::text FROM mix_specs WHERE q <= 2)),
           'genie_ranges IN (subquery)');
+-- a query's value does not depend on the dictionary's size at the time it was made
+CREATE TEMP TABLE before_insert AS SELECT genie_ranges('mix_rows', '{"tx": ["word3"], "i4": [1, 50]}') AS q;
+INSERT INTO mix (id, tx) VALUES (99999, 'a brand new value for the dictionary');
+SELECT ok((SELECT q FROM before_insert) = genie_ranges('mix_rows', '{"tx": ["word3"], "i4": [1, 50]}'),
+          'the same query made before and after the dictionary grew is equal');
+CREATE ROLE genie_test_owner_check;
+SET LOCAL ROLE genie_test_owner_check;
+SELECT throws_ok($$SELECT genie_index_check('mix_rows')$$, '42501', NULL,
+                 'genie_index_check is for superusers and whom they grant it to, as amcheck');
+RESET ROLE;
 -- a value read before its index exists (pg_restore loads data first) waits unbound
 CREATE TABLE kept AS SELECT '{"index": "public.later_r", "ranges": {"n": [2, 4], "t": ["b"]}}'::genie_ranges AS q;
 SELECT is((SELECT q::text FROM kept), '{"index": "public.later_r", "ranges": {"n": [2, 4], "t": ["b"]}}',
