@@ -28,30 +28,12 @@ $node->safe_psql('postgres', q{
 my $script = <<'PY';
 import sys
 import psycopg
-from psycopg.adapt import Dumper
-from psycopg.pq import Format
-from psycopg.types import TypeInfo
+
+sys.path.insert(0, sys.argv[2])
+from genie_client import Raw, register_raw
 
 conn = psycopg.connect(sys.argv[1], autocommit=True)
-
-class Raw:
-    """A value's binary form, sent back as the named type."""
-    def __init__(self, data, oid):
-        self.data, self.oid = data, oid
-
-class RawDumper(Dumper):
-    format = Format.BINARY
-    def dump(self, obj):
-        return obj.data
-    def get_key(self, obj, format):
-        return (Raw, obj.oid)
-    def upgrade(self, obj, format):
-        d = RawDumper(Raw)
-        d.oid = obj.oid
-        return d
-
-conn.adapters.register_dumper(Raw, RawDumper)
-oids = {t: TypeInfo.fetch(conn, t).oid for t in ("genie_query", "genie_ranges")}
+oids = register_raw(conn)
 ranges = "genie_ranges('people_r', '{\"age\": [30, 40], \"city\": [\"Oslo\", \"Lima\"]}')"
 query = "'{1, 2..5*3, (7, 9)*2}'::genie_query"
 cur = conn.cursor(binary=True)
@@ -73,7 +55,7 @@ for bad in (b"", b"\x02{}", b"\x01{\"index\": \"nope\", \"ranges\": {}}"):
 PY
 
 my ($stdout, $stderr);
-IPC::Run::run([ $python, '-c', $script, $node->connstr('postgres') ], '>', \$stdout, '2>', \$stderr);
+IPC::Run::run([ $python, '-c', $script, $node->connstr('postgres'), $FindBin::RealBin ], '>', \$stdout, '2>', \$stderr);
 diag($stderr) if $stderr;
 like($stdout, qr/^fetched bytes \d+ bytes \d+$/m, 'psycopg reads genie_query and genie_ranges in binary');
 like($stdout, qr/^equal True True$/m, 'sent back in binary, both equal the originals');

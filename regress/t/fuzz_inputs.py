@@ -14,46 +14,24 @@ import random
 import sys
 
 import psycopg
-from psycopg.adapt import Dumper
-from psycopg.pq import Format
-from psycopg.types import TypeInfo
+
+from genie_client import Raw, register_raw
 
 CONNSTR, SEED, ITERATIONS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(SEED)
 
 
-class Raw:
-    """Bytes sent as the binary form of the type with the given OID."""
-
-    def __init__(self, data, oid):
-        self.data, self.oid = data, oid
-
-
-class RawDumper(Dumper):
-    format = Format.BINARY
-
-    def dump(self, obj):
-        return obj.data
-
-    def get_key(self, obj, format):
-        return (Raw, obj.oid)
-
-    def upgrade(self, obj, format):
-        d = RawDumper(Raw)
-        d.oid = obj.oid
-        return d
-
-
 def connect():
+    global OIDS
     conn = psycopg.connect(CONNSTR, autocommit=True)
-    conn.adapters.register_dumper(Raw, RawDumper)
+    OIDS = register_raw(conn)
     conn.execute("SET statement_timeout = '2s'")
     conn.execute("SET genie.device = 'cpu'")
     return conn
 
 
+OIDS = {}
 conn = connect()
-OIDS = {t: TypeInfo.fetch(conn, t).oid for t in ("genie_query", "genie_ranges")}
 
 QUERY_TEXTS = ["{1, 2..5*3, (7, 9)*2}", "{}", "{-2147483648..2147483647}", "{(1..3, 7)*5}",
                "{0*1000000}", "{1,1,1}", "{(1..2, 2..3)}"]
