@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "genie/genie.h"
+#include "genie/similar_fixture.hpp"
 
 namespace {
 
@@ -105,18 +106,10 @@ TEST(CApiEngine, GpuKindFailsCleanlyWithoutGpuAndAutoFallsBack) {
 // fallback), AUTO runs on the CPU.
 TEST(CApiSimilar, GpuUnavailableAndAutoWithoutGpu) {
   if (AnyUsableGpu()) GTEST_SKIP() << "a GPU is usable here";
-  const std::string q = "kitten", candidates = "sittingmitten";
-  const int64_t query_offsets[] = {0, 6};
-  const int64_t candidate_offsets[] = {0, 2};
-  const int64_t text_offsets[] = {0, 7, 13};
-  const int32_t counts[] = {1, 3};
-  const int32_t unseen[] = {0};
-  genie_similar_batch batch{1, 3, 1, q.data(), query_offsets, candidate_offsets,
-                            candidates.data(), text_offsets, counts, unseen};
-  int32_t distances[2];
-  uint8_t exact[2], certified[1];
-  int32_t open_bound[1];
-  genie_similar_verdict verdict{distances, exact, certified, open_bound, 0, GENIE_ENGINE_GPU};
+  genie::testing::KittenSimilarBatch k;
+  genie_similar_batch& batch = k.batch;
+  genie_similar_verdict& verdict = k.verdict;
+  const int32_t* distances = k.distances;
   genie_error err{};
   EXPECT_EQ(genie_similar_verify(&batch, GENIE_ENGINE_GPU, nullptr, &verdict, &err),
             GENIE_DEVICE_UNAVAILABLE);

@@ -12,6 +12,7 @@
 #include "genie/cancel.hpp"
 #include "genie/engine.hpp"
 #include "genie/genie.h"
+#include "genie/similar_fixture.hpp"
 #include "genie/parallel.hpp"
 #include "genie/sequence.hpp"
 #include "genie/test_util.hpp"
@@ -277,20 +278,10 @@ TEST(Cancel, CApiSearchAndVerify) {
   }
   genie_index_free(index);
 
-  const std::string q = "kitten", s1 = "sitting", s2 = "mitten";
-  const std::string query_text = q, candidate_text = s1 + s2;
-  const int64_t query_offsets[] = {0, static_cast<int64_t>(q.size())};
-  const int64_t candidate_offsets[] = {0, 2};
-  const int64_t text_offsets[] = {0, static_cast<int64_t>(s1.size()),
-                                  static_cast<int64_t>(s1.size() + s2.size())};
-  const int32_t counts[] = {1, 3};
-  const int32_t unseen[] = {0};
-  genie_similar_batch batch{1, 3, 1, query_text.data(), query_offsets, candidate_offsets,
-                            candidate_text.data(), text_offsets, counts, unseen};
-  int32_t distances[2];
-  uint8_t exact[2], certified[1];
-  int32_t open_bound[1];
-  genie_similar_verdict verdict{distances, exact, certified, open_bound, 0, GENIE_ENGINE_CPU};
+  genie::testing::KittenSimilarBatch kitten;
+  genie_similar_batch& batch = kitten.batch;
+  genie_similar_verdict& verdict = kitten.verdict;
+  const int32_t* distances = kitten.distances;
   c.after = 0;
   EXPECT_EQ(genie_similar_verify(&batch, GENIE_ENGINE_CPU, &options, &verdict, &err),
             GENIE_CANCELLED);

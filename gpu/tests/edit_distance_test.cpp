@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "genie/genie.h"
+#include "genie/similar_fixture.hpp"
 #include "genie/gpu_edit_distance.hpp"
 #include "genie/gpu_engine.hpp"
 #include "genie/sequence.hpp"
@@ -204,18 +205,10 @@ TEST(EditDistanceGpu, Cancel) {
   ASSERT_TRUE(CpuEditDistances(batch, 0, &cpu).ok());
   EXPECT_EQ(d, cpu);
 
-  const std::string q = "kitten", candidates = "sittingmitten";
-  const int64_t query_offsets[] = {0, 6};
-  const int64_t candidate_offsets[] = {0, 2};
-  const int64_t text_offsets[] = {0, 7, 13};
-  const int32_t counts[] = {1, 3};
-  const int32_t unseen[] = {0};
-  genie_similar_batch similar{1, 3, 1, q.data(), query_offsets, candidate_offsets,
-                              candidates.data(), text_offsets, counts, unseen};
-  int32_t distances[2];
-  uint8_t exact[2], certified[1];
-  int32_t open_bound[1];
-  genie_similar_verdict verdict{distances, exact, certified, open_bound, 0, GENIE_ENGINE_CPU};
+  genie::testing::KittenSimilarBatch k;
+  genie_similar_batch& similar = k.batch;
+  genie_similar_verdict& verdict = k.verdict;
+  const int32_t* distances = k.distances;
   genie_engine_options options{};
   options.cancel = &Always;
   genie_error err{};
