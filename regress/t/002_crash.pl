@@ -39,6 +39,15 @@ END $$;
 
 # let inserts (and pending-list merges) run, then SIGKILL the whole server
 ok($node->poll_query_until('postgres', 'SELECT count(*) > 6000 FROM docs'), 'inserts are running');
+# a process that runs: not gone, and not a zombie that no one reaps (a
+# container's first process may never reap the killed server's processes)
+sub alive
+{
+	my ($pid) = @_;
+	my $stat = eval { PostgreSQL::Test::Utils::slurp_file("/proc/$pid/stat") } // return 0;
+	return $stat !~ /^\d+ \(.*\) Z /;
+}
+
 my ($postmaster) = slurp_file($node->data_dir . '/postmaster.pid') =~ /^(\d+)/;
 my @children;
 for my $stat (glob '/proc/[0-9]*/stat')
@@ -50,7 +59,7 @@ kill 'KILL', @children;
 $node->kill9;
 eval { $bg->quit; };
 # wait until every killed process is gone, so the new server can start
-for (1 .. 100) { last unless grep { kill 0, $_ } @children; select(undef, undef, undef, 0.1); }
+for (1 .. 100) { last unless grep { alive($_) } @children; select(undef, undef, undef, 0.1); }
 
 # a killed process can take a moment to release the old shared memory
 my $restarted = 0;
@@ -59,7 +68,12 @@ for (1 .. 10)
 	last if ($restarted = $node->start(fail_ok => 1));
 	# a failed start leaves the pid it read from a stale postmaster.pid; with
 	# it, the next start would bail out as "already running"
-	$node->{_pid} = undef unless defined $node->{_pid} && kill(0, $node->{_pid});
+	# pg_ctl gave up, but the server it started runs (recovery took long): wait for it
+	if (defined $node->{_pid} && alive($node->{_pid}))
+	{
+		last if ($restarted = $node->poll_query_until('postgres', 'SELECT 1'));
+	}
+	$node->{_pid} = undef unless defined $node->{_pid} && alive($node->{_pid});
 	sleep 1;
 }
 ok($restarted, 'the server restarts after kill -9');
