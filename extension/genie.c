@@ -16,6 +16,7 @@
 #include <limits.h>
 
 #include "genie_am.h"
+#include "genie_service.h"
 
 PG_MODULE_MAGIC;
 
@@ -65,7 +66,7 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("genie.cache_size",
-							"Host memory for the per-backend cache of decoded genie indexes.",
+							"Host memory for decoded genie indexes: per backend, or for the whole cluster in the genie service.",
 							NULL,
 							&genie_cache_size_mb,
 							1024, 1, INT_MAX,
@@ -89,6 +90,7 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	genie_init_reloptions();
+	genie_service_register();
 
 	MarkGUCPrefixReserved("genie");
 }

@@ -17,8 +17,10 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "miscadmin.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -137,6 +139,49 @@ evict_over_budget(CacheSlot *keep)
 	}
 }
 
+static void
+make_key(Relation index, const GenieIndexContent *content, GenieServiceKey *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->database = MyDatabaseId;
+	key->node = index->rd_node;
+	/* temporary relfilenodes are unique only within their backend */
+	key->backend = RelationUsesLocalBuffers(index) ? MyBackendId : InvalidBackendId;
+	key->postings_head = content->postings_head;
+	key->n_main_objects = content->n_main_objects;
+	key->n_keywords = content->n_keywords;
+	key->n_postings = content->n_postings;
+}
+
+static void
+build_main_index(GenieCachedIndex *e, const GenieIndexContent *content)
+{
+	genie_index_options options;
+	genie_error err;
+
+	memset(&options, 0, sizeof(options));
+	options.split_length = e->split_length;
+	GENIE_CHECK(genie_index_create_from_postings(content->n_main_objects, content->n_keywords,
+												 content->keywords, content->keyword_offsets,
+												 content->postings, &options,
+												 &e->main_index, &err),
+				&err, "genie: loading the index");
+	e->bytes += genie_index_memory_bytes(e->main_index);
+}
+
+static GenieServiceOutcome
+ship_main(GenieCachedIndex *e, const GenieIndexContent *content, genie_error *err)
+{
+	return genie_service_load(&e->main_key, e->index_oid, e->split_length, content->keywords,
+							  content->keyword_offsets, content->postings, err);
+}
+
+/*
+ * Reads the index into a new slot.  With the genie service running, the
+ * main postings are read only when the service does not hold this version
+ * yet, and then handed to it; this backend keeps a copy only when the
+ * service is away (or cannot take it).
+ */
 static CacheSlot *
 load_slot(Relation index)
 {
@@ -144,16 +189,27 @@ load_slot(Relation index)
 												 ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(tmpcxt);
 	GenieIndexContent content;
+	GenieIndexContent postings;
 	genie_index_options options;
 	genie_error err;
 	CacheSlot  *slot;
 	GenieCachedIndex *e;
 	int32		n_pending;
+	bool		service = genie_service_ready();
+	bool		keep_main = !service;
+	GenieServiceKey key;
 
 	/* the share content lock keeps merges out while the pages are read */
 	GENIE_CONTENT_LOCK_SHARE(index);
-	genie_read_content(index, &content);
-	GENIE_CONTENT_UNLOCK_SHARE(index);
+	genie_read_content(index, &content, !service);
+	make_key(index, &content, &key);
+	if (service && !genie_service_resident(&key))
+	{
+		genie_read_main_postings(index, &postings);
+		content.keywords = postings.keywords;
+		content.keyword_offsets = postings.keyword_offsets;
+		content.postings = postings.postings;
+	}
 	n_pending = content.n_objects - content.n_main_objects;
 
 	/*
@@ -176,36 +232,102 @@ load_slot(Relation index)
 		e->encoding = content.encoding;
 		e->n_objects = content.n_objects;
 		e->n_main_objects = content.n_main_objects;
+		e->main_key = key;
+		e->split_length = content.split_length;
 		e->objects = MemoryContextAllocHuge(slot->cxt,
 											sizeof(GenieObjectEntry) * Max(content.n_objects, 1));
 		memcpy(e->objects, content.objects, sizeof(GenieObjectEntry) * content.n_objects);
+		e->bytes = sizeof(GenieObjectEntry) * content.n_objects;
+
+		/* a service that cannot take the version: this backend searches it */
+		if (content.postings != NULL && service && ship_main(e, &content, &err) != GENIE_SERVICE_OK)
+			keep_main = true;
+		if (keep_main)
+			build_main_index(e, &content);
 
 		memset(&options, 0, sizeof(options));
 		options.split_length = content.split_length;
-		GENIE_CHECK(genie_index_create_from_postings(content.n_main_objects, content.n_keywords,
-													 content.keywords, content.keyword_offsets,
-													 content.postings, &options,
-													 &e->main_index, &err),
-					&err, "genie: loading the index");
 		GENIE_CHECK(genie_index_create(content.pending_offsets, n_pending,
 									   content.pending_keywords, &options,
 									   &e->pending_index, &err),
 					&err, "genie: loading the pending list");
-		e->bytes = genie_index_memory_bytes(e->main_index) +
-			genie_index_memory_bytes(e->pending_index) +
-			sizeof(GenieObjectEntry) * content.n_objects;
+		e->bytes += genie_index_memory_bytes(e->pending_index);
 		e->engine_setting = -1;
 	}
 	PG_CATCH();
 	{
+		GENIE_CONTENT_UNLOCK_SHARE(index);
 		free_slot(slot);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	GENIE_CONTENT_UNLOCK_SHARE(index);
 
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
 	return slot;
+}
+
+/* Reads the entry's version of the main postings, or raises an error when it is gone. */
+static void
+read_main(GenieCachedIndex *entry, GenieIndexContent *content)
+{
+	Relation	index = index_open(entry->index_oid, NoLock);
+	GenieServiceKey key;
+
+	GENIE_CONTENT_LOCK_SHARE(index);
+	PG_TRY();
+	{
+		genie_read_main_postings(index, content);
+	}
+	PG_FINALLY();
+	{
+		GENIE_CONTENT_UNLOCK_SHARE(index);
+	}
+	PG_END_TRY();
+	make_key(index, content, &key);
+	index_close(index, NoLock);
+	if (!genie_service_keys_equal(&key, &entry->main_key))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("genie index \"%s\" was merged while this statement searched it",
+						get_rel_name(entry->index_oid)),
+				 errdetail("The genie service lost the index's version that the statement started with."),
+				 errhint("Retry the statement.")));
+}
+
+void
+genie_cache_load_main(GenieCachedIndex *entry)
+{
+	MemoryContext tmpcxt;
+	MemoryContext old;
+	GenieIndexContent content;
+
+	if (entry->main_index != NULL)
+		return;
+	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie load context",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmpcxt);
+	read_main(entry, &content);
+	build_main_index(entry, &content);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmpcxt);
+}
+
+GenieServiceOutcome
+genie_cache_ship_main(GenieCachedIndex *entry, genie_error *err)
+{
+	MemoryContext tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie load context",
+												 ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmpcxt);
+	GenieIndexContent content;
+	GenieServiceOutcome outcome;
+
+	read_main(entry, &content);
+	outcome = ship_main(entry, &content, err);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmpcxt);
+	return outcome;
 }
 
 GenieCachedIndex *

@@ -13,6 +13,7 @@
 
 #include "storage/relfilenode.h"
 
+#include "genie_service.h"
 #include "genie_storage.h"
 
 extern int	genie_cache_size_mb;
@@ -27,6 +28,15 @@ typedef struct GenieCachedIndex
 	int32		n_main_objects;
 	GenieObjectEntry *objects;	/* n_objects entries, main then pending */
 	void	   *owner;			/* the cache slot */
+
+	/*
+	 * The main postings: the genie service holds them (main_key says which
+	 * version) when genie is preloaded and the service runs; otherwise, or
+	 * when the service is away, main_index is this backend's copy (NULL
+	 * until then).
+	 */
+	GenieServiceKey main_key;
+	int32		split_length;
 	genie_index *main_index;
 	genie_index *pending_index;
 
@@ -44,6 +54,20 @@ typedef struct GenieCachedIndex
 
 /* The entry of the index's current version, loading it when there is none. */
 extern GenieCachedIndex *genie_cache_get(Relation index);
+
+/*
+ * The main postings of the entry's version for this backend: read again from
+ * the index (which the caller has locked) when main_index is NULL.  An
+ * error when the main postings changed since the entry was read (a merge
+ * or compaction in between): the statement may be retried.
+ */
+extern void genie_cache_load_main(GenieCachedIndex *entry);
+
+/*
+ * Hands the entry's main postings to the genie service, reading them from
+ * the index; the service's outcome.
+ */
+extern GenieServiceOutcome genie_cache_ship_main(GenieCachedIndex *entry, genie_error *err);
 
 /*
  * A pinned entry stays valid (not freed) when it is evicted or invalidated;

@@ -422,7 +422,7 @@ genie_index_check(PG_FUNCTION_ARGS)
 
 		genie_read_meta(index, &meta);
 		check_meta_and_chains(index, &meta);
-		genie_read_content(index, &content);
+		genie_read_content(index, &content, true);
 		keyword_count = palloc_extended(sizeof(int32) * Max(content.n_objects, 1),
 										MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 		check_content(index, &content, keyword_count);

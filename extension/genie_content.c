@@ -15,55 +15,12 @@
 
 #include "genie_storage.h"
 
-/*
- * Reads the whole index as of the metapage's state when it starts.  The
- * caller's content lock keeps every chain but the pending list unchanged,
- * and the pending list is read only up to the committed end copied here.
- */
-void
-genie_read_content(Relation index, GenieIndexContent *content)
+/* The main Position Map and List Array as of meta. */
+static void
+read_main_postings(Relation index, const GenieMetaPageData *meta, GenieIndexContent *content)
 {
-	GenieMetaPageData metadata;
-	GenieMetaPage meta = &metadata;
 	int64		count;
 	GenieKeywordEntry *keyword_entries;
-	Buffer		metabuf = InvalidBuffer;
-
-	/*
-	 * On a standby the content lock excludes nothing (heavyweight locks are
-	 * not replayed), so the metapage stays share-locked for the whole read:
-	 * replay of a merge's switch then waits.  Every WAL record that touches
-	 * the metapage and other pages registers the metapage first, so replay
-	 * takes the locks in the order this reader does.
-	 */
-	if (RecoveryInProgress())
-	{
-		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
-		LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-		genie_check_metapage(index, BufferGetPage(metabuf));
-		memcpy(meta, GeniePageGetMeta(BufferGetPage(metabuf)), sizeof(GenieMetaPageData));
-	}
-	else
-		genie_read_meta(index, meta);
-	content->stamp = meta->stamp;
-	content->split_length = meta->split_length;
-	content->encoding = meta->encoding;
-	content->n_objects = meta->n_objects;
-	content->n_main_objects = meta->n_main_objects;
-	content->n_dead = meta->n_dead;
-	content->n_postings = meta->n_postings;
-	content->n_keywords = meta->n_keywords;
-
-	content->objects = genie_alloc_huge(sizeof(GenieObjectEntry) * content->n_objects);
-	if (content->n_main_objects > 0)
-	{
-		GenieObjectEntry *main_objects = genie_chain_read(index, meta->directory,
-														  sizeof(GenieObjectEntry),
-														  meta->n_main_objects, &count);
-
-		memcpy(content->objects, main_objects, sizeof(GenieObjectEntry) * count);
-		pfree(main_objects);
-	}
 
 	keyword_entries = genie_chain_read(index, meta->keywords, sizeof(GenieKeywordEntry),
 									   meta->n_keywords, &count);
@@ -83,9 +40,90 @@ genie_read_content(Relation index, GenieIndexContent *content)
 						RelationGetRelationName(index))));
 	content->postings = genie_chain_read(index, meta->postings, sizeof(int32),
 										 meta->n_postings, &count);
-	genie_pending_read(index, meta, content);
+}
+
+/*
+ * A copy of the metapage for a reader of several chains.  On a standby the
+ * content lock excludes nothing (heavyweight locks are not replayed), so the
+ * metapage stays share-locked for the whole read (returned in *metabuf, to
+ * be released by the caller): replay of a merge's switch then waits.  Every
+ * WAL record that touches the metapage and other pages registers the
+ * metapage first, so replay takes the locks in the order this reader does.
+ */
+static void
+read_meta_for_content(Relation index, GenieMetaPageData *meta, Buffer *metabuf)
+{
+	*metabuf = InvalidBuffer;
+	if (RecoveryInProgress())
+	{
+		*metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+		LockBuffer(*metabuf, BUFFER_LOCK_SHARE);
+		genie_check_metapage(index, BufferGetPage(*metabuf));
+		memcpy(meta, GeniePageGetMeta(BufferGetPage(*metabuf)), sizeof(GenieMetaPageData));
+	}
+	else
+		genie_read_meta(index, meta);
+}
+
+static void
+copy_counts(const GenieMetaPageData *meta, GenieIndexContent *content)
+{
+	content->stamp = meta->stamp;
+	content->split_length = meta->split_length;
+	content->encoding = meta->encoding;
+	content->n_objects = meta->n_objects;
+	content->n_main_objects = meta->n_main_objects;
+	content->n_dead = meta->n_dead;
+	content->n_postings = meta->n_postings;
+	content->n_keywords = meta->n_keywords;
+	content->postings_head = meta->postings.head;
+}
+
+/*
+ * Reads the index as of the metapage's state when it starts (without the
+ * main Position Map and List Array unless with_postings).  The caller's
+ * content lock keeps every chain but the pending list unchanged, and the
+ * pending list is read only up to the committed end copied here.
+ */
+void
+genie_read_content(Relation index, GenieIndexContent *content, bool with_postings)
+{
+	GenieMetaPageData meta;
+	int64		count;
+	Buffer		metabuf;
+
+	memset(content, 0, sizeof(*content));
+	read_meta_for_content(index, &meta, &metabuf);
+	copy_counts(&meta, content);
+
+	content->objects = genie_alloc_huge(sizeof(GenieObjectEntry) * content->n_objects);
+	if (content->n_main_objects > 0)
+	{
+		GenieObjectEntry *main_objects = genie_chain_read(index, meta.directory,
+														  sizeof(GenieObjectEntry),
+														  meta.n_main_objects, &count);
+
+		memcpy(content->objects, main_objects, sizeof(GenieObjectEntry) * count);
+		pfree(main_objects);
+	}
+	if (with_postings)
+		read_main_postings(index, &meta, content);
+	genie_pending_read(index, &meta, content);
 	content->n_pages = RelationGetNumberOfBlocks(index);
 	if (BufferIsValid(metabuf))
 		UnlockReleaseBuffer(metabuf);
 }
 
+void
+genie_read_main_postings(Relation index, GenieIndexContent *content)
+{
+	GenieMetaPageData meta;
+	Buffer		metabuf;
+
+	memset(content, 0, sizeof(*content));
+	read_meta_for_content(index, &meta, &metabuf);
+	copy_counts(&meta, content);
+	read_main_postings(index, &meta, content);
+	if (BufferIsValid(metabuf))
+		UnlockReleaseBuffer(metabuf);
+}

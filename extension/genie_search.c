@@ -20,6 +20,11 @@
  *	- Every engine gets genie_cancel_requested, so that a cancel or
  *	  statement_timeout stops a long search within the engines' polling
  *	  interval.
+ *	- With genie preloaded, the main postings are searched by the genie
+ *	  service (genie_service.h), which applies the same rules to each
+ *	  request's genie.device; a backend then never initialises CUDA.  When
+ *	  the service is away (restarting), auto and cpu search in-process on
+ *	  the CPU engine (auto with one NOTICE) and gpu is an error.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,9 +33,11 @@
 #include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "genie_search.h"
+#include "genie_service.h"
 
 int			genie_device_setting = GENIE_DEVICE_SETTING_AUTO;
 int			genie_device_memory_limit_mb = 0;
@@ -39,6 +46,7 @@ int			genie_cpu_threads = 0;
 #define GENIE_VISIBILITY_CACHE_BYTES ((Size) 256 * 1024 * 1024)
 
 static bool said_cpu_fallback = false;
+static bool said_service_away = false;
 
 /* ---- engines ---- */
 
@@ -88,6 +96,9 @@ make_main_engine(genie_index *index)
 	genie_engine *engine;
 	genie_build_info build;
 
+	/* preloaded, a backend searches in-process only while the service is away */
+	if (genie_service_configured())
+		return make_engine(GENIE_ENGINE_CPU, index, false);
 	switch (genie_device_setting)
 	{
 		case GENIE_DEVICE_SETTING_CPU:
@@ -112,21 +123,117 @@ make_main_engine(genie_index *index)
 	}
 }
 
-/* Makes the entry's engines for the current genie.device, replacing others. */
+/* Makes the entry's main engine for the current genie.device, replacing another. */
 static void
-ensure_engines(GenieCachedIndex *entry)
+ensure_main_engine(GenieCachedIndex *entry)
 {
 	if (entry->main_engine != NULL && entry->engine_setting == genie_device_setting)
 		return;
 	genie_engine_free(entry->main_engine);	/* device memory included */
-	genie_engine_free(entry->pending_engine);
 	entry->main_engine = NULL;
-	entry->pending_engine = NULL;
 	entry->engine_setting = -1;
-
+	genie_cache_load_main(entry);
 	entry->main_engine = make_main_engine(entry->main_index);
-	entry->pending_engine = make_engine(GENIE_ENGINE_CPU, entry->pending_index, false);
 	entry->engine_setting = genie_device_setting;
+}
+
+static void
+ensure_pending_engine(GenieCachedIndex *entry)
+{
+	if (entry->pending_engine == NULL)
+		entry->pending_engine = make_engine(GENIE_ENGINE_CPU, entry->pending_index, false);
+}
+
+/*
+ * The service is away: false for searching in-process (saying so once),
+ * an error for genie.device = gpu.
+ */
+static bool
+service_away(void)
+{
+	if (genie_device_setting == GENIE_DEVICE_SETTING_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the genie service is not running"),
+				 errhint("The postmaster restarts it within seconds; retry, or set genie.device = 'auto' "
+						 "to search on the CPU engine in-process meanwhile.")));
+	if (!said_service_away && genie_device_setting == GENIE_DEVICE_SETTING_AUTO)
+	{
+		said_service_away = true;
+		ereport(NOTICE,
+				(errmsg("the genie service is not running: genie searches in-process on the CPU engine"),
+				 errhint("The postmaster restarts the service; SELECT * FROM genie_service_status() shows it.")));
+	}
+	return false;
+}
+
+/* Says once per backend that auto found no usable GPU in the service. */
+static void
+note_engine(genie_engine_kind engine, bool device_fallback, const char *what)
+{
+	if (device_fallback)
+		ereport(NOTICE,
+				(errmsg("genie: the GPU ran out of memory; this %s ran on the CPU", what)));
+	else if (engine == GENIE_ENGINE_CPU && genie_device_setting == GENIE_DEVICE_SETTING_AUTO &&
+			 !said_cpu_fallback)
+	{
+		said_cpu_fallback = true;
+		ereport(NOTICE,
+				(errmsg("genie is using the CPU engine: %s", genie_service_shared->gpu_reason),
+				 errhint("SELECT * FROM genie_service_status() shows what the genie service found.")));
+	}
+}
+
+/*
+ * The main postings' top k through the genie service, into *out (palloc'd
+ * arrays); false when the service is away and the backend should search
+ * in-process.
+ */
+static bool
+search_through_service(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
+					   genie_results *out)
+{
+	for (int attempt = 0;; attempt++)
+	{
+		genie_error err;
+		genie_engine_kind engine;
+		bool		device_fallback;
+		GenieServiceOutcome outcome;
+
+		if (!genie_service_ready())
+			return service_away();
+		outcome = genie_service_search(&entry->main_key, entry->index_oid, genie_device_setting,
+									   &batch->batch, k, out, &engine, &device_fallback, &err);
+		if (outcome == GENIE_SERVICE_OK)
+		{
+			note_engine(engine, device_fallback, "search");
+			return true;
+		}
+		if (out->query_offsets != NULL)
+			pfree(out->query_offsets);
+		if (out->objects != NULL)
+			pfree(out->objects);
+		if (out->scores != NULL)
+			pfree(out->scores);
+		memset(out, 0, sizeof(*out));
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, "genie search");
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return service_away();
+
+		/* NOT_RESIDENT: hand the version over, and ask again */
+		if (attempt == 3)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("the genie service cannot keep index \"%s\" in memory",
+							get_rel_name(entry->index_oid)),
+					 errhint("Raise genie.cache_size in the server's configuration.")));
+		outcome = genie_cache_ship_main(entry, &err);
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, "genie: handing the index to the genie service");
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return service_away();
+	}
 }
 
 /* ---- searching ---- */
@@ -176,37 +283,49 @@ genie_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 	genie_results *volatile main_results = NULL;
 	genie_results *volatile pending_results = NULL;
 	genie_results *volatile merged = NULL;
+	genie_results service_results;	/* palloc'd arrays */
+	volatile bool by_service = false;
 
-	ensure_engines(entry);
+	memset(&service_results, 0, sizeof(service_results));
+	if (genie_service_configured())
+		by_service = search_through_service(entry, batch, k, &service_results);
+	if (!by_service)
+		ensure_main_engine(entry);
 	PG_TRY();
 	{
 		genie_error err;
 		genie_status status;
+		const genie_results *main_part = &service_results;
 
-		status = genie_engine_search(entry->main_engine, &batch->batch, k,
-									 (genie_results **) &main_results, &err);
-		if (status == GENIE_DEVICE_OUT_OF_MEMORY &&
-			genie_device_setting != GENIE_DEVICE_SETTING_GPU)
+		if (!by_service)
 		{
-			ereport(NOTICE,
-					(errmsg("genie: the GPU ran out of memory; this search runs on the CPU"),
-					 errdetail("%s", err.message)));
-			status = search_main_on_cpu(entry, batch, k, (genie_results **) &main_results, &err);
+			status = genie_engine_search(entry->main_engine, &batch->batch, k,
+										 (genie_results **) &main_results, &err);
+			if (status == GENIE_DEVICE_OUT_OF_MEMORY &&
+				genie_device_setting != GENIE_DEVICE_SETTING_GPU)
+			{
+				ereport(NOTICE,
+						(errmsg("genie: the GPU ran out of memory; this search runs on the CPU"),
+						 errdetail("%s", err.message)));
+				status = search_main_on_cpu(entry, batch, k, (genie_results **) &main_results, &err);
+			}
+			if (status != GENIE_OK)
+				genie_report_error(&err, "genie search");
+			main_part = main_results;
 		}
-		if (status != GENIE_OK)
-			genie_report_error(&err, "genie search");
 
 		if (entry->n_objects == entry->n_main_objects)
-			copy_results(main_results, result);
+			copy_results(main_part, result);
 		else
 		{
 			const genie_results *parts[2];
 			int32		part_first_object[2] = {0, entry->n_main_objects};
 
+			ensure_pending_engine(entry);
 			GENIE_CHECK(genie_engine_search(entry->pending_engine, &batch->batch, k,
 											(genie_results **) &pending_results, &err),
 						&err, "genie search of the pending list");
-			parts[0] = main_results;
+			parts[0] = main_part;
 			parts[1] = pending_results;
 			GENIE_CHECK(genie_results_merge(parts, part_first_object, 2, k,
 											(genie_results **) &merged, &err),
@@ -221,6 +340,12 @@ genie_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 		genie_results_free(merged);
 	}
 	PG_END_TRY();
+	if (by_service)
+	{
+		pfree(service_results.query_offsets);
+		pfree(service_results.objects);
+		pfree(service_results.scores);
+	}
 }
 
 void
@@ -389,9 +514,33 @@ genie_search_verify(GenieCachedIndex *entry, const genie_similar_batch *batch,
 	genie_error err;
 	genie_status status;
 
-	ensure_engines(entry);
-	device = genie_engine_get_kind(entry->main_engine) == GENIE_ENGINE_GPU
-		? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
+	if (genie_service_configured() && genie_service_ready())
+	{
+		bool		device_fallback;
+		GenieServiceOutcome outcome = genie_service_verify(genie_device_setting, batch, verdict,
+														   &device_fallback, &err);
+
+		if (outcome == GENIE_SERVICE_OK)
+		{
+			note_engine(verdict->device, device_fallback, "verification");
+			return;
+		}
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, "genie_similar: verifying candidates");
+		(void) service_away();
+		device = GENIE_ENGINE_CPU;
+	}
+	else if (genie_service_configured())
+	{
+		(void) service_away();
+		device = GENIE_ENGINE_CPU;
+	}
+	else
+	{
+		ensure_main_engine(entry);
+		device = genie_engine_get_kind(entry->main_engine) == GENIE_ENGINE_GPU
+			? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
+	}
 	engine_options(device, &options);
 	status = genie_similar_verify(batch, device, &options, verdict, &err);
 	if (status == GENIE_DEVICE_OUT_OF_MEMORY && genie_device_setting != GENIE_DEVICE_SETTING_GPU)

@@ -282,6 +282,7 @@ typedef struct GenieIndexContent
 	int64	   *keyword_offsets;	/* n_keywords + 1 */
 	int32	   *postings;		/* main List Array */
 	int64	   *pending_offsets;	/* pending CSR: n_objects - n_main_objects + 1 */
+	BlockNumber postings_head;	/* first page of the main List Array's chain */
 	int32	   *pending_keywords;
 	BlockNumber n_pages;
 } GenieIndexContent;
@@ -336,7 +337,12 @@ extern void genie_pending_read(Relation index, const GenieMetaPageData *meta,
 
 /* genie_content.c: the decoded content of an index */
 
-/* Reads the whole index; the caller holds the content lock (share or exclusive). */
-extern void genie_read_content(Relation index, GenieIndexContent *content);
+/*
+ * Reads the index (the main Position Map and List Array only when
+ * with_postings); the caller holds the content lock (share or exclusive).
+ */
+extern void genie_read_content(Relation index, GenieIndexContent *content, bool with_postings);
+/* Reads only the counts and the main Position Map and List Array, as above. */
+extern void genie_read_main_postings(Relation index, GenieIndexContent *content);
 
 #endif							/* GENIE_STORAGE_H */

@@ -218,7 +218,7 @@ genie_merge_pending(Relation index, bool wait)
 		GENIE_CONTENT_UNLOCK_EXCLUSIVE(index);
 		return;
 	}
-	genie_read_content(index, &content);
+	genie_read_content(index, &content, true);
 
 	/* dense renumbering of the live objects, in their old order */
 	new_ids = MemoryContextAllocHuge(cxt, sizeof(int32) * Max(content.n_objects, 1));

@@ -37,6 +37,49 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'genie_version'
 LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
+-- The genie service (genie in shared_preload_libraries): whether it is
+-- configured and running, its process, whether it found a usable GPU (and
+-- why not), and what it holds: index versions, host and device bytes.
+CREATE FUNCTION genie_service_status(
+    OUT configured bool,
+    OUT running bool,
+    OUT pid int4,
+    OUT gpu bool,
+    OUT gpu_note text,
+    OUT resident_indexes int4,
+    OUT host_bytes int8,
+    OUT device_bytes int8)
+RETURNS record
+AS 'MODULE_PATHNAME', 'genie_service_status'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+-- A row per index version and engine the genie service holds, with what
+-- it did for it: loads, engine calls (batches), requests and queries they
+-- served, mean and largest batch (queries per engine call), the mean wait
+-- of a request in the queue and the engine time.  database and index are
+-- OIDs, since the service serves every database of the cluster.
+CREATE FUNCTION genie_service_stats(
+    OUT database oid,
+    OUT index oid,
+    OUT engine text,
+    OUT resident bool,
+    OUT objects int4,
+    OUT host_bytes int8,
+    OUT device_bytes int8,
+    OUT loads int8,
+    OUT batches int8,
+    OUT requests int8,
+    OUT queries int8,
+    OUT mean_batch float8,
+    OUT max_batch int8,
+    OUT mean_queue_wait_ms float8,
+    OUT engine_ms float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'genie_service_stats'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+REVOKE ALL ON FUNCTION genie_service_stats() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION genie_service_stats() TO pg_monitor;
+
 -- ---------------------------------------------------------------------------
 -- genie_query: a list of items, each a set of keyword ranges with a weight.
 -- Text form: {3, 17, 10..20*2, (1..3, 7)*5}

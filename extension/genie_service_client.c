@@ -1,0 +1,510 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_service_client.c
+ *	  A backend's side of the genie service (see genie_service.h): the
+ *	  session's request segment, submitting a request and waiting for its
+ *	  answer interruptibly, withdrawing on cancel, and the three requests
+ *	  (load, search, verify).
+ *
+ * Each submission carries a sequence number; the worker writes an answer
+ * only while the slot still holds the request it took (same number, still
+ * TAKEN), so a backend that withdrew can submit again at once, without
+ * waiting for the worker to finish a batch that no longer concerns it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "genie_service.h"
+
+/* the worker copies a load in pieces of at most this many bytes */
+#define LOAD_PIECE_BYTES	((Size) 8 << 20)
+/* a search whose answers would need more is split into query groups */
+#define MAX_RESPONSE_BYTES	((Size) 64 << 20)
+#define MIN_SEGMENT_BYTES	((Size) 1 << 20)
+
+static dsm_segment *segment = NULL;
+static Size segment_size = 0;
+static bool exit_registered = false;
+
+static GenieServiceSlot *
+my_slot(void)
+{
+	GenieServiceShared *sh = genie_service_shared;
+
+	if (sh == NULL || MyProc == NULL || MyProc->pgprocno < 0 || MyProc->pgprocno >= sh->n_slots)
+		return NULL;
+	return &sh->slots[MyProc->pgprocno];
+}
+
+bool
+genie_service_ready(void)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	bool		ready;
+
+	if (my_slot() == NULL)
+		return false;
+	SpinLockAcquire(&sh->mutex);
+	ready = sh->ready;
+	SpinLockRelease(&sh->mutex);
+	return ready;
+}
+
+bool
+genie_service_resident(const GenieServiceKey *key)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	bool		found = false;
+
+	if (sh == NULL)
+		return false;
+	LWLockAcquire(sh->stats_lock, LW_SHARED);
+	for (int i = 0; i < sh->n_stats && !found; i++)
+		found = sh->stats[i].resident && genie_service_keys_equal(&sh->stats[i].key, key);
+	LWLockRelease(sh->stats_lock);
+	return found;
+}
+
+/* At backend exit: the slot is no one's; an answer in flight is dropped. */
+static void
+client_exit(int code, Datum arg)
+{
+	GenieServiceSlot *slot = my_slot();
+
+	if (slot == NULL)
+		return;
+	SpinLockAcquire(&genie_service_shared->mutex);
+	if (slot->state == GENIE_SLOT_SUBMITTED || slot->state == GENIE_SLOT_DONE ||
+		slot->state == GENIE_SLOT_FAILED)
+		slot->state = GENIE_SLOT_FREE;
+	else if (slot->state == GENIE_SLOT_TAKEN)
+		slot->state = GENIE_SLOT_WITHDRAWN;
+	slot->seq++;
+	slot->pid = 0;
+	slot->latch = NULL;
+	slot->segment = DSM_HANDLE_INVALID;
+	SpinLockRelease(&genie_service_shared->mutex);
+}
+
+/*
+ * The session's segment with room for bytes, made or grown as needed and
+ * mapped for the session.  A larger one replaces the old, which the worker
+ * may still have mapped: that is harmless, since it writes only answers to
+ * requests the slot still holds.
+ */
+static char *
+request_segment(Size bytes)
+{
+	dsm_segment *seg;
+	Size		size = MIN_SEGMENT_BYTES;
+
+	if (segment != NULL && segment_size >= bytes)
+		return dsm_segment_address(segment);
+	while (size < bytes)
+		size *= 2;
+	seg = dsm_create(size, 0);
+	dsm_pin_mapping(seg);
+	if (segment != NULL)
+		dsm_detach(segment);
+	segment = seg;
+	segment_size = size;
+	if (!exit_registered)
+	{
+		on_shmem_exit(client_exit, (Datum) 0);
+		exit_registered = true;
+	}
+	return dsm_segment_address(segment);
+}
+
+/* Takes the request back: the worker will not write into the segment for it. */
+static void
+withdraw(GenieServiceSlot *slot)
+{
+	for (;;)
+	{
+		bool		busy;
+
+		SpinLockAcquire(&genie_service_shared->mutex);
+		if (slot->state == GENIE_SLOT_TAKEN)
+			slot->state = GENIE_SLOT_WITHDRAWN;
+		else if (slot->state != GENIE_SLOT_WITHDRAWN)
+			slot->state = GENIE_SLOT_FREE;
+		slot->seq++;
+		busy = slot->busy;
+		SpinLockRelease(&genie_service_shared->mutex);
+		if (!busy)
+			return;
+		/* the worker is copying from or to the segment: microseconds */
+		pg_usleep(50);
+	}
+}
+
+/*
+ * Submits the request written at the start of the session's segment and
+ * waits for the answer.  UNAVAILABLE when no worker takes requests or the
+ * worker went away before answering.  Cancel and statement_timeout
+ * withdraw the request and raise the usual error.
+ */
+static GenieServiceOutcome
+call_service(void)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	GenieServiceSlot *slot = my_slot();
+	Latch	   *service_latch;
+	uint32		generation;
+	GenieSlotState state = GENIE_SLOT_FAILED;
+
+	Assert(slot != NULL && segment != NULL);
+	SpinLockAcquire(&sh->mutex);
+	if (!sh->ready)
+	{
+		SpinLockRelease(&sh->mutex);
+		return GENIE_SERVICE_UNAVAILABLE;
+	}
+	/* a WITHDRAWN request may still be in a batch: the new number disowns it */
+	slot->seq++;
+	slot->state = GENIE_SLOT_SUBMITTED;
+	slot->pid = MyProcPid;
+	slot->latch = MyLatch;
+	slot->segment = dsm_segment_handle(segment);
+	slot->submitted_at = GetCurrentTimestamp();
+	generation = sh->generation;
+	service_latch = sh->latch;
+	SpinLockRelease(&sh->mutex);
+	SetLatch(service_latch);
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			bool		gone;
+
+			SpinLockAcquire(&sh->mutex);
+			state = slot->state;
+			gone = sh->generation != generation || !sh->ready;
+			SpinLockRelease(&sh->mutex);
+			if (state == GENIE_SLOT_DONE || state == GENIE_SLOT_FAILED)
+				break;
+			if (gone)
+			{
+				/* the worker's exit fails its slots; this covers a lost wakeup */
+				withdraw(slot);
+				state = GENIE_SLOT_FAILED;
+				break;
+			}
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 100L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		withdraw(slot);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	SpinLockAcquire(&sh->mutex);
+	if (slot->state == GENIE_SLOT_DONE || slot->state == GENIE_SLOT_FAILED)
+		slot->state = GENIE_SLOT_FREE;
+	SpinLockRelease(&sh->mutex);
+	return state == GENIE_SLOT_DONE ? GENIE_SERVICE_OK : GENIE_SERVICE_UNAVAILABLE;
+}
+
+static GenieRequest *
+begin_request(GenieRequestKind kind, Size payload, Size response)
+{
+	Size		header = GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
+	Size		response_offset = GENIE_SERVICE_ALIGN(header + payload);
+	char	   *base = request_segment(response_offset + response);
+	GenieRequest *req = (GenieRequest *) base;
+
+	memset(req, 0, sizeof(GenieRequest));
+	req->kind = kind;
+	req->response_offset = response_offset;
+	req->response_capacity = response;
+	return req;
+}
+
+static char *
+request_payload(GenieRequest *req)
+{
+	return (char *) req + GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
+}
+
+static GenieResponse *
+request_response(GenieRequest *req)
+{
+	return (GenieResponse *) ((char *) req + req->response_offset);
+}
+
+/* Copies an answer's engine error into err. */
+static GenieServiceOutcome
+take_outcome(const GenieResponse *resp, genie_error *err)
+{
+	if (resp->outcome == GENIE_SERVICE_ENGINE_ERROR)
+	{
+		err->status = resp->status;
+		strlcpy(err->message, resp->message, sizeof(err->message));
+	}
+	return resp->outcome;
+}
+
+/* ---- load ---- */
+
+/* Bytes [offset, offset + n) of the concatenation of parts. */
+static void
+copy_stream(char *dst, const char *const *parts, const Size *sizes, int n_parts,
+			Size offset, Size n)
+{
+	for (int p = 0; p < n_parts && n > 0; p++)
+	{
+		Size		take;
+
+		if (offset >= sizes[p])
+		{
+			offset -= sizes[p];
+			continue;
+		}
+		take = Min(n, sizes[p] - offset);
+		memcpy(dst, parts[p] + offset, take);
+		dst += take;
+		n -= take;
+		offset = 0;
+	}
+}
+
+GenieServiceOutcome
+genie_service_load(const GenieServiceKey *key, Oid index_oid, int32 split_length,
+				   const int32 *keywords, const int64 *keyword_offsets,
+				   const int32 *postings, genie_error *err)
+{
+	const char *parts[3] = {(const char *) keywords, (const char *) keyword_offsets,
+	(const char *) postings};
+	Size		sizes[3] = {sizeof(int32) * key->n_keywords,
+		sizeof(int64) * (key->n_keywords + 1),
+	sizeof(int32) * key->n_postings};
+	Size		total = sizes[0] + sizes[1] + sizes[2];
+	Size		offset = 0;
+
+	for (;;)
+	{
+		Size		piece = Min(LOAD_PIECE_BYTES, total - offset);
+		GenieRequest *req = begin_request(GENIE_REQUEST_LOAD, piece, sizeof(GenieResponse));
+		GenieResponse *resp;
+		GenieServiceOutcome outcome;
+
+		req->key = *key;
+		req->index_oid = index_oid;
+		req->split_length = split_length;
+		req->load_offset = offset;
+		req->load_bytes = piece;
+		copy_stream(request_payload(req), parts, sizes, 3, offset, piece);
+		outcome = call_service();
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+		resp = request_response((GenieRequest *) dsm_segment_address(segment));
+		outcome = take_outcome(resp, err);
+		if (outcome == GENIE_SERVICE_NOT_RESIDENT)
+		{
+			/* another backend is handing over this version: wait for it */
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 2L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+			if (genie_service_resident(key))
+				return GENIE_SERVICE_OK;
+			offset = 0;
+			continue;
+		}
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+		/* the version was already there, or this was the last piece */
+		if (resp->resident || offset + piece >= total)
+			return GENIE_SERVICE_OK;
+		offset += piece;
+	}
+}
+
+/* ---- search ---- */
+
+/* Searches queries [q0, q1) of batch; appends to the palloc'd arrays of out. */
+static GenieServiceOutcome
+search_part(const GenieServiceKey *key, Oid index_oid, int device,
+			const genie_query_batch *batch, int q0, int q1, int32 k,
+			genie_results *out, int64 *capacity, genie_engine_kind *engine,
+			bool *device_fallback, genie_error *err)
+{
+	int			nq = q1 - q0;
+	int64		item0 = batch->query_offsets[q0];
+	int64		item1 = batch->query_offsets[q1];
+	int64		n_items = item1 - item0;
+	int64		range0 = batch->item_offsets[item0];
+	int64		n_ranges = batch->item_offsets[item1] - range0;
+	int32		kk = Min(k, Max(key->n_main_objects, 1));
+	Size		payload = sizeof(int64) * (nq + 1) + sizeof(int64) * (n_items + 1) +
+		(batch->item_weights ? sizeof(int32) * n_items : 0) + 2 * sizeof(int32) * n_ranges;
+	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * (nq + 1) +
+		2 * sizeof(int32) * (Size) nq * kk;
+	GenieRequest *req = begin_request(GENIE_REQUEST_SEARCH, payload, response);
+	GenieResponse *resp;
+	GenieServiceOutcome outcome;
+	char	   *p = request_payload(req);
+	int64	   *offs;
+	int64		n_before = out->query_offsets[q0];
+	int64		n_hits;
+
+	req->key = *key;
+	req->index_oid = index_oid;
+	req->device = device;
+	req->k = kk;
+	req->n_queries = nq;
+	req->n_items = n_items;
+	req->n_ranges = n_ranges;
+	req->weighted = batch->item_weights != NULL;
+
+	/* the CSR of the part, rebased to its first item and range */
+	offs = (int64 *) p;
+	for (int q = 0; q <= nq; q++)
+		offs[q] = batch->query_offsets[q0 + q] - item0;
+	p += sizeof(int64) * (nq + 1);
+	offs = (int64 *) p;
+	for (int64 i = 0; i <= n_items; i++)
+		offs[i] = batch->item_offsets[item0 + i] - range0;
+	p += sizeof(int64) * (n_items + 1);
+	if (batch->item_weights)
+	{
+		memcpy(p, batch->item_weights + item0, sizeof(int32) * n_items);
+		p += sizeof(int32) * n_items;
+	}
+	memcpy(p, batch->ranges_lo + range0, sizeof(int32) * n_ranges);
+	p += sizeof(int32) * n_ranges;
+	memcpy(p, batch->ranges_hi + range0, sizeof(int32) * n_ranges);
+
+	outcome = call_service();
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	resp = request_response((GenieRequest *) dsm_segment_address(segment));
+	outcome = take_outcome(resp, err);
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	*engine = resp->engine;
+	*device_fallback |= resp->device_fallback;
+
+	/* answers: query_offsets, objects, scores */
+	p = (char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse));
+	offs = (int64 *) p;
+	n_hits = offs[nq];
+	if (n_before + n_hits > *capacity)
+	{
+		int64		cap = Max(*capacity * 2, n_before + n_hits);
+
+		out->objects = repalloc_huge(out->objects, sizeof(int32) * cap);
+		out->scores = repalloc_huge(out->scores, sizeof(int32) * cap);
+		*capacity = cap;
+	}
+	for (int q = 1; q <= nq; q++)
+		out->query_offsets[q0 + q] = n_before + offs[q];
+	p += sizeof(int64) * (nq + 1);
+	memcpy(out->objects + n_before, p, sizeof(int32) * n_hits);
+	memcpy(out->scores + n_before, p + sizeof(int32) * (Size) nq * kk, sizeof(int32) * n_hits);
+	return GENIE_SERVICE_OK;
+}
+
+GenieServiceOutcome
+genie_service_search(const GenieServiceKey *key, Oid index_oid, int device,
+					 const genie_query_batch *batch, int32 k, genie_results *results,
+					 genie_engine_kind *engine, bool *device_fallback, genie_error *err)
+{
+	int32		kk = Min(k, Max(key->n_main_objects, 1));
+	int			per_part = (int) Max((int64) 1, (int64) (MAX_RESPONSE_BYTES / (2 * sizeof(int32) * kk)));
+	int64		capacity = Max(Min((int64) batch->n_queries * kk, (int64) 1 << 20), 1);
+
+	*device_fallback = false;
+	*engine = GENIE_ENGINE_CPU;
+	results->n_queries = batch->n_queries;
+	results->query_offsets = palloc_extended(sizeof(int64) * (batch->n_queries + 1), MCXT_ALLOC_HUGE);
+	results->query_offsets[0] = 0;
+	results->objects = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	results->scores = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	for (int q0 = 0; q0 < batch->n_queries; q0 += per_part)
+	{
+		int			q1 = Min(batch->n_queries, q0 + per_part);
+		GenieServiceOutcome outcome = search_part(key, index_oid, device, batch, q0, q1, k,
+												  results, &capacity, engine,
+												  device_fallback, err);
+
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+	}
+	return GENIE_SERVICE_OK;
+}
+
+/* ---- verify ---- */
+
+GenieServiceOutcome
+genie_service_verify(int device, const genie_similar_batch *batch,
+					 genie_similar_verdict *verdict, bool *device_fallback, genie_error *err)
+{
+	int			nq = batch->n_queries;
+	int64		nc = batch->candidate_offsets[nq];
+	int64		query_bytes = batch->query_text_offsets[nq];
+	int64		candidate_bytes = batch->candidate_text_offsets[nc];
+	Size		payload = sizeof(int64) * (nq + 1) * 2 + sizeof(int64) * (nc + 1) +
+		sizeof(int32) * nc + sizeof(int32) * nq + query_bytes + candidate_bytes;
+	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int32) * nc + nc +
+		nq + sizeof(int32) * nq;
+	GenieRequest *req = begin_request(GENIE_REQUEST_VERIFY, payload, response);
+	GenieResponse *resp;
+	GenieServiceOutcome outcome;
+	char	   *p = request_payload(req);
+
+	req->device = device;
+	req->n_queries = nq;
+	req->verify_n = batch->n;
+	req->verify_k = batch->k;
+	req->verify_candidates = nc;
+	req->verify_query_bytes = query_bytes;
+	req->verify_candidate_bytes = candidate_bytes;
+
+#define PUT(src, bytes) do { memcpy(p, (src), (bytes)); p += (bytes); } while (0)
+	PUT(batch->query_text_offsets, sizeof(int64) * (nq + 1));
+	PUT(batch->candidate_offsets, sizeof(int64) * (nq + 1));
+	PUT(batch->candidate_text_offsets, sizeof(int64) * (nc + 1));
+	PUT(batch->candidate_counts, sizeof(int32) * nc);
+	PUT(batch->unseen_count_bound, sizeof(int32) * nq);
+	PUT(batch->query_text, query_bytes);
+	PUT(batch->candidate_text, candidate_bytes);
+#undef PUT
+
+	*device_fallback = false;
+	outcome = call_service();
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	resp = request_response((GenieRequest *) dsm_segment_address(segment));
+	outcome = take_outcome(resp, err);
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	*device_fallback = resp->device_fallback;
+	p = (char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse));
+	memcpy(verdict->distances, p, sizeof(int32) * nc);
+	p += sizeof(int32) * nc;
+	memcpy(verdict->exact, p, nc);
+	p += nc;
+	memcpy(verdict->certified, p, nq);
+	p += nq;
+	memcpy(verdict->open_bound, p, sizeof(int32) * nq);
+	verdict->distances_computed = resp->distances_computed;
+	verdict->device = resp->engine;
+	return GENIE_SERVICE_OK;
+}

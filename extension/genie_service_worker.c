@@ -1,0 +1,292 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_service_worker.c
+ *	  The genie service's worker: the one process of the cluster that runs
+ *	  genie's engines when genie is preloaded (see genie_service.h).
+ *
+ * A cycle takes every submitted request, waits genie.batch_window for
+ * more when the previous cycle saw several (so an idle service answers at
+ * once), then handles loads, groups the searches by index version, engine
+ * and k, runs one engine search per group over the concatenated queries,
+ * and hands each backend the slice of the answers that is its own.  While
+ * a cycle runs, new requests queue up: under load every cycle is a batch.
+ *
+ * The worker keeps each index version's main postings once (host memory,
+ * LRU within genie.cache_size) and its engines (a GPU copy, LRU within
+ * genie.device_memory_limit when set).  It never raises an error for a
+ * request: engine failures go back to the backend in the answer.  A GPU
+ * error (not out-of-memory) leaves the CUDA context in doubt, so the
+ * worker answers and then exits, and the postmaster starts a fresh one.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "genie_service.h"
+#include "genie_service_worker.h"
+
+PGDLLEXPORT void genie_service_main(Datum arg);
+
+static ServiceState state;
+
+/* ---- the slots ---- */
+
+/* At exit: no backend waits for an answer that will not come. */
+static void
+service_exit(int code, Datum arg)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	Latch	   *wake[64];
+	int			n_wake = 0;
+
+	LWLockReleaseAll();
+	SpinLockAcquire(&sh->mutex);
+	sh->ready = false;
+	sh->generation++;
+	sh->pid = 0;
+	sh->latch = NULL;
+	for (int i = 0; i < sh->n_slots; i++)
+	{
+		GenieServiceSlot *slot = &sh->slots[i];
+
+		if (slot->state == GENIE_SLOT_SUBMITTED || slot->state == GENIE_SLOT_TAKEN)
+		{
+			slot->state = GENIE_SLOT_FAILED;
+			if (slot->latch != NULL && n_wake < lengthof(wake))
+				wake[n_wake++] = slot->latch;
+		}
+		else if (slot->state == GENIE_SLOT_WITHDRAWN)
+			slot->state = GENIE_SLOT_FREE;
+		slot->busy = false;
+	}
+	SpinLockRelease(&sh->mutex);
+	/* the rest notice the new generation within their 100 ms poll */
+	for (int i = 0; i < n_wake; i++)
+		SetLatch(wake[i]);
+
+	LWLockAcquire(sh->stats_lock, LW_EXCLUSIVE);
+	sh->n_stats = 0;
+	LWLockRelease(sh->stats_lock);
+}
+
+/* The segment a slot's request is in, mapped by this process. */
+static char *
+map_segment(int slot, dsm_handle handle, Size *size)
+{
+	if (state.mapped[slot] != NULL && state.mapped_handle[slot] != handle)
+	{
+		dsm_detach(state.mapped[slot]);
+		state.mapped[slot] = NULL;
+	}
+	if (state.mapped[slot] == NULL)
+	{
+		state.mapped[slot] = dsm_attach(handle);
+		if (state.mapped[slot] == NULL)
+			return NULL;
+		dsm_pin_mapping(state.mapped[slot]);
+		state.mapped_handle[slot] = handle;
+	}
+	*size = dsm_segment_map_length(state.mapped[slot]);
+	return dsm_segment_address(state.mapped[slot]);
+}
+
+/* Drops the mappings of segments that their backends replaced or left. */
+static void
+unmap_stale_segments(void)
+{
+	GenieServiceShared *sh = genie_service_shared;
+
+	for (int i = 0; i < sh->n_slots; i++)
+	{
+		dsm_handle	current;
+
+		if (state.mapped[i] == NULL)
+			continue;
+		SpinLockAcquire(&sh->mutex);
+		current = sh->slots[i].segment;
+		SpinLockRelease(&sh->mutex);
+		if (current != state.mapped_handle[i])
+		{
+			dsm_detach(state.mapped[i]);
+			state.mapped[i] = NULL;
+		}
+	}
+}
+
+/*
+ * Takes every submitted request and copies it out of its segment.  Returns
+ * how many were added to state.taken.
+ */
+static int
+collect(void)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	int			first = state.n_taken;
+	TimestampTz now = GetCurrentTimestamp();
+
+	SpinLockAcquire(&sh->mutex);
+	for (int i = 0; i < sh->n_slots; i++)
+	{
+		GenieServiceSlot *slot = &sh->slots[i];
+		TakenRequest *t;
+
+		if (slot->state != GENIE_SLOT_SUBMITTED)
+			continue;
+		slot->state = GENIE_SLOT_TAKEN;
+		slot->busy = true;
+		t = &state.taken[state.n_taken++];
+		memset(t, 0, sizeof(*t));
+		t->slot = i;
+		t->seq = slot->seq;
+		t->segment = slot->segment;
+		t->submitted_at = slot->submitted_at;
+	}
+	SpinLockRelease(&sh->mutex);
+
+	for (int j = first; j < state.n_taken; j++)
+	{
+		TakenRequest *t = &state.taken[j];
+		Size		size;
+		char	   *base = map_segment(t->slot, t->segment, &size);
+		Size		header = GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
+
+		t->queue_wait_ms = (double) (now - t->submitted_at) / 1000.0;
+		if (base == NULL || size < header)
+			t->broken = true;
+		else
+		{
+			memcpy(&t->req, base, sizeof(GenieRequest));
+			if (t->req.response_offset < header ||
+				t->req.response_offset + t->req.response_capacity > size)
+				t->broken = true;
+			else
+			{
+				t->payload_size = t->req.response_offset - header;
+				t->payload = MemoryContextAllocHuge(state.cycle_cxt, Max(t->payload_size, 1));
+				memcpy(t->payload, base + header, t->payload_size);
+			}
+		}
+		SpinLockAcquire(&sh->mutex);
+		sh->slots[t->slot].busy = false;
+		SpinLockRelease(&sh->mutex);
+	}
+	return state.n_taken - first;
+}
+
+/* ---- the loop ---- */
+
+static void
+probe_devices(void)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	genie_device_info devices[16];
+	size_t		n = 0;
+	genie_error err;
+	genie_build_info build;
+	bool		usable = false;
+	char		reason[128] = "";
+
+	genie_get_build_info(&build);
+	if (!build.with_cuda)
+		strlcpy(reason, "genie was built without CUDA", sizeof(reason));
+	else if (genie_list_devices(devices, lengthof(devices), &n, &err) != GENIE_OK)
+		strlcpy(reason, err.message, sizeof(reason));
+	else
+	{
+		strlcpy(reason, "no usable GPU was found", sizeof(reason));
+		for (size_t i = 0; i < n; i++)
+		{
+			if (devices[i].kind == GENIE_DEVICE_GPU && devices[i].usable)
+			{
+				usable = true;
+				state.device_bytes_total = (int64) devices[i].memory_bytes;
+				break;
+			}
+		}
+	}
+	state.gpu_usable = usable;
+	SpinLockAcquire(&sh->mutex);
+	sh->gpu_usable = usable;
+	strlcpy(sh->gpu_reason, usable ? "" : reason, sizeof(sh->gpu_reason));
+	SpinLockRelease(&sh->mutex);
+}
+
+void
+genie_service_main(Datum arg)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	int			last_cycle = 0;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	/* no database: a connection only to appear in pg_stat_activity */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("genie service");
+
+	memset(&state, 0, sizeof(state));
+	state.top_cxt = AllocSetContextCreate(TopMemoryContext, "genie service",
+										  ALLOCSET_DEFAULT_SIZES);
+	state.cycle_cxt = AllocSetContextCreate(state.top_cxt, "genie service cycle",
+											ALLOCSET_DEFAULT_SIZES);
+	state.mapped = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_segment *) * sh->n_slots);
+	state.mapped_handle = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_handle) * sh->n_slots);
+	state.taken = MemoryContextAllocZero(state.top_cxt, sizeof(TakenRequest) * sh->n_slots);
+	probe_devices();
+
+	before_shmem_exit(service_exit, (Datum) 0);
+	SpinLockAcquire(&sh->mutex);
+	sh->generation++;
+	sh->pid = MyProcPid;
+	sh->latch = MyLatch;
+	sh->ready = true;
+	SpinLockRelease(&sh->mutex);
+	ereport(LOG, (errmsg("genie service started: %s",
+						 state.gpu_usable ? "searches run on the GPU or the CPU engine"
+						 : "no usable GPU; searches run on the CPU engine")));
+
+	for (;;)
+	{
+		int			n;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		MemoryContextReset(state.cycle_cxt);
+		state.n_taken = 0;
+		n = collect();
+		if (n == 0)
+		{
+			last_cycle = 0;
+			unmap_stale_segments();
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 1000L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			continue;
+		}
+		/* queries keep arriving: give the others a moment to join the batch */
+		if (last_cycle > 1 && genie_batch_window_ms > 0)
+		{
+			pg_usleep((long) (genie_batch_window_ms * 1000.0));
+			n += collect();
+		}
+		last_cycle = n;
+		genie_worker_run_cycle(&state);
+		genie_worker_publish_stats(&state);
+	}
+}
