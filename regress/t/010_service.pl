@@ -1,0 +1,168 @@
+# The genie service (genie in shared_preload_libraries): concurrent
+# sessions' searches, inserts and deletes through it leave a correct index
+# and answers equal to sequential scans; it batches the queries of
+# concurrent sessions; terminating it mid-run loses no query (auto mode
+# searches in-process meanwhile) and the postmaster starts it again; a
+# backend cancelled while it waits leaves the service healthy.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use GenieTest;
+
+my $node = PostgreSQL::Test::Cluster->new('service');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'genie'
+max_connections = 60
+genie.pending_list_limit = '128kB'
+genie.cpu_threads = 2
+});
+$node->start;
+
+sub service_status
+{
+	return $node->safe_psql('postgres',
+		"SELECT running, coalesce(pid, 0) FROM genie_service_status()");
+}
+
+sub wait_for_service
+{
+	my ($not_pid) = @_;
+	my $deadline = time + 30;
+	while (time < $deadline)
+	{
+		my ($running, $pid) = split /\|/, service_status();
+		return $pid if $running eq 't' && $pid != $not_pid;
+		usleep(100_000);
+	}
+	return 0;
+}
+
+create_docs($node, 20000);
+$node->safe_psql('postgres', 'CREATE SEQUENCE doc_ids START 1000000');
+my $pid = wait_for_service(0);
+ok($pid > 0, 'the genie service runs');
+is($node->safe_psql('postgres',
+		"SELECT backend_type FROM pg_stat_activity WHERE pid = $pid"),
+	'genie service', 'pg_stat_activity shows it as backend_type genie service');
+is($node->safe_psql('postgres', 'SELECT configured FROM genie_service_status()'),
+	't', 'genie_service_status() says it is configured');
+
+# ---- many sessions at once ----
+$node->pgbench(
+	'--no-vacuum --client=16 --jobs=2 --transactions=150',
+	0,
+	[qr{processed: 2400/2400}],
+	[qr{\A(?:(?!ERROR|abort).)*\z}s],
+	'16 sessions: ordered queries, inserts and deletes through the service',
+	{
+		'genie_query@6' => q{
+			\set a random(0, 499)
+			\set b random(0, 499)
+			SELECT id FROM docs ORDER BY tags <~> ARRAY[:a, :b, 7] LIMIT 10;
+		},
+		'genie_insert@1' => q{
+			\set a random(0, 499)
+			\set b random(0, 499)
+			INSERT INTO docs VALUES (nextval('doc_ids'), ARRAY[:a, :b, 7]);
+		},
+		'genie_delete@1' => q{
+			\set a random(1, 20000)
+			DELETE FROM docs WHERE id = :a;
+		},
+	});
+check_index_matches_seqscan($node, 'after 16 sessions through the service');
+
+my ($batches, $queries, $requests) = split /\|/, $node->safe_psql('postgres',
+	'SELECT sum(batches), sum(queries), sum(requests) FROM genie_service_stats()');
+cmp_ok($requests, '>=', 2400 * 6 / 8 * 0.8, 'the service answered the sessions\' searches');
+my $mean = $batches > 0 ? $queries / $batches : 0;
+diag(sprintf('service: %d engine calls for %d queries (%.2f queries per call)', $batches, $queries, $mean));
+cmp_ok($mean, '>', 1.0, 'concurrent sessions\' queries share engine calls');
+
+# The same answers through genie_topk, by index and by the service.
+my $topk_mismatch = $node->safe_psql('postgres', q{
+	SET genie.device = 'cpu';
+	WITH q AS (SELECT g, ARRAY[g, g * 3 % 500, 7] AS query FROM generate_series(1, 40) g),
+	t AS (SELECT t.query_no, array_agg(t.score ORDER BY t.score DESC) AS s
+	      FROM genie_topk('docs_tags_idx', ARRAY(SELECT query::genie_query FROM q ORDER BY g), 15) t
+	      GROUP BY t.query_no),
+	o AS (SELECT q.g, (SELECT array_agg(c ORDER BY c DESC) FROM (
+	          SELECT genie_match_count(tags, q.query) AS c FROM docs
+	          ORDER BY 1 DESC LIMIT 15) x WHERE c > 0) AS s FROM q)
+	SELECT count(*) FROM o LEFT JOIN t ON t.query_no = o.g WHERE t.s IS DISTINCT FROM o.s
+});
+is($topk_mismatch, '0', 'genie_topk through the service equals the sequential scans');
+
+# ---- the service terminated while sessions search ----
+my ($out, $err) = ('', '');
+my $script = $node->basedir . '/service_query.sql';
+append_to_file($script,
+	"\\set a random(0, 499)\nSELECT id FROM docs ORDER BY tags <~> ARRAY[:a, 7] LIMIT 10;\n");
+my $bench = IPC::Run::start(
+	[
+		'pgbench', '--no-vacuum', '--client=8', '--jobs=2', '--time=6', '-f', $script,
+		$node->connstr('postgres')
+	],
+	'>', \$out, '2>', \$err, IPC::Run::timeout(120));
+sleep 2;
+is($node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)"), 't',
+	'the service is terminated mid-run');
+IPC::Run::finish($bench);
+is($?, 0, 'pgbench ends without an error while the service restarts');
+unlike($out . $err, qr/(aborted|ERROR)/, 'no client saw an error');
+my $new_pid = wait_for_service($pid);
+ok($new_pid > 0 && $new_pid != $pid, 'the postmaster started the service again');
+like($node->safe_psql('postgres', 'SELECT count(*) FROM docs'), qr/^\d+$/, 'the cluster runs on');
+check_index_matches_seqscan($node, 'after the restart');
+
+# ---- a backend cancelled while the service works for it ----
+$node->safe_psql('postgres', q{
+	SELECT setseed(0.5);
+	CREATE TABLE big (id int, tags int4[]);
+	INSERT INTO big SELECT i, ARRAY(SELECT (random() * 599)::int + 0 * i FROM generate_series(1, 40))
+	FROM generate_series(1, 60000) i;
+	CREATE INDEX big_idx ON big USING genie (tags);
+});
+my $batch = "SELECT count(*) FROM genie_topk('big_idx', ARRAY(SELECT ARRAY(SELECT (q * 31 + j * 17) % 600 "
+  . "FROM generate_series(1, 200) j)::genie_query FROM generate_series(1, %d) q), 10)";
+$node->safe_psql('postgres', sprintf($batch, 1));
+my $start = time;
+is($node->safe_psql('postgres', sprintf($batch, 6000)), '60000', 'a long batch answers');
+my $full = time - $start;
+diag(sprintf('a batch of 6000 heavy queries through the service: %.2f s', $full));
+cmp_ok($full, '>', 0.6, 'the batch runs long enough for the test to mean something');
+
+$start = time;
+my ($ret, $stdout, $stderr) = $node->psql('postgres',
+	"SET statement_timeout = '200ms'; " . sprintf($batch, 6000));
+my $cancelled = time - $start;
+like($stderr, qr/canceling statement due to statement timeout/, 'statement_timeout ends the wait');
+diag(sprintf('statement_timeout 200 ms: the statement ended after %.0f ms', 1000 * $cancelled));
+cmp_ok($cancelled, '<', 0.2 + 0.5, 'the cancelled backend returns in time');
+$start = time;
+is($node->safe_psql('postgres', sprintf($batch, 2)), '20', 'the next search is answered');
+my $after = time - $start;
+diag(sprintf('the next search took %.0f ms', 1000 * $after));
+cmp_ok($after, '<', $full / 2 + 0.5,
+	'the service dropped the withdrawn batch instead of finishing it');
+is((split /\|/, service_status())[1], $new_pid, 'the service still runs, the same process');
+
+# ---- what gpu asks of a service without a GPU ----
+SKIP:
+{
+	skip 'the service found a GPU', 1
+	  if $node->safe_psql('postgres', 'SELECT gpu FROM genie_service_status()') eq 't';
+	($ret, $stdout, $stderr) = $node->psql('postgres',
+		"SET genie.device = 'gpu'; SELECT id FROM docs ORDER BY tags <~> '{1,2}' LIMIT 1");
+	like($stderr, qr/no usable GPU/, 'genie.device = gpu is a clear error without a GPU');
+}
+
+$node->stop;
+done_testing();
