@@ -8,7 +8,7 @@ CREATE EXTENSION IF NOT EXISTS genie;
 CREATE TABLE svc_docs (id int, tags int4[]);
 INSERT INTO svc_docs
 SELECT i, ARRAY(SELECT DISTINCT floor(50000 * power(random(), 3))::int
-                FROM generate_series(1, 5 + (i * 7919) % 41))
+                FROM generate_series(1, 5 + (i::int8 * 7919 % 41)::int))
 FROM generate_series(1, :rows) i;
 CREATE TABLE svc_queries (id int PRIMARY KEY, q int4[]);
 INSERT INTO svc_queries
