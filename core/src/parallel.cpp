@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -23,9 +24,105 @@ int32_t ResolveThreads(int32_t requested) {
   return std::clamp(threads, 1, 1024);
 }
 
+namespace {
+
+// Starts a thread with every signal blocked (threads inherit the creating
+// thread's mask), so no signal can reach it even for an instant.
+template <typename Fn>
+bool StartBlocked(std::vector<std::thread>* threads, Fn&& fn) noexcept {
+  sigset_t all, saved;
+  sigfillset(&all);
+  const bool blocked = pthread_sigmask(SIG_BLOCK, &all, &saved) == 0;
+  bool started = true;
+  try {
+    threads->emplace_back(std::forward<Fn>(fn));
+  } catch (const std::system_error&) {
+    started = false;  // out of threads
+  } catch (const std::bad_alloc&) {
+    started = false;
+  }
+  if (blocked) pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  return started;
+}
+
+// Workers kept for the life of the process: starting threads costs tens of
+// microseconds each, which small batches (the genie service runs a call
+// per handful of queries) would pay on every call.  One job at a time; a
+// caller that finds the pool busy (a nested or concurrent call) starts
+// threads of its own instead.  The pool is never destroyed: its threads
+// sleep on a condition variable and end with the process.
+class Pool {
+ public:
+  // Runs worker on `helpers` pool threads besides the caller's, or returns
+  // false (nothing run) when the pool is busy.
+  bool Run(int32_t helpers, const std::function<void()>& worker) noexcept {
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (static_cast<int32_t>(threads_.size()) < helpers) {
+        const std::size_t slot = threads_.size();
+        if (!StartBlocked(&threads_, [this, slot] { Loop(slot); })) break;
+      }
+      helpers = std::min<int32_t>(helpers, static_cast<int32_t>(threads_.size()));
+      job_ = &worker;
+      wanted_ = helpers;
+      running_ = helpers;
+      ++generation_;
+    }
+    wake_.notify_all();
+    worker();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return running_ == 0; });
+    job_ = nullptr;
+    return true;
+  }
+
+ private:
+  void Loop(std::size_t slot) noexcept {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void()>* job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        // a worker takes part when its slot is among the job's helpers
+        wake_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (slot >= static_cast<std::size_t>(wanted_)) continue;
+        job = job_;
+      }
+      (*job)();
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--running_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex busy_;   // held by the caller of Run for the whole job
+  std::mutex mutex_;  // the fields below
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> threads_;
+  const std::function<void()>* job_ = nullptr;
+  int32_t wanted_ = 0, running_ = 0;
+  uint64_t generation_ = 0;
+};
+
+Pool& ThePool() {
+  static Pool* pool = new Pool();  // never destroyed: see Pool
+  return *pool;
+}
+
+}  // namespace
+
 void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept {
+  if (threads <= 1) {
+    worker();
+    return;
+  }
+  if (ThePool().Run(threads - 1, worker)) return;
+
+  // The pool is busy: threads of this call's own, joined however it ends
+  // (a joinable std::thread destroyed unjoined would terminate the backend).
   std::vector<std::thread> pool;
-  // A joinable std::thread destroyed unjoined would terminate the backend.
   struct Joiner {
     std::vector<std::thread>* pool;
     ~Joiner() {
@@ -34,21 +131,9 @@ void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept
       }
     }
   } joiner{&pool};
-
-  if (threads > 1) {
-    // Threads inherit the creating thread's mask: block everything while
-    // starting them, so no signal can reach a worker even for an instant.
-    sigset_t all, saved;
-    sigfillset(&all);
-    const bool blocked = pthread_sigmask(SIG_BLOCK, &all, &saved) == 0;
-    try {
-      pool.reserve(static_cast<std::size_t>(threads - 1));
-      for (int32_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-    } catch (const std::system_error&) {
-      // out of threads: the ones running, and this one, share the work
-    } catch (const std::bad_alloc&) {
-    }
-    if (blocked) pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  pool.reserve(static_cast<std::size_t>(threads - 1));
+  for (int32_t t = 1; t < threads; ++t) {
+    if (!StartBlocked(&pool, worker)) break;  // the ones running share the work
   }
   // The calling thread works too, with its own signal mask.
   worker();

@@ -2,7 +2,10 @@
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
+#include <new>
 #include <string>
+#include <vector>
 
 namespace genie {
 namespace gpu {
@@ -66,29 +69,151 @@ void AddLive(uint64_t bytes) {
 }
 }  // namespace
 
+namespace {
+
+// The block cache (see DeviceMemory).  Never destroyed: blocks are released
+// with the process, like the CUDA context.
+constexpr std::size_t kBlockMinBytes = 4096;
+constexpr std::size_t kBlockMaxBytes = std::size_t{16} << 20;  // larger ones are not cached
+constexpr std::size_t kBlockCacheBytes = std::size_t{64} << 20;
+
+struct CachedBlock {
+  int device;
+  std::size_t bytes;
+  void* ptr;
+};
+
+std::mutex g_cache_mutex;
+std::vector<CachedBlock>* g_cache = new std::vector<CachedBlock>();
+std::atomic<uint64_t> g_cache_bytes{0};
+
+thread_local int t_scope_depth = 0;
+thread_local std::vector<CachedBlock>* t_deferred = nullptr;
+
+std::size_t SizeClass(std::size_t bytes) {
+  std::size_t c = kBlockMinBytes;
+  while (c < bytes) c <<= 1;
+  return c;
+}
+
+int CurrentDevice() {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return device;
+}
+
+void* TakeCached(int device, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  for (std::size_t i = 0; i < g_cache->size(); ++i) {
+    if ((*g_cache)[i].device == device && (*g_cache)[i].bytes == bytes) {
+      void* ptr = (*g_cache)[i].ptr;
+      (*g_cache)[i] = g_cache->back();
+      g_cache->pop_back();
+      g_cache_bytes.fetch_sub(bytes);
+      return ptr;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Status DeviceMemory::Allocate(std::size_t bytes, const char* what) {
   Reset();
   if (bytes == 0) return Status::Ok();
-  void* ptr = nullptr;
-  cudaError_t error = cudaMalloc(&ptr, bytes);
-  if (error != cudaSuccess) {
-    Status status = CudaStatus(error, "cudaMalloc", __FILE__, __LINE__);
-    return Status(status.code(), status.message() + " allocating " + std::to_string(bytes) +
-                                     " bytes for " + what);
+  const bool small = bytes <= kBlockMaxBytes;
+  const std::size_t capacity = small ? SizeClass(bytes) : bytes;
+  void* ptr = small ? TakeCached(CurrentDevice(), capacity) : nullptr;
+  if (ptr == nullptr) {
+    cudaError_t error = cudaMalloc(&ptr, capacity);
+    if (error == cudaErrorMemoryAllocation && CachedBytes() > 0) {
+      (void)cudaGetLastError();
+      ReleaseCache();
+      error = cudaMalloc(&ptr, capacity);
+    }
+    if (error != cudaSuccess) {
+      Status status = CudaStatus(error, "cudaMalloc", __FILE__, __LINE__);
+      return Status(status.code(), status.message() + " allocating " + std::to_string(bytes) +
+                                       " bytes for " + what);
+    }
   }
   ptr_ = ptr;
   bytes_ = bytes;
+  capacity_ = capacity;
   AddLive(bytes);
   return Status::Ok();
 }
 
 void DeviceMemory::Reset() {
   if (ptr_ != nullptr) {
-    (void)cudaFree(ptr_);
     g_live_bytes.fetch_sub(bytes_);
+    const int device = t_scope_depth > 0 && capacity_ <= kBlockMaxBytes ? CurrentDevice() : -1;
+    bool kept = false;
+    if (device >= 0) {
+      try {
+        t_deferred->push_back(CachedBlock{device, capacity_, ptr_});
+        kept = true;
+      } catch (const std::bad_alloc&) {
+      }
+    }
+    if (!kept) (void)cudaFree(ptr_);
   }
   ptr_ = nullptr;
   bytes_ = 0;
+  capacity_ = 0;
+}
+
+void DeviceMemory::ReleaseCache() {
+  const int device = CurrentDevice();
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  for (std::size_t i = 0; i < g_cache->size();) {
+    if ((*g_cache)[i].device == device) {
+      (void)cudaFree((*g_cache)[i].ptr);
+      g_cache_bytes.fetch_sub((*g_cache)[i].bytes);
+      (*g_cache)[i] = g_cache->back();
+      g_cache->pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+uint64_t DeviceMemory::CachedBytes() { return g_cache_bytes.load(); }
+
+DeviceBlockScope::DeviceBlockScope() {
+  if (t_scope_depth++ == 0 && t_deferred == nullptr) {
+    try {
+      t_deferred = new std::vector<CachedBlock>();  // per thread, kept
+    } catch (const std::bad_alloc&) {
+      --t_scope_depth;  // no scope: blocks are freed at once
+      throw;
+    }
+  }
+}
+
+DeviceBlockScope::~DeviceBlockScope() {
+  if (--t_scope_depth > 0 || t_deferred->empty()) return;
+  // Every use of the deferred blocks was queued before this point.
+  const bool idle = cudaDeviceSynchronize() == cudaSuccess;
+  if (!idle) (void)cudaGetLastError();
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  for (const CachedBlock& b : *t_deferred) {
+    // after a device error, or beyond the cap, a block is freed
+    bool kept = false;
+    if (idle && g_cache_bytes.load() + b.bytes <= kBlockCacheBytes) {
+      try {
+        g_cache->push_back(b);
+        g_cache_bytes.fetch_add(b.bytes);
+        kept = true;
+      } catch (const std::bad_alloc&) {
+      }
+    }
+    if (!kept) (void)cudaFree(b.ptr);
+  }
+  t_deferred->clear();
 }
 
 uint64_t DeviceMemory::LiveBytes() { return g_live_bytes.load(); }

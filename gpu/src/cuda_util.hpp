@@ -59,17 +59,29 @@ class DeviceGuard {
 
 // Device memory.  Freed in the destructor; cudaFree waits for the work that
 // might still use it, so an early return on an error path is safe.
+//
+// Inside a DeviceBlockScope (a search) small blocks are not freed but kept
+// for reuse: cudaMalloc and cudaFree cost tens of microseconds each, and a
+// search of a handful of queries makes a dozen of them.  A block freed in a
+// scope becomes reusable only when the outermost scope ends, after the
+// device has finished the work queued so far; later allocations of the same
+// size class (a power of two) take it.  At most kBlockCacheBytes stay
+// cached; an allocation that finds the device out of memory frees the
+// cache and tries again.
 class DeviceMemory {
  public:
   DeviceMemory() = default;
   ~DeviceMemory() { Reset(); }
   DeviceMemory(DeviceMemory&& other) noexcept
-      : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+      : ptr_(std::exchange(other.ptr_, nullptr)),
+        bytes_(std::exchange(other.bytes_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)) {}
   DeviceMemory& operator=(DeviceMemory&& other) noexcept {
     if (this != &other) {
       Reset();
       ptr_ = std::exchange(other.ptr_, nullptr);
       bytes_ = std::exchange(other.bytes_, 0);
+      capacity_ = std::exchange(other.capacity_, 0);
     }
     return *this;
   }
@@ -82,6 +94,11 @@ class DeviceMemory {
   void* get() const { return ptr_; }
   std::size_t bytes() const { return bytes_; }
 
+  // Frees every cached block of the current device.
+  static void ReleaseCache();
+  // Bytes of device memory cached for reuse (all devices).
+  static uint64_t CachedBytes();
+
   // Process-wide count of bytes held by DeviceMemory objects, and its peak
   // since the last ResetPeak (for the benchmark's memory-per-query figure).
   static uint64_t LiveBytes();
@@ -90,7 +107,18 @@ class DeviceMemory {
 
  private:
   void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
+  std::size_t bytes_ = 0;     // asked for
+  std::size_t capacity_ = 0;  // allocated (the size class when cached)
+};
+
+// Marks the calling thread's searches (see DeviceMemory); nests.  The
+// outermost scope's end waits for the current device to finish its work.
+class DeviceBlockScope {
+ public:
+  DeviceBlockScope();
+  ~DeviceBlockScope();
+  DeviceBlockScope(const DeviceBlockScope&) = delete;
+  DeviceBlockScope& operator=(const DeviceBlockScope&) = delete;
 };
 
 template <typename T>

@@ -264,6 +264,7 @@ Status GpuEngine::Search(const genie_query_batch& batch, int32_t k, TopKResults*
   try {
     DeviceGuard guard;
     GENIE_RETURN_IF_ERROR(guard.Enter(device_));
+    DeviceBlockScope blocks;  // the search's transient buffers are reused
     DeviceMemory::ResetPeak();
     prof_.Start(profile_, compute_stream_.get());
     stats_.index_device_bytes = resident_postings_.bytes();

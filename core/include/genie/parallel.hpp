@@ -1,6 +1,7 @@
 // Host threads for the engines.  They run inside PostgreSQL backends, so a
 // worker starts with every signal blocked (signals stay with the backend's
-// own thread), runs plain C++ only, and is joined however the caller leaves.
+// own thread) and runs plain C++ only; a call returns only when every
+// thread has finished its part, however the work ends.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -17,8 +18,10 @@
 namespace genie {
 
 // Runs worker() on up to `threads` threads, the calling thread included,
-// and returns when every one has finished.  When no more threads can be
-// started, the ones running do all the work.  worker must not throw.
+// and returns when every one has finished.  The other threads come from a
+// pool kept for the life of the process (a call that finds it busy starts
+// its own).  When no more threads can be started, the ones running do all
+// the work.  worker must not throw.
 void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept;
 
 // Runs fn(i) for every i in [0, n) on up to `threads` threads (each index
