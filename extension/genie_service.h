@@ -48,6 +48,7 @@
 #include "storage/lwlock.h"
 #include "storage/relfilenode.h"
 #include "storage/spin.h"
+#include "utils/timestamp.h"
 
 #include "genie/genie.h"
 

@@ -126,14 +126,14 @@ unmap_stale_segments(void)
 }
 
 /*
- * Takes every submitted request and copies it out of its segment.  Returns
- * how many were added to state.taken.
+ * Takes every submitted request and copies it out of its segment into b.
+ * Returns how many were added.
  */
 static int
-collect(void)
+collect(CycleBatch *b)
 {
 	GenieServiceShared *sh = genie_service_shared;
-	int			first = state.n_taken;
+	int			first = b->n_taken;
 	TimestampTz now = GetCurrentTimestamp();
 
 	SpinLockAcquire(&sh->mutex);
@@ -146,7 +146,7 @@ collect(void)
 			continue;
 		slot->state = GENIE_SLOT_TAKEN;
 		slot->busy = true;
-		t = &state.taken[state.n_taken++];
+		t = &b->taken[b->n_taken++];
 		memset(t, 0, sizeof(*t));
 		t->slot = i;
 		t->seq = slot->seq;
@@ -155,9 +155,9 @@ collect(void)
 	}
 	SpinLockRelease(&sh->mutex);
 
-	for (int j = first; j < state.n_taken; j++)
+	for (int j = first; j < b->n_taken; j++)
 	{
-		TakenRequest *t = &state.taken[j];
+		TakenRequest *t = &b->taken[j];
 		Size		size;
 		char	   *base = map_segment(t->slot, t->segment, &size);
 		Size		header = GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
@@ -174,7 +174,7 @@ collect(void)
 			else
 			{
 				t->payload_size = t->req.response_offset - header;
-				t->payload = MemoryContextAllocHuge(state.cycle_cxt, Max(t->payload_size, 1));
+				t->payload = MemoryContextAllocHuge(b->cxt, Max(t->payload_size, 1));
 				memcpy(t->payload, base + header, t->payload_size);
 			}
 		}
@@ -182,7 +182,16 @@ collect(void)
 		sh->slots[t->slot].busy = false;
 		SpinLockRelease(&sh->mutex);
 	}
-	return state.n_taken - first;
+	return b->n_taken - first;
+}
+
+static void
+reset_batch(CycleBatch *b)
+{
+	MemoryContextReset(b->cxt);
+	b->n_taken = 0;
+	b->jobs = NULL;
+	b->n_jobs = 0;
 }
 
 /* ---- the loop ---- */
@@ -227,7 +236,7 @@ void
 genie_service_main(Datum arg)
 {
 	GenieServiceShared *sh = genie_service_shared;
-	int			last_cycle = 0;
+	int			last_batch = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -239,11 +248,15 @@ genie_service_main(Datum arg)
 	memset(&state, 0, sizeof(state));
 	state.top_cxt = AllocSetContextCreate(TopMemoryContext, "genie service",
 										  ALLOCSET_DEFAULT_SIZES);
-	state.cycle_cxt = AllocSetContextCreate(state.top_cxt, "genie service cycle",
-											ALLOCSET_DEFAULT_SIZES);
+	for (int i = 0; i < 2; i++)
+	{
+		state.batches[i].cxt = AllocSetContextCreate(state.top_cxt, "genie service batch",
+													 ALLOCSET_DEFAULT_SIZES);
+		state.batches[i].taken = MemoryContextAllocZero(state.top_cxt,
+														sizeof(TakenRequest) * sh->n_slots);
+	}
 	state.mapped = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_segment *) * sh->n_slots);
 	state.mapped_handle = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_handle) * sh->n_slots);
-	state.taken = MemoryContextAllocZero(state.top_cxt, sizeof(TakenRequest) * sh->n_slots);
 	probe_devices();
 
 	before_shmem_exit(service_exit, (Datum) 0);
@@ -257,9 +270,12 @@ genie_service_main(Datum arg)
 						 state.gpu_usable ? "searches run on the GPU or the CPU engine"
 						 : "no usable GPU; searches run on the CPU engine")));
 
+	genie_runner_init(&state.runner, MyLatch);
+
 	for (;;)
 	{
-		int			n;
+		CycleBatch *b = &state.batches[state.cur];
+		CycleBatch *done;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -267,12 +283,41 @@ genie_service_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		MemoryContextReset(state.cycle_cxt);
-		state.n_taken = 0;
-		n = collect();
-		if (n == 0)
+		(void) collect(b);
+
+		if (state.in_flight != NULL)
 		{
-			last_cycle = 0;
+			if (!genie_runner_done(&state.runner))
+			{
+				/* the runner sets the latch when done; new requests set it too */
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 1L, PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+				continue;
+			}
+			/* the next batch goes to the runner before the last one is answered */
+			done = state.in_flight;
+			state.in_flight = NULL;
+			if (b->n_taken > 0)
+			{
+				last_batch = b->n_taken;
+				if (genie_worker_start_batch(&state, b))
+				{
+					state.in_flight = b;
+					state.cur ^= 1;
+				}
+				else
+					reset_batch(b);
+			}
+			genie_worker_finish_batch(&state, done);
+			reset_batch(done);
+			genie_worker_publish_stats(&state);
+			continue;
+		}
+
+		if (b->n_taken == 0)
+		{
+			last_batch = 0;
 			unmap_stale_segments();
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 1000L, PG_WAIT_EXTENSION);
@@ -280,13 +325,21 @@ genie_service_main(Datum arg)
 			continue;
 		}
 		/* queries keep arriving: give the others a moment to join the batch */
-		if (last_cycle > 1 && genie_batch_window_ms > 0)
+		if (last_batch > 1 && genie_batch_window_ms > 0)
 		{
 			pg_usleep((long) (genie_batch_window_ms * 1000.0));
-			n += collect();
+			(void) collect(b);
 		}
-		last_cycle = n;
-		genie_worker_run_cycle(&state);
-		genie_worker_publish_stats(&state);
+		last_batch = b->n_taken;
+		if (genie_worker_start_batch(&state, b))
+		{
+			state.in_flight = b;
+			state.cur ^= 1;
+		}
+		else
+		{
+			reset_batch(b);
+			genie_worker_publish_stats(&state);
+		}
 	}
 }

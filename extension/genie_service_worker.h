@@ -41,9 +41,54 @@ typedef struct ServedIndex
 	genie_index *index;			/* main postings, host copy */
 	int64		host_bytes;
 	genie_engine *engines[2];	/* by genie_engine_kind: CPU, GPU */
+	/* what each engine's cancel callback reads: set before every search */
+	CancelGroup cancel[2];
+	int			busy;			/* searches of it handed to the runner */
 	uint64		last_used;
 	GenieServiceIndexStats stats[2];
 } ServedIndex;
+
+/*
+ * One engine search for a group of requests of one version, engine and k,
+ * over their queries concatenated; the runner thread fills in the outcome.
+ */
+typedef struct SearchJob
+{
+	ServedIndex *served;
+	genie_engine_kind kind;
+	int32		k;
+	TakenRequest **members;
+	int			n_members;
+	genie_query_batch *parts;	/* each member's own batch */
+	genie_query_batch batch;
+	bool		device_fallback;	/* an auto request that ran out of device memory */
+	bool		runnable;		/* its engine is there: the runner searches */
+	/* outcome */
+	genie_status status;
+	genie_error err;
+	genie_results *results;
+	double		engine_ms;
+} SearchJob;
+
+/* The requests of one cycle, and the searches made of them. */
+typedef struct CycleBatch
+{
+	MemoryContext cxt;
+	TakenRequest *taken;		/* at most one per slot */
+	int			n_taken;
+	SearchJob **jobs;
+	int			n_jobs;
+} CycleBatch;
+
+/* The thread that runs a batch's engine searches (genie_service_runner.c). */
+typedef struct GenieRunner
+{
+	void	   *thread;			/* pthread_t, when started */
+	Latch	   *latch;			/* set when a batch is done */
+	SearchJob **jobs;
+	int			n_jobs;
+	volatile bool busy;
+} GenieRunner;
 
 /* a version being handed over in pieces */
 typedef struct PendingLoad
@@ -65,11 +110,18 @@ typedef struct PendingLoad
 typedef struct ServiceState
 {
 	MemoryContext top_cxt;
-	MemoryContext cycle_cxt;	/* reset at every cycle */
 	dsm_segment **mapped;		/* by slot */
 	dsm_handle *mapped_handle;
-	TakenRequest *taken;		/* this cycle's, at most one per slot */
-	int			n_taken;
+
+	/*
+	 * Requests are collected into batches[cur] while the runner searches
+	 * in_flight (the other one): a batch's engine work overlaps the next
+	 * one's collection and the previous one's answers.
+	 */
+	CycleBatch	batches[2];
+	int			cur;
+	CycleBatch *in_flight;
+	GenieRunner runner;
 	bool		gpu_usable;
 	int64		device_bytes_total;
 	bool		device_failed;	/* a GPU error: exit after this cycle */
@@ -80,11 +132,36 @@ typedef struct ServiceState
 	int			n_loads;
 } ServiceState;
 
-/* genie_service_engines.c */
-extern void genie_worker_run_cycle(ServiceState *st);
-extern void genie_worker_publish_stats(ServiceState *st);
-/* answers an unusable request, for genie_service_worker.c */
+/* genie_service_engines.c: answers */
+extern GenieResponse *genie_worker_begin_response(ServiceState *st, TakenRequest *t,
+												  GenieServiceOutcome outcome,
+												  const genie_error *err);
+extern void genie_worker_end_reply(TakenRequest *t, GenieSlotState final);
+extern void genie_worker_fail_request(TakenRequest *t);
 extern void genie_worker_reply_outcome(ServiceState *st, TakenRequest *t,
 									   GenieServiceOutcome outcome, const genie_error *err);
+extern void genie_worker_reply_error(ServiceState *st, TakenRequest *t, genie_status status,
+									 const char *message);
+/* genie_service_engines.c: versions, engines, loads */
+extern void genie_worker_engine_options(genie_engine_kind kind, CancelGroup *group,
+										genie_engine_options *options);
+extern ServedIndex *genie_worker_find_served(ServiceState *st, const GenieServiceKey *key);
+extern genie_status genie_worker_ensure_engine(ServiceState *st, ServedIndex *s,
+											   genie_engine_kind kind, genie_error *err);
+extern void genie_worker_handle_load(ServiceState *st, TakenRequest *t);
+
+/* genie_service_batch.c: a batch's requests */
+/* Handles loads and verifications, and hands the searches to the runner: false when there were none. */
+extern bool genie_worker_start_batch(ServiceState *st, CycleBatch *b);
+/* Answers the searches of a batch the runner finished; exits after a GPU error. */
+extern void genie_worker_finish_batch(ServiceState *st, CycleBatch *b);
+extern void genie_worker_publish_stats(ServiceState *st);
+
+/* genie_service_runner.c */
+extern void genie_runner_init(GenieRunner *r, Latch *latch);
+/* Runs the jobs on the runner thread (on this one when it cannot start). */
+extern void genie_runner_submit(GenieRunner *r, SearchJob **jobs, int n_jobs);
+extern bool genie_runner_done(GenieRunner *r);
+extern void genie_run_job(SearchJob *job);
 
 #endif							/* GENIE_SERVICE_WORKER_H */
