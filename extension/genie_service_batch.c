@@ -430,11 +430,10 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 		}
 		job = make_job(st, s, kind, t->req.k, group, n, false);
 		b->jobs[b->n_jobs++] = job;
+		/* no eviction frees s before the job is answered */
+		s->busy++;
 		if (job->runnable)
-		{
-			s->busy++;
 			n_runnable++;
-		}
 	}
 	MemoryContextSwitchTo(old);
 	if (b->n_jobs == 0)
@@ -459,11 +458,9 @@ genie_worker_finish_batch(ServiceState *st, CycleBatch *b)
 
 	for (int i = 0; i < b->n_jobs; i++)
 	{
-		if (b->jobs[i]->runnable)
-			b->jobs[i]->served->busy--;
-	}
-	for (int i = 0; i < b->n_jobs; i++)
 		finish_job(st, b->jobs[i]);
+		b->jobs[i]->served->busy--;
+	}
 	MemoryContextSwitchTo(old);
 	if (st->device_failed)
 	{
