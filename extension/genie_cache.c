@@ -148,6 +148,7 @@ make_key(Relation index, const GenieIndexContent *content, GenieServiceKey *key)
 	/* temporary relfilenodes are unique only within their backend */
 	key->backend = RelationUsesLocalBuffers(index) ? MyBackendId : InvalidBackendId;
 	key->postings_head = content->postings_head;
+	key->main_version = content->main_version;
 	key->n_main_objects = content->n_main_objects;
 	key->n_keywords = content->n_keywords;
 	key->n_postings = content->n_postings;

@@ -77,6 +77,7 @@ copy_counts(const GenieMetaPageData *meta, GenieIndexContent *content)
 	content->n_postings = meta->n_postings;
 	content->n_keywords = meta->n_keywords;
 	content->postings_head = meta->postings.head;
+	content->main_version = meta->main_version;
 }
 
 /*

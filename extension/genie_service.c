@@ -123,7 +123,8 @@ genie_service_keys_equal(const GenieServiceKey *a, const GenieServiceKey *b)
 {
 	return a->database == b->database && a->backend == b->backend &&
 		RelFileNodeEquals(a->node, b->node) &&
-		a->postings_head == b->postings_head && a->n_main_objects == b->n_main_objects &&
+		a->postings_head == b->postings_head && a->main_version == b->main_version &&
+		a->n_main_objects == b->n_main_objects &&
 		a->n_keywords == b->n_keywords && a->n_postings == b->n_postings;
 }
 
@@ -142,6 +143,7 @@ genie_service_status(PG_FUNCTION_ARGS)
 	int64		host = 0,
 				device = 0;
 	int			resident = 0;
+	char		reason[sizeof(sh->gpu_reason)];
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -160,9 +162,10 @@ genie_service_status(PG_FUNCTION_ARGS)
 	values[2] = Int32GetDatum(sh->pid);
 	nulls[2] = !sh->ready;
 	values[3] = BoolGetDatum(sh->gpu_usable);
-	values[4] = CStringGetTextDatum(sh->gpu_reason);
 	nulls[4] = sh->gpu_usable || sh->gpu_reason[0] == '\0';
+	strlcpy(reason, sh->gpu_reason, sizeof(reason));
 	SpinLockRelease(&sh->mutex);
+	values[4] = CStringGetTextDatum(reason);
 
 	LWLockAcquire(sh->stats_lock, LW_SHARED);
 	for (int i = 0; i < sh->n_stats; i++)

@@ -28,9 +28,9 @@
  * not come.
  *
  * What the worker holds is keyed by GenieServiceKey: the index's
- * relfilenode and the identity of its main postings (they change only
- * when a build, merge or compaction writes a new List Array chain, and
- * every such write raises n_main_objects or moves the chain).  Inserts and
+ * relfilenode and the version of its main postings (they change only when
+ * a build or a merge writes a new List Array chain: a build makes a new
+ * relfilenode, a merge bumps the metapage's main_version).  Inserts and
  * deletes touch only the pending list and the directory, which backends
  * keep: visibility, dead objects, the pending list and widening k stay in
  * the backend, so answers are what the in-process path gives.
@@ -59,6 +59,7 @@ typedef struct GenieServiceKey
 	RelFileNode node;
 	int32		backend;		/* temporary indexes: the owning backend's id */
 	BlockNumber postings_head;
+	uint32		main_version;	/* bumped by every merge: see GenieMetaPageData */
 	int32		n_main_objects;
 	int32		n_keywords;
 	int64		n_postings;

@@ -370,6 +370,8 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 	{
 		TakenRequest *t = &b->taken[i];
 
+		if (!t->broken && t->req.kind != GENIE_REQUEST_LOAD)
+			genie_worker_forget_loads(st, t->slot);
 		if (t->broken)
 			genie_worker_fail_request(t);
 		else if (t->req.kind == GENIE_REQUEST_LOAD)
@@ -464,6 +466,9 @@ genie_worker_finish_batch(ServiceState *st, CycleBatch *b)
 	MemoryContextSwitchTo(old);
 	if (st->device_failed)
 	{
+		/* the runner may be searching the next batch: let it finish first */
+		while (!genie_runner_done(&st->runner))
+			pg_usleep(100);
 		genie_worker_publish_stats(st);
 		ereport(LOG,
 				(errmsg("genie service: a GPU error; the service restarts with a fresh device context")));

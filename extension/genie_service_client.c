@@ -289,12 +289,15 @@ genie_service_load(const GenieServiceKey *key, Oid index_oid, int32 split_length
 				   const int32 *keywords, const int64 *keyword_offsets,
 				   const int32 *postings, genie_error *err)
 {
-	const char *parts[3] = {(const char *) keywords, (const char *) keyword_offsets,
+	/* keywords | keyword_offsets | postings, keywords padded to 8 bytes */
+	static const char padding[8] = {0};
+	const char *parts[4] = {(const char *) keywords, padding, (const char *) keyword_offsets,
 	(const char *) postings};
-	Size		sizes[3] = {sizeof(int32) * key->n_keywords,
+	Size		sizes[4] = {sizeof(int32) * key->n_keywords,
+		TYPEALIGN(8, sizeof(int32) * key->n_keywords) - sizeof(int32) * key->n_keywords,
 		sizeof(int64) * (key->n_keywords + 1),
 	sizeof(int32) * key->n_postings};
-	Size		total = sizes[0] + sizes[1] + sizes[2];
+	Size		total = sizes[0] + sizes[1] + sizes[2] + sizes[3];
 	Size		offset = 0;
 
 	for (;;)
@@ -309,7 +312,7 @@ genie_service_load(const GenieServiceKey *key, Oid index_oid, int32 split_length
 		req->split_length = split_length;
 		req->load_offset = offset;
 		req->load_bytes = piece;
-		copy_stream(request_payload(req), parts, sizes, 3, offset, piece);
+		copy_stream(request_payload(req), parts, sizes, 4, offset, piece);
 		outcome = call_service();
 		if (outcome != GENIE_SERVICE_OK)
 			return outcome;

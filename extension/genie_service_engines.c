@@ -288,18 +288,34 @@ genie_worker_ensure_engine(ServiceState *st, ServedIndex *s, genie_engine_kind k
 
 /* ---- loads ---- */
 
+/* keywords | keyword_offsets | postings, keywords padded to 8 bytes */
+static Size
+keywords_bytes(const GenieServiceKey *key)
+{
+	return TYPEALIGN(8, sizeof(int32) * key->n_keywords);
+}
+
 static Size
 stream_size(const GenieServiceKey *key)
 {
-	return sizeof(int32) * key->n_keywords + sizeof(int64) * (key->n_keywords + 1) +
+	return keywords_bytes(key) + sizeof(int64) * (key->n_keywords + 1) +
 		sizeof(int32) * key->n_postings;
 }
+
 
 static void
 drop_load(ServiceState *st, int i)
 {
 	free(st->loads[i].buffer);
 	st->loads[i] = st->loads[--st->n_loads];
+}
+
+void
+genie_worker_forget_loads(ServiceState *st, int slot)
+{
+	for (int i = st->n_loads - 1; i >= 0; i--)
+		if (st->loads[i].slot == slot)
+			drop_load(st, i);
 }
 
 /* Whether the backend handing over load i is still at it. */
@@ -313,7 +329,7 @@ load_alive(ServiceState *st, PendingLoad *load)
 	pid = slot->pid;
 	SpinLockRelease(&genie_service_shared->mutex);
 	return pid == load->pid &&
-		!TimestampDifferenceExceeds(load->last_piece, GetCurrentTimestamp(), 10000);
+		!TimestampDifferenceExceeds(load->last_piece, GetCurrentTimestamp(), 1000);
 }
 
 static void
@@ -321,7 +337,7 @@ finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
 {
 	const GenieServiceKey *key = &load->key;
 	int32	   *keywords = (int32 *) load->buffer;
-	int64	   *offsets = (int64 *) (load->buffer + sizeof(int32) * key->n_keywords);
+	int64	   *offsets = (int64 *) (load->buffer + keywords_bytes(key));
 	int32	   *postings = (int32 *) ((char *) offsets + sizeof(int64) * (key->n_keywords + 1));
 	genie_index_options options;
 	genie_error err;
@@ -353,6 +369,15 @@ finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
 		s->stats[e].index_oid = load->index_oid;
 		s->stats[e].engine = (genie_engine_kind) e;
 		s->stats[e].host_bytes = s->host_bytes;
+	}
+	/* room in the table first; every version held may be in use */
+	evict_host(st, NULL);
+	if (st->n_served == GENIE_SERVICE_MAX_SERVED)
+	{
+		free_served(s);
+		genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY,
+								 "the genie service holds as many index versions as it can, all in use");
+		return;
 	}
 	st->served[st->n_served++] = s;
 	evict_host(st, s);

@@ -51,6 +51,13 @@ service_exit(int code, Datum arg)
 	Latch	   *wake[64];
 	int			n_wake = 0;
 
+	/*
+	 * The runner thread may be inside an engine: exit's teardown must not
+	 * pull the CUDA runtime from under it.  Its engine polls ProcDiePending;
+	 * other exits wait for its batch, at most a few seconds.
+	 */
+	for (int i = 0; i < 50000 && !genie_runner_done(&state.runner); i++)
+		pg_usleep(100);
 	LWLockReleaseAll();
 	SpinLockAcquire(&sh->mutex);
 	sh->ready = false;
@@ -133,7 +140,7 @@ static int
 collect(CycleBatch *b)
 {
 	GenieServiceShared *sh = genie_service_shared;
-	int			first = b->n_taken;
+	int			taken = 0;
 	TimestampTz now = GetCurrentTimestamp();
 
 	SpinLockAcquire(&sh->mutex);
@@ -146,8 +153,21 @@ collect(CycleBatch *b)
 			continue;
 		slot->state = GENIE_SLOT_TAKEN;
 		slot->busy = true;
-		t = &b->taken[b->n_taken++];
+
+		/*
+		 * A slot taken again before the batch starts withdrew its earlier
+		 * request (a new one bumped seq): that entry is stale, reuse it.
+		 */
+		if (b->slot_entry[i] >= 0)
+			t = &b->taken[b->slot_entry[i]];
+		else
+		{
+			b->slot_entry[i] = b->n_taken;
+			t = &b->taken[b->n_taken++];
+		}
 		memset(t, 0, sizeof(*t));
+		t->fresh = true;
+		taken++;
 		t->slot = i;
 		t->seq = slot->seq;
 		t->segment = slot->segment;
@@ -155,13 +175,16 @@ collect(CycleBatch *b)
 	}
 	SpinLockRelease(&sh->mutex);
 
-	for (int j = first; j < b->n_taken; j++)
+	for (int j = 0; j < b->n_taken; j++)
 	{
 		TakenRequest *t = &b->taken[j];
 		Size		size;
 		char	   *base = map_segment(t->slot, t->segment, &size);
 		Size		header = GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
 
+		if (!t->fresh)
+			continue;			/* copied by an earlier call */
+		t->fresh = false;
 		t->queue_wait_ms = (double) (now - t->submitted_at) / 1000.0;
 		if (base == NULL || size < header)
 			t->broken = true;
@@ -182,13 +205,15 @@ collect(CycleBatch *b)
 		sh->slots[t->slot].busy = false;
 		SpinLockRelease(&sh->mutex);
 	}
-	return b->n_taken - first;
+	return taken;
 }
 
 static void
 reset_batch(CycleBatch *b)
 {
 	MemoryContextReset(b->cxt);
+	for (int i = 0; i < b->n_taken; i++)
+		b->slot_entry[b->taken[i].slot] = -1;
 	b->n_taken = 0;
 	b->jobs = NULL;
 	b->n_jobs = 0;
@@ -254,6 +279,9 @@ genie_service_main(Datum arg)
 													 ALLOCSET_DEFAULT_SIZES);
 		state.batches[i].taken = MemoryContextAllocZero(state.top_cxt,
 														sizeof(TakenRequest) * sh->n_slots);
+		state.batches[i].slot_entry = MemoryContextAlloc(state.top_cxt, sizeof(int) * sh->n_slots);
+		for (int j = 0; j < sh->n_slots; j++)
+			state.batches[i].slot_entry[j] = -1;
 	}
 	state.mapped = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_segment *) * sh->n_slots);
 	state.mapped_handle = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_handle) * sh->n_slots);

@@ -20,6 +20,7 @@ typedef struct TakenRequest
 	TimestampTz submitted_at;
 	double		queue_wait_ms;
 	bool		broken;			/* its segment could not be read: it gets FAILED */
+	bool		fresh;			/* taken, not yet copied out of its segment */
 	bool		replied;
 	GenieRequest req;
 	char	   *payload;
@@ -76,6 +77,7 @@ typedef struct CycleBatch
 	MemoryContext cxt;
 	TakenRequest *taken;		/* at most one per slot */
 	int			n_taken;
+	int		   *slot_entry;		/* by slot: its entry in taken, or -1 */
 	SearchJob **jobs;
 	int			n_jobs;
 } CycleBatch;
@@ -149,6 +151,8 @@ extern ServedIndex *genie_worker_find_served(ServiceState *st, const GenieServic
 extern genie_status genie_worker_ensure_engine(ServiceState *st, ServedIndex *s,
 											   genie_engine_kind kind, genie_error *err);
 extern void genie_worker_handle_load(ServiceState *st, TakenRequest *t);
+/* Drops the hand-over a slot left unfinished (it went on to other requests). */
+extern void genie_worker_forget_loads(ServiceState *st, int slot);
 
 /* genie_service_batch.c: a batch's requests */
 /* Handles loads and verifications, and hands the searches to the runner: false when there were none. */

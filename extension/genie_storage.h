@@ -195,6 +195,14 @@ typedef struct GenieMetaPageData
 	int64		n_postings;		/* postings of the main postings */
 	int64		pending_bytes;	/* bytes used by pending records */
 	uint32		pending_tail_bytes; /* committed bytes on the pending tail page */
+
+	/*
+	 * Bumped by every merge (which rewrites the main postings and may
+	 * renumber objects): with the relfilenode it names a version of the main
+	 * postings for the genie service.  It fills what was padding, so indexes
+	 * built before it read 0 until their first merge.
+	 */
+	uint32		main_version;
 	GenieChain	directory;
 	GenieChain	keywords;
 	GenieChain	postings;
@@ -204,6 +212,10 @@ typedef struct GenieMetaPageData
 } GenieMetaPageData;
 
 typedef GenieMetaPageData *GenieMetaPage;
+
+/* main_version took padding: the layout of existing metapages is unchanged */
+StaticAssertDecl(offsetof(GenieMetaPageData, directory) == 64,
+				 "the genie metapage layout changed");
 
 #define GeniePageGetMeta(page)	((GenieMetaPage) PageGetContents(page))
 
@@ -283,6 +295,7 @@ typedef struct GenieIndexContent
 	int32	   *postings;		/* main List Array */
 	int64	   *pending_offsets;	/* pending CSR: n_objects - n_main_objects + 1 */
 	BlockNumber postings_head;	/* first page of the main List Array's chain */
+	uint32		main_version;	/* see GenieMetaPageData */
 	int32	   *pending_keywords;
 	BlockNumber n_pages;
 } GenieIndexContent;

@@ -279,6 +279,7 @@ genie_merge_pending(Relation index, bool wait)
 	meta->n_dead = 0;
 	meta->n_keywords = n_keywords;
 	meta->n_postings = n_postings;
+	meta->main_version++;
 	meta->stamp++;
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(metabuf);
