@@ -50,16 +50,24 @@ static bool said_service_away = false;
 
 /* ---- engines ---- */
 
-static void
-engine_options(genie_engine_kind kind, genie_engine_options *options)
+void
+genie_search_engine_options(genie_engine_kind kind, int (*cancel) (void *), void *cancel_arg,
+							genie_engine_options *options)
 {
 	memset(options, 0, sizeof(*options));
 	options->threads = genie_cpu_threads;
 	/* genie.device_memory_limit bounds device memory only */
 	if (kind == GENIE_ENGINE_GPU)
 		options->memory_budget_bytes = (uint64) genie_device_memory_limit_mb * 1024 * 1024;
-	options->cancel = genie_cancel_requested;
-	options->cancel_arg = NULL;
+	options->cancel = cancel;
+	options->cancel_arg = cancel_arg;
+}
+
+/* The options of an engine of this backend: cancel and statement_timeout stop it. */
+static void
+engine_options(genie_engine_kind kind, genie_engine_options *options)
+{
+	genie_search_engine_options(kind, genie_cancel_requested, NULL, options);
 }
 
 /*

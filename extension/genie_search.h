@@ -33,6 +33,10 @@ extern int	genie_device_setting;
 extern int	genie_device_memory_limit_mb;
 extern int	genie_cpu_threads;
 
+/* Engine options from genie.cpu_threads and genie.device_memory_limit. */
+extern void genie_search_engine_options(genie_engine_kind kind, int (*cancel) (void *),
+										void *cancel_arg, genie_engine_options *options);
+
 /*
  * Per query q, hits [query_offsets[q], query_offsets[q + 1]) of objects and
  * scores, highest score first, ties by ascending object id; object ids are

@@ -260,6 +260,21 @@ take_outcome(const GenieResponse *resp, genie_error *err)
 	return resp->outcome;
 }
 
+/*
+ * Submits the request in the segment and returns its answer's outcome; *resp
+ * is the answer when the outcome is OK or NOT_RESIDENT.
+ */
+static GenieServiceOutcome
+call_for_answer(GenieResponse **resp, genie_error *err)
+{
+	GenieServiceOutcome outcome = call_service();
+
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	*resp = request_response((GenieRequest *) dsm_segment_address(segment));
+	return take_outcome(*resp, err);
+}
+
 /* ---- load ---- */
 
 /* Bytes [offset, offset + n) of the concatenation of parts. */
@@ -313,11 +328,7 @@ genie_service_load(const GenieServiceKey *key, Oid index_oid, int32 split_length
 		req->load_offset = offset;
 		req->load_bytes = piece;
 		copy_stream(request_payload(req), parts, sizes, 4, offset, piece);
-		outcome = call_service();
-		if (outcome != GENIE_SERVICE_OK)
-			return outcome;
-		resp = request_response((GenieRequest *) dsm_segment_address(segment));
-		outcome = take_outcome(resp, err);
+		outcome = call_for_answer(&resp, err);
 		if (outcome == GENIE_SERVICE_NOT_RESIDENT)
 		{
 			/* another backend is handing over this version: wait for it */
@@ -394,11 +405,7 @@ search_part(const GenieServiceKey *key, Oid index_oid, int device,
 	p += sizeof(int32) * n_ranges;
 	memcpy(p, batch->ranges_hi + range0, sizeof(int32) * n_ranges);
 
-	outcome = call_service();
-	if (outcome != GENIE_SERVICE_OK)
-		return outcome;
-	resp = request_response((GenieRequest *) dsm_segment_address(segment));
-	outcome = take_outcome(resp, err);
+	outcome = call_for_answer(&resp, err);
 	if (outcome != GENIE_SERVICE_OK)
 		return outcome;
 	*engine = resp->engine;
@@ -491,11 +498,7 @@ genie_service_verify(int device, const genie_similar_batch *batch,
 #undef PUT
 
 	*device_fallback = false;
-	outcome = call_service();
-	if (outcome != GENIE_SERVICE_OK)
-		return outcome;
-	resp = request_response((GenieRequest *) dsm_segment_address(segment));
-	outcome = take_outcome(resp, err);
+	outcome = call_for_answer(&resp, err);
 	if (outcome != GENIE_SERVICE_OK)
 		return outcome;
 	*device_fallback = resp->device_fallback;

@@ -157,12 +157,7 @@ void
 genie_worker_engine_options(genie_engine_kind kind, CancelGroup *group,
 							genie_engine_options *options)
 {
-	memset(options, 0, sizeof(*options));
-	options->threads = genie_cpu_threads;
-	if (kind == GENIE_ENGINE_GPU)
-		options->memory_budget_bytes = (uint64) genie_device_memory_limit_mb * 1024 * 1024;
-	options->cancel = group_cancelled;
-	options->cancel_arg = group;
+	genie_search_engine_options(kind, group_cancelled, group, options);
 }
 
 /* ---- the versions held ---- */

@@ -221,6 +221,19 @@ reset_batch(CycleBatch *b)
 
 /* ---- the loop ---- */
 
+/* Hands b's searches to the runner (b is then in flight), or is done with b. */
+static void
+start(CycleBatch *b)
+{
+	if (genie_worker_start_batch(&state, b))
+	{
+		state.in_flight = b;
+		state.cur ^= 1;
+	}
+	else
+		reset_batch(b);
+}
+
 static void
 probe_devices(void)
 {
@@ -329,13 +342,7 @@ genie_service_main(Datum arg)
 			if (b->n_taken > 0)
 			{
 				last_batch = b->n_taken;
-				if (genie_worker_start_batch(&state, b))
-				{
-					state.in_flight = b;
-					state.cur ^= 1;
-				}
-				else
-					reset_batch(b);
+				start(b);
 			}
 			genie_worker_finish_batch(&state, done);
 			reset_batch(done);
@@ -359,15 +366,7 @@ genie_service_main(Datum arg)
 			(void) collect(b);
 		}
 		last_batch = b->n_taken;
-		if (genie_worker_start_batch(&state, b))
-		{
-			state.in_flight = b;
-			state.cur ^= 1;
-		}
-		else
-		{
-			reset_batch(b);
-			genie_worker_publish_stats(&state);
-		}
+		start(b);
+		genie_worker_publish_stats(&state);
 	}
 }
