@@ -55,6 +55,7 @@ free_slot(CacheSlot *slot)
 		genie_engine_free(e->pending_engine);
 		genie_index_free(e->main_index);
 		genie_index_free(e->pending_index);
+		genie_strings_free(e->strings);	/* its GPU copy included */
 	}
 	if (slot->cxt != NULL)
 		MemoryContextDelete(slot->cxt);
@@ -233,6 +234,7 @@ load_slot(Relation index)
 		e->encoding = content.encoding;
 		e->n_objects = content.n_objects;
 		e->n_main_objects = content.n_main_objects;
+		e->strings_stored = content.strings_stored;
 		e->main_key = key;
 		e->split_length = content.split_length;
 		e->objects = MemoryContextAllocHuge(slot->cxt,
@@ -313,6 +315,56 @@ genie_cache_load_main(GenieCachedIndex *entry)
 	build_main_index(entry, &content);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
+}
+
+genie_strings *
+genie_cache_strings(GenieCachedIndex *entry)
+{
+	MemoryContext tmpcxt;
+	MemoryContext old;
+	GenieIndexContent content;
+	Relation	index;
+	GenieServiceKey key;
+	genie_error err;
+
+	if (entry->strings != NULL)
+		return entry->strings;
+	Assert(entry->strings_stored);
+	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie strings load context",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmpcxt);
+	index = index_open(entry->index_oid, NoLock);
+	GENIE_CONTENT_LOCK_SHARE(index);
+	PG_TRY();
+	{
+		genie_read_content(index, &content, false);
+		genie_read_strings(index, &content);
+	}
+	PG_FINALLY();
+	{
+		GENIE_CONTENT_UNLOCK_SHARE(index);
+	}
+	PG_END_TRY();
+	make_key(index, &content, &key);
+	index_close(index, NoLock);
+
+	/*
+	 * Inserts since the entry was read only add objects beyond its own, but
+	 * a merge renumbers them: then the entry's objects are gone.
+	 */
+	if (!genie_service_keys_equal(&key, &entry->main_key) || content.n_objects < entry->n_objects)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("genie index \"%s\" was merged while this statement searched it",
+						get_rel_name(entry->index_oid)),
+				 errhint("Retry the statement.")));
+	GENIE_CHECK(genie_strings_create(content.string_text, content.string_offsets, entry->n_objects,
+									 &entry->strings, &err),
+				&err, "genie: loading the stored strings");
+	entry->bytes += genie_strings_memory_bytes(entry->strings);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmpcxt);
+	return entry->strings;
 }
 
 GenieServiceOutcome

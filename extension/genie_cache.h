@@ -48,6 +48,15 @@ typedef struct GenieCachedIndex
 	genie_engine *main_engine;
 	genie_engine *pending_engine;
 	int			engine_setting;
+
+	/*
+	 * The stored strings of every object of this version (an index of
+	 * genie_ngram_ops with store_strings), read by genie_cache_strings when
+	 * an edit-distance search first needs them; NULL until then.  Their GPU
+	 * copy lives and dies with them.
+	 */
+	bool		strings_stored;
+	genie_strings *strings;
 	Size		bytes;
 	uint64		last_used;
 } GenieCachedIndex;
@@ -68,6 +77,13 @@ extern void genie_cache_load_main(GenieCachedIndex *entry);
  * the index; the service's outcome.
  */
 extern GenieServiceOutcome genie_cache_ship_main(GenieCachedIndex *entry, genie_error *err);
+
+/*
+ * The entry's stored strings (strings_stored must be true), read from the
+ * index the first time; the same serialization-failure error as
+ * genie_cache_load_main when the index was merged since the entry was read.
+ */
+extern genie_strings *genie_cache_strings(GenieCachedIndex *entry);
 
 /*
  * A pinned entry stays valid (not freed) when it is evicted or invalidated;

@@ -128,3 +128,82 @@ genie_read_main_postings(Relation index, GenieIndexContent *content)
 	if (BufferIsValid(metabuf))
 		UnlockReleaseBuffer(metabuf);
 }
+
+/* ---- stored strings ---- */
+
+void
+genie_strings_append(GenieChainWriter *w, const char *string, size_t size)
+{
+	int32		length = (int32) size;
+
+	if (size > (size_t) PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a string of %zu bytes is too long for a genie index", size)));
+	genie_chain_writer_append(w, &length, sizeof(int32));
+	if (size > 0)
+		genie_chain_writer_append(w, string, (int64) size);
+}
+
+void
+genie_read_strings(Relation index, GenieIndexContent *content)
+{
+	GenieMetaPageData meta;
+	Buffer		metabuf;
+	char	   *chain;
+	int64		count;
+	int64		pos = 0;
+	int64		main_bytes;
+	int32		n_pending = content->n_objects - content->n_main_objects;
+
+	if (!content->strings_stored)
+		return;
+	read_meta_for_content(index, &meta, &metabuf);
+	chain = genie_chain_read(index, meta.strings, 1, meta.string_bytes, &count);
+	if (BufferIsValid(metabuf))
+		UnlockReleaseBuffer(metabuf);
+	/* the records hold a length word per object: the text is shorter than the chain */
+	main_bytes = count - (int64) sizeof(int32) * content->n_main_objects;
+	if (count != meta.string_bytes || main_bytes < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\" has an inconsistent strings chain",
+						RelationGetRelationName(index))));
+	content->string_text = genie_alloc_huge(Max(main_bytes + content->pending_string_bytes, 1));
+	content->string_offsets = genie_alloc_huge(sizeof(int64) * (content->n_objects + 1));
+	content->string_offsets[0] = 0;
+	for (int32 id = 0; id < content->n_main_objects; id++)
+	{
+		int32		length;
+		int64		used = content->string_offsets[id];
+
+		if (pos + (int64) sizeof(int32) > count)
+			goto corrupt;
+		memcpy(&length, chain + pos, sizeof(int32));
+		pos += sizeof(int32);
+		if (length < 0 || pos + length > count || used + length > main_bytes)
+			goto corrupt;
+		memcpy(content->string_text + used, chain + pos, length);
+		pos += length;
+		content->string_offsets[id + 1] = used + length;
+	}
+	if (pos != count)
+		goto corrupt;
+	pfree(chain);
+	for (int32 i = 0; i < n_pending; i++)
+	{
+		int32		id = content->n_main_objects + i;
+		int64		size = content->pending_string_offsets[i + 1] - content->pending_string_offsets[i];
+
+		memcpy(content->string_text + content->string_offsets[id],
+			   content->pending_string_text + content->pending_string_offsets[i], size);
+		content->string_offsets[id + 1] = content->string_offsets[id] + size;
+	}
+	return;
+
+corrupt:
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("genie index \"%s\" has a corrupt strings chain",
+					RelationGetRelationName(index))));
+}

@@ -51,6 +51,9 @@ genie_init_reloptions(void)
 	add_int_reloption(genie_relopt_kind, "buckets",
 					  "Buckets per numeric attribute of a genie_row_ops index, fixed when the index is built",
 					  GENIE_ROW_DEFAULT_BUCKETS, 1, GENIE_ROW_MAX_BUCKETS, AccessExclusiveLock);
+	add_bool_reloption(genie_relopt_kind, "store_strings",
+					   "Whether a genie_ngram_ops index keeps each row's string for exact edit-distance searches, fixed when the index is built",
+					   true, AccessExclusiveLock);
 	add_string_reloption(genie_relopt_kind, "attributes",
 						 "Columns a genie_row_ops index encodes, each optionally with bounds lo..hi (default: every column of a supported type)",
 						 NULL, genie_validate_attribute_list, AccessExclusiveLock);
@@ -65,6 +68,7 @@ genie_options(Datum reloptions, bool validate)
 		{"n", RELOPT_TYPE_INT, offsetof(GenieOptions, ngram_n)},
 		{"buckets", RELOPT_TYPE_INT, offsetof(GenieOptions, buckets)},
 		{"attributes", RELOPT_TYPE_STRING, offsetof(GenieOptions, attributes)},
+		{"store_strings", RELOPT_TYPE_BOOL, offsetof(GenieOptions, store_strings)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, genie_relopt_kind,

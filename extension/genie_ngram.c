@@ -62,6 +62,12 @@ ngram_build_encoding(Relation index, GenieEncoding *encoding)
 	encoding->ngram_n = opts != NULL ? opts->ngram_n : GENIE_NGRAM_DEFAULT_N;
 }
 
+static const char *
+ngram_value_string(Datum value, size_t *size)
+{
+	return genie_text_utf8(DatumGetTextPP(value), size);
+}
+
 static int32 *
 ngram_encode_value(Relation index, const GenieEncoding *encoding, Datum value, int *n)
 {
@@ -108,6 +114,7 @@ static const GenieTypeInfo ngram_type = {
 	.opclass = "genie_ngram_ops",
 	.batch_function = "genie_similar",
 	.build_encoding = ngram_build_encoding,
+	.value_string = ngram_value_string,
 	.encode_value = ngram_encode_value,
 	.encode_query = ngram_encode_query,
 	.plan_serves = ngram_plan_serves,

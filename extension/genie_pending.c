@@ -37,14 +37,17 @@ genie_pending_limit_kb(Relation index)
 
 /*
  * Appends one object's record, in pieces when its keywords do not fit on
- * one page.  Each piece is one WAL record of at most three pages; only the
+ * one page.  When the index stores strings, the record's words are its
+ * keywords, then its string's UTF-8 bytes padded to whole words, then the
+ * string's byte length (0 for a NULL value): readers find the length in the
+ * last word and split the string off.  Each piece is one WAL record of at most three pages; only the
  * last one also updates the metapage, moving the committed end past the
  * whole object, so a crash or an error between pieces leaves nothing a
  * reader sees (the next append overwrites it).
  */
 void
 genie_pending_append(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
-					 const int32 *keywords, int n)
+					 const int32 *keywords, int n, const char *string, size_t string_size)
 {
 	GenieMetaPage meta = GeniePageGetMeta(BufferGetPage(metabuf));
 	int32		object_id = meta->n_objects;
@@ -54,6 +57,26 @@ genie_pending_append(Relation index, Buffer metabuf, ItemPointer tid, uint16 fla
 	int64		pages_added = 0;
 	int64		bytes_added = 0;
 	int			done = 0;
+
+	if (meta->strings_stored)
+	{
+		/* the payload: keywords, the string's words, its byte length */
+		int			string_words = (int) ((string_size + sizeof(int32) - 1) / sizeof(int32));
+		int32	   *payload;
+
+		if (string_size > (size_t) MaxAllocSize / 2)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("a string of %zu bytes is too long for a genie index", string_size)));
+		payload = palloc_extended(sizeof(int32) * ((Size) n + string_words + 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		if (n > 0)
+			memcpy(payload, keywords, sizeof(int32) * n);
+		if (string_size > 0)
+			memcpy(payload + n, string, string_size);
+		payload[n + string_words] = (int32) string_size;
+		keywords = payload;
+		n += string_words + 1;
+	}
 
 	if (object_id >= PG_INT32_MAX)
 		ereport(ERROR,
@@ -113,6 +136,55 @@ genie_pending_append(Relation index, Buffer metabuf, ItemPointer tid, uint16 fla
 		GenericXLogFinish(state);
 		genie_chain_append_release(&spot);
 	} while (done < n);
+}
+
+/*
+ * Takes each pending object's string off the end of its words (see
+ * genie_pending_append), leaving its keywords in the CSR, compacted.
+ */
+static void
+split_pending_strings(Relation index, GenieIndexContent *content, int32 n_pending)
+{
+	int64		total = 0;
+	int64		kept = 0;
+
+	content->pending_string_offsets = genie_alloc_huge(sizeof(int64) * (n_pending + 1));
+	content->pending_string_offsets[0] = 0;
+	for (int32 i = 0; i < n_pending; i++)
+	{
+		int64		begin = content->pending_offsets[i];
+		int64		end = content->pending_offsets[i + 1];
+		int64		size = end > begin ? content->pending_keywords[end - 1] : -1;
+		int64		words = size >= 0 ? (size + 3) / 4 : 0;
+
+		if (size < 0 || end - begin < words + 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index \"%s\" has a corrupt pending string",
+							RelationGetRelationName(index))));
+		total += size;
+	}
+	content->pending_string_text = genie_alloc_huge(Max(total, 1));
+	total = 0;
+	for (int32 i = 0; i < n_pending; i++)
+	{
+		int64		begin = content->pending_offsets[i];
+		int64		end = content->pending_offsets[i + 1];
+		int64		size = content->pending_keywords[end - 1];
+		int64		words = (size + 3) / 4;
+		int64		n_keywords = end - begin - words - 1;
+
+		memcpy(content->pending_string_text + total, content->pending_keywords + begin + n_keywords,
+			   size);
+		total += size;
+		content->pending_string_offsets[i + 1] = total;
+		memmove(content->pending_keywords + kept, content->pending_keywords + begin,
+				sizeof(int32) * n_keywords);
+		content->pending_offsets[i] = kept;
+		kept += n_keywords;
+	}
+	content->pending_offsets[n_pending] = kept;
+	content->pending_string_bytes = total;
 }
 
 /*
@@ -196,5 +268,8 @@ genie_pending_read(Relation index, const GenieMetaPageData *meta, GenieIndexCont
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("genie index \"%s\" is missing pending objects",
 						RelationGetRelationName(index))));
+	content->strings_stored = meta->strings_stored != 0;
+	if (content->strings_stored)
+		split_pending_strings(index, content, n_pending);
 }
 

@@ -19,6 +19,11 @@
  * descends) with xs_recheckorderby, so that the executor computes the true
  * distances and reorders: exactly the k nearest rows for any LIMIT.
  *
+ * On an index that stores its strings, ORDER BY col <%> query instead asks
+ * for the k' nearest strings by exact edit distance (genie_search_strings)
+ * and returns them in that order with their true distances, k' growing as
+ * for counts; the executor's recheck then finds nothing to reorder.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -35,6 +40,7 @@ int			genie_scan_batch_size = 100;
 
 typedef enum GenieScanPhase
 {
+	GENIE_SCAN_DISTANCES,		/* stored strings by exact edit distance */
 	GENIE_SCAN_HITS,			/* objects with score >= 1, from the engine */
 	GENIE_SCAN_ZEROS,			/* the remaining objects, score 0 */
 	GENIE_SCAN_NULLS,			/* rows whose indexed value is NULL */
@@ -52,7 +58,10 @@ typedef struct GenieScanOpaqueData
 	GenieScanPhase phase;
 	int32		k;				/* current k' */
 	GenieSearchResult result;
-	int64		position;		/* next hit of result to consider */
+	GenieStringRows strings;	/* the DISTANCES phase's rows */
+	const char *query_text;		/* the <%> argument as UTF-8, or NULL */
+	int64		query_size;
+	int64		position;		/* next hit of result (or row of strings) to consider */
 	uint8	   *returned;		/* bitmap over object ids */
 	int32		cursor;			/* next object id for the ZEROS and NULLS phases */
 	MemoryContextCallback unpin_callback;
@@ -110,6 +119,8 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 	MemoryContextReset(so->cxt);
 	memset(&so->result, 0, sizeof(so->result));
 	so->query = NULL;
+	so->query_text = NULL;
+	memset(&so->strings, 0, sizeof(so->strings));
 	memset(&so->orderby, 0, sizeof(so->orderby));
 	so->returned = NULL;
 	so->position = 0;
@@ -133,6 +144,13 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 								 scan->orderByData[0].sk_subtype, &so->orderby);
 		so->query = so->orderby.query;
 		so->ngram_n = type.encoding.ngram_n;
+		if (so->orderby.edit_distance)
+		{
+			size_t		size;
+
+			so->query_text = genie_text_utf8(DatumGetTextPP(scan->orderByData[0].sk_argument), &size);
+			so->query_size = (int64) size;
+		}
 	}
 	MemoryContextSwitchTo(old);
 }
@@ -155,6 +173,18 @@ search(IndexScanDesc scan, GenieScanOpaque so)
 	MemoryContextSwitchTo(old);
 }
 
+/* The DISTANCES phase's next k' rows. */
+static void
+search_strings(GenieScanOpaque so)
+{
+	MemoryContext old = MemoryContextSwitchTo(so->cxt);
+	int64		offsets[2] = {0, so->query_size};
+
+	genie_search_strings(so->entry, so->query_text, offsets, 1, so->k, &so->strings);
+	so->position = 0;
+	MemoryContextSwitchTo(old);
+}
+
 static void
 start(IndexScanDesc scan, GenieScanOpaque so)
 {
@@ -172,6 +202,12 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 		return;
 	}
 	so->k = Min(Max(genie_scan_batch_size, 1), Max(entry->n_objects, 1));
+	if (so->query_text != NULL && entry->strings_stored)
+	{
+		so->phase = GENIE_SCAN_DISTANCES;
+		search_strings(so);
+		return;
+	}
 	so->phase = GENIE_SCAN_HITS;
 	search(scan, so);
 }
@@ -229,6 +265,33 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 		CHECK_FOR_INTERRUPTS();
 		switch (so->phase)
 		{
+			case GENIE_SCAN_DISTANCES:
+				while (so->position < so->strings.offsets[1])
+				{
+					int32		id = so->strings.objects[so->position];
+					int32		distance = so->strings.distances[so->position];
+
+					so->position++;
+					if (was_returned(so, id))
+						continue;
+					mark_returned(so, id);
+					scan->xs_heaptid = entry->objects[id].tid;
+					scan->xs_recheck = false;
+					scan->xs_recheckorderby = true;
+					scan->xs_orderbynulls[0] = false;
+					scan->xs_orderbyvals[0] = Float8GetDatum((float8) distance);
+					return true;
+				}
+				if (so->strings.offsets[1] < so->k || so->k >= entry->n_objects)
+				{
+					/* every string was returned: then the NULLs */
+					so->phase = GENIE_SCAN_NULLS;
+					so->cursor = 0;
+					break;
+				}
+				so->k = genie_search_wider_k(so->k, entry->n_objects);
+				search_strings(so);
+				break;
 			case GENIE_SCAN_HITS:
 				{
 					int64		end = so->result.query_offsets[1];

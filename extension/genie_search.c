@@ -30,6 +30,8 @@
  */
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
+
 #include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -509,6 +511,184 @@ genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 
 	ExecDropSingleTupleTableSlot(vs.slot);
 	table_index_fetch_end(vs.fetch);
+}
+
+/* ---- the exact nearest stored strings ---- */
+
+static bool said_strings_on_cpu = false;
+
+/* One scan on the given device; the status, *out set when it is GENIE_OK. */
+static genie_status
+scan_strings(genie_strings *strings, genie_engine_kind device, const genie_string_scan *scan,
+			 genie_string_results **out, genie_error *err)
+{
+	genie_engine_options options;
+
+	engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU, &options);
+	return genie_strings_scan(strings, device, &options, scan, out, err);
+}
+
+void
+genie_search_strings(GenieCachedIndex *entry, const char *query_text, const int64 *query_offsets,
+					 int nq, int32 k, GenieStringRows *rows)
+{
+	genie_strings *strings = genie_cache_strings(entry);
+	genie_string_scan scan;
+	genie_string_results *found = NULL;
+	genie_engine_kind device;
+	genie_error err;
+	genie_status status;
+	uint8	   *excluded = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE);
+	int64		n;
+
+	for (int32 id = 0; id < entry->n_objects; id++)
+		excluded[id] = (entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0;
+	memset(&scan, 0, sizeof(scan));
+	scan.n_queries = nq;
+	scan.query_text = query_text;
+	scan.query_text_offsets = query_offsets;
+	scan.k = k;
+	scan.excluded = excluded;
+
+	if (genie_service_configured())
+	{
+		/* backends of a preloaded genie never start CUDA; the service does not scan strings yet */
+		device = GENIE_ENGINE_CPU;
+		if (!said_strings_on_cpu && genie_device_setting != GENIE_DEVICE_SETTING_CPU)
+		{
+			said_strings_on_cpu = true;
+			ereport(NOTICE,
+					(errmsg("genie: edit-distance scans run on the CPU engine in this backend while genie is preloaded"),
+					 errdetail("The genie service does not serve scans of stored strings yet.")));
+		}
+	}
+	else
+		device = genie_device_setting == GENIE_DEVICE_SETTING_CPU ? GENIE_ENGINE_CPU
+			: genie_device_setting == GENIE_DEVICE_SETTING_GPU ? GENIE_ENGINE_GPU : GENIE_ENGINE_AUTO;
+	status = scan_strings(strings, device, &scan, &found, &err);
+	if (status == GENIE_DEVICE_OUT_OF_MEMORY && genie_device_setting != GENIE_DEVICE_SETTING_GPU)
+	{
+		ereport(NOTICE,
+				(errmsg("genie: the GPU ran out of memory; this edit-distance scan runs on the CPU"),
+				 errdetail("%s", err.message)));
+		status = scan_strings(strings, GENIE_ENGINE_CPU, &scan, &found, &err);
+	}
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie: edit-distance scan");
+
+	n = found->query_offsets[nq];
+	rows->n_queries = nq;
+	rows->offsets = palloc(sizeof(int64) * (nq + 1));
+	rows->objects = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+	memcpy(rows->offsets, found->query_offsets, sizeof(int64) * (nq + 1));
+	memcpy(rows->objects, found->objects, sizeof(int32) * n);
+	memcpy(rows->distances, found->distances, sizeof(int32) * n);
+	genie_string_results_free(found);
+	pfree(excluded);
+}
+
+void
+genie_search_strings_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+							 const char *query_text, const int64 *query_offsets, int nq, int32 k,
+							 GenieStringRows *rows, ItemPointerData **tids)
+{
+	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));
+	int			n_short = nq;
+	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
+	int64	   *sub_offsets = palloc(sizeof(int64) * (nq + 1));
+	int32	  **objects = palloc0(sizeof(int32 *) * Max(nq, 1));
+	int32	  **distances = palloc0(sizeof(int32 *) * Max(nq, 1));
+	int64	   *counts = palloc0(sizeof(int64) * Max(nq, 1));
+	StringInfoData sub_text;
+	VisibilityState vs;
+	int64		total = 0;
+
+	memset(&vs, 0, sizeof(vs));
+	vs.snapshot = snapshot;
+	vs.fetch = table_index_fetch_begin(heap);
+	vs.slot = table_slot_create(heap, NULL);
+	if (nq > 1 &&
+		(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_VISIBILITY_CACHE_BYTES)
+	{
+		vs.known = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		vs.visible_tids = palloc_extended(sizeof(ItemPointerData) * Max(entry->n_objects, 1),
+										  MCXT_ALLOC_HUGE);
+	}
+	for (int i = 0; i < nq; i++)
+	{
+		short_of_k[i] = i;
+		tids[i] = palloc(sizeof(ItemPointerData) * Max(Min(k, 1024), 1));
+		objects[i] = palloc(sizeof(int32) * Max(Min(k, 1024), 1));
+		distances[i] = palloc(sizeof(int32) * Max(Min(k, 1024), 1));
+	}
+	initStringInfo(&sub_text);
+	while (n_short > 0)
+	{
+		GenieStringRows found;
+		int			still = 0;
+
+		/* the queries still short of k visible rows, as one batch */
+		resetStringInfo(&sub_text);
+		sub_offsets[0] = 0;
+		for (int i = 0; i < n_short; i++)
+		{
+			int			q = short_of_k[i];
+
+			appendBinaryStringInfo(&sub_text, query_text + query_offsets[q],
+								   (int) (query_offsets[q + 1] - query_offsets[q]));
+			sub_offsets[i + 1] = sub_text.len;
+		}
+		genie_search_strings(entry, sub_text.data, sub_offsets, n_short, kprime, &found);
+		for (int i = 0; i < n_short; i++)
+		{
+			int			q = short_of_k[i];
+			int64		capacity = Max(Min(k, 1024), 1);
+
+			counts[q] = 0;
+			for (int64 h = found.offsets[i]; h < found.offsets[i + 1] && counts[q] < k; h++)
+			{
+				ItemPointerData tid;
+
+				if (!object_visible(&vs, entry, found.objects[h], &tid))
+					continue;
+				if (counts[q] == capacity)
+				{
+					capacity *= 2;
+					tids[q] = repalloc_huge(tids[q], sizeof(ItemPointerData) * capacity);
+					objects[q] = repalloc_huge(objects[q], sizeof(int32) * capacity);
+					distances[q] = repalloc_huge(distances[q], sizeof(int32) * capacity);
+				}
+				tids[q][counts[q]] = tid;
+				objects[q][counts[q]] = found.objects[h];
+				distances[q][counts[q]] = found.distances[h];
+				counts[q]++;
+			}
+			/* short while the scan returned all it was asked for: invisible rows took places */
+			if (counts[q] < k && found.offsets[i + 1] - found.offsets[i] == kprime &&
+				kprime < entry->n_objects)
+				short_of_k[still++] = q;
+			CHECK_FOR_INTERRUPTS();
+		}
+		n_short = still;
+		kprime = genie_search_wider_k(kprime, entry->n_objects);
+	}
+	ExecDropSingleTupleTableSlot(vs.slot);
+	table_index_fetch_end(vs.fetch);
+
+	for (int q = 0; q < nq; q++)
+		total += counts[q];
+	rows->n_queries = nq;
+	rows->offsets = palloc(sizeof(int64) * (nq + 1));
+	rows->objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->offsets[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		memcpy(rows->objects + rows->offsets[q], objects[q], sizeof(int32) * counts[q]);
+		memcpy(rows->distances + rows->offsets[q], distances[q], sizeof(int32) * counts[q]);
+		rows->offsets[q + 1] = rows->offsets[q] + counts[q];
+	}
 }
 
 /* ---- genie_similar's verification ---- */

@@ -90,6 +90,39 @@ extern void genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapsho
 								 GenieVisibleRows *rows);
 
 /*
+ * The exact k nearest stored strings by edit distance (the entry must store
+ * strings): per query q, rows [offsets[q], offsets[q + 1]) of objects and
+ * distances, ordered by (distance, length, object id), dead and NULL
+ * objects left out, visible or not.  Queries are UTF-8 in CSR form.  Runs
+ * where genie.device says (in-process: preloaded backends scan on the CPU,
+ * as the genie service does not hold strings yet), the CPU when the GPU
+ * runs out of memory unless genie.device = gpu; honours cancel.
+ */
+typedef struct GenieStringRows
+{
+	int			n_queries;
+	int64	   *offsets;
+	int32	   *objects;
+	int32	   *distances;
+} GenieStringRows;
+
+extern void genie_search_strings(GenieCachedIndex *entry, const char *query_text,
+								 const int64 *query_offsets, int nq, int32 k,
+								 GenieStringRows *rows);
+
+/*
+ * The same restricted to rows of heap visible to snapshot: each query's k
+ * nearest visible rows (fewer only when fewer rows have a string), with the
+ * TIDs of their visible versions in tids (n_queries arrays, palloc'd);
+ * scans again with a wider k for the queries whose nearest rows were not
+ * all visible.
+ */
+extern void genie_search_strings_visible(GenieCachedIndex *entry, Relation heap,
+										 Snapshot snapshot, const char *query_text,
+										 const int64 *query_offsets, int nq, int32 k,
+										 GenieStringRows *rows, ItemPointerData **tids);
+
+/*
  * genie_similar's verification round on the device the entry's searches
  * use, with the same out-of-memory fallback.
  */

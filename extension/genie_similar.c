@@ -15,6 +15,14 @@
  * stops early: then only the rows that are provably in the top k are
  * flagged exact.
  *
+ * That is the path of indexes built without their strings (store_strings =
+ * off, or before genie kept them).  An index that stores its strings is
+ * answered by one exact scan of them instead (similar_by_scan): with real
+ * typos the count bound is weak and certification pulls a large part of
+ * the table, while the scan's length filter and early exit make every
+ * string cost a few word operations; every row is exact after one round,
+ * and candidates and max_rounds have nothing left to limit.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -430,6 +438,43 @@ run_rounds(SimilarState *st, SimilarQuery *queries, int nq, int32 k, int32 max_r
 	pfree(active);
 }
 
+/*
+ * genie_similar on an index that stores its strings: one exact scan of
+ * every stored string per query (genie_search_strings_visible), so every
+ * row is exact after one round, whatever the typos.
+ */
+static void
+similar_by_scan(FunctionCallInfo fcinfo, SimilarState *st, SimilarQuery *queries, int nq, int32 k)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64	   *offsets = palloc(sizeof(int64) * (nq + 1));
+	char	   *text;
+	GenieStringRows rows;
+	ItemPointerData **tids = palloc(sizeof(ItemPointerData *) * Max(nq, 1));
+
+	offsets[0] = 0;
+	for (int i = 0; i < nq; i++)
+		offsets[i + 1] = offsets[i] + (int64) queries[i].size;
+	text = palloc_extended(Max(offsets[nq], 1), MCXT_ALLOC_HUGE);
+	for (int i = 0; i < nq; i++)
+		memcpy(text + offsets[i], queries[i].text, queries[i].size);
+	genie_search_strings_visible(st->entry, st->heap, GetActiveSnapshot(), text, offsets, nq, k,
+								 &rows, tids);
+	for (int q = 0; q < nq; q++)
+		for (int64 j = rows.offsets[q]; j < rows.offsets[q + 1]; j++)
+		{
+			Datum		values[5];
+			bool		out_nulls[5] = {false, false, false, false, false};
+
+			values[0] = Int32GetDatum(q + 1);
+			values[1] = PointerGetDatum(&tids[q][j - rows.offsets[q]]);
+			values[2] = Int32GetDatum(rows.distances[j]);
+			values[3] = BoolGetDatum(true);
+			values[4] = Int32GetDatum(1);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
+		}
+}
+
 /* The work of genie_similar once the index is open; st->entry is pinned here. */
 static void
 similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, int32 k,
@@ -459,6 +504,11 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 		queries[i].query = orderby.query;
 		queries[i].text = genie_text_utf8(DatumGetTextPP(elems[i]), &queries[i].size);
 		queries[i].K = Max(candidates, k);
+	}
+	if (st->entry->strings_stored)
+	{
+		similar_by_scan(fcinfo, st, queries, nq, k);
+		return;
 	}
 
 	st->call_cxt = CurrentMemoryContext;

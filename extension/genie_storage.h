@@ -79,6 +79,7 @@ typedef struct GenieEncoding
 #define GENIE_PAGE_PENDING		5
 #define GENIE_PAGE_DELETED		6
 #define GENIE_PAGE_DICTIONARY	7
+#define GENIE_PAGE_STRINGS		8
 
 typedef struct GeniePageOpaqueData
 {
@@ -209,6 +210,20 @@ typedef struct GenieMetaPageData
 	GenieChain	pending;
 	GenieEncoding encoding;
 	GenieRowSchema rows;		/* GENIE_ENCODING_ROW only */
+
+	/*
+	 * Stored strings (genie_ngram_ops with store_strings on, the default):
+	 * every object's value as UTF-8, so that edit-distance searches read
+	 * strings from the index instead of the table.  The main objects' are
+	 * the strings chain, one (int32 byte length, bytes) record per object in
+	 * id order, unaligned; a pending object's follow its keywords in its
+	 * pending record (genie_pending.c).  These fields come last: metapages
+	 * written before them read zeros, that is no strings.
+	 */
+	uint32		strings_stored;
+	uint32		strings_pad;
+	int64		string_bytes;	/* bytes of the strings chain */
+	GenieChain	strings;
 } GenieMetaPageData;
 
 typedef GenieMetaPageData *GenieMetaPage;
@@ -228,6 +243,7 @@ typedef struct GenieOptions
 	int			ngram_n;		/* gram length of genie_ngram_ops (read at build only) */
 	int			buckets;		/* genie_row_ops: bucket budget per attribute (build only) */
 	int			attributes;		/* genie_row_ops: offset of the attribute list, or 0 */
+	bool		store_strings;	/* genie_ngram_ops: keep the strings (build only) */
 } GenieOptions;
 
 
@@ -298,6 +314,19 @@ typedef struct GenieIndexContent
 	uint32		main_version;	/* see GenieMetaPageData */
 	int32	   *pending_keywords;
 	BlockNumber n_pages;
+
+	/*
+	 * Stored strings (see GenieMetaPageData): string_offsets has n_objects +
+	 * 1 byte offsets into string_text.  The pending objects' are read with
+	 * the pending list; the main objects' only by genie_read_strings (before
+	 * it their ranges are empty).
+	 */
+	bool		strings_stored;
+	char	   *string_text;
+	int64	   *string_offsets;
+	int64		pending_string_bytes;
+	char	   *pending_string_text;	/* pending objects' strings, CSR by local id */
+	int64	   *pending_string_offsets;
 } GenieIndexContent;
 
 extern uint64 genie_read_stamp(Relation index);
@@ -343,7 +372,8 @@ extern int	genie_pending_limit_kb(Relation index);
  * content lock in share mode and the metapage buffer exclusively.
  */
 extern void genie_pending_append(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
-								 const int32 *keywords, int n);
+								 const int32 *keywords, int n, const char *string,
+								 size_t string_size);
 /* Reads the committed pending records into content (genie_read_content). */
 extern void genie_pending_read(Relation index, const GenieMetaPageData *meta,
 							   GenieIndexContent *content);
@@ -357,5 +387,14 @@ extern void genie_pending_read(Relation index, const GenieMetaPageData *meta,
 extern void genie_read_content(Relation index, GenieIndexContent *content, bool with_postings);
 /* Reads only the counts and the main Position Map and List Array, as above. */
 extern void genie_read_main_postings(Relation index, GenieIndexContent *content);
+
+/*
+ * Reads every object's stored string into content (read by
+ * genie_read_content with the same content lock held): string_text and
+ * string_offsets.  Nothing when the index keeps no strings.
+ */
+extern void genie_read_strings(Relation index, GenieIndexContent *content);
+/* Appends one main object's string record to a strings chain being written. */
+extern void genie_strings_append(GenieChainWriter *w, const char *string, size_t size);
 
 #endif							/* GENIE_STORAGE_H */

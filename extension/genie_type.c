@@ -30,6 +30,14 @@ genie_opclass_type(Relation index)
 	return info;
 }
 
+bool
+genie_index_stores_strings(Relation index, const GenieTypeInfo *info)
+{
+	GenieOptions *opts = (GenieOptions *) index->rd_options;
+
+	return info->value_string != NULL && (opts == NULL || opts->store_strings);
+}
+
 void
 genie_type_for_build(Relation index, GenieIndexType *type)
 {

@@ -69,6 +69,13 @@ typedef struct GenieTypeInfo
 	int32	   *(*build_value) (void *state, Datum value, int *n);
 	void		(*build_finish) (void *state, GenieMetaPageData *meta);
 
+	/*
+	 * The bytes an index that stores strings keeps with each value (not
+	 * NULL): the text as UTF-8 (genie_ngram_ops).  NULL: the type stores
+	 * none.  Whether an index stores them is fixed at build (store_strings).
+	 */
+	const char *(*value_string) (Datum value, size_t *size);
+
 	/* The keywords of an indexed value (not NULL), palloc'd; duplicates allowed. */
 	int32	   *(*encode_value) (Relation index, const GenieEncoding *encoding, Datum value,
 								 int *n);
@@ -108,6 +115,9 @@ typedef struct GenieIndexType
 
 /* The type and encoding an index is about to be built with. */
 extern void genie_type_for_build(Relation index, GenieIndexType *type);
+
+/* Whether an index about to be built keeps its strings: its type has them and store_strings is on. */
+extern bool genie_index_stores_strings(Relation index, const GenieTypeInfo *info);
 
 /*
  * The type and encoding of a built index, read once per relcache entry

@@ -22,6 +22,7 @@
 #include "genie/query.hpp"
 #include "genie/sequence.hpp"
 #include "genie/status.hpp"
+#include "capi_util.hpp"
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_edit_distance.hpp"
 #include "genie/gpu_engine.hpp"
@@ -39,29 +40,14 @@ struct genie_engine {
   std::unique_ptr<genie::Engine> engine;
 };
 
+using genie::capi::AddStrings;
+using genie::capi::CheckText;
+using genie::capi::Guarded;
+using genie::capi::Report;
+using genie::capi::ToEngineOptions;
+
 namespace {
 
-genie_status Report(const genie::Status& status, genie_error* err) {
-  if (err != nullptr) {
-    err->status = status.code();
-    std::snprintf(err->message, sizeof(err->message), "%s", status.message().c_str());
-  }
-  return status.code();
-}
-
-// Runs body, which returns a genie::Status, and converts anything thrown.
-template <typename Body>
-genie_status Guarded(genie_error* err, Body&& body) {
-  try {
-    return Report(body(), err);
-  } catch (const std::bad_alloc&) {
-    return Report(genie::Status::OutOfMemory("out of host memory"), err);
-  } catch (const std::exception& e) {
-    return Report(genie::Status::Internal(std::string("unexpected C++ exception: ") + e.what()), err);
-  } catch (...) {
-    return Report(genie::Status::Internal("unexpected C++ exception"), err);
-  }
-}
 
 std::string ReadCpuModel() {
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -105,17 +91,6 @@ const std::vector<genie_device_info>& GpuDevices() {
   return devices;
 }
 
-genie::EngineOptions ToEngineOptions(const genie_engine_options* options) {
-  genie::EngineOptions out;
-  if (options != nullptr) {
-    out.threads = options->threads;
-    out.device_ordinal = options->device_ordinal;
-    out.memory_budget_bytes = options->memory_budget_bytes;
-    out.cancel.fn = options->cancel;
-    out.cancel.arg = options->cancel_arg;
-  }
-  return out;
-}
 
 genie::Status MakeGpu(const genie::EngineOptions& options, std::unique_ptr<genie::Engine>* out) {
 #ifdef GENIE_WITH_CUDA
@@ -516,10 +491,6 @@ genie_status genie_results_merge(const genie_results* const* parts, const int32_
 
 namespace {
 
-genie::Status CheckText(const char* text, size_t size, const char* what) {
-  if (text == nullptr && size > 0) return genie::Status::InvalidArgument(std::string(what) + " is NULL");
-  return genie::Status::Ok();
-}
 
 genie::Status Keywords(const char* text, size_t size, int32_t n, genie::NgramKeywords* out) {
   GENIE_RETURN_IF_ERROR(CheckText(text, size, "text"));
@@ -528,18 +499,6 @@ genie::Status Keywords(const char* text, size_t size, int32_t n, genie::NgramKey
   return genie::ComputeNgramKeywordsUtf8(text, size, options, out);
 }
 
-genie::Status AddStrings(const char* text, const int64_t* offsets, int64_t count,
-                         genie::CodePointStrings* out) {
-  if (count > 0 && offsets == nullptr) return genie::Status::InvalidArgument("NULL string offsets");
-  for (int64_t i = 0; i < count; ++i) {
-    if (offsets[i] < 0 || offsets[i + 1] < offsets[i])
-      return genie::Status::InvalidArgument("string offsets are not ascending");
-    const size_t size = static_cast<size_t>(offsets[i + 1] - offsets[i]);
-    GENIE_RETURN_IF_ERROR(CheckText(text, size, "string text"));
-    GENIE_RETURN_IF_ERROR(out->AddUtf8(size > 0 ? text + offsets[i] : "", size));
-  }
-  return genie::Status::Ok();
-}
 
 }  // namespace
 

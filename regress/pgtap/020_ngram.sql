@@ -5,7 +5,7 @@ BEGIN;
 CREATE EXTENSION genie;
 CREATE EXTENSION pg_trgm;
 CREATE EXTENSION fuzzystrmatch;
-SELECT plan(51);
+SELECT plan(53);
 
 -- ---- the SQL functions ----------------------------------------------------
 SELECT is(genie_edit_distance('kitten', 'sitting'), 3, 'edit distance of kitten and sitting');
@@ -44,6 +44,8 @@ FROM generate_series(1, 3000) AS i;
 CREATE INDEX strs_s3 ON strs USING genie (s genie_ngram_ops);
 CREATE INDEX strs_s2 ON strs USING genie (s genie_ngram_ops) WITH (n = 2);
 CREATE INDEX strs_s8 ON strs USING genie (s genie_ngram_ops) WITH (n = 8);
+-- without stored strings genie_similar runs its n-gram rounds (the path of older indexes)
+CREATE INDEX strs_s3_plain ON strs USING genie (s genie_ngram_ops) WITH (store_strings = off);
 CREATE INDEX strs_trgm ON strs USING gist (s gist_trgm_ops);
 ANALYZE strs;
 CREATE TABLE strs_queries AS
@@ -93,7 +95,7 @@ RESET enable_indexscan;
 -- each index in turn: drop the others' chance by disabling them through a transaction-local hint
 SELECT is(pg_temp.knn_mismatches('strs', 's', ARRAY(SELECT query FROM strs_queries), ARRAY[1, 5, 50]), 0,
           'n = 3 (planner''s choice): k nearest by <%> equal levenshtein() for k in 1, 5, 50');
-UPDATE pg_index SET indisvalid = false WHERE indexrelid IN ('strs_s3'::regclass, 'strs_s8'::regclass);
+UPDATE pg_index SET indisvalid = false WHERE indexrelid IN ('strs_s3'::regclass, 'strs_s8'::regclass, 'strs_s3_plain'::regclass);
 SELECT alike(pg_temp.plan_of($$SELECT id FROM strs ORDER BY s <%> 'abc' LIMIT 5$$),
             '%strs_s2%', 'the n = 2 index is used when it is the only one');
 SELECT is(pg_temp.knn_mismatches('strs', 's', ARRAY(SELECT query FROM strs_queries), ARRAY[1, 5, 50]), 0,
@@ -104,12 +106,16 @@ SELECT alike(pg_temp.plan_of($$SELECT id FROM strs ORDER BY s <%> 'abc' LIMIT 5$
             '%strs_s8%', 'the n = 8 index is used when it is the only one');
 SELECT is(pg_temp.knn_mismatches('strs', 's', ARRAY(SELECT query FROM strs_queries), ARRAY[1, 5, 50]), 0,
           'n = 8: k nearest equal levenshtein()');
+UPDATE pg_index SET indisvalid = (indexrelid = 'strs_s3_plain'::regclass)
+ WHERE indexrelid IN ('strs_s8'::regclass, 'strs_s3_plain'::regclass);
+SELECT is(pg_temp.knn_mismatches('strs', 's', ARRAY(SELECT query FROM strs_queries), ARRAY[1, 5, 50]), 0,
+          'n = 3 without stored strings (count order, rechecked): k nearest equal levenshtein()');
 -- n = 8 cannot order by 3-gram counts: the planner leaves <~> to a sort
 RESET enable_sort;
 SELECT unalike(pg_temp.plan_of($$SELECT id FROM strs ORDER BY s <~> 'abc' LIMIT 5$$),
               '%strs_s8%', 'an index of 8-grams is not used for text <~> text (3-grams)');
 SET enable_sort = off;
-UPDATE pg_index SET indisvalid = true WHERE indexrelid IN ('strs_s2'::regclass, 'strs_s3'::regclass);
+UPDATE pg_index SET indisvalid = true WHERE indexrelid IN ('strs_s2'::regclass, 'strs_s3'::regclass, 'strs_s8'::regclass);
 
 -- every row, NULLs last, for a LIMIT beyond the table
 SELECT is((SELECT count(*) FROM (SELECT s FROM strs ORDER BY s <%> 'abc' LIMIT 5000) x), 3000::bigint,
@@ -152,12 +158,13 @@ $$;
 SELECT is(pg_temp.similar_mismatches('strs_s3', 50, 8), 0::bigint, 'a batch, k = 50 with 8 candidates: exact');
 SELECT is(pg_temp.similar_mismatches('strs_s2', 1, 1), 0::bigint, 'n = 2, k = 1, one candidate: exact');
 SELECT is(pg_temp.similar_mismatches('strs_s8', 5, 32), 0::bigint, 'n = 8, k = 5: exact');
+SELECT is(pg_temp.similar_mismatches('strs_s3_plain', 5, 4), 0::bigint, 'without stored strings (n-gram rounds), k = 5: exact');
 
 -- a round limit: rows flagged exact are in the true top k, distances still real
 CREATE TEMP TABLE limited AS
 SELECT g.query_no, g.distance, g.exact, g.rounds, q.query, levenshtein(s.s, q.query) AS real
 FROM (SELECT array_agg(query ORDER BY qid) a FROM strs_queries) qs,
-     genie_similar('strs_s3', qs.a, 10, 1, 1) g
+     genie_similar('strs_s3_plain', qs.a, 10, 1, 1) g
      JOIN strs s ON s.ctid = g.ctid JOIN strs_queries q ON q.qid = g.query_no;
 SELECT is((SELECT max(rounds) FROM limited), 1, 'max_rounds = 1 stops after one round');
 SELECT is((SELECT count(*) FROM limited WHERE distance <> real), 0::bigint, 'with a round limit, distances are real');
@@ -165,7 +172,7 @@ SELECT is((SELECT count(*) FROM limited l WHERE exact AND l.distance >
              (SELECT max(d) FROM (SELECT levenshtein(s, l.query) d FROM strs WHERE s IS NOT NULL ORDER BY 1 LIMIT 10) t)),
           0::bigint, 'every row flagged exact is within the true top 10');
 SELECT ok((SELECT count(*) FROM limited WHERE NOT exact) > 0, 'one candidate and one round leave rows unproven');
-SELECT ok((SELECT max(rounds) FROM genie_similar('strs_s3', ARRAY(SELECT query FROM strs_queries), 10, 1)) > 1,
+SELECT ok((SELECT max(rounds) FROM genie_similar('strs_s3_plain', ARRAY(SELECT query FROM strs_queries), 10, 1)) > 1,
           'without the limit, queries take more rounds');
 
 -- rows inserted after the build (pending list) and deleted rows

@@ -287,6 +287,73 @@ genie_status genie_similar_verify(const genie_similar_batch *batch, genie_engine
 								  const genie_engine_options *options,
 								  genie_similar_verdict *verdict, genie_error *err);
 
+/* ---- string sets: the exact nearest strings by edit distance ---- */
+
+/*
+ * The strings of an index's objects (object id = position), for the exact
+ * k nearest strings by edit distance over all of them (see
+ * genie/string_scan.hpp: length buckets, bit-parallel Myers with early
+ * exit).  The GPU copy is made on the first GPU scan and kept with the set
+ * until genie_strings_free.
+ */
+typedef struct genie_strings genie_strings;
+
+/* n strings, UTF-8 in CSR form (text + n + 1 byte offsets); invalid UTF-8 is GENIE_INVALID_ARGUMENT. */
+genie_status genie_strings_create(const char *text, const int64_t *offsets, int32_t n,
+								  genie_strings **strings, genie_error *err);
+void		genie_strings_free(genie_strings *strings);
+/* Host bytes held by the set. */
+size_t		genie_strings_memory_bytes(const genie_strings *strings);
+/* Device bytes held by its GPU copy (0 without one). */
+size_t		genie_strings_device_bytes(const genie_strings *strings);
+int32_t		genie_strings_count(const genie_strings *strings);
+
+typedef struct genie_string_scan
+{
+	int32_t		n_queries;
+	const char *query_text;		/* UTF-8 */
+	const int64_t *query_text_offsets;	/* n_queries + 1 */
+	int32_t		k;
+	/*
+	 * NULL, or n_queries caps: only strings within that distance are
+	 * reported (< 0: no limit).  A known upper bound on the k-th distance
+	 * narrows the scan.
+	 */
+	const int32_t *caps;
+	/* NULL, or one flag per string: nonzero = not a candidate (dead). */
+	const uint8_t *excluded;
+} genie_string_scan;
+
+/*
+ * Per query q, rows [query_offsets[q], query_offsets[q + 1]) of objects and
+ * distances, by (distance, length in code points, object id) ascending: at
+ * most k, fewer only when fewer strings are candidates within the cap.
+ */
+typedef struct genie_string_results
+{
+	int32_t		n_queries;
+	int64_t    *query_offsets;
+	int32_t    *objects;
+	int32_t    *distances;
+	genie_engine_kind device;	/* where the scan ran: CPU or GPU */
+} genie_string_results;
+
+void		genie_string_results_free(genie_string_results *results);
+
+/*
+ * The k nearest strings of each query.  device: CPU, GPU
+ * (GENIE_DEVICE_UNAVAILABLE without a usable GPU) or AUTO (the GPU when
+ * usable).  As for genie_similar_verify nothing falls back after a failure:
+ * GENIE_DEVICE_OUT_OF_MEMORY goes to the caller.  The CPU and the GPU give
+ * the same rows in the same order.  options: threads, device ordinal,
+ * cancel (polled every 1024 strings on the CPU, between groups of 512
+ * queries on the GPU).
+ */
+genie_status genie_strings_scan(genie_strings *strings, genie_engine_kind device,
+								const genie_engine_options *options,
+								const genie_string_scan *scan,
+								genie_string_results **results, genie_error *err);
+
 #ifdef __cplusplus
 }
 #endif

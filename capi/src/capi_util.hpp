@@ -1,0 +1,73 @@
+// Helpers shared by the C API's source files (capi/src only): statuses and
+// messages, the catch-all around every entry point, options and strings.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "genie/engine.hpp"
+#include "genie/genie.h"
+#include "genie/sequence.hpp"
+#include "genie/status.hpp"
+
+namespace genie {
+namespace capi {
+
+inline genie_status Report(const genie::Status& status, genie_error* err) {
+  if (err != nullptr) {
+    err->status = status.code();
+    std::snprintf(err->message, sizeof(err->message), "%s", status.message().c_str());
+  }
+  return status.code();
+}
+
+
+// Runs body, which returns a genie::Status, and converts anything thrown.
+template <typename Body>
+inline genie_status Guarded(genie_error* err, Body&& body) {
+  try {
+    return Report(body(), err);
+  } catch (const std::bad_alloc&) {
+    return Report(genie::Status::OutOfMemory("out of host memory"), err);
+  } catch (const std::exception& e) {
+    return Report(genie::Status::Internal(std::string("unexpected C++ exception: ") + e.what()), err);
+  } catch (...) {
+    return Report(genie::Status::Internal("unexpected C++ exception"), err);
+  }
+}
+
+inline genie::EngineOptions ToEngineOptions(const genie_engine_options* options) {
+  genie::EngineOptions out;
+  if (options != nullptr) {
+    out.threads = options->threads;
+    out.device_ordinal = options->device_ordinal;
+    out.memory_budget_bytes = options->memory_budget_bytes;
+    out.cancel.fn = options->cancel;
+    out.cancel.arg = options->cancel_arg;
+  }
+  return out;
+}
+
+inline genie::Status CheckText(const char* text, size_t size, const char* what) {
+  if (text == nullptr && size > 0) return genie::Status::InvalidArgument(std::string(what) + " is NULL");
+  return genie::Status::Ok();
+}
+
+// Decodes count UTF-8 strings in CSR form (text + byte offsets) into out.
+inline genie::Status AddStrings(const char* text, const int64_t* offsets, int64_t count,
+                         genie::CodePointStrings* out) {
+  if (count > 0 && offsets == nullptr) return genie::Status::InvalidArgument("NULL string offsets");
+  for (int64_t i = 0; i < count; ++i) {
+    if (offsets[i] < 0 || offsets[i + 1] < offsets[i])
+      return genie::Status::InvalidArgument("string offsets are not ascending");
+    const size_t size = static_cast<size_t>(offsets[i + 1] - offsets[i]);
+    GENIE_RETURN_IF_ERROR(CheckText(text, size, "string text"));
+    GENIE_RETURN_IF_ERROR(out->AddUtf8(size > 0 ? text + offsets[i] : "", size));
+  }
+  return genie::Status::Ok();
+}
+
+}  // namespace capi
+}  // namespace genie

@@ -1,0 +1,157 @@
+// The C API of string sets and the string scan (genie_strings_*).
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "capi_util.hpp"
+#include "genie/genie.h"
+#include "genie/string_scan.hpp"
+#ifdef GENIE_WITH_CUDA
+#include "genie/gpu_string_scan.hpp"
+#endif
+
+using genie::capi::AddStrings;
+using genie::capi::Guarded;
+using genie::capi::ToEngineOptions;
+
+struct genie_strings {
+  genie::StringSet set;
+#ifdef GENIE_WITH_CUDA
+  std::mutex gpu_mutex;  // the GPU copy is made on first use
+  std::unique_ptr<genie::GpuStringSet> gpu;
+  int32_t gpu_device = -1;
+#endif
+};
+
+namespace {
+
+genie::Status ToCResults(const genie::StringScanResult& r, genie_engine_kind device,
+                         genie_string_results** out) {
+  const std::size_t nq = r.offsets.size() - 1;
+  const std::size_t rows = r.objects.size();
+  auto* res = static_cast<genie_string_results*>(std::calloc(1, sizeof(genie_string_results)));
+  if (res == nullptr) return genie::Status::OutOfMemory("out of host memory for scan results");
+  res->n_queries = static_cast<int32_t>(nq);
+  res->device = device;
+  res->query_offsets = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * (nq + 1)));
+  res->objects = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (rows + 1)));
+  res->distances = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (rows + 1)));
+  if (res->query_offsets == nullptr || res->objects == nullptr || res->distances == nullptr) {
+    genie_string_results_free(res);
+    return genie::Status::OutOfMemory("out of host memory for scan results");
+  }
+  std::memcpy(res->query_offsets, r.offsets.data(), sizeof(int64_t) * (nq + 1));
+  if (rows > 0) {
+    std::memcpy(res->objects, r.objects.data(), sizeof(int32_t) * rows);
+    std::memcpy(res->distances, r.distances.data(), sizeof(int32_t) * rows);
+  }
+  *out = res;
+  return genie::Status::Ok();
+}
+
+#ifdef GENIE_WITH_CUDA
+// The set's GPU copy on the device of options, made on first use.
+genie::Status GpuCopy(genie_strings* strings, int32_t device_ordinal, genie::GpuStringSet** out) {
+  std::lock_guard<std::mutex> lock(strings->gpu_mutex);
+  if (strings->gpu == nullptr || strings->gpu_device != device_ordinal) {
+    strings->gpu.reset();
+    GENIE_RETURN_IF_ERROR(genie::GpuStringSet::Create(strings->set, device_ordinal, &strings->gpu));
+    strings->gpu_device = device_ordinal;
+  }
+  *out = strings->gpu.get();
+  return genie::Status::Ok();
+}
+#endif
+
+}  // namespace
+
+extern "C" {
+
+genie_status genie_strings_create(const char* text, const int64_t* offsets, int32_t n,
+                                  genie_strings** strings, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (strings == nullptr) return genie::Status::InvalidArgument("genie_strings_create: NULL output");
+    if (n < 0) return genie::Status::InvalidArgument("negative number of strings");
+    genie::CodePointStrings decoded;
+    GENIE_RETURN_IF_ERROR(AddStrings(text, offsets, n, &decoded));
+    auto owned = std::make_unique<genie_strings>();
+    GENIE_RETURN_IF_ERROR(genie::BuildStringSet(std::move(decoded), &owned->set));
+    *strings = owned.release();
+    return genie::Status::Ok();
+  });
+}
+
+void genie_strings_free(genie_strings* strings) { std::unique_ptr<genie_strings> owned(strings); }
+
+size_t genie_strings_memory_bytes(const genie_strings* strings) {
+  if (strings == nullptr) return 0;
+  const genie::StringSet& s = strings->set;
+  return s.strings.code_points.capacity() * sizeof(genie::CodePoint) +
+         s.strings.offsets.capacity() * sizeof(int64_t) + s.order.capacity() * sizeof(int32_t) +
+         s.length_begin.capacity() * sizeof(int64_t);
+}
+
+size_t genie_strings_device_bytes(const genie_strings* strings) {
+#ifdef GENIE_WITH_CUDA
+  if (strings != nullptr && strings->gpu != nullptr) return strings->gpu->device_bytes();
+#endif
+  (void)strings;
+  return 0;
+}
+
+int32_t genie_strings_count(const genie_strings* strings) {
+  return strings == nullptr ? 0 : strings->set.size();
+}
+
+void genie_string_results_free(genie_string_results* results) {
+  if (results == nullptr) return;
+  std::free(results->query_offsets);
+  std::free(results->objects);
+  std::free(results->distances);
+  std::free(results);
+}
+
+genie_status genie_strings_scan(genie_strings* strings, genie_engine_kind device,
+                                const genie_engine_options* options, const genie_string_scan* scan,
+                                genie_string_results** results, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (strings == nullptr || scan == nullptr || results == nullptr)
+      return genie::Status::InvalidArgument("genie_strings_scan: NULL argument");
+    if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_GPU && device != GENIE_ENGINE_AUTO)
+      return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
+    if (scan->n_queries < 0) return genie::Status::InvalidArgument("negative number of queries");
+    genie::StringScanRequest request;
+    request.k = scan->k;
+    GENIE_RETURN_IF_ERROR(AddStrings(scan->query_text, scan->query_text_offsets, scan->n_queries,
+                                     &request.queries));
+    if (scan->caps != nullptr) request.caps.assign(scan->caps, scan->caps + scan->n_queries);
+    if (scan->excluded != nullptr) {
+      request.excluded = genie::Span<uint8_t>(scan->excluded, static_cast<size_t>(strings->set.size()));
+    }
+    const genie::EngineOptions engine_options = ToEngineOptions(options);
+    genie::StringScanResult found;
+#ifdef GENIE_WITH_CUDA
+    if (device != GENIE_ENGINE_CPU) {
+      genie::GpuStringSet* gpu = nullptr;
+      genie::Status status = GpuCopy(strings, engine_options.device_ordinal, &gpu);
+      if (status.ok()) {
+        GENIE_RETURN_IF_ERROR(gpu->Scan(strings->set, request, engine_options.threads, &found,
+                                        engine_options.cancel));
+        return ToCResults(found, GENIE_ENGINE_GPU, results);
+      }
+      // AUTO without a usable GPU scans on the CPU; every other failure goes to the caller
+      if (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE) return status;
+    }
+#else
+    if (device == GENIE_ENGINE_GPU)
+      return genie::Status::DeviceUnavailable("genie was built without CUDA support");
+#endif
+    GENIE_RETURN_IF_ERROR(genie::CpuStringScan(strings->set, request, engine_options.threads, &found,
+                                               engine_options.cancel));
+    return ToCResults(found, GENIE_ENGINE_CPU, results);
+  });
+}
+
+}  // extern "C"

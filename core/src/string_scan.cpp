@@ -1,0 +1,248 @@
+// The exact k nearest strings on the CPU (see genie/string_scan.hpp).
+#include "genie/string_scan.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <memory>
+#include <new>
+#include <queue>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "genie/myers_pattern.hpp"
+#include "genie/parallel.hpp"
+
+namespace genie {
+namespace {
+
+constexpr int64_t kMaxStringLength = int64_t{1} << 30;
+// A stripe of a single query's scan covers at least this many strings.
+constexpr int64_t kMinStripeStrings = 16384;
+constexpr int32_t kPollStrings = 1024;
+
+// A result's sort key: distance, then length, then id.
+struct Hit {
+  int32_t distance;
+  int32_t length;
+  int32_t id;
+  bool operator<(const Hit& o) const {
+    if (distance != o.distance) return distance < o.distance;
+    if (length != o.length) return length < o.length;
+    return id < o.id;
+  }
+};
+
+// The distance function of one query: a prepared pattern when the query is
+// short enough, else the banded dynamic programming of levenshtein_kernel.
+class QueryDistance {
+ public:
+  explicit QueryDistance(Span<CodePoint> query) : query_(query) {
+    if (query.size() <= static_cast<std::size_t>(kernel::kPatternMaxLength)) {
+      pattern_ = std::make_unique<kernel::MyersPattern>();
+      kernel::PreparePattern(query.data(), static_cast<int32_t>(query.size()), pattern_.get());
+    }
+  }
+  int32_t operator()(Span<CodePoint> s, int32_t cap) {
+    if (pattern_ != nullptr) {
+      const CodePoint* t = s.data();
+      return kernel::PatternDistance(
+          *pattern_, [t](int32_t j) { return t[j]; }, static_cast<int32_t>(s.size()), cap);
+    }
+    const std::size_t shorter = std::min(query_.size(), s.size());
+    if (row_.size() < shorter + 1) row_.resize(shorter + 1);
+    return kernel::CappedDistance(query_.data(), static_cast<int32_t>(query_.size()), s.data(),
+                                  static_cast<int32_t>(s.size()), cap, row_.data());
+  }
+
+ private:
+  Span<CodePoint> query_;
+  std::unique_ptr<kernel::MyersPattern> pattern_;
+  std::vector<int32_t> row_;
+};
+
+// The k-th distance found so far by any stripe of a query: an upper bound
+// on the final k-th distance, which every stripe uses as its cap.
+struct SharedCap {
+  std::atomic<int32_t> value{INT32_MAX - 1};
+  void Lower(int32_t v) {
+    int32_t cur = value.load(std::memory_order_relaxed);
+    while (v < cur && !value.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+    }
+  }
+};
+
+// One stripe of one query's scan: its best k hits (a max-heap on Hit).
+Status ScanStripe(const StringSet& set, const StringScanRequest& request, int32_t q,
+                  int32_t stripe, int32_t stripes, SharedCap* cap, std::vector<Hit>* heap,
+                  const CancelCheck& cancel) {
+  const Span<CodePoint> query = request.queries.Get(q);
+  const int32_t lq = static_cast<int32_t>(query.size());
+  const std::size_t k = static_cast<std::size_t>(request.k);
+  const int32_t max_length = set.max_length();
+  QueryDistance distance(query);
+  int32_t since_poll = 0;
+  heap->clear();
+
+  auto current_cap = [&]() {
+    const int32_t shared = cap->value.load(std::memory_order_relaxed);
+    return heap->size() == k ? std::min(shared, heap->front().distance) : shared;
+  };
+  for (int32_t delta = 0;; ++delta) {
+    if (delta > current_cap() || (lq - delta < 0 && lq + delta > max_length)) break;
+    for (int side = 0; side < 2; ++side) {
+      const int32_t len = side == 0 ? lq - delta : lq + delta;
+      if ((side == 1 && delta == 0) || len < 0 || len > max_length) continue;
+      const int64_t begin = set.length_begin[static_cast<std::size_t>(len)];
+      const int64_t count = set.length_begin[static_cast<std::size_t>(len) + 1] - begin;
+      const int64_t lo = begin + count * stripe / stripes;
+      const int64_t hi = begin + count * (stripe + 1) / stripes;
+      for (int64_t pos = lo; pos < hi; ++pos) {
+        if (++since_poll == kPollStrings) {
+          since_poll = 0;
+          if (cancel.requested()) return Status::Cancelled();
+        }
+        const int32_t id = set.order[static_cast<std::size_t>(pos)];
+        if (!request.excluded.empty() && request.excluded[static_cast<std::size_t>(id)] != 0) {
+          continue;
+        }
+        const int32_t limit = current_cap();
+        if (delta > limit) break;
+        const int32_t d = distance(set.strings.Get(id), limit);
+        if (d > limit) continue;
+        const Hit hit{d, len, id};
+        if (heap->size() < k) {
+          heap->push_back(hit);
+          std::push_heap(heap->begin(), heap->end());
+          if (heap->size() == k) cap->Lower(heap->front().distance);
+        } else if (hit < heap->front()) {
+          std::pop_heap(heap->begin(), heap->end());
+          heap->back() = hit;
+          std::push_heap(heap->begin(), heap->end());
+          cap->Lower(heap->front().distance);
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status Scan(const StringSet& set, const StringScanRequest& request, int32_t threads,
+            StringScanResult* out, const CancelCheck& cancel) {
+  GENIE_RETURN_IF_ERROR(ValidateStringScanRequest(set, request));
+  const int32_t nq = request.queries.size();
+  if (threads <= 0) threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  // A batch is parallel by query; fewer queries than threads share each
+  // query's strings out in stripes.
+  int32_t stripes = 1;
+  if (nq > 0 && nq < threads) {
+    const int64_t by_size = std::max<int64_t>(1, set.size() / kMinStripeStrings);
+    stripes = static_cast<int32_t>(std::min<int64_t>((threads + nq - 1) / nq, by_size));
+  }
+  std::vector<std::unique_ptr<SharedCap>> caps(static_cast<std::size_t>(nq));
+  for (int32_t q = 0; q < nq; ++q) {
+    caps[static_cast<std::size_t>(q)] = std::make_unique<SharedCap>();
+    if (!request.caps.empty() && request.caps[static_cast<std::size_t>(q)] >= 0) {
+      caps[static_cast<std::size_t>(q)]->Lower(request.caps[static_cast<std::size_t>(q)]);
+    }
+  }
+  std::vector<std::vector<Hit>> heaps(static_cast<std::size_t>(nq) * stripes);
+  GENIE_RETURN_IF_ERROR(ParallelFor(
+      static_cast<int64_t>(nq) * stripes, threads,
+      [&](int64_t item) {
+        const int32_t q = static_cast<int32_t>(item / stripes);
+        const int32_t s = static_cast<int32_t>(item % stripes);
+        return ScanStripe(set, request, q, s, stripes, caps[static_cast<std::size_t>(q)].get(),
+                          &heaps[static_cast<std::size_t>(item)], cancel);
+      },
+      cancel));
+
+  out->offsets.assign(1, 0);
+  out->objects.clear();
+  out->distances.clear();
+  std::vector<Hit> merged;
+  for (int32_t q = 0; q < nq; ++q) {
+    merged.clear();
+    for (int32_t s = 0; s < stripes; ++s) {
+      const auto& h = heaps[static_cast<std::size_t>(q) * stripes + s];
+      merged.insert(merged.end(), h.begin(), h.end());
+    }
+    std::sort(merged.begin(), merged.end());
+    if (merged.size() > static_cast<std::size_t>(request.k)) merged.resize(request.k);
+    for (const Hit& h : merged) {
+      out->objects.push_back(h.id);
+      out->distances.push_back(h.distance);
+    }
+    out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status BuildStringSet(CodePointStrings strings, StringSet* out) {
+  if (out == nullptr) return Status::InvalidArgument("BuildStringSet: NULL output");
+  try {
+    const int32_t n = strings.size();
+    int32_t max_length = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      const int64_t len = strings.offsets[static_cast<std::size_t>(i) + 1] -
+                          strings.offsets[static_cast<std::size_t>(i)];
+      if (len < 0 || len > kMaxStringLength) {
+        return Status::InvalidArgument("string " + std::to_string(i) + " is longer than 2^30 code points");
+      }
+      max_length = std::max(max_length, static_cast<int32_t>(len));
+    }
+    out->strings = std::move(strings);
+    // a counting sort by length keeps ids ascending within a length
+    out->length_begin.assign(static_cast<std::size_t>(max_length) + 2, 0);
+    for (int32_t i = 0; i < n; ++i) ++out->length_begin[static_cast<std::size_t>(out->length(i)) + 1];
+    for (std::size_t L = 1; L < out->length_begin.size(); ++L) {
+      out->length_begin[L] += out->length_begin[L - 1];
+    }
+    std::vector<int64_t> next(out->length_begin.begin(), out->length_begin.end() - 1);
+    out->order.assign(static_cast<std::size_t>(n), 0);
+    for (int32_t i = 0; i < n; ++i) {
+      out->order[static_cast<std::size_t>(next[static_cast<std::size_t>(out->length(i))]++)] = i;
+    }
+    return Status::Ok();
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory building a string set");
+  }
+}
+
+Status ValidateStringScanRequest(const StringSet& set, const StringScanRequest& request) {
+  if (request.k < 1) return Status::InvalidArgument("string scan: k must be at least 1");
+  if (!request.caps.empty() && request.caps.size() != static_cast<std::size_t>(request.queries.size())) {
+    return Status::InvalidArgument("string scan: one cap per query, or none");
+  }
+  if (!request.excluded.empty() && request.excluded.size() != static_cast<std::size_t>(set.size())) {
+    return Status::InvalidArgument("string scan: one excluded flag per string, or none");
+  }
+  if (set.length_begin.size() < 2 || set.order.size() != static_cast<std::size_t>(set.size())) {
+    return Status::InvalidArgument("string scan: the string set was not built");
+  }
+  for (int32_t q = 0; q < request.queries.size(); ++q) {
+    if (request.queries.Get(q).size() > static_cast<std::size_t>(kMaxStringLength)) {
+      return Status::InvalidArgument("string scan: a query is longer than 2^30 code points");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CpuStringScan(const StringSet& set, const StringScanRequest& request, int32_t threads,
+                     StringScanResult* out, const CancelCheck& cancel) {
+  if (out == nullptr) return Status::InvalidArgument("CpuStringScan: NULL output");
+  try {
+    return Scan(set, request, threads, out, cancel);
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory in the string scan");
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("string scan failed: ") + e.what());
+  } catch (...) {
+    return Status::Internal("string scan failed");
+  }
+}
+
+}  // namespace genie

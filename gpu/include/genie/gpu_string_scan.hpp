@@ -1,0 +1,38 @@
+// The string scan (genie/string_scan.hpp) on the GPU: plain C++, no CUDA
+// types.  A GpuStringSet is the device copy of a StringSet, made once per
+// index version and kept with it; Scan answers a batch of queries with the
+// very results CpuStringScan gives (same rows, same order).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "genie/cancel.hpp"
+#include "genie/status.hpp"
+#include "genie/string_scan.hpp"
+
+namespace genie {
+
+class GpuStringSet {
+ public:
+  // Copies set to device device_ordinal.  Errors: DeviceUnavailable (no
+  // usable GPU), DeviceOutOfMemory, DeviceError.
+  static Status Create(const StringSet& set, int32_t device_ordinal,
+                       std::unique_ptr<GpuStringSet>* out);
+  virtual ~GpuStringSet() = default;
+
+  // The scan of request over this copy of set (the StringSet it was made
+  // from, still alive).  One thread block per query: the length order and
+  // the shrinking k-th distance (a histogram of the distances found so far)
+  // in a first pass, then the rows in (distance, length, id) order in a
+  // second.  Queries longer than kernel::kPatternMaxLength code points, and
+  // the rare query whose k-th distance exceeds the histogram (1022), are
+  // answered by CpuStringScan on `threads` host threads.  cancel is polled
+  // between groups of queries.
+  virtual Status Scan(const StringSet& set, const StringScanRequest& request, int32_t threads,
+                      StringScanResult* out, const CancelCheck& cancel = CancelCheck()) = 0;
+
+  virtual std::size_t device_bytes() const = 0;
+};
+
+}  // namespace genie
