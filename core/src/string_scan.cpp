@@ -44,7 +44,8 @@ class QueryDistance {
       kernel::PreparePattern(query.data(), static_cast<int32_t>(query.size()), pattern_.get());
     }
   }
-  int32_t operator()(Span<CodePoint> s, int32_t cap) {
+  // kernel::kStopped when cancel asked to stop inside one long distance.
+  int32_t operator()(Span<CodePoint> s, int32_t cap, const CancelCheck& cancel) {
     if (pattern_ != nullptr) {
       const CodePoint* t = s.data();
       return kernel::PatternDistance(
@@ -52,8 +53,10 @@ class QueryDistance {
     }
     const std::size_t shorter = std::min(query_.size(), s.size());
     if (row_.size() < shorter + 1) row_.resize(shorter + 1);
+    // one pair of long strings can take seconds: the DP polls cancel about every millisecond
+    auto poll = [&cancel]() { return cancel.requested(); };
     return kernel::CappedDistance(query_.data(), static_cast<int32_t>(query_.size()), s.data(),
-                                  static_cast<int32_t>(s.size()), cap, row_.data());
+                                  static_cast<int32_t>(s.size()), cap, row_.data(), poll);
   }
 
  private:
@@ -109,7 +112,8 @@ Status ScanStripe(const StringSet& set, const StringScanRequest& request, int32_
         }
         const int32_t limit = current_cap();
         if (delta > limit) break;
-        const int32_t d = distance(set.strings.Get(id), limit);
+        const int32_t d = distance(set.strings.Get(id), limit, cancel);
+        if (d == kernel::kStopped) return Status::Cancelled();
         if (d > limit) continue;
         const Hit hit{d, len, id};
         if (heap->size() < k) {
