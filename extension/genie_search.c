@@ -401,6 +401,31 @@ typedef struct VisibilityState
 	ItemPointerData *visible_tids;
 } VisibilityState;
 
+/* Starts the visibility checks of a batch of nq queries over heap. */
+static void
+visibility_begin(VisibilityState *vs, GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+				 int nq)
+{
+	memset(vs, 0, sizeof(*vs));
+	vs->snapshot = snapshot;
+	vs->fetch = table_index_fetch_begin(heap);
+	vs->slot = table_slot_create(heap, NULL);
+	if (nq > 1 &&
+		(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_VISIBILITY_CACHE_BYTES)
+	{
+		vs->known = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		vs->visible_tids = palloc_extended(sizeof(ItemPointerData) * Max(entry->n_objects, 1),
+										   MCXT_ALLOC_HUGE);
+	}
+}
+
+static void
+visibility_end(VisibilityState *vs)
+{
+	ExecDropSingleTupleTableSlot(vs->slot);
+	table_index_fetch_end(vs->fetch);
+}
+
 /* Whether object id is visible, and the TID of its visible version. */
 static bool
 object_visible(VisibilityState *vs, GenieCachedIndex *entry, int32 id, ItemPointer tid)
@@ -440,17 +465,7 @@ genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 	GenieQuery **batch_queries = palloc(sizeof(GenieQuery *) * Max(nq, 1));
 	VisibilityState vs;
 
-	memset(&vs, 0, sizeof(vs));
-	vs.snapshot = snapshot;
-	vs.fetch = table_index_fetch_begin(heap);
-	vs.slot = table_slot_create(heap, NULL);
-	if (nq > 1 &&
-		(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_VISIBILITY_CACHE_BYTES)
-	{
-		vs.known = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-		vs.visible_tids = palloc_extended(sizeof(ItemPointerData) * Max(entry->n_objects, 1),
-										  MCXT_ALLOC_HUGE);
-	}
+	visibility_begin(&vs, entry, heap, snapshot, nq);
 	memset(rows, 0, sizeof(GenieVisibleRows) * nq);
 	for (int i = 0; i < nq; i++)
 		short_of_k[i] = i;
@@ -509,8 +524,7 @@ genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 		kprime = genie_search_wider_k(kprime, entry->n_objects);
 	}
 
-	ExecDropSingleTupleTableSlot(vs.slot);
-	table_index_fetch_end(vs.fetch);
+	visibility_end(&vs);
 }
 
 /* ---- the exact nearest stored strings ---- */
@@ -604,17 +618,7 @@ genie_search_strings_visible(GenieCachedIndex *entry, Relation heap, Snapshot sn
 	VisibilityState vs;
 	int64		total = 0;
 
-	memset(&vs, 0, sizeof(vs));
-	vs.snapshot = snapshot;
-	vs.fetch = table_index_fetch_begin(heap);
-	vs.slot = table_slot_create(heap, NULL);
-	if (nq > 1 &&
-		(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_VISIBILITY_CACHE_BYTES)
-	{
-		vs.known = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-		vs.visible_tids = palloc_extended(sizeof(ItemPointerData) * Max(entry->n_objects, 1),
-										  MCXT_ALLOC_HUGE);
-	}
+	visibility_begin(&vs, entry, heap, snapshot, nq);
 	for (int i = 0; i < nq; i++)
 	{
 		short_of_k[i] = i;
@@ -673,8 +677,7 @@ genie_search_strings_visible(GenieCachedIndex *entry, Relation heap, Snapshot sn
 		n_short = still;
 		kprime = genie_search_wider_k(kprime, entry->n_objects);
 	}
-	ExecDropSingleTupleTableSlot(vs.slot);
-	table_index_fetch_end(vs.fetch);
+	visibility_end(&vs);
 
 	for (int q = 0; q < nq; q++)
 		total += counts[q];
