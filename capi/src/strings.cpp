@@ -90,7 +90,8 @@ size_t genie_strings_memory_bytes(const genie_strings* strings) {
   const genie::StringSet& s = strings->set;
   return s.strings.code_points.capacity() * sizeof(genie::CodePoint) +
          s.strings.offsets.capacity() * sizeof(int64_t) + s.order.capacity() * sizeof(int32_t) +
-         s.length_begin.capacity() * sizeof(int64_t);
+         s.length_begin.capacity() * sizeof(int64_t) +
+         s.signatures.capacity() * sizeof(genie::StringSignature);
 }
 
 size_t genie_strings_device_bytes(const genie_strings* strings) {

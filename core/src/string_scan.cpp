@@ -85,6 +85,7 @@ Status ScanStripe(const StringSet& set, const StringScanRequest& request, int32_
   const std::size_t k = static_cast<std::size_t>(request.k);
   const int32_t max_length = set.max_length();
   QueryDistance distance(query);
+  const StringSignature query_signature = MakeStringSignature(query);
   int32_t since_poll = 0;
   heap->clear();
 
@@ -112,6 +113,9 @@ Status ScanStripe(const StringSet& set, const StringScanRequest& request, int32_
         }
         const int32_t limit = current_cap();
         if (delta > limit) break;
+        if (StringSignatureBound(set.signatures[static_cast<std::size_t>(pos)], query_signature) > limit) {
+          continue;
+        }
         const int32_t d = distance(set.strings.Get(id), limit, cancel);
         if (d == kernel::kStopped) return Status::Cancelled();
         if (d > limit) continue;
@@ -210,6 +214,10 @@ Status BuildStringSet(CodePointStrings strings, StringSet* out) {
     for (int32_t i = 0; i < n; ++i) {
       out->order[static_cast<std::size_t>(next[static_cast<std::size_t>(out->length(i))]++)] = i;
     }
+    out->signatures.resize(static_cast<std::size_t>(n));
+    for (std::size_t pos = 0; pos < out->signatures.size(); ++pos) {
+      out->signatures[pos] = MakeStringSignature(out->strings.Get(out->order[pos]));
+    }
     return Status::Ok();
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("out of host memory building a string set");
@@ -224,7 +232,8 @@ Status ValidateStringScanRequest(const StringSet& set, const StringScanRequest& 
   if (!request.excluded.empty() && request.excluded.size() != static_cast<std::size_t>(set.size())) {
     return Status::InvalidArgument("string scan: one excluded flag per string, or none");
   }
-  if (set.length_begin.size() < 2 || set.order.size() != static_cast<std::size_t>(set.size())) {
+  if (set.length_begin.size() < 2 || set.order.size() != static_cast<std::size_t>(set.size()) ||
+      set.signatures.size() != set.order.size()) {
     return Status::InvalidArgument("string scan: the string set was not built");
   }
   for (int32_t q = 0; q < request.queries.size(); ++q) {

@@ -2,7 +2,7 @@
 // reference dynamic programming (one to five words, caps, non-ASCII), and
 // CpuStringScan against a brute-force scan (batches, single queries split in
 // stripes, caps, excluded strings, k beyond the set, long queries), and
-// cancel.
+// cancel; the class-count lower bound the scan filters with.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -55,6 +55,37 @@ TEST(PatternDistance, EqualsReferenceForOneToFourWords) {
   const std::vector<CodePoint> too_long = RandomText(&rng, kernel::kPatternMaxLength + 1);
   EXPECT_FALSE(kernel::PreparePattern(too_long.data(), static_cast<int32_t>(too_long.size()),
                                       pattern.get()));
+}
+
+// The class-count bound never exceeds the distance (random texts with
+// non-ASCII code points, mutated words, counts past saturation), and is
+// what it must be on small cases.
+TEST(StringSignature, BoundsTheDistanceFromBelow) {
+  std::mt19937 rng(20261126);
+  auto sig = [](const std::vector<CodePoint>& s) {
+    return MakeStringSignature(Span<CodePoint>(s.data(), s.size()));
+  };
+  int32_t tight = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::vector<CodePoint> a = RandomText(&rng, std::uniform_int_distribution<int32_t>(0, 40)(rng));
+    const std::vector<CodePoint> b = trial % 2 == 0
+        ? RandomText(&rng, std::uniform_int_distribution<int32_t>(0, 40)(rng))
+        : MutateWord(&rng, a, std::uniform_int_distribution<int32_t>(0, 8)(rng));
+    const int32_t bound = StringSignatureBound(sig(a), sig(b));
+    const int32_t truth = LevenshteinReference(a, b);
+    ASSERT_LE(bound, truth);
+    EXPECT_EQ(bound, StringSignatureBound(sig(b), sig(a)));
+    tight += bound == truth ? 1 : 0;
+  }
+  EXPECT_GT(tight, 300);  // a bound that is always 0 would pass the above
+  const std::vector<CodePoint> abc{'a', 'b', 'c'}, abd{'a', 'b', 'd'}, cab{'c', 'a', 'b'}, empty;
+  EXPECT_EQ(StringSignatureBound(sig(abc), sig(abd)), 1);
+  EXPECT_EQ(StringSignatureBound(sig(abc), sig(cab)), 0);  // an anagram: the bound is blind to order
+  EXPECT_EQ(StringSignatureBound(sig(abc), sig(empty)), 3);
+  // 300 'a' against 280 'a': the counts saturate at 255, the bound drops to 0, never above 20
+  const std::vector<CodePoint> a300(300, 'a'), a280(280, 'a'), b300(300, 'b');
+  EXPECT_EQ(StringSignatureBound(sig(a300), sig(a280)), 0);
+  EXPECT_EQ(StringSignatureBound(sig(a300), sig(b300)), 255);
 }
 
 StringScanRequest RandomRequest(std::mt19937* rng, const CodePointStrings& words, int32_t nq,

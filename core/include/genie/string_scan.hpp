@@ -9,7 +9,9 @@
 // once |L - lq| exceeds the k-th smallest distance found so far (the length
 // filter), and every distance is computed capped at that k-th distance
 // (bit-parallel Myers with early exit, genie/myers_pattern.hpp), so most
-// strings cost a few word operations.
+// strings cost a few word operations.  On the CPU a class-count bound
+// (genie/string_signature.hpp), read in the set's order, skips most strings
+// before their distance.
 //
 // The order of a result, on every engine: distance, then length, then
 // object id (so ties at the k-th distance are broken the same way by the
@@ -23,6 +25,7 @@
 #include "genie/sequence.hpp"
 #include "genie/span.hpp"
 #include "genie/status.hpp"
+#include "genie/string_signature.hpp"
 
 namespace genie {
 
@@ -30,6 +33,9 @@ struct StringSet {
   CodePointStrings strings;           // by object id
   std::vector<int32_t> order;         // object ids by (length, id)
   std::vector<int64_t> length_begin;  // order[length_begin[L] .. length_begin[L + 1]): length L
+  // by position in order: the CPU scan skips a string whose signature bound
+  // exceeds the running k-th distance without reading the string
+  std::vector<StringSignature> signatures;
 
   int32_t size() const { return strings.size(); }
   int32_t max_length() const { return static_cast<int32_t>(length_begin.size()) - 2; }
