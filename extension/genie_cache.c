@@ -363,6 +363,19 @@ genie_cache_strings(GenieCachedIndex *entry)
 				&err, "genie: loading the stored strings");
 	entry->bytes += genie_strings_memory_bytes(entry->strings);
 	MemoryContextSwitchTo(old);
+	for (int32 id = 0; id < entry->n_objects; id++)
+	{
+		if ((entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) == 0)
+			continue;
+		if (entry->strings_excluded == NULL)
+		{
+			entry->strings_excluded = MemoryContextAllocExtended(GetMemoryChunkContext(entry),
+																 Max(entry->n_objects, 1),
+																 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+			entry->bytes += Max(entry->n_objects, 1);
+		}
+		entry->strings_excluded[id] = 1;
+	}
 	MemoryContextDelete(tmpcxt);
 	return entry->strings;
 }

@@ -53,10 +53,13 @@ typedef struct GenieCachedIndex
 	 * The stored strings of every object of this version (an index of
 	 * genie_ngram_ops with store_strings), read by genie_cache_strings when
 	 * an edit-distance search first needs them; NULL until then.  Their GPU
-	 * copy lives and dies with them.
+	 * copy lives and dies with them.  strings_excluded, made with them, says
+	 * which objects a scan must skip, so that a scan does not rebuild it (and
+	 * the GPU engine can keep its device copy).
 	 */
 	bool		strings_stored;
 	genie_strings *strings;
+	uint8	   *strings_excluded;	/* by object: dead or NULL; NULL when none is */
 	Size		bytes;
 	uint64		last_used;
 } GenieCachedIndex;

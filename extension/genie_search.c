@@ -552,17 +552,14 @@ genie_search_strings(GenieCachedIndex *entry, const char *query_text, const int6
 	genie_engine_kind device;
 	genie_error err;
 	genie_status status;
-	uint8	   *excluded = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE);
 	int64		n;
 
-	for (int32 id = 0; id < entry->n_objects; id++)
-		excluded[id] = (entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0;
 	memset(&scan, 0, sizeof(scan));
 	scan.n_queries = nq;
 	scan.query_text = query_text;
 	scan.query_text_offsets = query_offsets;
 	scan.k = k;
-	scan.excluded = excluded;
+	scan.excluded = entry->strings_excluded;
 
 	if (genie_service_configured())
 	{
@@ -599,7 +596,6 @@ genie_search_strings(GenieCachedIndex *entry, const char *query_text, const int6
 	memcpy(rows->objects, found->objects, sizeof(int32) * n);
 	memcpy(rows->distances, found->distances, sizeof(int32) * n);
 	genie_string_results_free(found);
-	pfree(excluded);
 }
 
 void
