@@ -2,7 +2,7 @@
 // 1024 queries made from random words of 6+ letters with 10, 20, 30 and
 // 40% of their characters replaced by random letters (the workload of issue
 // 14), top 1 and top 5, on the CPU engine and the GPU, side by side in one
-// process.  The GPU's rows must equal the CPU's, and on a sample of queries
+// process; then batches of 1, 8 and 64 queries (30% typos).  The GPU's rows must equal the CPU's, and on a sample of queries
 // the CPU's distances must equal a brute-force Levenshtein over every word.
 //   string_scan_bench [word list] [queries] [cpu threads]
 #include <algorithm>
@@ -154,27 +154,52 @@ int main(int argc, char** argv) {
       genie_string_results_free(gpu);
     }
   }
-  // single queries, one at a time
-  {
-    std::mt19937 rng(99);
-    double cpu_total = 0, gpu_total = 0;
-    const int32_t singles = 64;
-    for (int32_t i = 0; i < singles; ++i) {
-      Csr one;
-      std::string w = long_words[std::uniform_int_distribution<std::size_t>(0, long_words.size() - 1)(rng)];
-      for (std::size_t e = 0; e < std::max<std::size_t>(1, w.size() * 3 / 10); ++e)
-        w[std::uniform_int_distribution<std::size_t>(0, w.size() - 1)(rng)] = 'q';
-      one.Add(w);
-      double ms = 0;
-      genie_string_results_free(Scan(set, GENIE_ENGINE_CPU, threads, one, 5, &ms));
-      cpu_total += ms;
-      if (info.with_cuda) {
-        genie_string_results_free(Scan(set, GENIE_ENGINE_GPU, threads, one, 5, &ms));
-        gpu_total += ms;
+  // small batches (a single query, as ORDER BY <%> asks, and 8 and 64): 30%
+  // typos, 64 queries in batches of that size; the GPU splits each query
+  // over several blocks below a full device
+  std::printf("%-6s %-3s %12s %12s %12s %8s\n", "batch", "k", "cpu ms/b", "gpu ms/b", "gpu q/s", "gpu/cpu");
+  for (int32_t batch : {1, 8, 64}) {
+    for (int32_t k : {1, 5}) {
+      std::mt19937 rng(99 + batch * 10 + k);
+      double cpu_total = 0, gpu_total = 0;
+      const int32_t total = 64;
+      for (int32_t first = 0; first < total; first += batch) {
+        Csr some;
+        for (int32_t i = 0; i < batch; ++i) {
+          std::string w = long_words[std::uniform_int_distribution<std::size_t>(0, long_words.size() - 1)(rng)];
+          for (std::size_t e = 0; e < std::max<std::size_t>(1, w.size() * 3 / 10); ++e) {
+            w[std::uniform_int_distribution<std::size_t>(0, w.size() - 1)(rng)] =
+                static_cast<char>('a' + std::uniform_int_distribution<int>(0, 25)(rng));
+          }
+          some.Add(w);
+        }
+        double ms = 0;
+        genie_string_results* cpu = Scan(set, GENIE_ENGINE_CPU, threads, some, k, &ms);
+        if (cpu == nullptr) return 2;
+        cpu_total += ms;
+        if (info.with_cuda) {
+          genie_string_results* gpu = Scan(set, GENIE_ENGINE_GPU, threads, some, k, &ms);
+          if (gpu == nullptr) return 2;
+          gpu_total += ms;
+          const int64_t rows = cpu->query_offsets[batch];
+          bool same = gpu->query_offsets[batch] == rows;
+          for (int64_t r = 0; same && r < rows; ++r) {
+            same = cpu->objects[r] == gpu->objects[r] && cpu->distances[r] == gpu->distances[r];
+          }
+          if (!same) {
+            std::printf("MISMATCH: GPU rows differ from the CPU's (batch %d, k %d)\n", batch, k);
+            failed = true;
+          }
+          genie_string_results_free(gpu);
+        }
+        genie_string_results_free(cpu);
       }
+      const double batches = static_cast<double>(total / batch);
+      std::printf("%-6d %-3d %12.3f %12.3f %12.0f %8.1f\n", batch, k, cpu_total / batches,
+                  info.with_cuda ? gpu_total / batches : -1.0,
+                  info.with_cuda && gpu_total > 0 ? total / (gpu_total / 1000) : 0.0,
+                  info.with_cuda && gpu_total > 0 ? cpu_total / gpu_total : 0.0);
     }
-    std::printf("single query, 30%% typos, k 5: cpu %.3f ms, gpu %.3f ms\n", cpu_total / singles,
-                info.with_cuda ? gpu_total / singles : -1.0);
   }
   std::printf("gpu device bytes %.1f MB\n", genie_strings_device_bytes(set) / 1e6);
   genie_strings_free(set);

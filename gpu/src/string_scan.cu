@@ -17,6 +17,18 @@
 // chunks in the set's order, and writes every string with d < t and, in
 // that order, the first k - n_lt with d == t: exactly the first k rows in
 // (distance, length, id) order, which the host sorts.
+//
+// A small batch cannot fill the device with one block per query (one query
+// on one SM takes milliseconds), so below about kSplitBlocksPerSm blocks per
+// SM a query is split over `parts` blocks.  The chunks of kThreads strings,
+// numbered along the same bucket order, go round-robin to the parts.  Each
+// part keeps its own histogram and cap, and publishes the cap with atomicMin
+// and takes the others' (a part's k-th distance bounds the query's).  Every
+// string within the final cap was computed exactly by its part, so the sum of
+// the parts' histograms gives t, n_lt and #{d == t} as in the one-block pass.
+// Pass 2 (a second launch) writes every string with d <= t, unordered, to at
+// most kSplitSlots slots per query and the host sorts them; a query with more
+// ties at t than that goes to the one-block kernel with its cap set to t.
 #include <cuda_runtime_api.h>
 
 #include <cub/block/block_scan.cuh>
@@ -24,6 +36,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -42,6 +56,8 @@ constexpr int32_t kMaxGpuCap = kHistogram - 2;
 constexpr int32_t kChunk = kThreads * 4;       // strings between two cap updates
 constexpr int32_t kQueriesPerLaunch = 512;     // cancel is polled between launches
 constexpr int64_t kMaxOutputSlots = int64_t{1} << 25;
+constexpr int32_t kSplitBlocksPerSm = 4;      // a batch smaller than this fills the device split
+constexpr int32_t kSplitSlots = 4096;          // rows with d <= t a split query may write
 
 struct DeviceSet {
   const uint32_t* cps;
@@ -55,6 +71,34 @@ __device__ __forceinline__ int32_t DistanceAt(const kernel::MyersPattern& p, con
   const uint32_t* base = set.cps + set.bucket_cp[L] + i;
   return kernel::PatternDistance(
       p, [base, count](int32_t j) { return base[static_cast<int64_t>(j) * count]; }, L, cap);
+}
+
+// From the histogram of the distances <= cap: t (the k-th distance, or cap
+// when fewer than k lie within it), n_lt = #{d < t} and #{d == t}.
+__device__ void Threshold(const int32_t* hist, int32_t cap, int32_t k, int32_t* t_out,
+                          int32_t* n_lt_out, int32_t* eq_out, bool* reached_out) {
+  int32_t sum = 0;
+  for (int32_t d = 0; d <= cap; ++d) {
+    if (sum + hist[d] >= k) {
+      *t_out = d;
+      *n_lt_out = sum;
+      *eq_out = hist[d];
+      *reached_out = true;
+      return;
+    }
+    sum += hist[d];
+  }
+  *t_out = cap;
+  *n_lt_out = sum - hist[cap];
+  *eq_out = hist[cap];
+  *reached_out = false;
+}
+
+// The first chunk of a bucket that part `part` of `parts` owns, when
+// `chunk_base` chunks came before the bucket in the visiting order.
+__device__ __forceinline__ int64_t FirstOwnedChunk(int64_t chunk_base, int32_t part, int32_t parts) {
+  const int64_t r = (static_cast<int64_t>(part) - chunk_base) % parts;
+  return r < 0 ? r + parts : r;
 }
 
 // Outputs per query: out_pos/out_dist[q * k ...], out_count[q]; unresolved[q]
@@ -116,28 +160,16 @@ StringScanKernel(DeviceSet set, const uint32_t* __restrict__ query_cps,
   }
 
   // t, and how many rows come from below it and from it
-  int32_t t = cap, n_lt = 0, quota = 0;
-  {
-    int32_t sum = 0;
-    bool reached = false;
-    for (int32_t d = 0; d <= cap; ++d) {
-      if (sum + hist[d] >= k) {
-        t = d;
-        reached = true;
-        break;
-      }
-      sum += hist[d];
-    }
-    // not reached: fewer than k strings within the cap, all of them are rows
-    n_lt = reached ? sum : sum - hist[t];
-    quota = min(k - n_lt, hist[t]);
-    if (tid == 0) {
-      // fewer than k within the histogram while the caller allowed more: the host answers
-      unresolved[q] = (n_lt + hist[t] < k && (asked < 0 || asked > kMaxGpuCap)) ? 1 : 0;
-      out_count[q] = n_lt + quota;
-      found_lt = 0;
-      found_eq = 0;
-    }
+  int32_t t, n_lt, eq;
+  bool reached;
+  Threshold(hist, cap, k, &t, &n_lt, &eq, &reached);
+  const int32_t quota = min(k - n_lt, eq);
+  if (tid == 0) {
+    // fewer than k within the histogram while the caller allowed more: the host answers
+    unresolved[q] = (!reached && (asked < 0 || asked > kMaxGpuCap)) ? 1 : 0;
+    out_count[q] = n_lt + quota;
+    found_lt = 0;
+    found_eq = 0;
   }
   __syncthreads();
 
@@ -182,6 +214,126 @@ StringScanKernel(DeviceSet set, const uint32_t* __restrict__ query_cps,
   }
 }
 
+// Split pass 1: block = (query, part).  global_cap[q] starts at the query's
+// cap; global_hist[q * kHistogram ...] starts at 0.
+__global__ void __launch_bounds__(kThreads)
+SplitCountKernel(DeviceSet set, const uint32_t* __restrict__ query_cps,
+                 const int64_t* __restrict__ query_offsets, const uint8_t* __restrict__ excluded,
+                 int32_t k, int32_t parts, int32_t* global_cap, int32_t* __restrict__ global_hist) {
+  __shared__ alignas(16) unsigned char pattern_storage[sizeof(kernel::MyersPattern)];
+  __shared__ int32_t hist[kHistogram];
+  __shared__ int32_t cap;
+  kernel::MyersPattern& pattern = *reinterpret_cast<kernel::MyersPattern*>(pattern_storage);
+  const int32_t q = blockIdx.x / parts;
+  const int32_t part = blockIdx.x % parts;
+  const int32_t tid = threadIdx.x;
+  const int32_t lq = static_cast<int32_t>(query_offsets[q + 1] - query_offsets[q]);
+  if (tid == 0) {
+    kernel::PreparePattern(query_cps + query_offsets[q], lq, &pattern);
+    cap = *static_cast<volatile int32_t*>(&global_cap[q]);
+  }
+  for (int32_t d = tid; d < kHistogram; d += kThreads) hist[d] = 0;
+  __syncthreads();
+
+  int64_t chunk_base = 0;
+  for (int32_t delta = 0; delta <= cap && (lq - delta >= 0 || lq + delta <= set.max_length); ++delta) {
+    // a part that owned nothing lately still narrows its window by the others' caps
+    __syncthreads();
+    if (tid == 0) cap = min(cap, *static_cast<volatile int32_t*>(&global_cap[q]));
+    __syncthreads();
+    for (int side = 0; side < 2; ++side) {
+      const int32_t L = side == 0 ? lq - delta : lq + delta;
+      if ((side == 1 && delta == 0) || L < 0 || L > set.max_length || delta > cap) continue;
+      const int64_t begin = set.bucket_begin[L];
+      const int64_t count = set.bucket_begin[L + 1] - begin;
+      const int64_t chunks = (count + kThreads - 1) / kThreads;
+      int64_t c = FirstOwnedChunk(chunk_base, part, parts);
+      chunk_base += chunks;
+      for (; c < chunks && delta <= cap; c += parts) {
+        const int32_t limit = cap;
+        const int64_t i = c * kThreads + tid;
+        if (i < count && (excluded == nullptr || excluded[begin + i] == 0)) {
+          const int32_t d = DistanceAt(pattern, set, L, count, i, limit);
+          if (d <= limit) atomicAdd(&hist[d], 1);
+        }
+        __syncthreads();
+        if (tid == 0) {
+          int32_t sum = 0;
+          for (int32_t d = 0; d <= cap; ++d) {
+            sum += hist[d];
+            if (sum >= k) {
+              cap = d;
+              atomicMin(&global_cap[q], d);
+              break;
+            }
+          }
+          cap = min(cap, *static_cast<volatile int32_t*>(&global_cap[q]));
+        }
+        __syncthreads();
+      }
+    }
+  }
+  // every string this part found within its final cap was counted exactly
+  for (int32_t d = tid; d <= cap; d += kThreads) {
+    if (hist[d] != 0) atomicAdd(&global_hist[static_cast<int64_t>(q) * kHistogram + d], hist[d]);
+  }
+}
+
+// Split pass 2: t from the summed histogram; every string with d <= t goes
+// to the query's slots, when they hold them all.  meta[q * 4 ...] = {rows
+// written, rows with d <= t, t, unresolved}.
+__global__ void __launch_bounds__(kThreads)
+SplitEmitKernel(DeviceSet set, const uint32_t* __restrict__ query_cps,
+                const int64_t* __restrict__ query_offsets, const int32_t* __restrict__ caps,
+                const uint8_t* __restrict__ excluded, int32_t k, int32_t parts,
+                const int32_t* __restrict__ global_cap, const int32_t* __restrict__ global_hist,
+                int32_t* __restrict__ slot_pos, int32_t* __restrict__ slot_dist, int32_t* meta) {
+  __shared__ alignas(16) unsigned char pattern_storage[sizeof(kernel::MyersPattern)];
+  __shared__ int32_t t_shared;
+  __shared__ bool emit;
+  kernel::MyersPattern& pattern = *reinterpret_cast<kernel::MyersPattern*>(pattern_storage);
+  const int32_t q = blockIdx.x / parts;
+  const int32_t part = blockIdx.x % parts;
+  const int32_t tid = threadIdx.x;
+  const int32_t lq = static_cast<int32_t>(query_offsets[q + 1] - query_offsets[q]);
+  if (tid == 0) {
+    const int32_t asked = caps[q];
+    int32_t t, n_lt, eq;
+    bool reached;
+    Threshold(global_hist + static_cast<int64_t>(q) * kHistogram, global_cap[q], k, &t, &n_lt, &eq, &reached);
+    const bool unresolved = !reached && (asked < 0 || asked > kMaxGpuCap);
+    emit = !unresolved && n_lt + eq <= kSplitSlots;
+    t_shared = t;
+    if (part == 0) {
+      meta[q * 4 + 1] = n_lt + eq;
+      meta[q * 4 + 2] = t;
+      meta[q * 4 + 3] = unresolved ? 1 : 0;
+    }
+    if (emit) kernel::PreparePattern(query_cps + query_offsets[q], lq, &pattern);
+  }
+  __syncthreads();
+  if (!emit) return;
+  const int32_t t = t_shared;
+  int64_t chunk_base = 0;
+  for (int32_t L = max(0, lq - t); L <= min(set.max_length, lq + t); ++L) {
+    const int64_t begin = set.bucket_begin[L];
+    const int64_t count = set.bucket_begin[L + 1] - begin;
+    const int64_t chunks = (count + kThreads - 1) / kThreads;
+    int64_t c = FirstOwnedChunk(chunk_base, part, parts);
+    chunk_base += chunks;
+    for (; c < chunks; c += parts) {
+      const int64_t i = c * kThreads + tid;
+      if (i >= count || (excluded != nullptr && excluded[begin + i] != 0)) continue;
+      const int32_t d = DistanceAt(pattern, set, L, count, i, t);
+      if (d <= t) {
+        const int32_t slot = atomicAdd(&meta[q * 4], 1);
+        slot_pos[static_cast<int64_t>(q) * kSplitSlots + slot] = static_cast<int32_t>(begin + i);
+        slot_dist[static_cast<int64_t>(q) * kSplitSlots + slot] = d;
+      }
+    }
+  }
+}
+
 template <typename T>
 Status Upload(const T* host, std::size_t count, DeviceArray<T>* dev, const char* what) {
   GENIE_RETURN_IF_ERROR(dev->Allocate(std::max<std::size_t>(count, 1), what));
@@ -221,11 +373,14 @@ class GpuStringSetImpl final : public GpuStringSet {
                                  "scan length buckets"));
     GENIE_RETURN_IF_ERROR(Upload(bucket_cp.data(), bucket_cp.size(), &bucket_cp_, "scan bucket offsets"));
     max_length_ = max_length;
+    GENIE_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
     return Status::Ok();
   }
 
   std::size_t device_bytes() const override {
-    return cps_.bytes() + bucket_begin_.bytes() + bucket_cp_.bytes();
+    std::lock_guard<std::mutex> lock(excluded_mutex_);
+    return cps_.bytes() + bucket_begin_.bytes() + bucket_cp_.bytes() +
+           (excluded_dev_ ? excluded_dev_->bytes() : 0);
   }
 
   Status Scan(const StringSet& set, const StringScanRequest& request, int32_t threads,
@@ -241,112 +396,231 @@ class GpuStringSetImpl final : public GpuStringSet {
   }
 
  private:
+  // What one Scan gathers: each query's rows, and the queries the host answers.
+  struct ScanState {
+    std::vector<std::vector<int32_t>> objects, distances;
+    std::vector<int32_t> host_queries;
+  };
+
+  // A group of queries on the device: their code points, offsets and caps.
+  struct QueryGroup {
+    std::vector<int32_t> ids;   // query numbers in the request
+    std::vector<int32_t> caps;  // -1: none
+    DeviceArray<uint32_t> cps;
+    DeviceArray<int64_t> offsets;
+    DeviceArray<int32_t> d_caps;
+  };
+
+  static Status UploadGroup(const StringScanRequest& request, QueryGroup* g) {
+    std::vector<uint32_t> cps;
+    std::vector<int64_t> offsets{0};
+    for (int32_t q : g->ids) {
+      const Span<CodePoint> s = request.queries.Get(q);
+      cps.insert(cps.end(), s.begin(), s.end());
+      offsets.push_back(static_cast<int64_t>(cps.size()));
+    }
+    GENIE_RETURN_IF_ERROR(Upload(cps.data(), cps.size(), &g->cps, "scan queries"));
+    GENIE_RETURN_IF_ERROR(Upload(offsets.data(), offsets.size(), &g->offsets, "scan query offsets"));
+    return Upload(g->caps.data(), g->caps.size(), &g->d_caps, "scan caps");
+  }
+
+  // rows (distance, position) of query q, sorted: (distance, length, id)
+  static void Emit(const StringSet& set, int32_t q, std::vector<std::pair<int32_t, int32_t>>* rows, int32_t k,
+                   ScanState* st) {
+    std::sort(rows->begin(), rows->end());
+    if (rows->size() > static_cast<std::size_t>(k)) rows->resize(static_cast<std::size_t>(k));
+    for (const auto& r : *rows) {
+      st->objects[static_cast<std::size_t>(q)].push_back(set.order[static_cast<std::size_t>(r.second)]);
+      st->distances[static_cast<std::size_t>(q)].push_back(r.first);
+    }
+  }
+
+  // One block per query.
+  Status ScanBlocks(const StringSet& set, const StringScanRequest& request, const DeviceSet& dset,
+                    const uint8_t* d_excluded, QueryGroup* g, ScanState* st) {
+    const std::size_t n = g->ids.size();
+    const int32_t k = request.k;
+    GENIE_RETURN_IF_ERROR(UploadGroup(request, g));
+    DeviceArray<int32_t> d_pos, d_dist, d_count;
+    DeviceArray<uint8_t> d_unresolved;
+    const std::size_t slots = n * static_cast<std::size_t>(k);
+    GENIE_RETURN_IF_ERROR(d_pos.Allocate(slots, "scan result positions"));
+    GENIE_RETURN_IF_ERROR(d_dist.Allocate(slots, "scan result distances"));
+    GENIE_RETURN_IF_ERROR(d_count.Allocate(n, "scan result counts"));
+    GENIE_RETURN_IF_ERROR(d_unresolved.Allocate(n, "scan unresolved flags"));
+    StringScanKernel<<<static_cast<unsigned>(n), kThreads>>>(
+        dset, g->cps.get(), g->offsets.get(), g->d_caps.get(), d_excluded, k, d_pos.get(),
+        d_dist.get(), d_count.get(), d_unresolved.get());
+    GENIE_CUDA_CHECK_LAUNCH("StringScanKernel");
+    std::vector<int32_t> count(n), pos(slots), dist(slots);
+    std::vector<uint8_t> unresolved(n);
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(count.data(), d_count.get(), n * sizeof(int32_t),
+                                          cudaMemcpyDeviceToHost));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(unresolved.data(), d_unresolved.get(), n, cudaMemcpyDeviceToHost));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(pos.data(), d_pos.get(), slots * sizeof(int32_t),
+                                          cudaMemcpyDeviceToHost));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(dist.data(), d_dist.get(), slots * sizeof(int32_t),
+                                          cudaMemcpyDeviceToHost));
+    std::vector<std::pair<int32_t, int32_t>> rows;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (unresolved[i]) {
+        st->host_queries.push_back(g->ids[i]);
+        continue;
+      }
+      rows.clear();
+      for (int32_t r = 0; r < count[i]; ++r) {
+        const std::size_t slot = i * static_cast<std::size_t>(k) + static_cast<std::size_t>(r);
+        rows.emplace_back(dist[slot], pos[slot]);
+      }
+      Emit(set, g->ids[i], &rows, k, st);
+    }
+    return Status::Ok();
+  }
+
+  // `parts` blocks per query.  A query with more than kSplitSlots rows within
+  // its k-th distance t joins *ties, with t as its cap, for ScanBlocks.
+  Status ScanSplit(const StringSet& set, const StringScanRequest& request, const DeviceSet& dset,
+                   const uint8_t* d_excluded, int32_t parts, QueryGroup* g, QueryGroup* ties,
+                   ScanState* st) {
+    const std::size_t n = g->ids.size();
+    const int32_t k = request.k;
+    GENIE_RETURN_IF_ERROR(UploadGroup(request, g));
+    std::vector<int32_t> start_cap(n);
+    for (std::size_t i = 0; i < n; ++i) start_cap[i] = g->caps[i] < 0 ? kMaxGpuCap : std::min(g->caps[i], kMaxGpuCap);
+    DeviceArray<int32_t> d_cap, d_hist, d_pos, d_dist, d_meta;
+    const std::size_t slots = n * static_cast<std::size_t>(kSplitSlots);
+    GENIE_RETURN_IF_ERROR(Upload(start_cap.data(), n, &d_cap, "scan shared caps"));
+    GENIE_RETURN_IF_ERROR(d_hist.Allocate(n * kHistogram, "scan histograms"));
+    GENIE_RETURN_IF_ERROR(d_pos.Allocate(slots, "scan result positions"));
+    GENIE_RETURN_IF_ERROR(d_dist.Allocate(slots, "scan result distances"));
+    GENIE_RETURN_IF_ERROR(d_meta.Allocate(n * 4, "scan result counts"));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemset(d_hist.get(), 0, d_hist.bytes()));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemset(d_meta.get(), 0, d_meta.bytes()));
+    const unsigned blocks = static_cast<unsigned>(n * static_cast<std::size_t>(parts));
+    SplitCountKernel<<<blocks, kThreads>>>(dset, g->cps.get(), g->offsets.get(), d_excluded, k, parts,
+                                           d_cap.get(), d_hist.get());
+    GENIE_CUDA_CHECK_LAUNCH("SplitCountKernel");
+    SplitEmitKernel<<<blocks, kThreads>>>(dset, g->cps.get(), g->offsets.get(), g->d_caps.get(), d_excluded,
+                                          k, parts, d_cap.get(), d_hist.get(), d_pos.get(), d_dist.get(),
+                                          d_meta.get());
+    GENIE_CUDA_CHECK_LAUNCH("SplitEmitKernel");
+    std::vector<int32_t> meta(n * 4);
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(meta.data(), d_meta.get(), d_meta.bytes(), cudaMemcpyDeviceToHost));
+    int32_t widest = 0;
+    for (std::size_t i = 0; i < n; ++i) widest = std::max(widest, meta[i * 4]);
+    // only the written part of each query's slots comes back
+    std::vector<int32_t> pos(n * static_cast<std::size_t>(widest)), dist(pos.size());
+    if (widest > 0) {
+      const std::size_t row = static_cast<std::size_t>(widest) * sizeof(int32_t);
+      const std::size_t pitch = static_cast<std::size_t>(kSplitSlots) * sizeof(int32_t);
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(pos.data(), row, d_pos.get(), pitch, row, n, cudaMemcpyDeviceToHost));
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(dist.data(), row, d_dist.get(), pitch, row, n, cudaMemcpyDeviceToHost));
+    }
+    std::vector<std::pair<int32_t, int32_t>> rows;
+    for (std::size_t i = 0; i < n; ++i) {
+      const int32_t written = meta[i * 4], within_t = meta[i * 4 + 1], t = meta[i * 4 + 2];
+      if (meta[i * 4 + 3] != 0) {
+        st->host_queries.push_back(g->ids[i]);
+      } else if (within_t > kSplitSlots) {
+        ties->ids.push_back(g->ids[i]);
+        ties->caps.push_back(t);
+      } else {
+        rows.clear();
+        for (int32_t r = 0; r < written; ++r) {
+          const std::size_t at = i * static_cast<std::size_t>(widest) + static_cast<std::size_t>(r);
+          rows.emplace_back(dist[at], pos[at]);
+        }
+        Emit(set, g->ids[i], &rows, k, st);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The device copy of excluded (by id), by position in the set's order.  A
+  // backend passes the same flags (its index version's) with every scan, so
+  // the last copy is kept and reused while the flags are equal.
+  Status ExcludedOnDevice(const StringSet& set, Span<uint8_t> excluded,
+                          std::shared_ptr<const DeviceArray<uint8_t>>* out) {
+    std::lock_guard<std::mutex> lock(excluded_mutex_);
+    if (excluded_dev_ && excluded_host_.size() == excluded.size() &&
+        std::equal(excluded_host_.begin(), excluded_host_.end(), excluded.begin())) {
+      *out = excluded_dev_;
+      return Status::Ok();
+    }
+    std::vector<uint8_t> by_position(static_cast<std::size_t>(set.size()));
+    for (std::size_t pos = 0; pos < by_position.size(); ++pos) {
+      by_position[pos] = excluded[static_cast<std::size_t>(set.order[pos])];
+    }
+    auto dev = std::make_shared<DeviceArray<uint8_t>>();
+    GENIE_RETURN_IF_ERROR(Upload(by_position.data(), by_position.size(), dev.get(), "scan excluded flags"));
+    excluded_host_.assign(excluded.begin(), excluded.end());
+    excluded_dev_ = dev;
+    *out = std::move(dev);
+    return Status::Ok();
+  }
+
   Status DoScan(const StringSet& set, const StringScanRequest& request, int32_t threads,
                 StringScanResult* out, const CancelCheck& cancel) {
     GENIE_RETURN_IF_ERROR(ValidateStringScanRequest(set, request));
     const int32_t nq = request.queries.size();
     const int32_t k = request.k;
-    std::vector<std::vector<int32_t>> objects(static_cast<std::size_t>(nq));
-    std::vector<std::vector<int32_t>> distances(static_cast<std::size_t>(nq));
-    std::vector<int32_t> host_queries;  // answered by CpuStringScan
+    ScanState state;
+    ScanState* st = &state;
+    st->objects.resize(static_cast<std::size_t>(nq));
+    st->distances.resize(static_cast<std::size_t>(nq));
     std::vector<int32_t> device_queries;
     for (int32_t q = 0; q < nq; ++q) {
       const bool fits = request.queries.Get(q).size() <= static_cast<std::size_t>(kernel::kPatternMaxLength);
-      (fits && set.size() > 0 ? device_queries : host_queries).push_back(q);
+      (fits && set.size() > 0 ? device_queries : st->host_queries).push_back(q);
     }
 
     if (!device_queries.empty()) {
       DeviceGuard guard;
       GENIE_RETURN_IF_ERROR(guard.Enter(device_));
-      DeviceArray<uint8_t> d_excluded;
-      if (!request.excluded.empty()) {
-        std::vector<uint8_t> by_position(static_cast<std::size_t>(set.size()));
-        for (std::size_t pos = 0; pos < by_position.size(); ++pos) {
-          by_position[pos] = request.excluded[static_cast<std::size_t>(set.order[pos])];
-        }
-        GENIE_RETURN_IF_ERROR(Upload(by_position.data(), by_position.size(), &d_excluded,
-                                     "scan excluded flags"));
-      }
+      std::shared_ptr<const DeviceArray<uint8_t>> excluded;
+      if (!request.excluded.empty()) GENIE_RETURN_IF_ERROR(ExcludedOnDevice(set, request.excluded, &excluded));
+      const uint8_t* d_excluded = excluded ? excluded->get() : nullptr;
       const DeviceSet dset{cps_.get(), bucket_begin_.get(), bucket_cp_.get(), max_length_};
       const int64_t per_launch64 = std::min<int64_t>(kQueriesPerLaunch, std::max<int64_t>(1, kMaxOutputSlots / k));
-      const int32_t per_launch = static_cast<int32_t>(per_launch64);
-      for (std::size_t first = 0; first < device_queries.size(); first += static_cast<std::size_t>(per_launch)) {
+      const std::size_t per_launch = static_cast<std::size_t>(per_launch64);
+      const std::size_t fill = static_cast<std::size_t>(kSplitBlocksPerSm) * static_cast<std::size_t>(sm_count_);
+      for (std::size_t first = 0; first < device_queries.size(); first += per_launch) {
         if (cancel.requested()) return Status::Cancelled();
-        const std::size_t n = std::min<std::size_t>(per_launch, device_queries.size() - first);
-        std::vector<uint32_t> qcps;
-        std::vector<int64_t> qoff{0};
-        std::vector<int32_t> qcaps;
+        const std::size_t n = std::min(per_launch, device_queries.size() - first);
+        QueryGroup group;
         for (std::size_t i = 0; i < n; ++i) {
           const int32_t q = device_queries[first + i];
-          const Span<CodePoint> s = request.queries.Get(q);
-          qcps.insert(qcps.end(), s.begin(), s.end());
-          qoff.push_back(static_cast<int64_t>(qcps.size()));
-          qcaps.push_back(request.caps.empty() ? -1 : request.caps[static_cast<std::size_t>(q)]);
+          group.ids.push_back(q);
+          group.caps.push_back(request.caps.empty() ? -1 : request.caps[static_cast<std::size_t>(q)]);
         }
-        DeviceArray<uint32_t> d_qcps;
-        DeviceArray<int64_t> d_qoff;
-        DeviceArray<int32_t> d_caps, d_pos, d_dist, d_count;
-        DeviceArray<uint8_t> d_unresolved;
-        GENIE_RETURN_IF_ERROR(Upload(qcps.data(), qcps.size(), &d_qcps, "scan queries"));
-        GENIE_RETURN_IF_ERROR(Upload(qoff.data(), qoff.size(), &d_qoff, "scan query offsets"));
-        GENIE_RETURN_IF_ERROR(Upload(qcaps.data(), qcaps.size(), &d_caps, "scan caps"));
-        const std::size_t slots = n * static_cast<std::size_t>(k);
-        GENIE_RETURN_IF_ERROR(d_pos.Allocate(slots, "scan result positions"));
-        GENIE_RETURN_IF_ERROR(d_dist.Allocate(slots, "scan result distances"));
-        GENIE_RETURN_IF_ERROR(d_count.Allocate(n, "scan result counts"));
-        GENIE_RETURN_IF_ERROR(d_unresolved.Allocate(n, "scan unresolved flags"));
-        StringScanKernel<<<static_cast<unsigned>(n), kThreads>>>(
-            dset, d_qcps.get(), d_qoff.get(), d_caps.get(), d_excluded.get(), k, d_pos.get(),
-            d_dist.get(), d_count.get(), d_unresolved.get());
-        GENIE_CUDA_CHECK_LAUNCH("StringScanKernel");
-        std::vector<int32_t> count(n), pos(slots), dist(slots);
-        std::vector<uint8_t> unresolved(n);
-        GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(count.data(), d_count.get(), n * sizeof(int32_t),
-                                              cudaMemcpyDeviceToHost));
-        GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(unresolved.data(), d_unresolved.get(), n,
-                                              cudaMemcpyDeviceToHost));
-        GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(pos.data(), d_pos.get(), slots * sizeof(int32_t),
-                                              cudaMemcpyDeviceToHost));
-        GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(dist.data(), d_dist.get(), slots * sizeof(int32_t),
-                                              cudaMemcpyDeviceToHost));
-        std::vector<std::pair<int32_t, int32_t>> rows;
-        for (std::size_t i = 0; i < n; ++i) {
-          const int32_t q = device_queries[first + i];
-          if (unresolved[i]) {
-            host_queries.push_back(q);
-            continue;
-          }
-          rows.clear();
-          for (int32_t r = 0; r < count[i]; ++r) {
-            const std::size_t slot = i * static_cast<std::size_t>(k) + static_cast<std::size_t>(r);
-            rows.emplace_back(dist[slot], pos[slot]);
-          }
-          // (distance, position) is (distance, length, id): positions follow the set's order
-          std::sort(rows.begin(), rows.end());
-          for (const auto& r : rows) {
-            objects[static_cast<std::size_t>(q)].push_back(set.order[static_cast<std::size_t>(r.second)]);
-            distances[static_cast<std::size_t>(q)].push_back(r.first);
-          }
+        const std::size_t parts = (fill + n - 1) / n;
+        if (parts >= 2) {
+          QueryGroup ties;
+          GENIE_RETURN_IF_ERROR(ScanSplit(set, request, dset, d_excluded, static_cast<int32_t>(parts),
+                                          &group, &ties, &state));
+          if (!ties.ids.empty()) GENIE_RETURN_IF_ERROR(ScanBlocks(set, request, dset, d_excluded, &ties, &state));
+        } else {
+          GENIE_RETURN_IF_ERROR(ScanBlocks(set, request, dset, d_excluded, &group, &state));
         }
       }
     }
 
-    if (!host_queries.empty()) {
-      std::sort(host_queries.begin(), host_queries.end());
+    if (!st->host_queries.empty()) {
+      std::sort(st->host_queries.begin(), st->host_queries.end());
       StringScanRequest sub;
       sub.k = k;
       sub.excluded = request.excluded;
-      for (int32_t q : host_queries) {
+      for (int32_t q : st->host_queries) {
         sub.queries.Add(request.queries.Get(q));
         if (!request.caps.empty()) sub.caps.push_back(request.caps[static_cast<std::size_t>(q)]);
       }
       StringScanResult host;
       GENIE_RETURN_IF_ERROR(CpuStringScan(set, sub, threads, &host, cancel));
-      for (std::size_t i = 0; i < host_queries.size(); ++i) {
-        const std::size_t q = static_cast<std::size_t>(host_queries[i]);
-        objects[q].assign(host.objects.begin() + host.offsets[i], host.objects.begin() + host.offsets[i + 1]);
-        distances[q].assign(host.distances.begin() + host.offsets[i],
-                            host.distances.begin() + host.offsets[i + 1]);
+      for (std::size_t i = 0; i < st->host_queries.size(); ++i) {
+        const std::size_t q = static_cast<std::size_t>(st->host_queries[i]);
+        st->objects[q].assign(host.objects.begin() + host.offsets[i], host.objects.begin() + host.offsets[i + 1]);
+        st->distances[q].assign(host.distances.begin() + host.offsets[i],
+                             host.distances.begin() + host.offsets[i + 1]);
       }
     }
 
@@ -354,20 +628,24 @@ class GpuStringSetImpl final : public GpuStringSet {
     out->objects.clear();
     out->distances.clear();
     for (int32_t q = 0; q < nq; ++q) {
-      out->objects.insert(out->objects.end(), objects[static_cast<std::size_t>(q)].begin(),
-                          objects[static_cast<std::size_t>(q)].end());
-      out->distances.insert(out->distances.end(), distances[static_cast<std::size_t>(q)].begin(),
-                            distances[static_cast<std::size_t>(q)].end());
+      out->objects.insert(out->objects.end(), st->objects[static_cast<std::size_t>(q)].begin(),
+                          st->objects[static_cast<std::size_t>(q)].end());
+      out->distances.insert(out->distances.end(), st->distances[static_cast<std::size_t>(q)].begin(),
+                            st->distances[static_cast<std::size_t>(q)].end());
       out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
     }
     return Status::Ok();
   }
 
   int32_t device_ = 0;
+  int32_t sm_count_ = 1;
   int32_t max_length_ = -1;
   DeviceArray<uint32_t> cps_;
   DeviceArray<int64_t> bucket_begin_;
   DeviceArray<int64_t> bucket_cp_;
+  mutable std::mutex excluded_mutex_;
+  std::vector<uint8_t> excluded_host_;
+  std::shared_ptr<const DeviceArray<uint8_t>> excluded_dev_;
 };
 
 Status CheckDevice(int32_t device_ordinal) {

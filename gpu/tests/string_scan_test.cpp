@@ -123,5 +123,43 @@ TEST_F(GpuStringScanTest, LongStringsAndQueriesFallBackExactly) {
   ExpectSame(on_gpu, on_cpu);
 }
 
+// Batch sizes that take the split kernels (1 to a few hundred queries) and
+// the one-block kernel (a full batch), and queries whose k-th distance has
+// more ties than the split pass may write (6,000 equal strings).
+TEST_F(GpuStringScanTest, SplitAndOneBlockPathsAndManyTiesEqualCpu) {
+  std::mt19937 rng(34);
+  CodePointStrings words = RandomWords(&rng, 20000, 30);
+  const std::vector<CodePoint> same{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
+  std::vector<CodePoint> near = same;
+  near.back() = 'x';
+  for (int32_t i = 0; i < 6000; ++i) words.Add(same);
+  for (int32_t i = 0; i < 6000; ++i) words.Add(near);
+  StringSet set;
+  ASSERT_TRUE(BuildStringSet(words, &set).ok());
+  std::unique_ptr<GpuStringSet> gpu;
+  ASSERT_TRUE(GpuStringSet::Create(set, 0, &gpu).ok());
+  std::vector<uint8_t> excluded(static_cast<std::size_t>(words.size()), 0);
+  for (std::size_t i = 0; i < excluded.size(); i += 5) excluded[i] = 1;
+  for (int32_t nq : {1, 3, 40, 300, 1200}) {
+    for (int32_t k : {1, 5, 20}) {
+      StringScanRequest request = Queries(&rng, words, nq, k, 6);
+      if (nq == 3) {  // the tie queries: t = 0 and t = 1 with 6,000 and 12,000 strings there
+        std::vector<CodePoint> z = same;
+        z.back() = 'z';
+        request.queries = CodePointStrings();
+        request.queries.Add(same);
+        request.queries.Add(z);
+        request.queries.Add(near);
+      }
+      if (nq == 40) request.excluded = Span<uint8_t>(excluded);
+      StringScanResult on_gpu, on_cpu;
+      ASSERT_TRUE(gpu->Scan(set, request, 0, &on_gpu).ok()) << nq << " " << k;
+      ASSERT_TRUE(CpuStringScan(set, request, 0, &on_cpu).ok());
+      ExpectSame(on_gpu, on_cpu);
+      if (nq <= 40) ExpectSame(on_gpu, BruteForceScan(words, request));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace genie

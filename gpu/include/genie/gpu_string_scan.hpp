@@ -22,13 +22,15 @@ class GpuStringSet {
   virtual ~GpuStringSet() = default;
 
   // The scan of request over this copy of set (the StringSet it was made
-  // from, still alive).  One thread block per query: the length order and
-  // the shrinking k-th distance (a histogram of the distances found so far)
-  // in a first pass, then the rows in (distance, length, id) order in a
-  // second.  Queries longer than kernel::kPatternMaxLength code points, and
-  // the rare query whose k-th distance exceeds the histogram (1022), are
-  // answered by CpuStringScan on `threads` host threads.  cancel is polled
-  // between groups of queries.
+  // from, still alive).  One thread block per query in a large batch: the
+  // length order and the shrinking k-th distance (a histogram of the
+  // distances found so far) in a first pass, then the rows in (distance,
+  // length, id) order in a second.  A batch too small to fill the device
+  // splits each query over several blocks that share the k-th distance.
+  // Queries longer than kernel::kPatternMaxLength code points, and the rare
+  // query whose k-th distance exceeds the histogram (1022), are answered by
+  // CpuStringScan on `threads` host threads.  cancel is polled between
+  // groups of queries.  Scans may run concurrently from several threads.
   virtual Status Scan(const StringSet& set, const StringScanRequest& request, int32_t threads,
                       StringScanResult* out, const CancelCheck& cancel = CancelCheck()) = 0;
 
