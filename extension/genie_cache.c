@@ -56,6 +56,7 @@ free_slot(CacheSlot *slot)
 		genie_index_free(e->main_index);
 		genie_index_free(e->pending_index);
 		genie_strings_free(e->strings);	/* its GPU copy included */
+		genie_strings_free(e->pending_strings);
 	}
 	if (slot->cxt != NULL)
 		MemoryContextDelete(slot->cxt);
@@ -140,8 +141,8 @@ evict_over_budget(CacheSlot *keep)
 	}
 }
 
-static void
-make_key(Relation index, const GenieIndexContent *content, GenieServiceKey *key)
+void
+genie_cache_make_key(Relation index, const GenieIndexContent *content, GenieServiceKey *key)
 {
 	memset(key, 0, sizeof(*key));
 	key->database = MyDatabaseId;
@@ -204,7 +205,7 @@ load_slot(Relation index)
 	/* the share content lock keeps merges out while the pages are read */
 	GENIE_CONTENT_LOCK_SHARE(index);
 	genie_read_content(index, &content, !service);
-	make_key(index, &content, &key);
+	genie_cache_make_key(index, &content, &key);
 	if (service && !genie_service_resident(&key))
 	{
 		genie_read_main_postings(index, &postings);
@@ -288,7 +289,7 @@ read_main(GenieCachedIndex *entry, GenieIndexContent *content)
 		GENIE_CONTENT_UNLOCK_SHARE(index);
 	}
 	PG_END_TRY();
-	make_key(index, content, &key);
+	genie_cache_make_key(index, content, &key);
 	index_close(index, NoLock);
 	if (!genie_service_keys_equal(&key, &entry->main_key))
 		ereport(ERROR,
@@ -315,69 +316,6 @@ genie_cache_load_main(GenieCachedIndex *entry)
 	build_main_index(entry, &content);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
-}
-
-genie_strings *
-genie_cache_strings(GenieCachedIndex *entry)
-{
-	MemoryContext tmpcxt;
-	MemoryContext old;
-	GenieIndexContent content;
-	Relation	index;
-	GenieServiceKey key;
-	genie_error err;
-
-	if (entry->strings != NULL)
-		return entry->strings;
-	Assert(entry->strings_stored);
-	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie strings load context",
-								   ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(tmpcxt);
-	index = index_open(entry->index_oid, NoLock);
-	GENIE_CONTENT_LOCK_SHARE(index);
-	PG_TRY();
-	{
-		genie_read_content(index, &content, false);
-		genie_read_strings(index, &content);
-	}
-	PG_FINALLY();
-	{
-		GENIE_CONTENT_UNLOCK_SHARE(index);
-	}
-	PG_END_TRY();
-	make_key(index, &content, &key);
-	index_close(index, NoLock);
-
-	/*
-	 * Inserts since the entry was read only add objects beyond its own, but
-	 * a merge renumbers them: then the entry's objects are gone.
-	 */
-	if (!genie_service_keys_equal(&key, &entry->main_key) || content.n_objects < entry->n_objects)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("genie index \"%s\" was merged while this statement searched it",
-						get_rel_name(entry->index_oid)),
-				 errhint("Retry the statement.")));
-	GENIE_CHECK(genie_strings_create(content.string_text, content.string_offsets, entry->n_objects,
-									 &entry->strings, &err),
-				&err, "genie: loading the stored strings");
-	entry->bytes += genie_strings_memory_bytes(entry->strings);
-	MemoryContextSwitchTo(old);
-	for (int32 id = 0; id < entry->n_objects; id++)
-	{
-		if ((entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) == 0)
-			continue;
-		if (entry->strings_excluded == NULL)
-		{
-			entry->strings_excluded = MemoryContextAllocExtended(GetMemoryChunkContext(entry),
-																 Max(entry->n_objects, 1),
-																 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-			entry->bytes += Max(entry->n_objects, 1);
-		}
-		entry->strings_excluded[id] = 1;
-	}
-	MemoryContextDelete(tmpcxt);
-	return entry->strings;
 }
 
 GenieServiceOutcome

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "storage/relfilenode.h"
+#include "utils/relcache.h"
 
 #include "genie_service.h"
 #include "genie_storage.h"
@@ -60,6 +61,16 @@ typedef struct GenieCachedIndex
 	bool		strings_stored;
 	genie_strings *strings;
 	uint8	   *strings_excluded;	/* by object: dead or NULL; NULL when none is */
+
+	/*
+	 * With the genie service, which holds the main objects' strings: the
+	 * pending objects' strings alone (by pending position), and the main
+	 * objects a scan skips (excluded_main_ready says whether it was made).
+	 */
+	genie_strings *pending_strings;
+	int32	   *excluded_main;
+	int32		n_excluded_main;
+	bool		excluded_main_ready;
 	Size		bytes;
 	uint64		last_used;
 } GenieCachedIndex;
@@ -87,6 +98,21 @@ extern GenieServiceOutcome genie_cache_ship_main(GenieCachedIndex *entry, genie_
  * genie_cache_load_main when the index was merged since the entry was read.
  */
 extern genie_strings *genie_cache_strings(GenieCachedIndex *entry);
+
+/*
+ * For the genie service (genie_cache_strings.c): the entry's pending
+ * objects' strings alone, read the first time; the ids of the main objects
+ * that are dead or NULL (*n of them); and the main objects' strings handed
+ * to the service (its outcome: NOT_RESIDENT while another backend hands
+ * over the same version).
+ */
+extern genie_strings *genie_cache_pending_strings(GenieCachedIndex *entry);
+extern const int32 *genie_cache_excluded_main(GenieCachedIndex *entry, int32 *n);
+extern GenieServiceOutcome genie_cache_ship_strings(GenieCachedIndex *entry, genie_error *err);
+
+/* The service key of an index's content (genie_cache.c). */
+extern void genie_cache_make_key(Relation index, const GenieIndexContent *content,
+								 GenieServiceKey *key);
 
 /*
  * A pinned entry stays valid (not freed) when it is evicted or invalidated;

@@ -158,8 +158,8 @@ ensure_pending_engine(GenieCachedIndex *entry)
  * The service is away: false for searching in-process (saying so once),
  * an error for genie.device = gpu.
  */
-static bool
-service_away(void)
+bool
+genie_search_service_away(void)
 {
 	if (genie_device_setting == GENIE_DEVICE_SETTING_GPU)
 		ereport(ERROR,
@@ -178,8 +178,8 @@ service_away(void)
 }
 
 /* Says once per backend that auto found no usable GPU in the service. */
-static void
-note_engine(genie_engine_kind engine, bool device_fallback, const char *what)
+void
+genie_search_note_engine(genie_engine_kind engine, bool device_fallback, const char *what)
 {
 	if (device_fallback)
 		ereport(NOTICE,
@@ -211,12 +211,12 @@ search_through_service(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 		GenieServiceOutcome outcome;
 
 		if (!genie_service_ready())
-			return service_away();
+			return genie_search_service_away();
 		outcome = genie_service_search(&entry->main_key, entry->index_oid, genie_device_setting,
 									   &batch->batch, k, out, &engine, &device_fallback, &err);
 		if (outcome == GENIE_SERVICE_OK)
 		{
-			note_engine(engine, device_fallback, "search");
+			genie_search_note_engine(engine, device_fallback, "search");
 			return true;
 		}
 		if (out->query_offsets != NULL)
@@ -229,7 +229,7 @@ search_through_service(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
 			genie_report_error(&err, "genie search");
 		if (outcome == GENIE_SERVICE_UNAVAILABLE)
-			return service_away();
+			return genie_search_service_away();
 
 		/* NOT_RESIDENT: hand the version over, and ask again */
 		if (attempt == 3)
@@ -242,7 +242,7 @@ search_through_service(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
 			genie_report_error(&err, "genie: handing the index to the genie service");
 		if (outcome == GENIE_SERVICE_UNAVAILABLE)
-			return service_away();
+			return genie_search_service_away();
 	}
 }
 
@@ -527,76 +527,7 @@ genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 	visibility_end(&vs);
 }
 
-/* ---- the exact nearest stored strings ---- */
-
-static bool said_strings_on_cpu = false;
-
-/* One scan on the given device; the status, *out set when it is GENIE_OK. */
-static genie_status
-scan_strings(genie_strings *strings, genie_engine_kind device, const genie_string_scan *scan,
-			 genie_string_results **out, genie_error *err)
-{
-	genie_engine_options options;
-
-	engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU, &options);
-	return genie_strings_scan(strings, device, &options, scan, out, err);
-}
-
-void
-genie_search_strings(GenieCachedIndex *entry, const char *query_text, const int64 *query_offsets,
-					 int nq, int32 k, GenieStringRows *rows)
-{
-	genie_strings *strings = genie_cache_strings(entry);
-	genie_string_scan scan;
-	genie_string_results *found = NULL;
-	genie_engine_kind device;
-	genie_error err;
-	genie_status status;
-	int64		n;
-
-	memset(&scan, 0, sizeof(scan));
-	scan.n_queries = nq;
-	scan.query_text = query_text;
-	scan.query_text_offsets = query_offsets;
-	scan.k = k;
-	scan.excluded = entry->strings_excluded;
-
-	if (genie_service_configured())
-	{
-		/* backends of a preloaded genie never start CUDA; the service does not scan strings yet */
-		device = GENIE_ENGINE_CPU;
-		if (!said_strings_on_cpu && genie_device_setting != GENIE_DEVICE_SETTING_CPU)
-		{
-			said_strings_on_cpu = true;
-			ereport(NOTICE,
-					(errmsg("genie: edit-distance scans run on the CPU engine in this backend while genie is preloaded"),
-					 errdetail("The genie service does not serve scans of stored strings yet.")));
-		}
-	}
-	else
-		device = genie_device_setting == GENIE_DEVICE_SETTING_CPU ? GENIE_ENGINE_CPU
-			: genie_device_setting == GENIE_DEVICE_SETTING_GPU ? GENIE_ENGINE_GPU : GENIE_ENGINE_AUTO;
-	status = scan_strings(strings, device, &scan, &found, &err);
-	if (status == GENIE_DEVICE_OUT_OF_MEMORY && genie_device_setting != GENIE_DEVICE_SETTING_GPU)
-	{
-		ereport(NOTICE,
-				(errmsg("genie: the GPU ran out of memory; this edit-distance scan runs on the CPU"),
-				 errdetail("%s", err.message)));
-		status = scan_strings(strings, GENIE_ENGINE_CPU, &scan, &found, &err);
-	}
-	if (status != GENIE_OK)
-		genie_report_error(&err, "genie: edit-distance scan");
-
-	n = found->query_offsets[nq];
-	rows->n_queries = nq;
-	rows->offsets = palloc(sizeof(int64) * (nq + 1));
-	rows->objects = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
-	rows->distances = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
-	memcpy(rows->offsets, found->query_offsets, sizeof(int64) * (nq + 1));
-	memcpy(rows->objects, found->objects, sizeof(int32) * n);
-	memcpy(rows->distances, found->distances, sizeof(int32) * n);
-	genie_string_results_free(found);
-}
+/* ---- the exact nearest stored strings (the scan: genie_search_strings.c) ---- */
 
 void
 genie_search_strings_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
@@ -709,17 +640,17 @@ genie_search_verify(GenieCachedIndex *entry, const genie_similar_batch *batch,
 
 		if (outcome == GENIE_SERVICE_OK)
 		{
-			note_engine(verdict->device, device_fallback, "verification");
+			genie_search_note_engine(verdict->device, device_fallback, "verification");
 			return;
 		}
 		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
 			genie_report_error(&err, "genie_similar: verifying candidates");
-		(void) service_away();
+		(void) genie_search_service_away();
 		device = GENIE_ENGINE_CPU;
 	}
 	else if (genie_service_configured())
 	{
-		(void) service_away();
+		(void) genie_search_service_away();
 		device = GENIE_ENGINE_CPU;
 	}
 	else

@@ -106,6 +106,13 @@ typedef struct GenieStringRows
 	int32	   *distances;
 } GenieStringRows;
 
+/*
+ * genie_search_strings.c: the k nearest stored strings of each query over
+ * every object of the entry's version that is not dead or NULL, in
+ * (distance, length, id) order: through the genie service when genie is
+ * preloaded (its main strings there, the pending ones here), else on the
+ * engine genie.device asks for.
+ */
 extern void genie_search_strings(GenieCachedIndex *entry, const char *query_text,
 								 const int64 *query_offsets, int nq, int32 k,
 								 GenieStringRows *rows);
@@ -128,5 +135,14 @@ extern void genie_search_strings_visible(GenieCachedIndex *entry, Relation heap,
  */
 extern void genie_search_verify(GenieCachedIndex *entry, const genie_similar_batch *batch,
 								genie_similar_verdict *verdict);
+
+/*
+ * For the callers of the genie service (genie_search.c): the service is
+ * away, so search in-process (false; once a NOTICE) or, with genie.device =
+ * gpu, an error; and the NOTICEs for the engine that answered.
+ */
+extern bool genie_search_service_away(void);
+extern void genie_search_note_engine(genie_engine_kind engine, bool device_fallback,
+									 const char *what);
 
 #endif							/* GENIE_SEARCH_H */

@@ -172,7 +172,8 @@ genie_service_status(PG_FUNCTION_ARGS)
 	{
 		if (!sh->stats[i].resident)
 			continue;
-		resident++;
+		if (!sh->stats[i].strings)
+			resident++;
 		host += sh->stats[i].host_bytes;
 		device += sh->stats[i].device_bytes;
 	}
@@ -207,8 +208,8 @@ genie_service_stats(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		GenieServiceIndexStats *s = &copy[i];
-		Datum		values[15];
-		bool		nulls[15] = {false};
+		Datum		values[16];
+		bool		nulls[16] = {false};
 
 		values[0] = ObjectIdGetDatum(s->key.database);
 		values[1] = ObjectIdGetDatum(s->index_oid);
@@ -225,6 +226,7 @@ genie_service_stats(PG_FUNCTION_ARGS)
 		values[12] = Int64GetDatum(s->max_batch_queries);
 		values[13] = Float8GetDatum(s->requests > 0 ? s->queue_wait_ms / s->requests : 0.0);
 		values[14] = Float8GetDatum(s->engine_ms);
+		values[15] = CStringGetTextDatum(s->strings ? "strings" : "postings");
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

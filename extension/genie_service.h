@@ -11,7 +11,9 @@
  *	- genie_service.c: the shared control area, the worker's registration,
  *	  genie_service_stats();
  *	- genie_service_client.c: a backend's side (genie_search.c calls it);
- *	- genie_service_worker.c: the worker's loop.
+ *	- genie_service_worker.c: the worker's loop;
+ *	- genie_service_strings.c: the worker's stored strings (edit-distance
+ *	  scans).
  *
  * The protocol.  Each backend has one slot in the control area and one DSM
  * segment of its own (made at its first request, grown when too small,
@@ -92,6 +94,7 @@ typedef struct GenieServiceIndexStats
 	GenieServiceKey key;
 	Oid			index_oid;
 	genie_engine_kind engine;	/* CPU or GPU */
+	bool		strings;		/* the stored strings, not the postings */
 	bool		resident;		/* the engine holds the index now */
 	int64		host_bytes;
 	int64		device_bytes;
@@ -132,7 +135,8 @@ typedef enum GenieRequestKind
 {
 	GENIE_REQUEST_SEARCH,
 	GENIE_REQUEST_LOAD,
-	GENIE_REQUEST_VERIFY
+	GENIE_REQUEST_VERIFY,
+	GENIE_REQUEST_SCAN_STRINGS
 } GenieRequestKind;
 
 /* the outcome of a request, beyond the engines' genie_status */
@@ -163,11 +167,23 @@ typedef struct GenieRequest
 	/*
 	 * LOAD: bytes [load_offset, load_offset + load_bytes) of the stream
 	 * keywords | keyword_offsets | postings of the key's main postings,
-	 * split_length as stored in the metapage
+	 * split_length as stored in the metapage; with load_strings, of the
+	 * stream byte_offsets (n_main_objects + 1 int64) | UTF-8 text of the
+	 * main objects' stored strings, load_total bytes in all
 	 */
 	int32		split_length;
 	int64		load_offset;
 	int64		load_bytes;
+	bool		load_strings;
+	int64		load_total;
+
+	/*
+	 * SCAN_STRINGS: k and n_queries above; query_offsets (n_queries + 1
+	 * int64) | the ids of the main objects to skip (scan_excluded int32) |
+	 * the queries' UTF-8 text (scan_text_bytes) follow the header
+	 */
+	int64		scan_text_bytes;
+	int32		scan_excluded;
 
 	/* VERIFY: a genie_similar_batch follows (see genie_service_client.c) */
 	int32		verify_n;
@@ -189,6 +205,10 @@ typedef struct GenieResponse
 	int64		n_hits;
 	/* VERIFY: distances, exact, certified, open_bound follow */
 	int64		distances_computed;
+	/*
+	 * SCAN_STRINGS: query_offsets[n_queries + 1] (int64), then n_queries * k
+	 * slots each of objects, distances and lengths (int32) follow
+	 */
 } GenieResponse;
 
 #define GENIE_SERVICE_ALIGN(x) TYPEALIGN(16, (x))
@@ -239,6 +259,38 @@ extern GenieServiceOutcome genie_service_search(const GenieServiceKey *key, Oid 
 												int32 k, genie_results *results,
 												genie_engine_kind *engine,
 												bool *device_fallback, genie_error *err);
+
+/*
+ * Hands the worker the main objects' stored strings of a version
+ * (key->n_main_objects of them, UTF-8 in CSR form).  NOT_RESIDENT when
+ * another backend is handing over the same version: scan again later.
+ */
+extern GenieServiceOutcome genie_service_load_strings(const GenieServiceKey *key, Oid index_oid,
+													  const char *text, const int64 *offsets,
+													  genie_error *err);
+
+/* What genie_service_scan_strings answers, palloc'd. */
+typedef struct GenieServiceStringRows
+{
+	int64	   *offsets;		/* n_queries + 1 */
+	int32	   *objects;		/* main object ids */
+	int32	   *distances;
+	int32	   *lengths;		/* in code points: the second sort key */
+} GenieServiceStringRows;
+
+/*
+ * The k nearest main strings of each query by edit distance, in (distance,
+ * length, id) order, over the strings of the key's version without the
+ * main objects in excluded (genie_strings_scan in the worker, on the engine
+ * genie.device asks for).  NOT_RESIDENT: the worker does not hold them.
+ */
+extern GenieServiceOutcome genie_service_scan_strings(const GenieServiceKey *key, Oid index_oid,
+													  int device, const char *query_text,
+													  const int64 *query_offsets, int nq, int32 k,
+													  const int32 *excluded, int32 n_excluded,
+													  GenieServiceStringRows *rows,
+													  genie_engine_kind *engine,
+													  bool *device_fallback, genie_error *err);
 
 /* genie_similar_verify in the worker; verdict as the caller allocated it. */
 extern GenieServiceOutcome genie_service_verify(int device, const genie_similar_batch *batch,

@@ -29,8 +29,8 @@
 
 /* ---- searches ---- */
 
-static genie_status
-resolve_kind(ServiceState *st, int device, genie_engine_kind *kind, genie_error *err)
+genie_status
+genie_worker_resolve_kind(ServiceState *st, int device, genie_engine_kind *kind, genie_error *err)
 {
 	switch (device)
 	{
@@ -290,7 +290,7 @@ handle_verify(ServiceState *st, TakenRequest *t)
 		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed genie_similar verification request");
 		return;
 	}
-	if (resolve_kind(st, r->device, &kind, &err) != GENIE_OK)
+	if (genie_worker_resolve_kind(st, r->device, &kind, &err) != GENIE_OK)
 	{
 		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
 		return;
@@ -378,6 +378,8 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 			genie_worker_handle_load(st, t);
 		else if (t->req.kind == GENIE_REQUEST_VERIFY)
 			handle_verify(st, t);
+		else if (t->req.kind == GENIE_REQUEST_SCAN_STRINGS)
+			genie_worker_handle_scan_strings(st, t);
 		else if (t->req.kind != GENIE_REQUEST_SEARCH)
 			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "an unknown genie service request");
 		else
@@ -410,7 +412,7 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 			genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
 			continue;
 		}
-		if (resolve_kind(st, t->req.device, &kind, &err) != GENIE_OK)
+		if (genie_worker_resolve_kind(st, t->req.device, &kind, &err) != GENIE_OK)
 		{
 			genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
 			continue;
@@ -424,7 +426,7 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 
 			if (grouped[j] || u->req.k != t->req.k ||
 				!genie_service_keys_equal(&u->req.key, &t->req.key) ||
-				resolve_kind(st, u->req.device, &ukind, &uerr) != GENIE_OK || ukind != kind ||
+				genie_worker_resolve_kind(st, u->req.device, &ukind, &uerr) != GENIE_OK || ukind != kind ||
 				!read_batch(u, &qb))
 				continue;
 			grouped[j] = true;
@@ -496,6 +498,22 @@ genie_worker_publish_stats(ServiceState *st)
 				continue;
 			sh->stats[n] = s->stats[e];
 			sh->stats[n].resident = true;
+			n++;
+		}
+	}
+	for (int i = 0; i < st->n_strings && n < GENIE_SERVICE_MAX_STATS; i++)
+	{
+		ServedStrings *s = st->strings[i];
+
+		for (int e = GENIE_ENGINE_CPU; e <= GENIE_ENGINE_GPU && n < GENIE_SERVICE_MAX_STATS; e++)
+		{
+			/* a row per engine that scanned them, a CPU row before the first scan */
+			if (s->stats[e].batches == 0 &&
+				!(e == GENIE_ENGINE_CPU && s->stats[GENIE_ENGINE_GPU].batches == 0))
+				continue;
+			sh->stats[n] = s->stats[e];
+			sh->stats[n].resident = true;
+			sh->stats[n].device_bytes = e == GENIE_ENGINE_GPU ? (int64) genie_strings_device_bytes(s->strings) : 0;
 			n++;
 		}
 	}

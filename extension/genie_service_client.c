@@ -3,8 +3,8 @@
  * genie_service_client.c
  *	  A backend's side of the genie service (see genie_service.h): the
  *	  session's request segment, submitting a request and waiting for its
- *	  answer interruptibly, withdrawing on cancel, and the three requests
- *	  (load, search, verify).
+ *	  answer interruptibly, withdrawing on cancel, and the requests (load,
+ *	  search, verify, and the load and scan of stored strings).
  *
  * Each submission carries a sequence number; the worker writes an answer
  * only while the slot still holds the request it took (same number, still
@@ -299,6 +299,45 @@ copy_stream(char *dst, const char *const *parts, const Size *sizes, int n_parts,
 	}
 }
 
+/*
+ * Sends the stream parts[0] | parts[1] | ... in pieces; NOT_RESIDENT when
+ * another backend is handing over the same version (the worker took none
+ * of it from this one).
+ */
+static GenieServiceOutcome
+send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length, bool strings,
+			const char *const *parts, const Size *sizes, int n_parts, genie_error *err)
+{
+	Size		total = 0;
+	Size		offset = 0;
+
+	for (int p = 0; p < n_parts; p++)
+		total += sizes[p];
+	for (;;)
+	{
+		Size		piece = Min(LOAD_PIECE_BYTES, total - offset);
+		GenieRequest *req = begin_request(GENIE_REQUEST_LOAD, piece, sizeof(GenieResponse));
+		GenieResponse *resp;
+		GenieServiceOutcome outcome;
+
+		req->key = *key;
+		req->index_oid = index_oid;
+		req->split_length = split_length;
+		req->load_offset = offset;
+		req->load_bytes = piece;
+		req->load_strings = strings;
+		req->load_total = total;
+		copy_stream(request_payload(req), parts, sizes, n_parts, offset, piece);
+		outcome = call_for_answer(&resp, err);
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+		/* the version was already there, or this was the last piece */
+		if (resp->resident || offset + piece >= total)
+			return GENIE_SERVICE_OK;
+		offset += piece;
+	}
+}
+
 GenieServiceOutcome
 genie_service_load(const GenieServiceKey *key, Oid index_oid, int32 split_length,
 				   const int32 *keywords, const int64 *keyword_offsets,
@@ -312,42 +351,33 @@ genie_service_load(const GenieServiceKey *key, Oid index_oid, int32 split_length
 		TYPEALIGN(8, sizeof(int32) * key->n_keywords) - sizeof(int32) * key->n_keywords,
 		sizeof(int64) * (key->n_keywords + 1),
 	sizeof(int32) * key->n_postings};
-	Size		total = sizes[0] + sizes[1] + sizes[2] + sizes[3];
-	Size		offset = 0;
 
 	for (;;)
 	{
-		Size		piece = Min(LOAD_PIECE_BYTES, total - offset);
-		GenieRequest *req = begin_request(GENIE_REQUEST_LOAD, piece, sizeof(GenieResponse));
-		GenieResponse *resp;
-		GenieServiceOutcome outcome;
+		GenieServiceOutcome outcome = send_stream(key, index_oid, split_length, false,
+												  parts, sizes, 4, err);
 
-		req->key = *key;
-		req->index_oid = index_oid;
-		req->split_length = split_length;
-		req->load_offset = offset;
-		req->load_bytes = piece;
-		copy_stream(request_payload(req), parts, sizes, 4, offset, piece);
-		outcome = call_for_answer(&resp, err);
-		if (outcome == GENIE_SERVICE_NOT_RESIDENT)
-		{
-			/* another backend is handing over this version: wait for it */
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 2L, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-			if (genie_service_resident(key))
-				return GENIE_SERVICE_OK;
-			offset = 0;
-			continue;
-		}
-		if (outcome != GENIE_SERVICE_OK)
+		if (outcome != GENIE_SERVICE_NOT_RESIDENT)
 			return outcome;
-		/* the version was already there, or this was the last piece */
-		if (resp->resident || offset + piece >= total)
+		/* another backend is handing over this version: wait for it */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 2L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (genie_service_resident(key))
 			return GENIE_SERVICE_OK;
-		offset += piece;
 	}
+}
+
+GenieServiceOutcome
+genie_service_load_strings(const GenieServiceKey *key, Oid index_oid, const char *text,
+						   const int64 *offsets, genie_error *err)
+{
+	int32		n = key->n_main_objects;
+	const char *parts[2] = {(const char *) offsets, text};
+	Size		sizes[2] = {sizeof(int64) * (n + 1), (Size) offsets[n]};
+
+	return send_stream(key, index_oid, 0, true, parts, sizes, 2, err);
 }
 
 /* ---- search ---- */
@@ -453,6 +483,101 @@ genie_service_search(const GenieServiceKey *key, Oid index_oid, int device,
 		GenieServiceOutcome outcome = search_part(key, index_oid, device, batch, q0, q1, k,
 												  results, &capacity, engine,
 												  device_fallback, err);
+
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+	}
+	return GENIE_SERVICE_OK;
+}
+
+/* ---- scans of stored strings ---- */
+
+/* Scans queries [q0, q1); appends their rows to *rows (capacity in *capacity). */
+static GenieServiceOutcome
+scan_strings_part(const GenieServiceKey *key, Oid index_oid, int device, const char *query_text,
+				  const int64 *query_offsets, int q0, int q1, int32 k, const int32 *excluded,
+				  int32 n_excluded, GenieServiceStringRows *rows, int64 *capacity,
+				  genie_engine_kind *engine, bool *device_fallback, genie_error *err)
+{
+	int			nq = q1 - q0;
+	int64		text0 = query_offsets[q0];
+	int64		text_bytes = query_offsets[q1] - text0;
+	Size		payload = sizeof(int64) * (nq + 1) + sizeof(int32) * n_excluded + text_bytes;
+	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * (nq + 1) +
+		3 * sizeof(int32) * (Size) nq * k;
+	GenieRequest *req = begin_request(GENIE_REQUEST_SCAN_STRINGS, payload, response);
+	GenieResponse *resp;
+	GenieServiceOutcome outcome;
+	char	   *p = request_payload(req);
+	int64	   *offs = (int64 *) p;
+	int64		n_before = rows->offsets[q0];
+	int64		n_rows;
+	Size		slots = (Size) nq * k;
+
+	req->key = *key;
+	req->index_oid = index_oid;
+	req->device = device;
+	req->k = k;
+	req->n_queries = nq;
+	req->scan_text_bytes = text_bytes;
+	req->scan_excluded = n_excluded;
+	for (int q = 0; q <= nq; q++)
+		offs[q] = query_offsets[q0 + q] - text0;
+	p += sizeof(int64) * (nq + 1);
+	memcpy(p, excluded, sizeof(int32) * n_excluded);
+	p += sizeof(int32) * n_excluded;
+	memcpy(p, query_text + text0, text_bytes);
+
+	outcome = call_for_answer(&resp, err);
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	*engine = resp->engine;
+	*device_fallback |= resp->device_fallback;
+	p = (char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse));
+	offs = (int64 *) p;
+	n_rows = offs[nq];
+	if (n_before + n_rows > *capacity)
+	{
+		int64		cap = Max(*capacity * 2, n_before + n_rows);
+
+		rows->objects = repalloc_huge(rows->objects, sizeof(int32) * cap);
+		rows->distances = repalloc_huge(rows->distances, sizeof(int32) * cap);
+		rows->lengths = repalloc_huge(rows->lengths, sizeof(int32) * cap);
+		*capacity = cap;
+	}
+	for (int q = 1; q <= nq; q++)
+		rows->offsets[q0 + q] = n_before + offs[q];
+	p += sizeof(int64) * (nq + 1);
+	memcpy(rows->objects + n_before, p, sizeof(int32) * n_rows);
+	memcpy(rows->distances + n_before, p + sizeof(int32) * slots, sizeof(int32) * n_rows);
+	memcpy(rows->lengths + n_before, p + 2 * sizeof(int32) * slots, sizeof(int32) * n_rows);
+	return GENIE_SERVICE_OK;
+}
+
+GenieServiceOutcome
+genie_service_scan_strings(const GenieServiceKey *key, Oid index_oid, int device,
+						   const char *query_text, const int64 *query_offsets, int nq, int32 k,
+						   const int32 *excluded, int32 n_excluded, GenieServiceStringRows *rows,
+						   genie_engine_kind *engine, bool *device_fallback, genie_error *err)
+{
+	int32		kk = Min(k, Max(key->n_main_objects, 1));
+	int			per_part = (int) Max((int64) 1, (int64) (MAX_RESPONSE_BYTES / (3 * sizeof(int32) * kk)));
+	int64		capacity = Max(Min((int64) nq * kk, (int64) 1 << 20), 1);
+
+	*device_fallback = false;
+	*engine = GENIE_ENGINE_CPU;
+	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
+	rows->offsets[0] = 0;
+	rows->objects = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	rows->lengths = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	for (int q0 = 0; q0 < nq; q0 += per_part)
+	{
+		int			q1 = Min(nq, q0 + per_part);
+		GenieServiceOutcome outcome = scan_strings_part(key, index_oid, device, query_text,
+														query_offsets, q0, q1, kk, excluded,
+														n_excluded, rows, &capacity, engine,
+														device_fallback, err);
 
 		if (outcome != GENIE_SERVICE_OK)
 			return outcome;

@@ -189,6 +189,18 @@ free_served(ServedIndex *s)
 	free(s);
 }
 
+int64
+genie_worker_host_bytes(ServiceState *st)
+{
+	int64		total = 0;
+
+	for (int i = 0; i < st->n_served; i++)
+		total += st->served[i]->host_bytes;
+	for (int i = 0; i < st->n_strings; i++)
+		total += st->strings[i]->host_bytes;
+	return total;
+}
+
 /* Evicts least recently used versions (not keep) while over genie.cache_size. */
 static void
 evict_host(ServiceState *st, ServedIndex *keep)
@@ -197,12 +209,11 @@ evict_host(ServiceState *st, ServedIndex *keep)
 
 	for (;;)
 	{
-		int64		total = 0;
+		int64		total = genie_worker_host_bytes(st);
 		int			victim = -1;
 
 		for (int i = 0; i < st->n_served; i++)
 		{
-			total += st->served[i]->host_bytes;
 			if (st->served[i] != keep && st->served[i]->busy == 0 &&
 				(victim < 0 || st->served[i]->last_used < st->served[victim]->last_used))
 				victim = i;
@@ -389,13 +400,14 @@ void
 genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 {
 	GenieRequest *req = &t->req;
-	Size		total = stream_size(&req->key);
+	Size		total = req->load_strings ? (Size) req->load_total : stream_size(&req->key);
 	PendingLoad *load = NULL;
 	GenieResponse *resp;
 
 	if (req->load_offset == 0)
 	{
-		if (genie_worker_find_served(st, &req->key) != NULL)
+		if (req->load_strings ? genie_worker_has_strings(st, &req->key)
+			: genie_worker_find_served(st, &req->key) != NULL)
 		{
 			resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
 			if (resp != NULL)
@@ -411,7 +423,8 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 
 			if (other->slot == t->slot || !load_alive(st, other))
 				drop_load(st, i);
-			else if (genie_service_keys_equal(&other->key, &req->key))
+			else if (other->strings == req->load_strings &&
+					 genie_service_keys_equal(&other->key, &req->key))
 			{
 				/* someone else is handing it over: the backend waits */
 				genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
@@ -433,6 +446,7 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 		}
 		st->n_loads++;
 		load->key = req->key;
+		load->strings = req->load_strings;
 		load->index_oid = req->index_oid;
 		load->slot = t->slot;
 		load->pid = genie_service_shared->slots[t->slot].pid;
@@ -442,7 +456,8 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 	else
 	{
 		for (int i = 0; i < st->n_loads; i++)
-			if (st->loads[i].slot == t->slot && genie_service_keys_equal(&st->loads[i].key, &req->key))
+			if (st->loads[i].slot == t->slot && st->loads[i].strings == req->load_strings &&
+				genie_service_keys_equal(&st->loads[i].key, &req->key))
 				load = &st->loads[i];
 		if (load == NULL || load->received != (Size) req->load_offset)
 		{
@@ -465,7 +480,10 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 		/* off the list first: finish_load may evict, and the buffer is ours */
 		load->buffer = NULL;
 		drop_load(st, (int) (load - st->loads));
-		finish_load(st, &done, t);
+		if (done.strings)
+			genie_worker_finish_strings_load(st, &done, t);
+		else
+			finish_load(st, &done, t);
 		free(done.buffer);
 		return;
 	}

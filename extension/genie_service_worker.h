@@ -92,10 +92,22 @@ typedef struct GenieRunner
 	volatile bool busy;
 } GenieRunner;
 
-/* a version being handed over in pieces */
+/* the main objects' stored strings of one index version */
+typedef struct ServedStrings
+{
+	GenieServiceKey key;
+	Oid			index_oid;
+	genie_strings *strings;		/* its GPU copy is made by the first GPU scan */
+	int64		host_bytes;
+	uint64		last_used;
+	GenieServiceIndexStats stats[2];	/* by the engine that scanned */
+} ServedStrings;
+
+/* a version (its postings, or with strings its stored strings) handed over in pieces */
 typedef struct PendingLoad
 {
 	GenieServiceKey key;
+	bool		strings;
 	Oid			index_oid;
 	int			slot;
 	int			pid;
@@ -130,6 +142,8 @@ typedef struct ServiceState
 	uint64		clock;
 	ServedIndex *served[GENIE_SERVICE_MAX_SERVED];
 	int			n_served;
+	ServedStrings *strings[GENIE_SERVICE_MAX_SERVED];
+	int			n_strings;
 	PendingLoad loads[GENIE_SERVICE_MAX_LOADS];
 	int			n_loads;
 } ServiceState;
@@ -154,7 +168,19 @@ extern void genie_worker_handle_load(ServiceState *st, TakenRequest *t);
 /* Drops the hand-over a slot left unfinished (it went on to other requests). */
 extern void genie_worker_forget_loads(ServiceState *st, int slot);
 
+/* Host bytes of every version held, postings and strings. */
+extern int64 genie_worker_host_bytes(ServiceState *st);
+
+/* genie_service_strings.c: the stored strings of versions, and scans of them */
+extern void genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
+extern bool genie_worker_has_strings(ServiceState *st, const GenieServiceKey *key);
+extern void genie_worker_handle_scan_strings(ServiceState *st, TakenRequest *t);
+/* Drops least recently used strings while every version held passes genie.cache_size. */
+extern void genie_worker_evict_strings(ServiceState *st, ServedStrings *keep);
+
 /* genie_service_batch.c: a batch's requests */
+extern genie_status genie_worker_resolve_kind(ServiceState *st, int device, genie_engine_kind *kind,
+											  genie_error *err);
 /* Handles loads and verifications, and hands the searches to the runner: false when there were none. */
 extern bool genie_worker_start_batch(ServiceState *st, CycleBatch *b);
 /* Answers the searches of a batch the runner finished; exits after a GPU error. */

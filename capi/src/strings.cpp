@@ -106,6 +106,11 @@ int32_t genie_strings_count(const genie_strings* strings) {
   return strings == nullptr ? 0 : strings->set.size();
 }
 
+int32_t genie_strings_length(const genie_strings* strings, int32_t id) {
+  if (strings == nullptr || id < 0 || id >= strings->set.size()) return -1;
+  return strings->set.length(id);
+}
+
 void genie_string_results_free(genie_string_results* results) {
   if (results == nullptr) return;
   std::free(results->query_offsets);

@@ -20,6 +20,10 @@ namespace {
 constexpr int64_t kMaxStringLength = int64_t{1} << 30;
 // A stripe of a single query's scan covers at least this many strings.
 constexpr int64_t kMinStripeStrings = 16384;
+// cancel is polled every kPollStrings strings, and sooner when the strings
+// are long: once the distances since the last poll cost kernel::kPollCells
+// cells (about a millisecond), since 1024 distances of 1,000-character
+// strings take seconds.
 constexpr int32_t kPollStrings = 1024;
 
 // A result's sort key: distance, then length, then id.
@@ -87,6 +91,10 @@ Status ScanStripe(const StringSet& set, const StringScanRequest& request, int32_
   QueryDistance distance(query);
   const StringSignature query_signature = MakeStringSignature(query);
   int32_t since_poll = 0;
+  int64_t since_poll_cells = 0;
+  // cells per character of a string: words of the pattern, or the DP's row
+  const int64_t cells_per_char = lq <= kernel::kPatternMaxLength
+      ? std::max<int64_t>(1, (static_cast<int64_t>(lq) + 63) / 64) : static_cast<int64_t>(lq);
   heap->clear();
 
   auto current_cap = [&]() {
@@ -103,8 +111,10 @@ Status ScanStripe(const StringSet& set, const StringScanRequest& request, int32_
       const int64_t lo = begin + count * stripe / stripes;
       const int64_t hi = begin + count * (stripe + 1) / stripes;
       for (int64_t pos = lo; pos < hi; ++pos) {
-        if (++since_poll == kPollStrings) {
+        since_poll_cells += static_cast<int64_t>(len) * cells_per_char;
+        if (++since_poll == kPollStrings || since_poll_cells >= kernel::kPollCells) {
           since_poll = 0;
+          since_poll_cells = 0;
           if (cancel.requested()) return Status::Cancelled();
         }
         const int32_t id = set.order[static_cast<std::size_t>(pos)];

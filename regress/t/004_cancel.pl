@@ -134,6 +134,21 @@ like($err, qr/canceling statement due to statement timeout/, 'statement_timeout 
 diag(sprintf('statement_timeout 200 ms: genie_similar ended after %.0f ms', 1000 * $similar_timeout));
 cmp_ok($similar_timeout, '<', 0.2 + $max_latency, 'genie_similar stops in time');
 
+# Strings of 1,024 characters: each distance is about 10^6 cells, below one
+# poll inside the distance, so the scan itself must poll by work done
+# rather than every 1,024 strings (seconds here).
+$node->safe_psql('postgres', q{
+	CREATE TABLE mids (id int, t text);
+	INSERT INTO mids SELECT i, (SELECT string_agg(md5((i * 100 + j)::text), '') FROM generate_series(1, 32) j)
+	FROM generate_series(1, 1000) i;
+	CREATE INDEX mids_t ON mids USING genie (t genie_ngram_ops);
+});
+my ($scan_timeout) = run_statement("SET statement_timeout = '200ms'; "
+	  . "SELECT count(*) FROM genie_similar('mids_t', ARRAY(SELECT t FROM mids WHERE id <= 40), 5)");
+like($err, qr/canceling statement due to statement timeout/, 'statement_timeout cancels a scan of 1,024-character strings');
+diag(sprintf('statement_timeout 200 ms: the scan ended after %.0f ms', 1000 * $scan_timeout));
+cmp_ok($scan_timeout, '<', 0.2 + $max_latency, 'the scan stops in time');
+
 $in .= "\\q\n";
 IPC::Run::finish($psql);
 $node->stop;

@@ -307,6 +307,8 @@ size_t		genie_strings_memory_bytes(const genie_strings *strings);
 /* Device bytes held by its GPU copy (0 without one). */
 size_t		genie_strings_device_bytes(const genie_strings *strings);
 int32_t		genie_strings_count(const genie_strings *strings);
+/* The length in code points of string id (-1 when there is no such string). */
+int32_t		genie_strings_length(const genie_strings *strings, int32_t id);
 
 typedef struct genie_string_scan
 {

@@ -1,0 +1,158 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_cache_strings.c
+ *	  The stored strings of a cached index version (genie_ngram_ops with
+ *	  store_strings): all of them for a scan in this backend, or, with the
+ *	  genie service, the pending objects' alone here and the main objects'
+ *	  handed to the service.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "genie_cache.h"
+#include "genie_utils.h"
+
+/*
+ * The entry's content read again from the index, with the main objects'
+ * strings when with_main (the pending objects' come with the pending list).
+ * Inserts since the entry was read only add objects beyond its own, but a
+ * merge renumbers them: then the entry's objects are gone.
+ */
+static void
+read_entry_strings(GenieCachedIndex *entry, GenieIndexContent *content, bool with_main)
+{
+	Relation	index = index_open(entry->index_oid, NoLock);
+	GenieServiceKey key;
+
+	Assert(entry->strings_stored);
+	GENIE_CONTENT_LOCK_SHARE(index);
+	PG_TRY();
+	{
+		genie_read_content(index, content, false);
+		if (with_main)
+			genie_read_strings(index, content);
+	}
+	PG_FINALLY();
+	{
+		GENIE_CONTENT_UNLOCK_SHARE(index);
+	}
+	PG_END_TRY();
+	genie_cache_make_key(index, content, &key);
+	index_close(index, NoLock);
+	if (!genie_service_keys_equal(&key, &entry->main_key) || content->n_objects < entry->n_objects)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("genie index \"%s\" was merged while this statement searched it",
+						get_rel_name(entry->index_oid)),
+				 errhint("Retry the statement.")));
+}
+
+genie_strings *
+genie_cache_strings(GenieCachedIndex *entry)
+{
+	MemoryContext tmpcxt;
+	MemoryContext old;
+	GenieIndexContent content;
+	genie_error err;
+
+	if (entry->strings != NULL)
+		return entry->strings;
+	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie strings load context",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmpcxt);
+	read_entry_strings(entry, &content, true);
+	GENIE_CHECK(genie_strings_create(content.string_text, content.string_offsets, entry->n_objects,
+									 &entry->strings, &err),
+				&err, "genie: loading the stored strings");
+	entry->bytes += genie_strings_memory_bytes(entry->strings);
+	MemoryContextSwitchTo(old);
+	for (int32 id = 0; id < entry->n_objects; id++)
+	{
+		if ((entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) == 0)
+			continue;
+		if (entry->strings_excluded == NULL)
+		{
+			entry->strings_excluded = MemoryContextAllocExtended(GetMemoryChunkContext(entry),
+																 Max(entry->n_objects, 1),
+																 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+			entry->bytes += Max(entry->n_objects, 1);
+		}
+		entry->strings_excluded[id] = 1;
+	}
+	MemoryContextDelete(tmpcxt);
+	return entry->strings;
+}
+
+genie_strings *
+genie_cache_pending_strings(GenieCachedIndex *entry)
+{
+	MemoryContext tmpcxt;
+	MemoryContext old;
+	GenieIndexContent content;
+	genie_error err;
+	int32		n = entry->n_objects - entry->n_main_objects;
+
+	if (entry->pending_strings != NULL)
+		return entry->pending_strings;
+	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie strings load context",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmpcxt);
+	read_entry_strings(entry, &content, false);
+	/* the entry's pending objects come first in the pending list */
+	GENIE_CHECK(genie_strings_create(content.pending_string_text, content.pending_string_offsets, n,
+									 &entry->pending_strings, &err),
+				&err, "genie: loading the stored strings");
+	entry->bytes += genie_strings_memory_bytes(entry->pending_strings);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmpcxt);
+	return entry->pending_strings;
+}
+
+const int32 *
+genie_cache_excluded_main(GenieCachedIndex *entry, int32 *n)
+{
+	if (!entry->excluded_main_ready)
+	{
+		int32		count = 0;
+
+		for (int32 id = 0; id < entry->n_main_objects; id++)
+			if ((entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0)
+				count++;
+		entry->excluded_main = MemoryContextAllocExtended(GetMemoryChunkContext(entry),
+														  sizeof(int32) * Max(count, 1),
+														  MCXT_ALLOC_HUGE);
+		entry->bytes += sizeof(int32) * Max(count, 1);
+		count = 0;
+		for (int32 id = 0; id < entry->n_main_objects; id++)
+			if ((entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0)
+				entry->excluded_main[count++] = id;
+		entry->n_excluded_main = count;
+		entry->excluded_main_ready = true;
+	}
+	*n = entry->n_excluded_main;
+	return entry->excluded_main;
+}
+
+GenieServiceOutcome
+genie_cache_ship_strings(GenieCachedIndex *entry, genie_error *err)
+{
+	MemoryContext tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie strings load context",
+												 ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmpcxt);
+	GenieIndexContent content;
+	GenieServiceOutcome outcome;
+
+	read_entry_strings(entry, &content, true);
+	/* the main objects' are the first n_main_objects + 1 offsets, from 0 */
+	outcome = genie_service_load_strings(&entry->main_key, entry->index_oid, content.string_text,
+										 content.string_offsets, err);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmpcxt);
+	return outcome;
+}

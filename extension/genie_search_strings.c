@@ -1,0 +1,249 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_search_strings.c
+ *	  The k nearest stored strings of each query by edit distance, for
+ *	  genie_similar and ORDER BY text <%> query on an index that stores its
+ *	  strings.
+ *
+ * In-process, one scan of every string of the entry's version on the
+ * engine genie.device asks for.  With genie preloaded, the genie service
+ * holds the main objects' strings (handed over by the first backend that
+ * needs them, like the postings) and scans them on its GPU; the backend
+ * scans its own pending objects' strings on the CPU and merges the two in
+ * (distance, length, id) order, which is the order of the in-process scan,
+ * so both paths give the same rows.  Backends of a preloaded genie never
+ * start CUDA: while the service is away they scan on the CPU.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/lsyscache.h"
+#include "utils/wait_event.h"
+
+#include "genie_search.h"
+#include "genie_service.h"
+#include "genie_utils.h"
+
+/* One scan on the given device; the status, *out set when it is GENIE_OK. */
+static genie_status
+scan_strings(genie_strings *strings, genie_engine_kind device, const genie_string_scan *scan,
+			 genie_string_results **out, genie_error *err)
+{
+	genie_engine_options options;
+
+	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
+								genie_cancel_requested, NULL, &options);
+	return genie_strings_scan(strings, device, &options, scan, out, err);
+}
+
+/* Every string of the entry, in this backend. */
+static void
+scan_in_process(GenieCachedIndex *entry, const char *query_text, const int64 *query_offsets,
+				int nq, int32 k, GenieStringRows *rows)
+{
+	genie_strings *strings = genie_cache_strings(entry);
+	genie_string_scan scan;
+	genie_string_results *found = NULL;
+	genie_engine_kind device;
+	genie_error err;
+	genie_status status;
+	int64		n;
+
+	memset(&scan, 0, sizeof(scan));
+	scan.n_queries = nq;
+	scan.query_text = query_text;
+	scan.query_text_offsets = query_offsets;
+	scan.k = k;
+	scan.excluded = entry->strings_excluded;
+
+	if (genie_service_configured())
+		device = GENIE_ENGINE_CPU;	/* the service is away */
+	else
+		device = genie_device_setting == GENIE_DEVICE_SETTING_CPU ? GENIE_ENGINE_CPU
+			: genie_device_setting == GENIE_DEVICE_SETTING_GPU ? GENIE_ENGINE_GPU : GENIE_ENGINE_AUTO;
+	status = scan_strings(strings, device, &scan, &found, &err);
+	if (status == GENIE_DEVICE_OUT_OF_MEMORY && genie_device_setting != GENIE_DEVICE_SETTING_GPU)
+	{
+		ereport(NOTICE,
+				(errmsg("genie: the GPU ran out of memory; this edit-distance scan runs on the CPU"),
+				 errdetail("%s", err.message)));
+		status = scan_strings(strings, GENIE_ENGINE_CPU, &scan, &found, &err);
+	}
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie: edit-distance scan");
+
+	n = found->query_offsets[nq];
+	rows->n_queries = nq;
+	rows->offsets = palloc(sizeof(int64) * (nq + 1));
+	rows->objects = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+	memcpy(rows->offsets, found->query_offsets, sizeof(int64) * (nq + 1));
+	memcpy(rows->objects, found->objects, sizeof(int32) * n);
+	memcpy(rows->distances, found->distances, sizeof(int32) * n);
+	genie_string_results_free(found);
+}
+
+/* The main objects' rows from the service; false when it is away. */
+static bool
+scan_main_through_service(GenieCachedIndex *entry, const char *query_text,
+						  const int64 *query_offsets, int nq, int32 k,
+						  GenieServiceStringRows *main_rows)
+{
+	int			attempts = 0;
+
+	for (;;)
+	{
+		genie_error err;
+		genie_engine_kind engine;
+		bool		device_fallback;
+		int32		n_excluded;
+		const int32 *excluded = genie_cache_excluded_main(entry, &n_excluded);
+		GenieServiceOutcome outcome;
+
+		if (!genie_service_ready())
+			return genie_search_service_away();
+		outcome = genie_service_scan_strings(&entry->main_key, entry->index_oid, genie_device_setting,
+											 query_text, query_offsets, nq, k, excluded, n_excluded,
+											 main_rows, &engine, &device_fallback, &err);
+		if (outcome == GENIE_SERVICE_OK)
+		{
+			genie_search_note_engine(engine, device_fallback, "edit-distance scan");
+			return true;
+		}
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, "genie: edit-distance scan");
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return genie_search_service_away();
+
+		/* NOT_RESIDENT: hand the strings over, and ask again */
+		if (++attempts > 3)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("the genie service cannot keep the stored strings of index \"%s\" in memory",
+							get_rel_name(entry->index_oid)),
+					 errhint("Raise genie.cache_size in the server's configuration.")));
+		outcome = genie_cache_ship_strings(entry, &err);
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, "genie: handing the stored strings to the genie service");
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return genie_search_service_away();
+		if (outcome == GENIE_SERVICE_NOT_RESIDENT)
+		{
+			/* another backend is handing them over: wait for it */
+			attempts--;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 2L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+}
+
+/* The pending objects' rows (ids local to the pending list), on the CPU. */
+static genie_string_results *
+scan_pending(GenieCachedIndex *entry, genie_strings *pending, const char *query_text,
+			 const int64 *query_offsets, int nq, int32 k)
+{
+	int32		n_pending = entry->n_objects - entry->n_main_objects;
+	uint8	   *excluded = palloc(n_pending);
+	genie_string_scan scan;
+	genie_string_results *found = NULL;
+	genie_error err;
+
+	for (int32 i = 0; i < n_pending; i++)
+		excluded[i] = (entry->objects[entry->n_main_objects + i].flags &
+					   (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0;
+	memset(&scan, 0, sizeof(scan));
+	scan.n_queries = nq;
+	scan.query_text = query_text;
+	scan.query_text_offsets = query_offsets;
+	scan.k = k;
+	scan.excluded = excluded;
+	if (scan_strings(pending, GENIE_ENGINE_CPU, &scan, &found, &err) != GENIE_OK)
+		genie_report_error(&err, "genie: edit-distance scan of the pending rows");
+	pfree(excluded);
+	return found;
+}
+
+/*
+ * Through the service: the main rows there and the pending rows here,
+ * merged by (distance, length, id); false when the service is away.
+ */
+static bool
+scan_through_service(GenieCachedIndex *entry, const char *query_text, const int64 *query_offsets,
+					 int nq, int32 k, GenieStringRows *rows)
+{
+	int32		n_main = entry->n_main_objects;
+	int32		n_pending = entry->n_objects - n_main;
+	GenieServiceStringRows main_rows;
+	genie_strings *pending = NULL;
+	genie_string_results *found = NULL;
+	int64		total = 0;
+
+	memset(&main_rows, 0, sizeof(main_rows));
+	if (n_main > 0 &&
+		!scan_main_through_service(entry, query_text, query_offsets, nq, k, &main_rows))
+		return false;
+	if (n_pending > 0)
+	{
+		pending = genie_cache_pending_strings(entry);
+		found = scan_pending(entry, pending, query_text, query_offsets, nq, k);
+	}
+	for (int q = 0; q < nq; q++)
+		total += Min((int64) k, (n_main > 0 ? main_rows.offsets[q + 1] - main_rows.offsets[q] : 0) +
+					 (found ? found->query_offsets[q + 1] - found->query_offsets[q] : 0));
+	rows->n_queries = nq;
+	rows->offsets = palloc(sizeof(int64) * (nq + 1));
+	rows->objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->offsets[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		int64		i = n_main > 0 ? main_rows.offsets[q] : 0;
+		int64		i_end = n_main > 0 ? main_rows.offsets[q + 1] : 0;
+		int64		j = found ? found->query_offsets[q] : 0;
+		int64		j_end = found ? found->query_offsets[q + 1] : 0;
+		int64		out = rows->offsets[q];
+
+		while (out - rows->offsets[q] < k && (i < i_end || j < j_end))
+		{
+			bool		take_main = j == j_end;
+
+			/* pending ids follow every main id: a tie in distance and length goes to main */
+			if (i < i_end && j < j_end)
+			{
+				int32		dj = found->distances[j];
+				int32		lj = genie_strings_length(pending, found->objects[j]);
+
+				take_main = main_rows.distances[i] < dj ||
+					(main_rows.distances[i] == dj && main_rows.lengths[i] <= lj);
+			}
+			if (take_main)
+			{
+				rows->objects[out] = main_rows.objects[i];
+				rows->distances[out++] = main_rows.distances[i++];
+			}
+			else
+			{
+				rows->objects[out] = n_main + found->objects[j];
+				rows->distances[out++] = found->distances[j++];
+			}
+		}
+		rows->offsets[q + 1] = out;
+	}
+	genie_string_results_free(found);
+	return true;
+}
+
+void
+genie_search_strings(GenieCachedIndex *entry, const char *query_text, const int64 *query_offsets,
+					 int nq, int32 k, GenieStringRows *rows)
+{
+	if (genie_service_configured() &&
+		scan_through_service(entry, query_text, query_offsets, nq, k, rows))
+		return;
+	scan_in_process(entry, query_text, query_offsets, nq, k, rows);
+}
