@@ -385,25 +385,9 @@ genie_search_exhausted(const GenieSearchResult *result, int q, int32 k, int32 n_
 
 /* ---- the visible top k of a batch ---- */
 
-typedef struct VisibilityState
-{
-	Snapshot	snapshot;
-	IndexFetchTableData *fetch;
-	TupleTableSlot *slot;
 
-	/*
-	 * Popular rows appear in the results of many queries of a batch: each
-	 * one's visibility is checked once per call (0 unknown, 1 visible, 2
-	 * not), remembering the TID of the visible version.  For one query, or
-	 * beyond the cap, the memory is not worth it and every hit is checked.
-	 */
-	uint8	   *known;
-	ItemPointerData *visible_tids;
-} VisibilityState;
-
-/* Starts the visibility checks of a batch of nq queries over heap. */
-static void
-visibility_begin(VisibilityState *vs, GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+void
+genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 				 int nq)
 {
 	memset(vs, 0, sizeof(*vs));
@@ -419,16 +403,15 @@ visibility_begin(VisibilityState *vs, GenieCachedIndex *entry, Relation heap, Sn
 	}
 }
 
-static void
-visibility_end(VisibilityState *vs)
+void
+genie_visibility_end(GenieVisibility *vs)
 {
 	ExecDropSingleTupleTableSlot(vs->slot);
 	table_index_fetch_end(vs->fetch);
 }
 
-/* Whether object id is visible, and the TID of its visible version. */
-static bool
-object_visible(VisibilityState *vs, GenieCachedIndex *entry, int32 id, ItemPointer tid)
+bool
+genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, int32 id, ItemPointer tid)
 {
 	bool		call_again = false;
 	bool		all_dead = false;
@@ -463,9 +446,9 @@ genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 	ItemPointerData *found_tids = palloc(sizeof(ItemPointerData) * capacity);
 	int32	   *found_scores = palloc(sizeof(int32) * capacity);
 	GenieQuery **batch_queries = palloc(sizeof(GenieQuery *) * Max(nq, 1));
-	VisibilityState vs;
+	GenieVisibility vs;
 
-	visibility_begin(&vs, entry, heap, snapshot, nq);
+	genie_visibility_begin(&vs, entry, heap, snapshot, nq);
 	memset(rows, 0, sizeof(GenieVisibleRows) * nq);
 	for (int i = 0; i < nq; i++)
 		short_of_k[i] = i;
@@ -490,7 +473,7 @@ genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 			{
 				ItemPointerData tid;
 
-				if (!object_visible(&vs, entry, result.objects[h], &tid))
+				if (!genie_object_visible(&vs, entry, result.objects[h], &tid))
 					continue;
 				if (n_found == capacity)
 				{
@@ -524,101 +507,7 @@ genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 		kprime = genie_search_wider_k(kprime, entry->n_objects);
 	}
 
-	visibility_end(&vs);
-}
-
-/* ---- the exact nearest stored strings (the scan: genie_search_strings.c) ---- */
-
-void
-genie_search_strings_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
-							 const char *query_text, const int64 *query_offsets, int nq, int32 k,
-							 GenieStringRows *rows, ItemPointerData **tids)
-{
-	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));
-	int			n_short = nq;
-	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
-	int64	   *sub_offsets = palloc(sizeof(int64) * (nq + 1));
-	int32	  **objects = palloc0(sizeof(int32 *) * Max(nq, 1));
-	int32	  **distances = palloc0(sizeof(int32 *) * Max(nq, 1));
-	int64	   *counts = palloc0(sizeof(int64) * Max(nq, 1));
-	StringInfoData sub_text;
-	VisibilityState vs;
-	int64		total = 0;
-
-	visibility_begin(&vs, entry, heap, snapshot, nq);
-	for (int i = 0; i < nq; i++)
-	{
-		short_of_k[i] = i;
-		tids[i] = palloc(sizeof(ItemPointerData) * Max(Min(k, 1024), 1));
-		objects[i] = palloc(sizeof(int32) * Max(Min(k, 1024), 1));
-		distances[i] = palloc(sizeof(int32) * Max(Min(k, 1024), 1));
-	}
-	initStringInfo(&sub_text);
-	while (n_short > 0)
-	{
-		GenieStringRows found;
-		int			still = 0;
-
-		/* the queries still short of k visible rows, as one batch */
-		resetStringInfo(&sub_text);
-		sub_offsets[0] = 0;
-		for (int i = 0; i < n_short; i++)
-		{
-			int			q = short_of_k[i];
-
-			appendBinaryStringInfo(&sub_text, query_text + query_offsets[q],
-								   (int) (query_offsets[q + 1] - query_offsets[q]));
-			sub_offsets[i + 1] = sub_text.len;
-		}
-		genie_search_strings(entry, sub_text.data, sub_offsets, n_short, kprime, &found);
-		for (int i = 0; i < n_short; i++)
-		{
-			int			q = short_of_k[i];
-			int64		capacity = Max(Min(k, 1024), 1);
-
-			counts[q] = 0;
-			for (int64 h = found.offsets[i]; h < found.offsets[i + 1] && counts[q] < k; h++)
-			{
-				ItemPointerData tid;
-
-				if (!object_visible(&vs, entry, found.objects[h], &tid))
-					continue;
-				if (counts[q] == capacity)
-				{
-					capacity *= 2;
-					tids[q] = repalloc_huge(tids[q], sizeof(ItemPointerData) * capacity);
-					objects[q] = repalloc_huge(objects[q], sizeof(int32) * capacity);
-					distances[q] = repalloc_huge(distances[q], sizeof(int32) * capacity);
-				}
-				tids[q][counts[q]] = tid;
-				objects[q][counts[q]] = found.objects[h];
-				distances[q][counts[q]] = found.distances[h];
-				counts[q]++;
-			}
-			/* short while the scan returned all it was asked for: invisible rows took places */
-			if (counts[q] < k && found.offsets[i + 1] - found.offsets[i] == kprime &&
-				kprime < entry->n_objects)
-				short_of_k[still++] = q;
-			CHECK_FOR_INTERRUPTS();
-		}
-		n_short = still;
-		kprime = genie_search_wider_k(kprime, entry->n_objects);
-	}
-	visibility_end(&vs);
-
-	for (int q = 0; q < nq; q++)
-		total += counts[q];
-	rows->n_queries = nq;
-	rows->offsets = palloc(sizeof(int64) * (nq + 1));
-	rows->objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
-	rows->distances = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
-	rows->offsets[0] = 0;
-	for (int q = 0; q < nq; q++)
-	{
-		memcpy(rows->objects + rows->offsets[q], objects[q], sizeof(int32) * counts[q]);
-		memcpy(rows->distances + rows->offsets[q], distances[q], sizeof(int32) * counts[q]);
-		rows->offsets[q + 1] = rows->offsets[q] + counts[q];
-	}
+	genie_visibility_end(&vs);
 }
 
 /* ---- genie_similar's verification ---- */

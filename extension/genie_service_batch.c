@@ -29,28 +29,6 @@
 
 /* ---- searches ---- */
 
-genie_status
-genie_worker_resolve_kind(ServiceState *st, int device, genie_engine_kind *kind, genie_error *err)
-{
-	switch (device)
-	{
-		case GENIE_DEVICE_SETTING_CPU:
-			*kind = GENIE_ENGINE_CPU;
-			return GENIE_OK;
-		case GENIE_DEVICE_SETTING_GPU:
-			*kind = GENIE_ENGINE_GPU;
-			if (st->gpu_usable)
-				return GENIE_OK;
-			err->status = GENIE_DEVICE_UNAVAILABLE;
-			snprintf(err->message, sizeof(err->message), "the genie service has no usable GPU: %s",
-					 genie_service_shared->gpu_reason);
-			return GENIE_DEVICE_UNAVAILABLE;
-		default:
-			*kind = st->gpu_usable ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
-			return GENIE_OK;
-	}
-}
-
 /* A search request's query batch, read from its payload (checked against its size). */
 static bool
 read_batch(TakenRequest *t, genie_query_batch *b)
@@ -363,6 +341,8 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 	TakenRequest **group = palloc(sizeof(TakenRequest *) * Max(b->n_taken, 1));
 	bool	   *grouped = palloc0(sizeof(bool) * Max(b->n_taken, 1));
 	int			n_runnable = 0;
+	TakenRequest **scans = palloc(sizeof(TakenRequest *) * Max(b->n_taken, 1));
+	int			n_scans = 0;
 
 	b->jobs = palloc(sizeof(SearchJob *) * Max(b->n_taken, 1));
 	b->n_jobs = 0;
@@ -379,13 +359,15 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 		else if (t->req.kind == GENIE_REQUEST_VERIFY)
 			handle_verify(st, t);
 		else if (t->req.kind == GENIE_REQUEST_SCAN_STRINGS)
-			genie_worker_handle_scan_strings(st, t);
+			scans[n_scans++] = t;
 		else if (t->req.kind != GENIE_REQUEST_SEARCH)
 			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "an unknown genie service request");
 		else
 			continue;
 		grouped[i] = true;
 	}
+	/* scans of stored strings: one engine call per group that can share one */
+	genie_worker_scan_strings(st, scans, n_scans);
 
 	/* searches: one engine call per (version, engine, k) */
 	for (int i = 0; i < b->n_taken; i++)

@@ -4,7 +4,7 @@
  *	  The genie service worker's answers to backends, the index versions and
  *	  engines it holds (LRU within genie.cache_size and
  *	  genie.device_memory_limit; a version the runner thread is searching
- *	  is never evicted), and index versions handed over in pieces.
+ *	  is never evicted), and the index versions handed over to it.
  *
  *-------------------------------------------------------------------------
  */
@@ -160,6 +160,28 @@ genie_worker_engine_options(genie_engine_kind kind, CancelGroup *group,
 	genie_search_engine_options(kind, group_cancelled, group, options);
 }
 
+genie_status
+genie_worker_resolve_kind(ServiceState *st, int device, genie_engine_kind *kind, genie_error *err)
+{
+	switch (device)
+	{
+		case GENIE_DEVICE_SETTING_CPU:
+			*kind = GENIE_ENGINE_CPU;
+			return GENIE_OK;
+		case GENIE_DEVICE_SETTING_GPU:
+			*kind = GENIE_ENGINE_GPU;
+			if (st->gpu_usable)
+				return GENIE_OK;
+			err->status = GENIE_DEVICE_UNAVAILABLE;
+			snprintf(err->message, sizeof(err->message), "the genie service has no usable GPU: %s",
+					 genie_service_shared->gpu_reason);
+			return GENIE_DEVICE_UNAVAILABLE;
+		default:
+			*kind = st->gpu_usable ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
+			return GENIE_OK;
+	}
+}
+
 /* ---- the versions held ---- */
 
 ServedIndex *
@@ -292,58 +314,15 @@ genie_worker_ensure_engine(ServiceState *st, ServedIndex *s, genie_engine_kind k
 	return status;
 }
 
-/* ---- loads ---- */
-
-/* keywords | keyword_offsets | postings, keywords padded to 8 bytes */
-static Size
-keywords_bytes(const GenieServiceKey *key)
-{
-	return TYPEALIGN(8, sizeof(int32) * key->n_keywords);
-}
-
-static Size
-stream_size(const GenieServiceKey *key)
-{
-	return keywords_bytes(key) + sizeof(int64) * (key->n_keywords + 1) +
-		sizeof(int32) * key->n_postings;
-}
-
-
-static void
-drop_load(ServiceState *st, int i)
-{
-	free(st->loads[i].buffer);
-	st->loads[i] = st->loads[--st->n_loads];
-}
+/* ---- a version handed over (the hand-over itself: genie_service_loads.c) ---- */
 
 void
-genie_worker_forget_loads(ServiceState *st, int slot)
-{
-	for (int i = st->n_loads - 1; i >= 0; i--)
-		if (st->loads[i].slot == slot)
-			drop_load(st, i);
-}
-
-/* Whether the backend handing over load i is still at it. */
-static bool
-load_alive(ServiceState *st, PendingLoad *load)
-{
-	GenieServiceSlot *slot = &genie_service_shared->slots[load->slot];
-	int			pid;
-
-	SpinLockAcquire(&genie_service_shared->mutex);
-	pid = slot->pid;
-	SpinLockRelease(&genie_service_shared->mutex);
-	return pid == load->pid &&
-		!TimestampDifferenceExceeds(load->last_piece, GetCurrentTimestamp(), 1000);
-}
-
-static void
-finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
+genie_worker_finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
 {
 	const GenieServiceKey *key = &load->key;
 	int32	   *keywords = (int32 *) load->buffer;
-	int64	   *offsets = (int64 *) (load->buffer + keywords_bytes(key));
+	/* keywords | keyword_offsets | postings, keywords padded to 8 bytes */
+	int64	   *offsets = (int64 *) (load->buffer + TYPEALIGN(8, sizeof(int32) * key->n_keywords));
 	int32	   *postings = (int32 *) ((char *) offsets + sizeof(int64) * (key->n_keywords + 1));
 	genie_index_options options;
 	genie_error err;
@@ -394,101 +373,5 @@ finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
 		resp->resident = true;
 		genie_worker_end_reply(t, GENIE_SLOT_DONE);
 	}
-}
-
-void
-genie_worker_handle_load(ServiceState *st, TakenRequest *t)
-{
-	GenieRequest *req = &t->req;
-	Size		total = req->load_strings ? (Size) req->load_total : stream_size(&req->key);
-	PendingLoad *load = NULL;
-	GenieResponse *resp;
-
-	if (req->load_offset == 0)
-	{
-		if (req->load_strings ? genie_worker_has_strings(st, &req->key)
-			: genie_worker_find_served(st, &req->key) != NULL)
-		{
-			resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
-			if (resp != NULL)
-			{
-				resp->resident = true;
-				genie_worker_end_reply(t, GENIE_SLOT_DONE);
-			}
-			return;
-		}
-		for (int i = st->n_loads - 1; i >= 0; i--)
-		{
-			PendingLoad *other = &st->loads[i];
-
-			if (other->slot == t->slot || !load_alive(st, other))
-				drop_load(st, i);
-			else if (other->strings == req->load_strings &&
-					 genie_service_keys_equal(&other->key, &req->key))
-			{
-				/* someone else is handing it over: the backend waits */
-				genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
-				return;
-			}
-		}
-		if (st->n_loads == GENIE_SERVICE_MAX_LOADS)
-		{
-			genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
-			return;
-		}
-		load = &st->loads[st->n_loads];
-		memset(load, 0, sizeof(*load));
-		load->buffer = malloc(Max(total, 1));
-		if (load->buffer == NULL)
-		{
-			genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY, "the genie service is out of host memory");
-			return;
-		}
-		st->n_loads++;
-		load->key = req->key;
-		load->strings = req->load_strings;
-		load->index_oid = req->index_oid;
-		load->slot = t->slot;
-		load->pid = genie_service_shared->slots[t->slot].pid;
-		load->split_length = req->split_length;
-		load->total = total;
-	}
-	else
-	{
-		for (int i = 0; i < st->n_loads; i++)
-			if (st->loads[i].slot == t->slot && st->loads[i].strings == req->load_strings &&
-				genie_service_keys_equal(&st->loads[i].key, &req->key))
-				load = &st->loads[i];
-		if (load == NULL || load->received != (Size) req->load_offset)
-		{
-			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "the genie service lost an index hand-over");
-			return;
-		}
-	}
-	if (req->load_bytes > t->payload_size || load->received + req->load_bytes > load->total)
-	{
-		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a genie index hand-over does not fit");
-		return;
-	}
-	memcpy(load->buffer + load->received, t->payload, req->load_bytes);
-	load->received += req->load_bytes;
-	load->last_piece = GetCurrentTimestamp();
-	if (load->received == load->total)
-	{
-		PendingLoad done = *load;
-
-		/* off the list first: finish_load may evict, and the buffer is ours */
-		load->buffer = NULL;
-		drop_load(st, (int) (load - st->loads));
-		if (done.strings)
-			genie_worker_finish_strings_load(st, &done, t);
-		else
-			finish_load(st, &done, t);
-		free(done.buffer);
-		return;
-	}
-	resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
-	if (resp != NULL)
-		genie_worker_end_reply(t, GENIE_SLOT_DONE);
 }
 

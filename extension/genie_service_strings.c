@@ -10,8 +10,11 @@
  * A backend asks for the k nearest main strings of its queries, skipping
  * the main objects it knows are dead or NULL; it scans its own pending
  * strings and merges, so the answer is what the in-process scan gives.
- * The worker scans on its own thread, request by request, as it verifies
- * genie_similar candidates; the scan polls the backend's cancel.
+ * The scans of one cycle that share the strings, the engine and the
+ * skipped objects are one engine call (their queries concatenated, the
+ * largest k), as searches by match count are.  The worker scans on its own
+ * thread, as it verifies genie_similar candidates; the scan stops when
+ * every backend of the call withdrew.
  *
  *-------------------------------------------------------------------------
  */
@@ -119,120 +122,235 @@ genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenReque
 	}
 }
 
-void
-genie_worker_handle_scan_strings(ServiceState *st, TakenRequest *t)
+/* A scan request's parts, checked against its payload; false when malformed. */
+static bool
+read_scan(TakenRequest *t, const int64 **query_offsets, const int32 **excluded_ids,
+		  const char **query_text)
 {
 	GenieRequest *r = &t->req;
 	int			nq = r->n_queries;
-	int32		k = r->k;
-	Size		need = sizeof(int64) * ((Size) nq + 1) + sizeof(int32) * (Size) Max(r->scan_excluded, 0) +
-		(Size) Max(r->scan_text_bytes, 0);
-	Size		slots = (Size) Max(nq, 0) * (Size) Max(k, 0);
-	Size		answer = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * ((Size) nq + 1) +
-		3 * sizeof(int32) * slots;
-	ServedStrings *s = find_strings(st, &r->key);
-	int32		n_main = r->key.n_main_objects;
-	const int64 *query_offsets = (const int64 *) t->payload;
-	const int32 *excluded_ids = (const int32 *) (t->payload + sizeof(int64) * ((Size) nq + 1));
+	Size		need;
+	Size		answer;
+
+	if (nq < 1 || r->k < 1 || r->scan_excluded < 0 || r->scan_text_bytes < 0)
+		return false;
+	need = sizeof(int64) * ((Size) nq + 1) + sizeof(int32) * (Size) r->scan_excluded +
+		(Size) r->scan_text_bytes;
+	answer = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * ((Size) nq + 1) +
+		3 * sizeof(int32) * (Size) nq * (Size) r->k;
+	if (need > t->payload_size || answer > r->response_capacity)
+		return false;
+	*query_offsets = (const int64 *) t->payload;
+	*excluded_ids = (const int32 *) (t->payload + sizeof(int64) * ((Size) nq + 1));
+	*query_text = (const char *) (*excluded_ids + r->scan_excluded);
+	return (*query_offsets)[0] == 0 && (*query_offsets)[nq] == r->scan_text_bytes;
+}
+
+/* Whether two scan requests can share one engine call: same strings, engine and skipped objects. */
+static bool
+same_scan(ServiceState *st, TakenRequest *a, genie_engine_kind kind, TakenRequest *b)
+{
+	genie_engine_kind kb;
+	genie_error err;
+
+	return genie_service_keys_equal(&a->req.key, &b->req.key) &&
+		genie_worker_resolve_kind(st, b->req.device, &kb, &err) == GENIE_OK && kb == kind &&
+		a->req.scan_excluded == b->req.scan_excluded &&
+		memcmp(a->payload + sizeof(int64) * ((Size) a->req.n_queries + 1),
+			   b->payload + sizeof(int64) * ((Size) b->req.n_queries + 1),
+			   sizeof(int32) * (Size) a->req.scan_excluded) == 0;
+}
+
+/* Writes member t's answer: its queries [q0, q0 + n) of found, at most its k rows each. */
+static void
+reply_scan(ServiceState *st, ServedStrings *s, TakenRequest *t, const genie_string_results *found,
+		   int q0, bool fallback)
+{
+	int			nq = t->req.n_queries;
+	int32		k = t->req.k;
+	Size		slots = (Size) nq * (Size) k;
+	GenieResponse *resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
+	int64	   *offsets;
+	int32	   *objects;
+	int64		n = 0;
+
+	if (resp == NULL)
+		return;
+	resp->engine = found->device;
+	resp->device_fallback = fallback;
+	offsets = (int64 *) ((char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
+	objects = (int32 *) (offsets + nq + 1);
+	offsets[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		int64		from = found->query_offsets[q0 + q];
+		int64		take = Min((int64) k, found->query_offsets[q0 + q + 1] - from);
+
+		/* the group's k may be larger: the first k rows are this request's answer */
+		for (int64 i = 0; i < take; i++, n++)
+		{
+			objects[n] = found->objects[from + i];
+			objects[slots + n] = found->distances[from + i];
+			objects[2 * slots + n] = genie_strings_length(s->strings, found->objects[from + i]);
+		}
+		offsets[q + 1] = n;
+	}
+	resp->n_hits = n;
+	genie_worker_end_reply(t, GENIE_SLOT_DONE);
+}
+
+/*
+ * One engine call for the group: their queries concatenated, the largest k
+ * of them (a scan's rows come in (distance, length, id) order, so the first
+ * k of a larger k are the answer for k).
+ */
+static void
+scan_group(ServiceState *st, ServedStrings *s, genie_engine_kind kind, TakenRequest **group, int n)
+{
+	GenieRequest *r0 = &group[0]->req;
+	int32		n_main = r0->key.n_main_objects;
+	int			nq = 0;
+	int32		k = 0;
+	int64		text_bytes = 0;
+	char	   *text;
+	int64	   *offsets;
+	uint8	   *excluded = NULL;
 	genie_string_scan scan;
 	genie_string_results *found = NULL;
 	genie_engine_options options;
-	genie_engine_kind kind;
-	CancelGroup group = {&t, 1};
+	CancelGroup cancel = {group, n};
 	genie_error err;
 	genie_status status;
-	uint8	   *excluded = NULL;
 	bool		fallback = false;
-	GenieResponse *resp;
-	char	   *p;
-	int64	   *offsets;
-	int32	   *objects;
 	TimestampTz started;
 	GenieServiceIndexStats *stats;
 
-	if (nq < 1 || k < 1 || r->scan_excluded < 0 || r->scan_text_bytes < 0 ||
-		need > t->payload_size || answer > r->response_capacity ||
-		query_offsets[0] != 0 || query_offsets[nq] != r->scan_text_bytes)
+	for (int i = 0; i < n; i++)
 	{
-		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed genie string scan request");
-		return;
+		nq += group[i]->req.n_queries;
+		k = Max(k, group[i]->req.k);
+		text_bytes += group[i]->req.scan_text_bytes;
 	}
-	if (s == NULL)
+	text = palloc_extended(Max(text_bytes, 1), MCXT_ALLOC_HUGE);
+	offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
+	offsets[0] = 0;
+	nq = 0;
+	for (int i = 0; i < n; i++)
 	{
-		genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
-		return;
-	}
-	s->last_used = ++st->clock;
-	if (genie_worker_resolve_kind(st, r->device, &kind, &err) != GENIE_OK)
-	{
-		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
-		return;
-	}
-	if (r->scan_excluded > 0)
-	{
-		excluded = calloc(Max(n_main, 1), 1);
-		if (excluded == NULL)
+		const int64 *qo;
+		const int32 *ids;
+		const char *qt;
+		int64		base = offsets[nq];
+
+		(void) read_scan(group[i], &qo, &ids, &qt);
+		memcpy(text + base, qt, group[i]->req.scan_text_bytes);
+		for (int q = 1; q <= group[i]->req.n_queries; q++)
+			offsets[nq + q] = base + qo[q];
+		nq += group[i]->req.n_queries;
+		if (i == 0 && r0->scan_excluded > 0)
 		{
-			genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY, "the genie service is out of host memory");
-			return;
+			excluded = palloc_extended(Max(n_main, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+			for (int32 j = 0; j < r0->scan_excluded; j++)
+				if (ids[j] >= 0 && ids[j] < n_main)
+					excluded[ids[j]] = 1;
 		}
-		for (int32 i = 0; i < r->scan_excluded; i++)
-			if (excluded_ids[i] >= 0 && excluded_ids[i] < n_main)
-				excluded[excluded_ids[i]] = 1;
 	}
 	memset(&scan, 0, sizeof(scan));
 	scan.n_queries = nq;
-	scan.query_text = (const char *) excluded_ids + sizeof(int32) * r->scan_excluded;
-	scan.query_text_offsets = query_offsets;
+	scan.query_text = text;
+	scan.query_text_offsets = offsets;
 	scan.k = k;
 	scan.excluded = excluded;
-	genie_worker_engine_options(kind, &group, &options);
+	genie_worker_engine_options(kind, &cancel, &options);
 	started = GetCurrentTimestamp();
 	status = genie_strings_scan(s->strings, kind, &options, &scan, &found, &err);
-	if (status == GENIE_DEVICE_OUT_OF_MEMORY && r->device != GENIE_DEVICE_SETTING_GPU)
+	if (status == GENIE_DEVICE_OUT_OF_MEMORY)
 	{
+		/* those of the group that allow it run on the CPU; genie.device = gpu gets the error */
 		fallback = true;
-		genie_worker_engine_options(GENIE_ENGINE_CPU, &group, &options);
+		for (int i = 0; i < n; i++)
+			if (group[i]->req.device == GENIE_DEVICE_SETTING_GPU)
+				genie_worker_reply_outcome(st, group[i], GENIE_SERVICE_ENGINE_ERROR, &err);
+		genie_worker_engine_options(GENIE_ENGINE_CPU, &cancel, &options);
 		status = genie_strings_scan(s->strings, GENIE_ENGINE_CPU, &options, &scan, &found, &err);
 	}
-	free(excluded);
 	if (status == GENIE_DEVICE_ERROR)
 		st->device_failed = true;
-	if (status == GENIE_CANCELLED)
+	for (int i = 0, q0 = 0; i < n; q0 += group[i]->req.n_queries, i++)
 	{
-		genie_worker_fail_request(t);
-		return;
+		if (group[i]->replied)
+			continue;
+		if (status == GENIE_CANCELLED)
+			genie_worker_fail_request(group[i]);
+		else if (status != GENIE_OK)
+			genie_worker_reply_outcome(st, group[i], GENIE_SERVICE_ENGINE_ERROR, &err);
+		else
+			reply_scan(st, s, group[i], found, q0, fallback);
 	}
-	if (status != GENIE_OK)
+	if (status == GENIE_OK)
 	{
-		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
-		return;
+		stats = &s->stats[found->device == GENIE_ENGINE_GPU ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU];
+		stats->batches++;
+		stats->requests += n;
+		stats->queries += nq;
+		stats->max_batch_queries = Max(stats->max_batch_queries, nq);
+		for (int i = 0; i < n; i++)
+			stats->queue_wait_ms += group[i]->queue_wait_ms;
+		stats->engine_ms += (double) (GetCurrentTimestamp() - started) / 1000.0;
 	}
-	resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
-	if (resp == NULL)
-	{
-		genie_string_results_free(found);
-		return;
-	}
-	stats = &s->stats[found->device == GENIE_ENGINE_GPU ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU];
-	stats->batches++;
-	stats->requests++;
-	stats->queries += nq;
-	stats->max_batch_queries = Max(stats->max_batch_queries, nq);
-	stats->queue_wait_ms += t->queue_wait_ms;
-	stats->engine_ms += (double) (GetCurrentTimestamp() - started) / 1000.0;
-	resp->engine = found->device;
-	resp->device_fallback = fallback;
-	p = (char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse));
-	offsets = (int64 *) p;
-	objects = (int32 *) (p + sizeof(int64) * ((Size) nq + 1));
-	/* at most k rows per query, packed: slots are the capacity, not the layout */
-	memcpy(offsets, found->query_offsets, sizeof(int64) * ((Size) nq + 1));
-	resp->n_hits = found->query_offsets[nq];
-	memcpy(objects, found->objects, sizeof(int32) * resp->n_hits);
-	memcpy(objects + slots, found->distances, sizeof(int32) * resp->n_hits);
-	for (int64 i = 0; i < resp->n_hits; i++)
-		objects[2 * slots + i] = genie_strings_length(s->strings, found->objects[i]);
 	genie_string_results_free(found);
-	genie_worker_end_reply(t, GENIE_SLOT_DONE);
+	pfree(text);
+	pfree(offsets);
+	if (excluded != NULL)
+		pfree(excluded);
+}
+
+void
+genie_worker_scan_strings(ServiceState *st, TakenRequest **scans, int n)
+{
+	TakenRequest **group = palloc(sizeof(TakenRequest *) * Max(n, 1));
+	bool	   *done = palloc0(sizeof(bool) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		TakenRequest *t = scans[i];
+		const int64 *qo;
+		const int32 *ids;
+		const char *qt;
+		ServedStrings *s;
+		genie_engine_kind kind;
+		genie_error err;
+		int			m = 0;
+
+		if (done[i])
+			continue;
+		done[i] = true;
+		if (!read_scan(t, &qo, &ids, &qt))
+		{
+			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed genie string scan request");
+			continue;
+		}
+		s = find_strings(st, &t->req.key);
+		if (s == NULL)
+		{
+			genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
+			continue;
+		}
+		s->last_used = ++st->clock;
+		if (genie_worker_resolve_kind(st, t->req.device, &kind, &err) != GENIE_OK)
+		{
+			genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
+			continue;
+		}
+		group[m++] = t;
+		for (int j = i + 1; j < n; j++)
+			if (!done[j] && read_scan(scans[j], &qo, &ids, &qt) && same_scan(st, t, kind, scans[j]))
+			{
+				done[j] = true;
+				group[m++] = scans[j];
+			}
+		scan_group(st, s, kind, group, m);
+	}
+	pfree(group);
+	pfree(done);
 }

@@ -164,6 +164,12 @@ extern void genie_worker_engine_options(genie_engine_kind kind, CancelGroup *gro
 extern ServedIndex *genie_worker_find_served(ServiceState *st, const GenieServiceKey *key);
 extern genie_status genie_worker_ensure_engine(ServiceState *st, ServedIndex *s,
 											   genie_engine_kind kind, genie_error *err);
+/* A version's main postings handed over: the version served from now on. */
+extern void genie_worker_finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
+extern genie_status genie_worker_resolve_kind(ServiceState *st, int device, genie_engine_kind *kind,
+											  genie_error *err);
+
+/* genie_service_loads.c: versions handed over in pieces */
 extern void genie_worker_handle_load(ServiceState *st, TakenRequest *t);
 /* Drops the hand-over a slot left unfinished (it went on to other requests). */
 extern void genie_worker_forget_loads(ServiceState *st, int slot);
@@ -174,13 +180,12 @@ extern int64 genie_worker_host_bytes(ServiceState *st);
 /* genie_service_strings.c: the stored strings of versions, and scans of them */
 extern void genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
 extern bool genie_worker_has_strings(ServiceState *st, const GenieServiceKey *key);
-extern void genie_worker_handle_scan_strings(ServiceState *st, TakenRequest *t);
+/* Answers the cycle's scans of stored strings, one engine call per group that can share one. */
+extern void genie_worker_scan_strings(ServiceState *st, TakenRequest **scans, int n);
 /* Drops least recently used strings while every version held passes genie.cache_size. */
 extern void genie_worker_evict_strings(ServiceState *st, ServedStrings *keep);
 
 /* genie_service_batch.c: a batch's requests */
-extern genie_status genie_worker_resolve_kind(ServiceState *st, int device, genie_engine_kind *kind,
-											  genie_error *err);
 /* Handles loads and verifications, and hands the searches to the runner: false when there were none. */
 extern bool genie_worker_start_batch(ServiceState *st, CycleBatch *b);
 /* Answers the searches of a batch the runner finished; exits after a GPU error. */

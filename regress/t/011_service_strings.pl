@@ -3,7 +3,8 @@
 # pending ones and merges.  ORDER BY <%> and genie_similar equal
 # levenshtein() over the table with pending rows, deletes and NULLs, after
 # a VACUUM merge (a new version, handed over again), with many sessions
-# handing over the same version at once, and while the service restarts.
+# handing over the same version at once, while the service restarts, and
+# when a long scan is cancelled.
 use strict;
 use warnings;
 use FindBin;
@@ -135,6 +136,33 @@ isnt(service_pid(), $pid, 'the postmaster started the service again');
 is(mismatches(5), '0|0', 'answers through the new service equal levenshtein()');
 ($loads, $requests) = split /\|/, strings_stats();
 is($loads, 1, 'the new service was handed the strings');
+
+# a long scan in the service, cancelled: the backend returns in time and the
+# service drops the scan (queries of 300+ characters take the banded DP)
+$node->safe_psql('postgres', q{
+	CREATE TABLE longs (id int, t text);
+	INSERT INTO longs SELECT i, (SELECT string_agg(md5((i * 100 + j)::text), '') FROM generate_series(1, 32) j)
+	FROM generate_series(1, 1000) i;
+	CREATE INDEX longs_t ON longs USING genie (t genie_ngram_ops);
+});
+my $long = q{SELECT count(*) FROM genie_similar('longs_t',
+	ARRAY(SELECT t FROM longs WHERE id <= 40), 5)};
+$pid = service_pid();
+my $start = time;
+is(mismatches(1), '0|0', 'scans before the cancel');
+my $baseline = time - $start;
+$start = time;
+my ($ret, $stdout, $stderr) = $node->psql('postgres', "SET statement_timeout = '300ms'; $long");
+my $took = time - $start;
+like($stderr, qr/canceling statement due to statement timeout/, 'statement_timeout ends a long scan');
+diag(sprintf('statement_timeout 300 ms: the statement ended after %.0f ms', 1000 * $took));
+cmp_ok($took, '<', 0.3 + 0.5, 'the cancelled backend returns in time');
+$start = time;
+is(mismatches(1), '0|0', 'the next scans are answered, and equal');
+my $after = time - $start;
+diag(sprintf('the same scans took %.0f ms before the cancel, %.0f ms after', 1000 * $baseline, 1000 * $after));
+cmp_ok($after, '<', $baseline + 0.5, 'the service dropped the cancelled scan instead of finishing it');
+is(service_pid(), $pid, 'the service still runs, the same process');
 
 $node->stop;
 done_testing();
