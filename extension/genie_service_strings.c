@@ -109,7 +109,8 @@ genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenReque
 		s->stats[e].strings = true;
 		s->stats[e].host_bytes = s->host_bytes;
 	}
-	s->stats[GENIE_ENGINE_CPU].loads = 1;
+	for (int e = 0; e < 2; e++)
+		s->stats[e].loads = 1;	/* handed over once, whichever engine scans */
 	genie_worker_evict_strings(st, NULL);
 	st->strings[st->n_strings++] = s;
 	genie_worker_evict_strings(st, s);
