@@ -91,4 +91,46 @@ is($standby->safe_psql('postgres', "SELECT distinct_values FROM genie_index_attr
 check_index($primary, 'pkgs_rows', 'row index, primary');
 check_index($standby, 'pkgs_rows', 'row index, standby');
 
+# Stored strings (genie_ngram_ops): the strings chain of the build, pending
+# rows' strings, and the chain VACUUM rewrites replay on the standby, whose
+# edit-distance scans then give the primary's rows and true distances.
+$primary->safe_psql('postgres', q{
+	CREATE EXTENSION fuzzystrmatch;
+	CREATE TABLE names (id int, w text);
+	INSERT INTO names SELECT i, translate(substr(md5(i::text), 1, 4 + i % 9), '0123456789', 'ghijklmnop')
+	FROM generate_series(1, 5000) AS i;
+	CREATE INDEX names_w ON names USING genie (w genie_ngram_ops);
+	INSERT INTO names SELECT i, 'late' || translate(md5(i::text), '0123456789', 'qrstuvwxyz')
+	FROM generate_series(5001, 5300) AS i;
+	DELETE FROM names WHERE id % 11 = 0;
+});
+$primary->safe_psql('postgres', 'VACUUM names');
+$primary->safe_psql('postgres',
+	"INSERT INTO names SELECT i, 'after' || substr(md5(i::text), 1, 6) FROM generate_series(5301, 5400) AS i");
+my $names_query = q{
+	SET enable_seqscan = off;
+	SELECT string_agg(ids || ':' || ds, ';' ORDER BY n) FROM (
+	  SELECT n, (SELECT string_agg(id::text, ',' ORDER BY d, id) FROM
+	               (SELECT id, w <%> q AS d FROM names ORDER BY w <%> q LIMIT 6) x) AS ids,
+	            (SELECT string_agg(levenshtein(w, q)::text, ',' ORDER BY w <%> q) FROM
+	               (SELECT w FROM names ORDER BY w <%> q LIMIT 6) x) AS ds
+	  FROM (SELECT n, CASE WHEN n % 3 = 0 THEN 'late' ELSE 'after' END || substr(md5(n::text), 1, 5) AS q
+	        FROM generate_series(1, 20) AS n) qs) y
+};
+$primary->wait_for_catchup($standby, 'replay');
+my $primary_names = $primary->safe_psql('postgres', $names_query);
+like($primary_names, qr/^(?:\d+(?:,\d+){5}:\d+(?:,\d+){5};){19}\d+(?:,\d+){5}:\d+(?:,\d+){5}$/,
+	'stored strings: the primary returns six rows and distances for each of 20 queries');
+is($standby->safe_psql('postgres', $names_query), $primary_names,
+	'stored strings: the standby returns the primary\'s rows and distances');
+is($standby->safe_psql('postgres', q{
+	SET enable_seqscan = off;
+	SELECT count(*) FROM generate_series(1, 20) AS n,
+	  LATERAL (SELECT 'late' || substr(md5(n::text), 1, 5) AS q) qq
+	WHERE (SELECT array_agg(levenshtein(w, qq.q) ORDER BY levenshtein(w, qq.q))
+	       FROM (SELECT w FROM names ORDER BY w <%> qq.q LIMIT 6) x)
+	   IS DISTINCT FROM (SELECT array_agg(d ORDER BY d) FROM
+	       (SELECT levenshtein(w, qq.q) AS d FROM names ORDER BY 1 LIMIT 6) t)}), '0',
+	'stored strings: the standby\'s answers equal levenshtein() over the table');
+
 done_testing();
