@@ -57,10 +57,7 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 -- it did for it: loads, engine calls (batches), requests and queries they
 -- served, mean and largest batch (queries per engine call), the mean wait
 -- of a request in the queue and the engine time.  database and index are
--- OIDs, since the service serves every database of the cluster.  content is
--- 'postings' (the main postings, for searches by match count) or 'strings'
--- (the main objects' stored strings, for edit-distance scans: a batch is
--- one scan request).
+-- OIDs, since the service serves every database of the cluster.
 CREATE FUNCTION genie_service_stats(
     OUT database oid,
     OUT index oid,
@@ -76,8 +73,7 @@ CREATE FUNCTION genie_service_stats(
     OUT mean_batch float8,
     OUT max_batch int8,
     OUT mean_queue_wait_ms float8,
-    OUT engine_ms float8,
-    OUT content text)
+    OUT engine_ms float8)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'genie_service_stats'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;

@@ -41,7 +41,7 @@ const char *genie_status_name(genie_status status);
 
 typedef struct genie_build_info
 {
-	const char *version;		/* genie's version, e.g. "0.1.0" */
+	const char *version;		/* genie's version, e.g. "0.2.0" */
 	int			with_cuda;		/* 1 when the GPU engine was compiled in */
 	int			cuda_version;	/* CUDA runtime version built against (e.g. 13000), 0 without CUDA */
 } genie_build_info;
