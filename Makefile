@@ -3,7 +3,8 @@
 #
 # Targets: all (default), install, installcheck (the pgTAP suites against a
 # running server: PGHOST, PGPORT, PGUSER, PGDATABASE as for psql), demo,
-# test, deps (installs the build and test dependencies with apt), clean.
+# test, deps (installs the build and test dependencies with apt), deb (the
+# Debian package postgresql-15-genie, into dist/), clean.
 # Only demo, test and deps install packages.
 
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
@@ -25,7 +26,7 @@ PG_CPPFLAGS = -I$(CURDIR)/capi/include -I$(CURDIR)/core/include -I$(CURDIR)/exte
 $(OBJS): $(wildcard extension/*.h) capi/include/genie/genie.h core/include/genie/types.h
 
 .DEFAULT_GOAL := all
-.PHONY: demo test genie-libs deps
+.PHONY: demo test genie-libs deps deb
 
 demo:
 	scripts/demo
@@ -35,6 +36,17 @@ test:
 
 deps:
 	scripts/install-deps
+
+# dpkg-buildpackage builds in this tree and starts with debian/rules clean,
+# which runs make clean: the build directory goes.  The package files go to
+# dist/ (dpkg-buildpackage writes them to the parent directory).
+deb:
+	dpkg-buildpackage -us -uc -b
+	mkdir -p dist
+	v=$$(dpkg-parsechangelog -S Version); \
+	for f in ../postgresql-*-genie*_$${v}_*.deb ../genie_$${v}_*.buildinfo ../genie_$${v}_*.changes; do \
+	  [ ! -e "$$f" ] || mv "$$f" dist/; done
+	ls dist/
 
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
@@ -50,7 +62,7 @@ clean:
 	rm -rf $(BUILD_DIR) extension/*.o extension/*.bc genie.so
 else
 
-ifeq ($(filter clean demo test deps,$(MAKECMDGOALS)),)
+ifeq ($(filter clean demo test deps deb,$(MAKECMDGOALS)),)
 # Written by CMake: GENIE_LINK_LIBS (the static libraries, CUDA runtime
 # included) and GENIE_WITH_CUDA.
 -include $(BUILD_DIR)/genie-link.mk
