@@ -67,11 +67,8 @@ genie_cache_strings(GenieCachedIndex *entry)
 								   ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(tmpcxt);
 	read_entry_strings(entry, &content, true);
-	GENIE_CHECK(genie_strings_create(content.string_text, content.string_offsets, entry->n_objects,
-									 &entry->strings, &err),
-				&err, "genie: loading the stored strings");
-	entry->bytes += genie_strings_memory_bytes(entry->strings);
 	MemoryContextSwitchTo(old);
+	/* the flags first: a scan must never see the strings without them */
 	for (int32 id = 0; id < entry->n_objects; id++)
 	{
 		if ((entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) == 0)
@@ -85,6 +82,10 @@ genie_cache_strings(GenieCachedIndex *entry)
 		}
 		entry->strings_excluded[id] = 1;
 	}
+	GENIE_CHECK(genie_strings_create(content.string_text, content.string_offsets, entry->n_objects,
+									 &entry->strings, &err),
+				&err, "genie: loading the stored strings");
+	entry->bytes += genie_strings_memory_bytes(entry->strings);
 	MemoryContextDelete(tmpcxt);
 	return entry->strings;
 }

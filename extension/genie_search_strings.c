@@ -79,15 +79,23 @@ scan_in_process(GenieCachedIndex *entry, const char *query_text, const int64 *qu
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: edit-distance scan");
 
-	n = found->query_offsets[nq];
-	rows->n_queries = nq;
-	rows->offsets = palloc(sizeof(int64) * (nq + 1));
-	rows->objects = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
-	rows->distances = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
-	memcpy(rows->offsets, found->query_offsets, sizeof(int64) * (nq + 1));
-	memcpy(rows->objects, found->objects, sizeof(int32) * n);
-	memcpy(rows->distances, found->distances, sizeof(int32) * n);
-	genie_string_results_free(found);
+	/* found is malloc'd by the C API: freed also when a palloc fails */
+	PG_TRY();
+	{
+		n = found->query_offsets[nq];
+		rows->n_queries = nq;
+		rows->offsets = palloc(sizeof(int64) * (nq + 1));
+		rows->objects = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+		rows->distances = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+		memcpy(rows->offsets, found->query_offsets, sizeof(int64) * (nq + 1));
+		memcpy(rows->objects, found->objects, sizeof(int32) * n);
+		memcpy(rows->distances, found->distances, sizeof(int32) * n);
+	}
+	PG_FINALLY();
+	{
+		genie_string_results_free(found);
+	}
+	PG_END_TRY();
 }
 
 /* The main objects' rows from the service; false when it is away. */
@@ -172,32 +180,16 @@ scan_pending(GenieCachedIndex *entry, genie_strings *pending, const char *query_
 	return found;
 }
 
-/*
- * Through the service: the main rows there and the pending rows here,
- * merged by (distance, length, id); false when the service is away.
- */
-static bool
-scan_through_service(GenieCachedIndex *entry, const char *query_text, const int64 *query_offsets,
-					 int nq, int32 k, GenieStringRows *rows)
+/* Merges main_rows and pending's rows (found) by (distance, length, id), k per query. */
+static void
+merge_rows(GenieCachedIndex *entry, const GenieServiceStringRows *main_rows, genie_strings *pending,
+		   const genie_string_results *found, int nq, int32 k, GenieStringRows *rows)
 {
 	int32		n_main = entry->n_main_objects;
-	int32		n_pending = entry->n_objects - n_main;
-	GenieServiceStringRows main_rows;
-	genie_strings *pending = NULL;
-	genie_string_results *found = NULL;
 	int64		total = 0;
 
-	memset(&main_rows, 0, sizeof(main_rows));
-	if (n_main > 0 &&
-		!scan_main_through_service(entry, query_text, query_offsets, nq, k, &main_rows))
-		return false;
-	if (n_pending > 0)
-	{
-		pending = genie_cache_pending_strings(entry);
-		found = scan_pending(entry, pending, query_text, query_offsets, nq, k);
-	}
 	for (int q = 0; q < nq; q++)
-		total += Min((int64) k, (n_main > 0 ? main_rows.offsets[q + 1] - main_rows.offsets[q] : 0) +
+		total += Min((int64) k, (n_main > 0 ? main_rows->offsets[q + 1] - main_rows->offsets[q] : 0) +
 					 (found ? found->query_offsets[q + 1] - found->query_offsets[q] : 0));
 	rows->n_queries = nq;
 	rows->offsets = palloc(sizeof(int64) * (nq + 1));
@@ -206,8 +198,8 @@ scan_through_service(GenieCachedIndex *entry, const char *query_text, const int6
 	rows->offsets[0] = 0;
 	for (int q = 0; q < nq; q++)
 	{
-		int64		i = n_main > 0 ? main_rows.offsets[q] : 0;
-		int64		i_end = n_main > 0 ? main_rows.offsets[q + 1] : 0;
+		int64		i = n_main > 0 ? main_rows->offsets[q] : 0;
+		int64		i_end = n_main > 0 ? main_rows->offsets[q + 1] : 0;
 		int64		j = found ? found->query_offsets[q] : 0;
 		int64		j_end = found ? found->query_offsets[q + 1] : 0;
 		int64		out = rows->offsets[q];
@@ -222,13 +214,13 @@ scan_through_service(GenieCachedIndex *entry, const char *query_text, const int6
 				int32		dj = found->distances[j];
 				int32		lj = genie_strings_length(pending, found->objects[j]);
 
-				take_main = main_rows.distances[i] < dj ||
-					(main_rows.distances[i] == dj && main_rows.lengths[i] <= lj);
+				take_main = main_rows->distances[i] < dj ||
+					(main_rows->distances[i] == dj && main_rows->lengths[i] <= lj);
 			}
 			if (take_main)
 			{
-				rows->objects[out] = main_rows.objects[i];
-				rows->distances[out++] = main_rows.distances[i++];
+				rows->objects[out] = main_rows->objects[i];
+				rows->distances[out++] = main_rows->distances[i++];
 			}
 			else
 			{
@@ -238,7 +230,41 @@ scan_through_service(GenieCachedIndex *entry, const char *query_text, const int6
 		}
 		rows->offsets[q + 1] = out;
 	}
-	genie_string_results_free(found);
+}
+
+/*
+ * Through the service: the main rows there and the pending rows here,
+ * merged by (distance, length, id); false when the service is away.
+ */
+static bool
+scan_through_service(GenieCachedIndex *entry, const char *query_text, const int64 *query_offsets,
+					 int nq, int32 k, GenieStringRows *rows)
+{
+	int32		n_main = entry->n_main_objects;
+	int32		n_pending = entry->n_objects - n_main;
+	GenieServiceStringRows main_rows;
+	genie_strings *volatile pending = NULL;
+	genie_string_results *volatile found = NULL;
+
+	memset(&main_rows, 0, sizeof(main_rows));
+	if (n_main > 0 &&
+		!scan_main_through_service(entry, query_text, query_offsets, nq, k, &main_rows))
+		return false;
+	if (n_pending > 0)
+	{
+		pending = genie_cache_pending_strings(entry);
+		found = scan_pending(entry, pending, query_text, query_offsets, nq, k);
+	}
+	/* found is malloc'd by the C API: freed also when a palloc fails */
+	PG_TRY();
+	{
+		merge_rows(entry, &main_rows, pending, found, nq, k, rows);
+	}
+	PG_FINALLY();
+	{
+		genie_string_results_free(found);
+	}
+	PG_END_TRY();
 	return true;
 }
 

@@ -234,7 +234,7 @@ extern bool genie_service_keys_equal(const GenieServiceKey *a, const GenieServic
 /* Whether the worker is running and taking requests. */
 extern bool genie_service_ready(void);
 
-/* Whether the worker holds this version of the main postings. */
+/* Whether the worker holds this version of the main postings (not only its stored strings). */
 extern bool genie_service_resident(const GenieServiceKey *key);
 
 /*

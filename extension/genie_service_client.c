@@ -69,7 +69,8 @@ genie_service_resident(const GenieServiceKey *key)
 		return false;
 	LWLockAcquire(sh->stats_lock, LW_SHARED);
 	for (int i = 0; i < sh->n_stats && !found; i++)
-		found = sh->stats[i].resident && genie_service_keys_equal(&sh->stats[i].key, key);
+		found = sh->stats[i].resident && !sh->stats[i].strings &&
+			genie_service_keys_equal(&sh->stats[i].key, key);
 	LWLockRelease(sh->stats_lock);
 	return found;
 }

@@ -223,27 +223,52 @@ genie_worker_host_bytes(ServiceState *st)
 	return total;
 }
 
-/* Evicts least recently used versions (not keep) while over genie.cache_size. */
-static void
-evict_host(ServiceState *st, ServedIndex *keep)
+void
+genie_worker_free_strings(ServedStrings *s)
+{
+	genie_strings_free(s->strings);	/* its GPU copy included */
+	free(s);
+}
+
+void
+genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index, ServedStrings *keep_strings,
+						bool room_index, bool room_strings)
 {
 	int64		budget = (int64) genie_cache_size_mb * 1024 * 1024;
 
 	for (;;)
 	{
-		int64		total = genie_worker_host_bytes(st);
-		int			victim = -1;
+		bool		over = genie_worker_host_bytes(st) > budget;
+		bool		full_index = room_index && st->n_served == GENIE_SERVICE_MAX_SERVED;
+		bool		full_strings = room_strings && st->n_strings == GENIE_SERVICE_MAX_SERVED;
+		int			vi = -1;
+		int			vs = -1;
 
-		for (int i = 0; i < st->n_served; i++)
-		{
-			if (st->served[i] != keep && st->served[i]->busy == 0 &&
-				(victim < 0 || st->served[i]->last_used < st->served[victim]->last_used))
-				victim = i;
-		}
-		if ((total <= budget && st->n_served < GENIE_SERVICE_MAX_SERVED) || victim < 0)
+		if (!over && !full_index && !full_strings)
 			return;
-		free_served(st->served[victim]);
-		st->served[victim] = st->served[--st->n_served];
+		/* within the budget, only a table that must take one more gives way */
+		if (over || full_index)
+			for (int i = 0; i < st->n_served; i++)
+				if (st->served[i] != keep_index && st->served[i]->busy == 0 &&
+					(vi < 0 || st->served[i]->last_used < st->served[vi]->last_used))
+					vi = i;
+		if (over || full_strings)
+			for (int i = 0; i < st->n_strings; i++)
+				if (st->strings[i] != keep_strings &&
+					(vs < 0 || st->strings[i]->last_used < st->strings[vs]->last_used))
+					vs = i;
+		if (vi >= 0 && (vs < 0 || st->served[vi]->last_used <= st->strings[vs]->last_used))
+		{
+			free_served(st->served[vi]);
+			st->served[vi] = st->served[--st->n_served];
+		}
+		else if (vs >= 0)
+		{
+			genie_worker_free_strings(st->strings[vs]);
+			st->strings[vs] = st->strings[--st->n_strings];
+		}
+		else
+			return;
 	}
 }
 
@@ -356,7 +381,7 @@ genie_worker_finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
 		s->stats[e].host_bytes = s->host_bytes;
 	}
 	/* room in the table first; every version held may be in use */
-	evict_host(st, NULL);
+	genie_worker_evict_host(st, NULL, NULL, true, false);
 	if (st->n_served == GENIE_SERVICE_MAX_SERVED)
 	{
 		free_served(s);
@@ -365,7 +390,7 @@ genie_worker_finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
 		return;
 	}
 	st->served[st->n_served++] = s;
-	evict_host(st, s);
+	genie_worker_evict_host(st, s, NULL, false, false);
 
 	resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
 	if (resp != NULL)

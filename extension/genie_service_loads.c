@@ -48,17 +48,27 @@ genie_worker_forget_loads(ServiceState *st, int slot)
 			drop_load(st, i);
 }
 
-/* Whether the backend handing over load i is still at it. */
+/*
+ * Whether the backend handing over load i is still at it: its next piece
+ * is waiting (submitted, or taken in this cycle), or its last one came
+ * within a second.  (The worker can spend longer than that on a scan of
+ * stored strings between two pieces; a backend that went on to other
+ * requests dropped its hand-over then, see genie_worker_forget_loads.)
+ */
 static bool
 load_alive(ServiceState *st, PendingLoad *load)
 {
 	GenieServiceSlot *slot = &genie_service_shared->slots[load->slot];
 	int			pid;
+	GenieSlotState state;
 
 	SpinLockAcquire(&genie_service_shared->mutex);
 	pid = slot->pid;
+	state = slot->state;
 	SpinLockRelease(&genie_service_shared->mutex);
-	return pid == load->pid &&
+	if (pid != load->pid)
+		return false;
+	return state == GENIE_SLOT_SUBMITTED || state == GENIE_SLOT_TAKEN ||
 		!TimestampDifferenceExceeds(load->last_piece, GetCurrentTimestamp(), 1000);
 }
 

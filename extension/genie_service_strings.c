@@ -41,33 +41,6 @@ genie_worker_has_strings(ServiceState *st, const GenieServiceKey *key)
 	return find_strings(st, key) != NULL;
 }
 
-static void
-free_strings(ServedStrings *s)
-{
-	genie_strings_free(s->strings);	/* its GPU copy included */
-	free(s);
-}
-
-void
-genie_worker_evict_strings(ServiceState *st, ServedStrings *keep)
-{
-	int64		budget = (int64) genie_cache_size_mb * 1024 * 1024;
-
-	while (genie_worker_host_bytes(st) > budget || st->n_strings == GENIE_SERVICE_MAX_SERVED)
-	{
-		int			victim = -1;
-
-		for (int i = 0; i < st->n_strings; i++)
-			if (st->strings[i] != keep &&
-				(victim < 0 || st->strings[i]->last_used < st->strings[victim]->last_used))
-				victim = i;
-		if (victim < 0)
-			return;
-		free_strings(st->strings[victim]);
-		st->strings[victim] = st->strings[--st->n_strings];
-	}
-}
-
 /* The stream is byte_offsets (n_main_objects + 1 int64) | text. */
 void
 genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
@@ -111,9 +84,16 @@ genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenReque
 	}
 	for (int e = 0; e < 2; e++)
 		s->stats[e].loads = 1;	/* handed over once, whichever engine scans */
-	genie_worker_evict_strings(st, NULL);
+	genie_worker_evict_host(st, NULL, NULL, false, true);
+	if (st->n_strings == GENIE_SERVICE_MAX_SERVED)
+	{
+		genie_worker_free_strings(s);
+		genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY,
+								 "the genie service holds as many versions of stored strings as it can");
+		return;
+	}
 	st->strings[st->n_strings++] = s;
-	genie_worker_evict_strings(st, s);
+	genie_worker_evict_host(st, NULL, s, false, false);
 
 	resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
 	if (resp != NULL)

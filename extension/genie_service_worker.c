@@ -324,6 +324,18 @@ genie_service_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+		/*
+		 * A GPU error in a verification or a scan of stored strings, with
+		 * no search in flight (whose answers end with the same exit): exit
+		 * for a fresh device context.  Those requests were answered.
+		 */
+		if (state.device_failed && state.in_flight == NULL)
+		{
+			genie_worker_publish_stats(&state);
+			ereport(LOG,
+					(errmsg("genie service: a GPU error; the service restarts with a fresh device context")));
+			proc_exit(1);
+		}
 		(void) collect(b);
 
 		if (state.in_flight != NULL)

@@ -177,13 +177,21 @@ extern void genie_worker_forget_loads(ServiceState *st, int slot);
 /* Host bytes of every version held, postings and strings. */
 extern int64 genie_worker_host_bytes(ServiceState *st);
 
+/*
+ * Evicts the least recently used versions held, postings or stored strings
+ * alike, while they pass genie.cache_size or a table that must take one
+ * more (room_index, room_strings) is full; never keep_index or keep_strings,
+ * nor postings a search in flight uses.
+ */
+extern void genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index,
+									ServedStrings *keep_strings, bool room_index, bool room_strings);
+extern void genie_worker_free_strings(ServedStrings *s);
+
 /* genie_service_strings.c: the stored strings of versions, and scans of them */
 extern void genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
 extern bool genie_worker_has_strings(ServiceState *st, const GenieServiceKey *key);
 /* Answers the cycle's scans of stored strings, one engine call per group that can share one. */
 extern void genie_worker_scan_strings(ServiceState *st, TakenRequest **scans, int n);
-/* Drops least recently used strings while every version held passes genie.cache_size. */
-extern void genie_worker_evict_strings(ServiceState *st, ServedStrings *keep);
 
 /* genie_service_batch.c: a batch's requests */
 /* Handles loads and verifications, and hands the searches to the runner: false when there were none. */

@@ -594,7 +594,8 @@ class GpuStringSetImpl final : public GpuStringSet {
           group.caps.push_back(request.caps.empty() ? -1 : request.caps[static_cast<std::size_t>(q)]);
         }
         const std::size_t parts = (fill + n - 1) / n;
-        if (parts >= 2) {
+        // a k beyond the split pass's slots would send every query to the one-block kernel again
+        if (parts >= 2 && k <= kSplitSlots) {
           QueryGroup ties;
           GENIE_RETURN_IF_ERROR(ScanSplit(set, request, dset, d_excluded, static_cast<int32_t>(parts),
                                           &group, &ties, &state));
