@@ -381,6 +381,36 @@ genie_service_load_strings(const GenieServiceKey *key, Oid index_oid, const char
 	return send_stream(key, index_oid, 0, true, parts, sizes, 2, err);
 }
 
+/*
+ * Appends an answer's rows for queries [q0, q0 + nq) to the caller's arrays:
+ * after the response header come query_offsets (nq + 1 int64) and then
+ * n_columns int32 columns of `slots` each, the first query_offsets[nq] of
+ * each in use.  The columns grow (repalloc) past *capacity as needed.
+ */
+static void
+take_rows(const GenieResponse *resp, int q0, int nq, Size slots, int64 *query_offsets,
+		  int32 **columns, int n_columns, int64 *capacity)
+{
+	const char *p = (const char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse));
+	const int64 *offs = (const int64 *) p;
+	int64		n_before = query_offsets[q0];
+	int64		n = offs[nq];
+
+	if (n_before + n > *capacity)
+	{
+		int64		cap = Max(*capacity * 2, n_before + n);
+
+		for (int c = 0; c < n_columns; c++)
+			columns[c] = repalloc_huge(columns[c], sizeof(int32) * cap);
+		*capacity = cap;
+	}
+	for (int q = 1; q <= nq; q++)
+		query_offsets[q0 + q] = n_before + offs[q];
+	p += sizeof(int64) * (nq + 1);
+	for (int c = 0; c < n_columns; c++)
+		memcpy(columns[c] + n_before, p + sizeof(int32) * slots * c, sizeof(int32) * n);
+}
+
 /* ---- search ---- */
 
 /* Searches queries [q0, q1) of batch; appends to the palloc'd arrays of out. */
@@ -406,8 +436,7 @@ search_part(const GenieServiceKey *key, Oid index_oid, int device,
 	GenieServiceOutcome outcome;
 	char	   *p = request_payload(req);
 	int64	   *offs;
-	int64		n_before = out->query_offsets[q0];
-	int64		n_hits;
+	int32	   *columns[2];
 
 	req->key = *key;
 	req->index_oid = index_oid;
@@ -441,24 +470,12 @@ search_part(const GenieServiceKey *key, Oid index_oid, int device,
 		return outcome;
 	*engine = resp->engine;
 	*device_fallback |= resp->device_fallback;
-
 	/* answers: query_offsets, objects, scores */
-	p = (char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse));
-	offs = (int64 *) p;
-	n_hits = offs[nq];
-	if (n_before + n_hits > *capacity)
-	{
-		int64		cap = Max(*capacity * 2, n_before + n_hits);
-
-		out->objects = repalloc_huge(out->objects, sizeof(int32) * cap);
-		out->scores = repalloc_huge(out->scores, sizeof(int32) * cap);
-		*capacity = cap;
-	}
-	for (int q = 1; q <= nq; q++)
-		out->query_offsets[q0 + q] = n_before + offs[q];
-	p += sizeof(int64) * (nq + 1);
-	memcpy(out->objects + n_before, p, sizeof(int32) * n_hits);
-	memcpy(out->scores + n_before, p + sizeof(int32) * (Size) nq * kk, sizeof(int32) * n_hits);
+	columns[0] = out->objects;
+	columns[1] = out->scores;
+	take_rows(resp, q0, nq, (Size) nq * kk, out->query_offsets, columns, 2, capacity);
+	out->objects = columns[0];
+	out->scores = columns[1];
 	return GENIE_SERVICE_OK;
 }
 
@@ -511,9 +528,7 @@ scan_strings_part(const GenieServiceKey *key, Oid index_oid, int device, const c
 	GenieServiceOutcome outcome;
 	char	   *p = request_payload(req);
 	int64	   *offs = (int64 *) p;
-	int64		n_before = rows->offsets[q0];
-	int64		n_rows;
-	Size		slots = (Size) nq * k;
+	int32	   *columns[3];
 
 	req->key = *key;
 	req->index_oid = index_oid;
@@ -534,24 +549,14 @@ scan_strings_part(const GenieServiceKey *key, Oid index_oid, int device, const c
 		return outcome;
 	*engine = resp->engine;
 	*device_fallback |= resp->device_fallback;
-	p = (char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse));
-	offs = (int64 *) p;
-	n_rows = offs[nq];
-	if (n_before + n_rows > *capacity)
-	{
-		int64		cap = Max(*capacity * 2, n_before + n_rows);
-
-		rows->objects = repalloc_huge(rows->objects, sizeof(int32) * cap);
-		rows->distances = repalloc_huge(rows->distances, sizeof(int32) * cap);
-		rows->lengths = repalloc_huge(rows->lengths, sizeof(int32) * cap);
-		*capacity = cap;
-	}
-	for (int q = 1; q <= nq; q++)
-		rows->offsets[q0 + q] = n_before + offs[q];
-	p += sizeof(int64) * (nq + 1);
-	memcpy(rows->objects + n_before, p, sizeof(int32) * n_rows);
-	memcpy(rows->distances + n_before, p + sizeof(int32) * slots, sizeof(int32) * n_rows);
-	memcpy(rows->lengths + n_before, p + 2 * sizeof(int32) * slots, sizeof(int32) * n_rows);
+	/* answers: query_offsets, objects, distances, lengths */
+	columns[0] = rows->objects;
+	columns[1] = rows->distances;
+	columns[2] = rows->lengths;
+	take_rows(resp, q0, nq, (Size) nq * k, rows->offsets, columns, 3, capacity);
+	rows->objects = columns[0];
+	rows->distances = columns[1];
+	rows->lengths = columns[2];
 	return GENIE_SERVICE_OK;
 }
 
