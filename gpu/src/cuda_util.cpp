@@ -260,5 +260,20 @@ void Event::Reset() {
   event_ = nullptr;
 }
 
+Status CheckDevice(int32_t device_ordinal) {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::DeviceUnavailable(std::string("no usable GPU: cudaGetDeviceCount failed: ") +
+                                     cudaGetErrorName(error));
+  }
+  if (device_ordinal < 0 || device_ordinal >= count) {
+    return Status::DeviceUnavailable("no usable GPU: device_ordinal " + std::to_string(device_ordinal) +
+                                     " does not exist (" + std::to_string(count) + " CUDA device(s))");
+  }
+  return Status::Ok();
+}
+
 }  // namespace gpu
 }  // namespace genie

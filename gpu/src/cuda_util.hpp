@@ -42,6 +42,9 @@ Status CudaStatus(cudaError_t error, const char* what, const char* file, int lin
                                       __FILE__, __LINE__);                            \
   } while (0)
 
+// DeviceUnavailable unless CUDA sees a device numbered device_ordinal.
+Status CheckDevice(int32_t device_ordinal);
+
 // Makes device `ordinal` current for the calling thread for the lifetime of
 // the guard (CUDA's current device is per thread; PostgreSQL backends and the
 // tests may call from different threads).
@@ -142,6 +145,18 @@ class DeviceArray {
   DeviceMemory memory_;
   std::size_t count_ = 0;
 };
+
+// A new device array holding count elements copied from host (at least
+// one element allocated, so that an empty array still has an address).
+template <typename T>
+Status Upload(const T* host, std::size_t count, DeviceArray<T>* dev, const char* what) {
+  GENIE_RETURN_IF_ERROR(dev->Allocate(count > 0 ? count : 1, what));
+  if (count > 0) {
+    GENIE_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(dev->get(), host, count * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  return Status::Ok();
+}
 
 // Pinned host memory: existing host pages locked in place (cudaHostRegister),
 // so that asynchronous copies from them really are asynchronous.

@@ -94,6 +94,17 @@ __device__ void Threshold(const int32_t* hist, int32_t cap, int32_t k, int32_t* 
   *reached_out = false;
 }
 
+// The smallest d <= cap with at least k strings at distance <= d in the
+// histogram (a bound on the k-th distance), or cap when there is none.
+__device__ __forceinline__ int32_t LoweredCap(const int32_t* hist, int32_t cap, int32_t k) {
+  int32_t sum = 0;
+  for (int32_t d = 0; d <= cap; ++d) {
+    sum += hist[d];
+    if (sum >= k) return d;
+  }
+  return cap;
+}
+
 // The first chunk of a bucket that part `part` of `parts` owns, when
 // `chunk_base` chunks came before the bucket in the visiting order.
 __device__ __forceinline__ int64_t FirstOwnedChunk(int64_t chunk_base, int32_t part, int32_t parts) {
@@ -144,16 +155,7 @@ StringScanKernel(DeviceSet set, const uint32_t* __restrict__ query_cps,
           if (d <= limit) atomicAdd(&hist[d], 1);
         }
         __syncthreads();
-        if (tid == 0) {
-          int32_t sum = 0;
-          for (int32_t d = 0; d <= cap; ++d) {
-            sum += hist[d];
-            if (sum >= k) {
-              cap = d;
-              break;
-            }
-          }
-        }
+        if (tid == 0) cap = LoweredCap(hist, cap, k);
         __syncthreads();
       }
     }
@@ -258,16 +260,9 @@ SplitCountKernel(DeviceSet set, const uint32_t* __restrict__ query_cps,
         }
         __syncthreads();
         if (tid == 0) {
-          int32_t sum = 0;
-          for (int32_t d = 0; d <= cap; ++d) {
-            sum += hist[d];
-            if (sum >= k) {
-              cap = d;
-              atomicMin(&global_cap[q], d);
-              break;
-            }
-          }
-          cap = min(cap, *static_cast<volatile int32_t*>(&global_cap[q]));
+          const int32_t lowered = LoweredCap(hist, cap, k);
+          if (lowered < cap) atomicMin(&global_cap[q], lowered);
+          cap = min(lowered, *static_cast<volatile int32_t*>(&global_cap[q]));
         }
         __syncthreads();
       }
@@ -332,16 +327,6 @@ SplitEmitKernel(DeviceSet set, const uint32_t* __restrict__ query_cps,
       }
     }
   }
-}
-
-template <typename T>
-Status Upload(const T* host, std::size_t count, DeviceArray<T>* dev, const char* what) {
-  GENIE_RETURN_IF_ERROR(dev->Allocate(std::max<std::size_t>(count, 1), what));
-  if (count > 0) {
-    GENIE_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(dev->get(), host, count * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  return Status::Ok();
 }
 
 class GpuStringSetImpl final : public GpuStringSet {
@@ -648,21 +633,6 @@ class GpuStringSetImpl final : public GpuStringSet {
   std::vector<uint8_t> excluded_host_;
   std::shared_ptr<const DeviceArray<uint8_t>> excluded_dev_;
 };
-
-Status CheckDevice(int32_t device_ordinal) {
-  int count = 0;
-  const cudaError_t error = cudaGetDeviceCount(&count);
-  if (error != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Status::DeviceUnavailable(std::string("no usable GPU: cudaGetDeviceCount failed: ") +
-                                     cudaGetErrorName(error));
-  }
-  if (device_ordinal < 0 || device_ordinal >= count) {
-    return Status::DeviceUnavailable("no usable GPU: device_ordinal " + std::to_string(device_ordinal) +
-                                     " does not exist (" + std::to_string(count) + " CUDA device(s))");
-  }
-  return Status::Ok();
-}
 
 }  // namespace
 }  // namespace gpu
