@@ -356,6 +356,106 @@ genie_status genie_strings_scan(genie_strings *strings, genie_engine_kind device
 								const genie_string_scan *scan,
 								genie_string_results **results, genie_error *err);
 
+/* ---- vectors: the exact nearest vectors by Euclidean distance ---- */
+
+/*
+ * The distance every engine reports and real[] <-> real[] returns:
+ * sqrt(sum ((double) a[i] - (double) b[i])^2) in element order, each
+ * operation rounded on its own (genie/vectors.hpp).
+ */
+double		genie_l2_distance(const float *a, const float *b, int32_t dim);
+
+/*
+ * The vectors of an index's objects (object id = position), dim floats
+ * each, row-major.  The GPU copy is made on the first GPU scan (with the
+ * memory budget of that scan's options: a set beyond it is streamed through
+ * the device in parts) and kept with the set until genie_vectors_free.
+ */
+typedef struct genie_vectors genie_vectors;
+
+/* Copies n vectors; NaN or infinity is GENIE_INVALID_ARGUMENT. */
+genie_status genie_vectors_create(const float *values, int32_t n, int32_t dim,
+								  genie_vectors **vectors, genie_error *err);
+void		genie_vectors_free(genie_vectors *vectors);
+size_t		genie_vectors_memory_bytes(const genie_vectors *vectors);
+size_t		genie_vectors_device_bytes(const genie_vectors *vectors);
+int32_t		genie_vectors_count(const genie_vectors *vectors);
+int32_t		genie_vectors_dim(const genie_vectors *vectors);
+/* Vector id's dim floats (NULL when there is no such vector). */
+const float *genie_vectors_row(const genie_vectors *vectors, int32_t id);
+
+typedef struct genie_vector_scan
+{
+	int32_t		n_queries;
+	const float *queries;		/* n_queries * dim, finite */
+	int32_t		k;
+	/* NULL, or one flag per vector: nonzero = not a candidate (dead, NULL) */
+	const uint8_t *excluded;
+	/*
+	 * NULL: the exact k nearest of every vector.  Else re-rank only (the
+	 * LSH mode): query q's candidates are candidates[candidate_offsets[q]
+	 * .. candidate_offsets[q + 1]), always on the CPU.
+	 */
+	const int64_t *candidate_offsets;
+	const int32_t *candidates;
+} genie_vector_scan;
+
+/*
+ * Per query q, rows [query_offsets[q], query_offsets[q + 1]) of objects and
+ * distances by (distance, object id) ascending: at most k, fewer only when
+ * fewer vectors are candidates.
+ */
+typedef struct genie_vector_results
+{
+	int32_t		n_queries;
+	int64_t    *query_offsets;
+	int32_t    *objects;
+	double	   *distances;
+	genie_engine_kind device;	/* where the scan ran: CPU or GPU */
+	int32_t		parts;			/* parts the GPU streamed the set in (1: resident; 0 on the CPU) */
+} genie_vector_results;
+
+void		genie_vector_results_free(genie_vector_results *results);
+
+/*
+ * The k nearest vectors of each query, exact (genie/vectors.hpp): the CPU
+ * and the GPU give the same rows, distances and order.  device: CPU, GPU
+ * (GENIE_DEVICE_UNAVAILABLE without a usable GPU) or AUTO; nothing falls
+ * back after a failure (GENIE_DEVICE_OUT_OF_MEMORY goes to the caller).
+ * options: threads, device ordinal, memory budget, cancel.
+ */
+genie_status genie_vectors_scan(genie_vectors *vectors, genie_engine_kind device,
+								const genie_engine_options *options,
+								const genie_vector_scan *scan,
+								genie_vector_results **results, genie_error *err);
+
+/* ---- LSH keywords for vectors (GENIE section IV) ---- */
+
+#define GENIE_LSH_E2LSH		1	/* Euclidean distance: p-stable projections */
+#define GENIE_LSH_RBH		2	/* Laplacian kernel, L1: random binning */
+
+typedef struct genie_lsh_params
+{
+	int32_t		family;			/* GENIE_LSH_* */
+	int32_t		dim;
+	int32_t		functions;		/* m */
+	int32_t		buckets;		/* each function re-hashed into [0, buckets) */
+	double		width;			/* E2LSH: bucket width w; RBH: kernel width sigma */
+	uint64_t	seed;
+} genie_lsh_params;
+
+typedef struct genie_lsh genie_lsh;
+
+genie_status genie_lsh_create(const genie_lsh_params *params, genie_lsh **lsh, genie_error *err);
+void		genie_lsh_free(genie_lsh *lsh);
+/* functions keywords, i * buckets + r_i(h_i(v)), ascending; v finite */
+genie_status genie_lsh_keywords(const genie_lsh *lsh, const float *vector, int32_t *keywords,
+								genie_error *err);
+/* Equation 9: the functions for epsilon and delta in (0, 1) (0 otherwise). */
+int32_t		genie_lsh_functions_for(double epsilon, double delta);
+/* A default width from count sample vectors (row-major), see genie/lsh.hpp. */
+double		genie_lsh_estimate_width(int32_t family, const float *sample, int32_t count, int32_t dim);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,214 @@
+// The C API of vector sets, the vector scan and LSH (genie_vectors_*,
+// genie_lsh_*).
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "capi_util.hpp"
+#include "genie/genie.h"
+#include "genie/lsh.hpp"
+#include "genie/vectors.hpp"
+#ifdef GENIE_WITH_CUDA
+#include "genie/gpu_vector_scan.hpp"
+#endif
+
+using genie::capi::Guarded;
+using genie::capi::ToEngineOptions;
+
+struct genie_vectors {
+  genie::VectorSet set;
+#ifdef GENIE_WITH_CUDA
+  std::mutex gpu_mutex;  // the GPU copy is made on first use
+  std::unique_ptr<genie::GpuVectorSet> gpu;
+  int32_t gpu_device = -1;
+  uint64_t gpu_budget = 0;
+#endif
+};
+
+struct genie_lsh {
+  std::unique_ptr<genie::LshFunctions> functions;
+};
+
+namespace {
+
+genie::Status ToCResults(const genie::VectorScanResult& r, genie_engine_kind device, int32_t parts,
+                         genie_vector_results** out) {
+  const std::size_t nq = r.offsets.size() - 1;
+  const std::size_t rows = r.objects.size();
+  auto* res = static_cast<genie_vector_results*>(std::calloc(1, sizeof(genie_vector_results)));
+  if (res == nullptr) return genie::Status::OutOfMemory("out of host memory for scan results");
+  res->n_queries = static_cast<int32_t>(nq);
+  res->device = device;
+  res->parts = parts;
+  res->query_offsets = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * (nq + 1)));
+  res->objects = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (rows + 1)));
+  res->distances = static_cast<double*>(std::malloc(sizeof(double) * (rows + 1)));
+  if (res->query_offsets == nullptr || res->objects == nullptr || res->distances == nullptr) {
+    genie_vector_results_free(res);
+    return genie::Status::OutOfMemory("out of host memory for scan results");
+  }
+  std::memcpy(res->query_offsets, r.offsets.data(), sizeof(int64_t) * (nq + 1));
+  if (rows > 0) {
+    std::memcpy(res->objects, r.objects.data(), sizeof(int32_t) * rows);
+    std::memcpy(res->distances, r.distances.data(), sizeof(double) * rows);
+  }
+  *out = res;
+  return genie::Status::Ok();
+}
+
+#ifdef GENIE_WITH_CUDA
+// The set's GPU copy for this device and budget, made on first use.
+genie::Status GpuCopy(genie_vectors* vectors, const genie::EngineOptions& options, genie::GpuVectorSet** out) {
+  std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
+  if (vectors->gpu == nullptr || vectors->gpu_device != options.device_ordinal ||
+      vectors->gpu_budget != options.memory_budget_bytes) {
+    vectors->gpu.reset();
+    GENIE_RETURN_IF_ERROR(genie::GpuVectorSet::Create(vectors->set, options.device_ordinal,
+                                                      options.memory_budget_bytes, &vectors->gpu));
+    vectors->gpu_device = options.device_ordinal;
+    vectors->gpu_budget = options.memory_budget_bytes;
+  }
+  *out = vectors->gpu.get();
+  return genie::Status::Ok();
+}
+#endif
+
+}  // namespace
+
+extern "C" {
+
+double genie_l2_distance(const float* a, const float* b, int32_t dim) { return genie::L2Distance(a, b, dim); }
+
+genie_status genie_vectors_create(const float* values, int32_t n, int32_t dim, genie_vectors** vectors,
+                                  genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (vectors == nullptr) return genie::Status::InvalidArgument("genie_vectors_create: NULL output");
+    if (n < 0 || dim < 1) return genie::Status::InvalidArgument("genie_vectors_create: bad n or dim");
+    if (n > 0 && values == nullptr) return genie::Status::InvalidArgument("genie_vectors_create: NULL values");
+    const std::size_t count = static_cast<std::size_t>(n) * static_cast<std::size_t>(dim);
+    auto owned = std::make_unique<genie_vectors>();
+    GENIE_RETURN_IF_ERROR(genie::BuildVectorSet(dim, n, std::vector<float>(values, values + count), &owned->set));
+    *vectors = owned.release();
+    return genie::Status::Ok();
+  });
+}
+
+void genie_vectors_free(genie_vectors* vectors) { std::unique_ptr<genie_vectors> owned(vectors); }
+
+size_t genie_vectors_memory_bytes(const genie_vectors* vectors) {
+  return vectors == nullptr ? 0 : vectors->set.values.capacity() * sizeof(float);
+}
+
+size_t genie_vectors_device_bytes(const genie_vectors* vectors) {
+#ifdef GENIE_WITH_CUDA
+  if (vectors != nullptr && vectors->gpu != nullptr) return vectors->gpu->device_bytes();
+#endif
+  (void)vectors;
+  return 0;
+}
+
+int32_t genie_vectors_count(const genie_vectors* vectors) { return vectors == nullptr ? 0 : vectors->set.size(); }
+
+int32_t genie_vectors_dim(const genie_vectors* vectors) { return vectors == nullptr ? 0 : vectors->set.dim; }
+
+const float* genie_vectors_row(const genie_vectors* vectors, int32_t id) {
+  if (vectors == nullptr || id < 0 || id >= vectors->set.size()) return nullptr;
+  return vectors->set.row(id);
+}
+
+void genie_vector_results_free(genie_vector_results* results) {
+  if (results == nullptr) return;
+  std::free(results->query_offsets);
+  std::free(results->objects);
+  std::free(results->distances);
+  std::free(results);
+}
+
+genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device,
+                                const genie_engine_options* options, const genie_vector_scan* scan,
+                                genie_vector_results** results, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (vectors == nullptr || scan == nullptr || results == nullptr)
+      return genie::Status::InvalidArgument("genie_vectors_scan: NULL argument");
+    if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_GPU && device != GENIE_ENGINE_AUTO)
+      return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
+    const genie::VectorSet& set = vectors->set;
+    genie::VectorScanRequest request;
+    request.n_queries = scan->n_queries;
+    request.queries = scan->queries;
+    request.k = scan->k;
+    if (scan->excluded != nullptr)
+      request.excluded = genie::Span<uint8_t>(scan->excluded, static_cast<size_t>(set.size()));
+    const genie::EngineOptions engine_options = ToEngineOptions(options);
+    genie::VectorScanResult found;
+    if (scan->candidate_offsets != nullptr) {
+      if (scan->n_queries < 0) return genie::Status::InvalidArgument("negative number of queries");
+      const int64_t n_candidates = scan->n_queries > 0 ? scan->candidate_offsets[scan->n_queries] : 0;
+      if (n_candidates < 0 || (n_candidates > 0 && scan->candidates == nullptr))
+        return genie::Status::InvalidArgument("bad candidate list");
+      GENIE_RETURN_IF_ERROR(genie::RerankVectors(
+          set, scan->queries, scan->n_queries, scan->k,
+          genie::Span<int64_t>(scan->candidate_offsets, static_cast<size_t>(scan->n_queries) + 1),
+          genie::Span<int32_t>(scan->candidates, static_cast<size_t>(n_candidates)), request.excluded,
+          engine_options.threads, &found, engine_options.cancel));
+      return ToCResults(found, GENIE_ENGINE_CPU, 0, results);
+    }
+#ifdef GENIE_WITH_CUDA
+    if (device != GENIE_ENGINE_CPU) {
+      genie::GpuVectorSet* gpu = nullptr;
+      genie::Status status = GpuCopy(vectors, engine_options, &gpu);
+      if (status.ok()) {
+        GENIE_RETURN_IF_ERROR(gpu->Scan(set, request, &found, engine_options.cancel));
+        return ToCResults(found, GENIE_ENGINE_GPU, gpu->parts(), results);
+      }
+      // AUTO without a usable GPU scans on the CPU; every other failure goes to the caller
+      if (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE) return status;
+    }
+#else
+    if (device == GENIE_ENGINE_GPU)
+      return genie::Status::DeviceUnavailable("genie was built without CUDA support");
+#endif
+    GENIE_RETURN_IF_ERROR(genie::CpuVectorScan(set, request, engine_options.threads, &found, engine_options.cancel));
+    return ToCResults(found, GENIE_ENGINE_CPU, 0, results);
+  });
+}
+
+genie_status genie_lsh_create(const genie_lsh_params* params, genie_lsh** lsh, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (params == nullptr || lsh == nullptr) return genie::Status::InvalidArgument("genie_lsh_create: NULL argument");
+    genie::LshParams p;
+    p.family = static_cast<genie::LshFamily>(params->family);
+    p.dim = params->dim;
+    p.functions = params->functions;
+    p.buckets = params->buckets;
+    p.width = params->width;
+    p.seed = params->seed;
+    auto owned = std::make_unique<genie_lsh>();
+    GENIE_RETURN_IF_ERROR(genie::LshFunctions::Create(p, &owned->functions));
+    *lsh = owned.release();
+    return genie::Status::Ok();
+  });
+}
+
+void genie_lsh_free(genie_lsh* lsh) { std::unique_ptr<genie_lsh> owned(lsh); }
+
+genie_status genie_lsh_keywords(const genie_lsh* lsh, const float* vector, int32_t* keywords, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (lsh == nullptr || vector == nullptr || keywords == nullptr)
+      return genie::Status::InvalidArgument("genie_lsh_keywords: NULL argument");
+    GENIE_RETURN_IF_ERROR(genie::CheckFinite(vector, static_cast<std::size_t>(lsh->functions->params().dim), "a vector"));
+    lsh->functions->Keywords(vector, keywords);
+    return genie::Status::Ok();
+  });
+}
+
+int32_t genie_lsh_functions_for(double epsilon, double delta) { return genie::LshFunctionsFor(epsilon, delta); }
+
+double genie_lsh_estimate_width(int32_t family, const float* sample, int32_t count, int32_t dim) {
+  if (sample == nullptr || count < 2 || dim < 1) return 1.0;
+  return genie::EstimateLshWidth(static_cast<genie::LshFamily>(family), sample, count, dim);
+}
+
+}  // extern "C"

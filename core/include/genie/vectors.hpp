@@ -1,0 +1,112 @@
+// Vectors (genie_vector_ops on real[]): the exact k nearest vectors by
+// Euclidean distance over every vector of an index, and re-ranking a
+// candidate list (the LSH mode) by the same distance.
+//
+// One distance everywhere.  L2Distance is what the SQL operator
+// real[] <-> real[] returns and what every engine reports: each element
+// widened to double, the squared differences summed in element order with
+// every step rounded on its own (no fused multiply-add), then the square
+// root.  The GPU computes it the same way, so the CPU, the GPU and a
+// sequential scan agree to the last bit.
+//
+// How a scan stays exact and fast.  A first pass computes every squared
+// distance in float32, in whatever order suits the hardware (SIMD lanes,
+// GPU tiles).  Its error is bounded whatever the order: |s32 - s| <= e s + a
+// with e = (dim + 2) 2^-24 for the roundings and a = (dim + 1) 2^-149 for
+// underflow (Higham, Accuracy and Stability of Numerical Algorithms, 3.1).
+// From the k-th smallest s32 of a query, FilterThreshold gives a bound T
+// such that every vector whose float64 distance could place it among the k
+// nearest (ties at the k-th distance included) has s32 <= T; only those are
+// re-ranked with L2Distance.  An overflow to infinity only makes a vector a
+// candidate.  The float32 pass may therefore differ between engines, but the
+// result cannot: (distance, object id) ascending, k rows.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "genie/cancel.hpp"
+#include "genie/span.hpp"
+#include "genie/status.hpp"
+
+namespace genie {
+
+// sqrt(sum over i of ((double) a[i] - (double) b[i])^2), in element order.
+double L2Distance(const float* a, const float* b, int32_t dim);
+
+// The float32 filter's bound (see above): the largest s32 a vector may have
+// and still be among the k nearest when the k-th smallest s32 of the query
+// is kth_s32.  +infinity when kth_s32 is not finite.
+double FilterThreshold(int32_t dim, float kth_s32);
+
+// Every vector of an index by object id (row-major, dim floats each).  A
+// NULL row keeps a row of zeros and is excluded by the caller.
+struct VectorSet {
+  int32_t dim = 0;
+  int32_t n = 0;
+  std::vector<float> values;  // n * dim
+
+  int32_t size() const { return n; }
+  const float* row(int32_t id) const {
+    return values.data() + static_cast<std::size_t>(id) * static_cast<std::size_t>(dim);
+  }
+};
+
+// Takes n rows of dim floats.  InvalidArgument for dim < 1, a size that is
+// not n * dim, or a value that is NaN or infinite.
+Status BuildVectorSet(int32_t dim, int32_t n, std::vector<float> values, VectorSet* out);
+
+// InvalidArgument unless every one of count values is finite; what names them.
+Status CheckFinite(const float* values, std::size_t count, const char* what);
+
+struct VectorScanRequest {
+  int32_t n_queries = 0;
+  const float* queries = nullptr;  // n_queries * dim, finite
+  int32_t k = 1;
+  // Empty, or one per vector of the set: nonzero = not a candidate (dead, NULL).
+  Span<uint8_t> excluded;
+};
+
+// Per query q: rows [offsets[q], offsets[q + 1]) by (distance, object id)
+// ascending, at most k (fewer when fewer vectors are candidates).
+struct VectorScanResult {
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> objects;
+  std::vector<double> distances;
+};
+
+// k >= 1, queries present, excluded empty or of the set's size.
+Status ValidateVectorScanRequest(const VectorSet& set, const VectorScanRequest& request);
+
+// One query's float32 candidates: (s32, object id) pairs.
+struct VectorCandidate {
+  float s32;
+  int32_t object;
+};
+
+// The k nearest of one query among cands (s32 from any float32 pass, every
+// vector that may be among the k nearest included): drops those above the
+// threshold of their k-th s32, computes L2Distance for the rest and appends
+// the best k by (distance, id) to out.
+void FinishQuery(const VectorSet& set, const float* query, int32_t k,
+                 std::vector<VectorCandidate>* cands, VectorScanResult* out);
+
+// The exact scan on up to `threads` host threads (0: every core): a batch
+// is split by groups of queries, a small batch by stripes of vectors.
+// cancel is polled every few thousand vectors per thread.
+Status CpuVectorScan(const VectorSet& set, const VectorScanRequest& request, int32_t threads,
+                     VectorScanResult* out, const CancelCheck& cancel = CancelCheck());
+
+// Re-ranking (the LSH mode): per query q, the candidates
+// candidates[candidate_offsets[q] .. candidate_offsets[q + 1]) by
+// L2Distance, the best k by (distance, id).  Candidates out of range or
+// excluded are skipped; duplicates count once.
+Status RerankVectors(const VectorSet& set, const float* queries, int32_t n_queries, int32_t k,
+                     Span<int64_t> candidate_offsets, Span<int32_t> candidates,
+                     Span<uint8_t> excluded, int32_t threads, VectorScanResult* out,
+                     const CancelCheck& cancel = CancelCheck());
+
+// The float32 squared distance of the filter (any order; SIMD where the
+// processor has it): exposed for the tests of its bound.
+float SquaredL2Float32(const float* a, const float* b, int32_t dim);
+
+}  // namespace genie

@@ -1,0 +1,254 @@
+// Locality-sensitive hashing for vectors (see genie/lsh.hpp).
+#include "genie/lsh.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace genie {
+namespace {
+
+uint64_t SplitMix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// xoshiro256** (Blackman and Vigna), seeded through SplitMix64.
+class Random {
+ public:
+  explicit Random(uint64_t seed) {
+    for (uint64_t& w : s_) w = SplitMix64(&seed);
+  }
+  uint64_t Next() {
+    const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = Rotl(s_[3], 45);
+    return result;
+  }
+  // uniform in [0, 1)
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1p-53; }
+  // uniform in (0, 1]
+  double UniformPositive() { return static_cast<double>((Next() >> 11) + 1) * 0x1p-53; }
+  // standard normal (Marsaglia's polar method: no trigonometry)
+  double Normal() {
+    for (;;) {
+      const double u = 2.0 * Uniform() - 1.0;
+      const double v = 2.0 * Uniform() - 1.0;
+      const double s = u * u + v * v;
+      if (s > 0.0 && s < 1.0) return u * std::sqrt(-2.0 * PortableLog(s) / s);
+    }
+  }
+
+ private:
+  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
+
+uint32_t Rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+// A float64 cell index as int64, clamped (a finite vector far out of the
+// data's range still gets a keyword).
+int64_t Cell(double x) {
+  const double f = std::floor(x);
+  if (!(f > -9.0e18)) return std::numeric_limits<int64_t>::min();
+  if (f > 9.0e18) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(f);
+}
+
+void PutLe64(int64_t v, unsigned char* out) {
+  const uint64_t u = static_cast<uint64_t>(v);
+  for (int b = 0; b < 8; ++b) out[b] = static_cast<unsigned char>(u >> (8 * b));
+}
+
+// The re-hash seed of function i.
+uint32_t FunctionSeed(uint64_t seed, int32_t i) {
+  uint64_t state = seed ^ (0xA24BAED4963EE407ULL * (static_cast<uint64_t>(i) + 1));
+  return static_cast<uint32_t>(SplitMix64(&state) >> 32);
+}
+
+}  // namespace
+
+double PortableLog(double x) {
+  int e = 0;
+  double m = std::frexp(x, &e);  // x = m 2^e, m in [0.5, 1): exact
+  if (m < 0.70710678118654752440) {
+    m *= 2.0;
+    e -= 1;
+  }
+  // ln m = 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...), |s| <= 0.1716
+  const double s = (m - 1.0) / (m + 1.0);
+  const double s2 = s * s;
+  double term = s;
+  double sum = 0.0;
+  for (int k = 1; k <= 41; k += 2) {
+    sum = sum + term / k;
+    term = term * s2;
+  }
+  return 2.0 * sum + static_cast<double>(e) * 0.69314718055994530942;
+}
+
+uint32_t MurmurHash3(const void* key, std::size_t size, uint32_t seed) {
+  const unsigned char* data = static_cast<const unsigned char*>(key);
+  const uint32_t c1 = 0xcc9e2d51, c2 = 0x1b873593;
+  uint32_t h = seed;
+  const std::size_t blocks = size / 4;
+  for (std::size_t i = 0; i < blocks; ++i) {
+    const unsigned char* p = data + 4 * i;
+    uint32_t k = static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+                 (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+    k *= c1;
+    k = Rotl32(k, 15);
+    k *= c2;
+    h ^= k;
+    h = Rotl32(h, 13);
+    h = h * 5 + 0xe6546b64;
+  }
+  const unsigned char* tail = data + 4 * blocks;
+  uint32_t k1 = 0;
+  switch (size & 3) {
+    case 3:
+      k1 ^= static_cast<uint32_t>(tail[2]) << 16;
+      [[fallthrough]];
+    case 2:
+      k1 ^= static_cast<uint32_t>(tail[1]) << 8;
+      [[fallthrough]];
+    case 1:
+      k1 ^= tail[0];
+      k1 *= c1;
+      k1 = Rotl32(k1, 15);
+      k1 *= c2;
+      h ^= k1;
+  }
+  h ^= static_cast<uint32_t>(size);
+  h ^= h >> 16;
+  h *= 0x85ebca6b;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35;
+  h ^= h >> 16;
+  return h;
+}
+
+Status LshFunctions::Create(const LshParams& p, std::unique_ptr<LshFunctions>* out) {
+  if (out == nullptr) return Status::InvalidArgument("LshFunctions::Create: NULL output");
+  if (p.family != LshFamily::kE2Lsh && p.family != LshFamily::kRbh)
+    return Status::InvalidArgument("unknown LSH family");
+  if (p.dim < 1) return Status::InvalidArgument("LSH needs a dimension of at least 1");
+  if (p.functions < 1 || p.buckets < 1)
+    return Status::InvalidArgument("LSH needs at least one function and one bucket");
+  if (static_cast<int64_t>(p.functions) * p.buckets > std::numeric_limits<int32_t>::max())
+    return Status::InvalidArgument("functions * buckets must stay within 2^31 - 1 keywords");
+  if (!(std::isfinite(p.width) && p.width > 0))
+    return Status::InvalidArgument("the LSH width must be finite and positive");
+  auto f = std::unique_ptr<LshFunctions>(new LshFunctions());
+  f->params_ = p;
+  Random rng(p.seed);
+  const std::size_t m = static_cast<std::size_t>(p.functions);
+  const std::size_t d = static_cast<std::size_t>(p.dim);
+  if (p.family == LshFamily::kE2Lsh) {
+    f->offsets_.resize(m);
+    f->projections_.resize(m * d);
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < d; ++j) f->projections_[i * d + j] = rng.Normal();
+      f->offsets_[i] = rng.Uniform() * p.width;
+    }
+  } else {
+    f->shifts_.resize(m * d);
+    f->cells_.resize(m * d);
+    for (std::size_t i = 0; i < m * d; ++i) {
+      // each dimension its own pitch g ~ Gamma(2, sigma) (the sum of two
+      // exponentials of mean sigma) and shift u ~ U[0, g): the collision
+      // probability is then the product of exp(-|p_j - q_j| / sigma)
+      const double g = -p.width * (PortableLog(rng.UniformPositive()) + PortableLog(rng.UniformPositive()));
+      f->cells_[i] = g;
+      f->shifts_[i] = rng.Uniform() * g;
+    }
+  }
+  *out = std::move(f);
+  return Status::Ok();
+}
+
+void LshFunctions::Keywords(const float* v, int32_t* out) const {
+  const std::size_t d = static_cast<std::size_t>(params_.dim);
+  const uint32_t buckets = static_cast<uint32_t>(params_.buckets);
+  std::vector<unsigned char> cells(params_.family == LshFamily::kRbh ? 8 * d : 8);
+  for (int32_t i = 0; i < params_.functions; ++i) {
+    const std::size_t base = static_cast<std::size_t>(i) * d;
+    if (params_.family == LshFamily::kE2Lsh) {
+      double dot = 0.0;
+      for (std::size_t j = 0; j < d; ++j) dot = dot + projections_[base + j] * static_cast<double>(v[j]);
+      PutLe64(Cell((dot + offsets_[static_cast<std::size_t>(i)]) / params_.width), cells.data());
+    } else {
+      for (std::size_t j = 0; j < d; ++j)
+        PutLe64(Cell((static_cast<double>(v[j]) - shifts_[base + j]) / cells_[base + j]), cells.data() + 8 * j);
+    }
+    const uint32_t r = MurmurHash3(cells.data(), cells.size(), FunctionSeed(params_.seed, i)) % buckets;
+    out[i] = i * params_.buckets + static_cast<int32_t>(r);
+  }
+}
+
+int32_t LshFunctionsFor(double epsilon, double delta) {
+  if (!(epsilon > 0 && epsilon < 1 && delta > 0 && delta < 1)) return 0;
+  int32_t worst = 1;
+  for (int si = 1; si < 100; ++si) {
+    const double s = si / 100.0;
+    const double ls = std::log(s), l1s = std::log1p(-s);
+    for (int32_t m = 1; m <= 1000000; ++m) {
+      // the counts c with |c/m - s| <= epsilon (a hair of slack for the
+      // products that should be whole numbers)
+      const int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((s - epsilon) * m - 1e-9)));
+      const int64_t hi = std::min<int64_t>(m, static_cast<int64_t>(std::floor((s + epsilon) * m + 1e-9)));
+      double p = 0.0;
+      const double lm = std::lgamma(m + 1.0);
+      for (int64_t c = lo; c <= hi; ++c) {
+        p += std::exp(lm - std::lgamma(c + 1.0) - std::lgamma(m - c + 1.0) + c * ls + (m - c) * l1s);
+      }
+      if (p >= 1.0 - delta) {
+        worst = std::max(worst, m);
+        break;
+      }
+    }
+  }
+  return worst;
+}
+
+double LshCollisionProbability(LshFamily family, double width, double c) {
+  if (c <= 0) return 1.0;
+  if (family == LshFamily::kRbh) return std::exp(-c / width);
+  // Datar et al.: p(c) = 1 - 2 Phi(-w/c) - 2 / (sqrt(2 pi) w / c) (1 - exp(-(w/c)^2 / 2))
+  const double r = width / c;
+  const double phi = 0.5 * std::erfc(r / std::sqrt(2.0));
+  return 1.0 - 2.0 * phi - 2.0 / (std::sqrt(2.0 * M_PI) * r) * (1.0 - std::exp(-r * r / 2.0));
+}
+
+double EstimateLshWidth(LshFamily family, const float* sample, int32_t count, int32_t dim) {
+  std::vector<double> nearest;
+  for (int32_t a = 0; a < count; ++a) {
+    double best = std::numeric_limits<double>::infinity();
+    const float* va = sample + static_cast<std::size_t>(a) * static_cast<std::size_t>(dim);
+    for (int32_t b = 0; b < count; ++b) {
+      if (a == b) continue;
+      const float* vb = sample + static_cast<std::size_t>(b) * static_cast<std::size_t>(dim);
+      double dist = 0.0;
+      for (int32_t j = 0; j < dim; ++j) {
+        const double diff = static_cast<double>(va[j]) - static_cast<double>(vb[j]);
+        dist += family == LshFamily::kRbh ? std::fabs(diff) : diff * diff;
+      }
+      if (dist > 0.0) best = std::min(best, dist);
+    }
+    if (std::isfinite(best)) nearest.push_back(family == LshFamily::kRbh ? best : std::sqrt(best));
+  }
+  if (nearest.empty()) return 1.0;
+  std::nth_element(nearest.begin(), nearest.begin() + static_cast<std::ptrdiff_t>(nearest.size() / 2), nearest.end());
+  const double median = nearest[nearest.size() / 2];
+  return (family == LshFamily::kRbh ? 2.0 : 4.0) * median;
+}
+
+}  // namespace genie

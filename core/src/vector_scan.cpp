@@ -1,0 +1,219 @@
+// The exact vector scan on the CPU (see genie/vectors.hpp): a float32 pass
+// over every vector, four queries per pass so that each vector is read once
+// for them (AVX2 with fused multiply-add where the processor has it), each
+// query keeping the candidates within the threshold of its running k-th
+// s32; then FinishQuery re-ranks them with the float64 distance.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <vector>
+
+#include "genie/parallel.hpp"
+#include "genie/vectors.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace genie {
+namespace {
+
+constexpr int kGroup = 4;              // queries per pass over a vector
+constexpr int64_t kPollVectors = 2048;  // vectors between two cancel polls
+constexpr int64_t kStripeMin = 4096;    // vectors a stripe gets at least
+
+using GroupDistances = void (*)(const float* row, const float* const* q, int32_t dim, float* out);
+
+// Eight partial sums per query: the order differs from the float64 sum's,
+// which the filter's bound allows.
+void GroupDistancesPortable(const float* row, const float* const* q, int32_t dim, float* out) {
+  for (int g = 0; g < kGroup; ++g) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int32_t i = 0;
+    for (; i + 8 <= dim; i += 8) {
+      for (int l = 0; l < 8; ++l) {
+        const float d = row[i + l] - q[g][i + l];
+        acc[l] += d * d;
+      }
+    }
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < dim; ++i) {
+      const float d = row[i] - q[g][i];
+      s += d * d;
+    }
+    out[g] = s;
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) inline float HorizontalSum(__m256 v) {
+  const __m128 lo = _mm256_castps256_ps128(v);
+  const __m128 hi = _mm256_extractf128_ps(v, 1);
+  __m128 s = _mm_add_ps(lo, hi);
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) void GroupDistancesAvx2(const float* row, const float* const* q,
+                                                             int32_t dim, float* out) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  int32_t i = 0;
+  for (; i + 8 <= dim; i += 8) {
+    const __m256 x = _mm256_loadu_ps(row + i);
+    const __m256 d0 = _mm256_sub_ps(x, _mm256_loadu_ps(q[0] + i));
+    const __m256 d1 = _mm256_sub_ps(x, _mm256_loadu_ps(q[1] + i));
+    const __m256 d2 = _mm256_sub_ps(x, _mm256_loadu_ps(q[2] + i));
+    const __m256 d3 = _mm256_sub_ps(x, _mm256_loadu_ps(q[3] + i));
+    a0 = _mm256_fmadd_ps(d0, d0, a0);
+    a1 = _mm256_fmadd_ps(d1, d1, a1);
+    a2 = _mm256_fmadd_ps(d2, d2, a2);
+    a3 = _mm256_fmadd_ps(d3, d3, a3);
+  }
+  float s[kGroup] = {HorizontalSum(a0), HorizontalSum(a1), HorizontalSum(a2), HorizontalSum(a3)};
+  for (; i < dim; ++i) {
+    for (int g = 0; g < kGroup; ++g) {
+      const float d = row[i] - q[g][i];
+      s[g] += d * d;
+    }
+  }
+  for (int g = 0; g < kGroup; ++g) out[g] = s[g];
+}
+#endif
+
+GroupDistances PickGroupDistances() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return GroupDistancesAvx2;
+#endif
+  return GroupDistancesPortable;
+}
+
+// One query's float32 pass over a stripe: the k smallest s32 so far (a
+// max-heap) and every vector within the threshold they give.
+class QueryState {
+ public:
+  QueryState(int32_t dim, int32_t k) : dim_(dim), k_(static_cast<std::size_t>(k)) {}
+
+  void Offer(float s32, int32_t object) {
+    if (static_cast<double>(s32) > threshold_) return;
+    cands_.push_back({s32, object});
+    if (heap_.size() < k_) {
+      heap_.push(s32);
+      if (heap_.size() == k_) threshold_ = FilterThreshold(dim_, heap_.top());
+    } else if (s32 < heap_.top()) {
+      heap_.pop();
+      heap_.push(s32);
+      threshold_ = FilterThreshold(dim_, heap_.top());
+    }
+    if (cands_.size() > 2 * k_ + 4096) Prune();
+  }
+
+  std::vector<VectorCandidate>& candidates() { return cands_; }
+
+ private:
+  void Prune() {
+    const double t = threshold_;
+    cands_.erase(std::remove_if(cands_.begin(), cands_.end(),
+                                [t](const VectorCandidate& c) { return static_cast<double>(c.s32) > t; }),
+                 cands_.end());
+  }
+
+  int32_t dim_;
+  std::size_t k_;
+  double threshold_ = std::numeric_limits<double>::infinity();
+  std::priority_queue<float> heap_;
+  std::vector<VectorCandidate> cands_;
+};
+
+}  // namespace
+
+float SquaredL2Float32(const float* a, const float* b, int32_t dim) {
+  static const GroupDistances distances = PickGroupDistances();
+  const float* q[kGroup] = {b, b, b, b};
+  float out[kGroup];
+  distances(a, q, dim, out);
+  return out[0];
+}
+
+Status CpuVectorScan(const VectorSet& set, const VectorScanRequest& request, int32_t threads,
+                     VectorScanResult* out, const CancelCheck& cancel) {
+  if (out == nullptr) return Status::InvalidArgument("CpuVectorScan: NULL output");
+  GENIE_RETURN_IF_ERROR(ValidateVectorScanRequest(set, request));
+  static const GroupDistances distances = PickGroupDistances();
+  const int32_t nq = request.n_queries;
+  const int32_t dim = set.dim;
+  const int64_t n = set.size();
+  const int32_t workers = ResolveThreads(threads);
+  const int64_t groups = (nq + kGroup - 1) / kGroup;
+  // enough units for every thread: a small batch splits the vectors in stripes
+  int64_t stripes = 1;
+  if (groups > 0 && groups < 2 * static_cast<int64_t>(workers))
+    stripes = std::max<int64_t>(1, std::min<int64_t>((2 * workers + groups - 1) / groups, n / kStripeMin));
+  const int64_t stripe_len = stripes > 0 ? (n + stripes - 1) / stripes : n;
+
+  // states[(group * stripes + stripe) * kGroup + g]
+  std::vector<QueryState> states;
+  states.reserve(static_cast<std::size_t>(groups * stripes * kGroup));
+  for (int64_t i = 0; i < groups * stripes * kGroup; ++i) states.emplace_back(dim, request.k);
+
+  GENIE_RETURN_IF_ERROR(ParallelFor(
+      groups * stripes, threads,
+      [&](int64_t unit) -> Status {
+        const int64_t group = unit / stripes;
+        const int64_t stripe = unit % stripes;
+        const int32_t q0 = static_cast<int32_t>(group * kGroup);
+        const int32_t in_group = std::min(kGroup, nq - q0);
+        const float* q[kGroup];
+        for (int g = 0; g < kGroup; ++g) {
+          // a short group repeats its first query and ignores the copies
+          const int32_t qi = q0 + (g < in_group ? g : 0);
+          q[g] = request.queries + static_cast<std::size_t>(qi) * static_cast<std::size_t>(dim);
+        }
+        QueryState* st = &states[static_cast<std::size_t>(unit * kGroup)];
+        const int64_t begin = stripe * stripe_len;
+        const int64_t end = std::min(n, begin + stripe_len);
+        float s[kGroup];
+        for (int64_t r = begin; r < end; ++r) {
+          if ((r - begin) % kPollVectors == kPollVectors - 1 && cancel.requested()) return Status::Cancelled();
+          if (!request.excluded.empty() && request.excluded[static_cast<std::size_t>(r)] != 0) continue;
+          distances(set.row(static_cast<int32_t>(r)), q, dim, s);
+          for (int g = 0; g < in_group; ++g) st[g].Offer(s[g], static_cast<int32_t>(r));
+        }
+        return Status::Ok();
+      },
+      cancel));
+
+  // each query: its stripes' candidates together, then the float64 re-rank
+  std::vector<VectorScanResult> parts(static_cast<std::size_t>(nq));
+  GENIE_RETURN_IF_ERROR(ParallelFor(
+      nq, threads,
+      [&](int64_t q) -> Status {
+        const int64_t group = q / kGroup;
+        const int64_t g = q % kGroup;
+        std::vector<VectorCandidate> cands;
+        for (int64_t stripe = 0; stripe < stripes; ++stripe) {
+          std::vector<VectorCandidate>& c =
+              states[static_cast<std::size_t>((group * stripes + stripe) * kGroup + g)].candidates();
+          cands.insert(cands.end(), c.begin(), c.end());
+          std::vector<VectorCandidate>().swap(c);
+        }
+        FinishQuery(set, request.queries + static_cast<std::size_t>(q) * static_cast<std::size_t>(dim),
+                    request.k, &cands, &parts[static_cast<std::size_t>(q)]);
+        return Status::Ok();
+      },
+      cancel));
+
+  out->offsets.assign(1, 0);
+  out->objects.clear();
+  out->distances.clear();
+  for (const VectorScanResult& part : parts) {
+    out->objects.insert(out->objects.end(), part.objects.begin(), part.objects.end());
+    out->distances.insert(out->distances.end(), part.distances.begin(), part.distances.end());
+    out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace genie

@@ -1,0 +1,169 @@
+// Vectors: the one distance, the float32 filter's bound, vector sets and
+// the re-ranking every engine finishes with (see genie/vectors.hpp).
+#include "genie/vectors.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "genie/parallel.hpp"
+
+namespace genie {
+
+// Each operation is rounded on its own: core/ is compiled as ISO C++
+// without -ffast-math, where GCC and Clang do not contract a * b + c into a
+// fused multiply-add (and baseline x86-64 has none), so this is the same
+// number as the GPU's __dadd_rn / __dmul_rn loop and the SQL operator's.
+double L2Distance(const float* a, const float* b, int32_t dim) {
+  double sum = 0.0;
+  for (int32_t i = 0; i < dim; ++i) {
+    const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
+    const double sq = d * d;
+    sum = sum + sq;
+  }
+  return std::sqrt(sum);
+}
+
+// With e = (dim + 8) 2^-23, more than twice the float32 bound (dim + 2)
+// 2^-24, the extra margin covers the float64 sum's own error, the square
+// root mapping nearby sums to one distance (a tie), and this function's
+// rounding.  A vector with true squared distance s has s32 in
+// [s (1 - e) - a, s (1 + e) + a]; the k-th float64 distance is at most
+// U = (kth + a) / (1 - e); a vector can reach it only if s <= U (1 + e),
+// that is s32 <= U (1 + e)^2 + a.
+double FilterThreshold(int32_t dim, float kth_s32) {
+  if (!std::isfinite(kth_s32)) return std::numeric_limits<double>::infinity();
+  const double e = (static_cast<double>(dim) + 8.0) * 0x1p-23;
+  const double a = (static_cast<double>(dim) + 1.0) * 0x1p-148;
+  const double upper = (static_cast<double>(kth_s32) + a) / (1.0 - e);
+  return upper * (1.0 + e) * (1.0 + e) + a;
+}
+
+Status CheckFinite(const float* values, std::size_t count, const char* what) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!std::isfinite(values[i])) {
+      return Status::InvalidArgument(std::string(what) + " has a " +
+                                     (std::isnan(values[i]) ? "NaN" : "infinite") + " element");
+    }
+  }
+  return Status::Ok();
+}
+
+Status BuildVectorSet(int32_t dim, int32_t n, std::vector<float> values, VectorSet* out) {
+  if (out == nullptr) return Status::InvalidArgument("BuildVectorSet: NULL output");
+  if (dim < 1) return Status::InvalidArgument("a vector needs at least one dimension");
+  if (n < 0) return Status::InvalidArgument("negative number of vectors");
+  if (values.size() != static_cast<std::size_t>(n) * static_cast<std::size_t>(dim))
+    return Status::InvalidArgument("vector values are not n * dim floats");
+  GENIE_RETURN_IF_ERROR(CheckFinite(values.data(), values.size(), "a stored vector"));
+  out->dim = dim;
+  out->n = n;
+  out->values = std::move(values);
+  return Status::Ok();
+}
+
+Status ValidateVectorScanRequest(const VectorSet& set, const VectorScanRequest& request) {
+  if (request.k < 1) return Status::InvalidArgument("k must be at least 1");
+  if (request.n_queries < 0) return Status::InvalidArgument("negative number of queries");
+  if (request.n_queries > 0 && request.queries == nullptr)
+    return Status::InvalidArgument("NULL query vectors");
+  if (!request.excluded.empty() && request.excluded.size() != static_cast<std::size_t>(set.size()))
+    return Status::InvalidArgument("excluded flags do not match the vector set");
+  return CheckFinite(request.queries,
+                     static_cast<std::size_t>(request.n_queries) * static_cast<std::size_t>(set.dim),
+                     "a query vector");
+}
+
+namespace {
+
+struct Ranked {
+  double distance;
+  int32_t object;
+  bool operator<(const Ranked& o) const {
+    return distance != o.distance ? distance < o.distance : object < o.object;
+  }
+};
+
+void AppendBest(std::vector<Ranked>* ranked, int32_t k, VectorScanResult* out) {
+  const std::size_t keep = std::min(ranked->size(), static_cast<std::size_t>(k));
+  std::partial_sort(ranked->begin(), ranked->begin() + static_cast<std::ptrdiff_t>(keep), ranked->end());
+  for (std::size_t i = 0; i < keep; ++i) {
+    out->objects.push_back((*ranked)[i].object);
+    out->distances.push_back((*ranked)[i].distance);
+  }
+  out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
+}
+
+}  // namespace
+
+void FinishQuery(const VectorSet& set, const float* query, int32_t k,
+                 std::vector<VectorCandidate>* cands, VectorScanResult* out) {
+  double threshold = std::numeric_limits<double>::infinity();
+  if (cands->size() > static_cast<std::size_t>(k)) {
+    auto kth = cands->begin() + (k - 1);
+    std::nth_element(cands->begin(), kth, cands->end(),
+                     [](const VectorCandidate& a, const VectorCandidate& b) { return a.s32 < b.s32; });
+    threshold = FilterThreshold(set.dim, kth->s32);
+  }
+  std::vector<Ranked> ranked;
+  ranked.reserve(std::min(cands->size(), static_cast<std::size_t>(k) * 2 + 16));
+  for (const VectorCandidate& c : *cands) {
+    if (static_cast<double>(c.s32) <= threshold)
+      ranked.push_back({L2Distance(set.row(c.object), query, set.dim), c.object});
+  }
+  AppendBest(&ranked, k, out);
+}
+
+Status RerankVectors(const VectorSet& set, const float* queries, int32_t n_queries, int32_t k,
+                     Span<int64_t> candidate_offsets, Span<int32_t> candidates,
+                     Span<uint8_t> excluded, int32_t threads, VectorScanResult* out,
+                     const CancelCheck& cancel) {
+  if (out == nullptr) return Status::InvalidArgument("RerankVectors: NULL output");
+  if (k < 1) return Status::InvalidArgument("k must be at least 1");
+  if (n_queries < 0 || candidate_offsets.size() != static_cast<std::size_t>(n_queries) + 1)
+    return Status::InvalidArgument("candidate offsets do not match the queries");
+  if (n_queries > 0 && queries == nullptr) return Status::InvalidArgument("NULL query vectors");
+  if (!excluded.empty() && excluded.size() != static_cast<std::size_t>(set.size()))
+    return Status::InvalidArgument("excluded flags do not match the vector set");
+  for (int32_t q = 0; q < n_queries; ++q) {
+    if (candidate_offsets[q] < 0 || candidate_offsets[q + 1] < candidate_offsets[q] ||
+        static_cast<std::size_t>(candidate_offsets[q + 1]) > candidates.size())
+      return Status::InvalidArgument("candidate offsets are not ascending within the candidates");
+  }
+  GENIE_RETURN_IF_ERROR(CheckFinite(queries, static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(set.dim),
+                                    "a query vector"));
+  std::vector<VectorScanResult> parts(static_cast<std::size_t>(n_queries));
+  GENIE_RETURN_IF_ERROR(ParallelFor(
+      n_queries, threads,
+      [&](int64_t q) -> Status {
+        std::vector<int32_t> ids(candidates.begin() + candidate_offsets[q],
+                                 candidates.begin() + candidate_offsets[q + 1]);
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        std::vector<Ranked> ranked;
+        ranked.reserve(ids.size());
+        const float* query = queries + static_cast<std::size_t>(q) * static_cast<std::size_t>(set.dim);
+        for (int32_t id : ids) {
+          if (id < 0 || id >= set.size()) continue;
+          if (!excluded.empty() && excluded[static_cast<std::size_t>(id)] != 0) continue;
+          ranked.push_back({L2Distance(set.row(id), query, set.dim), id});
+        }
+        VectorScanResult& part = parts[static_cast<std::size_t>(q)];
+        AppendBest(&ranked, k, &part);
+        return Status::Ok();
+      },
+      cancel));
+  out->offsets.assign(1, 0);
+  out->objects.clear();
+  out->distances.clear();
+  for (const VectorScanResult& part : parts) {
+    out->objects.insert(out->objects.end(), part.objects.begin(), part.objects.end());
+    out->distances.insert(out->distances.end(), part.distances.begin(), part.distances.end());
+    out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace genie

@@ -1,0 +1,225 @@
+// Tests of the LSH families: MurmurHash3's published values, the portable
+// logarithm, Equation 9 (the paper's 237), the collision probabilities of
+// E2LSH (p-stable) and RBH (the Laplacian kernel) on samples, the keyword
+// ranges, determinism from the seed, and the tau-ANN guarantee (Theorem
+// 4.2) on synthetic data.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "genie/lsh.hpp"
+#include "genie/vectors.hpp"
+
+namespace genie {
+namespace {
+
+TEST(MurmurHash3, PublishedValues) {
+  EXPECT_EQ(MurmurHash3("", 0, 0), 0u);
+  EXPECT_EQ(MurmurHash3("", 0, 1), 0x514E28B7u);
+  EXPECT_EQ(MurmurHash3("", 0, 0xffffffffu), 0x81F16F39u);
+  const char* fox = "The quick brown fox jumps over the lazy dog";
+  EXPECT_EQ(MurmurHash3(fox, std::strlen(fox), 0), 0x2E4FF723u);
+  const unsigned char zeros[4] = {0, 0, 0, 0};
+  EXPECT_EQ(MurmurHash3(zeros, 4, 0), 0x2362F9DEu);
+}
+
+TEST(PortableLog, AgreesWithStdLog) {
+  std::mt19937_64 rng(5);
+  for (double x : {1.0, 2.0, 0.5, 1e-300, 1e300, 0.7071067811865476, 1.4142135623730951, 3.0,
+                   std::numeric_limits<double>::denorm_min()}) {
+    EXPECT_NEAR(PortableLog(x), std::log(x), 4e-16 * std::max(1.0, std::fabs(std::log(x)))) << x;
+  }
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int i = 0; i < 10000; ++i) {
+    const double x = u(rng) + 1e-12;
+    EXPECT_NEAR(PortableLog(x), std::log(x), 4e-16 * std::max(1.0, std::fabs(std::log(x))));
+  }
+  EXPECT_EQ(PortableLog(1.0), 0.0);
+}
+
+TEST(LshFunctionsFor, Equation9GivesThePapersM) {
+  // Figure 8 reads 237 (see genie/lsh.hpp for the exact sum's 238)
+  EXPECT_EQ(LshFunctionsFor(0.06, 0.06), 238);
+  // tighter bounds need more functions, looser fewer
+  EXPECT_GT(LshFunctionsFor(0.03, 0.06), 237);
+  EXPECT_LT(LshFunctionsFor(0.1, 0.1), 237);
+  EXPECT_EQ(LshFunctionsFor(0.0, 0.06), 0);
+}
+
+std::vector<float> RandomPoint(std::mt19937* rng, int32_t dim, float scale) {
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(dim);
+  for (float& x : v) x = normal(*rng);
+  return v;
+}
+
+// A point at exactly distance c (L2 or L1) from p, in a random direction.
+std::vector<float> PointAt(std::mt19937* rng, const std::vector<float>& p, double c, bool l1) {
+  std::vector<float> dir = RandomPoint(rng, static_cast<int32_t>(p.size()), 1.0f);
+  double norm = 0;
+  for (float x : dir) norm += l1 ? std::fabs(x) : static_cast<double>(x) * x;
+  norm = l1 ? norm : std::sqrt(norm);
+  std::vector<float> q(p.size());
+  for (std::size_t j = 0; j < p.size(); ++j) q[j] = static_cast<float>(p[j] + dir[j] * c / norm);
+  return q;
+}
+
+// The fraction of m functions on which p and q collide.
+double CollisionRate(const LshFunctions& f, const std::vector<float>& p, const std::vector<float>& q) {
+  const int32_t m = f.params().functions;
+  std::vector<int32_t> kp(m), kq(m);
+  f.Keywords(p.data(), kp.data());
+  f.Keywords(q.data(), kq.data());
+  int32_t same = 0;
+  for (int32_t i = 0; i < m; ++i) same += kp[i] == kq[i];
+  return static_cast<double>(same) / m;
+}
+
+TEST(LshFunctions, CollisionProbabilityMatchesTheFamily) {
+  std::mt19937 rng(20261125);
+  for (LshFamily family : {LshFamily::kE2Lsh, LshFamily::kRbh}) {
+    LshParams params;
+    params.family = family;
+    params.dim = 16;
+    params.functions = 4000;
+    params.buckets = 1 << 19;  // false collisions 2^-19: negligible
+    params.width = 4.0;
+    params.seed = 99;
+    std::unique_ptr<LshFunctions> f;
+    ASSERT_TRUE(LshFunctions::Create(params, &f).ok());
+    for (double c : {0.5, 1.0, 2.0, 4.0, 8.0}) {
+      const std::vector<float> p = RandomPoint(&rng, 16, 3.0f);
+      const std::vector<float> q = PointAt(&rng, p, c, family == LshFamily::kRbh);
+      const double want = LshCollisionProbability(family, params.width, c);
+      const double sigma = std::sqrt(want * (1 - want) / params.functions);
+      EXPECT_NEAR(CollisionRate(*f, p, q), want, 4 * sigma + 0.005)
+          << (family == LshFamily::kRbh ? "rbh" : "e2lsh") << " c=" << c;
+    }
+  }
+}
+
+TEST(LshFunctions, KeywordsAreOnePerFunctionInRangeAndSeeded) {
+  std::mt19937 rng(1);
+  LshParams params;
+  params.dim = 5;
+  params.functions = 50;
+  params.buckets = 7;
+  params.width = 1.5;
+  params.seed = 42;
+  for (LshFamily family : {LshFamily::kE2Lsh, LshFamily::kRbh}) {
+    params.family = family;
+    std::unique_ptr<LshFunctions> a, b, other;
+    ASSERT_TRUE(LshFunctions::Create(params, &a).ok());
+    ASSERT_TRUE(LshFunctions::Create(params, &b).ok());
+    LshParams p2 = params;
+    p2.seed = 43;
+    ASSERT_TRUE(LshFunctions::Create(p2, &other).ok());
+    int differ = 0;
+    for (int t = 0; t < 20; ++t) {
+      const std::vector<float> v = RandomPoint(&rng, 5, 10.0f);
+      std::vector<int32_t> ka(50), kb(50), ko(50);
+      a->Keywords(v.data(), ka.data());
+      b->Keywords(v.data(), kb.data());
+      other->Keywords(v.data(), ko.data());
+      EXPECT_EQ(ka, kb);
+      for (int32_t i = 0; i < 50; ++i) {
+        EXPECT_GE(ka[i], i * 7);
+        EXPECT_LT(ka[i], (i + 1) * 7);
+        differ += ka[i] != ko[i];
+      }
+    }
+    EXPECT_GT(differ, 500);  // another seed draws other functions
+  }
+  // the same seed gives the same keyword on every machine: a fixed value
+  params.family = LshFamily::kE2Lsh;
+  params.dim = 3;
+  params.functions = 4;
+  params.buckets = 1000;
+  std::unique_ptr<LshFunctions> f;
+  ASSERT_TRUE(LshFunctions::Create(params, &f).ok());
+  const float v[3] = {1.0f, -2.0f, 0.5f};
+  int32_t kw[4];
+  f->Keywords(v, kw);
+  for (int32_t i = 0; i < 4; ++i) EXPECT_EQ(kw[i] / 1000, i);
+}
+
+TEST(LshFunctions, RejectsBadParameters) {
+  std::unique_ptr<LshFunctions> f;
+  LshParams p;
+  p.dim = 4;
+  p.functions = 10;
+  p.buckets = 10;
+  p.width = 1;
+  EXPECT_TRUE(LshFunctions::Create(p, &f).ok());
+  p.width = 0;
+  EXPECT_EQ(LshFunctions::Create(p, &f).code(), GENIE_INVALID_ARGUMENT);
+  p.width = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(LshFunctions::Create(p, &f).code(), GENIE_INVALID_ARGUMENT);
+  p.width = 1;
+  p.functions = 1 << 16;
+  p.buckets = 1 << 16;
+  EXPECT_EQ(LshFunctions::Create(p, &f).code(), GENIE_INVALID_ARGUMENT);
+  p.functions = 10;
+  p.dim = 0;
+  EXPECT_EQ(LshFunctions::Create(p, &f).code(), GENIE_INVALID_ARGUMENT);
+}
+
+// Theorem 4.2: with m from Equation 9 the object of the highest match
+// count has sim(p, q) >= sim(p*, q) - 2 epsilon with probability >= 1 - 2
+// delta (sim = the collision probability; the re-hash adds at most 1/D).
+TEST(LshFunctions, TopMatchCountIsTauApproximateNearest) {
+  const double epsilon = 0.06, delta = 0.06;
+  std::mt19937 rng(2018);
+  const int32_t dim = 24, n = 1500, nq = 200;
+  LshParams params;
+  params.family = LshFamily::kE2Lsh;
+  params.dim = dim;
+  params.functions = LshFunctionsFor(epsilon, delta);
+  params.buckets = 1 << 16;
+  params.width = 6.0;
+  params.seed = 7;
+  std::unique_ptr<LshFunctions> f;
+  ASSERT_TRUE(LshFunctions::Create(params, &f).ok());
+  const int32_t m = params.functions;
+  std::vector<std::vector<float>> points;
+  std::vector<std::vector<int32_t>> keys;
+  for (int32_t i = 0; i < n; ++i) {
+    points.push_back(RandomPoint(&rng, dim, 1.0f));
+    keys.emplace_back(m);
+    f->Keywords(points.back().data(), keys.back().data());
+  }
+  int violations = 0, near_misses = 0;
+  const double tau = 2 * epsilon + 1.0 / params.buckets;
+  for (int32_t qi = 0; qi < nq; ++qi) {
+    // half the queries near a point, half anywhere in the cloud (where many
+    // points are almost as near as the nearest)
+    const std::vector<float> q = qi % 2 == 0 ? PointAt(&rng, points[static_cast<std::size_t>(rng() % n)], 1.5, false)
+                                             : RandomPoint(&rng, dim, 1.0f);
+    std::vector<int32_t> kq(m);
+    f->Keywords(q.data(), kq.data());
+    int32_t best_count = -1;
+    double best_true = 0, worst_top = 2;
+    for (int32_t i = 0; i < n; ++i) {
+      int32_t count = 0;
+      for (int32_t j = 0; j < m; ++j) count += keys[i][j] == kq[j];
+      const double sim = LshCollisionProbability(LshFamily::kE2Lsh, params.width,
+                                                 L2Distance(points[i].data(), q.data(), dim));
+      best_true = std::max(best_true, sim);
+      if (count > best_count) best_count = count, worst_top = sim;
+      else if (count == best_count) worst_top = std::min(worst_top, sim);
+    }
+    violations += best_true - worst_top > tau;
+    near_misses += best_true - worst_top > 0;
+  }
+  // the guarantee is not vacuous here: the top count is often not the nearest
+  EXPECT_GT(near_misses, nq / 10);
+  EXPECT_LE(violations, static_cast<int>(2 * delta * nq)) << violations << " of " << nq;
+}
+
+}  // namespace
+}  // namespace genie

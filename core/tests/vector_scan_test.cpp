@@ -1,0 +1,188 @@
+// Tests of the vector scan: L2Distance against a long double reference, the
+// float32 filter's bound on adversarial data, CpuVectorScan against the
+// brute-force oracle (every shape, dimensions around the SIMD width,
+// batches and single queries split in stripes, excluded vectors, k beyond
+// the set), re-ranking, bad input and cancel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "genie/vector_fixture.hpp"
+#include "genie/vectors.hpp"
+
+namespace genie {
+namespace {
+
+using testing::BruteForceVectors;
+using testing::ExpectSameVectorRows;
+using testing::MakeSet;
+using testing::NearbyQueries;
+using testing::RandomVectors;
+using testing::VectorShape;
+
+TEST(L2Distance, MatchesLongDoubleReference) {
+  std::mt19937 rng(20261125);
+  std::normal_distribution<float> normal(0.0f, 100.0f);
+  for (int32_t dim : {1, 2, 7, 64, 784}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> a(dim), b(dim);
+      for (int32_t j = 0; j < dim; ++j) a[j] = normal(rng), b[j] = normal(rng);
+      long double ref = 0;
+      for (int32_t j = 0; j < dim; ++j) {
+        const long double d = static_cast<long double>(a[j]) - b[j];
+        ref += d * d;
+      }
+      const double got = L2Distance(a.data(), b.data(), dim);
+      EXPECT_NEAR(got, std::sqrt(static_cast<double>(ref)), 1e-12 * std::sqrt(static_cast<double>(ref)) + 1e-300);
+      EXPECT_EQ(L2Distance(a.data(), a.data(), dim), 0.0);
+    }
+  }
+  const float x[] = {3.0f, 0.0f}, y[] = {0.0f, 4.0f};
+  EXPECT_EQ(L2Distance(x, y, 2), 5.0);
+}
+
+// The float32 distance of any order stays within the bound the threshold
+// assumes, including near-cancellation, underflow and the extremes.
+TEST(FilterThreshold, BoundsTheFloat32Error) {
+  std::mt19937 rng(7);
+  for (VectorShape shape : {VectorShape::kGaussian, VectorShape::kSmallIntegers, VectorShape::kTiny}) {
+    for (int32_t dim : {1, 3, 8, 9, 100, 784}) {
+      const std::vector<float> v = RandomVectors(&rng, shape, 64, dim);
+      const std::vector<float> q = NearbyQueries(&rng, v, 64, dim, 16, 1e-4f);
+      for (int32_t qi = 0; qi < 16; ++qi) {
+        for (int32_t r = 0; r < 64; ++r) {
+          const float* a = v.data() + static_cast<std::size_t>(r) * dim;
+          const float* b = q.data() + static_cast<std::size_t>(qi) * dim;
+          const double exact = std::pow(L2Distance(a, b, dim), 2.0);
+          const float s32 = SquaredL2Float32(a, b, dim);
+          // the vector itself, as the k-th, is always within its own threshold
+          EXPECT_LE(static_cast<double>(s32), FilterThreshold(dim, s32));
+          const double e = (dim + 2.0) * 0x1p-24, slack = (dim + 1.0) * 0x1p-149;
+          EXPECT_LE(std::fabs(static_cast<double>(s32) - exact), e * exact * 1.000001 + slack)
+              << testing::ShapeName(shape) << " dim " << dim;
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(std::isinf(FilterThreshold(4, std::numeric_limits<float>::infinity())));
+}
+
+struct ScanCase {
+  VectorShape shape;
+  int32_t n, dim, nq, k;
+  int32_t threads;
+};
+
+TEST(CpuVectorScan, EqualsBruteForce) {
+  std::mt19937 rng(20261126);
+  const ScanCase cases[] = {
+      {VectorShape::kGaussian, 2000, 16, 37, 10, 4},   {VectorShape::kGaussian, 3000, 784, 5, 5, 3},
+      {VectorShape::kGaussian, 9000, 9, 1, 7, 4},      {VectorShape::kSmallIntegers, 3000, 8, 20, 10, 2},
+      {VectorShape::kSmallIntegers, 5000, 3, 1, 25, 4}, {VectorShape::kDuplicates, 1500, 12, 9, 10, 2},
+      {VectorShape::kTiny, 1500, 7, 8, 5, 2},         {VectorShape::kHuge, 1500, 33, 8, 5, 2},
+      {VectorShape::kGaussian, 50, 5, 6, 80, 2},      {VectorShape::kGaussian, 1, 1, 3, 1, 1},
+      {VectorShape::kGaussian, 0, 4, 2, 3, 1},        {VectorShape::kSmallIntegers, 12000, 2, 3, 1000, 4},
+  };
+  for (const ScanCase& c : cases) {
+    const std::vector<float> data = RandomVectors(&rng, c.shape, c.n, c.dim);
+    const std::vector<float> queries = NearbyQueries(&rng, data, c.n, c.dim, c.nq, 0.05f);
+    const VectorSet set = MakeSet(c.dim, c.n, data);
+    for (bool with_excluded : {false, true}) {
+      std::vector<uint8_t> excluded;
+      VectorScanRequest request;
+      request.n_queries = c.nq;
+      request.queries = queries.data();
+      request.k = c.k;
+      if (with_excluded) {
+        excluded.resize(static_cast<std::size_t>(c.n));
+        for (auto& e : excluded) e = rng() % 3 == 0;
+        request.excluded = excluded;
+      }
+      VectorScanResult got;
+      Status s = CpuVectorScan(set, request, c.threads, &got);
+      ASSERT_TRUE(s.ok()) << s.message();
+      ExpectSameVectorRows(BruteForceVectors(set, request), got,
+                           std::string(testing::ShapeName(c.shape)) + " n=" + std::to_string(c.n) +
+                               " dim=" + std::to_string(c.dim) + " k=" + std::to_string(c.k) +
+                               (with_excluded ? " excluded" : ""));
+    }
+  }
+}
+
+TEST(RerankVectors, RanksGivenCandidatesOnly) {
+  std::mt19937 rng(3);
+  const int32_t n = 500, dim = 6;
+  const std::vector<float> data = RandomVectors(&rng, VectorShape::kGaussian, n, dim);
+  const VectorSet set = MakeSet(dim, n, data);
+  const std::vector<float> queries = NearbyQueries(&rng, data, n, dim, 2, 0.1f);
+  // query 0: ids 0..99 with duplicates and out-of-range ids; query 1: none
+  std::vector<int32_t> cands;
+  for (int32_t i = 0; i < 100; ++i) cands.push_back(i);
+  cands.push_back(5);
+  cands.push_back(-1);
+  cands.push_back(n + 3);
+  std::vector<int64_t> offsets = {0, static_cast<int64_t>(cands.size()), static_cast<int64_t>(cands.size())};
+  std::vector<uint8_t> excluded(n, 0);
+  excluded[0] = 1;
+  VectorScanResult got;
+  ASSERT_TRUE(RerankVectors(set, queries.data(), 2, 10, offsets, cands, excluded, 2, &got).ok());
+  ASSERT_EQ(got.offsets, (std::vector<int64_t>{0, 10, 10}));
+  // the oracle over ids 1..99
+  std::vector<uint8_t> only(n, 1);
+  for (int32_t i = 1; i < 100; ++i) only[i] = 0;
+  VectorScanRequest request;
+  request.n_queries = 1;
+  request.queries = queries.data();
+  request.k = 10;
+  request.excluded = only;
+  const VectorScanResult want = BruteForceVectors(set, request);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(got.objects[i], want.objects[i]);
+    EXPECT_EQ(got.distances[i], want.distances[i]);
+  }
+}
+
+TEST(CpuVectorScan, RejectsBadInput) {
+  VectorSet set;
+  EXPECT_EQ(BuildVectorSet(0, 0, {}, &set).code(), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(BuildVectorSet(2, 2, {1, 2, 3}, &set).code(), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(BuildVectorSet(2, 1, {1, std::nanf("")}, &set).code(), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(BuildVectorSet(2, 1, {1, std::numeric_limits<float>::infinity()}, &set).code(),
+            GENIE_INVALID_ARGUMENT);
+  set = MakeSet(2, 2, {0, 0, 1, 1});
+  const float bad[] = {std::nanf(""), 0};
+  const float good[] = {0, 0};
+  VectorScanRequest request;
+  request.n_queries = 1;
+  request.queries = bad;
+  VectorScanResult out;
+  EXPECT_EQ(CpuVectorScan(set, request, 1, &out).code(), GENIE_INVALID_ARGUMENT);
+  request.queries = good;
+  request.k = 0;
+  EXPECT_EQ(CpuVectorScan(set, request, 1, &out).code(), GENIE_INVALID_ARGUMENT);
+  request.k = 1;
+  const std::vector<uint8_t> wrong(3, 0);
+  request.excluded = wrong;
+  EXPECT_EQ(CpuVectorScan(set, request, 1, &out).code(), GENIE_INVALID_ARGUMENT);
+}
+
+TEST(CpuVectorScan, HonoursCancel) {
+  std::mt19937 rng(11);
+  const int32_t n = 20000, dim = 64;
+  const VectorSet set = MakeSet(dim, n, RandomVectors(&rng, VectorShape::kGaussian, n, dim));
+  const std::vector<float> queries = NearbyQueries(&rng, set.values, n, dim, 3, 0.1f);
+  VectorScanRequest request;
+  request.n_queries = 3;
+  request.queries = queries.data();
+  request.k = 5;
+  CancelCheck cancel;
+  cancel.fn = [](void*) { return 1; };
+  VectorScanResult out;
+  EXPECT_EQ(CpuVectorScan(set, request, 2, &out, cancel).code(), GENIE_CANCELLED);
+}
+
+}  // namespace
+}  // namespace genie

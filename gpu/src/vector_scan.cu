@@ -1,0 +1,463 @@
+// The exact vector scan on the GPU (see genie/gpu_vector_scan.hpp and, for
+// why it is exact, genie/vectors.hpp).
+//
+// Device layout.  The vectors, row-major, each padded with zeros to dimp (a
+// multiple of 4) so that rows and queries load as float4; the zeros add
+// (0 - 0)^2 = 0 exactly.  A set that does not fit in the memory budget
+// stays on the host and is streamed through a staging buffer in parts of
+// part_rows_ vectors (multiple loading); a part is copied once per scan.
+//
+// Per part and group of queries (as many as fit the distance buffer):
+//   DistanceKernel  every float32 squared distance, a 64 x 128 tile of
+//                   (query, vector) pairs per block, 4 x 8 per thread,
+//                   the dimensions staged through shared memory 16 at a time;
+//                   excluded vectors get +infinity;
+//   KthKernel       each query's k-th smallest, by a radix select over the
+//                   bits of the non-negative floats (11, 11, 10 bits);
+//   (host)          the threshold of each k-th, FilterThreshold in float64;
+//   GatherKernel    the vectors within the threshold, at most k + kSlack
+//                   per query (a query with more, from ties, is gathered
+//                   again with room for all);
+//   RerankKernel    L2Distance of each, one thread per vector, in element
+//                   order with every operation rounded on its own: the
+//                   host's bits.
+// The host keeps each query's best k by (distance, id) over the parts.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_util.hpp"
+#include "genie/gpu_vector_scan.hpp"
+
+namespace genie {
+namespace gpu {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kTileQ = 64;   // queries of a distance tile
+constexpr int kTileR = 128;  // vectors of a distance tile
+constexpr int kTileK = 16;   // dimensions staged at a time
+constexpr int kSelectThreads = 512;
+constexpr int kBins = 2048;  // radix select: 11 bits a pass
+constexpr int kGatherThreads = 256;
+constexpr int kRerankThreads = 128;
+constexpr int32_t kSlack = 64;                           // gather slots beyond k
+constexpr uint64_t kDistanceBufferBytes = 256ull << 20;  // float32 distances of a group
+constexpr int32_t kMaxGroup = 16384;                     // queries of a group (grid y)
+
+__global__ void __launch_bounds__(kThreads)
+DistanceKernel(const float* __restrict__ queries, int32_t nq, const float* __restrict__ rows, int32_t n_rows,
+               int32_t dimp, const uint8_t* __restrict__ excluded, float* __restrict__ out) {
+  __shared__ __align__(16) float qs[kTileK][kTileQ];
+  __shared__ __align__(16) float xs[kTileK][kTileR];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int tq = tid / 16, tr = tid % 16;
+  const int64_t q0 = static_cast<int64_t>(blockIdx.y) * kTileQ;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kTileR;
+  float acc[4][8];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+
+  const int lk = (tid % 4) * 4;  // this thread's four dimensions of a stage
+  for (int k0 = 0; k0 < dimp; k0 += kTileK) {
+    {
+      const int qi = tid / 4;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (q0 + qi < nq && k0 + lk < dimp)
+        v = *reinterpret_cast<const float4*>(queries + (q0 + qi) * dimp + k0 + lk);
+      qs[lk][qi] = v.x;
+      qs[lk + 1][qi] = v.y;
+      qs[lk + 2][qi] = v.z;
+      qs[lk + 3][qi] = v.w;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int ri = tid / 4 + 64 * h;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (r0 + ri < n_rows && k0 + lk < dimp)
+        v = *reinterpret_cast<const float4*>(rows + (r0 + ri) * dimp + k0 + lk);
+      xs[lk][ri] = v.x;
+      xs[lk + 1][ri] = v.y;
+      xs[lk + 2][ri] = v.z;
+      xs[lk + 3][ri] = v.w;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kTileK; ++kk) {
+      const float4 qv = *reinterpret_cast<const float4*>(&qs[kk][tq * 4]);
+      const float4 xa = *reinterpret_cast<const float4*>(&xs[kk][tr * 8]);
+      const float4 xb = *reinterpret_cast<const float4*>(&xs[kk][tr * 8 + 4]);
+      const float q[4] = {qv.x, qv.y, qv.z, qv.w};
+      const float x[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float d = q[i] - x[j];
+          acc[i][j] = fmaf(d, d, acc[i][j]);
+        }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int64_t q = q0 + tq * 4 + i;
+    if (q >= nq) continue;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int64_t r = r0 + tr * 8 + j;
+      if (r < n_rows) out[q * n_rows + r] = excluded != nullptr && excluded[r] ? INFINITY : acc[i][j];
+    }
+  }
+}
+
+// kth[q] = the k-th smallest of row q of d32 (n_rows values >= 0 or +inf,
+// whose bit patterns order as the values do); +inf when k > n_rows.
+__global__ void __launch_bounds__(kSelectThreads)
+KthKernel(const float* __restrict__ d32, int32_t n_rows, int32_t k, float* __restrict__ kth) {
+  __shared__ int32_t hist[kBins];
+  __shared__ uint32_t s_prefix;
+  __shared__ int32_t s_rem;
+  const int tid = static_cast<int>(threadIdx.x);
+  const float* row = d32 + static_cast<int64_t>(blockIdx.x) * n_rows;
+  if (k > n_rows) {
+    if (tid == 0) kth[blockIdx.x] = INFINITY;
+    return;
+  }
+  if (tid == 0) {
+    s_prefix = 0;
+    s_rem = k;
+  }
+  uint32_t prefix = 0, mask = 0;
+  const int shifts[3] = {21, 10, 0};
+  const int widths[3] = {11, 11, 10};
+  for (int pass = 0; pass < 3; ++pass) {
+    for (int b = tid; b < kBins; b += kSelectThreads) hist[b] = 0;
+    __syncthreads();
+    const int shift = shifts[pass];
+    const uint32_t bin_mask = (1u << widths[pass]) - 1u;
+    for (int64_t i = tid; i < n_rows; i += kSelectThreads) {
+      const uint32_t u = __float_as_uint(row[i]);
+      if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & bin_mask], 1);
+    }
+    __syncthreads();
+    if (tid < 32) {
+      // warp 0: the bin where the count reaches s_rem
+      constexpr int kPer = kBins / 32;
+      const int lane = tid;
+      int sum = 0;
+      for (int b = lane * kPer; b < (lane + 1) * kPer; ++b) sum += hist[b];
+      int incl = sum;
+#pragma unroll
+      for (int off = 1; off < 32; off <<= 1) {
+        const int t = __shfl_up_sync(0xFFFFFFFFu, incl, off);
+        if (lane >= off) incl += t;
+      }
+      const int excl = incl - sum;
+      const int rem = s_rem;
+      const unsigned hit = __ballot_sync(0xFFFFFFFFu, excl < rem && rem <= incl);
+      if (lane == __ffs(hit) - 1) {
+        int cum = excl;
+        for (int b = lane * kPer; b < (lane + 1) * kPer; ++b) {
+          if (cum + hist[b] >= rem) {
+            s_rem = rem - cum;
+            s_prefix = prefix | (static_cast<uint32_t>(b) << shift);
+            break;
+          }
+          cum += hist[b];
+        }
+      }
+    }
+    __syncthreads();
+    prefix = s_prefix;
+    mask |= bin_mask << shift;
+  }
+  if (tid == 0) kth[blockIdx.x] = __uint_as_float(prefix);
+}
+
+// Launched query i (row qmap[i] of d32, or i) gathers its vectors within
+// threshold[i] into slots [slot_begin[i], slot_begin[i + 1]); count[i]
+// counts them all, also those beyond the slots.
+__global__ void __launch_bounds__(kGatherThreads)
+GatherKernel(const float* __restrict__ d32, int32_t n_rows, const int32_t* __restrict__ qmap,
+             const double* __restrict__ threshold, const uint8_t* __restrict__ excluded,
+             const int64_t* __restrict__ slot_begin, int32_t* __restrict__ count, int32_t* __restrict__ cand) {
+  const int32_t i = static_cast<int32_t>(blockIdx.y);
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kGatherThreads + threadIdx.x;
+  if (r >= n_rows || (excluded != nullptr && excluded[r])) return;
+  const int64_t q = qmap != nullptr ? qmap[i] : i;
+  if (static_cast<double>(d32[q * n_rows + r]) <= threshold[q]) {
+    const int64_t slot = atomicAdd(&count[i], 1);
+    if (slot_begin[i] + slot < slot_begin[i + 1]) cand[slot_begin[i] + slot] = static_cast<int32_t>(r);
+  }
+}
+
+// L2Distance of each gathered vector, exactly as the host computes it.
+__global__ void __launch_bounds__(kRerankThreads)
+RerankKernel(const float* __restrict__ rows, const float* __restrict__ queries, int32_t dim, int32_t dimp,
+             const int32_t* __restrict__ qmap, const int64_t* __restrict__ slot_begin,
+             const int32_t* __restrict__ count, const int32_t* __restrict__ cand, double* __restrict__ dist) {
+  const int32_t i = static_cast<int32_t>(blockIdx.y);
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kRerankThreads + threadIdx.x;
+  const int64_t slots = slot_begin[i + 1] - slot_begin[i];
+  if (j >= min(static_cast<int64_t>(count[i]), slots)) return;
+  const int64_t q = qmap != nullptr ? qmap[i] : i;
+  const float* x = rows + static_cast<int64_t>(cand[slot_begin[i] + j]) * dimp;
+  const float* y = queries + q * dimp;
+  double sum = 0.0;
+  for (int32_t t = 0; t < dim; ++t) {
+    const double d = __dsub_rn(static_cast<double>(x[t]), static_cast<double>(y[t]));
+    sum = __dadd_rn(sum, __dmul_rn(d, d));
+  }
+  dist[slot_begin[i] + j] = __dsqrt_rn(sum);
+}
+
+unsigned Blocks(int64_t items, int per_block) {
+  return static_cast<unsigned>((items + per_block - 1) / per_block);
+}
+
+class GpuVectorSetImpl final : public GpuVectorSet {
+ public:
+  Status Init(const VectorSet& set, int32_t device_ordinal, uint64_t budget_option) {
+    device_ = device_ordinal;
+    dim_ = set.dim;
+    dimp_ = (set.dim + 3) / 4 * 4;
+    n_ = set.size();
+    DeviceGuard guard;
+    GENIE_RETURN_IF_ERROR(guard.Enter(device_));
+    uint64_t budget = budget_option;
+    if (budget == 0) {
+      size_t free_bytes = 0, total_bytes = 0;
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+      const uint64_t reserve = std::max<uint64_t>(512ull << 20, total_bytes / 20);
+      budget = free_bytes > reserve ? (free_bytes - reserve) / 10 * 9 : 0;
+    }
+    // a quarter (at most kDistanceBufferBytes) for a scan's distances, the rest for the vectors
+    distance_bytes_ = std::max<uint64_t>(std::min<uint64_t>(budget / 4, kDistanceBufferBytes), 1u << 20);
+    const uint64_t row_bytes = static_cast<uint64_t>(dimp_) * sizeof(float);
+    const uint64_t room = budget > distance_bytes_ ? budget - distance_bytes_ : 0;
+    const uint64_t set_bytes = static_cast<uint64_t>(n_) * row_bytes;
+    if (set_bytes <= room) {
+      part_rows_ = std::max(n_, 1);
+    } else {
+      part_rows_ = static_cast<int32_t>(std::min<uint64_t>(room / row_bytes, static_cast<uint64_t>(n_)));
+      part_rows_ = part_rows_ / kTileR * kTileR;
+      if (part_rows_ < kTileR)
+        return Status::DeviceOutOfMemory("the device memory budget holds less than " + std::to_string(kTileR) +
+                                         " vectors of " + std::to_string(dim_) + " dimensions");
+    }
+    GENIE_RETURN_IF_ERROR(rows_.Allocate(static_cast<std::size_t>(part_rows_) * dimp_, "vectors"));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemset(rows_.get(), 0, rows_.bytes()));
+    if (resident()) GENIE_RETURN_IF_ERROR(CopyRows(set, 0, n_));
+    return Status::Ok();
+  }
+
+  Status Scan(const VectorSet& set, const VectorScanRequest& request, VectorScanResult* out,
+              const CancelCheck& cancel) override {
+    if (out == nullptr) return Status::InvalidArgument("GpuVectorSet::Scan: NULL output");
+    try {
+      if (resident()) return DoScan(set, request, out, cancel);
+      // the staging buffer holds one part at a time
+      std::lock_guard<std::mutex> lock(stream_mutex_);
+      return DoScan(set, request, out, cancel);
+    } catch (const std::bad_alloc&) {
+      return Status::OutOfMemory("out of host memory in the GPU vector scan");
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("GPU vector scan failed: ") + e.what());
+    }
+  }
+
+  std::size_t device_bytes() const override { return rows_.bytes(); }
+  int32_t parts() const override { return n_ == 0 ? 1 : (n_ + part_rows_ - 1) / part_rows_; }
+
+ private:
+  bool resident() const { return part_rows_ >= n_; }
+
+  // Vectors [first, first + count) of the set into rows_, padded to dimp_.
+  Status CopyRows(const VectorSet& set, int32_t first, int32_t count) {
+    if (count == 0) return Status::Ok();
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(rows_.get(), static_cast<std::size_t>(dimp_) * sizeof(float),
+                                            set.row(first), static_cast<std::size_t>(dim_) * sizeof(float),
+                                            static_cast<std::size_t>(dim_) * sizeof(float),
+                                            static_cast<std::size_t>(count), cudaMemcpyHostToDevice));
+    return Status::Ok();
+  }
+
+  // Gathers and re-ranks the launched queries (qmap: their rows in the
+  // group, or identity) with slots per slot_begin; appends (distance, id)
+  // to found for those not in *overflow (which gets the rest with their counts).
+  Status GatherRerank(const float* rows, int32_t n_rows, int32_t row0, const float* d32, const float* d_queries,
+                      int32_t group_first, const std::vector<int32_t>& qmap_host,
+                      const std::vector<int64_t>& slot_begin, const DeviceArray<double>& d_threshold,
+                      const uint8_t* d_excluded,
+                      std::vector<std::vector<std::pair<double, int32_t>>>* found,
+                      std::vector<std::pair<int32_t, int32_t>>* overflow) {
+    const int32_t launched = static_cast<int32_t>(slot_begin.size()) - 1;
+    const int64_t slots = slot_begin.back();
+    DeviceArray<int32_t> d_qmap, d_count, d_cand;
+    DeviceArray<int64_t> d_slot_begin;
+    DeviceArray<double> d_dist;
+    if (!qmap_host.empty()) GENIE_RETURN_IF_ERROR(Upload(qmap_host.data(), qmap_host.size(), &d_qmap, "vector scan query map"));
+    GENIE_RETURN_IF_ERROR(Upload(slot_begin.data(), slot_begin.size(), &d_slot_begin, "vector scan slots"));
+    GENIE_RETURN_IF_ERROR(d_count.Allocate(static_cast<std::size_t>(launched), "vector scan counts"));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemset(d_count.get(), 0, d_count.bytes()));
+    GENIE_RETURN_IF_ERROR(d_cand.Allocate(static_cast<std::size_t>(std::max<int64_t>(slots, 1)), "vector scan candidates"));
+    GENIE_RETURN_IF_ERROR(d_dist.Allocate(static_cast<std::size_t>(std::max<int64_t>(slots, 1)), "vector scan distances"));
+    const int32_t* qmap = qmap_host.empty() ? nullptr : d_qmap.get();
+    GatherKernel<<<dim3(Blocks(n_rows, kGatherThreads), static_cast<unsigned>(launched)), kGatherThreads>>>(
+        d32, n_rows, qmap, d_threshold.get(), d_excluded, d_slot_begin.get(), d_count.get(), d_cand.get());
+    GENIE_CUDA_CHECK_LAUNCH("GatherKernel");
+    std::vector<int32_t> count(static_cast<std::size_t>(launched));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(count.data(), d_count.get(), d_count.bytes(), cudaMemcpyDeviceToHost));
+    int64_t widest = 0;
+    for (int32_t i = 0; i < launched; ++i)
+      widest = std::max<int64_t>(widest, std::min<int64_t>(count[i], slot_begin[i + 1] - slot_begin[i]));
+    if (widest > 0) {
+      RerankKernel<<<dim3(Blocks(widest, kRerankThreads), static_cast<unsigned>(launched)), kRerankThreads>>>(
+          rows, d_queries, dim_, dimp_, qmap, d_slot_begin.get(), d_count.get(), d_cand.get(), d_dist.get());
+      GENIE_CUDA_CHECK_LAUNCH("RerankKernel");
+    }
+    std::vector<int32_t> cand(static_cast<std::size_t>(std::max<int64_t>(slots, 1)));
+    std::vector<double> dist(cand.size());
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(cand.data(), d_cand.get(), sizeof(int32_t) * slots, cudaMemcpyDeviceToHost));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(dist.data(), d_dist.get(), sizeof(double) * slots, cudaMemcpyDeviceToHost));
+    for (int32_t i = 0; i < launched; ++i) {
+      const int32_t q = qmap_host.empty() ? i : qmap_host[static_cast<std::size_t>(i)];
+      if (count[i] > slot_begin[i + 1] - slot_begin[i]) {
+        overflow->emplace_back(q, count[i]);
+        continue;
+      }
+      auto& list = (*found)[static_cast<std::size_t>(group_first + q)];
+      for (int64_t s = slot_begin[i]; s < slot_begin[i] + count[i]; ++s)
+        list.emplace_back(dist[static_cast<std::size_t>(s)], row0 + cand[static_cast<std::size_t>(s)]);
+    }
+    return Status::Ok();
+  }
+
+  Status DoScan(const VectorSet& set, const VectorScanRequest& request, VectorScanResult* out,
+                const CancelCheck& cancel) {
+    GENIE_RETURN_IF_ERROR(ValidateVectorScanRequest(set, request));
+    if (set.dim != dim_ || set.size() != n_) return Status::InvalidArgument("the vector set changed since its GPU copy");
+    const int32_t nq = request.n_queries;
+    const int32_t k = request.k;
+    std::vector<std::vector<std::pair<double, int32_t>>> found(static_cast<std::size_t>(nq));
+    if (nq > 0 && n_ > 0) {
+      DeviceGuard guard;
+      GENIE_RETURN_IF_ERROR(guard.Enter(device_));
+      DeviceBlockScope blocks;  // the scan's small buffers are reused
+      // the queries, padded like the vectors
+      std::vector<float> padded(static_cast<std::size_t>(nq) * dimp_, 0.0f);
+      for (int32_t q = 0; q < nq; ++q)
+        std::copy_n(request.queries + static_cast<std::size_t>(q) * dim_, dim_,
+                    padded.begin() + static_cast<std::ptrdiff_t>(q) * dimp_);
+      DeviceArray<float> d_queries, d32;
+      DeviceArray<uint8_t> d_excluded;
+      GENIE_RETURN_IF_ERROR(Upload(padded.data(), padded.size(), &d_queries, "vector scan queries"));
+      if (!request.excluded.empty())
+        GENIE_RETURN_IF_ERROR(Upload(request.excluded.data(), request.excluded.size(), &d_excluded, "vector scan excluded flags"));
+      const int32_t group = static_cast<int32_t>(std::max<uint64_t>(
+          1, std::min<uint64_t>({static_cast<uint64_t>(nq), static_cast<uint64_t>(kMaxGroup),
+                                 distance_bytes_ / (sizeof(float) * static_cast<uint64_t>(part_rows_))})));
+      GENIE_RETURN_IF_ERROR(d32.Allocate(static_cast<std::size_t>(group) * part_rows_, "vector scan distances"));
+      for (int32_t row0 = 0; row0 < n_; row0 += part_rows_) {
+        const int32_t n_rows = std::min(part_rows_, n_ - row0);
+        if (!resident()) {
+          if (cancel.requested()) return Status::Cancelled();
+          GENIE_RETURN_IF_ERROR(CopyRows(set, row0, n_rows));
+        }
+        const uint8_t* excluded = request.excluded.empty() ? nullptr : d_excluded.get() + row0;
+        for (int32_t g0 = 0; g0 < nq; g0 += group) {
+          if (cancel.requested()) return Status::Cancelled();
+          const int32_t gn = std::min(group, nq - g0);
+          const float* queries = d_queries.get() + static_cast<std::size_t>(g0) * dimp_;
+          DistanceKernel<<<dim3(Blocks(n_rows, kTileR), Blocks(gn, kTileQ)), kThreads>>>(
+              queries, gn, rows_.get(), n_rows, dimp_, excluded, d32.get());
+          GENIE_CUDA_CHECK_LAUNCH("DistanceKernel");
+          DeviceArray<float> d_kth;
+          GENIE_RETURN_IF_ERROR(d_kth.Allocate(static_cast<std::size_t>(gn), "vector scan k-th distances"));
+          KthKernel<<<static_cast<unsigned>(gn), kSelectThreads>>>(d32.get(), n_rows, k, d_kth.get());
+          GENIE_CUDA_CHECK_LAUNCH("KthKernel");
+          std::vector<float> kth(static_cast<std::size_t>(gn));
+          GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(kth.data(), d_kth.get(), d_kth.bytes(), cudaMemcpyDeviceToHost));
+          std::vector<double> threshold(kth.size());
+          for (std::size_t i = 0; i < kth.size(); ++i) threshold[i] = FilterThreshold(dim_, kth[i]);
+          DeviceArray<double> d_threshold;
+          GENIE_RETURN_IF_ERROR(Upload(threshold.data(), threshold.size(), &d_threshold, "vector scan thresholds"));
+          // room for k and some ties; a query with more is gathered again with room for all
+          const int64_t room = std::min<int64_t>(static_cast<int64_t>(k) + kSlack, n_rows);
+          std::vector<int64_t> slot_begin(static_cast<std::size_t>(gn) + 1);
+          for (int32_t i = 0; i <= gn; ++i) slot_begin[static_cast<std::size_t>(i)] = room * i;
+          std::vector<std::pair<int32_t, int32_t>> overflow;
+          GENIE_RETURN_IF_ERROR(GatherRerank(rows_.get(), n_rows, row0, d32.get(), queries, g0, {}, slot_begin,
+                                             d_threshold, excluded, &found, &overflow));
+          if (!overflow.empty()) {
+            std::vector<int32_t> qmap;
+            std::vector<int64_t> begin{0};
+            for (const auto& o : overflow) {
+              qmap.push_back(o.first);
+              begin.push_back(begin.back() + o.second);
+            }
+            std::vector<std::pair<int32_t, int32_t>> again;
+            GENIE_RETURN_IF_ERROR(GatherRerank(rows_.get(), n_rows, row0, d32.get(), queries, g0, qmap, begin,
+                                               d_threshold, excluded, &found, &again));
+            if (!again.empty()) return Status::Internal("GPU vector scan: a gather outgrew its exact count");
+          }
+        }
+      }
+    }
+    out->offsets.assign(1, 0);
+    out->objects.clear();
+    out->distances.clear();
+    for (auto& list : found) {
+      const std::size_t keep = std::min(list.size(), static_cast<std::size_t>(k));
+      std::partial_sort(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(keep), list.end());
+      for (std::size_t i = 0; i < keep; ++i) {
+        out->objects.push_back(list[i].second);
+        out->distances.push_back(list[i].first);
+      }
+      out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
+    }
+    return Status::Ok();
+  }
+
+  int32_t device_ = 0;
+  int32_t dim_ = 0;
+  int32_t dimp_ = 0;
+  int32_t n_ = 0;
+  int32_t part_rows_ = 1;
+  uint64_t distance_bytes_ = 0;
+  DeviceArray<float> rows_;  // the whole set, or the part being scanned
+  std::mutex stream_mutex_;
+};
+
+}  // namespace
+}  // namespace gpu
+
+Status GpuVectorSet::Create(const VectorSet& set, int32_t device_ordinal, uint64_t memory_budget_bytes,
+                            std::unique_ptr<GpuVectorSet>* out) {
+  if (out == nullptr) return Status::InvalidArgument("GpuVectorSet::Create: NULL output");
+  try {
+    GENIE_RETURN_IF_ERROR(gpu::CheckDevice(device_ordinal));
+    auto impl = std::make_unique<gpu::GpuVectorSetImpl>();
+    GENIE_RETURN_IF_ERROR(impl->Init(set, device_ordinal, memory_budget_bytes));
+    *out = std::move(impl);
+    return Status::Ok();
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory copying vectors to the GPU");
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("GPU vector set failed: ") + e.what());
+  }
+}
+
+}  // namespace genie

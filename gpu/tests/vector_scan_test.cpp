@@ -1,0 +1,127 @@
+// The GPU vector scan against the CPU engine and the brute-force oracle:
+// the same rows, order and float64 distances (to the bit) for every shape
+// of data (ties, duplicates, underflow, overflow), dimensions around the
+// float4 padding and the 16-dimension stages, batches larger than one
+// distance group, single queries, excluded vectors, k beyond the set,
+// multiple loading through a small memory budget, and cancel.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "genie/gpu_vector_scan.hpp"
+#include "genie/vector_fixture.hpp"
+#include "genie/vectors.hpp"
+
+namespace genie {
+namespace {
+
+using testing::BruteForceVectors;
+using testing::ExpectSameVectorRows;
+using testing::MakeSet;
+using testing::NearbyQueries;
+using testing::RandomVectors;
+using testing::VectorShape;
+
+class GpuVectorScanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!GpuAvailable()) GTEST_SKIP() << "no GPU";
+  }
+  static bool GpuAvailable() {
+    const VectorSet set = MakeSet(1, 1, {0.0f});
+    std::unique_ptr<GpuVectorSet> gpu;
+    return GpuVectorSet::Create(set, 0, 0, &gpu).ok();
+  }
+};
+
+struct Case {
+  VectorShape shape;
+  int32_t n, dim, nq, k;
+};
+
+void Check(const Case& c, uint64_t budget, std::mt19937* rng, bool brute_force) {
+  const std::vector<float> data = RandomVectors(rng, c.shape, c.n, c.dim);
+  const std::vector<float> queries = NearbyQueries(rng, data, c.n, c.dim, c.nq, 0.05f);
+  const VectorSet set = MakeSet(c.dim, c.n, data);
+  std::unique_ptr<GpuVectorSet> gpu;
+  Status s = GpuVectorSet::Create(set, 0, budget, &gpu);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (bool with_excluded : {false, true}) {
+    std::vector<uint8_t> excluded;
+    VectorScanRequest request;
+    request.n_queries = c.nq;
+    request.queries = queries.data();
+    request.k = c.k;
+    if (with_excluded) {
+      excluded.resize(static_cast<std::size_t>(c.n));
+      for (auto& e : excluded) e = (*rng)() % 4 == 0;
+      request.excluded = excluded;
+    }
+    const std::string what = std::string(testing::ShapeName(c.shape)) + " n=" + std::to_string(c.n) +
+                             " dim=" + std::to_string(c.dim) + " nq=" + std::to_string(c.nq) +
+                             " k=" + std::to_string(c.k) + " parts=" + std::to_string(gpu->parts()) +
+                             (with_excluded ? " excluded" : "");
+    VectorScanResult on_gpu, on_cpu;
+    s = gpu->Scan(set, request, &on_gpu);
+    ASSERT_TRUE(s.ok()) << what << ": " << s.message();
+    s = CpuVectorScan(set, request, 0, &on_cpu);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ExpectSameVectorRows(on_cpu, on_gpu, what + " (GPU vs CPU)");
+    if (brute_force) ExpectSameVectorRows(BruteForceVectors(set, request), on_gpu, what + " (GPU vs brute force)");
+  }
+}
+
+TEST_F(GpuVectorScanTest, EqualsCpuAndBruteForce) {
+  std::mt19937 rng(20261125);
+  const Case cases[] = {
+      {VectorShape::kGaussian, 3000, 16, 70, 10},     {VectorShape::kGaussian, 2500, 784, 130, 5},
+      {VectorShape::kGaussian, 9000, 9, 1, 7},        {VectorShape::kGaussian, 5000, 1, 3, 3},
+      {VectorShape::kGaussian, 4000, 17, 2, 100},     {VectorShape::kSmallIntegers, 3000, 8, 20, 10},
+      {VectorShape::kSmallIntegers, 6000, 3, 5, 25},  {VectorShape::kDuplicates, 2000, 12, 9, 10},
+      {VectorShape::kTiny, 1500, 7, 8, 5},            {VectorShape::kHuge, 1500, 33, 8, 5},
+      {VectorShape::kGaussian, 50, 5, 6, 80},         {VectorShape::kGaussian, 1, 1, 3, 1},
+      {VectorShape::kGaussian, 0, 4, 2, 3},           {VectorShape::kGaussian, 700, 130, 1, 1},
+  };
+  for (const Case& c : cases) Check(c, 0, &rng, true);
+}
+
+TEST_F(GpuVectorScanTest, LargeBatchesSpanSeveralGroups) {
+  std::mt19937 rng(5);
+  // 200,000 vectors: a group of the default 256 MB buffer holds 327 queries
+  Check({VectorShape::kGaussian, 200000, 32, 1000, 10}, 0, &rng, false);
+  Check({VectorShape::kSmallIntegers, 100000, 4, 400, 5}, 0, &rng, false);
+}
+
+TEST_F(GpuVectorScanTest, MultipleLoadingThroughASmallBudget) {
+  std::mt19937 rng(9);
+  // 4 MB: 1 MB of distances and 3 MB of vectors, 6,144 vectors of 128 floats a part
+  const Case c{VectorShape::kGaussian, 40000, 128, 50, 10};
+  Check(c, 4ull << 20, &rng, false);
+  const VectorSet set = MakeSet(c.dim, c.n, RandomVectors(&rng, c.shape, c.n, c.dim));
+  std::unique_ptr<GpuVectorSet> gpu;
+  ASSERT_TRUE(GpuVectorSet::Create(set, 0, 4ull << 20, &gpu).ok());
+  EXPECT_GT(gpu->parts(), 1);
+  Check({VectorShape::kDuplicates, 30000, 20, 7, 15}, 2ull << 20, &rng, false);
+}
+
+TEST_F(GpuVectorScanTest, HonoursCancel) {
+  std::mt19937 rng(13);
+  const VectorSet set = MakeSet(64, 50000, RandomVectors(&rng, VectorShape::kGaussian, 50000, 64));
+  const std::vector<float> queries = NearbyQueries(&rng, set.values, 50000, 64, 10, 0.1f);
+  std::unique_ptr<GpuVectorSet> gpu;
+  ASSERT_TRUE(GpuVectorSet::Create(set, 0, 0, &gpu).ok());
+  VectorScanRequest request;
+  request.n_queries = 10;
+  request.queries = queries.data();
+  request.k = 5;
+  CancelCheck cancel;
+  cancel.fn = [](void*) { return 1; };
+  VectorScanResult out;
+  EXPECT_EQ(gpu->Scan(set, request, &out, cancel).code(), GENIE_CANCELLED);
+}
+
+}  // namespace
+}  // namespace genie
