@@ -149,12 +149,12 @@ typedef struct GenieBuildState
 {
 	GeniePostingsSorter *sorter;
 	GenieChainWriter directory;
-	GenieChainWriter strings;	/* when the index stores strings */
-	bool		store_strings;
+	GenieChainWriter values;	/* when the index stores values */
+	bool		store_values;
 	GenieIndexType type;
 	void	   *type_state;		/* the type's build state, or NULL */
 	int64		n_objects;
-	int64		string_bytes;
+	int64		value_bytes;
 	MemoryContext tmpcxt;
 } GenieBuildState;
 
@@ -183,13 +183,13 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 
 		genie_sorter_add(state->sorter, keywords, n, (int32) state->n_objects);
 	}
-	if (state->store_strings)
+	if (state->store_values)
 	{
 		size_t		size = 0;
-		const char *string = isnull[0] ? NULL : state->type.info->value_string(values[0], &size);
+		const char *bytes = isnull[0] ? NULL : state->type.info->value_bytes_of(values[0], &size);
 
-		genie_strings_append(&state->strings, string, size);
-		state->string_bytes += sizeof(int32) + size;
+		genie_values_append(&state->values, bytes, size);
+		state->value_bytes += sizeof(int32) + size;
 	}
 	genie_chain_writer_append(&state->directory, &entry, 1);
 	state->n_objects++;
@@ -240,9 +240,9 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (state.type.info->build_begin != NULL)
 		state.type_state = state.type.info->build_begin(heap, index, indexInfo, true);
 
-	state.store_strings = genie_index_stores_strings(index, state.type.info);
-	if (state.store_strings)
-		genie_chain_writer_init(&state.strings, index, GENIE_PAGE_STRINGS, 1, false);
+	state.store_values = genie_index_stores_values(index, state.type.info);
+	if (state.store_values)
+		genie_chain_writer_init(&state.values, index, GENIE_PAGE_VALUES, 1, false);
 	state.sorter = genie_sorter_begin(maintenance_work_mem);
 	genie_chain_writer_init(&state.directory, index, GENIE_PAGE_DIRECTORY,
 							sizeof(GenieObjectEntry), false);
@@ -276,11 +276,11 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	meta->directory = genie_chain_writer_finish(&state.directory);
 	meta->keywords = keywords;
 	meta->postings = postings;
-	if (state.store_strings)
+	if (state.store_values)
 	{
-		meta->strings_stored = 1;
-		meta->strings = genie_chain_writer_finish(&state.strings);
-		meta->string_bytes = state.string_bytes;
+		meta->values_stored = 1;
+		meta->values = genie_chain_writer_finish(&state.values);
+		meta->value_bytes = state.value_bytes;
 	}
 	/* the type's part of the metapage (a row index's schema and dictionary) */
 	if (state.type.info->build_begin != NULL)
@@ -314,7 +314,7 @@ genie_ambuildempty(Relation index)
 
 	genie_type_for_build(index, &type);
 	genie_init_metapage(metapage, genie_split_length(index), &type.encoding);
-	GeniePageGetMeta(metapage)->strings_stored = genie_index_stores_strings(index, type.info) ? 1 : 0;
+	GeniePageGetMeta(metapage)->values_stored = genie_index_stores_values(index, type.info) ? 1 : 0;
 	if (type.info->build_begin != NULL)
 	{
 		/* what the options give without reading the table (a row index's attributes) */

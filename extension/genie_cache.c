@@ -235,7 +235,7 @@ load_slot(Relation index)
 		e->encoding = content.encoding;
 		e->n_objects = content.n_objects;
 		e->n_main_objects = content.n_main_objects;
-		e->strings_stored = content.strings_stored;
+		e->values_stored = content.values_stored;
 		e->main_key = key;
 		e->split_length = content.split_length;
 		e->objects = MemoryContextAllocHuge(slot->cxt,

@@ -54,13 +54,13 @@ typedef struct GenieCachedIndex
 	 * The stored strings of every object of this version (an index of
 	 * genie_ngram_ops with store_strings), read by genie_cache_strings when
 	 * an edit-distance search first needs them; NULL until then.  Their GPU
-	 * copy lives and dies with them.  strings_excluded, made with them, says
+	 * copy lives and dies with them.  excluded, made with them, says
 	 * which objects a scan must skip, so that a scan does not rebuild it (and
 	 * the GPU engine can keep its device copy).
 	 */
-	bool		strings_stored;
+	bool		values_stored;
 	genie_strings *strings;
-	uint8	   *strings_excluded;	/* by object: dead or NULL; NULL when none is */
+	uint8	   *excluded;	/* by object: dead or NULL; NULL when none is */
 
 	/*
 	 * With the genie service, which holds the main objects' strings: the
@@ -93,7 +93,7 @@ extern void genie_cache_load_main(GenieCachedIndex *entry);
 extern GenieServiceOutcome genie_cache_ship_main(GenieCachedIndex *entry, genie_error *err);
 
 /*
- * The entry's stored strings (strings_stored must be true), read from the
+ * The entry's stored strings (values_stored must be true), read from the
  * index the first time; the same serialization-failure error as
  * genie_cache_load_main when the index was merged since the entry was read.
  */

@@ -30,13 +30,13 @@ read_entry_strings(GenieCachedIndex *entry, GenieIndexContent *content, bool wit
 	Relation	index = index_open(entry->index_oid, NoLock);
 	GenieServiceKey key;
 
-	Assert(entry->strings_stored);
+	Assert(entry->values_stored);
 	GENIE_CONTENT_LOCK_SHARE(index);
 	PG_TRY();
 	{
 		genie_read_content(index, content, false);
 		if (with_main)
-			genie_read_strings(index, content);
+			genie_read_values(index, content);
 	}
 	PG_FINALLY();
 	{
@@ -73,16 +73,16 @@ genie_cache_strings(GenieCachedIndex *entry)
 	{
 		if ((entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) == 0)
 			continue;
-		if (entry->strings_excluded == NULL)
+		if (entry->excluded == NULL)
 		{
-			entry->strings_excluded = MemoryContextAllocExtended(GetMemoryChunkContext(entry),
+			entry->excluded = MemoryContextAllocExtended(GetMemoryChunkContext(entry),
 																 Max(entry->n_objects, 1),
 																 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 			entry->bytes += Max(entry->n_objects, 1);
 		}
-		entry->strings_excluded[id] = 1;
+		entry->excluded[id] = 1;
 	}
-	GENIE_CHECK(genie_strings_create(content.string_text, content.string_offsets, entry->n_objects,
+	GENIE_CHECK(genie_strings_create(content.value_data, content.value_offsets, entry->n_objects,
 									 &entry->strings, &err),
 				&err, "genie: loading the stored strings");
 	entry->bytes += genie_strings_memory_bytes(entry->strings);
@@ -106,7 +106,7 @@ genie_cache_pending_strings(GenieCachedIndex *entry)
 	old = MemoryContextSwitchTo(tmpcxt);
 	read_entry_strings(entry, &content, false);
 	/* the entry's pending objects come first in the pending list */
-	GENIE_CHECK(genie_strings_create(content.pending_string_text, content.pending_string_offsets, n,
+	GENIE_CHECK(genie_strings_create(content.pending_value_data, content.pending_value_offsets, n,
 									 &entry->pending_strings, &err),
 				&err, "genie: loading the stored strings");
 	entry->bytes += genie_strings_memory_bytes(entry->pending_strings);
@@ -151,8 +151,8 @@ genie_cache_ship_strings(GenieCachedIndex *entry, genie_error *err)
 
 	read_entry_strings(entry, &content, true);
 	/* the main objects' are the first n_main_objects + 1 offsets, from 0 */
-	outcome = genie_service_load_strings(&entry->main_key, entry->index_oid, content.string_text,
-										 content.string_offsets, err);
+	outcome = genie_service_load_strings(&entry->main_key, entry->index_oid, content.value_data,
+										 content.value_offsets, err);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
 	return outcome;

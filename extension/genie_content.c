@@ -129,24 +129,24 @@ genie_read_main_postings(Relation index, GenieIndexContent *content)
 		UnlockReleaseBuffer(metabuf);
 }
 
-/* ---- stored strings ---- */
+/* ---- stored values ---- */
 
 void
-genie_strings_append(GenieChainWriter *w, const char *string, size_t size)
+genie_values_append(GenieChainWriter *w, const char *value, size_t size)
 {
 	int32		length = (int32) size;
 
 	if (size > (size_t) PG_INT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("a string of %zu bytes is too long for a genie index", size)));
+				 errmsg("a value of %zu bytes is too long for a genie index", size)));
 	genie_chain_writer_append(w, &length, sizeof(int32));
 	if (size > 0)
-		genie_chain_writer_append(w, string, (int64) size);
+		genie_chain_writer_append(w, value, (int64) size);
 }
 
 void
-genie_read_strings(Relation index, GenieIndexContent *content)
+genie_read_values(Relation index, GenieIndexContent *content)
 {
 	GenieMetaPageData meta;
 	Buffer		metabuf;
@@ -156,26 +156,26 @@ genie_read_strings(Relation index, GenieIndexContent *content)
 	int64		main_bytes;
 	int32		n_pending = content->n_objects - content->n_main_objects;
 
-	if (!content->strings_stored)
+	if (!content->values_stored)
 		return;
 	read_meta_for_content(index, &meta, &metabuf);
-	chain = genie_chain_read(index, meta.strings, 1, meta.string_bytes, &count);
+	chain = genie_chain_read(index, meta.values, 1, meta.value_bytes, &count);
 	if (BufferIsValid(metabuf))
 		UnlockReleaseBuffer(metabuf);
 	/* the records hold a length word per object: the text is shorter than the chain */
 	main_bytes = count - (int64) sizeof(int32) * content->n_main_objects;
-	if (count != meta.string_bytes || main_bytes < 0)
+	if (count != meta.value_bytes || main_bytes < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("genie index \"%s\" has an inconsistent strings chain",
+				 errmsg("genie index \"%s\" has an inconsistent values chain",
 						RelationGetRelationName(index))));
-	content->string_text = genie_alloc_huge(Max(main_bytes + content->pending_string_bytes, 1));
-	content->string_offsets = genie_alloc_huge(sizeof(int64) * (content->n_objects + 1));
-	content->string_offsets[0] = 0;
+	content->value_data = genie_alloc_huge(Max(main_bytes + content->pending_value_bytes, 1));
+	content->value_offsets = genie_alloc_huge(sizeof(int64) * (content->n_objects + 1));
+	content->value_offsets[0] = 0;
 	for (int32 id = 0; id < content->n_main_objects; id++)
 	{
 		int32		length;
-		int64		used = content->string_offsets[id];
+		int64		used = content->value_offsets[id];
 
 		if (pos + (int64) sizeof(int32) > count)
 			goto corrupt;
@@ -183,9 +183,9 @@ genie_read_strings(Relation index, GenieIndexContent *content)
 		pos += sizeof(int32);
 		if (length < 0 || pos + length > count || used + length > main_bytes)
 			goto corrupt;
-		memcpy(content->string_text + used, chain + pos, length);
+		memcpy(content->value_data + used, chain + pos, length);
 		pos += length;
-		content->string_offsets[id + 1] = used + length;
+		content->value_offsets[id + 1] = used + length;
 	}
 	if (pos != count)
 		goto corrupt;
@@ -193,17 +193,17 @@ genie_read_strings(Relation index, GenieIndexContent *content)
 	for (int32 i = 0; i < n_pending; i++)
 	{
 		int32		id = content->n_main_objects + i;
-		int64		size = content->pending_string_offsets[i + 1] - content->pending_string_offsets[i];
+		int64		size = content->pending_value_offsets[i + 1] - content->pending_value_offsets[i];
 
-		memcpy(content->string_text + content->string_offsets[id],
-			   content->pending_string_text + content->pending_string_offsets[i], size);
-		content->string_offsets[id + 1] = content->string_offsets[id] + size;
+		memcpy(content->value_data + content->value_offsets[id],
+			   content->pending_value_data + content->pending_value_offsets[i], size);
+		content->value_offsets[id + 1] = content->value_offsets[id] + size;
 	}
 	return;
 
 corrupt:
 	ereport(ERROR,
 			(errcode(ERRCODE_INDEX_CORRUPTED),
-			 errmsg("genie index \"%s\" has a corrupt strings chain",
+			 errmsg("genie index \"%s\" has a corrupt values chain",
 					RelationGetRelationName(index))));
 }

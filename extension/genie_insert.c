@@ -29,8 +29,8 @@ genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	MemoryContext old = MemoryContextSwitchTo(tmpcxt);
 	int32	   *keywords = NULL;
 	int			n = 0;
-	const char *string = NULL;
-	size_t		string_size = 0;
+	const char *stored = NULL;
+	size_t		stored_size = 0;
 	Buffer		metabuf;
 	bool		merge;
 	GenieIndexType type;
@@ -40,19 +40,19 @@ genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	if (!isnull[0])
 	{
 		keywords = type.info->encode_value(index, &type.encoding, values[0], &n);
-		if (type.info->value_string != NULL)
-			string = type.info->value_string(values[0], &string_size);
+		if (type.info->value_bytes_of != NULL)
+			stored = type.info->value_bytes_of(values[0], &stored_size);
 	}
 
 	GENIE_CONTENT_LOCK_SHARE(index);
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	genie_check_metapage(index, BufferGetPage(metabuf));
-	/* whether the index keeps strings was decided at its build */
-	if (!GeniePageGetMeta(BufferGetPage(metabuf))->strings_stored)
-		string = NULL;
+	/* whether the index keeps values was decided at its build */
+	if (!GeniePageGetMeta(BufferGetPage(metabuf))->values_stored)
+		stored = NULL;
 	genie_pending_append(index, metabuf, ht_ctid, isnull[0] ? GENIE_OBJECT_NULL : 0, keywords, n,
-						 string, string_size);
+						 stored, stored_size);
 	merge = GeniePageGetMeta(BufferGetPage(metabuf))->pending_bytes >
 		(int64) genie_pending_limit_kb(index) * 1024;
 	UnlockReleaseBuffer(metabuf);

@@ -63,7 +63,7 @@ ngram_build_encoding(Relation index, GenieEncoding *encoding)
 }
 
 static const char *
-ngram_value_string(Datum value, size_t *size)
+ngram_value_bytes(Datum value, size_t *size)
 {
 	return genie_text_utf8(DatumGetTextPP(value), size);
 }
@@ -114,7 +114,7 @@ static const GenieTypeInfo ngram_type = {
 	.opclass = "genie_ngram_ops",
 	.batch_function = "genie_similar",
 	.build_encoding = ngram_build_encoding,
-	.value_string = ngram_value_string,
+	.value_bytes_of = ngram_value_bytes,
 	.encode_value = ngram_encode_value,
 	.encode_query = ngram_encode_query,
 	.plan_serves = ngram_plan_serves,

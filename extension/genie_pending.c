@@ -37,17 +37,17 @@ genie_pending_limit_kb(Relation index)
 
 /*
  * Appends one object's record, in pieces when its keywords do not fit on
- * one page.  When the index stores strings, the record's words are its
- * keywords, then its string's UTF-8 bytes padded to whole words, then the
- * string's byte length (0 for a NULL value): readers find the length in the
- * last word and split the string off.  Each piece is one WAL record of at most three pages; only the
+ * one page.  When the index stores values, the record's words are its
+ * keywords, then its value's bytes (UTF-8 text, float4 elements) padded to
+ * whole words, then the value's byte length (0 for a NULL value): readers
+ * find the length in the last word and split the value off.  Each piece is one WAL record of at most three pages; only the
  * last one also updates the metapage, moving the committed end past the
  * whole object, so a crash or an error between pieces leaves nothing a
  * reader sees (the next append overwrites it).
  */
 void
 genie_pending_append(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
-					 const int32 *keywords, int n, const char *string, size_t string_size)
+					 const int32 *keywords, int n, const char *value, size_t value_size)
 {
 	GenieMetaPage meta = GeniePageGetMeta(BufferGetPage(metabuf));
 	int32		object_id = meta->n_objects;
@@ -58,24 +58,24 @@ genie_pending_append(Relation index, Buffer metabuf, ItemPointer tid, uint16 fla
 	int64		bytes_added = 0;
 	int			done = 0;
 
-	if (meta->strings_stored)
+	if (meta->values_stored)
 	{
-		/* the payload: keywords, the string's words, its byte length */
-		int			string_words = (int) ((string_size + sizeof(int32) - 1) / sizeof(int32));
+		/* the payload: keywords, the value's words, its byte length */
+		int			value_words = (int) ((value_size + sizeof(int32) - 1) / sizeof(int32));
 		int32	   *payload;
 
-		if (string_size > (size_t) MaxAllocSize / 2)
+		if (value_size > (size_t) MaxAllocSize / 2)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("a string of %zu bytes is too long for a genie index", string_size)));
-		payload = palloc_extended(sizeof(int32) * ((Size) n + string_words + 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+					 errmsg("a value of %zu bytes is too long for a genie index", value_size)));
+		payload = palloc_extended(sizeof(int32) * ((Size) n + value_words + 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 		if (n > 0)
 			memcpy(payload, keywords, sizeof(int32) * n);
-		if (string_size > 0)
-			memcpy(payload + n, string, string_size);
-		payload[n + string_words] = (int32) string_size;
+		if (value_size > 0)
+			memcpy(payload + n, value, value_size);
+		payload[n + value_words] = (int32) value_size;
 		keywords = payload;
-		n += string_words + 1;
+		n += value_words + 1;
 	}
 
 	if (object_id >= PG_INT32_MAX)
@@ -139,17 +139,17 @@ genie_pending_append(Relation index, Buffer metabuf, ItemPointer tid, uint16 fla
 }
 
 /*
- * Takes each pending object's string off the end of its words (see
+ * Takes each pending object's value off the end of its words (see
  * genie_pending_append), leaving its keywords in the CSR, compacted.
  */
 static void
-split_pending_strings(Relation index, GenieIndexContent *content, int32 n_pending)
+split_pending_values(Relation index, GenieIndexContent *content, int32 n_pending)
 {
 	int64		total = 0;
 	int64		kept = 0;
 
-	content->pending_string_offsets = genie_alloc_huge(sizeof(int64) * (n_pending + 1));
-	content->pending_string_offsets[0] = 0;
+	content->pending_value_offsets = genie_alloc_huge(sizeof(int64) * (n_pending + 1));
+	content->pending_value_offsets[0] = 0;
 	for (int32 i = 0; i < n_pending; i++)
 	{
 		int64		begin = content->pending_offsets[i];
@@ -160,11 +160,11 @@ split_pending_strings(Relation index, GenieIndexContent *content, int32 n_pendin
 		if (size < 0 || end - begin < words + 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("genie index \"%s\" has a corrupt pending string",
+					 errmsg("genie index \"%s\" has a corrupt pending value",
 							RelationGetRelationName(index))));
 		total += size;
 	}
-	content->pending_string_text = genie_alloc_huge(Max(total, 1));
+	content->pending_value_data = genie_alloc_huge(Max(total, 1));
 	total = 0;
 	for (int32 i = 0; i < n_pending; i++)
 	{
@@ -174,17 +174,17 @@ split_pending_strings(Relation index, GenieIndexContent *content, int32 n_pendin
 		int64		words = (size + 3) / 4;
 		int64		n_keywords = end - begin - words - 1;
 
-		memcpy(content->pending_string_text + total, content->pending_keywords + begin + n_keywords,
+		memcpy(content->pending_value_data + total, content->pending_keywords + begin + n_keywords,
 			   size);
 		total += size;
-		content->pending_string_offsets[i + 1] = total;
+		content->pending_value_offsets[i + 1] = total;
 		memmove(content->pending_keywords + kept, content->pending_keywords + begin,
 				sizeof(int32) * n_keywords);
 		content->pending_offsets[i] = kept;
 		kept += n_keywords;
 	}
 	content->pending_offsets[n_pending] = kept;
-	content->pending_string_bytes = total;
+	content->pending_value_bytes = total;
 }
 
 /*
@@ -268,8 +268,8 @@ genie_pending_read(Relation index, const GenieMetaPageData *meta, GenieIndexCont
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("genie index \"%s\" is missing pending objects",
 						RelationGetRelationName(index))));
-	content->strings_stored = meta->strings_stored != 0;
-	if (content->strings_stored)
-		split_pending_strings(index, content, n_pending);
+	content->values_stored = meta->values_stored != 0;
+	if (content->values_stored)
+		split_pending_values(index, content, n_pending);
 }
 

@@ -202,7 +202,7 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 		return;
 	}
 	so->k = Min(Max(genie_scan_batch_size, 1), Max(entry->n_objects, 1));
-	if (so->query_text != NULL && entry->strings_stored)
+	if (so->query_text != NULL && entry->values_stored)
 	{
 		so->phase = GENIE_SCAN_DISTANCES;
 		search_strings(so);

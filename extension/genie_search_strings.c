@@ -61,7 +61,7 @@ scan_in_process(GenieCachedIndex *entry, const char *query_text, const int64 *qu
 	scan.query_text = query_text;
 	scan.query_text_offsets = query_offsets;
 	scan.k = k;
-	scan.excluded = entry->strings_excluded;
+	scan.excluded = entry->excluded;
 
 	if (genie_service_configured())
 		device = GENIE_ENGINE_CPU;	/* the service is away */

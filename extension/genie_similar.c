@@ -505,7 +505,7 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 		queries[i].text = genie_text_utf8(DatumGetTextPP(elems[i]), &queries[i].size);
 		queries[i].K = Max(candidates, k);
 	}
-	if (st->entry->strings_stored)
+	if (st->entry->values_stored)
 	{
 		similar_by_scan(fcinfo, st, queries, nq, k);
 		return;

@@ -58,7 +58,7 @@ genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding
 	empty_chain(&meta->keywords);
 	empty_chain(&meta->postings);
 	empty_chain(&meta->pending);
-	empty_chain(&meta->strings);
+	empty_chain(&meta->values);
 	/* so that full-page images leave out the unused middle of the page */
 	((PageHeader) page)->pd_lower = (char *) meta + sizeof(GenieMetaPageData) - (char *) page;
 }

@@ -14,6 +14,8 @@
  *					keyword: the List Array
  *	pending chain	objects inserted since the last merge (like GIN's fast
  *					update): records of (object id, TID, flags, keywords)
+ *	values chain	each main object's stored value (its text, its vector),
+ *					when the index keeps them
  * A chain is a list of pages linked through GeniePageOpaque.next, from the
  * metapage's head to its tail (a reader stops at the tail: a page beyond it
  * may be left over from an interrupted write).  Any change of content bumps
@@ -64,6 +66,7 @@
 #define GENIE_ENCODING_INT4_SET	1	/* genie_int4_ops: the int4 elements themselves */
 #define GENIE_ENCODING_NGRAM	2	/* genie_ngram_ops: ordered n-grams of text */
 #define GENIE_ENCODING_ROW		3	/* genie_row_ops: one (attribute, bucket) per column */
+#define GENIE_ENCODING_VECTOR	4	/* genie_vector_ops: LSH keywords of real[] vectors */
 
 typedef struct GenieEncoding
 {
@@ -79,7 +82,7 @@ typedef struct GenieEncoding
 #define GENIE_PAGE_PENDING		5
 #define GENIE_PAGE_DELETED		6
 #define GENIE_PAGE_DICTIONARY	7
-#define GENIE_PAGE_STRINGS		8
+#define GENIE_PAGE_VALUES		8
 
 typedef struct GeniePageOpaqueData
 {
@@ -182,6 +185,21 @@ typedef struct GenieDictionaryEntry
 	uint16		length;
 } GenieDictionaryEntry;
 
+/*
+ * Vector indexes (genie_vector_ops, genie_vector.c): the dimension every
+ * vector has, and the LSH functions whose keywords the postings hold (see
+ * genie/lsh.hpp; GENIE_LSH_E2LSH or GENIE_LSH_RBH, drawn from the seed).
+ */
+typedef struct GenieVectorSchema
+{
+	int32		dimensions;		/* 0 until the first vector (built on an empty table) */
+	int32		family;			/* GENIE_LSH_* */
+	int32		functions;		/* m; 0: no LSH keywords (exact search only) */
+	int32		buckets;		/* each function re-hashed into [0, buckets) */
+	float8		width;			/* E2LSH: bucket width; RBH: kernel width */
+	uint64		seed;
+} GenieVectorSchema;
+
 typedef struct GenieMetaPageData
 {
 	uint32		magic;
@@ -212,18 +230,22 @@ typedef struct GenieMetaPageData
 	GenieRowSchema rows;		/* GENIE_ENCODING_ROW only */
 
 	/*
-	 * Stored strings (genie_ngram_ops with store_strings on, the default):
-	 * every object's value as UTF-8, so that edit-distance searches read
-	 * strings from the index instead of the table.  The main objects' are
-	 * the strings chain, one (int32 byte length, bytes) record per object in
-	 * id order, unaligned; a pending object's follow its keywords in its
-	 * pending record (genie_pending.c).  These fields come last: metapages
-	 * written before them read zeros, that is no strings.
+	 * Stored values: every object's value as bytes, kept in the index so that
+	 * the searches that need the values themselves read them from the index
+	 * instead of the table: the text as UTF-8 (genie_ngram_ops with
+	 * store_strings on, the default: exact edit distances) or the vector's
+	 * float4 elements (genie_vector_ops: exact Euclidean distances).  The
+	 * main objects' are the values chain, one (int32 byte length, bytes)
+	 * record per object in id order, unaligned; a pending object's follow
+	 * its keywords in its pending record (genie_pending.c).  These fields
+	 * come last: metapages written before them read zeros, that is no values
+	 * and no vectors.
 	 */
-	uint32		strings_stored;
-	uint32		strings_pad;
-	int64		string_bytes;	/* bytes of the strings chain */
-	GenieChain	strings;
+	uint32		values_stored;
+	uint32		values_pad;
+	int64		value_bytes;	/* bytes of the values chain */
+	GenieChain	values;
+	GenieVectorSchema vectors;	/* GENIE_ENCODING_VECTOR only */
 } GenieMetaPageData;
 
 typedef GenieMetaPageData *GenieMetaPage;
@@ -244,6 +266,10 @@ typedef struct GenieOptions
 	int			buckets;		/* genie_row_ops: bucket budget per attribute (build only) */
 	int			attributes;		/* genie_row_ops: offset of the attribute list, or 0 */
 	bool		store_strings;	/* genie_ngram_ops: keep the strings (build only) */
+	int			family;			/* genie_vector_ops: GENIE_LSH_* (build only) */
+	int			functions;		/* genie_vector_ops: m, -1 Equation 9 (build only) */
+	double		width;			/* genie_vector_ops: LSH width, 0 estimated (build only) */
+	int			seed;			/* genie_vector_ops: draws the LSH functions (build only) */
 } GenieOptions;
 
 
@@ -316,17 +342,17 @@ typedef struct GenieIndexContent
 	BlockNumber n_pages;
 
 	/*
-	 * Stored strings (see GenieMetaPageData): string_offsets has n_objects +
-	 * 1 byte offsets into string_text.  The pending objects' are read with
-	 * the pending list; the main objects' only by genie_read_strings (before
+	 * Stored values (see GenieMetaPageData): value_offsets has n_objects +
+	 * 1 byte offsets into value_data.  The pending objects' are read with
+	 * the pending list; the main objects' only by genie_read_values (before
 	 * it their ranges are empty).
 	 */
-	bool		strings_stored;
-	char	   *string_text;
-	int64	   *string_offsets;
-	int64		pending_string_bytes;
-	char	   *pending_string_text;	/* pending objects' strings, CSR by local id */
-	int64	   *pending_string_offsets;
+	bool		values_stored;
+	char	   *value_data;
+	int64	   *value_offsets;
+	int64		pending_value_bytes;
+	char	   *pending_value_data;	/* pending objects' values, CSR by local id */
+	int64	   *pending_value_offsets;
 } GenieIndexContent;
 
 extern uint64 genie_read_stamp(Relation index);
@@ -372,8 +398,8 @@ extern int	genie_pending_limit_kb(Relation index);
  * content lock in share mode and the metapage buffer exclusively.
  */
 extern void genie_pending_append(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
-								 const int32 *keywords, int n, const char *string,
-								 size_t string_size);
+								 const int32 *keywords, int n, const char *value,
+								 size_t value_size);
 /* Reads the committed pending records into content (genie_read_content). */
 extern void genie_pending_read(Relation index, const GenieMetaPageData *meta,
 							   GenieIndexContent *content);
@@ -389,12 +415,12 @@ extern void genie_read_content(Relation index, GenieIndexContent *content, bool 
 extern void genie_read_main_postings(Relation index, GenieIndexContent *content);
 
 /*
- * Reads every object's stored string into content (read by
- * genie_read_content with the same content lock held): string_text and
- * string_offsets.  Nothing when the index keeps no strings.
+ * Reads every object's stored value into content (read by
+ * genie_read_content with the same content lock held): value_data and
+ * value_offsets.  Nothing when the index keeps no values.
  */
-extern void genie_read_strings(Relation index, GenieIndexContent *content);
-/* Appends one main object's string record to a strings chain being written. */
-extern void genie_strings_append(GenieChainWriter *w, const char *string, size_t size);
+extern void genie_read_values(Relation index, GenieIndexContent *content);
+/* Appends one main object's value record to a values chain being written. */
+extern void genie_values_append(GenieChainWriter *w, const char *value, size_t size);
 
 #endif							/* GENIE_STORAGE_H */

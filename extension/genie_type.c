@@ -31,11 +31,11 @@ genie_opclass_type(Relation index)
 }
 
 bool
-genie_index_stores_strings(Relation index, const GenieTypeInfo *info)
+genie_index_stores_values(Relation index, const GenieTypeInfo *info)
 {
 	GenieOptions *opts = (GenieOptions *) index->rd_options;
 
-	return info->value_string != NULL && (opts == NULL || opts->store_strings);
+	return info->value_bytes_of != NULL && (opts == NULL || opts->store_strings);
 }
 
 void

@@ -70,11 +70,12 @@ typedef struct GenieTypeInfo
 	void		(*build_finish) (void *state, GenieMetaPageData *meta);
 
 	/*
-	 * The bytes an index that stores strings keeps with each value (not
-	 * NULL): the text as UTF-8 (genie_ngram_ops).  NULL: the type stores
-	 * none.  Whether an index stores them is fixed at build (store_strings).
+	 * The bytes an index that stores values keeps with each value (not
+	 * NULL): the text as UTF-8 (genie_ngram_ops), the float4 elements
+	 * (genie_vector_ops).  NULL: the type stores none.  Whether an index
+	 * stores them is fixed at build (store_strings for genie_ngram_ops).
 	 */
-	const char *(*value_string) (Datum value, size_t *size);
+	const char *(*value_bytes_of) (Datum value, size_t *size);
 
 	/* The keywords of an indexed value (not NULL), palloc'd; duplicates allowed. */
 	int32	   *(*encode_value) (Relation index, const GenieEncoding *encoding, Datum value,
@@ -116,8 +117,11 @@ typedef struct GenieIndexType
 /* The type and encoding an index is about to be built with. */
 extern void genie_type_for_build(Relation index, GenieIndexType *type);
 
-/* Whether an index about to be built keeps its strings: its type has them and store_strings is on. */
-extern bool genie_index_stores_strings(Relation index, const GenieTypeInfo *info);
+/*
+ * Whether an index about to be built keeps its values: its type has them
+ * (and, for genie_ngram_ops, store_strings is on).
+ */
+extern bool genie_index_stores_values(Relation index, const GenieTypeInfo *info);
 
 /*
  * The type and encoding of a built index, read once per relcache entry

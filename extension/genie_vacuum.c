@@ -194,10 +194,10 @@ genie_merge_pending(Relation index, bool wait)
 	int32		n_live = 0;
 	GeniePostingsSorter *sorter;
 	GenieChainWriter directory;
-	GenieChainWriter strings;
+	GenieChainWriter stored;
 	GenieChain	new_directory;
-	GenieChain	new_strings = {InvalidBlockNumber, InvalidBlockNumber, 0};
-	int64		string_bytes = 0;
+	GenieChain	new_values = {InvalidBlockNumber, InvalidBlockNumber, 0};
+	int64		value_bytes = 0;
 	GenieChain	new_keywords;
 	GenieChain	new_postings;
 	int32		n_keywords;
@@ -222,9 +222,9 @@ genie_merge_pending(Relation index, bool wait)
 		return;
 	}
 	genie_read_content(index, &content, true);
-	genie_read_strings(index, &content);
-	if (content.strings_stored)
-		genie_chain_writer_init(&strings, index, GENIE_PAGE_STRINGS, 1, true);
+	genie_read_values(index, &content);
+	if (content.values_stored)
+		genie_chain_writer_init(&stored, index, GENIE_PAGE_VALUES, 1, true);
 
 	/* dense renumbering of the live objects, in their old order */
 	new_ids = MemoryContextAllocHuge(cxt, sizeof(int32) * Max(content.n_objects, 1));
@@ -238,20 +238,20 @@ genie_merge_pending(Relation index, bool wait)
 		{
 			new_ids[id] = n_live++;
 			genie_chain_writer_append(&directory, &content.objects[id], 1);
-			if (content.strings_stored)
+			if (content.values_stored)
 			{
-				int64		size = content.string_offsets[id + 1] - content.string_offsets[id];
+				int64		size = content.value_offsets[id + 1] - content.value_offsets[id];
 
-				genie_strings_append(&strings, content.string_text + content.string_offsets[id], size);
-				string_bytes += sizeof(int32) + size;
+				genie_values_append(&stored, content.value_data + content.value_offsets[id], size);
+				value_bytes += sizeof(int32) + size;
 			}
 		}
 		if ((id & 0xFFFF) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
 	new_directory = genie_chain_writer_finish(&directory);
-	if (content.strings_stored)
-		new_strings = genie_chain_writer_finish(&strings);
+	if (content.values_stored)
+		new_values = genie_chain_writer_finish(&stored);
 
 	sorter = genie_sorter_begin(maintenance_work_mem);
 	for (int32 k = 0; k < content.n_keywords; k++)
@@ -294,10 +294,10 @@ genie_merge_pending(Relation index, bool wait)
 	meta->n_dead = 0;
 	meta->n_keywords = n_keywords;
 	meta->n_postings = n_postings;
-	if (content.strings_stored)
+	if (content.values_stored)
 	{
-		meta->strings = new_strings;
-		meta->string_bytes = string_bytes;
+		meta->values = new_values;
+		meta->value_bytes = value_bytes;
 	}
 	meta->main_version++;
 	meta->stamp++;
@@ -308,8 +308,8 @@ genie_merge_pending(Relation index, bool wait)
 	genie_free_chain(index, before.keywords);
 	genie_free_chain(index, before.postings);
 	genie_free_chain(index, before.pending);
-	if (content.strings_stored)
-		genie_free_chain(index, before.strings);
+	if (content.values_stored)
+		genie_free_chain(index, before.values);
 	GENIE_CONTENT_UNLOCK_EXCLUSIVE(index);
 
 	IndexFreeSpaceMapVacuum(index);
@@ -364,8 +364,8 @@ reclaim_pages(IndexVacuumInfo *info)
 	mark_chain(index, meta.pending, reachable, npages);
 	if (meta.encoding.kind == GENIE_ENCODING_ROW)
 		mark_chain(index, meta.rows.dictionary, reachable, npages);
-	if (meta.strings_stored)
-		mark_chain(index, meta.strings, reachable, npages);
+	if (meta.values_stored)
+		mark_chain(index, meta.values, reachable, npages);
 
 	for (BlockNumber blkno = GENIE_METAPAGE_BLKNO + 1; blkno < npages; blkno++)
 	{
