@@ -20,6 +20,12 @@
 
 PG_MODULE_MAGIC;
 
+static const struct config_enum_entry genie_vector_search_options[] = {
+	{"exact", GENIE_VECTOR_SEARCH_EXACT, false},
+	{"lsh", GENIE_VECTOR_SEARCH_LSH, false},
+	{NULL, 0, false}
+};
+
 static const struct config_enum_entry genie_device_options[] = {
 	{"auto", GENIE_DEVICE_SETTING_AUTO, false},
 	{"cpu", GENIE_DEVICE_SETTING_CPU, false},
@@ -86,6 +92,26 @@ _PG_init(void)
 							NULL,
 							&genie_cpu_threads,
 							0, 0, 1024,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("genie.vector_search",
+							 "How genie_vector_ops indexes answer ORDER BY v <-> q and genie_knn.",
+							 "exact scans every stored vector and gives exactly what a sequential "
+							 "scan gives; lsh re-ranks the genie.lsh_candidates rows of the highest "
+							 "LSH match count: approximate.",
+							 &genie_vector_search_setting,
+							 GENIE_VECTOR_SEARCH_EXACT,
+							 genie_vector_search_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("genie.lsh_candidates",
+							"Rows of the highest LSH match count that genie.vector_search = lsh re-ranks by distance.",
+							"More candidates give a higher recall and cost more time.",
+							&genie_lsh_candidates,
+							1000, 1, INT_MAX,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 

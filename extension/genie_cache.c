@@ -57,6 +57,7 @@ free_slot(CacheSlot *slot)
 		genie_index_free(e->pending_index);
 		genie_strings_free(e->strings);	/* its GPU copy included */
 		genie_strings_free(e->pending_strings);
+		genie_vectors_free(e->vectors);	/* its GPU copy included */
 	}
 	if (slot->cxt != NULL)
 		MemoryContextDelete(slot->cxt);
@@ -236,6 +237,7 @@ load_slot(Relation index)
 		e->n_objects = content.n_objects;
 		e->n_main_objects = content.n_main_objects;
 		e->values_stored = content.values_stored;
+		e->vector_dim = content.vectors.dimensions;
 		e->main_key = key;
 		e->split_length = content.split_length;
 		e->objects = MemoryContextAllocHuge(slot->cxt,

@@ -51,16 +51,21 @@ typedef struct GenieCachedIndex
 	int			engine_setting;
 
 	/*
-	 * The stored strings of every object of this version (an index of
-	 * genie_ngram_ops with store_strings), read by genie_cache_strings when
-	 * an edit-distance search first needs them; NULL until then.  Their GPU
-	 * copy lives and dies with them.  excluded, made with them, says
-	 * which objects a scan must skip, so that a scan does not rebuild it (and
-	 * the GPU engine can keep its device copy).
+	 * The stored values of every object of this version, read when a search
+	 * first needs them, NULL until then: the strings of an index of
+	 * genie_ngram_ops with store_strings (genie_cache_strings, for edit
+	 * distances), the vectors of genie_vector_ops (genie_cache_vectors, of
+	 * vector_dim elements).  Their GPU copies live and die with them.
+	 * excluded, made with the first of them (excluded_ready), says which
+	 * objects a scan must skip, so that a scan does not rebuild it (and the
+	 * GPU can keep its device copy).
 	 */
 	bool		values_stored;
 	genie_strings *strings;
-	uint8	   *excluded;	/* by object: dead or NULL; NULL when none is */
+	genie_vectors *vectors;
+	int32		vector_dim;		/* 0: no vector yet */
+	uint8	   *excluded;		/* by object: dead or NULL; NULL when none is */
+	bool		excluded_ready;
 
 	/*
 	 * With the genie service, which holds the main objects' strings: the
@@ -100,7 +105,13 @@ extern GenieServiceOutcome genie_cache_ship_main(GenieCachedIndex *entry, genie_
 extern genie_strings *genie_cache_strings(GenieCachedIndex *entry);
 
 /*
- * For the genie service (genie_cache_strings.c): the entry's pending
+ * The entry's stored vectors (values_stored and vector_dim > 0), read from
+ * the index the first time, with the same error as genie_cache_strings.
+ */
+extern genie_vectors *genie_cache_vectors(GenieCachedIndex *entry);
+
+/*
+ * For the genie service (genie_cache_values.c): the entry's pending
  * objects' strings alone, read the first time; the ids of the main objects
  * that are dead or NULL (*n of them); and the main objects' strings handed
  * to the service (its outcome: NOT_RESIDENT while another backend hands

@@ -78,6 +78,7 @@ copy_counts(const GenieMetaPageData *meta, GenieIndexContent *content)
 	content->n_keywords = meta->n_keywords;
 	content->postings_head = meta->postings.head;
 	content->main_version = meta->main_version;
+	content->vectors = meta->vectors;
 }
 
 /*

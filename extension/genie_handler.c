@@ -8,6 +8,8 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "access/amapi.h"
 #include "access/amvalidate.h"
 #include "access/htup_details.h"
@@ -35,6 +37,12 @@ PG_FUNCTION_INFO_V1(genie_handler);
 
 static relopt_kind genie_relopt_kind;
 
+static relopt_enum_elt_def genie_lsh_family_values[] = {
+	{"e2lsh", GENIE_LSH_E2LSH},
+	{"rbh", GENIE_LSH_RBH},
+	{NULL}
+};
+
 void
 genie_init_reloptions(void)
 {
@@ -54,6 +62,19 @@ genie_init_reloptions(void)
 	add_bool_reloption(genie_relopt_kind, "store_strings",
 					   "Whether a genie_ngram_ops index keeps each row's string for exact edit-distance searches, fixed when the index is built",
 					   true, AccessExclusiveLock);
+	add_enum_reloption(genie_relopt_kind, "family",
+					   "LSH family of a genie_vector_ops index: e2lsh (Euclidean) or rbh (Laplacian kernel), fixed when the index is built",
+					   genie_lsh_family_values, GENIE_LSH_E2LSH,
+					   "Valid values are \"e2lsh\" and \"rbh\".", AccessExclusiveLock);
+	add_int_reloption(genie_relopt_kind, "m",
+					  "LSH functions of a genie_vector_ops index (0: none, exact search only; -1: Equation 9 for epsilon = delta = 0.06), fixed when the index is built",
+					  -1, -1, 100000, AccessExclusiveLock);
+	add_real_reloption(genie_relopt_kind, "width",
+					   "LSH width of a genie_vector_ops index (E2LSH bucket width, RBH kernel width; 0: estimated from the table), fixed when the index is built",
+					   0.0, 0.0, 1e300, AccessExclusiveLock);
+	add_int_reloption(genie_relopt_kind, "seed",
+					  "Seed that draws the LSH functions of a genie_vector_ops index, fixed when the index is built",
+					  0, 0, INT_MAX, AccessExclusiveLock);
 	add_string_reloption(genie_relopt_kind, "attributes",
 						 "Columns a genie_row_ops index encodes, each optionally with bounds lo..hi (default: every column of a supported type)",
 						 NULL, genie_validate_attribute_list, AccessExclusiveLock);
@@ -69,6 +90,10 @@ genie_options(Datum reloptions, bool validate)
 		{"buckets", RELOPT_TYPE_INT, offsetof(GenieOptions, buckets)},
 		{"attributes", RELOPT_TYPE_STRING, offsetof(GenieOptions, attributes)},
 		{"store_strings", RELOPT_TYPE_BOOL, offsetof(GenieOptions, store_strings)},
+		{"family", RELOPT_TYPE_ENUM, offsetof(GenieOptions, family)},
+		{"m", RELOPT_TYPE_INT, offsetof(GenieOptions, functions)},
+		{"width", RELOPT_TYPE_REAL, offsetof(GenieOptions, width)},
+		{"seed", RELOPT_TYPE_INT, offsetof(GenieOptions, seed)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, genie_relopt_kind,

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * genie_info.c
- *	  genie_index_info(index): what a genie index holds, from its metapage.
+ *	  genie_index_info(index): what a genie index holds, from its metapage;
+ *	  genie_vector_info(index): a vector index's dimension and LSH functions.
  *
  *-------------------------------------------------------------------------
  */
@@ -64,6 +65,46 @@ genie_index_info(PG_FUNCTION_ARGS)
 	values[11] = Int32GetDatum(meta->encoding.ngram_n);
 	nulls[11] = meta->encoding.kind != GENIE_ENCODING_NGRAM;
 	UnlockReleaseBuffer(metabuf);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+PG_FUNCTION_INFO_V1(genie_vector_info);
+
+/* genie_vector_info(index): a vector index's dimension and LSH functions */
+Datum
+genie_vector_info(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	TupleDesc	tupdesc;
+	Relation	index;
+	Relation	heap;
+	GenieIndexType type;
+	GenieMetaPageData meta;
+	Datum		values[6];
+	bool		nulls[6] = {false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "genie_vector_info: return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_READ);
+	genie_index_type(index, &type);
+	if (type.encoding.kind != GENIE_ENCODING_VECTOR)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("genie index \"%s\" is of operator class %s, not genie_vector_ops",
+						RelationGetRelationName(index), type.info->opclass)));
+	genie_read_meta(index, &meta);
+	values[0] = Int32GetDatum(meta.vectors.dimensions);
+	nulls[0] = meta.vectors.dimensions == 0;
+	values[1] = CStringGetTextDatum(meta.vectors.family == GENIE_LSH_RBH ? "rbh" : "e2lsh");
+	values[2] = Int32GetDatum(meta.vectors.functions);
+	values[3] = Int32GetDatum(meta.vectors.buckets);
+	values[4] = Float8GetDatum(meta.vectors.width);
+	values[5] = Int64GetDatum((int64) meta.vectors.seed);
 	index_close(index, AccessShareLock);
 	table_close(heap, AccessShareLock);
 

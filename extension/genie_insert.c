@@ -48,6 +48,8 @@ genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	genie_check_metapage(index, BufferGetPage(metabuf));
+	if (!isnull[0] && type.info->insert_prepare != NULL)
+		type.info->insert_prepare(index, metabuf, values[0]);
 	/* whether the index keeps values was decided at its build */
 	if (!GeniePageGetMeta(BufferGetPage(metabuf))->values_stored)
 		stored = NULL;

@@ -24,6 +24,13 @@
  * and returns them in that order with their true distances, k' growing as
  * for counts; the executor's recheck then finds nothing to reorder.
  *
+ * ORDER BY v <-> query on a vector index does the same with the k' nearest
+ * vectors (genie_search_vectors): exact distances, rechecked for nothing.
+ * With genie.vector_search = lsh the rows of each k' are the LSH candidates
+ * re-ranked, so the order across two k' may step back (approximate, and
+ * not rechecked); once the candidates run out, the rest of the rows follow
+ * by exact distance, so that no row is ever left out.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -41,6 +48,7 @@ int			genie_scan_batch_size = 100;
 typedef enum GenieScanPhase
 {
 	GENIE_SCAN_DISTANCES,		/* stored strings by exact edit distance */
+	GENIE_SCAN_VECTORS,			/* stored vectors by distance */
 	GENIE_SCAN_HITS,			/* objects with score >= 1, from the engine */
 	GENIE_SCAN_ZEROS,			/* the remaining objects, score 0 */
 	GENIE_SCAN_NULLS,			/* rows whose indexed value is NULL */
@@ -59,6 +67,8 @@ typedef struct GenieScanOpaqueData
 	int32		k;				/* current k' */
 	GenieSearchResult result;
 	GenieStringRows strings;	/* the DISTANCES phase's rows */
+	GenieVectorRows vectors;	/* the VECTORS phase's rows */
+	bool		vector_lsh;		/* the VECTORS phase counts LSH keywords */
 	const char *query_text;		/* the <%> argument as UTF-8, or NULL */
 	int64		query_size;
 	int64		position;		/* next hit of result (or row of strings) to consider */
@@ -121,6 +131,7 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 	so->query = NULL;
 	so->query_text = NULL;
 	memset(&so->strings, 0, sizeof(so->strings));
+	memset(&so->vectors, 0, sizeof(so->vectors));
 	memset(&so->orderby, 0, sizeof(so->orderby));
 	so->returned = NULL;
 	so->position = 0;
@@ -173,6 +184,18 @@ search(IndexScanDesc scan, GenieScanOpaque so)
 	MemoryContextSwitchTo(old);
 }
 
+/* The VECTORS phase's next k' rows. */
+static void
+search_vectors(GenieScanOpaque so)
+{
+	MemoryContext old = MemoryContextSwitchTo(so->cxt);
+
+	genie_search_vectors(so->entry, so->orderby.vector, so->vector_lsh ? &so->orderby.query : NULL,
+						 1, so->k, &so->vectors);
+	so->position = 0;
+	MemoryContextSwitchTo(old);
+}
+
 /* The DISTANCES phase's next k' rows. */
 static void
 search_strings(GenieScanOpaque so)
@@ -195,6 +218,24 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 	so->returned = MemoryContextAllocExtended(so->cxt, entry->n_objects / 8 + 1,
 											  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	so->cursor = 0;
+	if (so->orderby.vector != NULL)
+	{
+		so->k = Min(Max(genie_scan_batch_size, 1), Max(entry->n_objects, 1));
+		so->vector_lsh = genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH;
+		if (so->vector_lsh)
+		{
+			GenieIndexType type;
+			MemoryContext old = MemoryContextSwitchTo(so->cxt);
+
+			genie_index_type(scan->indexRelation, &type);
+			so->orderby.query = type.info->approximate_query(scan->indexRelation, so->orderby.vector,
+															  so->orderby.vector_dim);
+			MemoryContextSwitchTo(old);
+		}
+		so->phase = GENIE_SCAN_VECTORS;
+		search_vectors(so);
+		return;
+	}
 	if (so->query == NULL)
 	{
 		/* no ORDER BY, or ORDER BY NULL: every row, in any order */
@@ -292,6 +333,41 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 				so->k = genie_search_wider_k(so->k, entry->n_objects);
 				search_strings(so);
 				break;
+			case GENIE_SCAN_VECTORS:
+				while (so->position < so->vectors.offsets[1])
+				{
+					int32		id = so->vectors.objects[so->position];
+					float8		distance = so->vectors.distances[so->position];
+
+					so->position++;
+					if (was_returned(so, id))
+						continue;
+					mark_returned(so, id);
+					scan->xs_heaptid = entry->objects[id].tid;
+					scan->xs_recheck = false;
+					/* exact distances are rechecked for nothing; LSH batches may step back */
+					scan->xs_recheckorderby = !so->vector_lsh;
+					scan->xs_orderbynulls[0] = false;
+					scan->xs_orderbyvals[0] = Float8GetDatum(distance);
+					return true;
+				}
+				if (so->vectors.offsets[1] < so->k || so->k >= entry->n_objects)
+				{
+					if (so->vector_lsh && so->k < entry->n_objects)
+					{
+						/* the LSH candidates ran out: the rest by exact distance */
+						so->vector_lsh = false;
+						search_vectors(so);
+						break;
+					}
+					/* every vector was returned: then the NULLs */
+					so->phase = GENIE_SCAN_NULLS;
+					so->cursor = 0;
+					break;
+				}
+				so->k = genie_search_wider_k(so->k, entry->n_objects);
+				search_vectors(so);
+				break;
 			case GENIE_SCAN_HITS:
 				{
 					int64		end = so->result.query_offsets[1];
@@ -341,7 +417,7 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 					if (was_returned(so, id) || (flags & GENIE_OBJECT_DEAD))
 						continue;
 					/* ORDER BY NULL gives every row a NULL distance */
-					if (!(flags & GENIE_OBJECT_NULL) && so->query != NULL)
+					if (!(flags & GENIE_OBJECT_NULL) && (so->query != NULL || so->orderby.vector != NULL))
 						continue;
 					emit(scan, so, id, 0, true);
 					return true;

@@ -131,6 +131,50 @@ extern void genie_search_strings_visible(GenieCachedIndex *entry, Relation heap,
 										 const int64 *query_offsets, int nq, int32 k,
 										 GenieStringRows *rows, ItemPointerData **tids);
 
+/* genie.vector_search: how vector indexes answer */
+typedef enum GenieVectorSearchSetting
+{
+	GENIE_VECTOR_SEARCH_EXACT,	/* every stored vector, exact */
+	GENIE_VECTOR_SEARCH_LSH		/* LSH candidates re-ranked: approximate */
+} GenieVectorSearchSetting;
+
+extern int	genie_vector_search_setting;
+extern int	genie_lsh_candidates;
+
+/*
+ * Per query q, rows [offsets[q], offsets[q + 1]) of objects and distances
+ * (real[] <-> real[]), by (distance, object id).
+ */
+typedef struct GenieVectorRows
+{
+	int			n_queries;
+	int64	   *offsets;
+	int32	   *objects;
+	float8	   *distances;
+} GenieVectorRows;
+
+/*
+ * genie_search_vectors.c: the k nearest vectors of each query (nq rows of
+ * the index's dimension in queries) over every object of the entry's
+ * version that is not dead or NULL, visible or not: exact when lsh is
+ * NULL, else (genie.vector_search = lsh) the top genie.lsh_candidates by
+ * the LSH match count of lsh[q] (the queries' keywords, GenieOrderBy.query;
+ * an error when one is NULL: the index has none) re-ranked.  Honours
+ * cancel.
+ */
+extern void genie_search_vectors(GenieCachedIndex *entry, const float *queries, GenieQuery **lsh,
+								 int nq, int32 k, GenieVectorRows *rows);
+
+/*
+ * The same restricted to rows of heap visible to snapshot, with the TIDs
+ * of their visible versions in tids (nq arrays, palloc'd); searches again
+ * with a wider k for the queries whose nearest rows were not all visible.
+ */
+extern void genie_search_vectors_visible(GenieCachedIndex *entry, Relation heap,
+										 Snapshot snapshot, const float *queries,
+										 GenieQuery **lsh, int nq, int32 k,
+										 GenieVectorRows *rows, ItemPointerData **tids);
+
 /*
  * genie_similar's verification round on the device the entry's searches
  * use, with the same out-of-memory fallback.

@@ -348,6 +348,7 @@ typedef struct GenieIndexContent
 	 * it their ranges are empty).
 	 */
 	bool		values_stored;
+	GenieVectorSchema vectors;	/* GENIE_ENCODING_VECTOR */
 	char	   *value_data;
 	int64	   *value_offsets;
 	int64		pending_value_bytes;

@@ -35,7 +35,8 @@ genie_index_stores_values(Relation index, const GenieTypeInfo *info)
 {
 	GenieOptions *opts = (GenieOptions *) index->rd_options;
 
-	return info->value_bytes_of != NULL && (opts == NULL || opts->store_strings);
+	return info->value_bytes_of != NULL &&
+		(info->values_required || opts == NULL || opts->store_strings);
 }
 
 void

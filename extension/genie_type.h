@@ -15,8 +15,9 @@
  * two encodings, even after ALTER INDEX ... SET (n = ...).
  *
  * The types: genie_int4.c (int4[] keyword sets, genie_int4_ops),
- * genie_ngram.c (text as ordered n-grams, genie_ngram_ops) and
- * genie_rows.c (whole rows as range tuples, genie_row_ops).
+ * genie_ngram.c (text as ordered n-grams, genie_ngram_ops), genie_rows.c
+ * (whole rows as range tuples, genie_row_ops) and genie_vector.c (real[]
+ * vectors by Euclidean distance, with LSH keywords, genie_vector_ops).
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +38,7 @@
 /* ordering strategies */
 #define GENIE_MATCH_STRATEGY		1	/* col <~> query: negated match count (every type) */
 #define GENIE_NGRAM_EDIT_STRATEGY	2	/* text <%> text: edit distance, rechecked */
+#define GENIE_VECTOR_DISTANCE_STRATEGY 3	/* real[] <-> real[]: Euclidean distance */
 /* the gram length of text <~> text, and the default of the reloption n */
 #define GENIE_NGRAM_DEFAULT_N		3
 
@@ -47,6 +49,14 @@ typedef struct GenieOrderBy
 	bool		edit_distance;	/* order by a lower bound on the edit distance, rechecked */
 	int32		query_length;	/* code points of the text query */
 	int32		query_lost;		/* its grams merged by hash collisions */
+
+	/*
+	 * A vector query (genie_vector_ops): its elements, ordered by distance
+	 * over the stored vectors (query is NULL: approximate_query gives the LSH
+	 * keywords when genie.vector_search = lsh asks for them).
+	 */
+	float	   *vector;
+	int32		vector_dim;
 } GenieOrderBy;
 
 typedef struct GenieTypeInfo
@@ -76,6 +86,7 @@ typedef struct GenieTypeInfo
 	 * stores them is fixed at build (store_strings for genie_ngram_ops).
 	 */
 	const char *(*value_bytes_of) (Datum value, size_t *size);
+	bool		values_required;	/* stored whatever store_strings says */
 
 	/* The keywords of an indexed value (not NULL), palloc'd; duplicates allowed. */
 	int32	   *(*encode_value) (Relation index, const GenieEncoding *encoding, Datum value,
@@ -88,6 +99,14 @@ typedef struct GenieTypeInfo
 	 */
 	int32	   *(*encode_check) (Relation index, const GenieEncoding *encoding, Datum value,
 								 int *n);
+
+	/*
+	 * At insert, under the metapage's exclusive lock and before the row's
+	 * pending record: checks the value against what the metapage holds (a
+	 * vector's dimension), and may record it there (WAL-logged).  NULL:
+	 * nothing to check.
+	 */
+	void		(*insert_prepare) (Relation index, Buffer metabuf, Datum value);
 
 	/*
 	 * An ORDER BY argument of the given strategy and type (not NULL) as a
@@ -105,6 +124,14 @@ typedef struct GenieTypeInfo
 	 */
 	bool		(*plan_serves) (Relation index, const GenieEncoding *encoding,
 								StrategyNumber strategy, Datum query, bool query_known);
+
+	/*
+	 * For a type ordered by a distance over its stored values (vectors): the
+	 * match-count query whose top rows approximate the nearest (the LSH
+	 * keywords of a query vector of dim elements), or NULL when the index
+	 * has none.  NULL: the type has no such query.
+	 */
+	GenieQuery *(*approximate_query) (Relation index, const float *vector, int dim);
 } GenieTypeInfo;
 
 /* A built index's encoding and the type that reads it. */

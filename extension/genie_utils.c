@@ -8,6 +8,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/genam.h"
 #include "access/table.h"
 #include "catalog/index.h"
@@ -110,6 +112,38 @@ genie_int4_array_values(ArrayType *array, const char *argname, int *count)
 	n = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
 	*count = n;
 	return (int32 *) ARR_DATA_PTR(array);
+}
+
+/*
+ * A vector is a one-dimensional real[] without NULLs and with finite
+ * elements: NaN and infinity have no place in a Euclidean distance.
+ */
+float *
+genie_float4_array_values(ArrayType *array, const char *argname, int *count)
+{
+	int			n;
+	float	   *values;
+
+	if (ARR_ELEMTYPE(array) != FLOAT4OID)
+		elog(ERROR, "genie: %s is not a real[]", argname);
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a one-dimensional array", argname)));
+	if (array_contains_nulls(array))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not contain NULL elements", argname)));
+	n = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+	values = (float *) ARR_DATA_PTR(array);
+	for (int i = 0; i < n; i++)
+		if (isnan(values[i]) || isinf(values[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("%s must not contain %s", argname, isnan(values[i]) ? "NaN" : "infinity"),
+					 errdetail("Element %d is %s.", i + 1, isnan(values[i]) ? "NaN" : (values[i] > 0 ? "Infinity" : "-Infinity"))));
+	*count = n;
+	return values;
 }
 
 /*

@@ -49,6 +49,12 @@ extern int	genie_cancel_requested(void *arg);
  */
 extern int32 *genie_int4_array_values(ArrayType *array, const char *argname, int *count);
 
+/*
+ * The elements of a one-dimensional real[] without NULLs, NaN or infinity
+ * (a pointer into the detoasted array); raises a clear error otherwise.
+ */
+extern float *genie_float4_array_values(ArrayType *array, const char *argname, int *count);
+
 /* A text value as UTF-8 for the core (converted when the database is not UTF-8). */
 extern const char *genie_text_utf8(text *value, size_t *size);
 

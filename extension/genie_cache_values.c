@@ -1,16 +1,18 @@
 /*-------------------------------------------------------------------------
  *
- * genie_cache_strings.c
- *	  The stored strings of a cached index version (genie_ngram_ops with
- *	  store_strings): all of them for a scan in this backend, or, with the
- *	  genie service, the pending objects' alone here and the main objects'
- *	  handed to the service.
+ * genie_cache_values.c
+ *	  The stored values of a cached index version: the strings of
+ *	  genie_ngram_ops (with store_strings), all of them for a scan in this
+ *	  backend or, with the genie service, the pending objects' alone here and
+ *	  the main objects' handed to the service; the vectors of
+ *	  genie_vector_ops, all of them for a scan in this backend.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "miscadmin.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -20,12 +22,12 @@
 
 /*
  * The entry's content read again from the index, with the main objects'
- * strings when with_main (the pending objects' come with the pending list).
+ * values when with_main (the pending objects' come with the pending list).
  * Inserts since the entry was read only add objects beyond its own, but a
  * merge renumbers them: then the entry's objects are gone.
  */
 static void
-read_entry_strings(GenieCachedIndex *entry, GenieIndexContent *content, bool with_main)
+read_entry_values(GenieCachedIndex *entry, GenieIndexContent *content, bool with_main)
 {
 	Relation	index = index_open(entry->index_oid, NoLock);
 	GenieServiceKey key;
@@ -53,6 +55,32 @@ read_entry_strings(GenieCachedIndex *entry, GenieIndexContent *content, bool wit
 				 errhint("Retry the statement.")));
 }
 
+/*
+ * The flags of the objects a scan of the entry's values skips (dead or
+ * NULL), by object id; NULL when none is.  Made before the values they go
+ * with are published, so that a scan never sees the values without them.
+ */
+static void
+make_excluded(GenieCachedIndex *entry)
+{
+	if (entry->excluded_ready)
+		return;
+	for (int32 id = 0; id < entry->n_objects; id++)
+	{
+		if ((entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) == 0)
+			continue;
+		if (entry->excluded == NULL)
+		{
+			entry->excluded = MemoryContextAllocExtended(GetMemoryChunkContext(entry),
+														 Max(entry->n_objects, 1),
+														 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+			entry->bytes += Max(entry->n_objects, 1);
+		}
+		entry->excluded[id] = 1;
+	}
+	entry->excluded_ready = true;
+}
+
 genie_strings *
 genie_cache_strings(GenieCachedIndex *entry)
 {
@@ -66,22 +94,9 @@ genie_cache_strings(GenieCachedIndex *entry)
 	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie strings load context",
 								   ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(tmpcxt);
-	read_entry_strings(entry, &content, true);
+	read_entry_values(entry, &content, true);
 	MemoryContextSwitchTo(old);
-	/* the flags first: a scan must never see the strings without them */
-	for (int32 id = 0; id < entry->n_objects; id++)
-	{
-		if ((entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) == 0)
-			continue;
-		if (entry->excluded == NULL)
-		{
-			entry->excluded = MemoryContextAllocExtended(GetMemoryChunkContext(entry),
-																 Max(entry->n_objects, 1),
-																 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-			entry->bytes += Max(entry->n_objects, 1);
-		}
-		entry->excluded[id] = 1;
-	}
+	make_excluded(entry);
 	GENIE_CHECK(genie_strings_create(content.value_data, content.value_offsets, entry->n_objects,
 									 &entry->strings, &err),
 				&err, "genie: loading the stored strings");
@@ -104,7 +119,7 @@ genie_cache_pending_strings(GenieCachedIndex *entry)
 	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie strings load context",
 								   ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(tmpcxt);
-	read_entry_strings(entry, &content, false);
+	read_entry_values(entry, &content, false);
 	/* the entry's pending objects come first in the pending list */
 	GENIE_CHECK(genie_strings_create(content.pending_value_data, content.pending_value_offsets, n,
 									 &entry->pending_strings, &err),
@@ -149,11 +164,57 @@ genie_cache_ship_strings(GenieCachedIndex *entry, genie_error *err)
 	GenieIndexContent content;
 	GenieServiceOutcome outcome;
 
-	read_entry_strings(entry, &content, true);
+	read_entry_values(entry, &content, true);
 	/* the main objects' are the first n_main_objects + 1 offsets, from 0 */
 	outcome = genie_service_load_strings(&entry->main_key, entry->index_oid, content.value_data,
 										 content.value_offsets, err);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
 	return outcome;
+}
+
+genie_vectors *
+genie_cache_vectors(GenieCachedIndex *entry)
+{
+	MemoryContext tmpcxt;
+	MemoryContext old;
+	GenieIndexContent content;
+	genie_error err;
+	int32		dim = entry->vector_dim;
+	float	   *matrix;
+
+	if (entry->vectors != NULL)
+		return entry->vectors;
+	Assert(entry->values_stored && dim > 0);
+	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie vectors load context",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmpcxt);
+	read_entry_values(entry, &content, true);
+	/* one row of dim floats per object; NULL rows stay zero and excluded */
+	matrix = MemoryContextAllocExtended(tmpcxt, sizeof(float) * (Size) Max(entry->n_objects, 1) * dim,
+										MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	for (int32 id = 0; id < entry->n_objects; id++)
+	{
+		int64		size = content.value_offsets[id + 1] - content.value_offsets[id];
+
+		if (size == 0 && (entry->objects[id].flags & GENIE_OBJECT_NULL))
+			continue;
+		if (size != (int64) sizeof(float) * dim)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index \"%s\" stores a vector of %lld bytes where %d dimensions need %d",
+							get_rel_name(entry->index_oid), (long long) size, dim,
+							(int) sizeof(float) * dim),
+					 errhint("REINDEX the index.")));
+		memcpy(matrix + (Size) id * dim, content.value_data + content.value_offsets[id], size);
+		if ((id & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	MemoryContextSwitchTo(old);
+	make_excluded(entry);
+	GENIE_CHECK(genie_vectors_create(matrix, entry->n_objects, dim, &entry->vectors, &err),
+				&err, "genie: loading the stored vectors");
+	entry->bytes += genie_vectors_memory_bytes(entry->vectors);
+	MemoryContextDelete(tmpcxt);
+	return entry->vectors;
 }

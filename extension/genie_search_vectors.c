@@ -1,0 +1,271 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_search_vectors.c
+ *	  The k nearest stored vectors of each query by Euclidean distance, for
+ *	  genie_knn and ORDER BY v <-> query on a genie_vector_ops index.
+ *
+ * Exact (genie.vector_search = exact, the default): one scan of every vector of the
+ * entry's version on the engine genie.device asks for, exact: the same rows
+ * and distances as a sequential scan ordered by real[] <-> real[] (see
+ * genie/vectors.hpp).  With genie preloaded, backends never start CUDA and
+ * the genie service does not hold vectors yet: the scan runs in-process on
+ * the CPU engine.
+ *
+ * LSH (genie.vector_search = lsh, the caller passes the queries' LSH
+ * keywords): the genie.lsh_candidates objects of the highest
+ * LSH match count (genie_search, through the genie service when it runs)
+ * re-ranked by their exact distance: approximate, as GENIE section IV.
+ *
+ * genie_search_vectors_visible keeps the rows visible to a snapshot,
+ * widening k while invisible rows take places.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "genie_search.h"
+#include "genie_service.h"
+#include "genie_utils.h"
+
+int			genie_vector_search_setting = GENIE_VECTOR_SEARCH_EXACT;
+int			genie_lsh_candidates = 1000;
+
+static bool said_in_process = false;
+
+/*
+ * Moves a C API result (malloc'd) into palloc'd rows; the allocations may
+ * not throw before the result is freed.
+ */
+static void
+take_results(genie_vector_results *found, int nq, GenieVectorRows *rows)
+{
+	int64		n = found->query_offsets[nq];
+	int			flags = MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM;
+
+	rows->n_queries = nq;
+	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), flags);
+	rows->objects = palloc_extended(sizeof(int32) * Max(n, 1), flags);
+	rows->distances = palloc_extended(sizeof(float8) * Max(n, 1), flags);
+	if (rows->offsets != NULL && rows->objects != NULL && rows->distances != NULL)
+	{
+		memcpy(rows->offsets, found->query_offsets, sizeof(int64) * (nq + 1));
+		memcpy(rows->objects, found->objects, sizeof(int32) * n);
+		memcpy(rows->distances, found->distances, sizeof(float8) * n);
+	}
+	genie_vector_results_free(found);
+	if (rows->offsets == NULL || rows->objects == NULL || rows->distances == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Failed on a vector search result of %lld rows.", (long long) n)));
+}
+
+static genie_status
+scan_on(genie_vectors *vectors, genie_engine_kind device, const genie_vector_scan *scan,
+		genie_vector_results **found, genie_error *err)
+{
+	genie_engine_options options;
+
+	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
+								genie_cancel_requested, NULL, &options);
+	return genie_vectors_scan(vectors, device, &options, scan, found, err);
+}
+
+/* Every vector of the entry, exact, on the engine genie.device asks for. */
+static void
+scan_exact(GenieCachedIndex *entry, const float *queries, int nq, int32 k, GenieVectorRows *rows)
+{
+	genie_vectors *vectors = genie_cache_vectors(entry);
+	genie_vector_scan scan;
+	genie_vector_results *found = NULL;
+	genie_engine_kind device;
+	genie_error err;
+	genie_status status;
+
+	memset(&scan, 0, sizeof(scan));
+	scan.n_queries = nq;
+	scan.queries = queries;
+	scan.k = k;
+	scan.excluded = entry->excluded;
+	if (genie_service_configured())
+	{
+		/* backends of a preloaded genie never start CUDA */
+		device = GENIE_ENGINE_CPU;
+		if (!said_in_process && genie_device_setting != GENIE_DEVICE_SETTING_CPU)
+		{
+			said_in_process = true;
+			ereport(NOTICE,
+					(errmsg("genie: exact vector searches run in this backend on the CPU engine while genie is preloaded"),
+					 errdetail("The genie service does not hold vectors yet."),
+					 errhint("SET genie.vector_search = 'lsh' counts LSH keywords through the genie service.")));
+		}
+	}
+	else
+		device = genie_device_setting == GENIE_DEVICE_SETTING_CPU ? GENIE_ENGINE_CPU
+			: genie_device_setting == GENIE_DEVICE_SETTING_GPU ? GENIE_ENGINE_GPU : GENIE_ENGINE_AUTO;
+	status = scan_on(vectors, device, &scan, &found, &err);
+	if (status == GENIE_DEVICE_OUT_OF_MEMORY && genie_device_setting != GENIE_DEVICE_SETTING_GPU)
+	{
+		ereport(NOTICE,
+				(errmsg("genie: the GPU ran out of memory; this vector search runs on the CPU"),
+				 errdetail("%s", err.message)));
+		status = scan_on(vectors, GENIE_ENGINE_CPU, &scan, &found, &err);
+	}
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie: vector search");
+	take_results(found, nq, rows);
+}
+
+/*
+ * The LSH mode: each query's top genie.lsh_candidates (at least k) objects
+ * by match count, re-ranked by distance.
+ */
+static void
+search_lsh(GenieCachedIndex *entry, const float *queries, GenieQuery **lsh, int nq, int32 k,
+		   GenieVectorRows *rows)
+{
+	int32		candidates = (int32) Min(Max((int64) genie_lsh_candidates, (int64) k),
+										 (int64) Max(entry->n_objects, 1));
+	GenieQueryBatch batch;
+	GenieSearchResult counted;
+	genie_vector_scan scan;
+	genie_vector_results *found = NULL;
+	genie_error err;
+
+	for (int q = 0; q < nq; q++)
+		if (lsh[q] == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("genie index \"%s\" has no LSH keywords: it was built with m = 0",
+							get_rel_name(entry->index_oid)),
+					 errhint("SET genie.vector_search = 'exact', or rebuild the index with m > 0.")));
+	genie_query_batch_init(&batch, lsh, nq);
+	genie_search(entry, &batch, candidates, &counted);
+	memset(&scan, 0, sizeof(scan));
+	scan.n_queries = nq;
+	scan.queries = queries;
+	scan.k = k;
+	scan.excluded = entry->excluded;
+	scan.candidate_offsets = counted.query_offsets;
+	scan.candidates = counted.objects;
+	if (scan_on(genie_cache_vectors(entry), GENIE_ENGINE_CPU, &scan, &found, &err) != GENIE_OK)
+		genie_report_error(&err, "genie: re-ranking LSH candidates");
+	genie_search_free(&counted);
+	take_results(found, nq, rows);
+}
+
+void
+genie_search_vectors(GenieCachedIndex *entry, const float *queries, GenieQuery **lsh, int nq,
+					 int32 k, GenieVectorRows *rows)
+{
+	if (entry->vector_dim == 0 || entry->n_objects == 0 || nq == 0)
+	{
+		/* an index without vectors: no rows */
+		rows->n_queries = nq;
+		rows->offsets = palloc0(sizeof(int64) * (nq + 1));
+		rows->objects = palloc(sizeof(int32));
+		rows->distances = palloc(sizeof(float8));
+		return;
+	}
+	/* the flags of the skipped objects come with the vectors */
+	(void) genie_cache_vectors(entry);
+	if (lsh != NULL)
+		search_lsh(entry, queries, lsh, nq, k, rows);
+	else
+		scan_exact(entry, queries, nq, k, rows);
+}
+
+void
+genie_search_vectors_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+							 const float *queries, GenieQuery **lsh, int nq, int32 k,
+							 GenieVectorRows *rows, ItemPointerData **tids)
+{
+	int			dim = entry->vector_dim;
+	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));
+	int			n_short = nq;
+	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
+	float	   *sub_queries = palloc_extended(sizeof(float) * (Size) Max(nq, 1) * Max(dim, 1),
+											  MCXT_ALLOC_HUGE);
+	GenieQuery **sub_lsh = palloc0(sizeof(GenieQuery *) * Max(nq, 1));
+	int32	  **objects = palloc0(sizeof(int32 *) * Max(nq, 1));
+	float8	  **distances = palloc0(sizeof(float8 *) * Max(nq, 1));
+	int64	   *counts = palloc0(sizeof(int64) * Max(nq, 1));
+	int64	   *capacity = palloc(sizeof(int64) * Max(nq, 1));
+	GenieVisibility vs;
+	int64		total = 0;
+
+	genie_visibility_begin(&vs, entry, heap, snapshot, nq);
+	for (int i = 0; i < nq; i++)
+	{
+		short_of_k[i] = i;
+		capacity[i] = Max(Min(k, 1024), 1);
+		tids[i] = palloc(sizeof(ItemPointerData) * capacity[i]);
+		objects[i] = palloc(sizeof(int32) * capacity[i]);
+		distances[i] = palloc(sizeof(float8) * capacity[i]);
+	}
+	while (n_short > 0)
+	{
+		GenieVectorRows found;
+		int			still = 0;
+
+		/* the queries still short of k visible rows, as one batch */
+		for (int i = 0; i < n_short; i++)
+		{
+			memcpy(sub_queries + (Size) i * dim, queries + (Size) short_of_k[i] * dim,
+				   sizeof(float) * dim);
+			if (lsh != NULL)
+				sub_lsh[i] = lsh[short_of_k[i]];
+		}
+		genie_search_vectors(entry, sub_queries, lsh != NULL ? sub_lsh : NULL, n_short, kprime, &found);
+		for (int i = 0; i < n_short; i++)
+		{
+			int			q = short_of_k[i];
+
+			counts[q] = 0;
+			for (int64 h = found.offsets[i]; h < found.offsets[i + 1] && counts[q] < k; h++)
+			{
+				ItemPointerData tid;
+
+				if (!genie_object_visible(&vs, entry, found.objects[h], &tid))
+					continue;
+				if (counts[q] == capacity[q])
+				{
+					capacity[q] *= 2;
+					tids[q] = repalloc_huge(tids[q], sizeof(ItemPointerData) * capacity[q]);
+					objects[q] = repalloc_huge(objects[q], sizeof(int32) * capacity[q]);
+					distances[q] = repalloc_huge(distances[q], sizeof(float8) * capacity[q]);
+				}
+				tids[q][counts[q]] = tid;
+				objects[q][counts[q]] = found.objects[h];
+				distances[q][counts[q]] = found.distances[h];
+				counts[q]++;
+			}
+			/* short while the search returned all it was asked for: invisible rows took places */
+			if (counts[q] < k && found.offsets[i + 1] - found.offsets[i] == kprime &&
+				kprime < entry->n_objects)
+				short_of_k[still++] = q;
+			CHECK_FOR_INTERRUPTS();
+		}
+		n_short = still;
+		kprime = genie_search_wider_k(kprime, entry->n_objects);
+	}
+	genie_visibility_end(&vs);
+
+	for (int q = 0; q < nq; q++)
+		total += counts[q];
+	rows->n_queries = nq;
+	rows->offsets = palloc(sizeof(int64) * (nq + 1));
+	rows->objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(float8) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->offsets[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		memcpy(rows->objects + rows->offsets[q], objects[q], sizeof(int32) * counts[q]);
+		memcpy(rows->distances + rows->offsets[q], distances[q], sizeof(float8) * counts[q]);
+		rows->offsets[q + 1] = rows->offsets[q] + counts[q];
+	}
+}
