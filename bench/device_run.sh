@@ -5,6 +5,11 @@
 #   sanitize   compute-sanitizer memcheck + racecheck on small cases
 #   bench1m    engine_bench at n = 1M   (generates /tmp/lsh first if missing)
 #   bench45m   engine_bench at n = 4.5M
+#   vectors-fmnist  vector_bench on Fashion-MNIST (.bundle/fmnist/*.idx.xz) and the
+#              PyTorch baseline (bench/torch_knn_baseline.py); the binaries and the
+#              libraries FAISS needs come in .device/devbin.tar.xz
+#   vectors-gauss   the same at 1M and 4.5M x 128 of the LSH workload's mixture
+#              (bench/gen_lsh_workload.py --vectors)
 # Logs go to $OUT (or ./device-out).
 set -u
 OUT=${OUT:-./device-out}
@@ -29,11 +34,56 @@ if [[ " $stages " == *" bench"* ]] && [ ! -f /tmp/lsh/meta.json ]; then
   GEN_PID=$!
 fi
 
+# vector_bench and its libraries (FAISS's BLAS), unpacked once per machine
+devbin() {
+  if [ ! -x /tmp/devbin/vector_bench ]; then
+    mkdir -p /tmp/devbin && tar -C /tmp/devbin -xJf .device/devbin.tar.xz
+  fi
+}
+fmnist() {
+  mkdir -p /tmp/fm
+  for p in train t10k; do
+    [ -f /tmp/fm/$p-images-idx3-ubyte ] || xz -dc .bundle/fmnist/$p.idx.xz > /tmp/fm/$p-images-idx3-ubyte
+  done
+  chmod -R a+rX /tmp/fm
+}
+
 for stage in $stages; do
   case $stage in
+    vectors-fmnist)
+      devbin; fmnist
+      log "vector_bench Fashion-MNIST"
+      LD_LIBRARY_PATH=/tmp/devbin/lib /tmp/devbin/vector_bench --fmnist /tmp/fm --candidates 100,300,1000,3000 \
+        --ef 16,32,64,128 > "$OUT/vectors-fmnist.txt" 2>&1
+      log "vector_bench rc=$?"
+      python3 bench/torch_knn_baseline.py --fmnist /tmp/fm >> "$OUT/vectors-fmnist.txt" 2>&1
+      log "torch rc=$?"
+      grep -E "^(RESULT|CHECK|DATA)" "$OUT/vectors-fmnist.txt" | cut -c1-400 | tee -a "$OUT/summary.txt"
+      ;;
+    vectors-gauss)
+      devbin
+      if [ ! -f /tmp/lshv/queries.f32 ]; then
+        log "generating /tmp/lshv (4.5M x 128 with vectors)"
+        PYTHONUNBUFFERED=1 python3 bench/gen_lsh_workload.py --n 4500000 --out /tmp/lshv --vectors > "$OUT/genv.log" 2>&1
+      fi
+      for n in 1000000 4500000; do
+        methods=genie-gpu,genie-cpu,faiss-flat
+        [ $n = 1000000 ] && methods=$methods,genie-lsh,hnswlib
+        log "vector_bench gaussian n=$n"
+        LD_LIBRARY_PATH=/tmp/devbin/lib /tmp/devbin/vector_bench --data /tmp/lshv/data.f32 --queries /tmp/lshv/queries.f32 \
+          --dim 128 --n $n --methods $methods --candidates 1000,3000 --ef 32,128 --single 100 > "$OUT/vectors-$n.txt" 2>&1
+        log "vector_bench rc=$?"
+        python3 bench/torch_knn_baseline.py --data /tmp/lshv/data.f32 --queries /tmp/lshv/queries.f32 --dim 128 --n $n \
+          --single 100 >> "$OUT/vectors-$n.txt" 2>&1
+        log "torch rc=$?"
+        grep -E "^(RESULT|CHECK|DATA)" "$OUT/vectors-$n.txt" | cut -c1-400 | tee -a "$OUT/summary.txt"
+      done
+      ;;
     tests)
       log "tests"
-      $BIN/genie_gpu_tests --gtest_brief=1 > "$OUT/tests.log" 2>&1
+      tests=$BIN/genie_gpu_tests
+      [ -x "$tests" ] || { devbin; tests=/tmp/devbin/genie_gpu_tests; }
+      $tests --gtest_brief=1 > "$OUT/tests.log" 2>&1
       log "tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/tests.log" | tr '\n' ' ')"
       grep -E "FAILED|Failure" "$OUT/tests.log" | head -20 | tee -a "$OUT/summary.txt"
       ;;
