@@ -53,8 +53,9 @@ for stage in $stages; do
     vectors-fmnist)
       devbin; fmnist
       log "vector_bench Fashion-MNIST"
-      LD_LIBRARY_PATH=/tmp/devbin/lib /tmp/devbin/vector_bench --fmnist /tmp/fm --candidates 100,300,1000,3000 \
-        --ef 16,32,64,128 > "$OUT/vectors-fmnist.txt" 2>&1
+      LD_LIBRARY_PATH=/tmp/devbin/lib /tmp/devbin/vector_bench --fmnist /tmp/fm --candidates 100,300,1000 \
+        --methods genie-gpu,genie-cpu,genie-lsh,faiss-flat,faiss-hnsw,hnswlib --ef 16,64 --single 100 \
+        > "$OUT/vectors-fmnist.txt" 2>&1
       log "vector_bench rc=$?"
       python3 bench/torch_knn_baseline.py --fmnist /tmp/fm >> "$OUT/vectors-fmnist.txt" 2>&1
       log "torch rc=$?"

@@ -11,7 +11,8 @@
 //   vector_bench --fmnist DIR             (train/t10k-images-idx3-ubyte, ungzipped)
 //   vector_bench --data F.f32 --queries Q.f32 --dim D   (row-major float32)
 //       [--n N] [--nq NQ] [--k 10] [--threads 0] [--single 200]
-//       [--methods genie-gpu,genie-cpu,genie-lsh,faiss-flat,faiss-hnsw,hnswlib]
+//       [--methods genie-gpu,genie-cpu,genie-lsh,genie-lsh-cpu,faiss-flat,faiss-hnsw,hnswlib]
+//       (genie-lsh counts on the GPU, genie-lsh-cpu on the CPU engine too)
 //       [--candidates 100,300,1000,3000] [--ef 16,32,64,128] [--m 238]
 #include <algorithm>
 #include <chrono>
@@ -49,7 +50,7 @@ double Now() {
 struct Args {
   std::string fmnist, data, queries;
   int32_t dim = 0, n = -1, nq = -1, k = 10, threads = 0, single = 200, m = 238;
-  std::string methods = "genie-gpu,genie-cpu,genie-lsh,faiss-flat,faiss-hnsw,hnswlib";
+  std::string methods = "genie-gpu,genie-cpu,genie-lsh,genie-lsh-cpu,faiss-flat,faiss-hnsw,hnswlib";
   std::vector<int32_t> candidates{100, 300, 1000, 3000};
   std::vector<int32_t> ef{16, 32, 64, 128};
 };
@@ -302,6 +303,7 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i <= static_cast<int64_t>(nq) * a.m; ++i) ioff.push_back(i);
     genie_query_batch batch{nq, qoff.data(), ioff.data(), nullptr, qkw.data(), qkw.data()};
     for (genie_engine_kind kind : {GENIE_ENGINE_GPU, GENIE_ENGINE_CPU}) {
+      if (kind == GENIE_ENGINE_CPU && !Wants(a, "genie-lsh-cpu")) continue;
       genie_engine* engine = nullptr;
       genie_engine_options eo{};
       eo.threads = a.threads;

@@ -142,16 +142,16 @@ Status RerankVectors(const VectorSet& set, const float* queries, int32_t n_queri
                                  candidates.begin() + candidate_offsets[q + 1]);
         std::sort(ids.begin(), ids.end());
         ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-        std::vector<Ranked> ranked;
-        ranked.reserve(ids.size());
+        // the float32 filter first: only the vectors that may be among the k nearest get float64
+        std::vector<VectorCandidate> cands;
+        cands.reserve(ids.size());
         const float* query = queries + static_cast<std::size_t>(q) * static_cast<std::size_t>(set.dim);
         for (int32_t id : ids) {
           if (id < 0 || id >= set.size()) continue;
           if (!excluded.empty() && excluded[static_cast<std::size_t>(id)] != 0) continue;
-          ranked.push_back({L2Distance(set.row(id), query, set.dim), id});
+          cands.push_back({SquaredL2Float32(set.row(id), query, set.dim), id});
         }
-        VectorScanResult& part = parts[static_cast<std::size_t>(q)];
-        AppendBest(&ranked, k, &part);
+        FinishQuery(set, query, k, &cands, &parts[static_cast<std::size_t>(q)]);
         return Status::Ok();
       },
       cancel));

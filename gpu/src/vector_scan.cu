@@ -7,17 +7,27 @@
 // stays on the host and is streamed through a staging buffer in parts of
 // part_rows_ vectors (multiple loading); a part is copied once per scan.
 //
+// The float32 pass uses the expanded form |q|^2 + |x|^2 - 2 q.x: one fused
+// multiply-add per element, as a matrix product, twice the rate of summing
+// (q_i - x_i)^2.  Its error is absolute rather than relative: |s32 - s| <=
+// e(q, x) = (dim + 16) 2^-23 (|q| + |x|)^2 + (dim + 4) 2^-140 (the dot
+// product's gamma_dim |q||x| twice, the norms' and the two last operations'
+// roundings, with margin; the second term for underflow).  So each vector
+// gets an upper bound U = s32 + e on its squared distance and a lower bound
+// L = s32 - e; the k-th smallest U bounds the k-th squared distance, and
+// every vector with L <= that bound is re-ranked.  A float32 overflow (or
+// NaN) makes U infinite: the vector is then always a candidate.
+//
 // Per part and group of queries (as many as fit the distance buffer):
-//   DistanceKernel  every float32 squared distance, a 64 x 128 tile of
-//                   (query, vector) pairs per block, 4 x 8 per thread,
-//                   the dimensions staged through shared memory 16 at a time;
-//                   excluded vectors get +infinity;
-//   KthKernel       each query's k-th smallest, by a radix select over the
+//   DistanceKernel  every U, a 64 x 128 tile of (query, vector) pairs per
+//                   block, 4 x 8 per thread, the dimensions staged through
+//                   shared memory 16 at a time; excluded vectors get
+//                   +infinity;
+//   KthKernel       each query's k-th smallest U, by a radix select over the
 //                   bits of the non-negative floats (11, 11, 10 bits);
-//   (host)          the threshold of each k-th, FilterThreshold in float64;
-//   GatherKernel    the vectors within the threshold, at most k + kSlack
-//                   per query (a query with more, from ties, is gathered
-//                   again with room for all);
+//   GatherKernel    the vectors whose L is within the k-th U, at most k +
+//                   kSlack per query (a query with more, from ties, is
+//                   gathered again with room for all);
 //   RerankKernel    L2Distance of each, one thread per vector, in element
 //                   order with every operation rounded on its own: the
 //                   host's bits.
@@ -25,6 +35,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <exception>
@@ -54,9 +65,22 @@ constexpr int32_t kSlack = 64;                           // gather slots beyond 
 constexpr uint64_t kDistanceBufferBytes = 256ull << 20;  // float32 distances of a group
 constexpr int32_t kMaxGroup = 16384;                     // queries of a group (grid y)
 
+// The norms a bound needs: |v|^2 and |v| of each query and vector.
+struct Norms {
+  const float* squared;
+  const float* length;
+};
+
+// The error bound e(q, x) of the float32 distance (see above).
+__device__ __forceinline__ float ErrorBound(float coef, float slack, float q_len, float x_len) {
+  const float sum = q_len + x_len;
+  return fmaf(coef * sum, sum, slack);
+}
+
 __global__ void __launch_bounds__(kThreads)
-DistanceKernel(const float* __restrict__ queries, int32_t nq, const float* __restrict__ rows, int32_t n_rows,
-               int32_t dimp, const uint8_t* __restrict__ excluded, float* __restrict__ out) {
+DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows, Norms xn,
+               int32_t n_rows, int32_t dimp, float coef, float slack, const uint8_t* __restrict__ excluded,
+               float* __restrict__ out) {
   __shared__ __align__(16) float qs[kTileK][kTileQ];
   __shared__ __align__(16) float xs[kTileK][kTileR];
   const int tid = static_cast<int>(threadIdx.x);
@@ -103,10 +127,7 @@ DistanceKernel(const float* __restrict__ queries, int32_t nq, const float* __res
 #pragma unroll
       for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float d = q[i] - x[j];
-          acc[i][j] = fmaf(d, d, acc[i][j]);
-        }
+        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(q[i], x[j], acc[i][j]);
     }
     __syncthreads();
   }
@@ -117,7 +138,11 @@ DistanceKernel(const float* __restrict__ queries, int32_t nq, const float* __res
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int64_t r = r0 + tr * 8 + j;
-      if (r < n_rows) out[q * n_rows + r] = excluded != nullptr && excluded[r] ? INFINITY : acc[i][j];
+      if (r >= n_rows) continue;
+      const float s32 = fmaf(-2.0f, acc[i][j], qn.squared[q] + xn.squared[r]);
+      float upper = fmaxf(s32 + ErrorBound(coef, slack, qn.length[q], xn.length[r]), 0.0f);
+      if (!(upper <= FLT_MAX)) upper = INFINITY;  // overflow or NaN: always a candidate
+      out[q * n_rows + r] = excluded != nullptr && excluded[r] ? INFINITY : upper;
     }
   }
 }
@@ -186,18 +211,22 @@ KthKernel(const float* __restrict__ d32, int32_t n_rows, int32_t k, float* __res
   if (tid == 0) kth[blockIdx.x] = __uint_as_float(prefix);
 }
 
-// Launched query i (row qmap[i] of d32, or i) gathers its vectors within
-// threshold[i] into slots [slot_begin[i], slot_begin[i + 1]); count[i]
-// counts them all, also those beyond the slots.
+// Launched query i (row qmap[i] of d32, or i) gathers the vectors whose
+// lower bound is within its k-th upper bound into slots [slot_begin[i],
+// slot_begin[i + 1]); count[i] counts them all, also those beyond the slots.
 __global__ void __launch_bounds__(kGatherThreads)
-GatherKernel(const float* __restrict__ d32, int32_t n_rows, const int32_t* __restrict__ qmap,
-             const double* __restrict__ threshold, const uint8_t* __restrict__ excluded,
+GatherKernel(const float* __restrict__ d32, Norms qn, Norms xn, int32_t n_rows, float coef, float slack,
+             const int32_t* __restrict__ qmap, const float* __restrict__ kth, const uint8_t* __restrict__ excluded,
              const int64_t* __restrict__ slot_begin, int32_t* __restrict__ count, int32_t* __restrict__ cand) {
   const int32_t i = static_cast<int32_t>(blockIdx.y);
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kGatherThreads + threadIdx.x;
   if (r >= n_rows || (excluded != nullptr && excluded[r])) return;
   const int64_t q = qmap != nullptr ? qmap[i] : i;
-  if (static_cast<double>(d32[q * n_rows + r]) <= threshold[q]) {
+  const float upper = d32[q * n_rows + r];
+  // L = U - 2e, less U's own rounding; infinite U: always a candidate
+  const double e = ErrorBound(coef, slack, qn.length[q], xn.length[r]);
+  const double lower = isinf(upper) ? -INFINITY : static_cast<double>(upper) * (1.0 - 0x1p-22) - 2.0 * e;
+  if (lower <= static_cast<double>(kth[q]) * (1.0 + 0x1p-20)) {
     const int64_t slot = atomicAdd(&count[i], 1);
     if (slot_begin[i] + slot < slot_begin[i + 1]) cand[slot_begin[i] + slot] = static_cast<int32_t>(r);
   }
@@ -225,6 +254,20 @@ RerankKernel(const float* __restrict__ rows, const float* __restrict__ queries, 
 
 unsigned Blocks(int64_t items, int per_block) {
   return static_cast<unsigned>((items + per_block - 1) / per_block);
+}
+
+// |v|^2 and |v| of count vectors of dim floats (stride `stride`), summed in
+// float64 and rounded to float: the bound's margin covers the rounding.
+void HostNorms(const float* v, int64_t count, int32_t dim, int64_t stride, std::vector<float>* squared,
+               std::vector<float>* length) {
+  squared->resize(static_cast<std::size_t>(count));
+  length->resize(static_cast<std::size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    double sum = 0;
+    for (int32_t j = 0; j < dim; ++j) sum += static_cast<double>(v[i * stride + j]) * v[i * stride + j];
+    (*squared)[static_cast<std::size_t>(i)] = static_cast<float>(sum);
+    (*length)[static_cast<std::size_t>(i)] = static_cast<float>(std::sqrt(sum));
+  }
 }
 
 class GpuVectorSetImpl final : public GpuVectorSet {
@@ -260,6 +303,13 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     GENIE_RETURN_IF_ERROR(rows_.Allocate(static_cast<std::size_t>(part_rows_) * dimp_, "vectors"));
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemset(rows_.get(), 0, rows_.bytes()));
     if (resident()) GENIE_RETURN_IF_ERROR(CopyRows(set, 0, n_));
+    // the norms of every vector stay on the device, also when the vectors stream
+    std::vector<float> squared, length;
+    HostNorms(set.values.data(), n_, dim_, dim_, &squared, &length);
+    GENIE_RETURN_IF_ERROR(Upload(squared.data(), squared.size(), &x_squared_, "vector norms"));
+    GENIE_RETURN_IF_ERROR(Upload(length.data(), length.size(), &x_length_, "vector norms"));
+    coef_ = static_cast<float>((dim_ + 16.0) * 0x1p-23);
+    slack_ = static_cast<float>((dim_ + 4.0) * 0x1p-140);
     return Status::Ok();
   }
 
@@ -278,7 +328,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     }
   }
 
-  std::size_t device_bytes() const override { return rows_.bytes(); }
+  std::size_t device_bytes() const override { return rows_.bytes() + x_squared_.bytes() + x_length_.bytes(); }
   int32_t parts() const override { return n_ == 0 ? 1 : (n_ + part_rows_ - 1) / part_rows_; }
 
  private:
@@ -298,9 +348,8 @@ class GpuVectorSetImpl final : public GpuVectorSet {
   // group, or identity) with slots per slot_begin; appends (distance, id)
   // to found for those not in *overflow (which gets the rest with their counts).
   Status GatherRerank(const float* rows, int32_t n_rows, int32_t row0, const float* d32, const float* d_queries,
-                      int32_t group_first, const std::vector<int32_t>& qmap_host,
-                      const std::vector<int64_t>& slot_begin, const DeviceArray<double>& d_threshold,
-                      const uint8_t* d_excluded,
+                      Norms qn, Norms xn, int32_t group_first, const std::vector<int32_t>& qmap_host,
+                      const std::vector<int64_t>& slot_begin, const float* d_kth, const uint8_t* d_excluded,
                       std::vector<std::vector<std::pair<double, int32_t>>>* found,
                       std::vector<std::pair<int32_t, int32_t>>* overflow) {
     const int32_t launched = static_cast<int32_t>(slot_begin.size()) - 1;
@@ -316,7 +365,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     GENIE_RETURN_IF_ERROR(d_dist.Allocate(static_cast<std::size_t>(std::max<int64_t>(slots, 1)), "vector scan distances"));
     const int32_t* qmap = qmap_host.empty() ? nullptr : d_qmap.get();
     GatherKernel<<<dim3(Blocks(n_rows, kGatherThreads), static_cast<unsigned>(launched)), kGatherThreads>>>(
-        d32, n_rows, qmap, d_threshold.get(), d_excluded, d_slot_begin.get(), d_count.get(), d_cand.get());
+        d32, qn, xn, n_rows, coef_, slack_, qmap, d_kth, d_excluded, d_slot_begin.get(), d_count.get(), d_cand.get());
     GENIE_CUDA_CHECK_LAUNCH("GatherKernel");
     std::vector<int32_t> count(static_cast<std::size_t>(launched));
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(count.data(), d_count.get(), d_count.bytes(), cudaMemcpyDeviceToHost));
@@ -361,9 +410,13 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       for (int32_t q = 0; q < nq; ++q)
         std::copy_n(request.queries + static_cast<std::size_t>(q) * dim_, dim_,
                     padded.begin() + static_cast<std::ptrdiff_t>(q) * dimp_);
-      DeviceArray<float> d_queries, d32;
+      DeviceArray<float> d_queries, d32, d_q_squared, d_q_length;
       DeviceArray<uint8_t> d_excluded;
       GENIE_RETURN_IF_ERROR(Upload(padded.data(), padded.size(), &d_queries, "vector scan queries"));
+      std::vector<float> q_squared, q_length;
+      HostNorms(request.queries, nq, dim_, dim_, &q_squared, &q_length);
+      GENIE_RETURN_IF_ERROR(Upload(q_squared.data(), q_squared.size(), &d_q_squared, "query norms"));
+      GENIE_RETURN_IF_ERROR(Upload(q_length.data(), q_length.size(), &d_q_length, "query norms"));
       if (!request.excluded.empty())
         GENIE_RETURN_IF_ERROR(Upload(request.excluded.data(), request.excluded.size(), &d_excluded, "vector scan excluded flags"));
       const int32_t group = static_cast<int32_t>(std::max<uint64_t>(
@@ -381,26 +434,22 @@ class GpuVectorSetImpl final : public GpuVectorSet {
           if (cancel.requested()) return Status::Cancelled();
           const int32_t gn = std::min(group, nq - g0);
           const float* queries = d_queries.get() + static_cast<std::size_t>(g0) * dimp_;
+          const Norms qn{d_q_squared.get() + g0, d_q_length.get() + g0};
+          const Norms xn{x_squared_.get() + row0, x_length_.get() + row0};
           DistanceKernel<<<dim3(Blocks(n_rows, kTileR), Blocks(gn, kTileQ)), kThreads>>>(
-              queries, gn, rows_.get(), n_rows, dimp_, excluded, d32.get());
+              queries, qn, gn, rows_.get(), xn, n_rows, dimp_, coef_, slack_, excluded, d32.get());
           GENIE_CUDA_CHECK_LAUNCH("DistanceKernel");
           DeviceArray<float> d_kth;
           GENIE_RETURN_IF_ERROR(d_kth.Allocate(static_cast<std::size_t>(gn), "vector scan k-th distances"));
           KthKernel<<<static_cast<unsigned>(gn), kSelectThreads>>>(d32.get(), n_rows, k, d_kth.get());
           GENIE_CUDA_CHECK_LAUNCH("KthKernel");
-          std::vector<float> kth(static_cast<std::size_t>(gn));
-          GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(kth.data(), d_kth.get(), d_kth.bytes(), cudaMemcpyDeviceToHost));
-          std::vector<double> threshold(kth.size());
-          for (std::size_t i = 0; i < kth.size(); ++i) threshold[i] = FilterThreshold(dim_, kth[i]);
-          DeviceArray<double> d_threshold;
-          GENIE_RETURN_IF_ERROR(Upload(threshold.data(), threshold.size(), &d_threshold, "vector scan thresholds"));
           // room for k and some ties; a query with more is gathered again with room for all
           const int64_t room = std::min<int64_t>(static_cast<int64_t>(k) + kSlack, n_rows);
           std::vector<int64_t> slot_begin(static_cast<std::size_t>(gn) + 1);
           for (int32_t i = 0; i <= gn; ++i) slot_begin[static_cast<std::size_t>(i)] = room * i;
           std::vector<std::pair<int32_t, int32_t>> overflow;
-          GENIE_RETURN_IF_ERROR(GatherRerank(rows_.get(), n_rows, row0, d32.get(), queries, g0, {}, slot_begin,
-                                             d_threshold, excluded, &found, &overflow));
+          GENIE_RETURN_IF_ERROR(GatherRerank(rows_.get(), n_rows, row0, d32.get(), queries, qn, xn, g0, {}, slot_begin,
+                                             d_kth.get(), excluded, &found, &overflow));
           if (!overflow.empty()) {
             std::vector<int32_t> qmap;
             std::vector<int64_t> begin{0};
@@ -409,8 +458,8 @@ class GpuVectorSetImpl final : public GpuVectorSet {
               begin.push_back(begin.back() + o.second);
             }
             std::vector<std::pair<int32_t, int32_t>> again;
-            GENIE_RETURN_IF_ERROR(GatherRerank(rows_.get(), n_rows, row0, d32.get(), queries, g0, qmap, begin,
-                                               d_threshold, excluded, &found, &again));
+            GENIE_RETURN_IF_ERROR(GatherRerank(rows_.get(), n_rows, row0, d32.get(), queries, qn, xn, g0, qmap, begin,
+                                               d_kth.get(), excluded, &found, &again));
             if (!again.empty()) return Status::Internal("GPU vector scan: a gather outgrew its exact count");
           }
         }
@@ -438,6 +487,8 @@ class GpuVectorSetImpl final : public GpuVectorSet {
   int32_t part_rows_ = 1;
   uint64_t distance_bytes_ = 0;
   DeviceArray<float> rows_;  // the whole set, or the part being scanned
+  DeviceArray<float> x_squared_, x_length_;  // every vector's norms
+  float coef_ = 0, slack_ = 0;               // the error bound's terms
   std::mutex stream_mutex_;
 };
 

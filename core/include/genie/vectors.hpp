@@ -11,15 +11,18 @@
 //
 // How a scan stays exact and fast.  A first pass computes every squared
 // distance in float32, in whatever order suits the hardware (SIMD lanes,
-// GPU tiles).  Its error is bounded whatever the order: |s32 - s| <= e s + a
-// with e = (dim + 2) 2^-24 for the roundings and a = (dim + 1) 2^-149 for
-// underflow (Higham, Accuracy and Stability of Numerical Algorithms, 3.1).
-// From the k-th smallest s32 of a query, FilterThreshold gives a bound T
-// such that every vector whose float64 distance could place it among the k
-// nearest (ties at the k-th distance included) has s32 <= T; only those are
-// re-ranked with L2Distance.  An overflow to infinity only makes a vector a
-// candidate.  The float32 pass may therefore differ between engines, but the
-// result cannot: (distance, object id) ascending, k rows.
+// GPU tiles), with a proven bound on its error; the vectors that the bound
+// cannot rule out of the k nearest (ties at the k-th distance included) are
+// re-ranked with L2Distance.  On the CPU the pass sums (q_i - x_i)^2, whose
+// error is relative whatever the order: |s32 - s| <= e s + a with e = (dim +
+// 2) 2^-24 for the roundings and a = (dim + 1) 2^-149 for underflow (Higham,
+// Accuracy and Stability of Numerical Algorithms, 3.1); FilterThreshold
+// turns the k-th smallest s32 into the bound.  The GPU computes |q|^2 +
+// |x|^2 - 2 q.x, one fused multiply-add per element, whose error is
+// absolute, proportional to (|q| + |x|)^2 (gpu/src/vector_scan.cu).  An
+// overflow to infinity only makes a vector a candidate.  The float32 passes
+// therefore differ between engines, but the result cannot: (distance, object
+// id) ascending, k rows.
 #pragma once
 #include <cstdint>
 #include <vector>

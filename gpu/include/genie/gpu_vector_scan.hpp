@@ -27,10 +27,11 @@ class GpuVectorSet {
 
   // The scan of request over this copy of set (the VectorSet it was made
   // from, still alive).  Per group of queries and part of the vectors: a
-  // tiled float32 kernel writes every squared distance, a radix select
-  // finds each query's k-th, the vectors within FilterThreshold of it are
-  // gathered and their L2Distance computed on the device, to the bit as
-  // the host computes it; the host keeps the best k by (distance, id).
+  // tiled float32 kernel writes an upper bound on every squared distance
+  // (the expanded form plus its error bound), a radix select finds each
+  // query's k-th, the vectors whose lower bound is within it are gathered
+  // and their L2Distance computed on the device, to the bit as the host
+  // computes it; the host keeps the best k by (distance, id).
   // cancel is polled between groups and parts.  Scans may run
   // concurrently from several threads.
   virtual Status Scan(const VectorSet& set, const VectorScanRequest& request, VectorScanResult* out,
