@@ -188,8 +188,7 @@ genie_search_vectors_visible(GenieCachedIndex *entry, Relation heap, Snapshot sn
 	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));
 	int			n_short = nq;
 	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
-	float	   *sub_queries = palloc_extended(sizeof(float) * (Size) Max(nq, 1) * Max(dim, 1),
-											  MCXT_ALLOC_HUGE);
+	float	   *sub_queries = NULL;	/* made when a widening round needs it */
 	GenieQuery **sub_lsh = palloc0(sizeof(GenieQuery *) * Max(nq, 1));
 	int32	  **objects = palloc0(sizeof(int32 *) * Max(nq, 1));
 	float8	  **distances = palloc0(sizeof(float8 *) * Max(nq, 1));
@@ -212,15 +211,21 @@ genie_search_vectors_visible(GenieCachedIndex *entry, Relation heap, Snapshot sn
 		GenieVectorRows found;
 		int			still = 0;
 
-		/* the queries still short of k visible rows, as one batch */
-		for (int i = 0; i < n_short; i++)
+		/* the queries still short of k visible rows, as one batch (at first all of them) */
+		if (n_short < nq)
 		{
-			memcpy(sub_queries + (Size) i * dim, queries + (Size) short_of_k[i] * dim,
-				   sizeof(float) * dim);
-			if (lsh != NULL)
-				sub_lsh[i] = lsh[short_of_k[i]];
+			if (sub_queries == NULL)
+				sub_queries = palloc_extended(sizeof(float) * (Size) nq * Max(dim, 1), MCXT_ALLOC_HUGE);
+			for (int i = 0; i < n_short; i++)
+			{
+				memcpy(sub_queries + (Size) i * dim, queries + (Size) short_of_k[i] * dim,
+					   sizeof(float) * dim);
+				if (lsh != NULL)
+					sub_lsh[i] = lsh[short_of_k[i]];
+			}
 		}
-		genie_search_vectors(entry, sub_queries, lsh != NULL ? sub_lsh : NULL, n_short, kprime, &found);
+		genie_search_vectors(entry, n_short < nq ? sub_queries : queries,
+							 lsh == NULL ? NULL : n_short < nq ? sub_lsh : lsh, n_short, kprime, &found);
 		for (int i = 0; i < n_short; i++)
 		{
 			int			q = short_of_k[i];

@@ -133,4 +133,51 @@ is($standby->safe_psql('postgres', q{
 	       (SELECT levenshtein(w, qq.q) AS d FROM names ORDER BY 1 LIMIT 6) t)}), '0',
 	'stored strings: the standby\'s answers equal levenshtein() over the table');
 
+# Stored vectors (genie_vector_ops): the values chain and LSH keywords of the
+# build, an index built on an empty table whose first insert sets the
+# dimension (a metapage record), pending rows, and the chain VACUUM rewrites
+# replay on the standby, whose exact searches then equal the primary's and a
+# sequential scan.
+$primary->safe_psql('postgres', q{
+	CREATE TABLE vecs (id int, v real[]);
+	INSERT INTO vecs SELECT i, ARRAY(SELECT ((i * 7 + j * 13) % 23)::real FROM generate_series(1, 12) j)
+	FROM generate_series(1, 3000) i;
+	CREATE INDEX vecs_v ON vecs USING genie (v);
+	CREATE TABLE late (id int, v real[]);
+	CREATE INDEX late_v ON late USING genie (v) WITH (m = 16, width = 4);
+	INSERT INTO late SELECT i, ARRAY[i % 10, i % 7, i % 3]::real[] FROM generate_series(1, 500) i;
+	INSERT INTO vecs SELECT i, ARRAY(SELECT ((i + j) % 5)::real FROM generate_series(1, 12) j) FROM generate_series(3001, 3300) i;
+	DELETE FROM vecs WHERE id % 7 = 0;
+});
+$primary->safe_psql('postgres', 'VACUUM vecs');
+$primary->safe_psql('postgres',
+	"INSERT INTO vecs SELECT i, array_fill((i % 4)::real, ARRAY[12]) FROM generate_series(3301, 3400) i");
+my $vec_query = q{
+	SET enable_seqscan = off;
+	SELECT string_agg(r, ';' ORDER BY n) FROM (
+	  SELECT n, (SELECT string_agg(round(d::numeric, 6)::text, ',') FROM
+	               (SELECT v <-> q AS d FROM vecs ORDER BY v <-> q LIMIT 8) x) AS r
+	  FROM (SELECT n, ARRAY(SELECT ((n * 3 + j) % 11)::real FROM generate_series(1, 12) j) AS q
+	        FROM generate_series(1, 20) AS n) qs) y
+	UNION ALL
+	SELECT string_agg(round(distance::numeric, 6)::text, ',' ORDER BY query_no, distance)
+	FROM genie_knn('late_v', ARRAY[ARRAY[1, 2, 0], ARRAY[9, 9, 2]]::real[], 5)
+};
+$primary->wait_for_catchup($standby, 'replay');
+my $primary_vecs = $primary->safe_psql('postgres', $vec_query);
+like($primary_vecs, qr/^(?:[\d.]+(?:,[\d.]+){7};){19}[\d.]+(?:,[\d.]+){7}\n[\d.]+(?:,[\d.]+){9}$/,
+	'stored vectors: the primary returns eight distances for each of 20 queries, and a batch');
+is($standby->safe_psql('postgres', $vec_query), $primary_vecs,
+	'stored vectors: the standby returns the primary\'s distances');
+is($standby->safe_psql('postgres', "SELECT dimensions FROM genie_vector_info('late_v')"), '3',
+	'the dimension set by the first insert into an empty index replays');
+is($standby->safe_psql('postgres', q{
+	SET enable_seqscan = off;
+	SELECT count(*) FROM generate_series(1, 20) AS n,
+	  LATERAL (SELECT ARRAY(SELECT ((n * 3 + j) % 11)::real FROM generate_series(1, 12) j) AS q) qq
+	WHERE (SELECT array_agg(d) FROM (SELECT v <-> qq.q AS d FROM vecs ORDER BY v <-> qq.q LIMIT 8) x)
+	   IS DISTINCT FROM (SELECT array_agg(d ORDER BY d) FROM
+	       (SELECT (v <-> qq.q) + 0 AS d FROM vecs WHERE v IS NOT NULL ORDER BY 1 LIMIT 8) t)}), '0',
+	'stored vectors: the standby\'s answers equal a sequential scan');
+
 done_testing();

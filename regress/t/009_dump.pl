@@ -1,5 +1,5 @@
 # pg_dump and pg_restore, custom and plain format, of a database with every
-# kind of genie index (int4[] sets, n-grams, rows), a genie_query column and
+# kind of genie index (int4[] sets, n-grams, rows, vectors), a genie_query column and
 # a genie_ranges column (whose index the restore creates only after the
 # data: the values wait unbound and are made against it when used): every
 # row and every index comes back, the indexes pass genie_index_check, and
@@ -41,6 +41,13 @@ $node->safe_psql('src', q{
 	INSERT INTO docs SELECT i, ARRAY[i % 7, 3], '{1,2}' FROM generate_series(5001, 5100) i;
 	INSERT INTO people VALUES (9999, 33, 'Quito', '2001-02-03');
 	DELETE FROM words WHERE id % 10 = 0;
+	CREATE TABLE vecs (id int, v real[]);
+	INSERT INTO vecs SELECT i, CASE WHEN i % 50 = 0 THEN NULL ELSE
+	  ARRAY(SELECT round((random() * 10)::numeric, 2)::real FROM generate_series(1, 16) g WHERE i > 0) END
+	FROM generate_series(1, 2000) i;
+	CREATE INDEX vecs_v ON vecs USING genie (v) WITH (m = 32, width = 2.5, seed = 11);
+	INSERT INTO vecs SELECT i, ARRAY(SELECT (i % 7)::real FROM generate_series(1, 16)) FROM generate_series(3001, 3050) i;
+	DELETE FROM vecs WHERE id % 9 = 0;
 	CREATE TABLE saved (id int, r genie_ranges);
 	INSERT INTO saved SELECT a, genie_ranges('people_r', format('{"age": [%s, %s], "city": "Oslo"}', a, a + 3)::jsonb)
 	FROM generate_series(20, 60, 10) a;
@@ -97,12 +104,21 @@ my $answers = q{
 	  SELECT 'saved batch ' || count(*) || ' ' || sum(score) FROM genie_ranges_topk('people_r', ARRAY(SELECT r FROM saved ORDER BY id), 7)
 
 	  UNION ALL
+	  SELECT 'vecs ' || string_agg(id || ':' || d, ',' ORDER BY d, id) FROM
+	    (SELECT id, v <-> array_fill(5::real, ARRAY[16]) AS d FROM vecs ORDER BY v <-> array_fill(5::real, ARRAY[16]) LIMIT 12) e
+	  UNION ALL
+	  SELECT 'knn ' || count(*) || ' ' || sum(distance) FROM
+	    genie_knn('vecs_v', ARRAY[array_fill(1::real, ARRAY[16]), array_fill(9::real, ARRAY[16])], 7)
+	  UNION ALL
+	  SELECT 'vector info ' || dimensions || ' ' || family || ' ' || functions || ' ' || width || ' ' || seed
+	  FROM genie_vector_info('vecs_v')
+	  UNION ALL
 	  SELECT 'queries ' || count(DISTINCT q) || ' ' || sum(genie_match_count(tags, q)) FROM docs
 	  UNION ALL
 	  SELECT 'indexes ' || string_agg(indexdef, ' | ' ORDER BY indexname) FROM pg_indexes WHERE schemaname = 'public'
 	) all_answers};
 my $before = $node->safe_psql('src', $answers);
-my $counts = "SELECT (SELECT count(*) FROM docs) || '/' || (SELECT count(*) FROM words) || '/' || (SELECT count(*) FROM people) || '/' || (SELECT count(*) FROM saved)";
+my $counts = "SELECT (SELECT count(*) FROM docs) || '/' || (SELECT count(*) FROM words) || '/' || (SELECT count(*) FROM people) || '/' || (SELECT count(*) FROM saved) || '/' || (SELECT count(*) FROM vecs)";
 my $rows_before = $node->safe_psql('src', $counts);
 
 my $dir = PostgreSQL::Test::Utils::tempdir;
@@ -125,7 +141,7 @@ for my $format ('custom', 'plain')
 	}
 	is($node->safe_psql($target, $counts), $rows_before, "$format: every row is back");
 	is($node->safe_psql($target, $answers), $before, "$format: every index is back and answers the same");
-	for my $index (qw(docs_tags words_w people_r))
+	for my $index (qw(docs_tags words_w people_r vecs_v))
 	{
 		my ($ret, $out, $err) = $node->psql($target, "SELECT genie_index_check('$index', true)");
 		is($ret . $err, '0', "$format: $index passes genie_index_check");
