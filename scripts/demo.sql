@@ -138,3 +138,42 @@ FROM genie_ranges_topk('packages_rows', ARRAY[
        genie_ranges('packages_rows', '{"priority": "required", "installed_size": [1000, null]}')], 2) AS t
 JOIN packages p ON p.ctid = t.ctid
 ORDER BY t.query_no, t.score DESC, p.package;
+
+\echo
+\echo '== vectors: 50,000 points in 32 dimensions around 200 centres, genie_vector_ops'
+SELECT setseed(0.5);
+CREATE TABLE centres AS
+SELECT c, v FROM generate_series(1, 200) c,
+  LATERAL (SELECT array_agg((random() * 20)::real) AS v FROM generate_series(1, 32) g WHERE c > 0) s;
+CREATE TABLE points (id int PRIMARY KEY, v real[]);
+INSERT INTO points
+SELECT i, (SELECT array_agg(x + (random() - 0.5)::real ORDER BY o)
+           FROM unnest((SELECT v FROM centres WHERE c = 1 + i % 200)) WITH ORDINALITY u(x, o))
+FROM generate_series(1, 50000) i;
+CREATE INDEX points_v ON points USING genie (v);
+SELECT * FROM genie_vector_info('points_v');
+
+\echo
+\echo '== the 5 nearest points to point 42 (exact; the same distances as a sequential scan)'
+SELECT id, round((v <-> (SELECT v FROM points WHERE id = 42))::numeric, 4) AS distance
+FROM points ORDER BY v <-> (SELECT v FROM points WHERE id = 42) LIMIT 5;
+EXPLAIN (COSTS OFF) SELECT id FROM points ORDER BY v <-> '{1,2,3}' LIMIT 5;
+
+\echo
+\echo '== a batch of 3 query vectors in one engine call (genie_knn), 3 nearest each'
+SELECT g.query_no, p.id, round(g.distance::numeric, 4) AS distance
+FROM genie_knn('points_v', (SELECT array_agg(v ORDER BY id) FROM points WHERE id IN (1, 2, 3)), 3) g
+JOIN points p ON p.ctid = g.ctid
+ORDER BY g.query_no, g.distance;
+
+\echo
+\echo '== approximate: the 300 rows of the highest LSH match count, re-ranked; recall against exact'
+SET genie.vector_search = lsh;
+SET genie.lsh_candidates = 300;
+WITH q AS (SELECT id, v FROM points WHERE id % 5000 = 7),
+     approx AS (SELECT q.id, a.id AS hit FROM q, LATERAL (SELECT id FROM points ORDER BY v <-> q.v LIMIT 10) a)
+SELECT round(avg((SELECT count(*) FROM approx WHERE approx.id = q.id AND approx.hit IN
+         (SELECT id FROM points ORDER BY (v <-> q.v) + 0 LIMIT 10)) / 10.0), 3) AS recall_at_10
+FROM q;
+RESET genie.vector_search;
+RESET genie.lsh_candidates;
