@@ -38,9 +38,20 @@ typedef struct GeniePostingsSorter GeniePostingsSorter;
 extern GeniePostingsSorter *genie_sorter_begin(int work_mem_kb);
 extern void genie_sorter_add(GeniePostingsSorter *sorter, const int32 *keywords, int n,
 							 int32 object_id);
+/* The main postings as genie_sorter_write wrote them. */
+typedef struct GenieWrittenPostings
+{
+	GenieChain	keywords;
+	GenieChain	postings;
+	int32		n_keywords;
+	int64		n_postings;
+	int64		postings_bytes;	/* of the packed postings chain */
+} GenieWrittenPostings;
+
 extern void genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
-							   GenieChain *keywords, GenieChain *postings,
-							   int32 *n_keywords, int64 *n_postings);
+							   GenieWrittenPostings *out);
+/* Points the metapage at them (in the current format, packed). */
+extern void genie_meta_set_postings(GenieMetaPageData *meta, const GenieWrittenPostings *written);
 
 extern IndexBuildResult *genie_ambuild(Relation heap, Relation index, struct IndexInfo *indexInfo);
 extern void genie_ambuildempty(Relation index);

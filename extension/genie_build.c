@@ -67,15 +67,35 @@ genie_sorter_add(GeniePostingsSorter *sorter, const int32 *keywords, int n, int3
 	sorter->pairs += n;
 }
 
+/* Packs one keyword's postings (ids[0..n)) onto the postings chain. */
+static void
+write_packed_list(GenieChainWriter *w, const int32 *ids, int64 n, uint8 **buffer,
+				  Size *buffer_size, int64 *bytes)
+{
+	size_t		bound = genie_postings_pack_bound(n);
+	size_t		written;
+	genie_error err;
+
+	if (bound > *buffer_size)
+	{
+		*buffer = *buffer ? repalloc_huge(*buffer, bound) : palloc_extended(bound, MCXT_ALLOC_HUGE);
+		*buffer_size = bound;
+	}
+	GENIE_CHECK(genie_postings_pack(ids, n, *buffer, &written, &err), &err,
+				"genie: packing postings");
+	genie_chain_writer_append(w, *buffer, (int64) written);
+	*bytes += (int64) written;
+}
+
 /*
  * Writes the sorted pairs as the keyword chain (Position Map) and the
- * postings chain (List Array).  A keyword repeated within one object gives
+ * postings chain (List Array, packed: genie/postings_codec.hpp), one
+ * keyword's list at a time.  A keyword repeated within one object gives
  * equal pairs, stored once.
  */
 void
 genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
-				   GenieChain *keywords, GenieChain *postings,
-				   int32 *n_keywords, int64 *n_postings)
+				   GenieWrittenPostings *out)
 {
 	GenieChainWriter keyword_writer;
 	GenieChainWriter postings_writer;
@@ -83,8 +103,10 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 	bool		have_current = false;
 	int64		previous = 0;
 	bool		have_previous = false;
-	int32		id_buffer[1024];
-	int			n_buffered = 0;
+	int32	   *ids = NULL;		/* the current keyword's postings */
+	Size		ids_room = 0;
+	uint8	   *packed = NULL;
+	Size		packed_room = 0;
 	Datum		value;
 	bool		isnull;
 
@@ -92,9 +114,8 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 
 	genie_chain_writer_init(&keyword_writer, index, GENIE_PAGE_KEYWORDS,
 							sizeof(GenieKeywordEntry), wal);
-	genie_chain_writer_init(&postings_writer, index, GENIE_PAGE_POSTINGS, sizeof(int32), wal);
-	*n_keywords = 0;
-	*n_postings = 0;
+	genie_chain_writer_init(&postings_writer, index, GENIE_PAGE_POSTINGS, 1, wal);
+	memset(out, 0, sizeof(*out));
 
 	while (tuplesort_getdatum(sorter->sort, true, &value, &isnull, NULL))
 	{
@@ -111,36 +132,54 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 		{
 			if (have_current)
 			{
+				write_packed_list(&postings_writer, ids, current.count, &packed, &packed_room,
+								  &out->postings_bytes);
 				genie_chain_writer_append(&keyword_writer, &current, 1);
-				(*n_keywords)++;
+				out->n_keywords++;
 			}
 			current.keyword = keyword;
 			current.count = 0;
 			have_current = true;
 		}
-		current.count++;
-		id_buffer[n_buffered++] = object_id;
-		if (n_buffered == lengthof(id_buffer))
+		if ((Size) current.count >= ids_room)
 		{
-			genie_chain_writer_append(&postings_writer, id_buffer, n_buffered);
-			n_buffered = 0;
+			ids_room = Max(ids_room * 2, 1024);
+			ids = ids ? repalloc_huge(ids, sizeof(int32) * ids_room)
+				: palloc_extended(sizeof(int32) * ids_room, MCXT_ALLOC_HUGE);
 		}
-		(*n_postings)++;
-		if ((*n_postings & 0xFFFF) == 0)
+		ids[current.count++] = object_id;
+		out->n_postings++;
+		if ((out->n_postings & 0xFFFF) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
 	if (have_current)
 	{
+		write_packed_list(&postings_writer, ids, current.count, &packed, &packed_room,
+						  &out->postings_bytes);
 		genie_chain_writer_append(&keyword_writer, &current, 1);
-		(*n_keywords)++;
+		out->n_keywords++;
 	}
-	if (n_buffered > 0)
-		genie_chain_writer_append(&postings_writer, id_buffer, n_buffered);
 
-	*keywords = genie_chain_writer_finish(&keyword_writer);
-	*postings = genie_chain_writer_finish(&postings_writer);
+	out->keywords = genie_chain_writer_finish(&keyword_writer);
+	out->postings = genie_chain_writer_finish(&postings_writer);
 	tuplesort_end(sorter->sort);
 	sorter->sort = NULL;
+	if (ids)
+		pfree(ids);
+	if (packed)
+		pfree(packed);
+}
+
+void
+genie_meta_set_postings(GenieMetaPageData *meta, const GenieWrittenPostings *written)
+{
+	meta->format_version = GENIE_FORMAT_VERSION;
+	meta->keywords = written->keywords;
+	meta->postings = written->postings;
+	meta->n_keywords = written->n_keywords;
+	meta->n_postings = written->n_postings;
+	meta->postings_codec = GENIE_POSTINGS_PACKED;
+	meta->postings_bytes = written->postings_bytes;
 }
 
 /* ---- ambuild ---- */
@@ -215,10 +254,7 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	Page		metapage;
 	GenieMetaPage meta;
 	double		reltuples;
-	GenieChain	keywords;
-	GenieChain	postings;
-	int32		n_keywords;
-	int64		n_postings;
+	GenieWrittenPostings postings;
 
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
@@ -257,8 +293,7 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, state.n_objects);
 	/* the sort happens inside genie_sorter_write; report writing once it begins */
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GENIE_PHASE_WRITE);
-	genie_sorter_write(state.sorter, index, false, &keywords, &postings, &n_keywords,
-					   &n_postings);
+	genie_sorter_write(state.sorter, index, false, &postings);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state.n_objects);
 
 	/*
@@ -271,11 +306,8 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	meta = GeniePageGetMeta(metapage);
 	meta->n_objects = (int32) state.n_objects;
 	meta->n_main_objects = (int32) state.n_objects;
-	meta->n_keywords = n_keywords;
-	meta->n_postings = n_postings;
 	meta->directory = genie_chain_writer_finish(&state.directory);
-	meta->keywords = keywords;
-	meta->postings = postings;
+	genie_meta_set_postings(meta, &postings);
 	if (state.store_values)
 	{
 		meta->values_stored = 1;

@@ -13,6 +13,7 @@
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
+#include "genie/genie.h"
 #include "genie_storage.h"
 
 /* The main Position Map and List Array as of meta. */
@@ -38,8 +39,26 @@ read_main_postings(Relation index, const GenieMetaPageData *meta, GenieIndexCont
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("genie index \"%s\" has inconsistent postings counts",
 						RelationGetRelationName(index))));
-	content->postings = genie_chain_read(index, meta->postings, sizeof(int32),
-										 meta->n_postings, &count);
+	if (meta->postings_codec == GENIE_POSTINGS_INT32)
+		content->postings = genie_chain_read(index, meta->postings, sizeof(int32),
+											 meta->n_postings, &count);
+	else
+	{
+		uint8	   *packed = genie_chain_read(index, meta->postings, 1, meta->postings_bytes,
+											  &count);
+		genie_error err;
+
+		content->postings = genie_alloc_huge(sizeof(int32) * Max(content->n_postings, 1));
+		if (genie_postings_unpack(packed, (size_t) count, content->n_keywords,
+								  content->keyword_offsets, meta->n_main_objects, content->postings,
+								  &err) != GENIE_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index \"%s\" has corrupt postings", RelationGetRelationName(index)),
+					 errdetail("%s", err.message),
+					 errhint("REINDEX the index.")));
+		pfree(packed);
+	}
 }
 
 /*

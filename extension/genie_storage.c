@@ -51,6 +51,7 @@ genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding
 	memset(meta, 0, sizeof(GenieMetaPageData));
 	meta->magic = GENIE_MAGIC;
 	meta->format_version = GENIE_FORMAT_VERSION;
+	meta->postings_codec = GENIE_POSTINGS_PACKED;
 	meta->stamp = 1;
 	meta->split_length = split_length;
 	meta->encoding = *encoding;
@@ -59,8 +60,20 @@ genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding
 	empty_chain(&meta->postings);
 	empty_chain(&meta->pending);
 	empty_chain(&meta->values);
-	/* so that full-page images leave out the unused middle of the page */
-	((PageHeader) page)->pd_lower = (char *) meta + sizeof(GenieMetaPageData) - (char *) page;
+	genie_metapage_set_lower(page);
+}
+
+/*
+ * pd_lower just past the metapage's content: full-page images leave out the
+ * unused middle of the page, and GenericXLog logs what lies below it.  A
+ * metapage written by a genie whose GenieMetaPageData was shorter must get
+ * it before fields beyond its old end are changed under WAL.
+ */
+void
+genie_metapage_set_lower(Page page)
+{
+	((PageHeader) page)->pd_lower = (char *) GeniePageGetMeta(page) + sizeof(GenieMetaPageData) -
+		(char *) page;
 }
 
 /*
@@ -331,12 +344,20 @@ genie_check_metapage(Relation index, Page page)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("\"%s\" is not a genie index", RelationGetRelationName(index))));
-	if (meta->format_version != GENIE_FORMAT_VERSION)
+	if (meta->format_version < GENIE_FORMAT_VERSION_MIN ||
+		meta->format_version > GENIE_FORMAT_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("genie index \"%s\" has on-disk format %u, this genie reads %u",
+				 errmsg("genie index \"%s\" has on-disk format %u, this genie reads %u to %u",
 						RelationGetRelationName(index), meta->format_version,
-						GENIE_FORMAT_VERSION),
+						GENIE_FORMAT_VERSION_MIN, GENIE_FORMAT_VERSION),
+				 errhint("REINDEX the index.")));
+	if (meta->postings_codec != (meta->format_version >= 5 ? GENIE_POSTINGS_PACKED : GENIE_POSTINGS_INT32))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\" has postings codec %u, unknown in format %u",
+						RelationGetRelationName(index), meta->postings_codec,
+						meta->format_version),
 				 errhint("REINDEX the index.")));
 }
 

@@ -10,8 +10,9 @@
  *					by dense object id
  *	keyword chain	(keyword, postings count) pairs, keywords ascending: the
  *					Position Map
- *	postings chain	int32 object ids grouped by keyword, ascending within a
- *					keyword: the List Array
+ *	postings chain	object ids grouped by keyword, ascending within a
+ *					keyword: the List Array, packed (bit-packed gaps in
+ *					blocks of 128; int32 ids in indexes of format 4)
  *	pending chain	objects inserted since the last merge (like GIN's fast
  *					update): records of (object id, TID, flags, keywords)
  *	values chain	each main object's stored value (its text, its vector),
@@ -54,8 +55,18 @@
 #include "genie_utils.h"
 
 #define GENIE_MAGIC				0x47454E49	/* "GENI" */
-#define GENIE_FORMAT_VERSION	4	/* 2: committed end of the pending list; 3: encoding;
-									 * 4: row schema and dictionary */
+#define GENIE_FORMAT_VERSION	5	/* 2: committed end of the pending list; 3: encoding;
+									 * 4: row schema and dictionary; 5: packed postings */
+#define GENIE_FORMAT_VERSION_MIN 4	/* the oldest format this genie reads */
+
+/*
+ * How the postings chain holds the List Array (GenieMetaPageData.
+ * postings_codec): format 4 wrote int32 ids; format 5 packs each keyword's
+ * list (genie/postings_codec.hpp, about a quarter of the bytes on skewed
+ * data).  A merge or REINDEX of a format-4 index writes format 5.
+ */
+#define GENIE_POSTINGS_INT32	0
+#define GENIE_POSTINGS_PACKED	1
 #define GENIE_METAPAGE_BLKNO	0
 #define GENIE_PAGE_ID			0xFF87	/* for pg_filedump and friends */
 
@@ -246,6 +257,11 @@ typedef struct GenieMetaPageData
 	int64		value_bytes;	/* bytes of the values chain */
 	GenieChain	values;
 	GenieVectorSchema vectors;	/* GENIE_ENCODING_VECTOR only */
+
+	/* GENIE_POSTINGS_*: zeros (int32 ids) on metapages of format 4 */
+	uint32		postings_codec;
+	uint32		postings_pad;
+	int64		postings_bytes; /* of the postings chain, when packed */
 } GenieMetaPageData;
 
 typedef GenieMetaPageData *GenieMetaPage;
@@ -276,6 +292,7 @@ typedef struct GenieOptions
 /* genie_storage.c: pages and chains */
 extern void genie_init_page(Page page, uint16 kind);
 extern void genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding);
+extern void genie_metapage_set_lower(Page page);
 extern Buffer genie_new_buffer(Relation index);
 extern void genie_free_chain(Relation index, GenieChain chain);
 

@@ -198,11 +198,9 @@ genie_merge_pending(Relation index, bool wait)
 	GenieChain	new_directory;
 	GenieChain	new_values = {InvalidBlockNumber, InvalidBlockNumber, 0};
 	int64		value_bytes = 0;
-	GenieChain	new_keywords;
-	GenieChain	new_postings;
-	int32		n_keywords;
-	int64		n_postings;
+	GenieWrittenPostings written;
 	GenericXLogState *state;
+	Page		metapage;
 	GenieMetaPage meta;
 
 	if (wait)
@@ -274,16 +272,17 @@ genie_merge_pending(Relation index, bool wait)
 			genie_sorter_add(sorter, content.pending_keywords + first,
 							 (int) (content.pending_offsets[local + 1] - first), new_ids[id]);
 	}
-	genie_sorter_write(sorter, index, true, &new_keywords, &new_postings, &n_keywords,
-					   &n_postings);
+	genie_sorter_write(sorter, index, true, &written);
 
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	state = GenericXLogStart(index);
-	meta = GeniePageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	metapage = GenericXLogRegisterBuffer(state, metabuf, 0);
+	/* a format-4 metapage ends before the fields written here */
+	genie_metapage_set_lower(metapage);
+	meta = GeniePageGetMeta(metapage);
 	meta->directory = new_directory;
-	meta->keywords = new_keywords;
-	meta->postings = new_postings;
+	genie_meta_set_postings(meta, &written);
 	meta->pending.head = meta->pending.tail = InvalidBlockNumber;
 	meta->pending.pages = 0;
 	meta->pending_tail_bytes = 0;
@@ -292,8 +291,6 @@ genie_merge_pending(Relation index, bool wait)
 	meta->n_objects = n_live;
 	meta->n_main_objects = n_live;
 	meta->n_dead = 0;
-	meta->n_keywords = n_keywords;
-	meta->n_postings = n_postings;
 	if (content.values_stored)
 	{
 		meta->values = new_values;

@@ -32,10 +32,6 @@
 #define GENIE_VERSION "0.0.0"
 #endif
 
-struct genie_index {
-  std::shared_ptr<const genie::InvertedIndex> index;
-};
-
 struct genie_engine {
   std::unique_ptr<genie::Engine> engine;
 };

@@ -4,13 +4,26 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "genie/engine.hpp"
 #include "genie/genie.h"
+#include "genie/index.hpp"
 #include "genie/sequence.hpp"
 #include "genie/status.hpp"
+
+// The handle behind genie_index (shared by the files of capi/src).
+struct genie_index {
+  std::shared_ptr<const genie::InvertedIndex> index;
+  // Each object's number of distinct keywords, made by the first
+  // GENIE_SET_CONTAINED_BY search of the index (genie_index_match_set).
+  mutable std::once_flag sizes_once;
+  mutable std::vector<int32_t> object_sizes;
+};
 
 namespace genie {
 namespace capi {

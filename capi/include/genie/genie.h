@@ -122,6 +122,48 @@ genie_status genie_index_serialize(const genie_index *index, void *buffer,
 genie_status genie_index_deserialize(const void *buffer, size_t size,
 									 genie_index **index, genie_error *err);
 
+/*
+ * Packed postings, the List Array as a genie index keeps it in its pages
+ * (the codec: genie/postings_codec.hpp): each keyword's ids, ascending,
+ * as blocks of 128 bit-packed gaps.  genie_postings_pack packs one
+ * keyword's ids into out, which has room for genie_postings_pack_bound(count)
+ * bytes; genie_postings_unpack unpacks the lists of n_keywords keywords
+ * (keyword i's into postings[keyword_offsets[i] .. keyword_offsets[i+1]))
+ * from exactly size bytes, every id below n_objects, and fails
+ * (GENIE_INVALID_ARGUMENT) on a damaged packing without reading or writing
+ * out of bounds.
+ */
+size_t		genie_postings_pack_bound(int64_t count);
+genie_status genie_postings_pack(const int32_t *ids, int64_t count, uint8_t *out,
+								 size_t *written, genie_error *err);
+genie_status genie_postings_unpack(const uint8_t *in, size_t size, int32_t n_keywords,
+								   const int64_t *keyword_offsets, int32_t n_objects,
+								   int32_t *postings, genie_error *err);
+
+/*
+ * Set predicates from the postings (int4[] @>, && and <@ on a keyword
+ * index): the ids of the objects whose keyword set contains the query's
+ * keywords (GENIE_SET_CONTAINS), shares one with them (GENIE_SET_OVERLAPS)
+ * or holds none other (GENIE_SET_CONTAINED_BY, which includes the objects
+ * without keywords), ascending, in *ids (free with genie_ids_free; NULL
+ * when *count is 0).  An empty query is contained in every object and
+ * overlaps none.  cancel may be NULL.  GENIE_SET_CONTAINED_BY reads each
+ * object's number of distinct keywords, computed once per index and kept
+ * with it.
+ */
+typedef enum genie_set_predicate
+{
+	GENIE_SET_CONTAINS = 1,
+	GENIE_SET_OVERLAPS = 2,
+	GENIE_SET_CONTAINED_BY = 3
+} genie_set_predicate;
+
+genie_status genie_index_match_set(const genie_index *index, genie_set_predicate predicate,
+								   const int32_t *keywords, int32_t n_keywords,
+								   int (*cancel) (void *arg), void *cancel_arg,
+								   int32_t **ids, int64_t *count, genie_error *err);
+void		genie_ids_free(int32_t *ids);
+
 /* ---- queries ---- */
 
 /* genie_query_batch, the batch of queries in CSR form: see genie/types.h. */

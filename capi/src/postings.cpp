@@ -1,0 +1,86 @@
+// The C API of packed postings and set predicates (genie.h): the codec the
+// access method stores its List Array with, and @> / && / <@ from postings.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "genie/genie.h"
+#include "genie/postings_codec.hpp"
+#include "genie/set_match.hpp"
+#include "capi_util.hpp"
+
+using genie::capi::Guarded;
+
+size_t genie_postings_pack_bound(int64_t count) {
+  return count <= 0 ? 0 : genie::PackedPostingsBound(static_cast<std::size_t>(count));
+}
+
+genie_status genie_postings_pack(const int32_t* ids, int64_t count, uint8_t* out, size_t* written,
+                                 genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (written == nullptr || count < 0 || (count > 0 && (ids == nullptr || out == nullptr)))
+      return genie::Status::InvalidArgument("genie_postings_pack: bad arguments");
+    *written = 0;
+    return genie::PackPostings(genie::Span<int32_t>(ids, static_cast<std::size_t>(count)), out,
+                               written);
+  });
+}
+
+genie_status genie_postings_unpack(const uint8_t* in, size_t size, int32_t n_keywords,
+                                   const int64_t* keyword_offsets, int32_t n_objects,
+                                   int32_t* postings, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (n_keywords < 0 || n_objects < 0 || keyword_offsets == nullptr ||
+        (size > 0 && in == nullptr))
+      return genie::Status::InvalidArgument("genie_postings_unpack: bad arguments");
+    if (keyword_offsets[n_keywords] > 0 && postings == nullptr)
+      return genie::Status::InvalidArgument("genie_postings_unpack: no room for the postings");
+    return genie::UnpackPostings(
+        in, size, genie::Span<int64_t>(keyword_offsets, static_cast<std::size_t>(n_keywords) + 1),
+        n_objects, postings);
+  });
+}
+
+genie_status genie_index_match_set(const genie_index* index, genie_set_predicate predicate,
+                                   const int32_t* keywords, int32_t n_keywords,
+                                   int (*cancel)(void* arg), void* cancel_arg, int32_t** ids,
+                                   int64_t* count, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (index == nullptr || ids == nullptr || count == nullptr || n_keywords < 0 ||
+        (n_keywords > 0 && keywords == nullptr))
+      return genie::Status::InvalidArgument("genie_index_match_set: bad arguments");
+    *ids = nullptr;
+    *count = 0;
+    genie::SetPredicate p;
+    switch (predicate) {
+      case GENIE_SET_CONTAINS: p = genie::SetPredicate::kContains; break;
+      case GENIE_SET_OVERLAPS: p = genie::SetPredicate::kOverlaps; break;
+      case GENIE_SET_CONTAINED_BY: p = genie::SetPredicate::kContainedBy; break;
+      default: return genie::Status::InvalidArgument("genie_index_match_set: unknown predicate");
+    }
+    genie::Span<int32_t> sizes;
+    if (p == genie::SetPredicate::kContainedBy) {
+      std::call_once(index->sizes_once,
+                     [&] { index->object_sizes = genie::ObjectSizes(*index->index); });
+      sizes = index->object_sizes;
+    }
+    genie::CancelCheck check;
+    check.fn = cancel;
+    check.arg = cancel_arg;
+    std::vector<int32_t> out;
+    GENIE_RETURN_IF_ERROR(genie::MatchSet(*index->index, p,
+                                          genie::Span<int32_t>(keywords, static_cast<std::size_t>(n_keywords)),
+                                          sizes, check, &out));
+    if (!out.empty()) {
+      *ids = static_cast<int32_t*>(std::malloc(out.size() * sizeof(int32_t)));
+      if (*ids == nullptr) return genie::Status::OutOfMemory("out of host memory");
+      std::memcpy(*ids, out.data(), out.size() * sizeof(int32_t));
+      *count = static_cast<int64_t>(out.size());
+    }
+    return genie::Status::Ok();
+  });
+}
+
+void genie_ids_free(int32_t* ids) { std::free(ids); }

@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "genie/index.hpp"
+#include "genie/set_match.hpp"
+#include "genie/test_util.hpp"
+
+namespace genie {
+namespace {
+
+using testing::Csr;
+using testing::DataSpec;
+using testing::RandomCsr;
+
+// The predicate evaluated object by object on the sets themselves.
+std::vector<int32_t> Oracle(const Csr& csr, SetPredicate p, const std::vector<int32_t>& query) {
+  const std::set<int32_t> q(query.begin(), query.end());
+  std::vector<int32_t> out;
+  for (int32_t o = 0; o < csr.size(); o++) {
+    const std::set<int32_t> s(csr.keywords.begin() + csr.offsets[static_cast<std::size_t>(o)],
+                              csr.keywords.begin() + csr.offsets[static_cast<std::size_t>(o) + 1]);
+    bool match = false;
+    if (p == SetPredicate::kContains)
+      match = std::includes(s.begin(), s.end(), q.begin(), q.end());
+    else if (p == SetPredicate::kContainedBy)
+      match = std::includes(q.begin(), q.end(), s.begin(), s.end());
+    else
+      match = std::any_of(q.begin(), q.end(), [&](int32_t k) { return s.count(k) > 0; });
+    if (match) out.push_back(o);
+  }
+  return out;
+}
+
+TEST(SetMatch, EqualsTheSetsOnRandomSkewedData) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    DataSpec spec;
+    spec.objects = 3000;
+    spec.max_length = 10;
+    spec.universe = 300;
+    spec.zipf = 1.1;
+    const Csr csr = RandomCsr(seed, spec);
+    InvertedIndex index;
+    ASSERT_TRUE(InvertedIndex::Build(csr.offsets, csr.keywords, IndexOptions{}, &index).ok());
+    const std::vector<int32_t> sizes = ObjectSizes(index);
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> keyword(-60, 270);  // some the index lacks
+    std::uniform_int_distribution<int> length(0, 40);
+    for (int trial = 0; trial < 60; trial++) {
+      std::vector<int32_t> query;
+      const int n = trial < 3 ? trial : length(rng) / (trial % 3 == 0 ? 10 : 1);
+      for (int i = 0; i < n; i++) query.push_back(keyword(rng));
+      if (trial % 7 == 0 && !query.empty()) query.push_back(query.front());  // a repeat
+      for (SetPredicate p : {SetPredicate::kContains, SetPredicate::kOverlaps, SetPredicate::kContainedBy}) {
+        std::vector<int32_t> got;
+        ASSERT_TRUE(MatchSet(index, p, query, sizes, CancelCheck{}, &got).ok());
+        EXPECT_EQ(got, Oracle(csr, p, query)) << "seed " << seed << " trial " << trial << " predicate "
+                                              << static_cast<int>(p);
+      }
+    }
+  }
+}
+
+TEST(SetMatch, LongAndShortListsIntersectByGalloping) {
+  // one keyword on every object, one on every 1000th, one on every 7th
+  Csr csr;
+  for (int32_t o = 0; o < 70000; o++) {
+    std::vector<int32_t> object{1};
+    if (o % 1000 == 0) object.push_back(2);
+    if (o % 7 == 0) object.push_back(3);
+    csr.Add(object);
+  }
+  InvertedIndex index;
+  ASSERT_TRUE(InvertedIndex::Build(csr.offsets, csr.keywords, IndexOptions{}, &index).ok());
+  std::vector<int32_t> got;
+  ASSERT_TRUE(MatchSet(index, SetPredicate::kContains, std::vector<int32_t>{3, 1, 2}, {}, CancelCheck{}, &got).ok());
+  EXPECT_EQ(got, Oracle(csr, SetPredicate::kContains, {1, 2, 3}));
+  EXPECT_EQ(got.size(), 10u);  // multiples of 7000
+  ASSERT_TRUE(MatchSet(index, SetPredicate::kOverlaps, std::vector<int32_t>{2, 3}, {}, CancelCheck{}, &got).ok());
+  EXPECT_EQ(got, Oracle(csr, SetPredicate::kOverlaps, {2, 3}));
+  ASSERT_TRUE(MatchSet(index, SetPredicate::kContains, std::vector<int32_t>{}, {}, CancelCheck{}, &got).ok());
+  EXPECT_EQ(got.size(), 70000u);
+}
+
+TEST(SetMatch, ContainedByNeedsTheSizesAndStopsOnCancel) {
+  Csr csr;
+  for (int32_t o = 0; o < 200000; o++) csr.Add({o % 5, 10 + o % 3});
+  InvertedIndex index;
+  ASSERT_TRUE(InvertedIndex::Build(csr.offsets, csr.keywords, IndexOptions{}, &index).ok());
+  std::vector<int32_t> got;
+  EXPECT_FALSE(MatchSet(index, SetPredicate::kContainedBy, std::vector<int32_t>{1}, {}, CancelCheck{}, &got).ok());
+  CancelCheck cancel;
+  cancel.fn = [](void*) { return 1; };
+  const Status s = MatchSet(index, SetPredicate::kOverlaps, std::vector<int32_t>{0, 1, 2, 3, 4}, {}, cancel, &got);
+  EXPECT_EQ(s.code(), GENIE_CANCELLED);
+}
+
+}  // namespace
+}  // namespace genie
