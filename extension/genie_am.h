@@ -23,6 +23,18 @@
 #include "genie_storage.h"
 #include "genie_type.h"
 
+/*
+ * Strategies of genie_int4_ops: 1 and 2 order by <~> (int4[] and
+ * genie_query); 3 to 5 are the set predicates of int4[] (genie_set_scan.c).
+ */
+#define GENIE_STRATEGY_OVERLAPS		3	/* && */
+#define GENIE_STRATEGY_CONTAINS		4	/* @> */
+#define GENIE_STRATEGY_CONTAINED_BY	5	/* <@ */
+
+/* genie_set_scan.c */
+extern int64 genie_set_scan_matches(GenieCachedIndex *entry, ScanKey keys, int nkeys, int32 **ids);
+extern int64 genie_amgetbitmap(IndexScanDesc scan, struct TIDBitmap *tbm);
+
 /* genie_handler.c */
 extern bytea *genie_options(Datum reloptions, bool validate);
 extern void genie_init_reloptions(void);

@@ -336,6 +336,15 @@ genie_cache_ship_main(GenieCachedIndex *entry, genie_error *err)
 	return outcome;
 }
 
+bool
+genie_cache_holds_main(Oid index_oid)
+{
+	for (int i = 0; i < n_slots; i++)
+		if (slots[i]->entry->index_oid == index_oid && slots[i]->entry->main_index != NULL)
+			return true;
+	return false;
+}
+
 GenieCachedIndex *
 genie_cache_get(Relation index)
 {

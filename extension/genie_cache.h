@@ -80,6 +80,12 @@ typedef struct GenieCachedIndex
 	uint64		last_used;
 } GenieCachedIndex;
 
+/*
+ * Whether this backend holds main postings of the index (of some version):
+ * for the planner, which then need not charge for reading them.
+ */
+extern bool genie_cache_holds_main(Oid index_oid);
+
 /* The entry of the index's current version, loading it when there is none. */
 extern GenieCachedIndex *genie_cache_get(Relation index);
 

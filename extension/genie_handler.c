@@ -161,10 +161,39 @@ index_serves(PlannerInfo *root, IndexPath *path)
 }
 
 /*
- * The index serves ORDER BY col <~> query only.  Its work happens before the
+ * Set predicates (WHERE tags @> q, && q, <@ q) without an ORDER BY: the
+ * rows come from the postings in memory, one pass over the query's lists,
+ * so the work grows with the rows they hold, about the rows selected.  The
+ * first scan in a backend reads and unpacks every page of the index (later
+ * ones find it cached until the index changes): charged when this backend
+ * does not hold the postings yet.
+ */
+static void
+set_scan_cost(PlannerInfo *root, IndexPath *path, double loop_count, Cost *indexStartupCost,
+			  Cost *indexTotalCost, Selectivity *indexSelectivity, double *indexPages)
+{
+	IndexOptInfo *info = path->indexinfo;
+	double		tuples = Max(info->tuples, 1.0);
+	double		pages = Max(info->pages, 1.0);
+	List	   *quals = get_quals_from_indexclauses(path->indexclauses);
+	Selectivity selectivity = clauselist_selectivity(root, quals, info->rel->relid,
+													 JOIN_INNER, NULL);
+	double		rows = Max(selectivity * tuples, 1.0);
+
+	*indexStartupCost = rows * cpu_operator_cost * 0.25 + list_length(quals) * cpu_operator_cost;
+	if (!genie_cache_holds_main(info->indexoid))
+		*indexStartupCost += pages * seq_page_cost / Max(loop_count, 1.0);
+	*indexTotalCost = *indexStartupCost + rows * cpu_index_tuple_cost;
+	*indexSelectivity = selectivity;
+	*indexPages = 0;
+}
+
+/*
+ * The index serves ORDER BY col <~> query, and on genie_int4_ops the set
+ * predicates (set_scan_cost).  An ordered scan's work happens before the
  * first row: one pass over the postings of the query's keywords, which we
- * estimate from the index size.  Without an ORDER BY the index is useless,
- * so such paths are priced out.
+ * estimate from the index size.  Without either the index is useless, so
+ * such paths are priced out.
  */
 void
 genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
@@ -176,12 +205,18 @@ genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	double		tuples = Max(path->indexinfo->tuples, 1.0);
 	double		pages = Max(path->indexinfo->pages, 1.0);
 
+	*indexCorrelation = 0.0;
+	if (path->indexorderbys == NIL && path->indexclauses != NIL)
+	{
+		set_scan_cost(root, path, loop_count, indexStartupCost, indexTotalCost,
+					  indexSelectivity, indexPages);
+		return;
+	}
 	if (path->indexorderbys == NIL)
 	{
 		*indexStartupCost = disable_cost;
 		*indexTotalCost = disable_cost;
 		*indexSelectivity = 1.0;
-		*indexCorrelation = 0.0;
 		*indexPages = pages;
 		return;
 	}
@@ -196,7 +231,6 @@ genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		*indexStartupCost = disable_cost * 1000.0;
 		*indexTotalCost = disable_cost * 1000.0;
 		*indexSelectivity = 1.0;
-		*indexCorrelation = 0.0;
 		*indexPages = pages;
 		return;
 	}
@@ -219,7 +253,7 @@ genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	*indexPages = pages;
 }
 
-/* Every operator must be an ordering operator returning float8. */
+/* Ordering operators return float8; search operators are the set predicates. */
 bool
 genie_amvalidate(Oid opclassoid)
 {
@@ -245,8 +279,22 @@ genie_amvalidate(Oid opclassoid)
 		HeapTuple	oprtup = &oprlist->members[i]->tuple;
 		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(oprtup);
 
-		if (oprform->amoppurpose != AMOP_ORDER ||
-			get_op_rettype(oprform->amopopr) != FLOAT8OID)
+		if (oprform->amoppurpose == AMOP_SEARCH)
+		{
+			/* the set predicates of int4[] (genie_set_scan.c) */
+			if (oprform->amopstrategy < GENIE_STRATEGY_OVERLAPS ||
+				oprform->amopstrategy > GENIE_STRATEGY_CONTAINED_BY ||
+				get_op_rettype(oprform->amopopr) != BOOLOID)
+			{
+				ereport(INFO,
+						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+						 errmsg("genie operator class \"%s\" has search operator %s with strategy %d: only && (3), @> (4) and <@ (5) returning boolean are served",
+								opclassname, format_operator(oprform->amopopr),
+								oprform->amopstrategy)));
+				result = false;
+			}
+		}
+		else if (get_op_rettype(oprform->amopopr) != FLOAT8OID)
 		{
 			ereport(INFO,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
@@ -327,7 +375,7 @@ genie_handler(PG_FUNCTION_ARGS)
 	amroutine->ambeginscan = genie_ambeginscan;
 	amroutine->amrescan = genie_amrescan;
 	amroutine->amgettuple = genie_amgettuple;
-	amroutine->amgetbitmap = NULL;
+	amroutine->amgetbitmap = genie_amgetbitmap;
 	amroutine->amendscan = genie_amendscan;
 	amroutine->ammarkpos = NULL;
 	amroutine->amrestrpos = NULL;

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * genie_scan.c
- *	  Index scans ordered by match count: ORDER BY col <~> query.
+ *	  Index scans ordered by match count: ORDER BY col <~> query; and the
+ *	  rows of set predicates (WHERE col @> q, genie_set_scan.c) alone.
  *
  * The scan asks the engine for the top k' objects (k' starts at
  * genie.scan_batch_size) and returns them in order.  When the executor wants
@@ -52,6 +53,7 @@ typedef enum GenieScanPhase
 	GENIE_SCAN_HITS,			/* objects with score >= 1, from the engine */
 	GENIE_SCAN_ZEROS,			/* the remaining objects, score 0 */
 	GENIE_SCAN_NULLS,			/* rows whose indexed value is NULL */
+	GENIE_SCAN_MATCHES,			/* rows of set predicates, no ORDER BY */
 	GENIE_SCAN_DONE
 } GenieScanPhase;
 
@@ -74,6 +76,8 @@ typedef struct GenieScanOpaqueData
 	int64		position;		/* next hit of result (or row of strings) to consider */
 	uint8	   *returned;		/* bitmap over object ids */
 	int32		cursor;			/* next object id for the ZEROS and NULLS phases */
+	int32	   *matches;		/* the MATCHES phase's objects, ascending */
+	int64		n_matches;
 	MemoryContextCallback unpin_callback;
 } GenieScanOpaqueData;
 
@@ -134,6 +138,8 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 	memset(&so->vectors, 0, sizeof(so->vectors));
 	memset(&so->orderby, 0, sizeof(so->orderby));
 	so->returned = NULL;
+	so->matches = NULL;
+	so->n_matches = 0;
 	so->position = 0;
 	so->cursor = 0;
 	so->k = 0;
@@ -142,6 +148,8 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 
 	if (orderbys && scan->numberOfOrderBys > 0)
 		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
+	if (keys && scan->numberOfKeys > 0)
+		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 
 	old = MemoryContextSwitchTo(so->cxt);
 	if (so->has_orderby && !(scan->orderByData[0].sk_flags & SK_ISNULL))
@@ -218,6 +226,18 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 	so->returned = MemoryContextAllocExtended(so->cxt, entry->n_objects / 8 + 1,
 											  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	so->cursor = 0;
+	if (!so->has_orderby && scan->numberOfKeys > 0)
+	{
+		/* WHERE col @> / && / <@ q alone: the matching rows, by object id */
+		MemoryContext old = MemoryContextSwitchTo(so->cxt);
+
+		so->n_matches = genie_set_scan_matches(entry, scan->keyData, scan->numberOfKeys,
+											   &so->matches);
+		MemoryContextSwitchTo(old);
+		so->position = 0;
+		so->phase = GENIE_SCAN_MATCHES;
+		return;
+	}
 	if (so->orderby.vector != NULL)
 	{
 		so->k = Min(Max(genie_scan_batch_size, 1), Max(entry->n_objects, 1));
@@ -270,7 +290,8 @@ emit(IndexScanDesc scan, GenieScanOpaque so, int32 id, int32 score, bool null_di
 {
 	mark_returned(so, id);
 	scan->xs_heaptid = so->entry->objects[id].tid;
-	scan->xs_recheck = false;
+	/* an ordered scan returns every row: the executor applies set predicates */
+	scan->xs_recheck = scan->numberOfKeys > 0;
 	if (scan->numberOfOrderBys > 0)
 	{
 		scan->xs_orderbynulls[0] = null_distance;
@@ -317,7 +338,7 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 						continue;
 					mark_returned(so, id);
 					scan->xs_heaptid = entry->objects[id].tid;
-					scan->xs_recheck = false;
+					scan->xs_recheck = scan->numberOfKeys > 0;
 					scan->xs_recheckorderby = true;
 					scan->xs_orderbynulls[0] = false;
 					scan->xs_orderbyvals[0] = Float8GetDatum((float8) distance);
@@ -344,7 +365,7 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 						continue;
 					mark_returned(so, id);
 					scan->xs_heaptid = entry->objects[id].tid;
-					scan->xs_recheck = false;
+					scan->xs_recheck = scan->numberOfKeys > 0;
 					/* exact distances are rechecked for nothing; LSH batches may step back */
 					scan->xs_recheckorderby = !so->vector_lsh;
 					scan->xs_orderbynulls[0] = false;
@@ -420,6 +441,15 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 					if (!(flags & GENIE_OBJECT_NULL) && (so->query != NULL || so->orderby.vector != NULL))
 						continue;
 					emit(scan, so, id, 0, true);
+					return true;
+				}
+				so->phase = GENIE_SCAN_DONE;
+				break;
+			case GENIE_SCAN_MATCHES:
+				if (so->position < so->n_matches)
+				{
+					scan->xs_heaptid = entry->objects[so->matches[so->position++]].tid;
+					scan->xs_recheck = false;
 					return true;
 				}
 				so->phase = GENIE_SCAN_DONE;
