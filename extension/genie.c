@@ -63,6 +63,20 @@ _PG_init(void)
 							PGC_USERSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
+	/*
+	 * For tests of upgrades: the on-disk format builds and merges write.
+	 * Format 4 (int32 postings, the metapage of genie 0.3.0) lets a test
+	 * make the indexes an older genie left behind and check that this one
+	 * reads them and packs them at their next merge.
+	 */
+	DefineCustomIntVariable("genie.write_format",
+							"On-disk format that index builds and merges write (for tests of upgrades).",
+							"5 packs the postings; 4 writes them as int32 as genie 0.3.0 did.",
+							&genie_write_format,
+							GENIE_FORMAT_VERSION, GENIE_FORMAT_VERSION_MIN, GENIE_FORMAT_VERSION,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("genie.scan_batch_size",
 							"Number of results an index scan asks the engine for first.",
 							"Scans that need more search again with four times as many.",

@@ -62,7 +62,7 @@ typedef struct GenieWrittenPostings
 
 extern void genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 							   GenieWrittenPostings *out);
-/* Points the metapage at them (in the current format, packed). */
+/* Points the metapage at them (in genie.write_format: packed unless 4). */
 extern void genie_meta_set_postings(GenieMetaPageData *meta, const GenieWrittenPostings *written);
 
 extern IndexBuildResult *genie_ambuild(Relation heap, Relation index, struct IndexInfo *indexInfo);

@@ -76,6 +76,13 @@ write_packed_list(GenieChainWriter *w, const int32 *ids, int64 n, uint8 **buffer
 	size_t		written;
 	genie_error err;
 
+	if (w->entry_size == sizeof(int32))
+	{
+		/* format 4 (genie.write_format): the ids as they are */
+		genie_chain_writer_append(w, ids, n);
+		*bytes += (int64) sizeof(int32) * n;
+		return;
+	}
 	if (bound > *buffer_size)
 	{
 		*buffer = *buffer ? repalloc_huge(*buffer, bound) : palloc_extended(bound, MCXT_ALLOC_HUGE);
@@ -114,7 +121,8 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 
 	genie_chain_writer_init(&keyword_writer, index, GENIE_PAGE_KEYWORDS,
 							sizeof(GenieKeywordEntry), wal);
-	genie_chain_writer_init(&postings_writer, index, GENIE_PAGE_POSTINGS, 1, wal);
+	genie_chain_writer_init(&postings_writer, index, GENIE_PAGE_POSTINGS,
+							genie_write_format >= 5 ? 1 : sizeof(int32), wal);
 	memset(out, 0, sizeof(*out));
 
 	while (tuplesort_getdatum(sorter->sort, true, &value, &isnull, NULL))
@@ -173,13 +181,13 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 void
 genie_meta_set_postings(GenieMetaPageData *meta, const GenieWrittenPostings *written)
 {
-	meta->format_version = GENIE_FORMAT_VERSION;
+	meta->format_version = genie_write_format;
 	meta->keywords = written->keywords;
 	meta->postings = written->postings;
 	meta->n_keywords = written->n_keywords;
 	meta->n_postings = written->n_postings;
-	meta->postings_codec = GENIE_POSTINGS_PACKED;
-	meta->postings_bytes = written->postings_bytes;
+	meta->postings_codec = genie_write_format >= 5 ? GENIE_POSTINGS_PACKED : GENIE_POSTINGS_INT32;
+	meta->postings_bytes = genie_write_format >= 5 ? written->postings_bytes : 0;
 }
 
 /* ---- ambuild ---- */

@@ -41,6 +41,8 @@ empty_chain(GenieChain *chain)
 	chain->pages = 0;
 }
 
+int			genie_write_format = GENIE_FORMAT_VERSION;
+
 void
 genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding)
 {
@@ -50,8 +52,8 @@ genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding
 	meta = GeniePageGetMeta(page);
 	memset(meta, 0, sizeof(GenieMetaPageData));
 	meta->magic = GENIE_MAGIC;
-	meta->format_version = GENIE_FORMAT_VERSION;
-	meta->postings_codec = GENIE_POSTINGS_PACKED;
+	meta->format_version = genie_write_format;
+	meta->postings_codec = genie_write_format >= 5 ? GENIE_POSTINGS_PACKED : GENIE_POSTINGS_INT32;
 	meta->stamp = 1;
 	meta->split_length = split_length;
 	meta->encoding = *encoding;
@@ -61,6 +63,10 @@ genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding
 	empty_chain(&meta->pending);
 	empty_chain(&meta->values);
 	genie_metapage_set_lower(page);
+	/* format 4's metapage ended before the postings codec */
+	if (genie_write_format < 5)
+		((PageHeader) page)->pd_lower -= sizeof(GenieMetaPageData) -
+			offsetof(GenieMetaPageData, postings_codec);
 }
 
 /*

@@ -67,6 +67,9 @@
  */
 #define GENIE_POSTINGS_INT32	0
 #define GENIE_POSTINGS_PACKED	1
+
+/* genie.write_format: the format builds and merges write (tests of upgrades) */
+extern int	genie_write_format;
 #define GENIE_METAPAGE_BLKNO	0
 #define GENIE_PAGE_ID			0xFF87	/* for pg_filedump and friends */
 

@@ -180,4 +180,39 @@ is($standby->safe_psql('postgres', q{
 	       (SELECT (v <-> qq.q) + 0 AS d FROM vecs WHERE v IS NOT NULL ORDER BY 1 LIMIT 8) t)}), '0',
 	'stored vectors: the standby\'s answers equal a sequential scan');
 
+# An index of on-disk format 4, as genie 0.3.0 wrote it (int32 postings, the
+# shorter metapage; genie.write_format = 4 makes one): the primary and the
+# standby read it, its set predicates and orderings equal a sequential scan,
+# and its first merge packs it (format 5) with a metapage whose new fields
+# reach the standby through WAL.
+$primary->safe_psql('postgres', q{
+	CREATE TABLE old_fmt (id int, tags int4[]);
+	INSERT INTO old_fmt SELECT i, ARRAY[i % 13, i % 31, 100 + i % 7] FROM generate_series(1, 3000) i;
+	SET genie.write_format = 4;
+	CREATE INDEX old_fmt_idx ON old_fmt USING genie (tags);
+	RESET genie.write_format;
+	INSERT INTO old_fmt SELECT i, ARRAY[i % 5, 200] FROM generate_series(3001, 3300) i;
+	DELETE FROM old_fmt WHERE id % 6 = 0;});
+my $old_fmt_query = q{
+	SET enable_seqscan = off;
+	SELECT (SELECT format_version FROM genie_index_info('old_fmt_idx')),
+	       (SELECT count(*) FROM old_fmt WHERE tags @> '{3,100}'),
+	       (SELECT count(*) FROM old_fmt WHERE tags && '{4,200}'),
+	       (SELECT string_agg(id::text, ',') FROM (SELECT id FROM old_fmt ORDER BY tags <~> '{1,2,101}', id LIMIT 12) x)};
+my $old_fmt_truth = q{
+	SET enable_indexscan = off; SET enable_bitmapscan = off;
+	SELECT (SELECT count(*) FROM old_fmt WHERE tags @> '{3,100}'),
+	       (SELECT count(*) FROM old_fmt WHERE tags && '{4,200}'),
+	       (SELECT string_agg(id::text, ',') FROM (SELECT id FROM old_fmt ORDER BY -genie_match_count(tags, '{1,2,101}'::int4[]), id LIMIT 12) x)};
+my $truth = $primary->safe_psql('postgres', $old_fmt_truth);
+$primary->wait_for_catchup($standby, 'replay');
+is($primary->safe_psql('postgres', $old_fmt_query), "4|$truth", 'format 4: the primary reads it and answers as a sequential scan');
+is($standby->safe_psql('postgres', $old_fmt_query), "4|$truth", 'format 4: so does the standby');
+$primary->safe_psql('postgres', 'VACUUM old_fmt');
+$truth = $primary->safe_psql('postgres', $old_fmt_truth);
+$primary->wait_for_catchup($standby, 'replay');
+is($primary->safe_psql('postgres', $old_fmt_query), "5|$truth", 'format 4: VACUUM packs it (format 5) and it answers as before');
+is($standby->safe_psql('postgres', $old_fmt_query), "5|$truth", 'format 4: the standby replays the packing');
+check_index($standby, 'old_fmt_idx', 'format 4 packed, standby');
+
 done_testing();

@@ -28,7 +28,9 @@ $node->safe_psql('postgres', q{
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'genie'"),
 	'0.1.0', 'genie 0.1.0 is installed');
 
-# indexes of every kind, under 0.1.0
+# indexes of every kind, under 0.1.0, in the on-disk format genie 0.3.0 and
+# before wrote (4: int32 postings)
+$node->safe_psql('postgres', 'ALTER DATABASE postgres SET genie.write_format = 4');
 create_docs($node, 4000);
 $node->safe_psql('postgres', q{
 	INSERT INTO docs SELECT i, ARRAY[i % 500, (i * 7) % 500, 7] FROM generate_series(4001, 4300) i;
@@ -43,6 +45,11 @@ $node->safe_psql('postgres', q{
 	       CASE WHEN i % 3 = 0 THEN 'all' ELSE 'amd64' END FROM generate_series(1, 3000) AS i;
 	CREATE INDEX pkgs_rows ON pkgs USING genie ((pkgs)) WITH (attributes = 'section, size, arch', buckets = 128);
 });
+
+$node->safe_psql('postgres', 'ALTER DATABASE postgres RESET genie.write_format');
+is($node->safe_psql('postgres', q{SELECT string_agg(format_version::text, ',' ORDER BY i)
+	FROM unnest(ARRAY['docs_tags_idx', 'names_w', 'pkgs_rows']) WITH ORDINALITY AS x(i, o),
+	     LATERAL genie_index_info(i::regclass)}), '4,4,4', 'the indexes are of on-disk format 4');
 
 my $names_mismatch = q{
 	SET enable_seqscan = off;
@@ -69,6 +76,9 @@ is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extna
 	$default, "ALTER EXTENSION genie UPDATE reaches $default");
 
 check_index_matches_seqscan($node, 'keyword sets built under 0.1.0, after the update');
+is($node->safe_psql('postgres', q{SET enable_seqscan = off; SELECT count(*) FROM docs WHERE tags && '{7}'}),
+	$node->safe_psql('postgres', q{SELECT count(*) FROM docs WHERE (tags || '{}') && '{7}'}),
+	'format 4: set predicates of 0.4.0 through an index built before');
 is($node->safe_psql('postgres', $names_mismatch), '0',
 	'n-gram text built under 0.1.0: scans equal levenshtein() after the update');
 is($node->safe_psql('postgres', "SET enable_seqscan = off; SET enable_sort = off; $row_query"),
@@ -85,6 +95,11 @@ $node->safe_psql('postgres', q{
 });
 is($node->safe_psql('postgres', $names_mismatch), '0', 'after inserts and a merge: still equal');
 check_index_matches_seqscan($node, 'after REINDEX under the new version');
+is($node->safe_psql('postgres', q{SELECT string_agg(format_version::text, ',' ORDER BY i)
+	FROM unnest(ARRAY['docs_tags_idx', 'names_w', 'pkgs_rows']) WITH ORDINALITY AS x(i, o),
+	     LATERAL genie_index_info(i::regclass)}), '5,5,4',
+	'REINDEX and a merge pack the postings (format 5); the untouched row index stays format 4');
+check_index($node, $_, "$_ after the merge and REINDEX") for qw(docs_tags_idx names_w);
 is($node->safe_psql('postgres', 'SELECT count(*) FROM (SELECT content FROM genie_service_stats()) s'),
 	'0', 'genie_service_stats() has its new column (no service here: no rows)');
 
