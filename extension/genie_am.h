@@ -57,12 +57,13 @@ typedef struct GenieWrittenPostings
 	GenieChain	postings;
 	int32		n_keywords;
 	int64		n_postings;
-	int64		postings_bytes;	/* of the packed postings chain */
+	int64		postings_bytes;	/* of the postings chain */
+	int			format;			/* on-disk format written (genie.write_format) */
 } GenieWrittenPostings;
 
 extern void genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 							   GenieWrittenPostings *out);
-/* Points the metapage at them (in genie.write_format: packed unless 4). */
+/* Points the metapage at them, in the format they were written in. */
 extern void genie_meta_set_postings(GenieMetaPageData *meta, const GenieWrittenPostings *written);
 
 extern IndexBuildResult *genie_ambuild(Relation heap, Relation index, struct IndexInfo *indexInfo);

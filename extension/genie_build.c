@@ -121,9 +121,10 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 
 	genie_chain_writer_init(&keyword_writer, index, GENIE_PAGE_KEYWORDS,
 							sizeof(GenieKeywordEntry), wal);
-	genie_chain_writer_init(&postings_writer, index, GENIE_PAGE_POSTINGS,
-							genie_write_format >= 5 ? 1 : sizeof(int32), wal);
 	memset(out, 0, sizeof(*out));
+	out->format = genie_write_format;
+	genie_chain_writer_init(&postings_writer, index, GENIE_PAGE_POSTINGS,
+							out->format >= 5 ? 1 : sizeof(int32), wal);
 
 	while (tuplesort_getdatum(sorter->sort, true, &value, &isnull, NULL))
 	{
@@ -181,13 +182,13 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 void
 genie_meta_set_postings(GenieMetaPageData *meta, const GenieWrittenPostings *written)
 {
-	meta->format_version = genie_write_format;
+	meta->format_version = written->format;
 	meta->keywords = written->keywords;
 	meta->postings = written->postings;
 	meta->n_keywords = written->n_keywords;
 	meta->n_postings = written->n_postings;
-	meta->postings_codec = genie_write_format >= 5 ? GENIE_POSTINGS_PACKED : GENIE_POSTINGS_INT32;
-	meta->postings_bytes = genie_write_format >= 5 ? written->postings_bytes : 0;
+	meta->postings_codec = written->format >= 5 ? GENIE_POSTINGS_PACKED : GENIE_POSTINGS_INT32;
+	meta->postings_bytes = written->format >= 5 ? written->postings_bytes : 0;
 }
 
 /* ---- ambuild ---- */

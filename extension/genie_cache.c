@@ -318,6 +318,8 @@ genie_cache_load_main(GenieCachedIndex *entry)
 	build_main_index(entry, &content);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
+	/* the entry grew (the copy the service would have spared): keep the budget */
+	evict_over_budget((CacheSlot *) entry->owner);
 }
 
 GenieServiceOutcome

@@ -34,7 +34,8 @@ typedef struct GenieCachedIndex
 	 * The main postings: the genie service holds them (main_key says which
 	 * version) when genie is preloaded and the service runs; otherwise, or
 	 * when the service is away, main_index is this backend's copy (NULL
-	 * until then).
+	 * until then).  Set predicates (genie_set_scan.c) read the postings
+	 * themselves, so they make this copy also while the service runs.
 	 */
 	GenieServiceKey main_key;
 	int32		split_length;

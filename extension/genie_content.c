@@ -30,6 +30,13 @@ read_main_postings(Relation index, const GenieMetaPageData *meta, GenieIndexCont
 	content->keyword_offsets[0] = 0;
 	for (int32 i = 0; i < content->n_keywords; i++)
 	{
+		/* a damaged page: later readers index the postings by these offsets */
+		if (keyword_entries[i].count < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index \"%s\" has a negative postings count for keyword %d",
+							RelationGetRelationName(index), keyword_entries[i].keyword),
+					 errhint("REINDEX the index.")));
 		content->keywords[i] = keyword_entries[i].keyword;
 		content->keyword_offsets[i + 1] = content->keyword_offsets[i] + keyword_entries[i].count;
 	}
@@ -47,11 +54,17 @@ read_main_postings(Relation index, const GenieMetaPageData *meta, GenieIndexCont
 		uint8	   *packed = genie_chain_read(index, meta->postings, 1, meta->postings_bytes,
 											  &count);
 		genie_error err;
+		genie_status status;
 
 		content->postings = genie_alloc_huge(sizeof(int32) * Max(content->n_postings, 1));
-		if (genie_postings_unpack(packed, (size_t) count, content->n_keywords,
-								  content->keyword_offsets, meta->n_main_objects, content->postings,
-								  &err) != GENIE_OK)
+		status = genie_postings_unpack(packed, (size_t) count, content->n_keywords,
+									   content->keyword_offsets, meta->n_main_objects,
+									   content->postings, content->n_postings,
+									   genie_cancel_requested, NULL, &err);
+
+		if (status == GENIE_CANCELLED)
+			genie_report_error(&err, "genie: reading the postings");
+		if (status != GENIE_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_INDEX_CORRUPTED),
 					 errmsg("genie index \"%s\" has corrupt postings", RelationGetRelationName(index)),

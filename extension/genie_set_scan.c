@@ -24,6 +24,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 
 #include "genie_am.h"
 
@@ -105,6 +106,8 @@ intersect_ids(int32 *a, int64 na, const int32 *b, int64 nb)
 
 	while (i < na && j < nb)
 	{
+		if (((i + j) & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
 		if (a[i] < b[j])
 			i++;
 		else if (a[i] > b[j])
@@ -119,61 +122,81 @@ intersect_ids(int32 *a, int64 na, const int32 *b, int64 nb)
 	return kept;
 }
 
+/*
+ * The objects of one predicate: the main part's, then the pending part's
+ * (their ids follow the main ones), ascending; NULL when none.
+ */
+static int32 *
+match_key(GenieCachedIndex *entry, ScanKey key, int64 *count)
+{
+	genie_set_predicate predicate;
+	int			n;
+	bool		has_null;
+	int32	   *keywords;
+	int32	   *ids;
+
+	*count = 0;
+	/* a strict operator with a NULL argument holds for no row */
+	if (key->sk_flags & SK_ISNULL)
+		return NULL;
+	predicate = predicate_of(key->sk_strategy);
+	keywords = query_elements(key->sk_argument, &n, &has_null);
+	if (predicate == GENIE_SET_CONTAINS && has_null)
+		return NULL;
+	ids = palloc_extended(sizeof(int32) * Max(entry->n_objects, 1), MCXT_ALLOC_HUGE);
+	if (entry->n_main_objects > 0)
+	{
+		genie_cache_load_main(entry);
+		*count = match_part(entry->main_index, predicate, keywords, n, 0, ids);
+	}
+	*count += match_part(entry->pending_index, predicate, keywords, n, entry->n_main_objects,
+						 ids + *count);
+	return ids;
+}
+
 int64
 genie_set_scan_matches(GenieCachedIndex *entry, ScanKey keys, int nkeys, int32 **ids)
 {
+	/* the arrays of the keys die here: a rescan per outer row must not pile them up */
+	MemoryContext work = AllocSetContextCreate(CurrentMemoryContext, "genie set scan",
+											   ALLOCSET_DEFAULT_SIZES);
+	MemoryContext caller = MemoryContextSwitchTo(work);
 	int32	   *result = NULL;
 	int64		n_result = 0;
-	int32	   *part = palloc_extended(sizeof(int32) * Max(entry->n_objects, 1), MCXT_ALLOC_HUGE);
 	int64		kept = 0;
 
-	*ids = NULL;
 	for (int k = 0; k < nkeys; k++)
 	{
-		ScanKey		key = &keys[k];
-		genie_set_predicate predicate;
-		int			n;
-		bool		has_null;
-		int32	   *keywords;
-		int64		n_part = 0;
+		int64		n_part;
+		int32	   *part = match_key(entry, &keys[k], &n_part);
 
-		/* a strict operator with a NULL argument holds for no row */
-		if (key->sk_flags & SK_ISNULL)
-			return 0;
-		predicate = predicate_of(key->sk_strategy);
-		keywords = query_elements(key->sk_argument, &n, &has_null);
-		if (predicate == GENIE_SET_CONTAINS && has_null)
-			return 0;
-		if (entry->n_main_objects > 0)
-		{
-			genie_cache_load_main(entry);
-			n_part = match_part(entry->main_index, predicate, keywords, n, 0, part);
-		}
-		n_part += match_part(entry->pending_index, predicate, keywords, n, entry->n_main_objects,
-							 part + n_part);
-		pfree(keywords);
-		if (result == NULL)
+		if (k == 0)
 		{
 			result = part;
 			n_result = n_part;
-			part = palloc_extended(sizeof(int32) * Max(entry->n_objects, 1), MCXT_ALLOC_HUGE);
 		}
 		else
 			n_result = intersect_ids(result, n_result, part, n_part);
 		if (n_result == 0)
 			break;
 	}
-	pfree(part);
-	if (result == NULL)
-		return 0;
 	for (int64 i = 0; i < n_result; i++)
 	{
 		int32		id = result[i];
 
+		if ((i & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
 		if (!(entry->objects[id].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)))
 			result[kept++] = id;
 	}
-	*ids = result;
+	MemoryContextSwitchTo(caller);
+	*ids = NULL;
+	if (kept > 0)
+	{
+		*ids = palloc_extended(sizeof(int32) * kept, MCXT_ALLOC_HUGE);
+		memcpy(*ids, result, sizeof(int32) * kept);
+	}
+	MemoryContextDelete(work);
 	return kept;
 }
 

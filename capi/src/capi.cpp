@@ -288,7 +288,9 @@ genie_status genie_index_create_from_postings(int32_t n_objects, int32_t n_keywo
 }
 
 size_t genie_index_memory_bytes(const genie_index* index) {
-  return index != nullptr ? index->index->MemoryBytes() : 0;
+  if (index == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(index->sizes_mutex);
+  return index->index->MemoryBytes() + index->object_sizes.capacity() * sizeof(int32_t);
 }
 
 void genie_index_free(genie_index* index) { std::unique_ptr<genie_index> owned(index); }

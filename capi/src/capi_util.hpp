@@ -20,8 +20,10 @@
 struct genie_index {
   std::shared_ptr<const genie::InvertedIndex> index;
   // Each object's number of distinct keywords, made by the first
-  // GENIE_SET_CONTAINED_BY search of the index (genie_index_match_set).
-  mutable std::once_flag sizes_once;
+  // GENIE_SET_CONTAINED_BY search of the index that runs to its end
+  // (genie_index_match_set; a cancelled one leaves it to the next).
+  mutable std::mutex sizes_mutex;
+  mutable bool sizes_ready = false;
   mutable std::vector<int32_t> object_sizes;
 };
 

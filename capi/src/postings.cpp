@@ -30,16 +30,18 @@ genie_status genie_postings_pack(const int32_t* ids, int64_t count, uint8_t* out
 
 genie_status genie_postings_unpack(const uint8_t* in, size_t size, int32_t n_keywords,
                                    const int64_t* keyword_offsets, int32_t n_objects,
-                                   int32_t* postings, genie_error* err) {
+                                   int32_t* postings, int64_t n_postings,
+                                   int (*cancel)(void* arg), void* cancel_arg, genie_error* err) {
   return Guarded(err, [&]() -> genie::Status {
-    if (n_keywords < 0 || n_objects < 0 || keyword_offsets == nullptr ||
-        (size > 0 && in == nullptr))
+    if (n_keywords < 0 || n_objects < 0 || n_postings < 0 || keyword_offsets == nullptr ||
+        (size > 0 && in == nullptr) || (n_postings > 0 && postings == nullptr))
       return genie::Status::InvalidArgument("genie_postings_unpack: bad arguments");
-    if (keyword_offsets[n_keywords] > 0 && postings == nullptr)
-      return genie::Status::InvalidArgument("genie_postings_unpack: no room for the postings");
+    genie::CancelCheck check;
+    check.fn = cancel;
+    check.arg = cancel_arg;
     return genie::UnpackPostings(
         in, size, genie::Span<int64_t>(keyword_offsets, static_cast<std::size_t>(n_keywords) + 1),
-        n_objects, postings);
+        n_objects, postings, static_cast<std::size_t>(n_postings), check);
   });
 }
 
@@ -60,15 +62,19 @@ genie_status genie_index_match_set(const genie_index* index, genie_set_predicate
       case GENIE_SET_CONTAINED_BY: p = genie::SetPredicate::kContainedBy; break;
       default: return genie::Status::InvalidArgument("genie_index_match_set: unknown predicate");
     }
-    genie::Span<int32_t> sizes;
-    if (p == genie::SetPredicate::kContainedBy) {
-      std::call_once(index->sizes_once,
-                     [&] { index->object_sizes = genie::ObjectSizes(*index->index); });
-      sizes = index->object_sizes;
-    }
     genie::CancelCheck check;
     check.fn = cancel;
     check.arg = cancel_arg;
+    genie::Span<int32_t> sizes;
+    if (p == genie::SetPredicate::kContainedBy) {
+      std::lock_guard<std::mutex> lock(index->sizes_mutex);
+      if (!index->sizes_ready) {
+        GENIE_RETURN_IF_ERROR(genie::ObjectSizes(*index->index, check, &index->object_sizes));
+        index->sizes_ready = true;
+      }
+      // never changed once ready: read without the lock
+      sizes = index->object_sizes;
+    }
     std::vector<int32_t> out;
     GENIE_RETURN_IF_ERROR(genie::MatchSet(*index->index, p,
                                           genie::Span<int32_t>(keywords, static_cast<std::size_t>(n_keywords)),

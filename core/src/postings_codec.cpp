@@ -58,17 +58,29 @@ Status PackPostings(Span<int32_t> ids, uint8_t* out, std::size_t* written) {
 }
 
 Status UnpackPostings(const uint8_t* in, std::size_t size, Span<int64_t> keyword_offsets,
-                      int32_t n_objects, int32_t* postings) {
+                      int32_t n_objects, int32_t* postings, std::size_t postings_size,
+                      const CancelCheck& cancel) {
+  constexpr int64_t kPollPostings = 1 << 16;
   std::size_t pos = 0;
+  int64_t next_poll = kPollPostings;
   const auto corrupt = [](const std::string& what) {
     return Status::InvalidArgument("packed postings are corrupt: " + what);
   };
 
   if (keyword_offsets.empty()) return size == 0 ? Status::Ok() : corrupt("bytes without keywords");
+  // every write lands in [offsets[0], offsets.back()): check them all first
+  if (keyword_offsets[0] != 0) return corrupt("the first keyword's postings do not start at 0");
+  for (std::size_t k = 0; k + 1 < keyword_offsets.size(); k++)
+    if (keyword_offsets[k + 1] < keyword_offsets[k]) return corrupt("keyword offsets out of order");
+  if (static_cast<uint64_t>(keyword_offsets[keyword_offsets.size() - 1]) > postings_size)
+    return corrupt("more postings than there is room for");
   for (std::size_t k = 0; k + 1 < keyword_offsets.size(); k++) {
     const int64_t first = keyword_offsets[k];
     const int64_t end = keyword_offsets[k + 1];
-    if (first < 0 || end < first) return corrupt("keyword offsets out of order");
+    if (end >= next_poll) {
+      next_poll = end + kPollPostings;
+      if (cancel.requested()) return Status::Cancelled();
+    }
     int64_t previous = -1;
     for (int64_t begin = first; begin < end; begin += kPackedBlock) {
       const std::size_t n = static_cast<std::size_t>(std::min<int64_t>(kPackedBlock, end - begin));

@@ -7,7 +7,9 @@ namespace genie {
 namespace {
 
 // Poll cancel about every this many postings read.
-constexpr int64_t kPollPostings = 1 << 16;
+constexpr std::size_t kPollPostings = std::size_t{1} << 16;
+// The longest union gathered and sorted rather than marked in a bitmap.
+constexpr int64_t kSortedUnionMax = int64_t{1} << 20;
 
 // The postings list of each distinct query keyword the index has; *missing
 // says whether some query keyword has none.
@@ -51,11 +53,16 @@ std::size_t Gallop(Span<int32_t> list, std::size_t from, int32_t id) {
 }
 
 // result := result ∩ list.
-void Intersect(std::vector<int32_t>* result, Span<int32_t> list) {
+Status Intersect(std::vector<int32_t>* result, Span<int32_t> list, const CancelCheck& cancel) {
   std::size_t kept = 0;
   std::size_t j = 0;
+  std::size_t next_poll = kPollPostings;
   const bool gallop = list.size() > 8 * result->size();
   for (std::size_t i = 0; i < result->size() && j < list.size(); i++) {
+    if (i + j >= next_poll) {
+      next_poll = i + j + kPollPostings;
+      if (cancel.requested()) return Status::Cancelled();
+    }
     const int32_t id = (*result)[i];
     if (gallop) {
       j = Gallop(list, j, id);
@@ -65,14 +72,20 @@ void Intersect(std::vector<int32_t>* result, Span<int32_t> list) {
     if (j < list.size() && list[j] == id) (*result)[kept++] = id;
   }
   result->resize(kept);
+  return Status::Ok();
 }
 
 }  // namespace
 
-std::vector<int32_t> ObjectSizes(const InvertedIndex& index) {
-  std::vector<int32_t> sizes(static_cast<std::size_t>(index.num_objects()), 0);
-  for (int32_t id : index.postings()) sizes[static_cast<std::size_t>(id)]++;
-  return sizes;
+Status ObjectSizes(const InvertedIndex& index, const CancelCheck& cancel, std::vector<int32_t>* sizes) {
+  sizes->assign(static_cast<std::size_t>(index.num_objects()), 0);
+  const Span<int32_t> postings = index.postings();
+  for (std::size_t begin = 0; begin < postings.size(); begin += kPollPostings) {
+    if (cancel.requested()) return Status::Cancelled();
+    const std::size_t end = std::min(postings.size(), begin + kPollPostings);
+    for (std::size_t p = begin; p < end; p++) (*sizes)[static_cast<std::size_t>(postings[p])]++;
+  }
+  return Status::Ok();
 }
 
 Status MatchSet(const InvertedIndex& index, SetPredicate predicate, Span<int32_t> keywords,
@@ -97,15 +110,16 @@ Status MatchSet(const InvertedIndex& index, SetPredicate predicate, Span<int32_t
     out->assign(lists[0].begin(), lists[0].end());
     for (std::size_t i = 1; i < lists.size() && !out->empty(); i++) {
       if (cancel.requested()) return Status::Cancelled();
-      Intersect(out, lists[i]);
+      GENIE_RETURN_IF_ERROR(Intersect(out, lists[i], cancel));
     }
     return Status::Ok();
   }
 
   if (predicate == SetPredicate::kOverlaps) {
     if (lists.empty()) return Status::Ok();
-    if (total * 16 < n) {
+    if (total * 16 < n && total <= kSortedUnionMax) {
       // few postings: gather and sort them, cheaper than a bitmap of n bits
+      // (and short enough a sort to stay within a cancel's poll)
       out->reserve(static_cast<std::size_t>(total));
       for (const auto& list : lists) out->insert(out->end(), list.begin(), list.end());
       if (cancel.requested()) return Status::Cancelled();
@@ -114,16 +128,16 @@ Status MatchSet(const InvertedIndex& index, SetPredicate predicate, Span<int32_t
       return Status::Ok();
     }
     std::vector<uint64_t> bits((static_cast<std::size_t>(n) + 63) / 64, 0);
-    int64_t read = 0;
     for (const auto& list : lists) {
-      for (int32_t id : list) bits[static_cast<std::size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
-      read += static_cast<int64_t>(list.size());
-      if (read >= kPollPostings) {
-        read = 0;
+      for (std::size_t begin = 0; begin < list.size(); begin += kPollPostings) {
         if (cancel.requested()) return Status::Cancelled();
+        const std::size_t end = std::min(list.size(), begin + kPollPostings);
+        for (std::size_t p = begin; p < end; p++)
+          bits[static_cast<std::size_t>(list[p]) >> 6] |= uint64_t{1} << (list[p] & 63);
       }
     }
     for (std::size_t w = 0; w < bits.size(); w++) {
+      if ((w & (kPollPostings - 1)) == 0 && cancel.requested()) return Status::Cancelled();
       for (uint64_t word = bits[w]; word != 0; word &= word - 1)
         out->push_back(static_cast<int32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(word))));
     }
@@ -136,16 +150,16 @@ Status MatchSet(const InvertedIndex& index, SetPredicate predicate, Span<int32_t
   if (object_sizes.size() != static_cast<std::size_t>(n))
     return Status::InvalidArgument("contained-by needs every object's keyword count");
   std::vector<int32_t> hits(static_cast<std::size_t>(n), 0);
-  int64_t read = 0;
   for (const auto& list : lists) {
-    for (int32_t id : list) hits[static_cast<std::size_t>(id)]++;
-    read += static_cast<int64_t>(list.size());
-    if (read >= kPollPostings) {
-      read = 0;
+    for (std::size_t begin = 0; begin < list.size(); begin += kPollPostings) {
       if (cancel.requested()) return Status::Cancelled();
+      const std::size_t end = std::min(list.size(), begin + kPollPostings);
+      for (std::size_t p = begin; p < end; p++) hits[static_cast<std::size_t>(list[p])]++;
     }
   }
   for (int32_t id = 0; id < n; id++) {
+    if ((static_cast<std::size_t>(id) & (kPollPostings - 1)) == 0 && cancel.requested())
+      return Status::Cancelled();
     if (hits[static_cast<std::size_t>(id)] == object_sizes[static_cast<std::size_t>(id)])
       out->push_back(id);
   }

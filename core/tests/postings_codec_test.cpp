@@ -63,7 +63,7 @@ TEST(PostingsCodec, RoundTripsListsOfEveryShape) {
   const std::vector<uint8_t> bytes = PackAll(lists);
   const std::vector<int64_t> offsets = Offsets(lists);
   std::vector<int32_t> postings(static_cast<std::size_t>(offsets.back()), -7);
-  ASSERT_TRUE(UnpackPostings(bytes.data(), bytes.size(), offsets, n, postings.data()).ok());
+  ASSERT_TRUE(UnpackPostings(bytes.data(), bytes.size(), offsets, n, postings.data(), postings.size(), CancelCheck{}).ok());
   std::size_t p = 0;
   for (const auto& list : lists)
     for (int32_t id : list) EXPECT_EQ(postings[p++], id);
@@ -80,7 +80,7 @@ TEST(PostingsCodec, WidestIdsUse31Bits) {
   const std::vector<uint8_t> bytes = PackAll(lists);
   const std::vector<int64_t> offsets = Offsets(lists);
   std::vector<int32_t> postings(static_cast<std::size_t>(offsets.back()));
-  ASSERT_TRUE(UnpackPostings(bytes.data(), bytes.size(), offsets, top, postings.data()).ok());
+  ASSERT_TRUE(UnpackPostings(bytes.data(), bytes.size(), offsets, top, postings.data(), postings.size(), CancelCheck{}).ok());
   EXPECT_EQ(postings, (std::vector<int32_t>{top - 1, 0, top - 1, 1, 2, top - 1}));
 }
 
@@ -105,22 +105,56 @@ TEST(PostingsCodec, DamagedPackingsAreRefusedSafely) {
   std::vector<int32_t> postings(static_cast<std::size_t>(offsets.back()));
   for (std::size_t cut = 0; cut < bytes.size(); cut++) {
     std::vector<uint8_t> shorter(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut));
-    EXPECT_FALSE(UnpackPostings(shorter.data(), shorter.size(), offsets, n, postings.data()).ok());
+    EXPECT_FALSE(UnpackPostings(shorter.data(), shorter.size(), offsets, n, postings.data(), postings.size(), CancelCheck{}).ok());
   }
   std::vector<uint8_t> longer = bytes;
   longer.push_back(0);
-  EXPECT_FALSE(UnpackPostings(longer.data(), longer.size(), offsets, n, postings.data()).ok());
-  EXPECT_FALSE(UnpackPostings(bytes.data(), bytes.size(), offsets, 10, postings.data()).ok());
+  EXPECT_FALSE(UnpackPostings(longer.data(), longer.size(), offsets, n, postings.data(), postings.size(), CancelCheck{}).ok());
+  EXPECT_FALSE(UnpackPostings(bytes.data(), bytes.size(), offsets, 10, postings.data(), postings.size(), CancelCheck{}).ok());
   std::uniform_int_distribution<int> byte(0, 255);
   for (std::size_t i = 0; i < bytes.size(); i += 3) {
     std::vector<uint8_t> damaged = bytes;
     damaged[i] = static_cast<uint8_t>(damaged[i] ^ (1 + byte(rng) % 255));
-    if (UnpackPostings(damaged.data(), damaged.size(), offsets, n, postings.data()).ok()) {
+    if (UnpackPostings(damaged.data(), damaged.size(), offsets, n, postings.data(), postings.size(), CancelCheck{}).ok()) {
       for (int32_t id : postings) EXPECT_TRUE(id >= 0 && id < n);
     }
   }
   const std::vector<int64_t> backwards = {0, 5, 3};
-  EXPECT_FALSE(UnpackPostings(bytes.data(), bytes.size(), backwards, n, postings.data()).ok());
+  EXPECT_FALSE(UnpackPostings(bytes.data(), bytes.size(), backwards, n, postings.data(), postings.size(), CancelCheck{}).ok());
+}
+
+// Counts from a damaged Position Map (a negative one, or more postings than
+// the buffer holds) are refused before a single id is written.
+TEST(PostingsCodec, BadOffsetsAreRefusedBeforeAnyWrite) {
+  const std::vector<uint8_t> zero_width = {0};  // one block of width 0: ids 0, 1, 2, ...
+  std::vector<int32_t> postings(50, -7);
+  const std::vector<std::vector<int64_t>> bad = {
+      {0, 100, 50},  // counts 100 and -50: the sum fits, the first list does not
+      {0, 51},       // one more than the buffer
+      {3, 53},       // not starting at 0
+  };
+  for (const auto& offsets : bad) {
+    EXPECT_FALSE(UnpackPostings(zero_width.data(), zero_width.size(), offsets, 1000, postings.data(),
+                                postings.size(), CancelCheck{}).ok());
+    EXPECT_EQ(postings, std::vector<int32_t>(50, -7));
+  }
+  const std::vector<int64_t> fits = {0, 50};
+  ASSERT_TRUE(UnpackPostings(zero_width.data(), zero_width.size(), fits, 1000, postings.data(),
+                             postings.size(), CancelCheck{}).ok());
+  EXPECT_EQ(postings[49], 49);
+}
+
+TEST(PostingsCodec, UnpackingPollsCancel) {
+  std::vector<int32_t> all(300000);
+  for (int32_t i = 0; i < 300000; i++) all[static_cast<std::size_t>(i)] = i;
+  std::vector<std::vector<int32_t>> lists = {all, all, all};
+  const std::vector<uint8_t> bytes = PackAll(lists);
+  const std::vector<int64_t> offsets = Offsets(lists);
+  std::vector<int32_t> postings(static_cast<std::size_t>(offsets.back()));
+  CancelCheck cancel;
+  cancel.fn = [](void*) { return 1; };
+  EXPECT_EQ(UnpackPostings(bytes.data(), bytes.size(), offsets, 300000, postings.data(), postings.size(), cancel).code(),
+            GENIE_CANCELLED);
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ TEST(SetMatch, EqualsTheSetsOnRandomSkewedData) {
     const Csr csr = RandomCsr(seed, spec);
     InvertedIndex index;
     ASSERT_TRUE(InvertedIndex::Build(csr.offsets, csr.keywords, IndexOptions{}, &index).ok());
-    const std::vector<int32_t> sizes = ObjectSizes(index);
+    std::vector<int32_t> sizes;
+    ASSERT_TRUE(ObjectSizes(index, CancelCheck{}, &sizes).ok());
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int32_t> keyword(-60, 270);  // some the index lacks
     std::uniform_int_distribution<int> length(0, 40);
@@ -96,6 +97,11 @@ TEST(SetMatch, ContainedByNeedsTheSizesAndStopsOnCancel) {
   cancel.fn = [](void*) { return 1; };
   const Status s = MatchSet(index, SetPredicate::kOverlaps, std::vector<int32_t>{0, 1, 2, 3, 4}, {}, cancel, &got);
   EXPECT_EQ(s.code(), GENIE_CANCELLED);
+  // an intersection of two long lists polls within them
+  EXPECT_EQ(MatchSet(index, SetPredicate::kContains, std::vector<int32_t>{0, 10}, {}, cancel, &got).code(),
+            GENIE_CANCELLED);
+  std::vector<int32_t> sizes;
+  EXPECT_EQ(ObjectSizes(index, cancel, &sizes).code(), GENIE_CANCELLED);
 }
 
 }  // namespace

@@ -128,17 +128,20 @@ genie_status genie_index_deserialize(const void *buffer, size_t size,
  * as blocks of 128 bit-packed gaps.  genie_postings_pack packs one
  * keyword's ids into out, which has room for genie_postings_pack_bound(count)
  * bytes; genie_postings_unpack unpacks the lists of n_keywords keywords
- * (keyword i's into postings[keyword_offsets[i] .. keyword_offsets[i+1]))
- * from exactly size bytes, every id below n_objects, and fails
- * (GENIE_INVALID_ARGUMENT) on a damaged packing without reading or writing
- * out of bounds.
+ * (keyword i's into postings[keyword_offsets[i] .. keyword_offsets[i+1]),
+ * offsets from 0, never decreasing, at most n_postings, which postings has
+ * room for) from exactly size bytes, every id below n_objects, and fails
+ * (GENIE_INVALID_ARGUMENT) on damaged offsets or packing without reading or
+ * writing out of bounds.  cancel (may be NULL) is polled about every 64K
+ * postings.
  */
 size_t		genie_postings_pack_bound(int64_t count);
 genie_status genie_postings_pack(const int32_t *ids, int64_t count, uint8_t *out,
 								 size_t *written, genie_error *err);
 genie_status genie_postings_unpack(const uint8_t *in, size_t size, int32_t n_keywords,
 								   const int64_t *keyword_offsets, int32_t n_objects,
-								   int32_t *postings, genie_error *err);
+								   int32_t *postings, int64_t n_postings,
+								   int (*cancel) (void *arg), void *cancel_arg, genie_error *err);
 
 /*
  * Set predicates from the postings (int4[] @>, && and <@ on a keyword

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "genie/cancel.hpp"
 #include "genie/span.hpp"
 #include "genie/status.hpp"
 
@@ -38,11 +39,15 @@ Status PackPostings(Span<int32_t> ids, uint8_t* out, std::size_t* written);
 
 // Unpacks the postings of every keyword: the lists of keyword_offsets.size()
 // - 1 keywords, keyword k's being postings[offsets[k], offsets[k + 1]),
-// from exactly size bytes.  Every id must be below n_objects.  A packing
-// that is cut short, too long, has a width over 31 or an id out of range is
-// an error (what an index page damaged on disk gives), never a read beyond
-// the input or a write beyond postings.
+// from exactly size bytes.  postings has room for postings_size ids.  The
+// offsets must start at 0, never decrease and end at most at postings_size
+// (checked before anything is written), and every id must be below
+// n_objects.  A packing that is cut short, too long, has a width over 31 or
+// an id out of range is an error (what an index page damaged on disk
+// gives), never a read beyond the input or a write beyond postings.  Polls
+// cancel about every 64K postings.
 Status UnpackPostings(const uint8_t* in, std::size_t size, Span<int64_t> keyword_offsets,
-                      int32_t n_objects, int32_t* postings);
+                      int32_t n_objects, int32_t* postings, std::size_t postings_size,
+                      const CancelCheck& cancel);
 
 }  // namespace genie

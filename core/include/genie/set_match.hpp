@@ -20,15 +20,15 @@ enum class SetPredicate {
 };
 
 // Each object's number of distinct keywords (what kContainedBy compares
-// with), by one pass over the postings.
-std::vector<int32_t> ObjectSizes(const InvertedIndex& index);
+// with), by one pass over the postings into *sizes; polls cancel.
+Status ObjectSizes(const InvertedIndex& index, const CancelCheck& cancel, std::vector<int32_t>* sizes);
 
 // The ids of the objects that satisfy the predicate, ascending, into *out.
 // keywords: the query's, in any order, repeats allowed.  An empty query is
 // contained in every object and overlaps none.  object_sizes: ObjectSizes
 // of the index, read by kContainedBy only (which then also returns the
-// objects without keywords).  Polls cancel between lists and within long
-// ones.
+// objects without keywords).  Polls cancel about every 64K postings or
+// objects visited, and before sorting a union.
 Status MatchSet(const InvertedIndex& index, SetPredicate predicate, Span<int32_t> keywords,
                 Span<int32_t> object_sizes, const CancelCheck& cancel, std::vector<int32_t>* out);
 
