@@ -49,6 +49,8 @@ for my $seed (1 .. 3)
 		'>', \$out, '2>', \$err);
 	diag("input fuzzer, seed $seed:\n$out$err");
 	like($out, qr/^crashes: 0$/m, "input fuzzer (seed $seed, 30,000 statements): only clean errors");
+	like($out, qr/^set predicate mismatches: 0$/m,
+		"input fuzzer (seed $seed): set predicates through the index equal them without it");
 }
 
 for my $seed (1 .. 2)

@@ -8,7 +8,13 @@ fuzzer reconnects, counts it, and prints the statement.  Usage:
 
     fuzz_inputs.py CONNSTR SEED ITERATIONS
 
-Prints one summary line per kind of input and a last line "crashes: N".
+Set predicates (tags @> / && / <@ an int4[] literal, often broken) run
+through the genie index (sequential scans are off) and, when they succeed,
+again with the index out of reach: "set predicate mismatches: N" counts the
+answers that differ.
+
+Prints one summary line per kind of input, then "set predicate mismatches:
+N" and a last line "crashes: N".
 """
 import random
 import sys
@@ -27,6 +33,8 @@ def connect():
     OIDS = register_raw(conn)
     conn.execute("SET statement_timeout = '2s'")
     conn.execute("SET genie.device = 'cpu'")
+    # the set predicates must reach the genie index, as bitmap or index scans
+    conn.execute("SET enable_seqscan = off")
     return conn
 
 
@@ -103,7 +111,37 @@ def binary_query():
     return data
 
 
+def int4_array_text():
+    """An int4[] literal: NULLs, repeats, extremes, two dimensions, empty; maybe broken."""
+    elems = [rng.choice(["NULL", str(big_int()), str(rng.randint(0, 60)), str(rng.randint(0, 60))])
+             for _ in range(rng.randint(0, 6))]
+    text = "{" + ",".join(elems) + "}"
+    if rng.random() < 0.15:
+        text = "{{1,2},{3,%d}}" % rng.randint(0, 60)
+    return text if rng.random() < 0.8 else mutate(text)
+
+
+mismatches = 0
+
+
+def set_predicate():
+    """WHERE tags OP q through the index; compared with the same without it."""
+    global mismatches
+    op = rng.choice(["@>", "&&", "<@"])
+    q = int4_array_text()
+    conn.execute("SELECT set_config('enable_bitmapscan', %s, false)", (rng.choice(["on", "off"]),))
+    got = conn.execute(f"SELECT count(*), sum(id) FROM docs WHERE tags {op} %s::int4[]", (q,)).fetchone()
+    # tags || '{}' keeps the index out of reach (and makes a NULL array '{}': hence IS NOT NULL)
+    want = conn.execute(f"SELECT count(*), sum(id) FROM docs "
+                        f"WHERE tags IS NOT NULL AND (tags || '{{}}'::int4[]) {op} %s::int4[]", (q,)).fetchone()
+    if got != want:
+        mismatches += 1
+        print(f"MISMATCH tags {op} {q!r}: index {got}, scan {want}", flush=True)
+    return ("SELECT 1", ())
+
+
 STATEMENTS = {
+    "set predicates": set_predicate,
     "genie_query text": lambda: ("SELECT %s::genie_query::text", (query_text(),)),
     "genie_query_add": lambda: ("SELECT genie_query_add(%s::genie_query, ARRAY[int4range(%s, %s)], %s)::text",
                                 (rng.choice(QUERY_TEXTS), big_int(), big_int(), big_int())),
@@ -138,8 +176,9 @@ counts = {name: [0, 0] for name in STATEMENTS}  # ok, clean error
 crashes = 0
 for i in range(ITERATIONS):
     name = rng.choice(list(STATEMENTS))
-    sql, params = STATEMENTS[name]()
     try:
+        # inside the try: the set predicates run their statements here
+        sql, params = STATEMENTS[name]()
         conn.execute(sql, params)
         counts[name][0] += 1
     except psycopg.OperationalError as e:
@@ -153,4 +192,5 @@ for i in range(ITERATIONS):
         counts[name][1] += 1
 for name, (ok, err) in counts.items():
     print(f"{name}: {ok} ok, {err} clean errors")
+print(f"set predicate mismatches: {mismatches}")
 print(f"crashes: {crashes}")
