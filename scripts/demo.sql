@@ -54,6 +54,14 @@ EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 SELECT id FROM articles ORDER BY tags <~> '{3,7,42,77,150}' LIMIT 5;
 
 \echo
+\echo '== set predicates through the same index: @> (all of), && (any of), <@ (nothing but)'
+SELECT (SELECT count(*) FROM articles WHERE tags @> '{3,7}') AS with_3_and_7,
+       (SELECT count(*) FROM articles WHERE tags && '{3,7}') AS with_3_or_7,
+       (SELECT count(*) FROM articles WHERE tags <@ '{0,1,2,3}') AS only_0_to_3,
+       (SELECT count(*) FROM articles WHERE (tags || '{}'::int4[]) @> '{3,7}') AS with_3_and_7_by_seqscan;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM articles WHERE tags @> '{3,7}';
+
+\echo
 \echo '== weighted items and keyword ranges: tag 42 counts 3 times, any tag in 100..110 once each'
 SELECT id, tags, genie_match_count(tags, '{42*3, 100..110}'::genie_query) AS score
 FROM articles
