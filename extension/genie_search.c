@@ -436,6 +436,64 @@ genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, int32 id, Ite
 }
 
 void
+genie_rows_begin(GenieRowCollector *c, int nq, int32 k, Size distance_size, ItemPointerData **tids)
+{
+	c->distance_size = distance_size;
+	c->tids = tids;
+	c->objects = palloc(sizeof(int32 *) * Max(nq, 1));
+	c->distances = palloc(sizeof(char *) * Max(nq, 1));
+	c->counts = palloc0(sizeof(int64) * Max(nq, 1));
+	c->capacity = palloc(sizeof(int64) * Max(nq, 1));
+	for (int q = 0; q < nq; q++)
+	{
+		c->capacity[q] = Max(Min(k, 1024), 1);
+		tids[q] = palloc(sizeof(ItemPointerData) * c->capacity[q]);
+		c->objects[q] = palloc(sizeof(int32) * c->capacity[q]);
+		c->distances[q] = palloc(distance_size * c->capacity[q]);
+	}
+}
+
+void
+genie_rows_add(GenieRowCollector *c, int q, ItemPointer tid, int32 object, const void *distance)
+{
+	int64		n = c->counts[q];
+
+	if (n == c->capacity[q])
+	{
+		c->capacity[q] *= 2;
+		c->tids[q] = repalloc_huge(c->tids[q], sizeof(ItemPointerData) * c->capacity[q]);
+		c->objects[q] = repalloc_huge(c->objects[q], sizeof(int32) * c->capacity[q]);
+		c->distances[q] = repalloc_huge(c->distances[q], c->distance_size * c->capacity[q]);
+	}
+	c->tids[q][n] = *tid;
+	c->objects[q][n] = object;
+	memcpy(c->distances[q] + c->distance_size * n, distance, c->distance_size);
+	c->counts[q] = n + 1;
+}
+
+void
+genie_rows_finish(GenieRowCollector *c, int nq, int64 **offsets, int32 **objects, void **distances)
+{
+	int64		total = 0;
+	char	   *flat;
+
+	for (int q = 0; q < nq; q++)
+		total += c->counts[q];
+	*offsets = palloc(sizeof(int64) * (nq + 1));
+	*objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	flat = palloc_extended(c->distance_size * Max(total, 1), MCXT_ALLOC_HUGE);
+	(*offsets)[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		memcpy(*objects + (*offsets)[q], c->objects[q], sizeof(int32) * c->counts[q]);
+		memcpy(flat + c->distance_size * (*offsets)[q], c->distances[q],
+			   c->distance_size * c->counts[q]);
+		(*offsets)[q + 1] = (*offsets)[q] + c->counts[q];
+	}
+	*distances = flat;
+}
+
+void
 genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 					 GenieQuery **queries, int nq, int32 k, GenieVisibleRows *rows)
 {

@@ -210,6 +210,31 @@ extern bool genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, i
 								 ItemPointer tid);
 
 /*
+ * The visible rows of each query of a batch, in the order found, with a
+ * distance of distance_size bytes each (int32 edit distances, float8
+ * Euclidean ones): what the widening rounds of genie_search_strings_visible
+ * and genie_search_vectors_visible collect.  tids[q] are the caller's (they
+ * are returned as they are); genie_rows_finish flattens objects and
+ * distances into CSR arrays.
+ */
+typedef struct GenieRowCollector
+{
+	Size		distance_size;
+	ItemPointerData **tids;
+	int32	  **objects;
+	char	  **distances;
+	int64	   *counts;
+	int64	   *capacity;
+} GenieRowCollector;
+
+extern void genie_rows_begin(GenieRowCollector *c, int nq, int32 k, Size distance_size,
+							 ItemPointerData **tids);
+extern void genie_rows_add(GenieRowCollector *c, int q, ItemPointer tid, int32 object,
+						   const void *distance);
+extern void genie_rows_finish(GenieRowCollector *c, int nq, int64 **offsets, int32 **objects,
+							  void **distances);
+
+/*
  * For the callers of the genie service (genie_search.c): the service is
  * away, so search in-process (false; once a NOTICE) or, with genie.device =
  * gpu, an error; and the NOTICEs for the engine that answered.

@@ -287,21 +287,14 @@ genie_search_strings_visible(GenieCachedIndex *entry, Relation heap, Snapshot sn
 	int			n_short = nq;
 	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
 	int64	   *sub_offsets = palloc(sizeof(int64) * (nq + 1));
-	int32	  **objects = palloc0(sizeof(int32 *) * Max(nq, 1));
-	int32	  **distances = palloc0(sizeof(int32 *) * Max(nq, 1));
-	int64	   *counts = palloc0(sizeof(int64) * Max(nq, 1));
+	GenieRowCollector collected;
 	StringInfoData sub_text;
 	GenieVisibility vs;
-	int64		total = 0;
 
 	genie_visibility_begin(&vs, entry, heap, snapshot, nq);
+	genie_rows_begin(&collected, nq, k, sizeof(int32), tids);
 	for (int i = 0; i < nq; i++)
-	{
 		short_of_k[i] = i;
-		tids[i] = palloc(sizeof(ItemPointerData) * Max(Min(k, 1024), 1));
-		objects[i] = palloc(sizeof(int32) * Max(Min(k, 1024), 1));
-		distances[i] = palloc(sizeof(int32) * Max(Min(k, 1024), 1));
-	}
 	initStringInfo(&sub_text);
 	while (n_short > 0)
 	{
@@ -323,29 +316,17 @@ genie_search_strings_visible(GenieCachedIndex *entry, Relation heap, Snapshot sn
 		for (int i = 0; i < n_short; i++)
 		{
 			int			q = short_of_k[i];
-			int64		capacity = Max(Min(k, 1024), 1);
 
-			counts[q] = 0;
-			for (int64 h = found.offsets[i]; h < found.offsets[i + 1] && counts[q] < k; h++)
+			collected.counts[q] = 0;
+			for (int64 h = found.offsets[i]; h < found.offsets[i + 1] && collected.counts[q] < k; h++)
 			{
 				ItemPointerData tid;
 
-				if (!genie_object_visible(&vs, entry, found.objects[h], &tid))
-					continue;
-				if (counts[q] == capacity)
-				{
-					capacity *= 2;
-					tids[q] = repalloc_huge(tids[q], sizeof(ItemPointerData) * capacity);
-					objects[q] = repalloc_huge(objects[q], sizeof(int32) * capacity);
-					distances[q] = repalloc_huge(distances[q], sizeof(int32) * capacity);
-				}
-				tids[q][counts[q]] = tid;
-				objects[q][counts[q]] = found.objects[h];
-				distances[q][counts[q]] = found.distances[h];
-				counts[q]++;
+				if (genie_object_visible(&vs, entry, found.objects[h], &tid))
+					genie_rows_add(&collected, q, &tid, found.objects[h], &found.distances[h]);
 			}
 			/* short while the scan returned all it was asked for: invisible rows took places */
-			if (counts[q] < k && found.offsets[i + 1] - found.offsets[i] == kprime &&
+			if (collected.counts[q] < k && found.offsets[i + 1] - found.offsets[i] == kprime &&
 				kprime < entry->n_objects)
 				short_of_k[still++] = q;
 			CHECK_FOR_INTERRUPTS();
@@ -355,17 +336,6 @@ genie_search_strings_visible(GenieCachedIndex *entry, Relation heap, Snapshot sn
 	}
 	genie_visibility_end(&vs);
 
-	for (int q = 0; q < nq; q++)
-		total += counts[q];
 	rows->n_queries = nq;
-	rows->offsets = palloc(sizeof(int64) * (nq + 1));
-	rows->objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
-	rows->distances = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
-	rows->offsets[0] = 0;
-	for (int q = 0; q < nq; q++)
-	{
-		memcpy(rows->objects + rows->offsets[q], objects[q], sizeof(int32) * counts[q]);
-		memcpy(rows->distances + rows->offsets[q], distances[q], sizeof(int32) * counts[q]);
-		rows->offsets[q + 1] = rows->offsets[q] + counts[q];
-	}
+	genie_rows_finish(&collected, nq, &rows->offsets, &rows->objects, (void **) &rows->distances);
 }
