@@ -312,6 +312,20 @@ emit(IndexScanDesc scan, GenieScanOpaque so, int32 id, int32 score, bool null_di
 	}
 }
 
+/* Returns object id with its true distance (stored strings, vectors). */
+static void
+emit_at_distance(IndexScanDesc scan, GenieScanOpaque so, int32 id, float8 distance,
+				 bool recheck_orderby)
+{
+	mark_returned(so, id);
+	scan->xs_heaptid = so->entry->objects[id].tid;
+	/* an ordered scan returns every row: the executor applies set predicates */
+	scan->xs_recheck = scan->numberOfKeys > 0;
+	scan->xs_recheckorderby = recheck_orderby;
+	scan->xs_orderbynulls[0] = false;
+	scan->xs_orderbyvals[0] = Float8GetDatum(distance);
+}
+
 bool
 genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 {
@@ -336,12 +350,7 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 					so->position++;
 					if (was_returned(so, id))
 						continue;
-					mark_returned(so, id);
-					scan->xs_heaptid = entry->objects[id].tid;
-					scan->xs_recheck = scan->numberOfKeys > 0;
-					scan->xs_recheckorderby = true;
-					scan->xs_orderbynulls[0] = false;
-					scan->xs_orderbyvals[0] = Float8GetDatum((float8) distance);
+					emit_at_distance(scan, so, id, (float8) distance, true);
 					return true;
 				}
 				if (so->strings.offsets[1] < so->k || so->k >= entry->n_objects)
@@ -363,13 +372,8 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 					so->position++;
 					if (was_returned(so, id))
 						continue;
-					mark_returned(so, id);
-					scan->xs_heaptid = entry->objects[id].tid;
-					scan->xs_recheck = scan->numberOfKeys > 0;
 					/* exact distances are rechecked for nothing; LSH batches may step back */
-					scan->xs_recheckorderby = !so->vector_lsh;
-					scan->xs_orderbynulls[0] = false;
-					scan->xs_orderbyvals[0] = Float8GetDatum(distance);
+					emit_at_distance(scan, so, id, distance, !so->vector_lsh);
 					return true;
 				}
 				if (so->vectors.offsets[1] < so->k || so->k >= entry->n_objects)

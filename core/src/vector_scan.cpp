@@ -216,14 +216,7 @@ Status CpuVectorScan(const VectorSet& set, const VectorScanRequest& request, int
       },
       cancel));
 
-  out->offsets.assign(1, 0);
-  out->objects.clear();
-  out->distances.clear();
-  for (const VectorScanResult& part : parts) {
-    out->objects.insert(out->objects.end(), part.objects.begin(), part.objects.end());
-    out->distances.insert(out->distances.end(), part.distances.begin(), part.distances.end());
-    out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
-  }
+  ConcatenateResults(parts, out);
   return Status::Ok();
 }
 

@@ -98,6 +98,17 @@ void AppendBest(std::vector<Ranked>* ranked, int32_t k, VectorScanResult* out) {
 
 }  // namespace
 
+void ConcatenateResults(const std::vector<VectorScanResult>& parts, VectorScanResult* out) {
+  out->offsets.assign(1, 0);
+  out->objects.clear();
+  out->distances.clear();
+  for (const VectorScanResult& part : parts) {
+    out->objects.insert(out->objects.end(), part.objects.begin(), part.objects.end());
+    out->distances.insert(out->distances.end(), part.distances.begin(), part.distances.end());
+    out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
+  }
+}
+
 void FinishQuery(const VectorSet& set, const float* query, int32_t k,
                  std::vector<VectorCandidate>* cands, VectorScanResult* out) {
   double threshold = std::numeric_limits<double>::infinity();
@@ -155,14 +166,7 @@ Status RerankVectors(const VectorSet& set, const float* queries, int32_t n_queri
         return Status::Ok();
       },
       cancel));
-  out->offsets.assign(1, 0);
-  out->objects.clear();
-  out->distances.clear();
-  for (const VectorScanResult& part : parts) {
-    out->objects.insert(out->objects.end(), part.objects.begin(), part.objects.end());
-    out->distances.insert(out->distances.end(), part.distances.begin(), part.distances.end());
-    out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
-  }
+  ConcatenateResults(parts, out);
   return Status::Ok();
 }
 

@@ -93,6 +93,9 @@ struct VectorCandidate {
 void FinishQuery(const VectorSet& set, const float* query, int32_t k,
                  std::vector<VectorCandidate>* cands, VectorScanResult* out);
 
+// The per-query results, in query order, as one CSR result.
+void ConcatenateResults(const std::vector<VectorScanResult>& parts, VectorScanResult* out);
+
 // The exact scan on up to `threads` host threads (0: every core): a batch
 // is split by groups of queries, a small batch by stripes of vectors.
 // cancel is polled every few thousand vectors per thread.
