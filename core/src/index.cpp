@@ -244,6 +244,31 @@ std::pair<std::size_t, std::size_t> InvertedIndex::KeywordSpan(int32_t lo, int32
           static_cast<std::size_t>(last - keywords_.begin())};
 }
 
+std::pair<std::size_t, std::size_t> InvertedIndex::KeywordSpanFrom(std::size_t from, int32_t lo,
+                                                                  int32_t hi) const {
+  const std::size_t size = keywords_.size();
+  from = std::min(from, size);
+  // Gallop from `from`: ascending items are usually close together.
+  std::size_t step = 1, lo_at = from, hi_at = from;
+  while (hi_at < size && keywords_[hi_at] < lo) {
+    lo_at = hi_at + 1;
+    hi_at = std::min(size, hi_at + step);
+    step *= 2;
+  }
+  const auto first = std::lower_bound(keywords_.begin() + static_cast<std::ptrdiff_t>(lo_at),
+                                      keywords_.begin() + static_cast<std::ptrdiff_t>(hi_at), lo);
+  if (lo > hi) {
+    const auto at = static_cast<std::size_t>(first - keywords_.begin());
+    return {at, at};
+  }
+  std::size_t last = static_cast<std::size_t>(first - keywords_.begin());
+  if (lo == hi) {  // one keyword: present or not
+    return {last, last + (last < size && keywords_[last] == lo ? 1 : 0)};
+  }
+  last = static_cast<std::size_t>(std::upper_bound(first, keywords_.end(), hi) - keywords_.begin());
+  return {static_cast<std::size_t>(first - keywords_.begin()), last};
+}
+
 InvertedIndex InvertedIndex::SliceObjects(int32_t begin, int32_t end) const {
   begin = std::clamp(begin, 0, num_objects_);
   end = std::clamp(end, begin, num_objects_);

@@ -139,6 +139,18 @@ void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept
   worker();
 }
 
+bool JoinedThread::Start(std::function<void()> fn) noexcept {
+  if (thread_.joinable()) return false;
+  std::vector<std::thread> one;
+  if (!StartBlocked(&one, std::move(fn))) return false;
+  thread_ = std::move(one.front());
+  return true;
+}
+
+void JoinedThread::Join() noexcept {
+  if (thread_.joinable()) thread_.join();
+}
+
 Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_t)>& fn,
                    const CancelCheck& cancel) {
   if (n <= 0) return Status::Ok();

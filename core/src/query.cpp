@@ -114,6 +114,12 @@ Status ValidateBatch(const genie_query_batch& batch) {
 
 Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
                     CompiledBatch* out) {
+  return CompileBatch(index, batch, out, static_cast<int64_t>(index.split_length()));
+}
+
+Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
+                    CompiledBatch* out, int64_t split_length) {
+  if (split_length < 1) return Status::InvalidArgument("split_length must be at least 1");
   if (out == nullptr) return Status::InvalidArgument("compiled batch output is NULL");
   GENIE_RETURN_IF_ERROR(ValidateBatch(batch));
   try {
@@ -121,8 +127,13 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
     const auto n_queries = static_cast<std::size_t>(batch.n_queries);
     compiled.query_slice_offsets.reserve(n_queries + 1);
     compiled.max_score.reserve(n_queries);
+    // One slice per range is the usual case (a keyword's list, shorter than
+    // split_length): reserving it saves the vector's regrowth copies.
+    if (n_queries > 0 && batch.item_offsets != nullptr) {  // (validated: offsets start at 0)
+      compiled.slices.reserve(static_cast<std::size_t>(batch.item_offsets[batch.query_offsets[n_queries]]));
+    }
 
-    const auto split = static_cast<int64_t>(index.split_length());
+    const int64_t split = split_length;
     const int64_t bound_cap = index.max_object_keywords();
     const Span<int64_t> list_offsets = index.keyword_offsets();
     std::vector<KeywordRange> merged;
@@ -133,6 +144,9 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
     for (std::size_t q = 0; q < n_queries; ++q) {
       int64_t bound = 0;  // saturates just above INT32_MAX
       weight_events.clear();
+      bool have_hint = false;  // KeywordSpanFrom: where the last range's keywords began
+      int32_t hint_lo = 0;
+      std::size_t hint_at = 0;
       for (int64_t item = batch.query_offsets[q]; item < batch.query_offsets[q + 1]; ++item) {
         const int64_t r_begin = batch.item_offsets[item], r_end = batch.item_offsets[item + 1];
         const int32_t weight = batch.item_weights ? batch.item_weights[item] : 1;
@@ -141,8 +155,10 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
         for (int64_t r = r_begin; r < r_end; ++r) {
           merged.push_back({batch.ranges_lo[r], batch.ranges_hi[r]});
         }
-        std::sort(merged.begin(), merged.end(),
-                  [](const KeywordRange& a, const KeywordRange& b) { return a.lo < b.lo; });
+        if (merged.size() > 1) {  // most items are one range (a keyword)
+          std::sort(merged.begin(), merged.end(),
+                    [](const KeywordRange& a, const KeywordRange& b) { return a.lo < b.lo; });
+        }
         std::size_t kept = 0;
         for (std::size_t r = 0; r < merged.size(); ++r) {
           // 64-bit so that hi == INT32_MAX cannot wrap when testing adjacency.
@@ -162,14 +178,23 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
         // (only keywords the index lacks between them) are joined.
         int64_t covered = 0;
         int64_t span_begin = 0, span_end = 0;
+        int32_t span_list = -1;  // the list the span starts in
         auto emit_span = [&]() {
-          for (int64_t b = span_begin; b < span_end; b += split) {
-            compiled.slices.push_back({b, std::min(b + split, span_end), weight});
+          for (int64_t b = span_begin; b < span_end; b = b + std::min(split, span_end - b)) {
+            compiled.slices.push_back(
+                {b, b + std::min(split, span_end - b), weight, b == span_begin ? span_list : -1});
           }
           compiled.total_postings += span_end - span_begin;
         };
         for (const KeywordRange& range : merged) {
-          const auto [first, last] = index.KeywordSpan(range.lo, range.hi);
+          // Ranges of one item ascend, and so usually do a query's items:
+          // search on from the last span unless the range starts below it.
+          const bool onward = have_hint && range.lo >= hint_lo;
+          const auto [first, last] = onward ? index.KeywordSpanFrom(hint_at, range.lo, range.hi)
+                                            : index.KeywordSpan(range.lo, range.hi);
+          have_hint = true;
+          hint_lo = range.lo;
+          hint_at = first;
           if (first == last) continue;
           covered += static_cast<int64_t>(last - first);
           weight_events.push_back({static_cast<int64_t>(first), weight});
@@ -181,6 +206,7 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
             if (span_end > span_begin) emit_span();
             span_begin = b;
             span_end = e;
+            span_list = first <= static_cast<std::size_t>(kInt32Max) ? static_cast<int32_t>(first) : -1;
           }
         }
         if (span_end > span_begin) emit_span();
@@ -193,7 +219,11 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
       // A second bound: an object has at most max_object_keywords keywords,
       // each worth at most the total weight of the items that contain it.
       // It is the tighter one for heavily weighted disjoint items.
-      std::sort(weight_events.begin(), weight_events.end());
+      // Items over ascending disjoint keywords (LSH, most keyword sets) give
+      // their events in order already: the check is linear, the sort is not.
+      if (!std::is_sorted(weight_events.begin(), weight_events.end())) {
+        std::sort(weight_events.begin(), weight_events.end());
+      }
       int64_t keyword_weight = 0, max_keyword_weight = 0;
       for (const auto& event : weight_events) {
         keyword_weight += event.second;

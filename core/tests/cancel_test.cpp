@@ -292,4 +292,25 @@ TEST(Cancel, CApiSearchAndVerify) {
 }
 
 }  // namespace
+// A JoinedThread runs its function beside the caller and is joined by
+// Join() or, however the caller leaves, by its destructor; a second Start
+// before the join is refused.
+TEST(JoinedThread, RunsBesideTheCallerAndJoins) {
+  std::atomic<int> ran{0};
+  {
+    JoinedThread thread;
+    ASSERT_TRUE(thread.Start([&]() noexcept { ran.fetch_add(1); }));
+    EXPECT_FALSE(thread.Start([&]() noexcept { ran.fetch_add(100); }));
+  }  // joined here
+  EXPECT_EQ(ran.load(), 1);
+  JoinedThread again;
+  ASSERT_TRUE(again.Start([&]() noexcept { ran.fetch_add(1); }));
+  again.Join();
+  EXPECT_EQ(ran.load(), 2);
+  ASSERT_TRUE(again.Start([&]() noexcept { ran.fetch_add(1); }));  // joined: startable again
+  again.Join();
+  again.Join();  // a second join does nothing
+  EXPECT_EQ(ran.load(), 3);
+}
+
 }  // namespace genie

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstring>
 #include <map>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -451,4 +452,30 @@ TEST(IndexMemory, CountsItsArrays) {
 }
 
 }  // namespace
+// KeywordSpanFrom equals KeywordSpan from every admissible start (every
+// keyword before it below lo), for ranges around, between and beyond the
+// keywords, single keywords included.
+TEST(KeywordSpan, FromAHintEqualsTheSearch) {
+  std::mt19937 rng(91);
+  Csr csr;
+  for (int o = 0; o < 300; ++o) {
+    std::vector<int32_t> kws;
+    for (int i = 0; i < 4; ++i) kws.push_back(static_cast<int32_t>(rng() % 500) * 3);
+    csr.Add(kws);
+  }
+  InvertedIndex index;
+  ASSERT_TRUE(InvertedIndex::Build(csr.offsets, csr.keywords, IndexOptions(), &index).ok());
+  const auto keywords = index.keywords();
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int32_t lo = static_cast<int32_t>(rng() % 1600) - 50;
+    const int32_t hi = trial % 3 == 0 ? lo : lo + static_cast<int32_t>(rng() % 40) - 5;
+    const auto want = index.KeywordSpan(lo, hi);
+    std::size_t limit = 0;  // starts in [0, limit] are admissible
+    while (limit < keywords.size() && keywords[limit] < lo) ++limit;
+    for (std::size_t from : {std::size_t{0}, limit / 2, limit, limit > 0 ? limit - 1 : 0}) {
+      EXPECT_EQ(index.KeywordSpanFrom(from, lo, hi), want) << lo << " " << hi << " from " << from;
+    }
+  }
+}
+
 }  // namespace genie

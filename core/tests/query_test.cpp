@@ -289,15 +289,20 @@ TEST(CompileSplit, LongSpansAreChunked) {
 }
 
 // On random data: the slices, weighted, cover each List Array position
-// exactly as often as the items' keyword sets say, and none is too long.
+// exactly as often as the items' keyword sets say, and none is too long;
+// also with the split given to CompileBatch (kUnsplitSlices: whole spans, as
+// the tiled GPU matcher takes them).  A slice's recorded list, when known
+// (always for whole spans), holds its first position.  The random items
+// come in any order, so the keyword search runs both from the last span and
+// from scratch.
 TEST(CompileSplit, SlicesCoverTheItemsKeywords) {
   testing::DataSpec data;
   data.objects = 400;
   data.zipf = 1.2;
   Csr csr = testing::RandomCsr(17, data);
-  for (int32_t split : {1, 3, 16, kDefaultSplitLength}) {
+  for (int64_t split : {int64_t{1}, int64_t{3}, int64_t{16}, int64_t{kDefaultSplitLength}, kUnsplitSlices}) {
     IndexOptions options;
-    options.split_length = split;
+    options.split_length = split == kUnsplitSlices ? 2 : static_cast<int32_t>(split);
     InvertedIndex index;
     ASSERT_TRUE(InvertedIndex::Build(csr.offsets, csr.keywords, options, &index).ok());
     testing::QuerySpec spec;
@@ -306,7 +311,8 @@ TEST(CompileSplit, SlicesCoverTheItemsKeywords) {
     QueryBatch batch = testing::RandomBatch(18, spec);
     const genie_query_batch view = batch.View();
     CompiledBatch c;
-    ASSERT_TRUE(CompileBatch(index, view, &c).ok());
+    ASSERT_TRUE((split == kUnsplitSlices ? CompileBatch(index, view, &c, split)
+                                         : CompileBatch(index, view, &c)).ok());
     ASSERT_EQ(c.num_queries(), batch.num_queries());
     const auto offsets = index.keyword_offsets();
     const auto p = static_cast<std::size_t>(index.num_postings());
@@ -317,6 +323,13 @@ TEST(CompileSplit, SlicesCoverTheItemsKeywords) {
         const ListSlice& slice = c.slices[static_cast<std::size_t>(s)];
         EXPECT_LT(slice.begin, slice.end);
         EXPECT_LE(slice.end - slice.begin, split);
+        if (split == kUnsplitSlices) {
+          EXPECT_GE(slice.list, 0);
+        }
+        if (slice.list >= 0) {
+          EXPECT_LE(offsets[static_cast<std::size_t>(slice.list)], slice.begin);
+          EXPECT_GT(offsets[static_cast<std::size_t>(slice.list) + 1], slice.begin);
+        }
         for (int64_t i = slice.begin; i < slice.end; ++i) got[static_cast<std::size_t>(i)] += slice.weight;
         total += slice.end - slice.begin;
       }

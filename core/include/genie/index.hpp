@@ -58,6 +58,9 @@ class InvertedIndex {
 
   // Indices [first, last) into keywords() of the keywords within [lo, hi].
   std::pair<std::size_t, std::size_t> KeywordSpan(int32_t lo, int32_t hi) const;
+  // The same, searching from keyword position `from` on (every keyword before
+  // it is < lo): a query's ascending items each start where the last ended.
+  std::pair<std::size_t, std::size_t> KeywordSpanFrom(std::size_t from, int32_t lo, int32_t hi) const;
 
   // The objects [begin, end) as an index of their own, with object ids
   // renumbered to start at 0: one part for multiple loading.

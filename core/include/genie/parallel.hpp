@@ -10,6 +10,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "genie/cancel.hpp"
@@ -31,6 +32,27 @@ void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept
 // Status::Cancelled() is returned (keep an index's work small enough).
 Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_t)>& fn,
                    const CancelCheck& cancel = CancelCheck());
+
+// One thread of the caller's own beside it, started with every signal
+// blocked (as the pool's), joined by Join() or by the destructor however the
+// caller's work ends.  For work that must run beside the caller while the
+// caller blocks (the GPU engine's pipelined search), without holding the pool
+// that the work's own ParallelFor calls need.
+class JoinedThread {
+ public:
+  JoinedThread() = default;
+  ~JoinedThread() { Join(); }
+  JoinedThread(const JoinedThread&) = delete;
+  JoinedThread& operator=(const JoinedThread&) = delete;
+
+  // Starts fn (which must not throw); false when no thread could be started
+  // (fn does not run).
+  bool Start(std::function<void()> fn) noexcept;
+  void Join() noexcept;
+
+ private:
+  std::thread thread_;
+};
 
 // The first failure of a group of workers: later ones are dropped, and
 // workers poll failed() to stop early.

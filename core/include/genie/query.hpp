@@ -51,6 +51,10 @@ struct ListSlice {
   int64_t begin;
   int64_t end;
   int32_t weight;
+  // The keyword list holding position `begin` (an index into keywords()),
+  // or -1 when not known (a later slice of a split span): spares the GPU
+  // engine a search when it cuts slices at lists.
+  int32_t list = -1;
 };
 
 // The batch compiled against one index: per query, the List Array slices to
@@ -68,5 +72,11 @@ struct CompiledBatch {
 // set).  The same keyword in two items counts in both.  Fails with
 // GENIE_INVALID_ARGUMENT when a query's score bound exceeds INT32_MAX.
 Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch, CompiledBatch* out);
+// The same with slices cut at split_length postings instead of the index's
+// (kUnsplitSlices: spans whole, for a consumer that cuts them itself, as the
+// tiled GPU matcher does at its tiles).
+constexpr int64_t kUnsplitSlices = INT64_MAX;
+Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch, CompiledBatch* out,
+                    int64_t split_length);
 
 }  // namespace genie
