@@ -358,7 +358,8 @@ int main(int argc, char** argv) {
       {"count", "GPU count table (GPU-SPQ baseline)", nullptr, "", 0},
       {"faithful", "GPU c-PQ, faithful (paper III-C)", "faithful", "", 0},
       {"faithful-paper", "GPU c-PQ, faithful, paper tie selection", "faithful", "", 0},
-      {"tiled", "GPU c-PQ, tiled (shared-memory Bitmap Counter)", "tiled", "", 0},
+      {"tiled-full", "GPU c-PQ, tiled, 4-byte postings", "tiled", "", 0},
+      {"tiled", "GPU c-PQ, tiled, packed postings (16-bit tile-local ids)", "tiled", "", 0},
   };
   if (!args.tile_words.empty()) {
     std::stringstream list(args.tile_words);
@@ -380,6 +381,8 @@ int main(int argc, char** argv) {
       gpu_options.matcher = genie::GpuMatcher::kFaithful;
     }
     if (kind.flag == "faithful-paper") gpu_options.exact_ties = false;
+    if (kind.flag == "tiled-full") gpu_options.postings = genie::GpuPostings::kFull;
+    if (kind.flag == "tiled") gpu_options.postings = genie::GpuPostings::kPacked;
     if (!kind.tile_words.empty()) {
       // As the engine's former GENIE_GPU_TILE_WORDS: a value out of range
       // leaves the default.
@@ -423,6 +426,8 @@ int main(int argc, char** argv) {
     r.queries = w.nq;
     r.postings = postings;
     r.mem_per_query = static_cast<double>(stats.peak_device_bytes - stats.index_device_bytes) / w.nq;
+    std::printf("%s: index on the device %.1f MB\n", kind.label.c_str(),
+                static_cast<double>(stats.index_device_bytes) / 1e6);
     r.note = "median of " + std::to_string(args.repeat) + " (min " +
              std::to_string(times.front() * 1e3).substr(0, 7) + " ms); parts " +
              std::to_string(stats.parts) + ", groups " + std::to_string(stats.query_groups) +

@@ -16,6 +16,8 @@
 //   bound every object's score: an object occurs at most once in a run.
 //   (Not the sum of slice weights: a slice may span several lists.)
 //   c-PQ takes queries with M <= 4095; larger bounds use the count table.
+//   The tiled matcher rounds b up to a power of two (TiledBitsFor), so that
+//   its count loop finds a counter by shifts and masks.
 //
 // * Gate (Algorithm 1).  ZA[j] counts the objects whose count reached j while
 //   j >= AT; a weighted update old -> old + w adds 1 to every level in
@@ -45,6 +47,16 @@
 //   first ties at T in id order.  All three sort their candidates by (score
 //   desc, object asc) with CUB's segmented sort and cut to k.
 //
+// * Packed postings (packed_postings.hpp).  With the tiled matcher the
+//   resident index is held as 16-bit ids local to 65,536-object pack tiles
+//   plus each list's pack directory, where that pays; a kernel tile then lies
+//   inside one pack tile.  The 4-byte List Array is uploaded beside it only
+//   when a query needs the count table (EnsureFullPostings).
+//
+// * Pipelined search (pipeline.cpp).  A resident tiled search of at least
+//   2 x kPipelineQueries queries is matched piece by piece while a helper
+//   thread compiles the next piece; only the calling thread touches the device.
+//
 // * Multiple loading.  The index is uploaded when it takes at most half the
 //   budget.  Otherwise (or when one query's state does not fit beside it) the
 //   objects are split into parts (PlanObjectParts + SliceObjects, cached, page
@@ -70,19 +82,27 @@
 #include "genie/parallel.hpp"
 #include "gpu_engine_impl.hpp"
 #include "kernels.hpp"
+#include "packed_postings.hpp"
 
 namespace genie {
 namespace gpu {
 
-Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch, int threads,
-                      const CancelCheck& cancel, CompiledQueries* out) {
+Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch,
+                      int64_t split_length, int threads, const CancelCheck& cancel,
+                      CompiledQueries* out) {
   GENIE_RETURN_IF_ERROR(ValidateBatch(batch));
-  const int64_t nq = batch.n_queries;
+  return CompileQueryRange(index, batch, 0, batch.n_queries, split_length, threads, cancel, out);
+}
+
+Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& batch,
+                         int32_t q_begin, int32_t q_end, int64_t split_length, int threads,
+                         const CancelCheck& cancel, CompiledQueries* out) {
+  const int64_t nq = q_end - q_begin;
   const int64_t per_chunk = std::max<int64_t>(16, (nq + threads * 4 - 1) / (threads * 4));
   const int64_t n_chunks = (nq + per_chunk - 1) / per_chunk;
   out->chunks.assign(static_cast<std::size_t>(n_chunks), CompiledBatch());
   Status status = ParallelFor(n_chunks, threads, [&](int64_t c) -> Status {
-    const int64_t q0 = c * per_chunk, q1 = std::min(nq, q0 + per_chunk);
+    const int64_t q0 = q_begin + c * per_chunk, q1 = std::min<int64_t>(q_end, q0 + per_chunk);
     const int64_t i0 = batch.query_offsets[q0], i1 = batch.query_offsets[q1];
     const int64_t r0 = batch.item_offsets[i0];
     std::vector<int64_t> query_offsets(static_cast<std::size_t>(q1 - q0 + 1));
@@ -100,7 +120,7 @@ Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch
     sub.item_weights = batch.item_weights ? batch.item_weights + i0 : nullptr;
     sub.ranges_lo = batch.ranges_lo ? batch.ranges_lo + r0 : nullptr;
     sub.ranges_hi = batch.ranges_hi ? batch.ranges_hi + r0 : nullptr;
-    return CompileBatch(index, sub, &out->chunks[static_cast<std::size_t>(c)]);
+    return CompileBatch(index, sub, &out->chunks[static_cast<std::size_t>(c)], split_length);
   }, cancel);
   if (!status.ok()) {
     // Report the error with the batch's own query numbers.
@@ -133,9 +153,31 @@ namespace {
 // back into ranges (CompileBatch cuts spans into split_length slices), then
 // each range cut at keyword-list boundaries (CompileBatch joins the lists of
 // a keyword range into one span): sorted runs of one list each.
+// The list holding List Array position b: the last i with offs[i] <= b,
+// galloping on from `from` when b is at or past offs[from] (a query's slices
+// mostly ascend), else a binary search.
+std::size_t ListAt(Span<int64_t> offs, int64_t b, std::size_t from) {
+  if (from < offs.size() && offs[from] <= b) {
+    std::size_t lo = from, step = 1;
+    std::size_t hi = from + 1;
+    while (hi < offs.size() && offs[hi] <= b) {
+      lo = hi;
+      hi = std::min(offs.size(), hi + step);
+      step *= 2;
+    }
+    // offs[lo] <= b, and offs[hi] > b or hi == size
+    const auto it = std::upper_bound(offs.begin() + static_cast<std::ptrdiff_t>(lo),
+                                     offs.begin() + static_cast<std::ptrdiff_t>(hi), b);
+    return static_cast<std::size_t>(it - offs.begin()) - 1;
+  }
+  const std::size_t i = static_cast<std::size_t>(std::upper_bound(offs.begin(), offs.end(), b) - offs.begin());
+  return i == 0 ? 0 : i - 1;
+}
+
 template <typename Emit>
 void ForEachListRun(Span<ListSlice> slices, Span<int64_t> offs, Emit emit) {
   const std::size_t last = slices.size();
+  std::size_t list = 0;
   for (std::size_t s = 0; s < last;) {
     const ListSlice& first = slices[s];
     int64_t b = first.begin, e = first.end;
@@ -146,16 +188,21 @@ void ForEachListRun(Span<ListSlice> slices, Span<int64_t> offs, Emit emit) {
       e = next.end;
     }
     if (b >= e) continue;
-    std::size_t i = static_cast<std::size_t>(
-        std::upper_bound(offs.begin(), offs.end(), b) - offs.begin());
-    i = i == 0 ? 0 : i - 1;
+    // An empty list before the span's first keyword shares its offset, so
+    // the recorded list is taken only when it really starts at or before b.
+    std::size_t i = first.list >= 0 && static_cast<std::size_t>(first.list) + 1 < offs.size() &&
+                            offs[static_cast<std::size_t>(first.list)] <= b &&
+                            offs[static_cast<std::size_t>(first.list) + 1] > b
+                        ? static_cast<std::size_t>(first.list)
+                        : ListAt(offs, b, list);
     while (b < e) {
       while (i + 1 < offs.size() && offs[i + 1] <= b) ++i;
       const int64_t list_end = i + 1 < offs.size() ? offs[i + 1] : e;
       const int64_t piece_end = std::min(e, list_end);
-      emit(Segment{b, piece_end, w});
+      emit(Segment{b, piece_end, static_cast<int64_t>(i), w});
       b = piece_end;
     }
+    list = i;
   }
 }
 
@@ -166,22 +213,50 @@ Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, in
   const int32_t nq = cq.num_queries();
   out->max_score.assign(static_cast<std::size_t>(nq), 0);
   out->num_runs.assign(static_cast<std::size_t>(nq), 0);
-  out->runs.clear();
-  if (keep_runs) out->runs.resize(static_cast<std::size_t>(nq));
+  out->runs = FlatRuns();
   const int64_t per_task = 8;
-  return ParallelFor((nq + per_task - 1) / per_task, threads, [&](int64_t t) -> Status {
+  const int64_t tasks = (nq + per_task - 1) / per_task;
+  // Pass 1: bounds and run counts.
+  GENIE_RETURN_IF_ERROR(ParallelFor(tasks, threads, [&](int64_t t) -> Status {
     const int32_t q1 = static_cast<int32_t>(std::min<int64_t>(nq, (t + 1) * per_task));
     for (int32_t q = static_cast<int32_t>(t * per_task); q < q1; ++q) {
       const std::size_t qi = static_cast<std::size_t>(q);
       int64_t sum = 0, runs = 0;
-      std::vector<Segment>* keep = keep_runs ? &out->runs[qi] : nullptr;
       ForEachListRun(cq.Slices(q), offs, [&](const Segment& seg) {
         sum += seg.weight;
         ++runs;
-        if (keep != nullptr) keep->push_back(seg);
       });
       out->max_score[qi] = std::min(sum, cq.bound[qi]);
       out->num_runs[qi] = runs;
+    }
+    return Status::Ok();
+  }, cancel));
+  if (!keep_runs) return Status::Ok();
+  // Pass 2 (tiled): the runs themselves, flat, each query at its offset.
+  FlatRuns& flat = out->runs;
+  flat.offsets.assign(static_cast<std::size_t>(nq) + 1, 0);
+  for (int32_t q = 0; q < nq; ++q) {
+    flat.offsets[static_cast<std::size_t>(q) + 1] =
+        flat.offsets[static_cast<std::size_t>(q)] + out->num_runs[static_cast<std::size_t>(q)];
+  }
+  const std::size_t total = static_cast<std::size_t>(flat.offsets.back());
+  flat.begin.resize(total);
+  flat.length.resize(total);
+  flat.weight.resize(total);
+  flat.list.resize(total);
+  flat.list_begin.resize(total);
+  return ParallelFor(tasks, threads, [&](int64_t t) -> Status {
+    const int32_t q1 = static_cast<int32_t>(std::min<int64_t>(nq, (t + 1) * per_task));
+    for (int32_t q = static_cast<int32_t>(t * per_task); q < q1; ++q) {
+      std::size_t r = static_cast<std::size_t>(flat.offsets[static_cast<std::size_t>(q)]);
+      ForEachListRun(cq.Slices(q), offs, [&](const Segment& seg) {
+        flat.begin[r] = seg.begin;
+        flat.length[r] = static_cast<int32_t>(seg.end - seg.begin);  // within one list
+        flat.weight[r] = seg.weight;
+        flat.list[r] = seg.list;
+        flat.list_begin[r] = offs[static_cast<std::size_t>(seg.list)];
+        ++r;
+      });
     }
     return Status::Ok();
   }, cancel);
@@ -218,14 +293,32 @@ Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
     ReleaseAll();
     GENIE_RETURN_IF_ERROR(CheckCancel());
     index_ = std::move(index);
+    std::shared_ptr<const InvertedIndex> kept = index_;
     const Span<int32_t> postings = index_->postings();
     const uint64_t bytes = postings.size() * sizeof(int32_t);
     uint64_t budget = 0;
     GENIE_RETURN_IF_ERROR(EffectiveBudget(&budget));
     resident_ = false;
+    const bool pack = config_.matcher == Matcher::kTiled && bytes > 0 &&
+                      (config_.postings == GpuPostings::kPacked ||
+                       (config_.postings == GpuPostings::kAuto && PackingPays(*index_)));
+    const uint64_t packed_bytes =
+        pack ? postings.size() * sizeof(uint16_t) + PackDirectoryEntries(*index_) * 4 : 0;
     if (bytes == 0) {
       resident_ = true;
-    } else if (bytes <= budget / 2) {
+    } else if (pack && packed_bytes <= budget / 2) {
+      Status status = UploadPacked();
+      if (status.code() == GENIE_DEVICE_OUT_OF_MEMORY) {
+        ReleaseAll();  // multiple loading
+        index_ = std::move(kept);
+        return Status::Ok();
+      }
+      if (!status.ok()) {
+        ReleaseAll();
+        return status;
+      }
+      resident_ = true;
+    } else if (!pack && bytes <= budget / 2) {
       Status status = resident_postings_.Allocate(postings.size(), "the List Array");
       if (status.code() == GENIE_DEVICE_OUT_OF_MEMORY) return Status::Ok();  // multiple loading
       GENIE_RETURN_IF_ERROR(status);
@@ -267,7 +360,7 @@ Status GpuEngine::Search(const genie_query_batch& batch, int32_t k, TopKResults*
     DeviceBlockScope blocks;  // the search's transient buffers are reused
     DeviceMemory::ResetPeak();
     prof_.Start(profile_, compute_stream_.get());
-    stats_.index_device_bytes = resident_postings_.bytes();
+    stats_.index_device_bytes = ResidentBytes();
     TopKResults results;
     Status status = SearchImpl(batch, k, &results);
     if (!status.ok()) {
@@ -292,6 +385,8 @@ Status GpuEngine::Search(const genie_query_batch& batch, int32_t k, TopKResults*
 
 void GpuEngine::ReleaseAll() {
   resident_postings_.Reset();
+  packed_postings_.Reset();
+  pack_dir_.Reset();
   resident_ = false;
   ReleaseParts();
   index_.reset();
@@ -313,28 +408,49 @@ Status GpuEngine::EffectiveBudget(uint64_t* budget) {
   GENIE_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
   // Most of the free memory (what we hold ourselves counts as ours), less
   // a reserve for the CUDA context, CUB and fragmentation.
-  const uint64_t ours = resident_postings_.bytes();
+  const uint64_t ours = ResidentBytes();
   const uint64_t usable = static_cast<uint64_t>(free_bytes) + ours;
   const uint64_t reserve = std::max<uint64_t>(512ull << 20, total_bytes / 20);
   *budget = usable > reserve ? (usable - reserve) / 10 * 9 : 0;
   return Status::Ok();
 }
 
+DeviceIndexView GpuEngine::ResidentView() const {
+  DeviceIndexView view;
+  view.postings = resident_postings_.get();
+  if (packed_postings_.size() > 0) {
+    view.packed = packed_postings_.get();
+    view.pack_dir = pack_dir_.get();
+    view.pack_tiles = PackTiles(index_->num_objects());
+  }
+  view.num_objects = index_->num_objects();
+  view.keyword_offsets = index_->keyword_offsets();
+  return view;
+}
+
 Status GpuEngine::SearchImpl(const genie_query_batch& batch, int32_t k, TopKResults* out) {
   const InvertedIndex& index = *index_;
   uint64_t budget = 0;
   GENIE_RETURN_IF_ERROR(EffectiveBudget(&budget));
+  if (resident_ && config_.matcher == Matcher::kTiled &&
+      batch.n_queries >= 2 * kPipelineQueries && index.num_objects() > 0) {
+    GENIE_RETURN_IF_ERROR(ValidateBatch(batch));
+    const uint64_t held = ResidentBytes();
+    Status status = SearchPipelined(batch, k, budget > held ? budget - held : 0, out);
+    if (status.code() != GENIE_DEVICE_OUT_OF_MEMORY || index.num_objects() < 2) return status;
+    stats_ = SearchStats();
+    stats_.matcher = MatcherName(config_.matcher);
+    stats_.index_device_bytes = held;
+    return SearchParts(batch, k, budget > held ? budget - held : 0, out);
+  }
   if (resident_) {
     CompiledQueries compiled;
-    GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, threads_, cancel_, &compiled));
+    GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, SplitLength(index), threads_, cancel_, &compiled));
     prof_.Mark("compile");
     const int32_t nq = compiled.num_queries();
-    const uint64_t held = resident_postings_.bytes();
+    const uint64_t held = ResidentBytes();
     const uint64_t avail = budget > held ? budget - held : 0;
-    DeviceIndexView view;
-    view.postings = resident_postings_.get();
-    view.num_objects = index.num_objects();
-    view.keyword_offsets = index.keyword_offsets();
+    const DeviceIndexView view = ResidentView();
     std::vector<std::vector<Hit>> per_query;
     Status status = RunQueries(view, compiled, k, avail, &per_query);
     if (status.ok()) {
@@ -366,12 +482,13 @@ void GpuEngine::Assemble(int32_t nq, std::vector<std::vector<Hit>>* per_query, T
   *out = std::move(results);
 }
 
-int32_t GpuEngine::TileCount(int32_t n, const std::vector<int64_t>& max_score) const {
+int32_t GpuEngine::TileCount(int32_t n, const std::vector<int64_t>& max_score,
+                             bool packed) const {
   int64_t widest = 1;
   for (int64_t m : max_score) {
     if (m <= kCpqMaxScore) widest = std::max(widest, m);
   }
-  const int32_t per_tile = TileObjects(BitsFor(widest));
+  const int32_t per_tile = TileFor(config_.tile_words, TiledBitsFor(widest), packed).tile_objects;
   return static_cast<int32_t>((static_cast<int64_t>(n) + per_tile - 1) / per_tile);
 }
 
@@ -394,7 +511,17 @@ uint64_t GpuEngine::QueryBytes(const CompiledQueries& cq, const Prepared& prep, 
                                int32_t k, int32_t tiles, Matcher route) const {
   const std::size_t qi = static_cast<std::size_t>(q);
   const int64_t max_score = prep.max_score[qi];
-  const uint64_t slices = static_cast<uint64_t>(cq.count[qi]);
+  // Device slices after BuildWork's cut (the count table and faithful c-PQ
+  // read them; tiled c-PQ counts its runs instead).
+  uint64_t slices = static_cast<uint64_t>(cq.count[qi]);
+  if (route != Matcher::kTiled && config_.matcher == Matcher::kTiled) {
+    // (Other matchers compile slices at split_length: already cut.)
+    slices = 0;
+    const int64_t cut = DeviceSliceLength();
+    for (const ListSlice& slice : cq.Slices(q)) {
+      if (slice.end > slice.begin) slices += static_cast<uint64_t>((slice.end - slice.begin + cut - 1) / cut);
+    }
+  }
   const uint64_t common = static_cast<uint64_t>(k) * 8 + 128;
   const uint64_t ms = static_cast<uint64_t>(std::max<int64_t>(max_score, 1));
   if (route == Matcher::kCountTable) {
@@ -439,21 +566,28 @@ Status GpuEngine::PlanGroups(const std::vector<int32_t>& queries, const std::vec
 
 Status GpuEngine::RunQueries(const DeviceIndexView& view, const CompiledQueries& cq, int32_t k,
                              uint64_t avail, std::vector<std::vector<Hit>>* per_query) {
+  Prepared prep;
+  GENIE_RETURN_IF_ERROR(Prepare(cq, view.keyword_offsets, config_.matcher == Matcher::kTiled,
+                                threads_, cancel_, &prep));
+  return RunPrepared(view, cq, prep, k, avail, per_query);
+}
+
+Status GpuEngine::RunPrepared(const DeviceIndexView& index_view, const CompiledQueries& cq,
+                              const Prepared& prep, int32_t k, uint64_t avail,
+                              std::vector<std::vector<Hit>>* per_query) {
+  DeviceIndexView view = index_view;  // EnsureFullPostings may add the 4-byte array
   const int32_t nq = cq.num_queries();
   per_query->assign(static_cast<std::size_t>(nq), {});
   const int32_t n = view.num_objects;
   if (n <= 0 || nq == 0) return Status::Ok();
   const int32_t k_eff = std::min(k, n);
-  Prepared prep;
-  GENIE_RETURN_IF_ERROR(Prepare(cq, view.keyword_offsets, config_.matcher == Matcher::kTiled,
-                                threads_, cancel_, &prep));
   std::vector<int32_t> cpq, count;
   for (int32_t q = 0; q < nq; ++q) {
     const int64_t m = prep.max_score[static_cast<std::size_t>(q)];
     if (m <= 0) continue;  // no postings: no hits
     (RouteOf(m) == Matcher::kCountTable ? count : cpq).push_back(q);
   }
-  const int32_t tiles = TileCount(n, prep.max_score);
+  const int32_t tiles = TileCount(n, prep.max_score, view.packed != nullptr);
   std::vector<uint64_t> bytes(static_cast<std::size_t>(nq), 0);
   for (int32_t q : cpq) {
     bytes[static_cast<std::size_t>(q)] = QueryBytes(cq, prep, q, n, k_eff, tiles, config_.matcher);
@@ -463,6 +597,7 @@ Status GpuEngine::RunQueries(const DeviceIndexView& view, const CompiledQueries&
   if (!cpq.empty()) {
     std::vector<std::vector<int32_t>> groups;
     GENIE_RETURN_IF_ERROR(PlanGroups(cpq, bytes, avail, &groups));
+    if (config_.matcher != Matcher::kTiled) GENIE_RETURN_IF_ERROR(EnsureFullPostings(&view));
     for (const auto& group : groups) {
       GENIE_RETURN_IF_ERROR(CheckCancel());
       if (config_.matcher == Matcher::kTiled) {
@@ -485,6 +620,7 @@ Status GpuEngine::RunQueries(const DeviceIndexView& view, const CompiledQueries&
     }
     std::vector<std::vector<int32_t>> groups;
     GENIE_RETURN_IF_ERROR(PlanGroups(count, bytes, avail, &groups));
+    GENIE_RETURN_IF_ERROR(EnsureFullPostings(&view));
     for (const auto& group : groups) {
       GENIE_RETURN_IF_ERROR(CheckCancel());
       for (int32_t q : group) (*per_query)[static_cast<std::size_t>(q)].clear();
@@ -524,7 +660,17 @@ Status ConfigFromOptions(const GpuEngineOptions& options, Config* config) {
   config->exact_ties = options.exact_ties;
   config->forced_ht_slots =
       options.hash_table_slots > 0 ? static_cast<uint32_t>(NextPow2(options.hash_table_slots)) : 0;
+  switch (options.postings) {
+    case GpuPostings::kAuto:
+    case GpuPostings::kPacked:
+    case GpuPostings::kFull:
+      break;
+    default:
+      return Status::InvalidArgument("unknown GPU postings form " +
+                                     std::to_string(static_cast<int>(options.postings)));
+  }
   config->tile_words = options.tile_words;
+  config->postings = options.postings;
   config->profile = options.profile;
   return Status::Ok();
 }

@@ -3,6 +3,9 @@
 //   gpu_engine.cpp           the driver: creation, upload, search, planning of
 //                            query groups, the design notes (invariants)
 //   multiple_loading.cpp     parts of the index copied on a second stream
+//   packed_postings.cpp      the packed device form of the List Array (tiled)
+//   pipeline.cpp             large resident tiled batches, compiled piece by
+//                            piece beside the device work
 //   query_groups.cpp         a group's device work and the selection tail
 //                            (sort, emit, fetch) shared by the matchers
 //   matcher_faithful.cpp     faithful c-PQ    (kernels: matcher_faithful.cu)
@@ -50,6 +53,7 @@ struct Config {
   bool exact_ties = true;
   uint32_t forced_ht_slots = 0;
   int32_t tile_words = kDefaultTileWords;
+  GpuPostings postings = GpuPostings::kAuto;
   bool profile = false;
 };
 
@@ -98,11 +102,24 @@ class Profiler {
 constexpr uint64_t kGroupFixedBytes = 16ull << 20;  // CUB temp slack, small arrays
 constexpr std::size_t kMaxGroupQueries = 32768;
 constexpr int64_t kMaxParts = 1 << 16;
+// Resident tiled searches of at least 2 x this many queries are pipelined:
+// pieces of about this many queries, the host compiling piece i + 1 while
+// the device matches piece i (pipeline.cpp).
+constexpr int32_t kPipelineQueries = 256;
 
 inline int32_t BitsFor(int64_t max_score) {
   int32_t b = 1;
   while (b < 31 && ((int64_t{1} << b) - 1) < max_score) ++b;
   return b;
+}
+
+// The tiled matcher's counter width: BitsFor rounded up to a power of two,
+// so that its kernel finds a counter by shifts (a tile then holds as many
+// objects as with the exact width, or at most a third fewer).
+inline int32_t TiledBitsFor(int64_t max_score) {
+  int32_t bits = 1;
+  while (bits < BitsFor(max_score)) bits *= 2;
+  return bits;
 }
 
 inline uint64_t NextPow2(uint64_t v) {
@@ -113,18 +130,43 @@ inline uint64_t NextPow2(uint64_t v) {
 
 inline int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// The index (or one part of it) as the device sees it.
+// The index (or one part of it) as the device sees it: the 4-byte List
+// Array, or (resident, tiled matcher) the packed one, or both.
 struct DeviceIndexView {
-  const int32_t* postings = nullptr;  // device List Array
+  const int32_t* postings = nullptr;  // device List Array, 4-byte ids (nullptr: not on the device)
+  const uint16_t* packed = nullptr;   // device List Array, packed (packed_postings.hpp), or nullptr
+  const uint32_t* pack_dir = nullptr; // device pack directory (with packed)
+  int32_t pack_tiles = 0;
   int32_t num_objects = 0;
   Span<int64_t> keyword_offsets;      // host Position Map (tiled matcher cuts slices at lists)
 };
 
+// A run of one keyword list (list) with one weight: List Array positions [begin, end).
 struct Segment {
   int64_t begin;
   int64_t end;
+  int64_t list;
   int32_t weight;
 };
+
+// The tiled matcher's object tile for counters of `bits` bits.  With packed
+// postings a tile must lie inside one 65,536-object pack tile: its object
+// count is then the largest power of two <= 65,536 that the words hold, and
+// the words are cut to what it needs (a multiple of 512, one row per warp lane).
+struct TileGeometry {
+  int32_t tile_words;
+  int32_t tile_objects;
+};
+inline TileGeometry TileFor(int32_t config_words, int32_t bits, bool packed) {
+  const int32_t per_word = 32 / bits;
+  if (!packed) return {config_words, config_words * per_word};
+  int32_t objects = 1;
+  while (objects < (1 << 16) && static_cast<int64_t>(objects) * 2 <= int64_t{config_words} * per_word) {
+    objects *= 2;
+  }
+  const int32_t words = static_cast<int32_t>(RoundUp((objects + per_word - 1) / per_word, 512));
+  return {words, objects};
+}
 
 // The batch compiled by CompileBatch, in chunks of queries compiled on
 // several threads; per query, its slices and CompileBatch's score bound.
@@ -141,16 +183,32 @@ struct CompiledQueries {
   }
 };
 // CompileBatch on chunks of the batch (offsets rebased), in parallel.
-Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch, int threads,
-                      const CancelCheck& cancel, CompiledQueries* out);
+// split_length: CompileBatch's (GpuEngine::SplitLength).
+Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch,
+                      int64_t split_length, int threads, const CancelCheck& cancel,
+                      CompiledQueries* out);
+// The same for queries [q_begin, q_end) of a batch already validated.
+Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& batch,
+                         int32_t q_begin, int32_t q_end, int64_t split_length, int threads,
+                         const CancelCheck& cancel, CompiledQueries* out);
 
 // Per query: the score bound the counters are sized from, and (tiled) the
 // list runs.  The bound is min(CompileBatch's, the sum of the run weights):
 // an object occurs at most once in a run, so both bound every score.
+// The list runs of every query (tiled), flat in query order as the device
+// takes them (arrays of the Segment fields).
+struct FlatRuns {
+  std::vector<int64_t> offsets;     // per query: its first run (num_queries + 1)
+  std::vector<int64_t> begin;       // List Array position
+  std::vector<int32_t> length;      // postings
+  std::vector<int32_t> weight;
+  std::vector<int64_t> list;        // the keyword list
+  std::vector<int64_t> list_begin;  // where that list starts (packed: its directory's base)
+};
 struct Prepared {
   std::vector<int64_t> max_score;
   std::vector<int64_t> num_runs;
-  std::vector<std::vector<Segment>> runs;
+  FlatRuns runs;  // keep_runs only
 };
 Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, int threads,
                const CancelCheck& cancel, Prepared* out);
@@ -212,12 +270,20 @@ class GpuEngine final : public Engine {
     return config_.matcher;
   }
 
-  int32_t TileObjects(int32_t bits) const {
-    return config_.tile_words * (32 / bits);
-  }
+  // Tiles for the widest counters among the batch's c-PQ queries (packed: of
+  // the resident packed postings' geometry).
+  int32_t TileCount(int32_t n, const std::vector<int64_t>& max_score, bool packed) const;
 
-  // Tiles for the widest counters among the batch's c-PQ queries.
-  int32_t TileCount(int32_t n, const std::vector<int64_t>& max_score) const;
+  // The 4-byte List Array on the device beside the packed one, for the
+  // queries the count table takes: uploaded on first need and kept.
+  Status EnsureFullPostings(DeviceIndexView* view);
+
+  // Upload of the packed form (Upload chose it).
+  Status UploadPacked();
+
+  uint64_t ResidentBytes() const {
+    return resident_postings_.bytes() + packed_postings_.bytes() + pack_dir_.bytes();
+  }
 
   uint32_t HtCapacity(Matcher m, int32_t k, int64_t max_score, int32_t tiles) const;
 
@@ -231,6 +297,35 @@ class GpuEngine final : public Engine {
 
   Status RunQueries(const DeviceIndexView& view, const CompiledQueries& cq, int32_t k,
                     uint64_t avail, std::vector<std::vector<Hit>>* per_query);
+
+  // RunQueries after Prepare.
+  Status RunPrepared(const DeviceIndexView& index_view, const CompiledQueries& cq,
+                     const Prepared& prep, int32_t k, uint64_t avail,
+                     std::vector<std::vector<Hit>>* per_query);
+
+  // How CompileBatch cuts the lists: the tiled matcher takes whole spans
+  // (it cuts them at its tiles, and Prepare would only join the slices
+  // again: at 4.5M objects the index's 4,096-posting slices made 17 per
+  // keyword); the others balance blocks over split_length slices (III-B).
+  int64_t SplitLength(const InvertedIndex& index) const {
+    return config_.matcher == Matcher::kTiled ? kUnsplitSlices
+                                              : static_cast<int64_t>(index.split_length());
+  }
+
+  // Slices reach the scan kernels at most this long (BuildWork cuts them):
+  // the index's split_length, since the tiled matcher's compilation leaves
+  // spans whole, and a block takes at most kSlicesPerBlock slices.
+  int64_t DeviceSliceLength() const {
+    return std::min<int64_t>(kMaxDevSlice, std::max<int32_t>(index_->split_length(), 1));
+  }
+
+  // The resident index's view (SearchImpl, SearchPipelined).
+  DeviceIndexView ResidentView() const;
+
+  // Resident, tiled, a large batch: compilation overlapped with the device
+  // work, piece by piece (pipeline.cpp).
+  Status SearchPipelined(const genie_query_batch& batch, int32_t k, uint64_t avail,
+                         TopKResults* out);
 
   // Slices of the group's queries as device work: <= kSlicesPerBlock slices
   // of one query per block (paper III-B).  Built on several threads.
@@ -334,6 +429,8 @@ class GpuEngine final : public Engine {
   const CancelCheck cancel_;
   std::shared_ptr<const InvertedIndex> index_;
   DeviceArray<int32_t> resident_postings_;
+  DeviceArray<uint16_t> packed_postings_;  // packed_postings.hpp (empty: not packed)
+  DeviceArray<uint32_t> pack_dir_;
   bool resident_ = false;
   // Multiple loading: the parts of the index (host, page-locked), cached.
   int32_t part_count_ = 0;

@@ -96,7 +96,8 @@ struct DevHit {
 };
 
 struct TiledParams {
-  const int32_t* postings;
+  const int32_t* postings;     // 4-byte ids, or
+  const uint16_t* packed;      // (not nullptr) packed ids: packed_postings.hpp
   const int64_t* seg_begin;    // per segment (a sorted run of one list): List Array position
   const uint32_t* bounds;      // per segment, num_tiles + 1 offsets into it
   const int64_t* seg_offsets;  // per query: its segments (num_queries + 1)
@@ -106,7 +107,7 @@ struct TiledParams {
   int32_t tile_words;
   int32_t n_objects;
   int32_t bits;       // batch-wide (max over the group's queries)
-  int32_t per_word;
+  int32_t per_word;   // 32 / bits; bits (TiledBitsFor) and so per_word are powers of two
   int32_t hist_bins;  // max over the group's queries of max_score + 2
 };
 
@@ -126,6 +127,12 @@ Status LaunchCountScan(const int32_t* postings, const WorkItem* items, int64_t n
 Status LaunchTileBounds(const int32_t* postings, const int64_t* span_begin,
                         const int32_t* span_length, int32_t num_spans, int32_t num_tiles,
                         int32_t tile_objects, uint32_t* bounds, cudaStream_t stream);
+
+Status LaunchPackedTileBounds(const uint16_t* packed, const uint32_t* pack_dir, int32_t pack_tiles,
+                              const int64_t* span_begin, const int32_t* span_length,
+                              const int64_t* span_list, const int64_t* list_begin,
+                              int32_t num_spans, int32_t num_tiles, int32_t tile_objects,
+                              uint32_t* bounds, cudaStream_t stream);
 
 std::size_t TiledSharedBytes(int32_t tile_words, int32_t hist_bins);
 Status LaunchTiled(const TiledParams& params, const GateState& gate, cudaStream_t stream);

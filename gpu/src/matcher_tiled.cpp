@@ -28,36 +28,42 @@ Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& pre
   int64_t group_max = 1;
   for (int32_t q : group) group_max = std::max(group_max, prep.max_score[static_cast<std::size_t>(q)]);
   TiledParams tp{};
-  tp.bits = BitsFor(group_max);
+  tp.bits = TiledBitsFor(group_max);
   tp.per_word = 32 / tp.bits;
-  tp.tile_words = config_.tile_words;
-  tp.tile_objects = tp.tile_words * tp.per_word;
+  const bool packed = view.packed != nullptr;
+  const TileGeometry geometry = TileFor(config_.tile_words, tp.bits, packed);
+  tp.tile_words = geometry.tile_words;
+  tp.tile_objects = geometry.tile_objects;
   tp.num_tiles =
       static_cast<int32_t>((static_cast<int64_t>(n) + tp.tile_objects - 1) / tp.tile_objects);
   tp.n_objects = n;
   tp.hist_bins = static_cast<int32_t>(group_max) + 2;
 
-  // The group's list runs (one per segment; each gets its own tile bounds).
-  std::vector<int64_t> seg_offsets(group.size() + 1, 0);
-  for (std::size_t i = 0; i < group.size(); ++i) {
-    seg_offsets[i + 1] =
-        seg_offsets[i] + static_cast<int64_t>(prep.runs[static_cast<std::size_t>(group[i])].size());
+  // The group's list runs (one per segment; each gets its own tile bounds):
+  // Prepare's flat arrays as they are when the group is every query in
+  // order (the usual case), else gathered query by query.
+  const FlatRuns& all = prep.runs;
+  bool whole = static_cast<std::size_t>(g) + 1 == all.offsets.size();
+  for (int32_t i = 0; whole && i < g; ++i) whole = group[static_cast<std::size_t>(i)] == i;
+  FlatRuns gathered;
+  if (!whole) {
+    gathered.offsets.assign(group.size() + 1, 0);
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      const std::size_t q = static_cast<std::size_t>(group[i]);
+      const int64_t b = all.offsets[q], e = all.offsets[q + 1];
+      gathered.offsets[i + 1] = gathered.offsets[i] + (e - b);
+      gathered.begin.insert(gathered.begin.end(), all.begin.begin() + b, all.begin.begin() + e);
+      gathered.length.insert(gathered.length.end(), all.length.begin() + b, all.length.begin() + e);
+      gathered.weight.insert(gathered.weight.end(), all.weight.begin() + b, all.weight.begin() + e);
+      gathered.list.insert(gathered.list.end(), all.list.begin() + b, all.list.begin() + e);
+      gathered.list_begin.insert(gathered.list_begin.end(), all.list_begin.begin() + b,
+                                 all.list_begin.begin() + e);
+    }
   }
-  const int64_t num_segs = seg_offsets.back();
+  const FlatRuns& runs = whole ? all : gathered;
+  const int64_t num_segs = runs.offsets.back();
   if (num_segs > std::numeric_limits<int32_t>::max()) {
     return Status::Internal("too many list runs in one query group");
-  }
-  std::unique_ptr<int64_t[]> seg_begin(new int64_t[static_cast<std::size_t>(std::max<int64_t>(num_segs, 1))]);
-  std::unique_ptr<int32_t[]> seg_length(new int32_t[static_cast<std::size_t>(std::max<int64_t>(num_segs, 1))]);
-  std::unique_ptr<int32_t[]> seg_weight(new int32_t[static_cast<std::size_t>(std::max<int64_t>(num_segs, 1))]);
-  for (std::size_t i = 0; i < group.size(); ++i) {
-    int64_t s = seg_offsets[i];
-    for (const Segment& seg : prep.runs[static_cast<std::size_t>(group[i])]) {
-      seg_begin[static_cast<std::size_t>(s)] = seg.begin;
-      seg_length[static_cast<std::size_t>(s)] = static_cast<int32_t>(seg.end - seg.begin);
-      seg_weight[static_cast<std::size_t>(s)] = seg.weight;
-      ++s;
-    }
   }
   prof_.Mark("host prep");
 
@@ -86,17 +92,28 @@ Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& pre
   DeviceArray<int32_t> d_seg_length, d_seg_weight;
   DeviceArray<uint32_t> d_bounds;
   const std::size_t segs = static_cast<std::size_t>(num_segs);
-  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_begin, seg_begin.get(), segs, "list runs"));
-  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_length, seg_length.get(), segs, "list runs"));
-  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_weight, seg_weight.get(), segs, "list runs"));
-  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_offsets, seg_offsets, "list runs"));
+  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_begin, runs.begin, "list runs"));
+  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_length, runs.length, "list runs"));
+  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_weight, runs.weight, "list runs"));
+  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_offsets, runs.offsets, "list runs"));
   GENIE_RETURN_IF_ERROR(d_bounds.Allocate(
       std::max<std::size_t>(segs * (static_cast<std::size_t>(tp.num_tiles) + 1), 1),
       "tile bounds"));
-  GENIE_RETURN_IF_ERROR(LaunchTileBounds(view.postings, d_seg_begin.get(), d_seg_length.get(),
-                                         static_cast<int32_t>(num_segs), tp.num_tiles,
-                                         tp.tile_objects, d_bounds.get(), stream));
+  DeviceArray<int64_t> d_seg_list, d_list_begin;
+  if (packed) {
+    GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_list, runs.list, "list runs"));
+    GENIE_RETURN_IF_ERROR(CopyToDevice(&d_list_begin, runs.list_begin, "list runs"));
+    GENIE_RETURN_IF_ERROR(LaunchPackedTileBounds(
+        view.packed, view.pack_dir, view.pack_tiles, d_seg_begin.get(), d_seg_length.get(),
+        d_seg_list.get(), d_list_begin.get(), static_cast<int32_t>(num_segs), tp.num_tiles,
+        tp.tile_objects, d_bounds.get(), stream));
+  } else {
+    GENIE_RETURN_IF_ERROR(LaunchTileBounds(view.postings, d_seg_begin.get(), d_seg_length.get(),
+                                           static_cast<int32_t>(num_segs), tp.num_tiles,
+                                           tp.tile_objects, d_bounds.get(), stream));
+  }
   tp.postings = view.postings;
+  tp.packed = view.packed;
   tp.seg_begin = d_seg_begin.get();
   tp.bounds = d_bounds.get();
   tp.seg_offsets = d_seg_offsets.get();

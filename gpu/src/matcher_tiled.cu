@@ -40,6 +40,119 @@ __global__ void TileBoundsKernel(const int32_t* __restrict__ postings,
   }
 }
 
+// Packed postings (packed_postings.hpp): the same bounds, found through the
+// pack directory (the tile's pack tile), then a binary search of the low 16
+// bits inside it when the kernel tile is smaller than the pack tile.
+__global__ void PackedTileBoundsKernel(const uint16_t* __restrict__ packed,
+                                       const uint32_t* __restrict__ pack_dir, int32_t pack_tiles,
+                                       const int64_t* __restrict__ span_begin,
+                                       const int32_t* __restrict__ span_length,
+                                       const int64_t* __restrict__ span_list,
+                                       const int64_t* __restrict__ list_begin, int32_t num_spans,
+                                       int32_t num_tiles, int32_t tile_objects, uint32_t* bounds) {
+  const int64_t total = static_cast<int64_t>(num_spans) * (num_tiles + 1);
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t sp = idx / (num_tiles + 1);
+    const int64_t t = idx - sp * (num_tiles + 1);
+    const int64_t target = t * tile_objects;
+    const int64_t begin = span_begin[sp], end = begin + span_length[sp];
+    int64_t pos;
+    if (target >= (static_cast<int64_t>(pack_tiles) << 16)) {
+      pos = end;
+    } else {
+      const int64_t pt = target >> 16;
+      const uint32_t* row = pack_dir + span_list[sp] * (pack_tiles + 1);
+      const int64_t base = list_begin[sp];
+      // [lo, hi): the span's postings in pack tile pt, sorted by low bits.
+      int64_t lo = max(begin, base + row[pt]);
+      int64_t hi = min(end, base + row[pt + 1]);
+      if (lo >= hi || (target & 0xFFFF) == 0) {
+        // No posting of the span in pack tile pt, or the tile starts with
+        // the pack tile: the directory has the answer.
+        pos = min(max(base + static_cast<int64_t>(row[pt]), begin), end);
+      } else {
+        const uint32_t low = static_cast<uint32_t>(target & 0xFFFF);
+        while (lo < hi) {  // first position whose low bits are >= low
+          const int64_t mid = lo + ((hi - lo) >> 1);
+          if (static_cast<uint32_t>(packed[mid]) < low) {
+            lo = mid + 1;
+          } else {
+            hi = mid;
+          }
+        }
+        pos = lo;
+      }
+    }
+    bounds[idx] = static_cast<uint32_t>(pos - begin);
+  }
+}
+
+// The tile's Bitmap Counter as the count loop sees it: counters of
+// 2^bits_shift bits, 2^word_shift to a word (the tiled matcher's counter
+// widths are powers of two, so a counter is found by shifts and masks).
+struct TileCounter {
+  uint32_t* sbc;
+  int32_t id_base;  // the id of the tile's first object, as the postings hold ids
+  uint32_t word_shift;
+  uint32_t sub_mask;
+  uint32_t bits_shift;
+  __device__ __forceinline__ void Add(int32_t id, uint32_t w) const {
+    const uint32_t local = static_cast<uint32_t>(id - id_base);
+    atomicAdd(sbc + (local >> word_shift), w << ((local & sub_mask) << bits_shift));
+  }
+};
+
+// One warp counts postings [first, first + n) of the 4-byte List Array, 16
+// bytes a lane a load once `first` is aligned (a scalar head and tail).
+// Vector loads cut the instructions per posting: the loop is issue-bound,
+// not bandwidth-bound (Nsight Compute: 85% issue slots busy, 47% DRAM).
+__device__ __forceinline__ void CountRun(const int32_t* __restrict__ postings, int64_t first,
+                                         int32_t n, uint32_t w, const TileCounter& c, int lane) {
+  const int32_t* src = postings + first;
+  const int32_t head = min(n, static_cast<int32_t>((4 - (first & 3)) & 3));
+  if (lane < head) c.Add(__ldg(src + lane), w);
+  const int4* vec = reinterpret_cast<const int4*>(src + head);
+  const int32_t nvec = (n - head) >> 2;
+  int32_t j = lane;
+  for (; j + 32 < nvec; j += 64) {  // two loads in flight a lane
+    const int4 a = __ldg(vec + j), b = __ldg(vec + j + 32);
+    c.Add(a.x, w); c.Add(a.y, w); c.Add(a.z, w); c.Add(a.w, w);
+    c.Add(b.x, w); c.Add(b.y, w); c.Add(b.z, w); c.Add(b.w, w);
+  }
+  if (j < nvec) {
+    const int4 a = __ldg(vec + j);
+    c.Add(a.x, w); c.Add(a.y, w); c.Add(a.z, w); c.Add(a.w, w);
+  }
+  const int32_t done = head + nvec * 4;
+  if (lane < n - done) c.Add(__ldg(src + done + lane), w);
+}
+
+// The same over packed ids (packed_postings.hpp): 8 ids a 16-byte load.
+__device__ __forceinline__ void CountRun(const uint16_t* __restrict__ packed, int64_t first,
+                                         int32_t n, uint32_t w, const TileCounter& c, int lane) {
+  const uint16_t* src = packed + first;
+  const int32_t head = min(n, static_cast<int32_t>((8 - (first & 7)) & 7));
+  if (lane < head) c.Add(__ldg(src + lane), w);
+  const uint4* vec = reinterpret_cast<const uint4*>(src + head);
+  const int32_t nvec = (n - head) >> 3;
+  auto add8 = [&](const uint4& v) {
+    c.Add(static_cast<int32_t>(v.x & 0xFFFFu), w); c.Add(static_cast<int32_t>(v.x >> 16), w);
+    c.Add(static_cast<int32_t>(v.y & 0xFFFFu), w); c.Add(static_cast<int32_t>(v.y >> 16), w);
+    c.Add(static_cast<int32_t>(v.z & 0xFFFFu), w); c.Add(static_cast<int32_t>(v.z >> 16), w);
+    c.Add(static_cast<int32_t>(v.w & 0xFFFFu), w); c.Add(static_cast<int32_t>(v.w >> 16), w);
+  };
+  int32_t j = lane;
+  for (; j + 32 < nvec; j += 64) {
+    const uint4 a = __ldg(vec + j), b = __ldg(vec + j + 32);
+    add8(a);
+    add8(b);
+  }
+  if (j < nvec) add8(__ldg(vec + j));
+  const int32_t done = head + nvec * 8;
+  if (lane < n - done) c.Add(__ldg(src + done + lane), w);
+}
+
 constexpr int kTiledWarps = kTiledThreads / 32;
 constexpr int kSegChunk = 256;
 constexpr int kHistItems = 8;  // kTiledThreads * kHistItems >= kCpqMaxScore + 1
@@ -53,6 +166,7 @@ std::size_t TiledDynamicBytes(int32_t tile_words, int32_t hist_bins) {
 // One block per (tile, query): blockIdx.x = tile * num_queries + query, so the
 // grid sweeps the tiles in order and, after the first tile, the Gate of
 // every query already holds a high AuditThreshold.
+template <bool kPacked>
 __global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, GateState g) {
   extern __shared__ uint32_t dynamic_smem[];
   uint32_t* sbc = dynamic_smem;                                          // the tile's Bitmap Counter
@@ -73,6 +187,13 @@ __global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, Gat
   const QueryParams p = g.queries[q];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int32_t tile_base = tile * tp.tile_objects;
+  // Packed: ids are the low 16 bits, and the tile lies inside one pack tile.
+  TileCounter counter;
+  counter.sbc = sbc;
+  counter.id_base = kPacked ? (tile_base & 0xFFFF) : tile_base;
+  counter.bits_shift = static_cast<uint32_t>(__ffs(tp.bits) - 1);
+  counter.word_shift = 5u - counter.bits_shift;
+  counter.sub_mask = static_cast<uint32_t>(tp.per_word) - 1u;
   const uint32_t bits = static_cast<uint32_t>(tp.bits);
   const uint32_t per_word = static_cast<uint32_t>(tp.per_word);
   const uint32_t fmask = FieldMask(tp.bits);
@@ -120,26 +241,12 @@ __global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, Gat
       while (pos < stop_all) {
         const int32_t seg_end = s + 1 < count ? s_pre[s + 1] : chunk_total;
         const int32_t stop = min(stop_all, seg_end);
-        const int32_t* src = tp.postings + s_lo[s] + (pos - s_pre[s]);
+        const int64_t first = s_lo[s] + (pos - s_pre[s]);
         const uint32_t w = static_cast<uint32_t>(s_w[s]);
-        const int32_t n_here = stop - pos;
-        constexpr int kUnroll = 4;
-        for (int32_t i = lane; i < n_here; i += 32 * kUnroll) {
-          int32_t v[kUnroll];
-#pragma unroll
-          for (int u = 0; u < kUnroll; ++u) {
-            const int32_t idx = i + 32 * u;
-            v[u] = idx < n_here ? __ldg(src + idx) : -1;
-          }
-#pragma unroll
-          for (int u = 0; u < kUnroll; ++u) {
-            if (v[u] >= 0) {
-              const uint32_t local = static_cast<uint32_t>(v[u] - tile_base);
-              const uint32_t word = local / per_word;
-              const uint32_t shift = (local - word * per_word) * bits;
-              atomicAdd(sbc + word, w << shift);
-            }
-          }
+        if (kPacked) {
+          CountRun(tp.packed, first, stop - pos, w, counter, lane);
+        } else {
+          CountRun(tp.postings, first, stop - pos, w, counter, lane);
         }
         pos = stop;
         ++s;
@@ -282,9 +389,24 @@ Status LaunchTileBounds(const int32_t* postings, const int64_t* span_begin,
   return Status::Ok();
 }
 
+Status LaunchPackedTileBounds(const uint16_t* packed, const uint32_t* pack_dir, int32_t pack_tiles,
+                              const int64_t* span_begin, const int32_t* span_length,
+                              const int64_t* span_list, const int64_t* list_begin,
+                              int32_t num_spans, int32_t num_tiles, int32_t tile_objects,
+                              uint32_t* bounds, cudaStream_t stream) {
+  const int64_t total = static_cast<int64_t>(num_spans) * (num_tiles + 1);
+  if (total <= 0) return Status::Ok();
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 1 << 20));
+  PackedTileBoundsKernel<<<grid, 256, 0, stream>>>(packed, pack_dir, pack_tiles, span_begin,
+                                                   span_length, span_list, list_begin, num_spans,
+                                                   num_tiles, tile_objects, bounds);
+  GENIE_CUDA_CHECK_LAUNCH("PackedTileBoundsKernel");
+  return Status::Ok();
+}
+
 std::size_t TiledSharedBytes(int32_t tile_words, int32_t hist_bins) {
   cudaFuncAttributes attributes{};
-  (void)cudaFuncGetAttributes(&attributes, TiledKernel);
+  (void)cudaFuncGetAttributes(&attributes, TiledKernel<false>);
   (void)cudaGetLastError();
   return TiledDynamicBytes(tile_words, hist_bins) + attributes.sharedSizeBytes;
 }
@@ -294,10 +416,19 @@ Status LaunchTiled(const TiledParams& params, const GateState& gate, cudaStream_
   if (blocks <= 0) return Status::Ok();
   if (blocks > 0x7FFFFFFF) return Status::Internal("tiled grid too large");
   const std::size_t dynamic_bytes = TiledDynamicBytes(params.tile_words, params.hist_bins);
-  GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-      TiledKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dynamic_bytes)));
-  TiledKernel<<<static_cast<unsigned>(blocks), kTiledThreads, dynamic_bytes, stream>>>(params,
-                                                                                      gate);
+  if (params.packed != nullptr) {
+    GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(TiledKernel<true>,
+                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    static_cast<int>(dynamic_bytes)));
+    TiledKernel<true><<<static_cast<unsigned>(blocks), kTiledThreads, dynamic_bytes, stream>>>(
+        params, gate);
+  } else {
+    GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(TiledKernel<false>,
+                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    static_cast<int>(dynamic_bytes)));
+    TiledKernel<false><<<static_cast<unsigned>(blocks), kTiledThreads, dynamic_bytes, stream>>>(
+        params, gate);
+  }
   GENIE_CUDA_CHECK_LAUNCH("TiledKernel");
   return Status::Ok();
 }

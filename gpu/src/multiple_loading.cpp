@@ -41,7 +41,7 @@ Status GpuEngine::SearchParts(const genie_query_batch& batch, int32_t k, uint64_
   // The whole batch compiled once, for the planning: a part's lists are
   // sub-lists of the whole index's, so its state needs are bounded by these.
   CompiledQueries whole;
-  GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, threads_, cancel_, &whole));
+  GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, SplitLength(index), threads_, cancel_, &whole));
   Prepared whole_prep;
   GENIE_RETURN_IF_ERROR(
       Prepare(whole, index.keyword_offsets(), false, threads_, cancel_, &whole_prep));
@@ -77,7 +77,7 @@ Status GpuEngine::SearchParts(const genie_query_batch& batch, int32_t k, uint64_
     if (buffers < avail) {
       state_budget = avail - buffers;
       const int32_t k_part = std::min(k, std::max(largest_objects, 1));
-      const int32_t tiles = TileCount(largest_objects, whole_prep.max_score);
+      const int32_t tiles = TileCount(largest_objects, whole_prep.max_score, false);
       uint64_t worst = 0;
       for (int32_t q = 0; q < nq; ++q) {
         const int64_t m = whole_prep.max_score[static_cast<std::size_t>(q)];
@@ -138,7 +138,7 @@ Status GpuEngine::SearchParts(const genie_query_batch& batch, int32_t k, uint64_
     if (i + 1 < ranges.size()) GENIE_RETURN_IF_ERROR(issue_copy(static_cast<int32_t>(i + 1)));
     const InvertedIndex& part = *parts_[i];
     CompiledQueries compiled;  // host work overlaps the copies in flight
-    GENIE_RETURN_IF_ERROR(CompileQueries(part, batch, threads_, cancel_, &compiled));
+    GENIE_RETURN_IF_ERROR(CompileQueries(part, batch, SplitLength(part), threads_, cancel_, &compiled));
     GENIE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(compute, copy_done_[slot].get(), 0));
     DeviceIndexView view;
     view.postings = buffers[slot].get();

@@ -27,11 +27,12 @@ Status GpuEngine::UploadWork(const Work& work, DeviceWork* out) {
 
 Status GpuEngine::BuildWork(const CompiledQueries& cq, const std::vector<int32_t>& group, Work* work) {
   const std::size_t g = group.size();
+  const int64_t cut = DeviceSliceLength();
   std::vector<int64_t> slice_start(g + 1, 0), item_start(g + 1, 0);
   for (std::size_t i = 0; i < g; ++i) {
     int64_t pieces = 0;
     for (const ListSlice& slice : cq.Slices(group[i])) {
-      if (slice.end > slice.begin) pieces += (slice.end - slice.begin + kMaxDevSlice - 1) / kMaxDevSlice;
+      if (slice.end > slice.begin) pieces += (slice.end - slice.begin + cut - 1) / cut;
     }
     slice_start[i + 1] = slice_start[i] + pieces;
     item_start[i + 1] = item_start[i] + (pieces + kSlicesPerBlock - 1) / kSlicesPerBlock;
@@ -48,12 +49,12 @@ Status GpuEngine::BuildWork(const CompiledQueries& cq, const std::vector<int32_t
     const std::size_t ii = static_cast<std::size_t>(i);
     int64_t s = slice_start[ii];
     for (const ListSlice& slice : cq.Slices(group[ii])) {
-      // Slices are at most split_length long; longer ones (a custom
-      // split) are cut here so that a block's work stays bounded.
-      for (int64_t b = slice.begin; b < slice.end; b += kMaxDevSlice) {
+      // Longer slices (the tiled matcher's whole spans) are cut here so
+      // that a block's work stays bounded.
+      for (int64_t b = slice.begin; b < slice.end; b += cut) {
         DevSlice& d = work->slices[static_cast<std::size_t>(s++)];
         d.begin = b;
-        d.length = static_cast<int32_t>(std::min<int64_t>(slice.end - b, kMaxDevSlice));
+        d.length = static_cast<int32_t>(std::min<int64_t>(slice.end - b, cut));
         d.weight = slice.weight;
       }
     }

@@ -142,11 +142,19 @@ int64_t ScoreOf(const Csr& csr, const genie_query_batch& batch, int32_t q, int32
 
 // ---- engines -------------------------------------------------------------------
 
-enum class Variant { kTiled, kFaithful, kFaithfulPaperTies, kCountTable };
+// kTiled packs the postings where it pays (GpuPostings::kAuto); kTiledPacked
+// always, kTiledFull never, so both device forms run every case.
+enum class Variant { kTiled, kTiledPacked, kTiledFull, kFaithful, kFaithfulPaperTies, kCountTable };
+
+bool IsTiled(Variant v) {
+  return v == Variant::kTiled || v == Variant::kTiledPacked || v == Variant::kTiledFull;
+}
 
 const char* VariantName(Variant v) {
   switch (v) {
     case Variant::kTiled: return "tiled";
+    case Variant::kTiledPacked: return "tiled_packed";
+    case Variant::kTiledFull: return "tiled_full";
     case Variant::kFaithful: return "faithful";
     case Variant::kFaithfulPaperTies: return "faithful_paper_ties";
     case Variant::kCountTable: return "count_table";
@@ -168,6 +176,14 @@ std::unique_ptr<Engine> MakeEngine(const EngineSpec& spec, Status* status) {
   GpuEngineOptions gpu_options;
   switch (spec.variant) {
     case Variant::kTiled: gpu_options.matcher = GpuMatcher::kTiled; break;
+    case Variant::kTiledPacked:
+      gpu_options.matcher = GpuMatcher::kTiled;
+      gpu_options.postings = GpuPostings::kPacked;
+      break;
+    case Variant::kTiledFull:
+      gpu_options.matcher = GpuMatcher::kTiled;
+      gpu_options.postings = GpuPostings::kFull;
+      break;
     case Variant::kFaithful:
     case Variant::kFaithfulPaperTies: gpu_options.matcher = GpuMatcher::kFaithful; break;
     case Variant::kCountTable: gpu_options.matcher = GpuMatcher::kCountTable; break;
@@ -444,9 +460,20 @@ TEST_P(GpuEngineTest, MultipleLoadingSmallBudget) {
   const LshData data = MakeLsh(41, 300000, 24, 16, 200, 256, 0.3);
   auto index = MakeIndex(data.csr);
   const uint64_t index_bytes = index->postings().size() * sizeof(int32_t);
-  // The index alone exceeds half the budget: it is never resident; parts
-  // are streamed.  A second budget forces many parts and query groups.
-  for (uint64_t budget : {index_bytes + (24ull << 20), index_bytes / 2 + (20ull << 20)}) {
+  // What the engine would hold resident: tiled packs this index (2 bytes a
+  // posting plus the pack directory) unless told not to.
+  const bool packs = IsTiled(GetParam()) && GetParam() != Variant::kTiledFull;
+  const uint64_t keywords = index->keyword_offsets().size() - 1;
+  const uint64_t resident =
+      packs ? index_bytes / 2 + keywords * ((300000 + 65535) / 65536 + 1) * 4 : index_bytes;
+  // Budgets where the resident form exceeds half the budget: it is never
+  // resident; parts (4-byte ids) are streamed.  The smaller ones force many
+  // parts and query groups.
+  int tested = 0;
+  for (uint64_t budget : {2 * resident - (1ull << 20), index_bytes + (24ull << 20),
+                          index_bytes / 2 + (20ull << 20)}) {
+    if (resident <= budget / 2) continue;
+    ++tested;
     SCOPED_TRACE(::testing::Message() << "budget " << budget);
     gpu::SearchStats stats;
     EngineSpec spec;
@@ -454,6 +481,7 @@ TEST_P(GpuEngineTest, MultipleLoadingSmallBudget) {
     Check(data.csr, index, data.batch, 100, spec, &stats, "MultipleLoading");
     EXPECT_GT(stats.parts, 1);
   }
+  EXPECT_GE(tested, 1);
 }
 
 // Asks to cancel from the `after`-th poll on; counts the polls.
@@ -468,9 +496,13 @@ struct Canceller {
 };
 
 // Whenever a poll asked, the search returns GENIE_CANCELLED; when none did,
-// it returns the exact results; either way the engine stays usable.
+// it returns the exact results; either way the engine stays usable.  600
+// queries take the tiled matcher's pipelined search (a helper thread
+// compiling, and polling, beside the device work).
 TEST_P(GpuEngineTest, CancelStopsAndLeavesTheEngineUsable) {
-  const LshData data = MakeLsh(43, 200000, 24, 16, 200, 128, 0.3);
+  for (int32_t nq : {128, 600}) {
+  SCOPED_TRACE(::testing::Message() << nq << " queries");
+  const LshData data = MakeLsh(43, 200000, 24, 16, 200, nq, 0.3);
   auto index = MakeIndex(data.csr);
   const genie_query_batch view = data.batch.View();
   const TopKResults expected = Reference(index, view, 50);
@@ -514,6 +546,7 @@ TEST_P(GpuEngineTest, CancelStopsAndLeavesTheEngineUsable) {
     ASSERT_TRUE(engine->Search(view, 50, &out).ok());
     EXPECT_TRUE(Matches(data.csr, view, expected, out, ExactTies(GetParam())));
   }
+  }
 }
 
 TEST_P(GpuEngineTest, QueryGroupsWithResidentIndex) {
@@ -542,7 +575,7 @@ TEST_P(GpuEngineTest, HashTableOverflowFallsBack) {
 }
 
 TEST_P(GpuEngineTest, TileSizes) {
-  if (GetParam() != Variant::kTiled) {
+  if (!IsTiled(GetParam())) {
     GTEST_SKIP() << "tiled only";
   }
   const LshData data = MakeLsh(61, 150000, 20, 12, 100, 200, 0.3);
@@ -555,8 +588,43 @@ TEST_P(GpuEngineTest, TileSizes) {
   }
 }
 
+// A batch large enough for the pipelined search (pieces of 256 queries,
+// compiled beside the device work) equals the reference, also when its
+// queries mix c-PQ and count-table routes and several query groups.
+TEST_P(GpuEngineTest, PipelinedBatch) {
+  const LshData data = MakeLsh(63, 120000, 20, 12, 80, 1300, 0.3);
+  auto index = MakeIndex(data.csr);
+  gpu::SearchStats stats;
+  Check(data.csr, index, data.batch, 25, {}, &stats, "PipelinedBatch");
+  const Csr csr = ZipfCsr(64, 5000, 300, 20, 1.0);
+  const QueryBatch mixed = RandomBatch(65, 700, 6, 3, 40, -60, 330, 3000);
+  Check(csr, MakeIndex(csr), mixed, 10, {}, &stats);
+  if (IsTiled(GetParam())) {
+    EXPECT_GT(stats.count_queries, 0);
+    EXPECT_GT(stats.cpq_queries, 0);
+  }
+}
+
+// The device form each tiled variant chose, from the index bytes it holds:
+// packed is 2 bytes a posting plus keywords x (pack tiles + 1) x 4 of
+// directory; kAuto packs this LSH-like index (long lists).
+TEST_P(GpuEngineTest, PostingsForm) {
+  if (!IsTiled(GetParam())) {
+    GTEST_SKIP() << "tiled only";
+  }
+  const LshData data = MakeLsh(62, 200000, 16, 10, 50, 40, 0.3);
+  auto index = MakeIndex(data.csr);
+  gpu::SearchStats stats;
+  Check(data.csr, index, data.batch, 20, {}, &stats);
+  const uint64_t postings = static_cast<uint64_t>(index->num_postings());
+  const uint64_t keywords = index->keyword_offsets().size() - 1;
+  const uint64_t packed = postings * 2 + keywords * (200000 / 65536 + 2) * 4;
+  EXPECT_EQ(stats.index_device_bytes, GetParam() == Variant::kTiledFull ? postings * 4 : packed);
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, GpuEngineTest,
-                         ::testing::Values(Variant::kTiled, Variant::kFaithful,
+                         ::testing::Values(Variant::kTiled, Variant::kTiledPacked,
+                                           Variant::kTiledFull, Variant::kFaithful,
                                            Variant::kFaithfulPaperTies, Variant::kCountTable),
                          [](const ::testing::TestParamInfo<Variant>& info) {
                            return std::string(VariantName(info.param));

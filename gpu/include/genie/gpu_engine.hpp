@@ -26,6 +26,13 @@ enum class GpuMatcher {
   kCountTable,  // the paper's GPU-SPQ baseline: a full count table per query
 };
 
+// How the tiled matcher's resident index holds the List Array on the device.
+enum class GpuPostings {
+  kAuto,    // packed where its directory is small beside the saving (PackingPays)
+  kPacked,  // 16-bit ids local to 65,536-object tiles plus a per-list tile directory
+  kFull,    // 4-byte object ids
+};
+
 // The GPU engine's own settings, fixed when the engine is made.
 struct GpuEngineOptions {
   GpuMatcher matcher = GpuMatcher::kTiled;
@@ -43,6 +50,11 @@ struct GpuEngineOptions {
   // Tiled c-PQ: Bitmap Counter words per tile in shared memory, a multiple
   // of 512 in [512, 49152] (default 16384 words = 64 KiB).
   int32_t tile_words = 16384;
+  // Tiled c-PQ with the index resident: the device form of the postings.
+  // Packed halves the bytes the kernel reads (see gpu/src/packed_postings.hpp);
+  // queries routed to the count table then get the 4-byte List Array too,
+  // uploaded on first need.  Multiple loading always moves 4-byte parts.
+  GpuPostings postings = GpuPostings::kAuto;
 };
 
 // The c-PQ engine (paper section III-C) with multiple loading (III-D).

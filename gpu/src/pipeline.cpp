@@ -1,0 +1,134 @@
+// The GPU engine's pipelined search (issue 15): a large batch over the
+// resident index is cut into pieces (a small first one, then about
+// kPipelineQueries queries each); a host thread compiles and prepares piece
+// i + 1 (CompileQueryRange, Prepare) while the calling thread has the device
+// match piece i (RunPrepared).  The batch time then approaches the device
+// time plus the first piece's compilation, instead of the sum of both.
+//
+// Roles: only the calling thread touches the device (it holds the device
+// context, see DeviceGuard).  The helper is a JoinedThread, not a pool
+// thread, so that the compilation's own ParallelFor finds the pool free;
+// when it cannot be started, the calling thread compiles each piece itself
+// before matching it, which is the unpipelined order.  Pieces are compiled
+// in order, each exactly once: whoever takes the next number compiles it.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "genie/parallel.hpp"
+#include "gpu_engine_impl.hpp"
+
+namespace genie {
+namespace gpu {
+
+namespace {
+
+struct Piece {
+  int32_t q_begin = 0;
+  int32_t q_end = 0;
+  CompiledQueries compiled;
+  Prepared prep;
+  Status status;
+  bool ready = false;  // guarded by the pipeline's mutex
+};
+
+}  // namespace
+
+Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uint64_t avail,
+                                  TopKResults* out) {
+  const InvertedIndex& index = *index_;
+  const int32_t nq = batch.n_queries;
+  // The first piece is small (its compilation is the one not hidden), the
+  // rest about kPipelineQueries each.
+  const int32_t first = kPipelineQueries / 4;
+  const int32_t rest = std::max<int32_t>(1, (nq - first) / kPipelineQueries);
+  const int32_t count = 1 + rest;
+  std::vector<Piece> pieces(static_cast<std::size_t>(count));
+  pieces[0].q_end = first;
+  for (int32_t p = 1; p < count; ++p) {
+    pieces[static_cast<std::size_t>(p)].q_begin =
+        first + static_cast<int32_t>(static_cast<int64_t>(nq - first) * (p - 1) / rest);
+    pieces[static_cast<std::size_t>(p)].q_end =
+        first + static_cast<int32_t>(static_cast<int64_t>(nq - first) * p / rest);
+  }
+  const bool keep_runs = config_.matcher == Matcher::kTiled;
+
+  std::mutex mutex;
+  std::condition_variable piece_done;
+  std::atomic<int32_t> next_piece{0};
+  std::atomic<bool> stop{false};
+  // Never throws: the piece is marked ready whatever happens, so that the
+  // calling thread's wait for it ends.
+  auto compile = [&](int32_t p) noexcept {
+    Piece& piece = pieces[static_cast<std::size_t>(p)];
+    Status status;
+    try {
+      status = stop.load() ? Status::Cancelled()
+                           : CompileQueryRange(index, batch, piece.q_begin, piece.q_end,
+                                               SplitLength(index), threads_, cancel_,
+                                               &piece.compiled);
+      if (status.ok()) {
+        status = Prepare(piece.compiled, index.keyword_offsets(), keep_runs, threads_, cancel_,
+                         &piece.prep);
+      }
+    } catch (const std::bad_alloc&) {
+      status = Status::OutOfMemory("out of host memory compiling a batch");
+    } catch (...) {
+      status = Status::Internal("unexpected exception compiling a batch");
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    piece.status = std::move(status);
+    piece.ready = true;
+    piece_done.notify_all();
+  };
+
+  const DeviceIndexView view = ResidentView();
+  std::vector<std::vector<Hit>> per_query(static_cast<std::size_t>(nq));
+  JoinedThread helper;  // joined on every way out of this function
+  helper.Start([&]() noexcept {
+    for (int32_t p = next_piece.fetch_add(1); p < count && !stop.load();
+         p = next_piece.fetch_add(1)) {
+      compile(p);
+    }
+  });
+  Status status;
+  for (int32_t p = 0; p < count && status.ok(); ++p) {
+    // Compile the piece here unless the helper has taken it.
+    int32_t expected = p;
+    if (next_piece.compare_exchange_strong(expected, p + 1)) compile(p);
+    Piece& piece = pieces[static_cast<std::size_t>(p)];
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      piece_done.wait(lock, [&] { return piece.ready; });
+    }
+    status = piece.status;
+    if (status.ok()) status = CheckCancel();
+    std::vector<std::vector<Hit>> piece_hits;
+    if (status.ok()) {
+      status = RunPrepared(view, piece.compiled, piece.prep, k, avail, &piece_hits);
+    }
+    if (status.ok()) {
+      for (int32_t q = piece.q_begin; q < piece.q_end; ++q) {
+        per_query[static_cast<std::size_t>(q)] =
+            std::move(piece_hits[static_cast<std::size_t>(q - piece.q_begin)]);
+      }
+    }
+    // Free the piece's compiled form as soon as it is matched.
+    piece.compiled = CompiledQueries();
+    piece.prep = Prepared();
+  }
+  stop.store(true);
+  helper.Join();
+  GENIE_RETURN_IF_ERROR(status);
+  stats_.parts = 1;
+  Assemble(nq, &per_query, out);
+  return Status::Ok();
+}
+
+}  // namespace gpu
+}  // namespace genie
