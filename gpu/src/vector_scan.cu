@@ -19,9 +19,10 @@
 // NaN) makes U infinite: the vector is then always a candidate.
 //
 // Per part and group of queries (as many as fit the distance buffer):
-//   DistanceKernel  every U, a 64 x 128 tile of (query, vector) pairs per
-//                   block, 4 x 8 per thread, the dimensions staged through
-//                   shared memory 16 at a time; excluded vectors get
+//   DistanceKernel  every U, a 128 x 128 tile of (query, vector) pairs per
+//                   block, 8 x 8 per thread, the dimensions staged through
+//                   shared memory 8 at a time, the next stage loading while
+//                   the current one is multiplied; excluded vectors get
 //                   +infinity;
 //   KthKernel       each query's k-th smallest U, by a radix select over the
 //                   bits of the non-negative floats (11, 11, 10 bits);
@@ -54,9 +55,9 @@ namespace gpu {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kTileQ = 64;   // queries of a distance tile
+constexpr int kTileQ = 128;  // queries of a distance tile
 constexpr int kTileR = 128;  // vectors of a distance tile
-constexpr int kTileK = 16;   // dimensions staged at a time
+constexpr int kTileK = 8;    // dimensions staged at a time (two stages in flight)
 constexpr int kSelectThreads = 512;
 constexpr int kBins = 2048;  // radix select: 11 bits a pass
 constexpr int kGatherThreads = 256;
@@ -81,63 +82,77 @@ __global__ void __launch_bounds__(kThreads)
 DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows, Norms xn,
                int32_t n_rows, int32_t dimp, float coef, float slack, const uint8_t* __restrict__ excluded,
                float* __restrict__ out) {
-  __shared__ __align__(16) float qs[kTileK][kTileQ];
-  __shared__ __align__(16) float xs[kTileK][kTileR];
+  // Two stages of kTileK dimensions: the next is loaded into registers
+  // while the current is multiplied, so one barrier a stage suffices.
+  __shared__ __align__(16) float qs[2][kTileK][kTileQ];
+  __shared__ __align__(16) float xs[2][kTileK][kTileR];
   const int tid = static_cast<int>(threadIdx.x);
+  // This thread's 8 x 8 outputs: queries tq*4 + {0..3} and 64 + tq*4 + {0..3}
+  // of the tile, vectors likewise with tr; the split halves keep a warp's
+  // float4 reads of shared memory on distinct banks.
   const int tq = tid / 16, tr = tid % 16;
   const int64_t q0 = static_cast<int64_t>(blockIdx.y) * kTileQ;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kTileR;
-  float acc[4][8];
+  // Loading a stage: row li of each tile, dimensions lk .. lk + 3 of it.
+  const int li = tid / 2, lk = (tid % 2) * 4;
+  const bool q_in = q0 + li < nq, r_in = r0 + li < n_rows;
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+  auto load = [&](int k0, float4* qv, float4* xv) {
+    const bool k_in = k0 + lk < dimp;
+    *qv = q_in && k_in ? *reinterpret_cast<const float4*>(queries + (q0 + li) * dimp + k0 + lk) : zero;
+    *xv = r_in && k_in ? *reinterpret_cast<const float4*>(rows + (r0 + li) * dimp + k0 + lk) : zero;
+  };
+  auto store = [&](int buf, const float4& qv, const float4& xv) {
+    qs[buf][lk][li] = qv.x;
+    qs[buf][lk + 1][li] = qv.y;
+    qs[buf][lk + 2][li] = qv.z;
+    qs[buf][lk + 3][li] = qv.w;
+    xs[buf][lk][li] = xv.x;
+    xs[buf][lk + 1][li] = xv.y;
+    xs[buf][lk + 2][li] = xv.z;
+    xs[buf][lk + 3][li] = xv.w;
+  };
+  float acc[8][8];
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
 
-  const int lk = (tid % 4) * 4;  // this thread's four dimensions of a stage
+  float4 qv, xv;
+  load(0, &qv, &xv);
+  store(0, qv, xv);
+  __syncthreads();
+  int buf = 0;
   for (int k0 = 0; k0 < dimp; k0 += kTileK) {
-    {
-      const int qi = tid / 4;
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (q0 + qi < nq && k0 + lk < dimp)
-        v = *reinterpret_cast<const float4*>(queries + (q0 + qi) * dimp + k0 + lk);
-      qs[lk][qi] = v.x;
-      qs[lk + 1][qi] = v.y;
-      qs[lk + 2][qi] = v.z;
-      qs[lk + 3][qi] = v.w;
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int ri = tid / 4 + 64 * h;
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (r0 + ri < n_rows && k0 + lk < dimp)
-        v = *reinterpret_cast<const float4*>(rows + (r0 + ri) * dimp + k0 + lk);
-      xs[lk][ri] = v.x;
-      xs[lk + 1][ri] = v.y;
-      xs[lk + 2][ri] = v.z;
-      xs[lk + 3][ri] = v.w;
-    }
-    __syncthreads();
+    const bool more = k0 + kTileK < dimp;
+    if (more) load(k0 + kTileK, &qv, &xv);
 #pragma unroll
     for (int kk = 0; kk < kTileK; ++kk) {
-      const float4 qv = *reinterpret_cast<const float4*>(&qs[kk][tq * 4]);
-      const float4 xa = *reinterpret_cast<const float4*>(&xs[kk][tr * 8]);
-      const float4 xb = *reinterpret_cast<const float4*>(&xs[kk][tr * 8 + 4]);
-      const float q[4] = {qv.x, qv.y, qv.z, qv.w};
-      const float x[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+      const float4 a0 = *reinterpret_cast<const float4*>(&qs[buf][kk][tq * 4]);
+      const float4 a1 = *reinterpret_cast<const float4*>(&qs[buf][kk][64 + tq * 4]);
+      const float4 b0 = *reinterpret_cast<const float4*>(&xs[buf][kk][tr * 4]);
+      const float4 b1 = *reinterpret_cast<const float4*>(&xs[buf][kk][64 + tr * 4]);
+      const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+      const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < 8; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(q[i], x[j], acc[i][j]);
+        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
     }
-    __syncthreads();
+    if (more) {
+      // buf ^ 1 was last read before the previous barrier
+      store(buf ^ 1, qv, xv);
+      __syncthreads();
+      buf ^= 1;
+    }
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int64_t q = q0 + tq * 4 + i;
+  for (int i = 0; i < 8; ++i) {
+    const int64_t q = q0 + (i < 4 ? tq * 4 + i : 64 + tq * 4 + i - 4);
     if (q >= nq) continue;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const int64_t r = r0 + tr * 8 + j;
+      const int64_t r = r0 + (j < 4 ? tr * 4 + j : 64 + tr * 4 + j - 4);
       if (r >= n_rows) continue;
       const float s32 = fmaf(-2.0f, acc[i][j], qn.squared[q] + xn.squared[r]);
       float upper = fmaxf(s32 + ErrorBound(coef, slack, qn.length[q], xn.length[r]), 0.0f);
@@ -145,6 +160,23 @@ DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const fl
       out[q * n_rows + r] = excluded != nullptr && excluded[r] ? INFINITY : upper;
     }
   }
+}
+
+// The norms of the padded queries on the device: per query, |q|^2 summed in
+// double in element order with every operation rounded on its own (no fused
+// multiply-add), so the bits equal HostNorms'.
+__global__ void NormsKernel(const float* __restrict__ v, int32_t count, int32_t dim, int32_t stride,
+                            float* __restrict__ squared, float* __restrict__ length) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const float* row = v + i * stride;
+  double sum = 0;
+  for (int32_t j = 0; j < dim; ++j) {
+    const double x = static_cast<double>(row[j]);
+    sum = __dadd_rn(sum, __dmul_rn(x, x));
+  }
+  squared[i] = static_cast<float>(sum);
+  length[i] = static_cast<float>(sqrt(sum));
 }
 
 // kth[q] = the k-th smallest of row q of d32 (n_rows values >= 0 or +inf,
@@ -405,18 +437,21 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       DeviceGuard guard;
       GENIE_RETURN_IF_ERROR(guard.Enter(device_));
       DeviceBlockScope blocks;  // the scan's small buffers are reused
-      // the queries, padded like the vectors
-      std::vector<float> padded(static_cast<std::size_t>(nq) * dimp_, 0.0f);
-      for (int32_t q = 0; q < nq; ++q)
-        std::copy_n(request.queries + static_cast<std::size_t>(q) * dim_, dim_,
-                    padded.begin() + static_cast<std::ptrdiff_t>(q) * dimp_);
+      // the queries, padded like the vectors (the copy pads them), and their
+      // norms computed there: for 10,000 queries of 784 dimensions the host's
+      // serial double sums took longer than the scan's matrix product
       DeviceArray<float> d_queries, d32, d_q_squared, d_q_length;
       DeviceArray<uint8_t> d_excluded;
-      GENIE_RETURN_IF_ERROR(Upload(padded.data(), padded.size(), &d_queries, "vector scan queries"));
-      std::vector<float> q_squared, q_length;
-      HostNorms(request.queries, nq, dim_, dim_, &q_squared, &q_length);
-      GENIE_RETURN_IF_ERROR(Upload(q_squared.data(), q_squared.size(), &d_q_squared, "query norms"));
-      GENIE_RETURN_IF_ERROR(Upload(q_length.data(), q_length.size(), &d_q_length, "query norms"));
+      GENIE_RETURN_IF_ERROR(d_queries.Allocate(static_cast<std::size_t>(nq) * dimp_, "vector scan queries"));
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemset(d_queries.get(), 0, d_queries.bytes()));
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(d_queries.get(), static_cast<std::size_t>(dimp_) * sizeof(float),
+                                              request.queries, static_cast<std::size_t>(dim_) * sizeof(float),
+                                              static_cast<std::size_t>(dim_) * sizeof(float),
+                                              static_cast<std::size_t>(nq), cudaMemcpyHostToDevice));
+      GENIE_RETURN_IF_ERROR(d_q_squared.Allocate(static_cast<std::size_t>(nq), "query norms"));
+      GENIE_RETURN_IF_ERROR(d_q_length.Allocate(static_cast<std::size_t>(nq), "query norms"));
+      NormsKernel<<<Blocks(nq, 128), 128>>>(d_queries.get(), nq, dim_, dimp_, d_q_squared.get(), d_q_length.get());
+      GENIE_CUDA_CHECK_LAUNCH("NormsKernel");
       if (!request.excluded.empty())
         GENIE_RETURN_IF_ERROR(Upload(request.excluded.data(), request.excluded.size(), &d_excluded, "vector scan excluded flags"));
       const int32_t group = static_cast<int32_t>(std::max<uint64_t>(
