@@ -4,12 +4,15 @@
 #   tests      genie_gpu_tests (all)
 #   sanitize   compute-sanitizer memcheck + racecheck on small cases
 #   bench1m    engine_bench at n = 1M   (generates /tmp/lsh first if missing)
-#   bench45m   engine_bench at n = 4.5M
+#   bench45m   engine_bench at n = 4.5M (ENGINES, REF_QUERIES override the defaults)
+#   torchcount the PyTorch count-table baseline (shared/bench/torch_count_baseline.py,
+#              carried as .device/torch_count_baseline.py) at 1M and 4.5M
 #   vectors-fmnist  vector_bench on Fashion-MNIST (.bundle/fmnist/*.idx.xz) and the
 #              PyTorch baseline (bench/torch_knn_baseline.py); the binaries and the
 #              libraries FAISS needs come in .device/devbin.tar.xz
 #   vectors-gauss   the same at 1M and 4.5M x 128 of the LSH workload's mixture
 #              (bench/gen_lsh_workload.py --vectors)
+#              (FMNIST_METHODS, GAUSS_N, GAUSS_1M_METHODS narrow the vector runs)
 # Logs go to $OUT (or ./device-out).
 set -u
 OUT=${OUT:-./device-out}
@@ -29,7 +32,7 @@ gen_data() {
 nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.sm,clocks.mem --format=csv | tee -a "$OUT/summary.txt"
 
 # Start the data generation early, in the background, when a bench stage follows.
-if [[ " $stages " == *" bench"* ]] && [ ! -f /tmp/lsh/meta.json ]; then
+if [[ " $stages " == *" bench"* || " $stages " == *" torchcount"* ]] && [ ! -f /tmp/lsh/meta.json ]; then
   ( gen_data ) &
   GEN_PID=$!
 fi
@@ -48,13 +51,20 @@ fmnist() {
   chmod -R a+rX /tmp/fm
 }
 
+# Everything may travel in devbin.tar.xz alone (the 64 MiB carry limit, beside
+# the PostgreSQL bundle): take the binaries from there when .device has none.
+if [ ! -x "$BIN/engine_bench" ] && [ -f .device/devbin.tar.xz ]; then
+  devbin
+  BIN=/tmp/devbin
+fi
+
 for stage in $stages; do
   case $stage in
     vectors-fmnist)
       devbin; fmnist
       log "vector_bench Fashion-MNIST"
       LD_LIBRARY_PATH=/tmp/devbin/lib /tmp/devbin/vector_bench --fmnist /tmp/fm --candidates 100,300,1000 \
-        --methods genie-gpu,genie-cpu,genie-lsh,faiss-flat,faiss-hnsw,hnswlib --ef 16,64 --single 100 \
+        --methods "${FMNIST_METHODS:-genie-gpu,genie-cpu,genie-lsh,faiss-flat,faiss-hnsw,hnswlib}" --ef 16,64 --single 100 \
         > "$OUT/vectors-fmnist.txt" 2>&1
       log "vector_bench rc=$?"
       python3 bench/torch_knn_baseline.py --fmnist /tmp/fm >> "$OUT/vectors-fmnist.txt" 2>&1
@@ -67,9 +77,9 @@ for stage in $stages; do
         log "generating /tmp/lshv (4.5M x 128 with vectors)"
         PYTHONUNBUFFERED=1 python3 bench/gen_lsh_workload.py --n 4500000 --out /tmp/lshv --vectors > "$OUT/genv.log" 2>&1
       fi
-      for n in 1000000 4500000; do
+      for n in ${GAUSS_N:-1000000 4500000}; do
         methods=genie-gpu,genie-cpu,faiss-flat
-        [ $n = 1000000 ] && methods=$methods,genie-lsh,hnswlib
+        [ $n = 1000000 ] && methods=${GAUSS_1M_METHODS:-$methods,genie-lsh}
         log "vector_bench gaussian n=$n"
         LD_LIBRARY_PATH=/tmp/devbin/lib /tmp/devbin/vector_bench --data /tmp/lshv/data.f32 --queries /tmp/lshv/queries.f32 \
           --dim 128 --n $n --methods $methods --candidates 1000,3000 --ef 32,128 --single 100 > "$OUT/vectors-$n.txt" 2>&1
@@ -113,10 +123,21 @@ for stage in $stages; do
       gen_data
       n=1000000; [ $stage = bench45m ] && n=4500000
       log "engine_bench n=$n"
-      $BIN/engine_bench --data /tmp/lsh --n $n --nq 1024 --k 100 --ref-queries 32 --repeat 3 \
-        --engines "${ENGINES:-ref,cpu,count,faithful,faithful-paper,tiled}" > "$OUT/bench_$n.log" 2>&1
+      $BIN/engine_bench --data /tmp/lsh --n $n --nq 1024 --k 100 --ref-queries "${REF_QUERIES:-32}" --repeat 3 \
+        --engines "${ENGINES:-ref,cpu,count,faithful,faithful-paper,tiled-full,tiled}" > "$OUT/bench_$n.log" 2>&1
       log "bench rc=$?"
+      grep -E "profile|on the device" "$OUT/bench_$n.log" | tee -a "$OUT/summary.txt"
       tail -12 "$OUT/bench_$n.log" | tee -a "$OUT/summary.txt"
+      ;;
+    torchcount)
+      if [ -n "${GEN_PID:-}" ]; then wait $GEN_PID; GEN_PID=; fi
+      gen_data
+      for n in 1000000 4500000; do
+        log "torch count table n=$n"
+        python3 $BIN/torch_count_baseline.py --dir /tmp/lsh --n $n --batches 8,64 --check 8 \
+          > "$OUT/torch_$n.log" 2>&1
+        log "torch rc=$? $(grep TORCH "$OUT/torch_$n.log" | cut -c1-400)"
+      done
       ;;
   esac
 done
