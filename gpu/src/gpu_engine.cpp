@@ -435,9 +435,9 @@ Status GpuEngine::SearchImpl(const genie_query_batch& batch, int32_t k, TopKResu
   if (resident_ && config_.matcher == Matcher::kTiled &&
       batch.n_queries >= 2 * kPipelineQueries && index.num_objects() > 0) {
     GENIE_RETURN_IF_ERROR(ValidateBatch(batch));
-    const uint64_t held = ResidentBytes();
-    Status status = SearchPipelined(batch, k, budget > held ? budget - held : 0, out);
+    Status status = SearchPipelined(batch, k, budget, out);
     if (status.code() != GENIE_DEVICE_OUT_OF_MEMORY || index.num_objects() < 2) return status;
+    const uint64_t held = ResidentBytes();  // (the 4-byte array may have joined it)
     stats_ = SearchStats();
     stats_.matcher = MatcherName(config_.matcher);
     stats_.index_device_bytes = held;
@@ -459,11 +459,13 @@ Status GpuEngine::SearchImpl(const genie_query_batch& batch, int32_t k, TopKResu
       return Status::Ok();
     }
     if (status.code() != GENIE_DEVICE_OUT_OF_MEMORY || index.num_objects() < 2) return status;
-    // One query's state does not fit beside the index: multiple loading.
+    // One query's state does not fit beside the index (or the 4-byte array
+    // beside the packed one): multiple loading.
+    const uint64_t now_held = ResidentBytes();
     stats_ = SearchStats();
     stats_.matcher = MatcherName(config_.matcher);
-    stats_.index_device_bytes = held;
-    return SearchParts(batch, k, avail, out);
+    stats_.index_device_bytes = now_held;
+    return SearchParts(batch, k, budget > now_held ? budget - now_held : 0, out);
   }
   return SearchParts(batch, k, budget, out);
 }
@@ -534,9 +536,10 @@ uint64_t GpuEngine::QueryBytes(const CompiledQueries& cq, const Prepared& prep, 
     const uint64_t words = static_cast<uint64_t>(RoundUp((n + per_word - 1) / per_word, 4));
     return common + slices * 28 + words * 4 + (ms + 2) * 4 + cap * 8 + (cap + k) * 24;
   }
+  // A run: begin, length, weight, and (packed) its list and the list's start.
   const uint64_t runs = static_cast<uint64_t>(prep.num_runs[qi]);
   return common + (ms + 2) * 4 + cap * 8 + cap * 24 +
-         runs * (24 + (static_cast<uint64_t>(tiles) + 1) * 4);
+         runs * (40 + (static_cast<uint64_t>(tiles) + 1) * 4);
 }
 
 Status GpuEngine::PlanGroups(const std::vector<int32_t>& queries, const std::vector<uint64_t>& bytes,
@@ -573,9 +576,10 @@ Status GpuEngine::RunQueries(const DeviceIndexView& view, const CompiledQueries&
 }
 
 Status GpuEngine::RunPrepared(const DeviceIndexView& index_view, const CompiledQueries& cq,
-                              const Prepared& prep, int32_t k, uint64_t avail,
+                              const Prepared& prep, int32_t k, uint64_t avail_in,
                               std::vector<std::vector<Hit>>* per_query) {
   DeviceIndexView view = index_view;  // EnsureFullPostings may add the 4-byte array
+  uint64_t avail = avail_in;          // and then takes its bytes from avail
   const int32_t nq = cq.num_queries();
   per_query->assign(static_cast<std::size_t>(nq), {});
   const int32_t n = view.num_objects;
@@ -597,7 +601,7 @@ Status GpuEngine::RunPrepared(const DeviceIndexView& index_view, const CompiledQ
   if (!cpq.empty()) {
     std::vector<std::vector<int32_t>> groups;
     GENIE_RETURN_IF_ERROR(PlanGroups(cpq, bytes, avail, &groups));
-    if (config_.matcher != Matcher::kTiled) GENIE_RETURN_IF_ERROR(EnsureFullPostings(&view));
+    if (config_.matcher != Matcher::kTiled) GENIE_RETURN_IF_ERROR(EnsureFullPostings(&view, &avail));
     for (const auto& group : groups) {
       GENIE_RETURN_IF_ERROR(CheckCancel());
       if (config_.matcher == Matcher::kTiled) {
@@ -619,8 +623,8 @@ Status GpuEngine::RunPrepared(const DeviceIndexView& index_view, const CompiledQ
           QueryBytes(cq, prep, q, n, k_eff, 0, Matcher::kCountTable);
     }
     std::vector<std::vector<int32_t>> groups;
+    GENIE_RETURN_IF_ERROR(EnsureFullPostings(&view, &avail));
     GENIE_RETURN_IF_ERROR(PlanGroups(count, bytes, avail, &groups));
-    GENIE_RETURN_IF_ERROR(EnsureFullPostings(&view));
     for (const auto& group : groups) {
       GENIE_RETURN_IF_ERROR(CheckCancel());
       for (int32_t q : group) (*per_query)[static_cast<std::size_t>(q)].clear();

@@ -275,8 +275,10 @@ class GpuEngine final : public Engine {
   int32_t TileCount(int32_t n, const std::vector<int64_t>& max_score, bool packed) const;
 
   // The 4-byte List Array on the device beside the packed one, for the
-  // queries the count table takes: uploaded on first need and kept.
-  Status EnsureFullPostings(DeviceIndexView* view);
+  // queries the count table takes: uploaded on first need and kept (its
+  // bytes then come off *avail); GENIE_DEVICE_OUT_OF_MEMORY when both forms
+  // would take more than half the budget.
+  Status EnsureFullPostings(DeviceIndexView* view, uint64_t* avail);
 
   // Upload of the packed form (Upload chose it).
   Status UploadPacked();
@@ -324,7 +326,7 @@ class GpuEngine final : public Engine {
 
   // Resident, tiled, a large batch: compilation overlapped with the device
   // work, piece by piece (pipeline.cpp).
-  Status SearchPipelined(const genie_query_batch& batch, int32_t k, uint64_t avail,
+  Status SearchPipelined(const genie_query_batch& batch, int32_t k, uint64_t budget,
                          TopKResults* out);
 
   // Slices of the group's queries as device work: <= kSlicesPerBlock slices

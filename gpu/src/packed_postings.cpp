@@ -77,15 +77,29 @@ Status GpuEngine::UploadPacked() {
   return Status::Ok();
 }
 
-Status GpuEngine::EnsureFullPostings(DeviceIndexView* view) {
+Status GpuEngine::EnsureFullPostings(DeviceIndexView* view, uint64_t* avail) {
   if (view->postings != nullptr || index_ == nullptr) return Status::Ok();
+  if (resident_postings_.size() > 0) {  // an earlier piece or search uploaded it
+    view->postings = resident_postings_.get();
+    return Status::Ok();
+  }
   const Span<int32_t> postings = index_->postings();
   if (postings.empty()) return Status::Ok();
+  // Both forms resident must still leave half the budget for search state,
+  // as Upload's rule for one form; else multiple loading takes the batch.
+  uint64_t budget = 0;
+  GENIE_RETURN_IF_ERROR(EffectiveBudget(&budget));
+  if (ResidentBytes() + postings.size() * sizeof(int32_t) > budget / 2) {
+    return Status::DeviceOutOfMemory(
+        "the 4-byte List Array does not fit beside the packed one for a count-table query");
+  }
   GENIE_RETURN_IF_ERROR(resident_postings_.Allocate(postings.size(), "the List Array"));
   GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(resident_postings_.get(), postings.data(),
                                              postings.size() * sizeof(int32_t),
                                              cudaMemcpyHostToDevice, compute_stream_.get()));
   view->postings = resident_postings_.get();
+  const uint64_t taken = resident_postings_.bytes();
+  *avail = *avail > taken ? *avail - taken : 0;
   return Status::Ok();
 }
 

@@ -39,7 +39,7 @@ struct Piece {
 
 }  // namespace
 
-Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uint64_t avail,
+Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uint64_t budget,
                                   TopKResults* out) {
   const InvertedIndex& index = *index_;
   const int32_t nq = batch.n_queries;
@@ -96,6 +96,12 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
       compile(p);
     }
   });
+  // Destroyed before the helper: however the loop below ends, the helper
+  // stops after its current piece instead of compiling the rest.
+  struct StopOnExit {
+    std::atomic<bool>* stop;
+    ~StopOnExit() { stop->store(true); }
+  } stop_on_exit{&stop};
   Status status;
   for (int32_t p = 0; p < count && status.ok(); ++p) {
     // Compile the piece here unless the helper has taken it.
@@ -110,7 +116,10 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
     if (status.ok()) status = CheckCancel();
     std::vector<std::vector<Hit>> piece_hits;
     if (status.ok()) {
-      status = RunPrepared(view, piece.compiled, piece.prep, k, avail, &piece_hits);
+      // The index's device bytes may have grown (EnsureFullPostings).
+      const uint64_t held = ResidentBytes();
+      status = RunPrepared(view, piece.compiled, piece.prep, k, budget > held ? budget - held : 0,
+                           &piece_hits);
     }
     if (status.ok()) {
       for (int32_t q = piece.q_begin; q < piece.q_end; ++q) {

@@ -605,6 +605,50 @@ TEST_P(GpuEngineTest, PipelinedBatch) {
   }
 }
 
+// Packed and resident, queries the count table must take (a heavy weight
+// over a wide range) need the 4-byte List Array as well: uploaded once and
+// kept for the next search; and where both forms would take more than half
+// the budget, the search goes to multiple loading (4-byte parts) instead.
+// Either way the answers are the reference's.
+TEST_P(GpuEngineTest, CountTableQueriesBesidePackedPostings) {
+  if (GetParam() != Variant::kTiledPacked) {
+    GTEST_SKIP() << "packed tiled only";
+  }
+  LshData data = MakeLsh(67, 420000, 24, 16, 200, 600, 0.3);
+  for (int32_t q = 0; q < 8; ++q) {
+    data.batch.BeginQuery();
+    const std::vector<KeywordRange> wide{{q * 20, q * 20 + 150}};
+    data.batch.AddItem(wide, 5000);
+  }
+  auto index = MakeIndex(data.csr);
+  gpu::SearchStats first, second;
+  Check(data.csr, index, data.batch, 20, {}, &first, "CountBesidePacked");
+  EXPECT_GT(first.count_queries, 0);
+  // The same engine kept the 4-byte array: Check makes a new engine, so
+  // search twice on one engine here.
+  {
+    EngineSpec spec;
+    spec.variant = GetParam();
+    Status status;
+    auto engine = MakeEngine(spec, &status);
+    ASSERT_NE(engine, nullptr) << status.message();
+    ASSERT_TRUE(engine->Upload(index).ok());
+    TopKResults out;
+    ASSERT_TRUE(engine->Search(data.batch.View(), 20, &out).ok());
+    ASSERT_TRUE(gpu::GetLastSearchStats(engine.get(), &first));
+    ASSERT_TRUE(engine->Search(data.batch.View(), 20, &out).ok());
+    ASSERT_TRUE(gpu::GetLastSearchStats(engine.get(), &second));
+    const uint64_t full = static_cast<uint64_t>(index->num_postings()) * 4;
+    EXPECT_EQ(second.index_device_bytes, first.index_device_bytes + full);
+  }
+  // A budget that holds the packed form in half but not both forms.
+  EngineSpec spec;
+  spec.budget = 2 * first.index_device_bytes + (1ull << 20);
+  gpu::SearchStats parts;
+  Check(data.csr, index, data.batch, 20, spec, &parts, "CountBesidePacked");
+  EXPECT_GT(parts.parts, 1);
+}
+
 // The device form each tiled variant chose, from the index bytes it holds:
 // packed is 2 bytes a posting plus keywords x (pack tiles + 1) x 4 of
 // directory; kAuto packs this LSH-like index (long lists).
