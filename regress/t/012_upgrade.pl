@@ -121,5 +121,19 @@ cmp_ok(scalar(split /\n/, $fresh), '>', 50, 'a fresh install has the extension\'
 is($node->safe_psql('postgres', $catalog), $fresh,
 	'the updated extension equals a fresh install: objects, function definitions, privileges');
 
+# The intermediate versions have no full script of their own (only 0.1.0 and
+# the current one do): CREATE EXTENSION of one goes through 0.1.0 and the
+# update scripts, and updating it from there gives the same extension.
+for my $mid ('0.2.0', '0.3.0')
+{
+	(my $db = "mid_$mid") =~ s/\./_/g;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, "CREATE EXTENSION genie VERSION '$mid'");
+	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'genie'"), $mid,
+		"CREATE EXTENSION genie VERSION '$mid' installs through the update scripts");
+	$node->safe_psql($db, 'ALTER EXTENSION genie UPDATE');
+	is($node->safe_psql($db, $catalog), $fresh, "$mid updated equals a fresh install");
+}
+
 $node->stop;
 done_testing();
