@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 
+#include "genie/gallop.hpp"
 #include "index_format.hpp"
 
 namespace genie {
@@ -248,15 +249,9 @@ std::pair<std::size_t, std::size_t> InvertedIndex::KeywordSpanFrom(std::size_t f
                                                                   int32_t hi) const {
   const std::size_t size = keywords_.size();
   from = std::min(from, size);
-  // Gallop from `from`: ascending items are usually close together.
-  std::size_t step = 1, lo_at = from, hi_at = from;
-  while (hi_at < size && keywords_[hi_at] < lo) {
-    lo_at = hi_at + 1;
-    hi_at = std::min(size, hi_at + step);
-    step *= 2;
-  }
-  const auto first = std::lower_bound(keywords_.begin() + static_cast<std::ptrdiff_t>(lo_at),
-                                      keywords_.begin() + static_cast<std::ptrdiff_t>(hi_at), lo);
+  // ascending items are usually close together
+  const auto first = Gallop(keywords_.begin() + static_cast<std::ptrdiff_t>(from), keywords_.end(), lo,
+                            [](int32_t keyword, int32_t v) { return keyword < v; });
   if (lo > hi) {
     const auto at = static_cast<std::size_t>(first - keywords_.begin());
     return {at, at};

@@ -2,12 +2,14 @@
 
 #include <climits>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "index_format.hpp"  // core/src: a private include dir of the core tests
+#include "genie/gallop.hpp"
 #include "genie/index.hpp"
 #include "genie/test_util.hpp"
 
@@ -452,6 +454,27 @@ TEST(IndexMemory, CountsItsArrays) {
 }
 
 }  // namespace
+// Gallop from any start at or before the answer equals std::lower_bound
+// (before: x < v) and std::upper_bound (before: x <= v), duplicates included.
+TEST(Gallop, EqualsTheBinarySearches) {
+  std::mt19937 rng(92);
+  std::vector<int64_t> values(700);
+  for (auto& v : values) v = static_cast<int64_t>(rng() % 300);
+  std::sort(values.begin(), values.end());
+  for (int64_t v = -2; v < 303; ++v) {
+    const auto lower = std::lower_bound(values.begin(), values.end(), v);
+    const auto upper = std::upper_bound(values.begin(), values.end(), v);
+    for (auto from = values.begin(); from <= lower; from += 1 + (lower - from) / 3) {
+      EXPECT_EQ(Gallop(from, values.end(), v, [](int64_t x, int64_t y) { return x < y; }), lower) << v;
+      if (from == lower) break;
+    }
+    for (auto from = values.begin(); from <= upper; from += 1 + (upper - from) / 3) {
+      EXPECT_EQ(Gallop(from, values.end(), v, [](int64_t x, int64_t y) { return x <= y; }), upper) << v;
+      if (from == upper) break;
+    }
+  }
+}
+
 // KeywordSpanFrom equals KeywordSpan from every admissible start (every
 // keyword before it below lo), for ranges around, between and beyond the
 // keywords, single keywords included.

@@ -79,6 +79,7 @@
 #include "cuda_util.hpp"
 #include "genie/gpu_engine.hpp"
 #include "genie/gpu_stats.hpp"
+#include "genie/gallop.hpp"
 #include "genie/parallel.hpp"
 #include "gpu_engine_impl.hpp"
 #include "kernels.hpp"
@@ -158,16 +159,8 @@ namespace {
 // mostly ascend), else a binary search.
 std::size_t ListAt(Span<int64_t> offs, int64_t b, std::size_t from) {
   if (from < offs.size() && offs[from] <= b) {
-    std::size_t lo = from, step = 1;
-    std::size_t hi = from + 1;
-    while (hi < offs.size() && offs[hi] <= b) {
-      lo = hi;
-      hi = std::min(offs.size(), hi + step);
-      step *= 2;
-    }
-    // offs[lo] <= b, and offs[hi] > b or hi == size
-    const auto it = std::upper_bound(offs.begin() + static_cast<std::ptrdiff_t>(lo),
-                                     offs.begin() + static_cast<std::ptrdiff_t>(hi), b);
+    const auto it = Gallop(offs.begin() + static_cast<std::ptrdiff_t>(from), offs.end(), b,
+                           [](int64_t offset, int64_t v) { return offset <= v; });
     return static_cast<std::size_t>(it - offs.begin()) - 1;
   }
   const std::size_t i = static_cast<std::size_t>(std::upper_bound(offs.begin(), offs.end(), b) - offs.begin());
