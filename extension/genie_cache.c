@@ -58,6 +58,7 @@ free_slot(CacheSlot *slot)
 		genie_strings_free(e->strings);	/* its GPU copy included */
 		genie_strings_free(e->pending_strings);
 		genie_vectors_free(e->vectors);	/* its GPU copy included */
+		genie_vectors_free(e->pending_vectors);
 	}
 	if (slot->cxt != NULL)
 		MemoryContextDelete(slot->cxt);

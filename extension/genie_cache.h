@@ -69,11 +69,13 @@ typedef struct GenieCachedIndex
 	bool		excluded_ready;
 
 	/*
-	 * With the genie service, which holds the main objects' strings: the
-	 * pending objects' strings alone (by pending position), and the main
-	 * objects a scan skips (excluded_main_ready says whether it was made).
+	 * With the genie service, which holds the main objects' strings or
+	 * vectors: the pending objects' alone (by pending position), and the
+	 * main objects a scan skips (excluded_main_ready says whether it was
+	 * made).
 	 */
 	genie_strings *pending_strings;
+	genie_vectors *pending_vectors;
 	int32	   *excluded_main;
 	int32		n_excluded_main;
 	bool		excluded_main_ready;
@@ -127,6 +129,10 @@ extern genie_vectors *genie_cache_vectors(GenieCachedIndex *entry);
 extern genie_strings *genie_cache_pending_strings(GenieCachedIndex *entry);
 extern const int32 *genie_cache_excluded_main(GenieCachedIndex *entry, int32 *n);
 extern GenieServiceOutcome genie_cache_ship_strings(GenieCachedIndex *entry, genie_error *err);
+
+/* The same for the stored vectors: the pending objects' alone, and the main objects' handed over. */
+extern genie_vectors *genie_cache_pending_vectors(GenieCachedIndex *entry);
+extern GenieServiceOutcome genie_cache_ship_vectors(GenieCachedIndex *entry, genie_error *err);
 
 /* The service key of an index's content (genie_cache.c). */
 extern void genie_cache_make_key(Relation index, const GenieIndexContent *content,

@@ -5,7 +5,7 @@
  *	  genie_ngram_ops (with store_strings), all of them for a scan in this
  *	  backend or, with the genie service, the pending objects' alone here and
  *	  the main objects' handed to the service; the vectors of
- *	  genie_vector_ops, all of them for a scan in this backend.
+ *	  genie_vector_ops, the same way.
  *
  *-------------------------------------------------------------------------
  */
@@ -173,31 +173,24 @@ genie_cache_ship_strings(GenieCachedIndex *entry, genie_error *err)
 	return outcome;
 }
 
-genie_vectors *
-genie_cache_vectors(GenieCachedIndex *entry)
+/*
+ * Objects [first, first + n) of the entry as a matrix of dim floats a row
+ * (row i: object first + i), from their stored values data/offsets (indexed
+ * from first's); NULL rows stay zero (and excluded).
+ */
+static float *
+vector_matrix(GenieCachedIndex *entry, const char *data, const int64 *offsets, int32 first,
+			  int32 n)
 {
-	MemoryContext tmpcxt;
-	MemoryContext old;
-	GenieIndexContent content;
-	genie_error err;
 	int32		dim = entry->vector_dim;
-	float	   *matrix;
+	float	   *matrix = palloc_extended(sizeof(float) * (Size) Max(n, 1) * dim,
+										 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 
-	if (entry->vectors != NULL)
-		return entry->vectors;
-	Assert(entry->values_stored && dim > 0);
-	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie vectors load context",
-								   ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(tmpcxt);
-	read_entry_values(entry, &content, true);
-	/* one row of dim floats per object; NULL rows stay zero and excluded */
-	matrix = MemoryContextAllocExtended(tmpcxt, sizeof(float) * (Size) Max(entry->n_objects, 1) * dim,
-										MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	for (int32 id = 0; id < entry->n_objects; id++)
+	for (int32 i = 0; i < n; i++)
 	{
-		int64		size = content.value_offsets[id + 1] - content.value_offsets[id];
+		int64		size = offsets[i + 1] - offsets[i];
 
-		if (size == 0 && (entry->objects[id].flags & GENIE_OBJECT_NULL))
+		if (size == 0 && (entry->objects[first + i].flags & GENIE_OBJECT_NULL))
 			continue;
 		if (size != (int64) sizeof(float) * dim)
 			ereport(ERROR,
@@ -206,15 +199,83 @@ genie_cache_vectors(GenieCachedIndex *entry)
 							get_rel_name(entry->index_oid), (long long) size, dim,
 							(int) sizeof(float) * dim),
 					 errhint("REINDEX the index.")));
-		memcpy(matrix + (Size) id * dim, content.value_data + content.value_offsets[id], size);
-		if ((id & 0xFFFF) == 0)
+		memcpy(matrix + (Size) i * dim, data + offsets[i], size);
+		if ((i & 0xFFFF) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
+	return matrix;
+}
+
+genie_vectors *
+genie_cache_vectors(GenieCachedIndex *entry)
+{
+	MemoryContext tmpcxt;
+	MemoryContext old;
+	GenieIndexContent content;
+	genie_error err;
+	float	   *matrix;
+
+	if (entry->vectors != NULL)
+		return entry->vectors;
+	Assert(entry->values_stored && entry->vector_dim > 0);
+	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie vectors load context",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmpcxt);
+	read_entry_values(entry, &content, true);
+	matrix = vector_matrix(entry, content.value_data, content.value_offsets, 0, entry->n_objects);
 	MemoryContextSwitchTo(old);
 	make_excluded(entry);
-	GENIE_CHECK(genie_vectors_create(matrix, entry->n_objects, dim, &entry->vectors, &err),
+	GENIE_CHECK(genie_vectors_create(matrix, entry->n_objects, entry->vector_dim, &entry->vectors, &err),
 				&err, "genie: loading the stored vectors");
 	entry->bytes += genie_vectors_memory_bytes(entry->vectors);
 	MemoryContextDelete(tmpcxt);
 	return entry->vectors;
+}
+
+genie_vectors *
+genie_cache_pending_vectors(GenieCachedIndex *entry)
+{
+	MemoryContext tmpcxt;
+	MemoryContext old;
+	GenieIndexContent content;
+	genie_error err;
+	int32		n = entry->n_objects - entry->n_main_objects;
+	float	   *matrix;
+
+	if (entry->pending_vectors != NULL)
+		return entry->pending_vectors;
+	Assert(entry->values_stored && entry->vector_dim > 0);
+	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie vectors load context",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmpcxt);
+	read_entry_values(entry, &content, false);
+	/* the entry's pending objects come first in the pending list */
+	matrix = vector_matrix(entry, content.pending_value_data, content.pending_value_offsets,
+						   entry->n_main_objects, n);
+	MemoryContextSwitchTo(old);
+	GENIE_CHECK(genie_vectors_create(matrix, n, entry->vector_dim, &entry->pending_vectors, &err),
+				&err, "genie: loading the stored vectors");
+	entry->bytes += genie_vectors_memory_bytes(entry->pending_vectors);
+	MemoryContextDelete(tmpcxt);
+	return entry->pending_vectors;
+}
+
+GenieServiceOutcome
+genie_cache_ship_vectors(GenieCachedIndex *entry, genie_error *err)
+{
+	MemoryContext tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie vectors load context",
+												 ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmpcxt);
+	GenieIndexContent content;
+	GenieServiceOutcome outcome;
+	float	   *matrix;
+
+	read_entry_values(entry, &content, true);
+	/* the main objects' are the first n_main_objects */
+	matrix = vector_matrix(entry, content.value_data, content.value_offsets, 0, entry->n_main_objects);
+	outcome = genie_service_load_vectors(&entry->main_key, entry->index_oid, entry->vector_dim,
+										 matrix, err);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmpcxt);
+	return outcome;
 }

@@ -7,14 +7,20 @@
  * Exact (genie.vector_search = exact, the default): one scan of every vector of the
  * entry's version on the engine genie.device asks for, exact: the same rows
  * and distances as a sequential scan ordered by real[] <-> real[] (see
- * genie/vectors.hpp).  With genie preloaded, backends never start CUDA and
- * the genie service does not hold vectors yet: the scan runs in-process on
- * the CPU engine.
+ * genie/vectors.hpp).  With genie preloaded, the genie service holds the
+ * main objects' vectors (handed over by the first backend that needs them)
+ * and scans them on its GPU, one engine call for the scans of all sessions
+ * that arrive together; the backend scans its own pending objects' vectors
+ * on the CPU and merges the two by (distance, id), the order of the
+ * in-process scan, so both paths give the same rows.  Backends of a
+ * preloaded genie never start CUDA: while the service is away they scan on
+ * the CPU.
  *
  * LSH (genie.vector_search = lsh, the caller passes the queries' LSH
  * keywords): the genie.lsh_candidates objects of the highest
  * LSH match count (genie_search, through the genie service when it runs)
- * re-ranked by their exact distance: approximate, as GENIE section IV.
+ * re-ranked by their exact distance in this backend: approximate, as GENIE
+ * section IV.
  *
  * genie_search_vectors_visible keeps the rows visible to a snapshot,
  * widening k while invisible rows take places.
@@ -24,8 +30,10 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "storage/latch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/wait_event.h"
 
 #include "genie_search.h"
 #include "genie_service.h"
@@ -33,8 +41,6 @@
 
 int			genie_vector_search_setting = GENIE_VECTOR_SEARCH_EXACT;
 int			genie_lsh_candidates = 1000;
-
-static bool said_in_process = false;
 
 /*
  * Moves a C API result (malloc'd) into palloc'd rows; the allocations may
@@ -92,18 +98,7 @@ scan_exact(GenieCachedIndex *entry, const float *queries, int nq, int32 k, Genie
 	scan.k = k;
 	scan.excluded = entry->excluded;
 	if (genie_service_configured())
-	{
-		/* backends of a preloaded genie never start CUDA */
-		device = GENIE_ENGINE_CPU;
-		if (!said_in_process && genie_device_setting != GENIE_DEVICE_SETTING_CPU)
-		{
-			said_in_process = true;
-			ereport(NOTICE,
-					(errmsg("genie: exact vector searches run in this backend on the CPU engine while genie is preloaded"),
-					 errdetail("The genie service does not hold vectors yet."),
-					 errhint("SET genie.vector_search = 'lsh' counts LSH keywords through the genie service.")));
-		}
-	}
+		device = GENIE_ENGINE_CPU;	/* the service is away */
 	else
 		device = genie_device_setting == GENIE_DEVICE_SETTING_CPU ? GENIE_ENGINE_CPU
 			: genie_device_setting == GENIE_DEVICE_SETTING_GPU ? GENIE_ENGINE_GPU : GENIE_ENGINE_AUTO;
@@ -132,6 +127,7 @@ search_lsh(GenieCachedIndex *entry, const float *queries, GenieQuery **lsh, int 
 										 (int64) Max(entry->n_objects, 1));
 	GenieQueryBatch batch;
 	GenieSearchResult counted;
+	genie_vectors *vectors;
 	genie_vector_scan scan;
 	genie_vector_results *found = NULL;
 	genie_error err;
@@ -145,6 +141,8 @@ search_lsh(GenieCachedIndex *entry, const float *queries, GenieQuery **lsh, int 
 					 errhint("SET genie.vector_search = 'exact', or rebuild the index with m > 0.")));
 	genie_query_batch_init(&batch, lsh, nq);
 	genie_search(entry, &batch, candidates, &counted);
+	/* the re-ranking reads every vector here; the flags of the skipped objects come with them */
+	vectors = genie_cache_vectors(entry);
 	memset(&scan, 0, sizeof(scan));
 	scan.n_queries = nq;
 	scan.queries = queries;
@@ -152,10 +150,139 @@ search_lsh(GenieCachedIndex *entry, const float *queries, GenieQuery **lsh, int 
 	scan.excluded = entry->excluded;
 	scan.candidate_offsets = counted.query_offsets;
 	scan.candidates = counted.objects;
-	if (scan_on(genie_cache_vectors(entry), GENIE_ENGINE_CPU, &scan, &found, &err) != GENIE_OK)
+	if (scan_on(vectors, GENIE_ENGINE_CPU, &scan, &found, &err) != GENIE_OK)
 		genie_report_error(&err, "genie: re-ranking LSH candidates");
 	genie_search_free(&counted);
 	take_results(found, nq, rows);
+}
+
+/* The main objects' rows from the service; false when it is away. */
+static bool
+scan_main_through_service(GenieCachedIndex *entry, const float *queries, int nq, int32 k,
+						  GenieServiceVectorRows *main_rows)
+{
+	int			attempts = 0;
+
+	for (;;)
+	{
+		genie_error err;
+		genie_engine_kind engine;
+		bool		device_fallback;
+		int32		n_excluded;
+		const int32 *excluded = genie_cache_excluded_main(entry, &n_excluded);
+		GenieServiceOutcome outcome;
+
+		if (!genie_service_ready())
+			return genie_search_service_away();
+		outcome = genie_service_scan_vectors(&entry->main_key, entry->index_oid, genie_device_setting,
+											 queries, nq, entry->vector_dim, k, excluded, n_excluded,
+											 main_rows, &engine, &device_fallback, &err);
+		if (outcome == GENIE_SERVICE_OK)
+		{
+			genie_search_note_engine(engine, device_fallback, "vector search");
+			return true;
+		}
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, "genie: vector search");
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return genie_search_service_away();
+
+		/* NOT_RESIDENT: hand the vectors over, and ask again */
+		if (++attempts > 3)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("the genie service cannot keep the stored vectors of index \"%s\" in memory",
+							get_rel_name(entry->index_oid)),
+					 errhint("Raise genie.cache_size in the server's configuration.")));
+		outcome = genie_cache_ship_vectors(entry, &err);
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, "genie: handing the stored vectors to the genie service");
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return genie_search_service_away();
+		if (outcome == GENIE_SERVICE_NOT_RESIDENT)
+		{
+			/* another backend is handing them over: wait for it */
+			attempts--;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 2L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+}
+
+/*
+ * Through the service: the main rows there and the pending rows (on the
+ * CPU) here, merged by (distance, id); false when the service is away.
+ */
+static bool
+scan_through_service(GenieCachedIndex *entry, const float *queries, int nq, int32 k,
+					 GenieVectorRows *rows)
+{
+	int32		n_main = entry->n_main_objects;
+	int32		n_pending = entry->n_objects - n_main;
+	GenieServiceVectorRows main_rows;
+	GenieVectorRows pending_rows;
+	int64		total = 0;
+
+	memset(&main_rows, 0, sizeof(main_rows));
+	memset(&pending_rows, 0, sizeof(pending_rows));
+	if (n_main > 0 && !scan_main_through_service(entry, queries, nq, k, &main_rows))
+		return false;
+	if (n_pending > 0)
+	{
+		genie_vectors *pending = genie_cache_pending_vectors(entry);
+		uint8	   *excluded = palloc(n_pending);
+		genie_vector_scan scan;
+		genie_vector_results *found = NULL;
+		genie_error err;
+
+		for (int32 i = 0; i < n_pending; i++)
+			excluded[i] = (entry->objects[n_main + i].flags &
+						   (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0;
+		memset(&scan, 0, sizeof(scan));
+		scan.n_queries = nq;
+		scan.queries = queries;
+		scan.k = Min(k, n_pending);
+		scan.excluded = excluded;
+		if (scan_on(pending, GENIE_ENGINE_CPU, &scan, &found, &err) != GENIE_OK)
+			genie_report_error(&err, "genie: vector search of the pending rows");
+		take_results(found, nq, &pending_rows);
+		pfree(excluded);
+	}
+	for (int q = 0; q < nq; q++)
+		total += Min((int64) k, (n_main > 0 ? main_rows.offsets[q + 1] - main_rows.offsets[q] : 0) +
+					 (n_pending > 0 ? pending_rows.offsets[q + 1] - pending_rows.offsets[q] : 0));
+	rows->n_queries = nq;
+	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
+	rows->objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(float8) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->offsets[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		int64		i = n_main > 0 ? main_rows.offsets[q] : 0;
+		int64		i_end = n_main > 0 ? main_rows.offsets[q + 1] : 0;
+		int64		j = n_pending > 0 ? pending_rows.offsets[q] : 0;
+		int64		j_end = n_pending > 0 ? pending_rows.offsets[q + 1] : 0;
+		int64		out = rows->offsets[q];
+
+		while (out - rows->offsets[q] < k && (i < i_end || j < j_end))
+		{
+			/* pending ids follow every main id: a tie in distance goes to main */
+			if (j == j_end || (i < i_end && main_rows.distances[i] <= pending_rows.distances[j]))
+			{
+				rows->objects[out] = main_rows.objects[i];
+				rows->distances[out++] = main_rows.distances[i++];
+			}
+			else
+			{
+				rows->objects[out] = n_main + pending_rows.objects[j];
+				rows->distances[out++] = pending_rows.distances[j++];
+			}
+		}
+		rows->offsets[q + 1] = out;
+	}
+	return true;
 }
 
 void
@@ -171,11 +298,9 @@ genie_search_vectors(GenieCachedIndex *entry, const float *queries, GenieQuery *
 		rows->distances = palloc(sizeof(float8));
 		return;
 	}
-	/* the flags of the skipped objects come with the vectors */
-	(void) genie_cache_vectors(entry);
 	if (lsh != NULL)
 		search_lsh(entry, queries, lsh, nq, k, rows);
-	else
+	else if (!genie_service_configured() || !scan_through_service(entry, queries, nq, k, rows))
 		scan_exact(entry, queries, nq, k, rows);
 }
 

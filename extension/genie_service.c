@@ -172,7 +172,7 @@ genie_service_status(PG_FUNCTION_ARGS)
 	{
 		if (!sh->stats[i].resident)
 			continue;
-		if (!sh->stats[i].strings)
+		if (sh->stats[i].content == GENIE_SERVED_POSTINGS)
 			resident++;
 		host += sh->stats[i].host_bytes;
 		device += sh->stats[i].device_bytes;
@@ -226,7 +226,8 @@ genie_service_stats(PG_FUNCTION_ARGS)
 		values[12] = Int64GetDatum(s->max_batch_queries);
 		values[13] = Float8GetDatum(s->requests > 0 ? s->queue_wait_ms / s->requests : 0.0);
 		values[14] = Float8GetDatum(s->engine_ms);
-		values[15] = CStringGetTextDatum(s->strings ? "strings" : "postings");
+		values[15] = CStringGetTextDatum(s->content == GENIE_SERVED_STRINGS ? "strings"
+										 : s->content == GENIE_SERVED_VECTORS ? "vectors" : "postings");
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -7,13 +7,15 @@
  *	  and answers the searches of all sessions, batching the ones that
  *	  arrive together into one engine call per index.
  *
- * Three files share this header:
+ * These files share this header:
  *	- genie_service.c: the shared control area, the worker's registration,
  *	  genie_service_stats();
  *	- genie_service_client.c: a backend's side (genie_search.c calls it);
  *	- genie_service_worker.c: the worker's loop;
  *	- genie_service_strings.c: the worker's stored strings (edit-distance
- *	  scans).
+ *	  scans);
+ *	- genie_service_vectors.c: the worker's stored vectors (exact nearest
+ *	  neighbour scans).
  *
  * The protocol.  Each backend has one slot in the control area and one DSM
  * segment of its own (made at its first request, grown when too small,
@@ -88,13 +90,21 @@ typedef struct GenieServiceSlot
 	TimestampTz submitted_at;
 } GenieServiceSlot;
 
+/* what the service holds of an index version (genie_service_stats().content) */
+typedef enum GenieServedContent
+{
+	GENIE_SERVED_POSTINGS,		/* the main postings, for searches by match count */
+	GENIE_SERVED_STRINGS,		/* the main objects' stored strings */
+	GENIE_SERVED_VECTORS		/* the main objects' stored vectors */
+} GenieServedContent;
+
 /* One resident index version on one engine, as genie_service_stats() shows it. */
 typedef struct GenieServiceIndexStats
 {
 	GenieServiceKey key;
 	Oid			index_oid;
 	genie_engine_kind engine;	/* CPU or GPU */
-	bool		strings;		/* the stored strings, not the postings */
+	GenieServedContent content;
 	bool		resident;		/* the engine holds the index now */
 	int64		host_bytes;
 	int64		device_bytes;
@@ -136,7 +146,8 @@ typedef enum GenieRequestKind
 	GENIE_REQUEST_SEARCH,
 	GENIE_REQUEST_LOAD,
 	GENIE_REQUEST_VERIFY,
-	GENIE_REQUEST_SCAN_STRINGS
+	GENIE_REQUEST_SCAN_STRINGS,
+	GENIE_REQUEST_SCAN_VECTORS
 } GenieRequestKind;
 
 /* the outcome of a request, beyond the engines' genie_status */
@@ -167,15 +178,17 @@ typedef struct GenieRequest
 	/*
 	 * LOAD: bytes [load_offset, load_offset + load_bytes) of the stream
 	 * keywords | keyword_offsets | postings of the key's main postings,
-	 * split_length as stored in the metapage; with load_strings, of the
-	 * stream byte_offsets (n_main_objects + 1 int64) | UTF-8 text of the
-	 * main objects' stored strings, load_total bytes in all
+	 * split_length as stored in the metapage; with load_values, of the main
+	 * objects' stored values, load_total bytes in all: with vector_dim = 0
+	 * the strings, byte_offsets (n_main_objects + 1 int64) | UTF-8 text;
+	 * with vector_dim > 0 the vectors, n_main_objects * vector_dim float4
 	 */
 	int32		split_length;
 	int64		load_offset;
 	int64		load_bytes;
-	bool		load_strings;
+	bool		load_values;
 	int64		load_total;
+	int32		vector_dim;
 
 	/*
 	 * SCAN_STRINGS: k and n_queries above; query_offsets (n_queries + 1
@@ -184,6 +197,12 @@ typedef struct GenieRequest
 	 */
 	int64		scan_text_bytes;
 	int32		scan_excluded;
+
+	/*
+	 * SCAN_VECTORS: k, n_queries and vector_dim above; the queries
+	 * (n_queries * vector_dim float4) | the ids of the main objects to skip
+	 * (scan_excluded int32) follow the header
+	 */
 
 	/* VERIFY: a genie_similar_batch follows (see genie_service_client.c) */
 	int32		verify_n;
@@ -207,7 +226,9 @@ typedef struct GenieResponse
 	int64		distances_computed;
 	/*
 	 * SCAN_STRINGS: query_offsets[n_queries + 1] (int64), then n_queries * k
-	 * slots each of objects, distances and lengths (int32) follow
+	 * slots each of objects, distances and lengths (int32) follow;
+	 * SCAN_VECTORS: query_offsets[n_queries + 1] (int64), then n_queries * k
+	 * distances (float8) and n_queries * k objects (int32)
 	 */
 } GenieResponse;
 
@@ -289,6 +310,37 @@ extern GenieServiceOutcome genie_service_scan_strings(const GenieServiceKey *key
 													  const int64 *query_offsets, int nq, int32 k,
 													  const int32 *excluded, int32 n_excluded,
 													  GenieServiceStringRows *rows,
+													  genie_engine_kind *engine,
+													  bool *device_fallback, genie_error *err);
+
+/*
+ * Hands the worker the main objects' stored vectors of a version
+ * (key->n_main_objects rows of dim float4).  NOT_RESIDENT when another
+ * backend is handing over the same version: scan again later.
+ */
+extern GenieServiceOutcome genie_service_load_vectors(const GenieServiceKey *key, Oid index_oid,
+													  int32 dim, const float *vectors,
+													  genie_error *err);
+
+/* What genie_service_scan_vectors answers, palloc'd. */
+typedef struct GenieServiceVectorRows
+{
+	int64	   *offsets;		/* n_queries + 1 */
+	int32	   *objects;		/* main object ids */
+	double	   *distances;
+} GenieServiceVectorRows;
+
+/*
+ * The k nearest main vectors of each query (nq rows of dim float4), exact,
+ * in (distance, id) order, over the vectors of the key's version without
+ * the main objects in excluded (genie_vectors_scan in the worker, on the
+ * engine genie.device asks for).  NOT_RESIDENT: the worker does not hold
+ * them.
+ */
+extern GenieServiceOutcome genie_service_scan_vectors(const GenieServiceKey *key, Oid index_oid,
+													  int device, const float *queries, int nq,
+													  int32 dim, int32 k, const int32 *excluded,
+													  int32 n_excluded, GenieServiceVectorRows *rows,
 													  genie_engine_kind *engine,
 													  bool *device_fallback, genie_error *err);
 

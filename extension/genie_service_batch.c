@@ -343,6 +343,8 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 	int			n_runnable = 0;
 	TakenRequest **scans = palloc(sizeof(TakenRequest *) * Max(b->n_taken, 1));
 	int			n_scans = 0;
+	TakenRequest **vector_scans = palloc(sizeof(TakenRequest *) * Max(b->n_taken, 1));
+	int			n_vector_scans = 0;
 
 	b->jobs = palloc(sizeof(SearchJob *) * Max(b->n_taken, 1));
 	b->n_jobs = 0;
@@ -360,14 +362,17 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 			handle_verify(st, t);
 		else if (t->req.kind == GENIE_REQUEST_SCAN_STRINGS)
 			scans[n_scans++] = t;
+		else if (t->req.kind == GENIE_REQUEST_SCAN_VECTORS)
+			vector_scans[n_vector_scans++] = t;
 		else if (t->req.kind != GENIE_REQUEST_SEARCH)
 			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "an unknown genie service request");
 		else
 			continue;
 		grouped[i] = true;
 	}
-	/* scans of stored strings: one engine call per group that can share one */
+	/* scans of stored values: one engine call per group that can share one */
 	genie_worker_scan_strings(st, scans, n_scans);
+	genie_worker_scan_vectors(st, vector_scans, n_vector_scans);
 
 	/* searches: one engine call per (version, engine, k) */
 	for (int i = 0; i < b->n_taken; i++)
@@ -483,9 +488,9 @@ genie_worker_publish_stats(ServiceState *st)
 			n++;
 		}
 	}
-	for (int i = 0; i < st->n_strings && n < GENIE_SERVICE_MAX_STATS; i++)
+	for (int i = 0; i < st->n_values && n < GENIE_SERVICE_MAX_STATS; i++)
 	{
-		ServedStrings *s = st->strings[i];
+		ServedValues *s = st->values[i];
 
 		for (int e = GENIE_ENGINE_CPU; e <= GENIE_ENGINE_GPU && n < GENIE_SERVICE_MAX_STATS; e++)
 		{
@@ -495,7 +500,9 @@ genie_worker_publish_stats(ServiceState *st)
 				continue;
 			sh->stats[n] = s->stats[e];
 			sh->stats[n].resident = true;
-			sh->stats[n].device_bytes = e == GENIE_ENGINE_GPU ? (int64) genie_strings_device_bytes(s->strings) : 0;
+			sh->stats[n].device_bytes = e != GENIE_ENGINE_GPU ? 0
+				: s->strings != NULL ? (int64) genie_strings_device_bytes(s->strings)
+				: (int64) genie_vectors_device_bytes(s->vectors);
 			n++;
 		}
 	}

@@ -69,7 +69,7 @@ genie_service_resident(const GenieServiceKey *key)
 		return false;
 	LWLockAcquire(sh->stats_lock, LW_SHARED);
 	for (int i = 0; i < sh->n_stats && !found; i++)
-		found = sh->stats[i].resident && !sh->stats[i].strings &&
+		found = sh->stats[i].resident && sh->stats[i].content == GENIE_SERVED_POSTINGS &&
 			genie_service_keys_equal(&sh->stats[i].key, key);
 	LWLockRelease(sh->stats_lock);
 	return found;
@@ -306,8 +306,8 @@ copy_stream(char *dst, const char *const *parts, const Size *sizes, int n_parts,
  * of it from this one).
  */
 static GenieServiceOutcome
-send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length, bool strings,
-			const char *const *parts, const Size *sizes, int n_parts, genie_error *err)
+send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length, bool values,
+			int32 vector_dim, const char *const *parts, const Size *sizes, int n_parts, genie_error *err)
 {
 	Size		total = 0;
 	Size		offset = 0;
@@ -326,7 +326,8 @@ send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length, bool 
 		req->split_length = split_length;
 		req->load_offset = offset;
 		req->load_bytes = piece;
-		req->load_strings = strings;
+		req->load_values = values;
+		req->vector_dim = vector_dim;
 		req->load_total = total;
 		copy_stream(request_payload(req), parts, sizes, n_parts, offset, piece);
 		outcome = call_for_answer(&resp, err);
@@ -355,7 +356,7 @@ genie_service_load(const GenieServiceKey *key, Oid index_oid, int32 split_length
 
 	for (;;)
 	{
-		GenieServiceOutcome outcome = send_stream(key, index_oid, split_length, false,
+		GenieServiceOutcome outcome = send_stream(key, index_oid, split_length, false, 0,
 												  parts, sizes, 4, err);
 
 		if (outcome != GENIE_SERVICE_NOT_RESIDENT)
@@ -378,7 +379,17 @@ genie_service_load_strings(const GenieServiceKey *key, Oid index_oid, const char
 	const char *parts[2] = {(const char *) offsets, text};
 	Size		sizes[2] = {sizeof(int64) * (n + 1), (Size) offsets[n]};
 
-	return send_stream(key, index_oid, 0, true, parts, sizes, 2, err);
+	return send_stream(key, index_oid, 0, true, 0, parts, sizes, 2, err);
+}
+
+GenieServiceOutcome
+genie_service_load_vectors(const GenieServiceKey *key, Oid index_oid, int32 dim,
+						   const float *vectors, genie_error *err)
+{
+	const char *parts[1] = {(const char *) vectors};
+	Size		sizes[1] = {sizeof(float) * (Size) key->n_main_objects * (Size) dim};
+
+	return send_stream(key, index_oid, 0, true, dim, parts, sizes, 1, err);
 }
 
 /*
@@ -584,6 +595,91 @@ genie_service_scan_strings(const GenieServiceKey *key, Oid index_oid, int device
 														query_offsets, q0, q1, kk, excluded,
 														n_excluded, rows, &capacity, engine,
 														device_fallback, err);
+
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+	}
+	return GENIE_SERVICE_OK;
+}
+
+/* ---- scans of stored vectors ---- */
+
+/* Scans queries [q0, q1); appends their rows to *rows (capacity in *capacity). */
+static GenieServiceOutcome
+scan_vectors_part(const GenieServiceKey *key, Oid index_oid, int device, const float *queries,
+				  int32 dim, int q0, int q1, int32 k, const int32 *excluded, int32 n_excluded,
+				  GenieServiceVectorRows *rows, int64 *capacity, genie_engine_kind *engine,
+				  bool *device_fallback, genie_error *err)
+{
+	int			nq = q1 - q0;
+	Size		slots = (Size) nq * k;
+	Size		query_bytes = sizeof(float) * (Size) nq * dim;
+	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * (nq + 1) +
+		(sizeof(double) + sizeof(int32)) * slots;
+	GenieRequest *req = begin_request(GENIE_REQUEST_SCAN_VECTORS,
+									  query_bytes + sizeof(int32) * n_excluded, response);
+	GenieResponse *resp;
+	GenieServiceOutcome outcome;
+	char	   *p = request_payload(req);
+	const int64 *offs;
+	int64		n_before = rows->offsets[q0];
+	int64		n;
+
+	req->key = *key;
+	req->index_oid = index_oid;
+	req->device = device;
+	req->k = k;
+	req->n_queries = nq;
+	req->vector_dim = dim;
+	req->scan_excluded = n_excluded;
+	memcpy(p, queries + (Size) q0 * dim, query_bytes);
+	memcpy(p + query_bytes, excluded, sizeof(int32) * n_excluded);
+
+	outcome = call_for_answer(&resp, err);
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	*engine = resp->engine;
+	*device_fallback |= resp->device_fallback;
+	/* answers: query_offsets, then slots distances and slots objects */
+	offs = (const int64 *) ((const char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
+	n = offs[nq];
+	if (n_before + n > *capacity)
+	{
+		*capacity = Max(*capacity * 2, n_before + n);
+		rows->distances = repalloc_huge(rows->distances, sizeof(double) * *capacity);
+		rows->objects = repalloc_huge(rows->objects, sizeof(int32) * *capacity);
+	}
+	for (int q = 1; q <= nq; q++)
+		rows->offsets[q0 + q] = n_before + offs[q];
+	memcpy(rows->distances + n_before, offs + nq + 1, sizeof(double) * n);
+	memcpy(rows->objects + n_before, (const double *) (offs + nq + 1) + slots, sizeof(int32) * n);
+	return GENIE_SERVICE_OK;
+}
+
+GenieServiceOutcome
+genie_service_scan_vectors(const GenieServiceKey *key, Oid index_oid, int device,
+						   const float *queries, int nq, int32 dim, int32 k,
+						   const int32 *excluded, int32 n_excluded, GenieServiceVectorRows *rows,
+						   genie_engine_kind *engine, bool *device_fallback, genie_error *err)
+{
+	int32		kk = Min(k, Max(key->n_main_objects, 1));
+	/* parts whose queries and answers both stay within MAX_RESPONSE_BYTES */
+	Size		per_query = Max(sizeof(float) * (Size) dim, (sizeof(double) + sizeof(int32)) * (Size) kk);
+	int			per_part = (int) Max((Size) 1, MAX_RESPONSE_BYTES / per_query);
+	int64		capacity = Max(Min((int64) nq * kk, (int64) 1 << 20), 1);
+
+	*device_fallback = false;
+	*engine = GENIE_ENGINE_CPU;
+	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
+	rows->offsets[0] = 0;
+	rows->distances = palloc_extended(sizeof(double) * capacity, MCXT_ALLOC_HUGE);
+	rows->objects = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	for (int q0 = 0; q0 < nq; q0 += per_part)
+	{
+		int			q1 = Min(nq, q0 + per_part);
+		GenieServiceOutcome outcome = scan_vectors_part(key, index_oid, device, queries, dim,
+														q0, q1, kk, excluded, n_excluded, rows,
+														&capacity, engine, device_fallback, err);
 
 		if (outcome != GENIE_SERVICE_OK)
 			return outcome;

@@ -218,21 +218,65 @@ genie_worker_host_bytes(ServiceState *st)
 
 	for (int i = 0; i < st->n_served; i++)
 		total += st->served[i]->host_bytes;
-	for (int i = 0; i < st->n_strings; i++)
-		total += st->strings[i]->host_bytes;
+	for (int i = 0; i < st->n_values; i++)
+		total += st->values[i]->host_bytes;
 	return total;
 }
 
 void
-genie_worker_free_strings(ServedStrings *s)
+genie_worker_free_values(ServedValues *s)
 {
-	genie_strings_free(s->strings);	/* its GPU copy included */
+	/* their GPU copies included */
+	genie_strings_free(s->strings);
+	genie_vectors_free(s->vectors);
 	free(s);
 }
 
+ServedValues *
+genie_worker_find_values(ServiceState *st, const GenieServiceKey *key)
+{
+	for (int i = 0; i < st->n_values; i++)
+		if (genie_service_keys_equal(&st->values[i]->key, key))
+			return st->values[i];
+	return NULL;
+}
+
 void
-genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index, ServedStrings *keep_strings,
-						bool room_index, bool room_strings)
+genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequest *t)
+{
+	GenieResponse *resp;
+
+	s->last_used = ++st->clock;
+	for (int e = 0; e < 2; e++)
+	{
+		s->stats[e].key = s->key;
+		s->stats[e].index_oid = s->index_oid;
+		s->stats[e].engine = (genie_engine_kind) e;
+		s->stats[e].host_bytes = s->host_bytes;
+		s->stats[e].loads = 1;	/* handed over once, whichever engine scans */
+	}
+	genie_worker_evict_host(st, NULL, NULL, false, true);
+	if (st->n_values == GENIE_SERVICE_MAX_SERVED)
+	{
+		genie_worker_free_values(s);
+		genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY,
+								 "the genie service holds as many versions of stored values as it can");
+		return;
+	}
+	st->values[st->n_values++] = s;
+	genie_worker_evict_host(st, NULL, s, false, false);
+
+	resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
+	if (resp != NULL)
+	{
+		resp->resident = true;
+		genie_worker_end_reply(t, GENIE_SLOT_DONE);
+	}
+}
+
+void
+genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index, ServedValues *keep_values,
+						bool room_index, bool room_values)
 {
 	int64		budget = (int64) genie_cache_size_mb * 1024 * 1024;
 
@@ -240,11 +284,11 @@ genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index, ServedStrings
 	{
 		bool		over = genie_worker_host_bytes(st) > budget;
 		bool		full_index = room_index && st->n_served == GENIE_SERVICE_MAX_SERVED;
-		bool		full_strings = room_strings && st->n_strings == GENIE_SERVICE_MAX_SERVED;
+		bool		full_values = room_values && st->n_values == GENIE_SERVICE_MAX_SERVED;
 		int			vi = -1;
 		int			vs = -1;
 
-		if (!over && !full_index && !full_strings)
+		if (!over && !full_index && !full_values)
 			return;
 		/* within the budget, only a table that must take one more gives way */
 		if (over || full_index)
@@ -252,20 +296,20 @@ genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index, ServedStrings
 				if (st->served[i] != keep_index && st->served[i]->busy == 0 &&
 					(vi < 0 || st->served[i]->last_used < st->served[vi]->last_used))
 					vi = i;
-		if (over || full_strings)
-			for (int i = 0; i < st->n_strings; i++)
-				if (st->strings[i] != keep_strings &&
-					(vs < 0 || st->strings[i]->last_used < st->strings[vs]->last_used))
+		if (over || full_values)
+			for (int i = 0; i < st->n_values; i++)
+				if (st->values[i] != keep_values &&
+					(vs < 0 || st->values[i]->last_used < st->values[vs]->last_used))
 					vs = i;
-		if (vi >= 0 && (vs < 0 || st->served[vi]->last_used <= st->strings[vs]->last_used))
+		if (vi >= 0 && (vs < 0 || st->served[vi]->last_used <= st->values[vs]->last_used))
 		{
 			free_served(st->served[vi]);
 			st->served[vi] = st->served[--st->n_served];
 		}
 		else if (vs >= 0)
 		{
-			genie_worker_free_strings(st->strings[vs]);
-			st->strings[vs] = st->strings[--st->n_strings];
+			genie_worker_free_values(st->values[vs]);
+			st->values[vs] = st->values[--st->n_values];
 		}
 		else
 			return;

@@ -3,7 +3,8 @@
  * genie_service_loads.c
  *	  Index versions handed over to the genie service worker in pieces: the
  *	  main postings (genie_service_engines.c makes the served version of
- *	  them) or the main objects' stored strings (genie_service_strings.c).
+ *	  them) or the main objects' stored values: strings
+ *	  (genie_service_strings.c) or vectors (genie_service_vectors.c).
  *	  One backend hands a version over at a time; another that asks meanwhile
  *	  is told to wait, and a hand-over whose backend went away is dropped.
  *
@@ -76,13 +77,13 @@ void
 genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 {
 	GenieRequest *req = &t->req;
-	Size		total = req->load_strings ? (Size) req->load_total : stream_size(&req->key);
+	Size		total = req->load_values ? (Size) req->load_total : stream_size(&req->key);
 	PendingLoad *load = NULL;
 	GenieResponse *resp;
 
 	if (req->load_offset == 0)
 	{
-		if (req->load_strings ? genie_worker_has_strings(st, &req->key)
+		if (req->load_values ? genie_worker_find_values(st, &req->key) != NULL
 			: genie_worker_find_served(st, &req->key) != NULL)
 		{
 			resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
@@ -99,7 +100,7 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 
 			if (other->slot == t->slot || !load_alive(st, other))
 				drop_load(st, i);
-			else if (other->strings == req->load_strings &&
+			else if (other->values == req->load_values &&
 					 genie_service_keys_equal(&other->key, &req->key))
 			{
 				/* someone else is handing it over: the backend waits */
@@ -122,7 +123,8 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 		}
 		st->n_loads++;
 		load->key = req->key;
-		load->strings = req->load_strings;
+		load->values = req->load_values;
+		load->vector_dim = req->vector_dim;
 		load->index_oid = req->index_oid;
 		load->slot = t->slot;
 		load->pid = genie_service_shared->slots[t->slot].pid;
@@ -132,7 +134,7 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 	else
 	{
 		for (int i = 0; i < st->n_loads; i++)
-			if (st->loads[i].slot == t->slot && st->loads[i].strings == req->load_strings &&
+			if (st->loads[i].slot == t->slot && st->loads[i].values == req->load_values &&
 				genie_service_keys_equal(&st->loads[i].key, &req->key))
 				load = &st->loads[i];
 		if (load == NULL || load->received != (Size) req->load_offset)
@@ -156,7 +158,9 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 		/* off the list first: finish_load may evict, and the buffer is ours */
 		load->buffer = NULL;
 		drop_load(st, (int) (load - st->loads));
-		if (done.strings)
+		if (done.values && done.vector_dim > 0)
+			genie_worker_finish_vectors_load(st, &done, t);
+		else if (done.values)
 			genie_worker_finish_strings_load(st, &done, t);
 		else
 			genie_worker_finish_load(st, &done, t);

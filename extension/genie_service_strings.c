@@ -26,21 +26,6 @@
 #include "genie_search.h"
 #include "genie_service_worker.h"
 
-static ServedStrings *
-find_strings(ServiceState *st, const GenieServiceKey *key)
-{
-	for (int i = 0; i < st->n_strings; i++)
-		if (genie_service_keys_equal(&st->strings[i]->key, key))
-			return st->strings[i];
-	return NULL;
-}
-
-bool
-genie_worker_has_strings(ServiceState *st, const GenieServiceKey *key)
-{
-	return find_strings(st, key) != NULL;
-}
-
 /* The stream is byte_offsets (n_main_objects + 1 int64) | text. */
 void
 genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
@@ -48,9 +33,8 @@ genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenReque
 	int32		n = load->key.n_main_objects;
 	Size		head = sizeof(int64) * ((Size) n + 1);
 	const int64 *offsets = (const int64 *) load->buffer;
-	ServedStrings *s;
+	ServedValues *s;
 	genie_error err;
-	GenieResponse *resp;
 
 	if (n < 0 || load->total < head || offsets[0] != 0 || offsets[n] < 0 ||
 		(Size) offsets[n] != load->total - head)
@@ -58,7 +42,7 @@ genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenReque
 		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed hand-over of stored strings");
 		return;
 	}
-	s = calloc(1, sizeof(ServedStrings));
+	s = calloc(1, sizeof(ServedValues));
 	if (s == NULL)
 	{
 		genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY, "the genie service is out of host memory");
@@ -73,34 +57,9 @@ genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenReque
 	s->key = load->key;
 	s->index_oid = load->index_oid;
 	s->host_bytes = (int64) genie_strings_memory_bytes(s->strings);
-	s->last_used = ++st->clock;
 	for (int e = 0; e < 2; e++)
-	{
-		s->stats[e].key = s->key;
-		s->stats[e].index_oid = s->index_oid;
-		s->stats[e].engine = (genie_engine_kind) e;
-		s->stats[e].strings = true;
-		s->stats[e].host_bytes = s->host_bytes;
-	}
-	for (int e = 0; e < 2; e++)
-		s->stats[e].loads = 1;	/* handed over once, whichever engine scans */
-	genie_worker_evict_host(st, NULL, NULL, false, true);
-	if (st->n_strings == GENIE_SERVICE_MAX_SERVED)
-	{
-		genie_worker_free_strings(s);
-		genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY,
-								 "the genie service holds as many versions of stored strings as it can");
-		return;
-	}
-	st->strings[st->n_strings++] = s;
-	genie_worker_evict_host(st, NULL, s, false, false);
-
-	resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
-	if (resp != NULL)
-	{
-		resp->resident = true;
-		genie_worker_end_reply(t, GENIE_SLOT_DONE);
-	}
+		s->stats[e].content = GENIE_SERVED_STRINGS;
+	genie_worker_add_values(st, s, t);
 }
 
 /* A scan request's parts, checked against its payload; false when malformed. */
@@ -144,7 +103,7 @@ same_scan(ServiceState *st, TakenRequest *a, genie_engine_kind kind, TakenReques
 
 /* Writes member t's answer: its queries [q0, q0 + n) of found, at most its k rows each. */
 static void
-reply_scan(ServiceState *st, ServedStrings *s, TakenRequest *t, const genie_string_results *found,
+reply_scan(ServiceState *st, ServedValues *s, TakenRequest *t, const genie_string_results *found,
 		   int q0, bool fallback)
 {
 	int			nq = t->req.n_queries;
@@ -186,7 +145,7 @@ reply_scan(ServiceState *st, ServedStrings *s, TakenRequest *t, const genie_stri
  * k of a larger k are the answer for k).
  */
 static void
-scan_group(ServiceState *st, ServedStrings *s, genie_engine_kind kind, TakenRequest **group, int n)
+scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenRequest **group, int n)
 {
 	GenieRequest *r0 = &group[0]->req;
 	int32		n_main = r0->key.n_main_objects;
@@ -298,7 +257,7 @@ genie_worker_scan_strings(ServiceState *st, TakenRequest **scans, int n)
 		const int64 *qo;
 		const int32 *ids;
 		const char *qt;
-		ServedStrings *s;
+		ServedValues *s;
 		genie_engine_kind kind;
 		genie_error err;
 		int			m = 0;
@@ -311,8 +270,8 @@ genie_worker_scan_strings(ServiceState *st, TakenRequest **scans, int n)
 			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed genie string scan request");
 			continue;
 		}
-		s = find_strings(st, &t->req.key);
-		if (s == NULL)
+		s = genie_worker_find_values(st, &t->req.key);
+		if (s == NULL || s->strings == NULL)
 		{
 			genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
 			continue;

@@ -92,22 +92,28 @@ typedef struct GenieRunner
 	volatile bool busy;
 } GenieRunner;
 
-/* the main objects' stored strings of one index version */
-typedef struct ServedStrings
+/*
+ * The main objects' stored values of one index version: their strings
+ * (genie_ngram_ops with store_strings) or their vectors (genie_vector_ops),
+ * one of the two; the GPU copy is made by the first GPU scan.
+ */
+typedef struct ServedValues
 {
 	GenieServiceKey key;
 	Oid			index_oid;
-	genie_strings *strings;		/* its GPU copy is made by the first GPU scan */
+	genie_strings *strings;
+	genie_vectors *vectors;
 	int64		host_bytes;
 	uint64		last_used;
 	GenieServiceIndexStats stats[2];	/* by the engine that scanned */
-} ServedStrings;
+} ServedValues;
 
-/* a version (its postings, or with strings its stored strings) handed over in pieces */
+/* a version (its postings, or with values its stored values) handed over in pieces */
 typedef struct PendingLoad
 {
 	GenieServiceKey key;
-	bool		strings;
+	bool		values;
+	int32		vector_dim;		/* values: 0 for strings, else the vectors' dimension */
 	Oid			index_oid;
 	int			slot;
 	int			pid;
@@ -142,8 +148,8 @@ typedef struct ServiceState
 	uint64		clock;
 	ServedIndex *served[GENIE_SERVICE_MAX_SERVED];
 	int			n_served;
-	ServedStrings *strings[GENIE_SERVICE_MAX_SERVED];
-	int			n_strings;
+	ServedValues *values[GENIE_SERVICE_MAX_SERVED];
+	int			n_values;
 	PendingLoad loads[GENIE_SERVICE_MAX_LOADS];
 	int			n_loads;
 } ServiceState;
@@ -180,18 +186,27 @@ extern int64 genie_worker_host_bytes(ServiceState *st);
 /*
  * Evicts the least recently used versions held, postings or stored strings
  * alike, while they pass genie.cache_size or a table that must take one
- * more (room_index, room_strings) is full; never keep_index or keep_strings,
+ * more (room_index, room_values) is full; never keep_index or keep_values,
  * nor postings a search in flight uses.
  */
 extern void genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index,
-									ServedStrings *keep_strings, bool room_index, bool room_strings);
-extern void genie_worker_free_strings(ServedStrings *s);
+									ServedValues *keep_values, bool room_index, bool room_values);
+extern void genie_worker_free_values(ServedValues *s);
+
+/* The stored values (strings or vectors) the worker holds of a version, or NULL. */
+extern ServedValues *genie_worker_find_values(ServiceState *st, const GenieServiceKey *key);
+/* Takes s into the table of values held (evicting as needed) and answers the load t. */
+extern void genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequest *t);
 
 /* genie_service_strings.c: the stored strings of versions, and scans of them */
 extern void genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
-extern bool genie_worker_has_strings(ServiceState *st, const GenieServiceKey *key);
 /* Answers the cycle's scans of stored strings, one engine call per group that can share one. */
 extern void genie_worker_scan_strings(ServiceState *st, TakenRequest **scans, int n);
+
+/* genie_service_vectors.c: the stored vectors of versions, and exact scans of them */
+extern void genie_worker_finish_vectors_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
+/* Answers the cycle's vector scans, one engine call per group that can share one. */
+extern void genie_worker_scan_vectors(ServiceState *st, TakenRequest **scans, int n);
 
 /* genie_service_batch.c: a batch's requests */
 /* Handles loads and verifications, and hands the searches to the runner: false when there were none. */

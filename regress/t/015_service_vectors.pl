@@ -1,0 +1,179 @@
+# Exact vector searches through the genie service (genie preloaded): the
+# service holds the main objects' vectors, the backend scans its pending
+# ones and merges.  ORDER BY v <-> q and genie_knn equal a sequential scan
+# ordered by a plain SQL distance, with pending rows, deletes and NULLs,
+# after a VACUUM merge (a new version, handed over again), with many
+# sessions handing over the same version at once, while the service
+# restarts, and when a long scan is cancelled.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('service_vectors');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'genie'
+max_connections = 40
+genie.pending_list_limit = '1MB'
+genie.cpu_threads = 2
+});
+$node->start;
+
+sub service_pid
+{
+	my $deadline = time + 30;
+	while (time < $deadline)
+	{
+		my ($running, $pid) = split /\|/, $node->safe_psql('postgres',
+			'SELECT running, coalesce(pid, 0) FROM genie_service_status()');
+		return $pid if $running eq 't';
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# 3,000 vectors of 12 dimensions in 8 clusters, every 97th NULL; small
+# integers in a third of the dimensions make exact ties
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION genie;
+	SELECT setseed(0.37);
+	CREATE TABLE items (id int PRIMARY KEY, v real[]);
+	INSERT INTO items
+	SELECT i, CASE WHEN i % 97 = 0 THEN NULL ELSE
+	       (SELECT array_agg(CASE WHEN d % 3 = 0 THEN floor(random() * 3)
+	                              ELSE (i % 8) * 2 + random() + random() END::real ORDER BY d)
+	        FROM generate_series(1, 12) d WHERE i > 0) END
+	FROM generate_series(1, 3000) i;
+	CREATE INDEX items_v ON items USING genie (v);
+	CREATE TABLE queries AS
+	SELECT g, (SELECT array_agg(CASE WHEN d % 3 = 0 THEN floor(random() * 3)
+	                                 ELSE (g % 8) * 2 + 1 + random() END::real ORDER BY d)
+	           FROM generate_series(1, 12) d WHERE g > 0) AS q
+	FROM generate_series(1, 40) g;
+	CREATE FUNCTION l2(a real[], b real[]) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
+	  SELECT sqrt(sum((x::float8 - y::float8) * (x::float8 - y::float8))) FROM unnest(a, b) AS t(x, y)
+	$$;
+});
+ok(service_pid() > 0, 'the genie service runs');
+
+# Queries whose genie distance lists (ORDER BY through the index, and
+# genie_knn) differ from the sequential scan's by the plain SQL distance.
+sub mismatches
+{
+	my ($k) = @_;
+	my $order_by = $node->safe_psql('postgres', qq{
+		SET enable_seqscan = off;
+		SELECT count(*) FROM queries qq
+		WHERE ARRAY(SELECT l2(v, qq.q) FROM (SELECT v FROM items ORDER BY v <-> qq.q LIMIT $k) t)
+		   IS DISTINCT FROM
+		      ARRAY(SELECT d FROM (SELECT l2(v, qq.q) d FROM items WHERE v IS NOT NULL ORDER BY 1 LIMIT $k) t)
+	});
+	my $knn = $node->safe_psql('postgres', qq{
+		WITH s AS (SELECT query_no, array_agg(distance ORDER BY distance) AS d,
+		                  bool_and(distance = (SELECT l2(v, q.q) FROM items WHERE ctid = g.ctid)) AS true_distance
+		           FROM genie_knn('items_v', ARRAY(SELECT q FROM queries ORDER BY g), $k) g
+		           JOIN queries q ON q.g = g.query_no
+		           GROUP BY query_no)
+		SELECT count(*) FROM queries qq LEFT JOIN s ON s.query_no = qq.g
+		WHERE s.true_distance IS NOT TRUE OR s.d IS DISTINCT FROM
+		      ARRAY(SELECT d FROM (SELECT l2(v, qq.q) d FROM items WHERE v IS NOT NULL ORDER BY 1 LIMIT $k) t)
+	});
+	return "$order_by|$knn";
+}
+
+# the versions of the vectors held, and the scan requests answered
+sub vectors_stats
+{
+	return $node->safe_psql('postgres', q{
+		SELECT count(DISTINCT objects), coalesce(sum(requests), 0) FROM genie_service_stats()
+		WHERE content = 'vectors' AND index = 'items_v'::regclass});
+}
+
+is(mismatches(10), '0|0', 'ORDER BY <-> and genie_knn through the service equal the sequential scan');
+is(mismatches(1), '0|0', 'the same for k = 1');
+my ($loads, $requests) = split /\|/, vectors_stats();
+is($loads, 1, 'the service holds one version of the vectors');
+cmp_ok($requests, '>=', 2 * 41, 'the service answered the vector scans');
+
+# pending rows (some equal to queries, some near them), deletes of main rows, NULLs
+$node->safe_psql('postgres', q{
+	INSERT INTO items SELECT 10000 + g, q FROM queries WHERE g % 2 = 0;
+	INSERT INTO items SELECT 20000 + g, array(SELECT x + 0.5 FROM unnest(q) x)::real[] FROM queries WHERE g % 3 = 0;
+	INSERT INTO items VALUES (30000, NULL);
+	DELETE FROM items WHERE id % 37 = 0 OR id % 500 = 1;
+});
+is(mismatches(10), '0|0', 'with pending rows, deletes and NULLs: still equal');
+($loads, $requests) = split /\|/, vectors_stats();
+is($loads, 1, 'inserts and deletes keep the version the service holds');
+is($node->safe_psql('postgres', q{
+	SELECT bool_and(loads = 1) FROM genie_service_stats() WHERE content = 'vectors'}), 't',
+	'it was handed over once');
+
+$node->safe_psql('postgres', 'VACUUM items');
+is(mismatches(10), '0|0', 'after the VACUUM merge (a new version): still equal');
+
+# many sessions hand over the next version at once
+$node->safe_psql('postgres', q{
+	DELETE FROM items WHERE id % 41 = 0;
+	VACUUM items;
+});
+my $script = $node->basedir . '/vectors_query.sql';
+append_to_file($script,
+	"\\set g random(1, 40)\nSELECT id FROM items ORDER BY v <-> (SELECT q FROM queries WHERE g = :g) LIMIT 5;\n");
+$node->pgbench('--no-vacuum --client=12 --jobs=2 --transactions=30 -f ' . $script,
+	0, [qr{processed: 360/360}], [qr{\A(?:(?!ERROR|abort).)*\z}s],
+	'12 sessions scan a new version at once');
+is($node->safe_psql('postgres', q{
+	SELECT bool_and(loads = 1) AND count(*) = count(DISTINCT (objects, engine)) FROM genie_service_stats()
+	WHERE content = 'vectors' AND index = 'items_v'::regclass}), 't',
+	'the racing sessions handed the new version over once');
+is(mismatches(10), '0|0', 'and its answers equal the sequential scan');
+like($node->safe_psql('postgres', q{
+	SELECT max(max_batch) FROM genie_service_stats() WHERE content = 'vectors'}),
+	qr/^[1-9]/, 'engine calls were counted');
+
+# the service terminated: scans go on in-process, then through the new service
+my $pid = service_pid();
+is($node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)"), 't', 'the service is terminated');
+is(mismatches(10), '0|0', 'answers while the service restarts equal the sequential scan');
+my $deadline = time + 30;
+usleep(100_000) while time < $deadline && (service_pid() == $pid || service_pid() == 0);
+isnt(service_pid(), $pid, 'the postmaster started the service again');
+is(mismatches(10), '0|0', 'answers through the new service equal the sequential scan');
+($loads, $requests) = split /\|/, vectors_stats();
+is($loads, 1, 'the new service was handed the vectors of the current version');
+
+# a long scan in the service, cancelled: the backend returns in time and the
+# service drops the scan (20,000 x 256 vectors, 4,000 queries: seconds on 2 cores)
+$node->safe_psql('postgres', q{
+	CREATE TABLE big (id int, v real[]);
+	INSERT INTO big SELECT i, array_fill(((i % 1000) / 7.0)::real, ARRAY[256]) FROM generate_series(1, 20000) i;
+	CREATE INDEX big_v ON big USING genie (v);
+	CREATE TABLE big_q AS SELECT array_agg(array_fill(((g % 900) / 5.0)::real, ARRAY[256])) a
+	FROM generate_series(1, 4000) g;
+});
+my $long = q{SELECT count(*) FROM big_q, genie_knn('big_v', big_q.a, 10)};
+$pid = service_pid();
+my $start = time;
+is(mismatches(1), '0|0', 'scans before the cancel');
+my $baseline = time - $start;
+$start = time;
+my ($ret, $stdout, $stderr) = $node->psql('postgres', "SET statement_timeout = '300ms'; $long");
+my $took = time - $start;
+like($stderr, qr/canceling statement due to statement timeout/, 'statement_timeout ends a long scan');
+diag(sprintf('statement_timeout 300 ms: the statement ended after %.0f ms', 1000 * $took));
+cmp_ok($took, '<', 0.3 + 0.5, 'the cancelled backend returns in time');
+$start = time;
+is(mismatches(1), '0|0', 'the next scans are answered, and equal');
+my $after = time - $start;
+diag(sprintf('the same scans took %.0f ms before the cancel, %.0f ms after', 1000 * $baseline, 1000 * $after));
+cmp_ok($after, '<', $baseline + 0.5, 'the service dropped the cancelled scan instead of finishing it');
+is(service_pid(), $pid, 'the service still runs, the same process');
+
+$node->stop;
+done_testing();
