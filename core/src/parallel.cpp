@@ -156,7 +156,9 @@ Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_
   if (n <= 0) return Status::Ok();
   std::atomic<int64_t> next{0};
   FirstFailure failure;
-  RunOnThreads(static_cast<int32_t>(std::min<int64_t>(threads, n)), [&]() {
+  // threads as the engines pass it: 0 is every core (before this resolved it,
+  // the string and vector scans ran on one thread by default)
+  RunOnThreads(static_cast<int32_t>(std::min<int64_t>(ResolveThreads(threads), n)), [&]() {
     failure.Guard("an engine worker", [&]() {
       while (!failure.failed()) {
         const int64_t i = next.fetch_add(1);

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <random>
 #include <cstdint>
 #include <string>
@@ -89,6 +93,21 @@ TEST(Cancel, ParallelForStops) {
     return Status::Ok();
   }, CancelCheck{&Never, nullptr}).ok());
   EXPECT_EQ(done.load(), 1000);
+}
+
+// threads = 0 is every core, as the engines' options say (the string and
+// vector scans pass it through): more than one thread takes part.
+TEST(ParallelFor, ZeroThreadsIsEveryCore) {
+  if (ResolveThreads(0) < 2) GTEST_SKIP() << "one core";
+  std::mutex mutex;
+  std::set<std::thread::id> seen;
+  ASSERT_TRUE(ParallelFor(64, 0, [&](int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::lock_guard<std::mutex> lock(mutex);
+    seen.insert(std::this_thread::get_id());
+    return Status::Ok();
+  }).ok());
+  EXPECT_GE(seen.size(), 2u);
 }
 
 TEST(Cancel, CpuEngineStopsAtOnceAndMidway) {

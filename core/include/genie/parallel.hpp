@@ -25,8 +25,9 @@ namespace genie {
 // the work.  worker must not throw.
 void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept;
 
-// Runs fn(i) for every i in [0, n) on up to `threads` threads (each index
-// once, in no particular order).  The first failure (a Status, or anything
+// Runs fn(i) for every i in [0, n) on up to `threads` threads (0 or less:
+// every core, as ResolveThreads reads it; each index once, in no
+// particular order).  The first failure (a Status, or anything
 // thrown) stops the remaining indexes and is returned.  cancel is polled
 // before each index: when it asks, the remaining indexes are dropped and
 // Status::Cancelled() is returned (keep an index's work small enough).
