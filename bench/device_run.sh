@@ -12,7 +12,7 @@
 #              libraries FAISS needs come in .device/devbin.tar.xz
 #   vectors-gauss   the same at 1M and 4.5M x 128 of the LSH workload's mixture
 #              (bench/gen_lsh_workload.py --vectors)
-#              (FMNIST_METHODS, GAUSS_N, GAUSS_1M_METHODS narrow the vector runs)
+#              (FMNIST_METHODS, GAUSS_N, GAUSS_METHODS, GAUSS_1M_METHODS narrow the vector runs)
 # Logs go to $OUT (or ./device-out).
 set -u
 OUT=${OUT:-./device-out}
@@ -78,7 +78,7 @@ for stage in $stages; do
         PYTHONUNBUFFERED=1 python3 bench/gen_lsh_workload.py --n 4500000 --out /tmp/lshv --vectors > "$OUT/genv.log" 2>&1
       fi
       for n in ${GAUSS_N:-1000000 4500000}; do
-        methods=genie-gpu,genie-cpu,faiss-flat
+        methods=${GAUSS_METHODS:-genie-gpu,genie-cpu,faiss-flat}
         [ $n = 1000000 ] && methods=${GAUSS_1M_METHODS:-$methods,genie-lsh}
         log "vector_bench gaussian n=$n"
         LD_LIBRARY_PATH=/tmp/devbin/lib /tmp/devbin/vector_bench --data /tmp/lshv/data.f32 --queries /tmp/lshv/queries.f32 \
