@@ -58,7 +58,8 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 -- served, mean and largest batch (queries per engine call), the mean wait
 -- of a request in the queue and the engine time.  database and index are
 -- OIDs, since the service serves every database of the cluster.  content is
--- 'postings' (the main postings, for searches by match count) or 'strings'
+-- 'postings' (the main postings, for searches by match count), 'vectors' (the
+-- main objects' stored vectors, for exact vector scans) or 'strings'
 -- (the main objects' stored strings, for edit-distance scans: a batch is
 -- one scan request).
 CREATE FUNCTION genie_service_stats(
