@@ -35,8 +35,10 @@
 #include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/latch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/wait_event.h"
 
 #include "genie_search.h"
 #include "genie_service.h"
@@ -191,6 +193,57 @@ genie_search_note_engine(genie_engine_kind engine, bool device_fallback, const c
 		ereport(NOTICE,
 				(errmsg("genie is using the CPU engine: %s", genie_service_shared->gpu_reason),
 				 errhint("SELECT * FROM genie_service_status() shows what the genie service found.")));
+	}
+}
+
+bool
+genie_search_values_through_service(GenieCachedIndex *entry, GenieValuesAsk ask,
+									GenieValuesShip ship, void *arg, const char *values,
+									const char *what)
+{
+	int			attempts = 0;
+
+	for (;;)
+	{
+		genie_error err;
+		genie_engine_kind engine;
+		bool		device_fallback;
+		GenieServiceOutcome outcome;
+
+		if (!genie_service_ready())
+			return genie_search_service_away();
+		outcome = ask(entry, arg, &engine, &device_fallback, &err);
+		if (outcome == GENIE_SERVICE_OK)
+		{
+			genie_search_note_engine(engine, device_fallback, what);
+			return true;
+		}
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, psprintf("genie: %s", what));
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return genie_search_service_away();
+
+		/* NOT_RESIDENT: hand the values over, and ask again */
+		if (++attempts > 3)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("the genie service cannot keep the stored %s of index \"%s\" in memory",
+							values, get_rel_name(entry->index_oid)),
+					 errhint("Raise genie.cache_size in the server's configuration.")));
+		outcome = ship(entry, &err);
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, psprintf("genie: handing the stored %s to the genie service", values));
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return genie_search_service_away();
+		if (outcome == GENIE_SERVICE_NOT_RESIDENT)
+		{
+			/* another backend is handing them over: wait for it */
+			attempts--;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 2L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
 	}
 }
 

@@ -243,4 +243,20 @@ extern bool genie_search_service_away(void);
 extern void genie_search_note_engine(genie_engine_kind engine, bool device_fallback,
 									 const char *what);
 
+/*
+ * A scan of the entry's stored values (values: "strings" or "vectors")
+ * through the genie service (genie_search.c): ask(entry, arg, ...) sends
+ * one request; while the service does not hold the values, ship(entry)
+ * hands them over (or, when another backend is doing so, the backend waits)
+ * and asks again.  False when the service is away; what names the search
+ * in messages.
+ */
+typedef GenieServiceOutcome (*GenieValuesAsk) (GenieCachedIndex *entry, void *arg,
+											   genie_engine_kind *engine, bool *device_fallback,
+											   genie_error *err);
+typedef GenieServiceOutcome (*GenieValuesShip) (GenieCachedIndex *entry, genie_error *err);
+extern bool genie_search_values_through_service(GenieCachedIndex *entry, GenieValuesAsk ask,
+												GenieValuesShip ship, void *arg,
+												const char *values, const char *what);
+
 #endif							/* GENIE_SEARCH_H */

@@ -23,9 +23,6 @@
 
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "storage/latch.h"
-#include "utils/lsyscache.h"
-#include "utils/wait_event.h"
 
 #include "genie_search.h"
 #include "genie_service.h"
@@ -98,60 +95,27 @@ scan_in_process(GenieCachedIndex *entry, const char *query_text, const int64 *qu
 	PG_END_TRY();
 }
 
-/* The main objects' rows from the service; false when it is away. */
-static bool
-scan_main_through_service(GenieCachedIndex *entry, const char *query_text,
-						  const int64 *query_offsets, int nq, int32 k,
-						  GenieServiceStringRows *main_rows)
+/* A scan of the main objects' strings, as genie_search_values_through_service asks it. */
+typedef struct StringsAsk
 {
-	int			attempts = 0;
+	const char *query_text;
+	const int64 *query_offsets;
+	int			nq;
+	int32		k;
+	GenieServiceStringRows *rows;
+} StringsAsk;
 
-	for (;;)
-	{
-		genie_error err;
-		genie_engine_kind engine;
-		bool		device_fallback;
-		int32		n_excluded;
-		const int32 *excluded = genie_cache_excluded_main(entry, &n_excluded);
-		GenieServiceOutcome outcome;
+static GenieServiceOutcome
+ask_strings(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool *device_fallback,
+			genie_error *err)
+{
+	StringsAsk *a = arg;
+	int32		n_excluded;
+	const int32 *excluded = genie_cache_excluded_main(entry, &n_excluded);
 
-		if (!genie_service_ready())
-			return genie_search_service_away();
-		outcome = genie_service_scan_strings(&entry->main_key, entry->index_oid, genie_device_setting,
-											 query_text, query_offsets, nq, k, excluded, n_excluded,
-											 main_rows, &engine, &device_fallback, &err);
-		if (outcome == GENIE_SERVICE_OK)
-		{
-			genie_search_note_engine(engine, device_fallback, "edit-distance scan");
-			return true;
-		}
-		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
-			genie_report_error(&err, "genie: edit-distance scan");
-		if (outcome == GENIE_SERVICE_UNAVAILABLE)
-			return genie_search_service_away();
-
-		/* NOT_RESIDENT: hand the strings over, and ask again */
-		if (++attempts > 3)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("the genie service cannot keep the stored strings of index \"%s\" in memory",
-							get_rel_name(entry->index_oid)),
-					 errhint("Raise genie.cache_size in the server's configuration.")));
-		outcome = genie_cache_ship_strings(entry, &err);
-		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
-			genie_report_error(&err, "genie: handing the stored strings to the genie service");
-		if (outcome == GENIE_SERVICE_UNAVAILABLE)
-			return genie_search_service_away();
-		if (outcome == GENIE_SERVICE_NOT_RESIDENT)
-		{
-			/* another backend is handing them over: wait for it */
-			attempts--;
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 2L, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-		}
-	}
+	return genie_service_scan_strings(&entry->main_key, entry->index_oid, genie_device_setting,
+									  a->query_text, a->query_offsets, a->nq, a->k, excluded,
+									  n_excluded, a->rows, engine, device_fallback, err);
 }
 
 /* The pending objects' rows (ids local to the pending list), on the CPU. */
@@ -247,9 +211,14 @@ scan_through_service(GenieCachedIndex *entry, const char *query_text, const int6
 	genie_string_results *volatile found = NULL;
 
 	memset(&main_rows, 0, sizeof(main_rows));
-	if (n_main > 0 &&
-		!scan_main_through_service(entry, query_text, query_offsets, nq, k, &main_rows))
-		return false;
+	if (n_main > 0)
+	{
+		StringsAsk	ask = {query_text, query_offsets, nq, k, &main_rows};
+
+		if (!genie_search_values_through_service(entry, ask_strings, genie_cache_ship_strings, &ask,
+												 "strings", "edit-distance scan"))
+			return false;
+	}
 	if (n_pending > 0)
 	{
 		pending = genie_cache_pending_strings(entry);

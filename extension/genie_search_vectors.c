@@ -30,10 +30,8 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "storage/latch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/wait_event.h"
 
 #include "genie_search.h"
 #include "genie_service.h"
@@ -156,59 +154,26 @@ search_lsh(GenieCachedIndex *entry, const float *queries, GenieQuery **lsh, int 
 	take_results(found, nq, rows);
 }
 
-/* The main objects' rows from the service; false when it is away. */
-static bool
-scan_main_through_service(GenieCachedIndex *entry, const float *queries, int nq, int32 k,
-						  GenieServiceVectorRows *main_rows)
+/* A scan of the main objects' vectors, as genie_search_values_through_service asks it. */
+typedef struct VectorsAsk
 {
-	int			attempts = 0;
+	const float *queries;
+	int			nq;
+	int32		k;
+	GenieServiceVectorRows *rows;
+} VectorsAsk;
 
-	for (;;)
-	{
-		genie_error err;
-		genie_engine_kind engine;
-		bool		device_fallback;
-		int32		n_excluded;
-		const int32 *excluded = genie_cache_excluded_main(entry, &n_excluded);
-		GenieServiceOutcome outcome;
+static GenieServiceOutcome
+ask_vectors(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool *device_fallback,
+			genie_error *err)
+{
+	VectorsAsk *a = arg;
+	int32		n_excluded;
+	const int32 *excluded = genie_cache_excluded_main(entry, &n_excluded);
 
-		if (!genie_service_ready())
-			return genie_search_service_away();
-		outcome = genie_service_scan_vectors(&entry->main_key, entry->index_oid, genie_device_setting,
-											 queries, nq, entry->vector_dim, k, excluded, n_excluded,
-											 main_rows, &engine, &device_fallback, &err);
-		if (outcome == GENIE_SERVICE_OK)
-		{
-			genie_search_note_engine(engine, device_fallback, "vector search");
-			return true;
-		}
-		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
-			genie_report_error(&err, "genie: vector search");
-		if (outcome == GENIE_SERVICE_UNAVAILABLE)
-			return genie_search_service_away();
-
-		/* NOT_RESIDENT: hand the vectors over, and ask again */
-		if (++attempts > 3)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("the genie service cannot keep the stored vectors of index \"%s\" in memory",
-							get_rel_name(entry->index_oid)),
-					 errhint("Raise genie.cache_size in the server's configuration.")));
-		outcome = genie_cache_ship_vectors(entry, &err);
-		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
-			genie_report_error(&err, "genie: handing the stored vectors to the genie service");
-		if (outcome == GENIE_SERVICE_UNAVAILABLE)
-			return genie_search_service_away();
-		if (outcome == GENIE_SERVICE_NOT_RESIDENT)
-		{
-			/* another backend is handing them over: wait for it */
-			attempts--;
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 2L, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-		}
-	}
+	return genie_service_scan_vectors(&entry->main_key, entry->index_oid, genie_device_setting,
+									  a->queries, a->nq, entry->vector_dim, a->k, excluded,
+									  n_excluded, a->rows, engine, device_fallback, err);
 }
 
 /*
@@ -227,8 +192,14 @@ scan_through_service(GenieCachedIndex *entry, const float *queries, int nq, int3
 
 	memset(&main_rows, 0, sizeof(main_rows));
 	memset(&pending_rows, 0, sizeof(pending_rows));
-	if (n_main > 0 && !scan_main_through_service(entry, queries, nq, k, &main_rows))
-		return false;
+	if (n_main > 0)
+	{
+		VectorsAsk	ask = {queries, nq, k, &main_rows};
+
+		if (!genie_search_values_through_service(entry, ask_vectors, genie_cache_ship_vectors, &ask,
+												 "vectors", "vector search"))
+			return false;
+	}
 	if (n_pending > 0)
 	{
 		genie_vectors *pending = genie_cache_pending_vectors(entry);

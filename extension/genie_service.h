@@ -12,6 +12,8 @@
  *	  genie_service_stats();
  *	- genie_service_client.c: a backend's side (genie_search.c calls it);
  *	- genie_service_worker.c: the worker's loop;
+ *	- genie_service_values.c: the worker's stored values, strings or
+ *	  vectors, and the grouping of the scans of them;
  *	- genie_service_strings.c: the worker's stored strings (edit-distance
  *	  scans);
  *	- genie_service_vectors.c: the worker's stored vectors (exact nearest

@@ -371,8 +371,8 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 		grouped[i] = true;
 	}
 	/* scans of stored values: one engine call per group that can share one */
-	genie_worker_scan_strings(st, scans, n_scans);
-	genie_worker_scan_vectors(st, vector_scans, n_vector_scans);
+	genie_worker_scan_values(st, scans, n_scans, &genie_worker_string_scans);
+	genie_worker_scan_values(st, vector_scans, n_vector_scans, &genie_worker_vector_scans);
 
 	/* searches: one engine call per (version, engine, k) */
 	for (int i = 0; i < b->n_taken; i++)

@@ -232,48 +232,6 @@ genie_worker_free_values(ServedValues *s)
 	free(s);
 }
 
-ServedValues *
-genie_worker_find_values(ServiceState *st, const GenieServiceKey *key)
-{
-	for (int i = 0; i < st->n_values; i++)
-		if (genie_service_keys_equal(&st->values[i]->key, key))
-			return st->values[i];
-	return NULL;
-}
-
-void
-genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequest *t)
-{
-	GenieResponse *resp;
-
-	s->last_used = ++st->clock;
-	for (int e = 0; e < 2; e++)
-	{
-		s->stats[e].key = s->key;
-		s->stats[e].index_oid = s->index_oid;
-		s->stats[e].engine = (genie_engine_kind) e;
-		s->stats[e].host_bytes = s->host_bytes;
-		s->stats[e].loads = 1;	/* handed over once, whichever engine scans */
-	}
-	genie_worker_evict_host(st, NULL, NULL, false, true);
-	if (st->n_values == GENIE_SERVICE_MAX_SERVED)
-	{
-		genie_worker_free_values(s);
-		genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY,
-								 "the genie service holds as many versions of stored values as it can");
-		return;
-	}
-	st->values[st->n_values++] = s;
-	genie_worker_evict_host(st, NULL, s, false, false);
-
-	resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
-	if (resp != NULL)
-	{
-		resp->resident = true;
-		genie_worker_end_reply(t, GENIE_SLOT_DONE);
-	}
-}
-
 void
 genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index, ServedValues *keep_values,
 						bool room_index, bool room_values)

@@ -193,20 +193,49 @@ extern void genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index,
 									ServedValues *keep_values, bool room_index, bool room_values);
 extern void genie_worker_free_values(ServedValues *s);
 
-/* The stored values (strings or vectors) the worker holds of a version, or NULL. */
+/*
+ * A kind of stored values and the scans of it: what genie_service_values.c
+ * needs of genie_service_strings.c and genie_service_vectors.c.
+ */
+typedef struct ValuesScanKind
+{
+	const char *malformed;		/* the error of a malformed request */
+	/* whether s holds this kind of values */
+	bool		(*holds) (const ServedValues *s);
+	/* whether t is a well-formed scan request of s (payload, answer's room) */
+	bool		(*well_formed) (const ServedValues *s, TakenRequest *t);
+	/* where the skipped objects' ids (scan_excluded int32) start in t's payload */
+	Size		(*excluded_offset) (TakenRequest *t);
+	/* the engine call's input for the group, palloc'd in the current context */
+	void	   *(*prepare) (ServedValues *s, TakenRequest **group, int n);
+	/* the scan on kind; *found for answered_on, reply and free_found */
+	genie_status (*scan) (ServedValues *s, void *input, genie_engine_kind kind,
+						  const genie_engine_options *options, void **found, genie_error *err);
+	/* member t's answer: its queries from q0 of found */
+	void		(*reply) (ServiceState *st, ServedValues *s, TakenRequest *t, const void *found,
+						  int q0, bool fallback);
+	genie_engine_kind (*answered_on) (const void *found);
+	void		(*free_found) (void *found);
+} ValuesScanKind;
+
+/* genie_service_values.c: the stored values (strings or vectors) of versions */
+/* The values the worker holds of a version, or NULL. */
 extern ServedValues *genie_worker_find_values(ServiceState *st, const GenieServiceKey *key);
 /* Takes s into the table of values held (evicting as needed) and answers the load t. */
 extern void genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequest *t);
+/* The objects request t skips, a flag per main object (palloc'd); NULL when none. */
+extern uint8 *genie_worker_excluded_flags(const ValuesScanKind *vk, TakenRequest *t, int32 n_main);
+/* Answers the cycle's scans of one kind, one engine call per group that can share one. */
+extern void genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n,
+									 const ValuesScanKind *vk);
 
-/* genie_service_strings.c: the stored strings of versions, and scans of them */
+/* genie_service_strings.c: the stored strings of versions, and edit-distance scans of them */
 extern void genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
-/* Answers the cycle's scans of stored strings, one engine call per group that can share one. */
-extern void genie_worker_scan_strings(ServiceState *st, TakenRequest **scans, int n);
+extern const ValuesScanKind genie_worker_string_scans;
 
 /* genie_service_vectors.c: the stored vectors of versions, and exact scans of them */
 extern void genie_worker_finish_vectors_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
-/* Answers the cycle's vector scans, one engine call per group that can share one. */
-extern void genie_worker_scan_vectors(ServiceState *st, TakenRequest **scans, int n);
+extern const ValuesScanKind genie_worker_vector_scans;
 
 /* genie_service_batch.c: a batch's requests */
 /* Handles loads and verifications, and hands the searches to the runner: false when there were none. */
