@@ -253,6 +253,19 @@ scan_through_service(GenieCachedIndex *entry, const float *queries, int nq, int3
 		}
 		rows->offsets[q + 1] = out;
 	}
+	/* a widening round asks again: free this round's rows */
+	if (n_main > 0)
+	{
+		pfree(main_rows.offsets);
+		pfree(main_rows.objects);
+		pfree(main_rows.distances);
+	}
+	if (n_pending > 0)
+	{
+		pfree(pending_rows.offsets);
+		pfree(pending_rows.objects);
+		pfree(pending_rows.distances);
+	}
 	return true;
 }
 

@@ -20,6 +20,9 @@
 #include "genie_search.h"
 #include "genie_service_worker.h"
 
+/* the queries one engine call takes at most (the engines count them in int32) */
+#define GENIE_SERVICE_MAX_GROUP_QUERIES (1 << 24)
+
 ServedValues *
 genie_worker_find_values(ServiceState *st, const GenieServiceKey *key)
 {
@@ -74,15 +77,23 @@ same_skips(const ValuesScanKind *vk, TakenRequest *a, TakenRequest *b)
 			   sizeof(int32) * (Size) a->req.scan_excluded) == 0;
 }
 
-/* Whether two scans of s can share one engine call: same values, engine and skipped objects. */
+/*
+ * Whether two scans of s can share one engine call: same values, engine and
+ * skipped objects, and k within a factor of two (the group runs with its
+ * largest k, so a backend widening k for invisible rows does not make every
+ * other member's scan gather that many rows).
+ */
 static bool
 same_scan(ServiceState *st, const ValuesScanKind *vk, ServedValues *s, TakenRequest *a,
 		  genie_engine_kind kind, TakenRequest *b)
 {
 	genie_engine_kind kb;
 	genie_error err;
+	int64		ka = a->req.k;
+	int64		kb_k = b->req.k;
 
 	return genie_service_keys_equal(&a->req.key, &b->req.key) && vk->well_formed(s, b) &&
+		Max(ka, kb_k) <= 2 * Min(ka, kb_k) &&
 		genie_worker_resolve_kind(st, b->req.device, &kb, &err) == GENIE_OK && kb == kind &&
 		same_skips(vk, a, b);
 }
@@ -187,6 +198,7 @@ genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n, const Va
 		genie_engine_kind kind;
 		genie_error err;
 		int			m = 0;
+		int64		nq;
 
 		if (done[i])
 			continue;
@@ -209,10 +221,13 @@ genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n, const Va
 			continue;
 		}
 		group[m++] = t;
+		nq = t->req.n_queries;
 		for (int j = i + 1; j < n; j++)
-			if (!done[j] && same_scan(st, vk, s, t, kind, scans[j]))
+			if (!done[j] && nq + (int64) scans[j]->req.n_queries <= GENIE_SERVICE_MAX_GROUP_QUERIES &&
+				same_scan(st, vk, s, t, kind, scans[j]))
 			{
 				done[j] = true;
+				nq += scans[j]->req.n_queries;
 				group[m++] = scans[j];
 			}
 		scan_group(st, vk, s, kind, group, m);
