@@ -63,11 +63,15 @@ constexpr int kBins = 2048;  // radix select: 11 bits a pass
 constexpr int kGatherThreads = 256;
 constexpr int kRerankThreads = 128;
 constexpr int32_t kSlack = 64;                           // gather slots beyond k
-// float32 distances of a group: room for a whole tile of queries (kTileQ)
-// over 8M vectors.  At 256 MB a group of 4.5M vectors held 14 queries, so
-// the distance kernel computed 128-query tiles for 14 and the k-th
-// selection ran on 14 blocks: 569 ms at 4.5M x 128 against 35 ms at 1M.
+// float32 distances of a group.  kDistanceBufferBytes leaves room for a
+// whole tile of queries (kTileQ) over 8M vectors.  At 256 MB a group of
+// 4.5M vectors held only 14 queries: the distance kernel then computed
+// 128-query tiles for 14, and the k-th selection ran on 14 blocks (569 ms
+// at 4.5M x 128, against 35 ms at 1M).  The buffer grows past
+// kMinDistanceBufferBytes only into memory that the resident vectors leave
+// free: a set resident beside the small buffer stays resident.
 constexpr uint64_t kDistanceBufferBytes = 4ull << 30;
+constexpr uint64_t kMinDistanceBufferBytes = 256ull << 20;
 constexpr int32_t kMaxGroup = 16384;                     // queries of a group (grid y)
 
 // The norms a bound needs: |v|^2 and |v| of each query and vector.
@@ -322,11 +326,15 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       const uint64_t reserve = std::max<uint64_t>(512ull << 20, total_bytes / 20);
       budget = free_bytes > reserve ? (free_bytes - reserve) / 10 * 9 : 0;
     }
-    // a quarter (at most kDistanceBufferBytes) for a scan's distances, the rest for the vectors
-    distance_bytes_ = std::max<uint64_t>(std::min<uint64_t>(budget / 4, kDistanceBufferBytes), 1u << 20);
+    // a quarter (at most kMinDistanceBufferBytes) for a scan's distances, the
+    // rest for the vectors; a resident set's distances may take what it leaves,
+    // up to a quarter of the budget and kDistanceBufferBytes
     const uint64_t row_bytes = static_cast<uint64_t>(dimp_) * sizeof(float);
-    const uint64_t room = budget > distance_bytes_ ? budget - distance_bytes_ : 0;
     const uint64_t set_bytes = static_cast<uint64_t>(n_) * row_bytes;
+    distance_bytes_ = std::max<uint64_t>(std::min<uint64_t>(budget / 4, kMinDistanceBufferBytes), 1u << 20);
+    if (budget >= distance_bytes_ && set_bytes <= budget - distance_bytes_)
+      distance_bytes_ = std::max(distance_bytes_, std::min<uint64_t>({budget / 4, kDistanceBufferBytes, budget - set_bytes}));
+    const uint64_t room = budget > distance_bytes_ ? budget - distance_bytes_ : 0;
     if (set_bytes <= room) {
       part_rows_ = std::max(n_, 1);
     } else {

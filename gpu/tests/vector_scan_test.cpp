@@ -90,9 +90,14 @@ TEST_F(GpuVectorScanTest, EqualsCpuAndBruteForce) {
 
 TEST_F(GpuVectorScanTest, LargeBatchesSpanSeveralGroups) {
   std::mt19937 rng(5);
-  // 200,000 vectors: a group of the default 256 MB buffer holds 327 queries
+  // the default budget: one group of all the queries
   Check({VectorShape::kGaussian, 200000, 32, 1000, 10}, 0, &rng, false);
   Check({VectorShape::kSmallIntegers, 100000, 4, 400, 5}, 0, &rng, false);
+  // a 1 GB budget: a 256 MB distance buffer holds 335 queries of 200,000
+  // vectors, rounded to two whole tiles (256): groups of 256, 256, 256, 232
+  Check({VectorShape::kGaussian, 200000, 32, 1000, 10}, 1ull << 30, &rng, false);
+  // 64 MB: 16 MB of distances, groups of 20 queries (less than a tile)
+  Check({VectorShape::kGaussian, 200000, 32, 300, 10}, 64ull << 20, &rng, false);
 }
 
 TEST_F(GpuVectorScanTest, MultipleLoadingThroughASmallBudget) {
