@@ -327,13 +327,14 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       budget = free_bytes > reserve ? (free_bytes - reserve) / 10 * 9 : 0;
     }
     // a quarter (at most kMinDistanceBufferBytes) for a scan's distances, the
-    // rest for the vectors; a resident set's distances may take what it leaves,
-    // up to a quarter of the budget and kDistanceBufferBytes
+    // rest for the vectors; a resident set's distances may take half of what it
+    // leaves (the norms, queries and gathers need some), up to a quarter of the
+    // budget and kDistanceBufferBytes
     const uint64_t row_bytes = static_cast<uint64_t>(dimp_) * sizeof(float);
     const uint64_t set_bytes = static_cast<uint64_t>(n_) * row_bytes;
     distance_bytes_ = std::max<uint64_t>(std::min<uint64_t>(budget / 4, kMinDistanceBufferBytes), 1u << 20);
     if (budget >= distance_bytes_ && set_bytes <= budget - distance_bytes_)
-      distance_bytes_ = std::max(distance_bytes_, std::min<uint64_t>({budget / 4, kDistanceBufferBytes, budget - set_bytes}));
+      distance_bytes_ = std::max(distance_bytes_, std::min<uint64_t>({budget / 4, kDistanceBufferBytes, (budget - set_bytes) / 2}));
     const uint64_t room = budget > distance_bytes_ ? budget - distance_bytes_ : 0;
     if (set_bytes <= room) {
       part_rows_ = std::max(n_, 1);
