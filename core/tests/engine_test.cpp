@@ -56,10 +56,27 @@ void ExpectEnginesMatch(const Csr& csr, const QueryBatch& batch, const std::vect
       for (int32_t threads : {1, 4}) {
         auto cpu = MakeCpu(threads);
         EXPECT_TRUE(SameResults(expected, Search(*cpu, index, view, k))) << "cpu, threads " << threads;
+        // counting by tiles of 64 objects
+        for (int64_t tile_bytes : {int64_t{64}}) {
+          EngineOptions options;
+          options.threads = threads;
+          options.counter_tile_bytes = tile_bytes;
+          auto tiled = MakeCpuEngine(options);
+          EXPECT_TRUE(SameResults(expected, Search(*tiled, index, view, k)))
+              << "cpu, counter_tile_bytes " << tile_bytes << ", threads " << threads;
+        }
         if (csr.size() > 1 && !batch.ranges.empty()) {
           auto small = MakeCpu(threads, SmallBudget(*index, view, threads, 5));
           EXPECT_TRUE(SameResults(expected, Search(*small, index, view, k)))
               << "cpu with a small budget, threads " << threads;
+          // parts of the objects (base > 0), each counted by tiles
+          EngineOptions options;
+          options.threads = threads;
+          options.memory_budget_bytes = SmallBudget(*index, view, threads, 5);
+          options.counter_tile_bytes = 64;
+          auto small_tiled = MakeCpuEngine(options);
+          EXPECT_TRUE(SameResults(expected, Search(*small_tiled, index, view, k)))
+              << "cpu with a small budget, by tiles, threads " << threads;
         }
       }
       // Many queries, so that threads share the batch even when it is small.

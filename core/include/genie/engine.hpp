@@ -38,6 +38,11 @@ struct EngineOptions {
   int32_t threads = 0;                 // 0: hardware concurrency
   int32_t device_ordinal = 0;
   uint64_t memory_budget_bytes = 0;    // 0: engine default (see genie_engine_options)
+  // The CPU engine's counting order.  0 (or less): list by list over all the
+  // objects; > 0: by tiles of objects, this many bytes of counters each, so
+  // that a tile's counters stay in a core's cache.  The answers are the same
+  // either way.  Not the default: see the note on tiles in cpu_engine.cpp.
+  int64_t counter_tile_bytes = 0;
   // Polled while the engine works (Search; the GPU engine's Upload too):
   // when it asks, the call returns Status::Cancelled().  The CPU engine polls
   // per query and every few ten thousand postings per worker, the GPU engine
