@@ -127,14 +127,7 @@ class QueryScorer {
   // False when cancelled midway.
   bool Accumulate(int32_t q) {
     if (tile_ > 0) return AccumulateTiled(q);
-    // Counters are indexed relative to the part's first object.
     const int32_t* postings = index_.postings().data();
-    const int32_t base = base_;
-    Counter* counters = counters_.data();
-    int32_t* touched = touched_.data();
-    const std::size_t capacity = touched_.size();
-    std::size_t n_touched = 0;
-    bool overflow = false;
     for (int64_t s = compiled_.query_slice_offsets[q]; s < compiled_.query_slice_offsets[q + 1];
          ++s) {
       const ListSlice& slice = compiled_.slices[static_cast<std::size_t>(s)];
@@ -143,30 +136,8 @@ class QueryScorer {
         if (cancel_.requested()) return false;
       }
       since_poll_ += slice.end - slice.begin;
-      // Fits: the weight is at most max_score, which picked Counter.
-      const auto weight = static_cast<Counter>(slice.weight);
-      int64_t i = slice.begin;
-      if (!overflow) {
-        for (; i < slice.end; ++i) {
-          const int32_t o = postings[i] - base;
-          const Counter c = counters[o];
-          if (c == 0) {
-            if (n_touched == capacity) {
-              overflow = true;
-              break;  // posting i is added by the loop below
-            }
-            touched[n_touched++] = o;
-          }
-          counters[o] = static_cast<Counter>(c + weight);
-        }
-      }
-      for (; i < slice.end; ++i) {
-        const int32_t o = postings[i] - base;
-        counters[o] = static_cast<Counter>(counters[o] + weight);
-      }
+      Count<false>(postings, slice.begin, slice.end, 0, slice.weight);
     }
-    n_touched_ = n_touched;
-    overflow_ = overflow;
     return true;
   }
 
@@ -178,12 +149,6 @@ class QueryScorer {
   bool AccumulateTiled(int32_t q) {
     const int32_t* postings = index_.postings().data();
     const Span<int64_t> offsets = index_.keyword_offsets();
-    const int32_t base = base_;
-    Counter* counters = counters_.data();
-    int32_t* touched = touched_.data();
-    const std::size_t capacity = touched_.size();
-    std::size_t n_touched = 0;
-    bool overflow = false;
     runs_.clear();
     for (int64_t s = compiled_.query_slice_offsets[q]; s < compiled_.query_slice_offsets[q + 1];
          ++s) {
@@ -194,43 +159,55 @@ class QueryScorer {
     }
     const auto n = static_cast<int64_t>(n_);
     for (int64_t t0 = 0; t0 < n; t0 += tile_) {
-      // this tile's postings are those below limit (ids are relative to base)
-      const int64_t limit = int64_t{base} + std::min(t0 + tile_, n);
+      // this tile's postings are those below limit (ids are relative to base_)
+      const int64_t limit = int64_t{base_} + std::min(t0 + tile_, n);
       for (Run& run : runs_) {
-        int64_t i = run.next;
-        if (i >= run.end || postings[i] >= limit) continue;
+        if (run.next >= run.end || postings[run.next] >= limit) continue;
         if (since_poll_ >= kCancelPollPostings) {
           since_poll_ = 0;
           if (cancel_.requested()) return false;
         }
-        const int64_t from = i;
-        // Fits: the weight is at most max_score, which picked Counter.
-        const auto weight = static_cast<Counter>(run.weight);
-        if (!overflow) {
-          for (; i < run.end && postings[i] < limit; ++i) {
-            const int32_t o = postings[i] - base;
-            const Counter c = counters[o];
-            if (c == 0) {
-              if (n_touched == capacity) {
-                overflow = true;
-                break;  // posting i is added by the loop below
-              }
-              touched[n_touched++] = o;
-            }
-            counters[o] = static_cast<Counter>(c + weight);
-          }
-        }
-        for (; i < run.end && postings[i] < limit; ++i) {
-          const int32_t o = postings[i] - base;
-          counters[o] = static_cast<Counter>(counters[o] + weight);
-        }
-        since_poll_ += i - from;
-        run.next = i;
+        const int64_t stop = Count<true>(postings, run.next, run.end, limit, run.weight);
+        since_poll_ += stop - run.next;
+        run.next = stop;
       }
     }
-    n_touched_ = n_touched;
-    overflow_ = overflow;
     return true;
+  }
+
+  // Adds weight to the counters of postings [i, end), with kBounded only
+  // those below limit (they ascend), recording first touches until the
+  // touched list is full; returns where it stopped.
+  template <bool kBounded>
+  int64_t Count(const int32_t* postings, int64_t i, int64_t end, int64_t limit, int32_t weight_in) {
+    const int32_t base = base_;
+    Counter* counters = counters_.data();
+    // Fits: the weight is at most max_score, which picked Counter.
+    const auto weight = static_cast<Counter>(weight_in);
+    auto within = [&](int64_t j) { return j < end && (!kBounded || postings[j] < limit); };
+    if (!overflow_) {
+      int32_t* touched = touched_.data();
+      const std::size_t capacity = touched_.size();
+      std::size_t n_touched = n_touched_;
+      for (; within(i); ++i) {
+        const int32_t o = postings[i] - base;
+        const Counter c = counters[o];
+        if (c == 0) {
+          if (n_touched == capacity) {
+            overflow_ = true;
+            break;  // posting i is added by the loop below
+          }
+          touched[n_touched++] = o;
+        }
+        counters[o] = static_cast<Counter>(c + weight);
+      }
+      n_touched_ = n_touched;
+    }
+    for (; within(i); ++i) {
+      const int32_t o = postings[i] - base;
+      counters[o] = static_cast<Counter>(counters[o] + weight);
+    }
+    return i;
   }
 
   // Visits every object with a nonzero score and resets its counter.  After
