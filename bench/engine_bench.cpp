@@ -2,7 +2,9 @@
 //
 //   engine_bench [--data DIR] [--n N] [--nq Q] [--k K] [--ref-queries R]
 //                [--engines ref,cpu,count,faithful,tiled] [--repeat T] [--threads C]
-//                (also cpu-tiled: the CPU engine counting by tiles of objects)
+//                [--cpu-tile OBJECTS[,OBJECTS...]]
+//                (also cpu-by-query: the CPU engine one query at a time, where
+//                cpu is its own choice, tile by tile for such a batch)
 //
 // With --data, reads gen_lsh_workload.py's output (data.u8: n x m bucket ids,
 // queries.u8: nq x m, meta.json for m and b); --n takes a prefix of the rows.
@@ -55,6 +57,8 @@ struct Args {
   int32_t ref_queries = 32;
   int32_t repeat = 3;
   int32_t threads = 0;
+  // the CPU engine's EngineOptions::cpu_tile_objects, a row each
+  std::vector<int64_t> cpu_tiles{0};
   std::string engines = "ref,cpu,count,faithful,tiled";
   std::string tile_words;   // extra tiled runs: comma-separated GpuEngineOptions::tile_words values
   int64_t budget_mb = 0;    // extra tiled run with this device-memory budget (multiple loading)
@@ -80,6 +84,11 @@ Args Parse(int argc, char** argv) {
     else if (arg == "--ref-queries") a.ref_queries = std::atoi(value().c_str());
     else if (arg == "--repeat") a.repeat = std::max(1, std::atoi(value().c_str()));
     else if (arg == "--threads") a.threads = std::atoi(value().c_str());
+    else if (arg == "--cpu-tile") {
+      a.cpu_tiles.clear();
+      std::stringstream list(value());
+      for (std::string item; std::getline(list, item, ',');) a.cpu_tiles.push_back(std::atoll(item.c_str()));
+    }
     else if (arg == "--engines") a.engines = value();
     else if (arg == "--tile-words") a.tile_words = value();
     else if (arg == "--budget-mb") a.budget_mb = std::atoll(value().c_str());
@@ -325,47 +334,51 @@ int main(int argc, char** argv) {
     (void)exact_ties;
   };
 
-  if (wants("cpu")) {
-    genie::EngineOptions options;
-    options.threads = args.threads;
-    auto engine = genie::MakeCpuEngine(options);
-    engine->Upload(index);
-    const double s = Now();
-    Status st = engine->Search(view, args.k, &cpu_results);
-    const double t = Now() - s;
-    if (!st.ok()) Die("cpu: " + st.message());
-    have_cpu = true;
-    Row r;
-    r.engine = "CPU engine (" + std::string(args.threads > 0 ? std::to_string(args.threads) : "all") +
-               " threads)";
-    r.seconds = t;
-    r.queries = w.nq;
-    r.postings = postings;
-    r.vs_cpu = "-";
-    compare(&r, cpu_results, true);
-    rows.push_back(r);
+  // The CPU engine in its own choice of order (tile by tile for this batch;
+  // --cpu-tile sets the tiles' objects) and one query at a time.
+  struct CpuOrder {
+    const char* name;
+    int64_t tile_objects;
+    std::string label;
+  };
+  const std::string threads_label =
+      args.threads > 0 ? std::to_string(args.threads) : std::string("all");
+  std::vector<CpuOrder> cpu_orders;
+  for (int64_t tile : args.cpu_tiles) {
+    cpu_orders.push_back(
+        {"cpu", tile,
+         "CPU engine (" + threads_label + " threads" +
+             (tile > 0 ? ", tiles of " + std::to_string(tile) + " objects" : "") + ")"});
   }
-  // the CPU engine counting by tiles of objects (EngineOptions::counter_tile_bytes)
-  for (const auto& order : {std::make_pair(std::string("cpu-tiled"), int64_t{256} << 10)}) {
-    if (!wants(order.first.c_str())) continue;
+  cpu_orders.push_back(
+      {"cpu-by-query", -1, "CPU engine, one query at a time (" + threads_label + " threads)"});
+  for (const CpuOrder& order : cpu_orders) {
+    if (!wants(order.name)) continue;
     genie::EngineOptions options;
     options.threads = args.threads;
-    options.counter_tile_bytes = order.second;
+    options.cpu_tile_objects = order.tile_objects;
     auto engine = genie::MakeCpuEngine(options);
     engine->Upload(index);
     TopKResults res;
     const double s = Now();
     Status st = engine->Search(view, args.k, &res);
     const double t = Now() - s;
-    if (!st.ok()) Die(order.first + ": " + st.message());
+    if (!st.ok()) Die(std::string(order.name) + ": " + st.message());
     Row r;
-    r.engine = "CPU engine, by 256 KB tiles of counters";
+    r.engine = order.label;
     r.seconds = t;
     r.queries = w.nq;
     r.postings = postings;
-    compare(&r, res, false);
+    if (!have_cpu) {
+      cpu_results = std::move(res);
+      have_cpu = true;
+      r.vs_cpu = "-";
+      compare(&r, cpu_results, true);
+    } else {
+      compare(&r, res, false);
+    }
     rows.push_back(r);
-    std::printf("cpu: %.3f s\n", t);
+    std::printf("%s %lld: %.3f s\n", order.name, static_cast<long long>(order.tile_objects), t);
   }
 
 #ifdef GENIE_WITH_CUDA

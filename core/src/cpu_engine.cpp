@@ -1,8 +1,11 @@
-// The multi-threaded CPU engine.  Queries are spread over threads; each
-// thread scores one query at a time with a counter per object, remembering
-// which counters it touched so that resetting costs what scoring cost, then
-// picks the exact top-k by a histogram of scores (scores are bounded by the
-// query's max_score) or, for large bounds, with a heap of k hits.
+// The multi-threaded CPU engine, in two orders.  A batch of queries is
+// counted tile by tile (cpu_tiles.cpp), so that its queries share each
+// tile's postings from the cache.  One query at a time (small batches, and
+// here): queries are spread over threads; each thread scores one query at a
+// time with a counter per object, remembering which counters it touched so
+// that resetting costs what scoring cost, then picks the exact top-k by a
+// histogram of scores (scores are bounded by the query's max_score) or, for
+// large bounds, with a heap of k hits.
 //
 // It runs inside a PostgreSQL backend: worker threads start with every
 // signal blocked (so PostgreSQL's handlers only ever run in the backend's own
@@ -22,6 +25,7 @@
 
 #include "genie/engine.hpp"
 #include "genie/parallel.hpp"
+#include "cpu_tiles.hpp"
 
 namespace genie {
 namespace {
@@ -35,25 +39,6 @@ constexpr int64_t kMaxHistogramScore = 65535;
 constexpr int64_t kCancelPollPostings = 1 << 16;
 
 
-// Counting by tiles of objects (EngineOptions::counter_tile_bytes), and
-// why it is not the default.  On this project's 2-core
-// EPYC (32 MB of L3), 128 LSH queries at 4.5M objects took 1.53-1.63 s list
-// by list and 1.96-2.31 s by tiles of 256 KB to 2 MB: there both threads'
-// counters fit the L3, and tiles interleave the query's 237 posting
-// streams, which the prefetchers follow less well than one stream at a
-// time.  Tiles should pay where the counters of all threads spill out of
-// the last-level cache (16 threads x 4.5 MB); that is to be measured on
-// such a host (engine_bench --engines cpu,cpu-tiled) before it becomes a
-// default.  A tile holds at least kMinTileObjects objects.
-constexpr int64_t kMinTileObjects = 64;
-
-// Objects a tile holds for the option and counters `width` bytes wide over
-// `size` objects; 0: count list by list.
-int64_t TileObjects(int64_t option, int64_t size, int width) {
-  if (option <= 0) return 0;
-  const int64_t tile = std::max<int64_t>(kMinTileObjects, option / width);
-  return size > 2 * tile ? tile : 0;
-}
 
 // The touched list holds at most this many objects; a query touching more
 // falls back to scanning all counters, which then costs at most 16 times the
@@ -80,7 +65,6 @@ struct PartWork {
   int32_t base;
   int32_t size;
   std::size_t k;  // already at most size
-  int64_t tile_objects = 0;  // 0: count without tiles
   std::vector<std::vector<Hit>>* per_query;
   CancelCheck cancel;
   std::atomic<int32_t> next_query{0};
@@ -97,7 +81,6 @@ class QueryScorer {
         cancel_(work.cancel),
         k_(work.k),
         n_(static_cast<std::size_t>(work.size)),
-        tile_(work.tile_objects),
         counters_(n_, 0),
         touched_(TouchedCapacity(n_)) {}
 
@@ -126,7 +109,6 @@ class QueryScorer {
  private:
   // False when cancelled midway.
   bool Accumulate(int32_t q) {
-    if (tile_ > 0) return AccumulateTiled(q);
     const int32_t* postings = index_.postings().data();
     for (int64_t s = compiled_.query_slice_offsets[q]; s < compiled_.query_slice_offsets[q + 1];
          ++s) {
@@ -136,60 +118,23 @@ class QueryScorer {
         if (cancel_.requested()) return false;
       }
       since_poll_ += slice.end - slice.begin;
-      Count<false>(postings, slice.begin, slice.end, 0, slice.weight);
+      Count(postings, slice.begin, slice.end, slice.weight);
     }
     return true;
   }
 
-  // Accumulate by tiles of tile_ objects: the query's slices cut at list
-  // boundaries into runs of ascending ids, each with a cursor that moves
-  // through one tile's postings at a time.  The same counts, touched list
-  // and overflow as Accumulate; only the order of first touches differs,
-  // and no selection depends on it.
-  bool AccumulateTiled(int32_t q) {
-    const int32_t* postings = index_.postings().data();
-    const Span<int64_t> offsets = index_.keyword_offsets();
-    runs_.clear();
-    for (int64_t s = compiled_.query_slice_offsets[q]; s < compiled_.query_slice_offsets[q + 1];
-         ++s) {
-      const ListSlice& slice = compiled_.slices[static_cast<std::size_t>(s)];
-      const int64_t* list = std::upper_bound(offsets.begin(), offsets.end(), slice.begin) - 1;
-      for (int64_t b = slice.begin; b < slice.end; b = *++list)
-        runs_.push_back({b, std::min(list[1], slice.end), slice.weight});
-    }
-    const auto n = static_cast<int64_t>(n_);
-    for (int64_t t0 = 0; t0 < n; t0 += tile_) {
-      // this tile's postings are those below limit (ids are relative to base_)
-      const int64_t limit = int64_t{base_} + std::min(t0 + tile_, n);
-      for (Run& run : runs_) {
-        if (run.next >= run.end || postings[run.next] >= limit) continue;
-        if (since_poll_ >= kCancelPollPostings) {
-          since_poll_ = 0;
-          if (cancel_.requested()) return false;
-        }
-        const int64_t stop = Count<true>(postings, run.next, run.end, limit, run.weight);
-        since_poll_ += stop - run.next;
-        run.next = stop;
-      }
-    }
-    return true;
-  }
-
-  // Adds weight to the counters of postings [i, end), with kBounded only
-  // those below limit (they ascend), recording first touches until the
-  // touched list is full; returns where it stopped.
-  template <bool kBounded>
-  int64_t Count(const int32_t* postings, int64_t i, int64_t end, int64_t limit, int32_t weight_in) {
+  // Adds weight to the counters of postings [i, end), recording first
+  // touches until the touched list is full.
+  void Count(const int32_t* postings, int64_t i, int64_t end, int32_t weight_in) {
     const int32_t base = base_;
     Counter* counters = counters_.data();
     // Fits: the weight is at most max_score, which picked Counter.
     const auto weight = static_cast<Counter>(weight_in);
-    auto within = [&](int64_t j) { return j < end && (!kBounded || postings[j] < limit); };
     if (!overflow_) {
       int32_t* touched = touched_.data();
       const std::size_t capacity = touched_.size();
       std::size_t n_touched = n_touched_;
-      for (; within(i); ++i) {
+      for (; i < end; ++i) {
         const int32_t o = postings[i] - base;
         const Counter c = counters[o];
         if (c == 0) {
@@ -203,11 +148,10 @@ class QueryScorer {
       }
       n_touched_ = n_touched;
     }
-    for (; within(i); ++i) {
+    for (; i < end; ++i) {
       const int32_t o = postings[i] - base;
       counters[o] = static_cast<Counter>(counters[o] + weight);
     }
-    return i;
   }
 
   // Visits every object with a nonzero score and resets its counter.  After
@@ -309,20 +253,12 @@ class QueryScorer {
   int64_t since_poll_ = 0;  // postings scanned since the last poll
   const std::size_t k_;
   const std::size_t n_;
-  const int64_t tile_;
   std::vector<Counter> counters_;
   std::vector<int32_t> touched_;
   std::size_t n_touched_ = 0;
   bool overflow_ = false;
   std::vector<uint32_t> histogram_;
   std::vector<int32_t> ties_;
-  // AccumulateTiled's runs: postings [next, end) of one list, of one weight
-  struct Run {
-    int64_t next;
-    int64_t end;
-    int32_t weight;
-  };
-  std::vector<Run> runs_;
 };
 
 template <typename Counter>
@@ -355,38 +291,54 @@ Status SearchObjects(const InvertedIndex& index, const CompiledBatch& compiled, 
   const int32_t n_queries = compiled.num_queries();
   std::vector<std::vector<Hit>> per_query(static_cast<std::size_t>(n_queries));
   if (size > 0 && compiled.total_postings > 0) {
-    PartWork work;
-    work.index = &index;
-    work.compiled = &compiled;
-    work.base = base;
-    work.size = size;
-    work.k = std::min<std::size_t>(static_cast<std::size_t>(k), static_cast<std::size_t>(size));
-    work.per_query = &per_query;
-    work.cancel = cancel;
+    const std::size_t k_part =
+        std::min<std::size_t>(static_cast<std::size_t>(k), static_cast<std::size_t>(size));
     const int64_t max_score =
         compiled.max_score.empty()
             ? 0
             : *std::max_element(compiled.max_score.begin(), compiled.max_score.end());
-    // A thread costs an array of size counters, zeroed: give each enough
-    // postings to be worth that (and small batches no extra memory).
-    const int64_t min_work = std::max<int64_t>(size / 16, 256);
-    const int64_t by_work = std::max<int64_t>(1, compiled.total_postings / min_work);
-    const auto used = static_cast<int32_t>(
-        std::max<int64_t>(1, std::min<int64_t>({threads, n_queries, by_work})));
-    work.tile_objects = TileObjects(tile_option, size, CounterWidth(max_score));
-    Status status;
-    switch (CounterWidth(max_score)) {
-      case 1:
-        status = RunPart<uint8_t>(&work, used);
-        break;
-      case 2:
-        status = RunPart<uint16_t>(&work, used);
-        break;
-      default:
-        status = RunPart<uint32_t>(&work, used);
-        break;
+    const int width = CounterWidth(max_score);
+    const int64_t tile =
+        ChooseTileObjects(tile_option, n_queries, compiled.total_postings, size, width);
+    if (tile > 0) {
+      // A thread costs only a tile's counters; give each a few slices'
+      // work.  A query's tiles are counted one after another, so a thread
+      // more than the queries would only wait.
+      const int64_t by_work = std::max<int64_t>(1, compiled.total_postings / 65536);
+      const auto used = static_cast<int32_t>(
+          std::max<int64_t>(1, std::min<int64_t>({threads, n_queries, by_work})));
+      GENIE_RETURN_IF_ERROR(SearchObjectsByTiles(index, compiled, base, size,
+                                                 static_cast<int32_t>(k_part), used, tile, width,
+                                                 cancel, &per_query));
+    } else {
+      PartWork work;
+      work.index = &index;
+      work.compiled = &compiled;
+      work.base = base;
+      work.size = size;
+      work.k = k_part;
+      work.per_query = &per_query;
+      work.cancel = cancel;
+      // A thread costs an array of size counters, zeroed: give each enough
+      // postings to be worth that (and small batches no extra memory).
+      const int64_t min_work = std::max<int64_t>(size / 16, 256);
+      const int64_t by_work = std::max<int64_t>(1, compiled.total_postings / min_work);
+      const auto used = static_cast<int32_t>(
+          std::max<int64_t>(1, std::min<int64_t>({threads, n_queries, by_work})));
+      Status status;
+      switch (width) {
+        case 1:
+          status = RunPart<uint8_t>(&work, used);
+          break;
+        case 2:
+          status = RunPart<uint16_t>(&work, used);
+          break;
+        default:
+          status = RunPart<uint32_t>(&work, used);
+          break;
+      }
+      GENIE_RETURN_IF_ERROR(status);
     }
-    GENIE_RETURN_IF_ERROR(status);
   }
 
   TopKResults results;
@@ -444,7 +396,7 @@ class CpuEngine final : public HostIndexEngine {
  public:
   explicit CpuEngine(const EngineOptions& options)
       : budget_(options.memory_budget_bytes),
-        tile_option_(options.counter_tile_bytes),
+        tile_option_(options.cpu_tile_objects),
         cancel_(options.cancel) {
     int32_t threads = options.threads;
     threads_ = ResolveThreads(threads);

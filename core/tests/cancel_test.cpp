@@ -119,16 +119,19 @@ TEST(Cancel, CpuEngineStopsAtOnceAndMidway) {
     ASSERT_TRUE(engine->Upload(d.index).ok());
     ASSERT_TRUE(engine->Search(view, 10, &expected).ok());
   }
+  // one query at a time (the engine's choice here), and tile by tile
+  for (int64_t tile : {int64_t{0}, int64_t{1024}})
   for (int threads : {1, 4}) {
     for (uint64_t budget : {uint64_t{0}, uint64_t{200000}}) {  // one part, several parts
       for (int64_t after : {0, 1, 3, 50}) {
         SCOPED_TRACE(::testing::Message() << "threads " << threads << " budget " << budget
-                                          << " after " << after);
+                                          << " after " << after << " tile " << tile);
         Canceller c;
         c.after = after;
         EngineOptions options;
         options.threads = threads;
         options.memory_budget_bytes = budget;
+        options.cpu_tile_objects = tile;
         options.cancel = c.check();
         auto engine = MakeCpuEngine(options);
         ASSERT_TRUE(engine->Upload(d.index).ok());
@@ -141,6 +144,7 @@ TEST(Cancel, CpuEngineStopsAtOnceAndMidway) {
       EngineOptions options;
       options.threads = threads;
       options.memory_budget_bytes = budget;
+      options.cpu_tile_objects = tile;
       options.cancel = CancelCheck{&Never, nullptr};
       auto engine = MakeCpuEngine(options);
       ASSERT_TRUE(engine->Upload(d.index).ok());

@@ -6,6 +6,7 @@
 
 #include "genie/engine.hpp"
 #include "genie/test_util.hpp"
+#include "cpu_tiles.hpp"
 
 namespace genie {
 namespace {
@@ -56,14 +57,15 @@ void ExpectEnginesMatch(const Csr& csr, const QueryBatch& batch, const std::vect
       for (int32_t threads : {1, 4}) {
         auto cpu = MakeCpu(threads);
         EXPECT_TRUE(SameResults(expected, Search(*cpu, index, view, k))) << "cpu, threads " << threads;
-        // counting by tiles of 64 objects
-        for (int64_t tile_bytes : {int64_t{64}}) {
+        // both orders whatever the batch: one query at a time (-1), and
+        // tile by tile with tiles of 64 and of 200 (rounded to 256) objects
+        for (int64_t tile : {int64_t{-1}, int64_t{64}, int64_t{200}}) {
           EngineOptions options;
           options.threads = threads;
-          options.counter_tile_bytes = tile_bytes;
-          auto tiled = MakeCpuEngine(options);
-          EXPECT_TRUE(SameResults(expected, Search(*tiled, index, view, k)))
-              << "cpu, counter_tile_bytes " << tile_bytes << ", threads " << threads;
+          options.cpu_tile_objects = tile;
+          auto ordered = MakeCpuEngine(options);
+          EXPECT_TRUE(SameResults(expected, Search(*ordered, index, view, k)))
+              << "cpu, cpu_tile_objects " << tile << ", threads " << threads;
         }
         if (csr.size() > 1 && !batch.ranges.empty()) {
           auto small = MakeCpu(threads, SmallBudget(*index, view, threads, 5));
@@ -73,7 +75,7 @@ void ExpectEnginesMatch(const Csr& csr, const QueryBatch& batch, const std::vect
           EngineOptions options;
           options.threads = threads;
           options.memory_budget_bytes = SmallBudget(*index, view, threads, 5);
-          options.counter_tile_bytes = 64;
+          options.cpu_tile_objects = 64;
           auto small_tiled = MakeCpuEngine(options);
           EXPECT_TRUE(SameResults(expected, Search(*small_tiled, index, view, k)))
               << "cpu with a small budget, by tiles, threads " << threads;
@@ -85,6 +87,13 @@ void ExpectEnginesMatch(const Csr& csr, const QueryBatch& batch, const std::vect
       auto cpu = MakeCpu(3);
       EXPECT_TRUE(SameResults(expected_repeated, Search(*cpu, index, repeated.View(), k)))
           << "cpu, repeated batch";
+      // tile by tile, threads taking the same query's consecutive tiles
+      EngineOptions by_tiles;
+      by_tiles.threads = 3;
+      by_tiles.cpu_tile_objects = 64;
+      auto tiled = MakeCpuEngine(by_tiles);
+      EXPECT_TRUE(SameResults(expected_repeated, Search(*tiled, index, repeated.View(), k)))
+          << "cpu by tiles, repeated batch";
       if (csr.size() > 1 && !batch.ranges.empty()) {
         auto small = MakeCpu(3, SmallBudget(*index, repeated.View(), 3, 4));
         EXPECT_TRUE(SameResults(expected_repeated, Search(*small, index, repeated.View(), k)))
@@ -129,6 +138,48 @@ TEST(Engines, CpuMatchesReferenceOnSkewedData) {
     queries.max_weight = seed == 12 ? 3 : 1;
     QueryBatch batch = RandomBatch(seed * 7, queries);
     ExpectEnginesMatch(csr, batch, {1, 10, 100, 3000}, {64}, false);
+  }
+}
+
+// Enough objects and queries that the engine's own choice is the tile
+// order, with its default tiles: equal to the reference and to the order
+// of one query at a time, for small and large k.
+TEST(Engines, BatchesTakeTheTileOrder) {
+  DataSpec data;
+  data.objects = 2 * 262144 + 1000;
+  data.max_length = 6;
+  data.universe = 40;
+  data.zipf = 0.8;
+  Csr csr = RandomCsr(31, data);
+  auto index = MakeIndex(csr);
+  QuerySpec queries;
+  queries.queries = 24;
+  queries.max_items = 6;
+  queries.max_weight = 3;
+  QueryBatch batch = RandomBatch(32, queries);
+  CompiledBatch compiled;
+  ASSERT_TRUE(CompileBatch(*index, batch.View(), &compiled).ok());
+  ASSERT_EQ(ChooseTileObjects(0, compiled.num_queries(), compiled.total_postings,
+                              index->num_objects(), 1),
+            DefaultTileObjects(1))
+      << "the engine chooses the tile order";
+  // and one query at a time for a small batch, or a sparse one
+  EXPECT_EQ(ChooseTileObjects(0, 7, compiled.total_postings, index->num_objects(), 1), 0);
+  EXPECT_EQ(ChooseTileObjects(0, 24, 1000, index->num_objects(), 1), 0);
+  for (int32_t k : {1, 10, 1000}) {
+    SCOPED_TRACE(::testing::Message() << "k " << k);
+    auto reference = MakeReferenceEngine();
+    const TopKResults expected = Search(*reference, index, batch.View(), k);
+    for (int32_t threads : {1, 4}) {
+      for (int64_t tile : {int64_t{0}, int64_t{-1}}) {
+        EngineOptions options;
+        options.threads = threads;
+        options.cpu_tile_objects = tile;
+        auto cpu = MakeCpuEngine(options);
+        EXPECT_TRUE(SameResults(expected, Search(*cpu, index, batch.View(), k)))
+            << "threads " << threads << ", cpu_tile_objects " << tile;
+      }
+    }
   }
 }
 

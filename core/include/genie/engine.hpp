@@ -38,11 +38,12 @@ struct EngineOptions {
   int32_t threads = 0;                 // 0: hardware concurrency
   int32_t device_ordinal = 0;
   uint64_t memory_budget_bytes = 0;    // 0: engine default (see genie_engine_options)
-  // The CPU engine's counting order.  0 (or less): list by list over all the
-  // objects; > 0: by tiles of objects, this many bytes of counters each, so
-  // that a tile's counters stay in a core's cache.  The answers are the same
-  // either way.  Not the default: see the note on tiles in cpu_engine.cpp.
-  int64_t counter_tile_bytes = 0;
+  // The CPU engine's order (core/src/cpu_tiles.cpp).  0: the engine's
+  // choice, tile by tile for a batch of 8 queries or more over at least two
+  // tiles, else one query at a time; < 0: one query at a time over all the
+  // objects; > 0: tile by tile, tiles of this many objects (rounded up to a
+  // multiple of 64).  The answers are the same in either order.
+  int64_t cpu_tile_objects = 0;
   // Polled while the engine works (Search; the GPU engine's Upload too):
   // when it asks, the call returns Status::Cancelled().  The CPU engine polls
   // per query and every few ten thousand postings per worker, the GPU engine
