@@ -287,7 +287,7 @@ Status RunPart(PartWork* work, int32_t threads) {
 // only postings of those objects.  Hits carry ids relative to base.
 Status SearchObjects(const InvertedIndex& index, const CompiledBatch& compiled, int32_t base,
                      int32_t size, int32_t k, int32_t threads, int64_t tile_option,
-                     const CancelCheck& cancel, TopKResults* out) {
+                     const PackedPostings* packed, const CancelCheck& cancel, TopKResults* out) {
   const int32_t n_queries = compiled.num_queries();
   std::vector<std::vector<Hit>> per_query(static_cast<std::size_t>(n_queries));
   if (size > 0 && compiled.total_postings > 0) {
@@ -309,7 +309,7 @@ Status SearchObjects(const InvertedIndex& index, const CompiledBatch& compiled, 
           std::max<int64_t>(1, std::min<int64_t>({threads, n_queries, by_work})));
       GENIE_RETURN_IF_ERROR(SearchObjectsByTiles(index, compiled, base, size,
                                                  static_cast<int32_t>(k_part), used, tile, width,
-                                                 cancel, &per_query));
+                                                 packed, cancel, &per_query));
     } else {
       PartWork work;
       work.index = &index;
@@ -397,12 +397,22 @@ class CpuEngine final : public HostIndexEngine {
   explicit CpuEngine(const EngineOptions& options)
       : budget_(options.memory_budget_bytes),
         tile_option_(options.cpu_tile_objects),
+        packed_option_(options.cpu_packed_postings),
         cancel_(options.cancel) {
     int32_t threads = options.threads;
     threads_ = ResolveThreads(threads);
   }
 
   genie_engine_kind kind() const override { return GENIE_ENGINE_CPU; }
+
+  Status Upload(std::shared_ptr<const InvertedIndex> index) override {
+    packed_.reset();
+    return HostIndexEngine::Upload(std::move(index));
+  }
+  Status Drop() override {
+    packed_.reset();
+    return HostIndexEngine::Drop();
+  }
 
   Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override {
     GENIE_RETURN_IF_ERROR(CheckSearch(k, out));
@@ -427,8 +437,9 @@ class CpuEngine final : public HostIndexEngine {
     int32_t parts = 1;
     GENIE_RETURN_IF_ERROR(PlanParts(index, compiled, &parts));
     if (parts == 1) {
+      GENIE_RETURN_IF_ERROR(PreparePacked(index, compiled));
       return SearchObjects(index, compiled, 0, index.num_objects(), k, threads_, tile_option_,
-                           cancel_, out);
+                           packed_.get(), cancel_, out);
     }
 
     const auto ranges = PlanObjectParts(index.num_objects(), parts);
@@ -441,11 +452,28 @@ class CpuEngine final : public HostIndexEngine {
       std::vector<TopKResults> pair(2);
       GENIE_RETURN_IF_ERROR(SearchObjects(index, part_batch, range.first,
                                           range.second - range.first, k, threads_, tile_option_,
-                                          cancel_, &pair[1]));
+                                          nullptr, cancel_, &pair[1]));
       pair[0] = std::move(merged);
       MergePartResults(pair, {{0, 0}, range}, k, &merged);
     }
     *out = std::move(merged);
+    return Status::Ok();
+  }
+
+  // With EngineOptions::cpu_packed_postings, the index's packed postings,
+  // built the first time a batch over the whole index takes the tile order
+  // with tiles of whole pack tiles, and kept with the index.
+  Status PreparePacked(const InvertedIndex& index, const CompiledBatch& compiled) {
+    if (!packed_option_ || packed_ != nullptr || !PackingPays(index)) return Status::Ok();
+    const int64_t max_score =
+        *std::max_element(compiled.max_score.begin(), compiled.max_score.end());
+    const int64_t tile = ChooseTileObjects(tile_option_, compiled.num_queries(),
+                                           compiled.total_postings, index.num_objects(),
+                                           CounterWidth(max_score));
+    if (tile == 0 || tile % kPackObjects != 0) return Status::Ok();
+    auto packed = std::make_unique<PackedPostings>();
+    GENIE_RETURN_IF_ERROR(BuildPackedPostings(index, threads_, cancel_, packed.get()));
+    packed_ = std::move(packed);
     return Status::Ok();
   }
 
@@ -493,6 +521,8 @@ class CpuEngine final : public HostIndexEngine {
 
   uint64_t budget_;
   int64_t tile_option_;
+  bool packed_option_;
+  std::unique_ptr<PackedPostings> packed_;  // of index_, or nullptr
   CancelCheck cancel_;
   int32_t threads_ = 1;
 };

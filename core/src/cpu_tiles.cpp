@@ -29,6 +29,7 @@
 #include <memory>
 #include <thread>
 
+#include "genie/packed_postings.hpp"
 #include "genie/parallel.hpp"
 
 namespace genie {
@@ -47,6 +48,7 @@ struct Run {
   int64_t end;
   int32_t weight;
   int32_t next_id;
+  int32_t list;  // the keyword whose list holds the run
 };
 constexpr int32_t kExhausted = INT32_MAX;
 
@@ -68,6 +70,7 @@ struct TileWork {
   std::size_t k;
   int64_t tile;
   int64_t tiles;
+  const PackedPostings* packed;  // nullptr: read the 4-byte ids
   CancelCheck cancel;
   std::unique_ptr<QueryState[]> queries;
   // Work items in order: tile t's queries, then tile t + 1's.  A thread
@@ -93,7 +96,8 @@ void BuildRuns(const InvertedIndex& index, const CompiledBatch& compiled, int32_
           runs->back().weight == slice.weight) {
         runs->back().end = e;  // the same list, continued
       } else {
-        runs->push_back({b, e, slice.weight, postings[b]});
+        runs->push_back({b, e, slice.weight, postings[b],
+                         static_cast<int32_t>(list - offsets.begin())});
       }
     }
   }
@@ -110,6 +114,13 @@ class TileCounter {
   void Count(int64_t t, QueryState* state) {
     const int64_t t0 = t * work_.tile;
     const int64_t width = std::min(work_.tile, work_.size - t0);
+    const int64_t counted = work_.packed != nullptr ? CountPacked(t0, width, state)
+                                                    : CountFull(t0, width, state);
+    if (counted > 0) Select(t0, width, state);
+  }
+
+ private:
+  int64_t CountFull(int64_t t0, int64_t width, QueryState* state) {
     const int64_t first = int64_t{work_.base} + t0;
     const int64_t limit = first + width;
     Counter* counters = counters_.data();
@@ -138,10 +149,49 @@ class TileCounter {
       run.next = i;
       run.next_id = i < run.end ? postings[i] : kExhausted;
     }
-    if (counted > 0) Select(t0, width, state);
+    return counted;
   }
 
- private:
+  // The same over packed postings: the tile is whole pack tiles (base 0),
+  // and the pack directory says where each run leaves each of them, so the
+  // loop reads 2 bytes a posting and compares nothing but its position.
+  int64_t CountPacked(int64_t t0, int64_t width, QueryState* state) {
+    const PackedPostings& packed = *work_.packed;
+    const uint16_t* low = packed.low.data();
+    const Span<int64_t> offsets = work_.index->keyword_offsets();
+    const std::size_t row = static_cast<std::size_t>(packed.pack_tiles) + 1;
+    const int64_t p0 = t0 >> kPackShift;
+    const int64_t p1 = (t0 + width + kPackObjects - 1) >> kPackShift;
+    Counter* counters = counters_.data();
+    int64_t counted = 0;
+    Run* runs = state->runs.data();
+    const std::size_t n_runs = state->runs.size();
+    for (std::size_t r = 0; r < n_runs; ++r) {
+      Run& run = runs[r];
+      if (r + kPrefetchRuns < n_runs) {
+        const int64_t ahead = runs[r + kPrefetchRuns].next;
+        __builtin_prefetch(low + ahead);
+        __builtin_prefetch(low + ahead + 32);
+      }
+      if (run.next >= run.end) continue;
+      const auto weight = static_cast<Counter>(run.weight);
+      const uint32_t* leaves = packed.directory.data() + static_cast<std::size_t>(run.list) * row;
+      const int64_t list_begin = offsets[static_cast<std::size_t>(run.list)];
+      int64_t i = run.next;
+      for (int64_t p = p0; p < p1 && i < run.end; ++p) {
+        const int64_t stop = std::min(run.end, list_begin + int64_t{leaves[p + 1]});
+        Counter* pack_counters = counters + ((p - p0) << kPackShift);
+        for (; i < stop; ++i) {
+          Counter& c = pack_counters[low[i]];
+          c = static_cast<Counter>(c + weight);
+        }
+      }
+      counted += i - run.next;
+      run.next = i;
+    }
+    return counted;
+  }
+
   void Select(int64_t t0, int64_t width, QueryState* state) {
     Counter* counters = counters_.data();
     std::vector<Hit>& best = state->best;
@@ -228,7 +278,8 @@ int64_t ChooseTileObjects(int64_t option, int32_t n_queries, int64_t total_posti
 
 Status SearchObjectsByTiles(const InvertedIndex& index, const CompiledBatch& compiled,
                             int32_t base, int32_t size, int32_t k, int32_t threads,
-                            int64_t tile_objects, int counter_width, const CancelCheck& cancel,
+                            int64_t tile_objects, int counter_width,
+                            const PackedPostings* packed, const CancelCheck& cancel,
                             std::vector<std::vector<Hit>>* per_query) {
   const int32_t n_queries = compiled.num_queries();
   TileWork work;
@@ -239,6 +290,8 @@ Status SearchObjectsByTiles(const InvertedIndex& index, const CompiledBatch& com
   work.k = static_cast<std::size_t>(k);
   work.tile = std::max<int64_t>(64, tile_objects);
   work.tiles = (int64_t{size} + work.tile - 1) / work.tile;
+  const bool packable = base == 0 && work.tile % kPackObjects == 0;
+  work.packed = packable ? packed : nullptr;
   work.cancel = cancel;
   work.queries.reset(new QueryState[static_cast<std::size_t>(n_queries)]);
   for (int32_t q = 0; q < n_queries; ++q) work.queries[q].best.reserve(work.k);

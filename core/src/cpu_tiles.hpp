@@ -8,6 +8,7 @@
 #include "genie/cancel.hpp"
 #include "genie/engine.hpp"
 #include "genie/index.hpp"
+#include "genie/packed_postings.hpp"
 #include "genie/query.hpp"
 #include "genie/status.hpp"
 
@@ -27,9 +28,12 @@ int64_t ChooseTileObjects(int64_t option, int32_t n_queries, int64_t total_posti
 // a multiple of 64) on up to `threads` threads.  Fills per_query[q] with the
 // query's exact top-k, ordered by HitBefore, object ids relative to base.
 // k is at most size; the batch holds only postings of those objects.
+// packed (or nullptr): the index's packed postings, read instead of its
+// 4-byte ids where base is 0 and tiles are whole pack tiles.
 Status SearchObjectsByTiles(const InvertedIndex& index, const CompiledBatch& compiled,
                             int32_t base, int32_t size, int32_t k, int32_t threads,
-                            int64_t tile_objects, int counter_width, const CancelCheck& cancel,
+                            int64_t tile_objects, int counter_width,
+                            const PackedPostings* packed, const CancelCheck& cancel,
                             std::vector<std::vector<Hit>>* per_query);
 
 }  // namespace genie

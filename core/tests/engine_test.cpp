@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "genie/engine.hpp"
+#include "genie/packed_postings.hpp"
 #include "genie/test_util.hpp"
 #include "cpu_tiles.hpp"
 
@@ -166,7 +167,8 @@ TEST(Engines, BatchesTakeTheTileOrder) {
   // and one query at a time for a small batch, or a sparse one
   EXPECT_EQ(ChooseTileObjects(0, 7, compiled.total_postings, index->num_objects(), 1), 0);
   EXPECT_EQ(ChooseTileObjects(0, 24, 1000, index->num_objects(), 1), 0);
-  for (int32_t k : {1, 10, 1000}) {
+  // k = every object: each posting's count shows, the last objects' too
+  for (int32_t k : {1, 10, 1000, data.objects}) {
     SCOPED_TRACE(::testing::Message() << "k " << k);
     auto reference = MakeReferenceEngine();
     const TopKResults expected = Search(*reference, index, batch.View(), k);
@@ -179,6 +181,46 @@ TEST(Engines, BatchesTakeTheTileOrder) {
         EXPECT_TRUE(SameResults(expected, Search(*cpu, index, batch.View(), k)))
             << "threads " << threads << ", cpu_tile_objects " << tile;
       }
+      // packed postings: the default tiles (4 pack tiles), tiles of one and
+      // of two pack tiles, and tiles that are not whole pack tiles (read
+      // the 4-byte ids)
+      for (int64_t tile : {int64_t{0}, int64_t{65536}, int64_t{131072}, int64_t{100000}}) {
+        EngineOptions options;
+        options.threads = threads;
+        options.cpu_tile_objects = tile;
+        options.cpu_packed_postings = true;
+        auto cpu = MakeCpuEngine(options);
+        EXPECT_TRUE(SameResults(expected, Search(*cpu, index, batch.View(), k)))
+            << "packed, threads " << threads << ", cpu_tile_objects " << tile;
+      }
+    }
+  }
+}
+
+// The packed postings belong to the uploaded index: a new upload packs
+// the new one (the same batch, other answers).
+TEST(Engines, PackedPostingsFollowTheUpload) {
+  DataSpec data;
+  data.objects = 3 * 65536 + 77;
+  data.max_length = 4;
+  data.universe = 30;
+  QuerySpec queries;
+  queries.queries = 12;
+  queries.max_items = 5;
+  const QueryBatch batch = RandomBatch(42, queries);
+  EngineOptions options;
+  options.threads = 2;
+  options.cpu_tile_objects = 65536;
+  options.cpu_packed_postings = true;
+  auto cpu = MakeCpuEngine(options);
+  for (uint32_t seed : {40u, 41u}) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    auto index = MakeIndex(RandomCsr(seed, data));
+    ASSERT_TRUE(PackingPays(*index));
+    auto reference = MakeReferenceEngine();
+    for (int32_t k : {20, data.objects}) {
+      const TopKResults expected = Search(*reference, index, batch.View(), k);
+      EXPECT_TRUE(SameResults(expected, Search(*cpu, index, batch.View(), k))) << "k " << k;
     }
   }
 }

@@ -47,7 +47,7 @@
 //   first ties at T in id order.  All three sort their candidates by (score
 //   desc, object asc) with CUB's segmented sort and cut to k.
 //
-// * Packed postings (packed_postings.hpp).  With the tiled matcher the
+// * Packed postings (genie/packed_postings.hpp).  With the tiled matcher the
 //   resident index is held as 16-bit ids local to 65,536-object pack tiles
 //   plus each list's pack directory, where that pays; a kernel tile then lies
 //   inside one pack tile.  The 4-byte List Array is uploaded beside it only
@@ -83,7 +83,7 @@
 #include "genie/parallel.hpp"
 #include "gpu_engine_impl.hpp"
 #include "kernels.hpp"
-#include "packed_postings.hpp"
+#include "genie/packed_postings.hpp"
 
 namespace genie {
 namespace gpu {

@@ -134,7 +134,7 @@ inline int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // Array, or (resident, tiled matcher) the packed one, or both.
 struct DeviceIndexView {
   const int32_t* postings = nullptr;  // device List Array, 4-byte ids (nullptr: not on the device)
-  const uint16_t* packed = nullptr;   // device List Array, packed (packed_postings.hpp), or nullptr
+  const uint16_t* packed = nullptr;   // device List Array, packed (genie/packed_postings.hpp), or nullptr
   const uint32_t* pack_dir = nullptr; // device pack directory (with packed)
   int32_t pack_tiles = 0;
   int32_t num_objects = 0;
@@ -431,7 +431,7 @@ class GpuEngine final : public Engine {
   const CancelCheck cancel_;
   std::shared_ptr<const InvertedIndex> index_;
   DeviceArray<int32_t> resident_postings_;
-  DeviceArray<uint16_t> packed_postings_;  // packed_postings.hpp (empty: not packed)
+  DeviceArray<uint16_t> packed_postings_;  // genie/packed_postings.hpp (empty: not packed)
   DeviceArray<uint32_t> pack_dir_;
   bool resident_ = false;
   // Multiple loading: the parts of the index (host, page-locked), cached.

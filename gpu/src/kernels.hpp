@@ -97,7 +97,7 @@ struct DevHit {
 
 struct TiledParams {
   const int32_t* postings;     // 4-byte ids, or
-  const uint16_t* packed;      // (not nullptr) packed ids: packed_postings.hpp
+  const uint16_t* packed;      // (not nullptr) packed ids: genie/packed_postings.hpp
   const int64_t* seg_begin;    // per segment (a sorted run of one list): List Array position
   const uint32_t* bounds;      // per segment, num_tiles + 1 offsets into it
   const int64_t* seg_offsets;  // per query: its segments (num_queries + 1)

@@ -40,7 +40,7 @@ __global__ void TileBoundsKernel(const int32_t* __restrict__ postings,
   }
 }
 
-// Packed postings (packed_postings.hpp): the same bounds, found through the
+// Packed postings (genie/packed_postings.hpp): the same bounds, found through the
 // pack directory (the tile's pack tile), then a binary search of the low 16
 // bits inside it when the kernel tile is smaller than the pack tile.
 __global__ void PackedTileBoundsKernel(const uint16_t* __restrict__ packed,
@@ -128,7 +128,7 @@ __device__ __forceinline__ void CountRun(const int32_t* __restrict__ postings, i
   if (lane < n - done) c.Add(__ldg(src + done + lane), w);
 }
 
-// The same over packed ids (packed_postings.hpp): 8 ids a 16-byte load.
+// The same over packed ids (genie/packed_postings.hpp): 8 ids a 16-byte load.
 __device__ __forceinline__ void CountRun(const uint16_t* __restrict__ packed, int64_t first,
                                          int32_t n, uint32_t w, const TileCounter& c, int lane) {
   const uint16_t* src = packed + first;

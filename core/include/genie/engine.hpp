@@ -44,6 +44,11 @@ struct EngineOptions {
   // objects; > 0: tile by tile, tiles of this many objects (rounded up to a
   // multiple of 64).  The answers are the same in either order.
   int64_t cpu_tile_objects = 0;
+  // The CPU engine's tile order reads packed postings (genie/packed_postings.hpp,
+  // the GPU engine's device form), built on the host the first time a batch
+  // over the whole index takes tiles of whole pack tiles: 2 bytes a posting
+  // more memory, kept while the index is uploaded, for half the bytes read.
+  bool cpu_packed_postings = false;
   // Polled while the engine works (Search; the GPU engine's Upload too):
   // when it asks, the call returns Status::Cancelled().  The CPU engine polls
   // per query and every few ten thousand postings per worker, the GPU engine

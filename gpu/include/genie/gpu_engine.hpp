@@ -51,7 +51,7 @@ struct GpuEngineOptions {
   // of 512 in [512, 49152] (default 16384 words = 64 KiB).
   int32_t tile_words = 16384;
   // Tiled c-PQ with the index resident: the device form of the postings.
-  // Packed halves the bytes the kernel reads (see gpu/src/packed_postings.hpp);
+  // Packed halves the bytes the kernel reads (see core/include/genie/packed_postings.hpp);
   // queries routed to the count table then get the 4-byte List Array too,
   // uploaded on first need.  Multiple loading always moves 4-byte parts.
   GpuPostings postings = GpuPostings::kAuto;

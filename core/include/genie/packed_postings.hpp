@@ -1,5 +1,5 @@
-// Packed postings: the device form of the List Array for the tiled matcher.
-// Internal to gpu/src.
+// Packed postings: the List Array as the GPU engine's tiled matcher holds it
+// on the device and the CPU engine's tile order may read it on the host.
 //
 // Why this form (issue 15): the tiled kernel reads every posting of a query
 // once from HBM, so at 4-byte ids it runs at the memory-bandwidth wall.  It
@@ -26,7 +26,6 @@
 #include "genie/status.hpp"
 
 namespace genie {
-namespace gpu {
 
 constexpr int kPackShift = 16;
 constexpr int64_t kPackObjects = int64_t{1} << kPackShift;
@@ -58,5 +57,17 @@ Status BuildPackDirectory(const InvertedIndex& index, int threads, const CancelC
 Status PackLowBits(const InvertedIndex& index, int64_t begin, int64_t end, int threads,
                    const CancelCheck& cancel, uint16_t* out);
 
-}  // namespace gpu
+// The packed form whole on the host (the GPU engine uploads it a chunk at
+// a time instead).
+struct PackedPostings {
+  int32_t pack_tiles = 0;
+  std::vector<uint32_t> directory;  // BuildPackDirectory's
+  std::vector<uint16_t> low;        // PackLowBits' of every posting
+
+  uint64_t bytes() const { return directory.size() * 4 + low.size() * 2; }
+};
+
+Status BuildPackedPostings(const InvertedIndex& index, int threads, const CancelCheck& cancel,
+                           PackedPostings* out);
+
 }  // namespace genie
