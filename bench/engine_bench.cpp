@@ -425,9 +425,13 @@ int main(int argc, char** argv) {
     }
   }
   if (args.budget_mb > 0) {
-    kinds.push_back({"tiled", "GPU c-PQ, tiled, device budget " + std::to_string(args.budget_mb) +
-                                  " MB (multiple loading)", "tiled", "",
-                     static_cast<uint64_t>(args.budget_mb) << 20});
+    // multiple loading of packed parts, and of 4-byte parts
+    kinds.push_back({"tiled", "GPU c-PQ, tiled, packed, device budget " +
+                                  std::to_string(args.budget_mb) + " MB (multiple loading)",
+                     "tiled", "", static_cast<uint64_t>(args.budget_mb) << 20});
+    kinds.push_back({"tiled-full", "GPU c-PQ, tiled, 4-byte postings, device budget " +
+                                       std::to_string(args.budget_mb) + " MB (multiple loading)",
+                     "tiled", "", static_cast<uint64_t>(args.budget_mb) << 20});
   }
   for (const GpuKind& kind : kinds) {
     if (!wants(kind.flag.c_str())) continue;
@@ -485,7 +489,7 @@ int main(int argc, char** argv) {
                 static_cast<double>(stats.index_device_bytes) / 1e6);
     r.note = "median of " + std::to_string(args.repeat) + " (min " +
              std::to_string(times.front() * 1e3).substr(0, 7) + " ms); parts " +
-             std::to_string(stats.parts) + ", groups " + std::to_string(stats.query_groups) +
+             std::to_string(stats.parts) + (stats.parts_packed ? " (packed)" : "") + ", groups " + std::to_string(stats.query_groups) +
              ", overflow " + std::to_string(stats.overflow_queries) + ", count-table " +
              std::to_string(stats.count_queries);
     compare(&r, res, true);

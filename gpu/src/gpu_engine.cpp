@@ -292,9 +292,7 @@ Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
     uint64_t budget = 0;
     GENIE_RETURN_IF_ERROR(EffectiveBudget(&budget));
     resident_ = false;
-    const bool pack = config_.matcher == Matcher::kTiled && bytes > 0 &&
-                      (config_.postings == GpuPostings::kPacked ||
-                       (config_.postings == GpuPostings::kAuto && PackingPays(*index_)));
+    const bool pack = bytes > 0 && PacksPostings(*index_);
     const uint64_t packed_bytes =
         pack ? postings.size() * sizeof(uint16_t) + PackDirectoryEntries(*index_) * 4 : 0;
     if (bytes == 0) {
@@ -385,8 +383,18 @@ void GpuEngine::ReleaseAll() {
   index_.reset();
 }
 
+bool GpuEngine::PacksPostings(const InvertedIndex& index) const {
+  return config_.matcher == Matcher::kTiled &&
+         (config_.postings == GpuPostings::kPacked ||
+          (config_.postings == GpuPostings::kAuto && PackingPays(index)));
+}
+
 void GpuEngine::ReleaseParts() {
   part_pins_.clear();
+  part_postings_.Reset();
+  current_part_ = nullptr;
+  part_packed_.clear();
+  parts_packed_ = false;
   parts_.clear();
   part_ranges_.clear();
   part_count_ = 0;

@@ -29,6 +29,7 @@
 #include "genie/gpu_engine.hpp"
 #include "genie/gpu_stats.hpp"
 #include "genie/index.hpp"
+#include "genie/packed_postings.hpp"
 #include "genie/parallel.hpp"
 #include "genie/query.hpp"
 #include "kernels.hpp"
@@ -260,6 +261,13 @@ class GpuEngine final : public Engine {
 
   Status SearchParts(const genie_query_batch& batch, int32_t k, uint64_t avail,
                      TopKResults* out);
+  // SearchParts in one form: packed parts (2 bytes a posting, as the
+  // resident packed form) or 4-byte ones.
+  Status SearchPartsAs(const genie_query_batch& batch, int32_t k, uint64_t avail, bool packed,
+                       TopKResults* out);
+  // Whether this engine holds postings packed where it can (the tiled
+  // matcher, and GpuPostings::kPacked, or kAuto where packing pays).
+  bool PacksPostings(const InvertedIndex& index) const;
 
   // ---- planning ------------------------------------------------------------
 
@@ -434,11 +442,19 @@ class GpuEngine final : public Engine {
   DeviceArray<uint16_t> packed_postings_;  // genie/packed_postings.hpp (empty: not packed)
   DeviceArray<uint32_t> pack_dir_;
   bool resident_ = false;
-  // Multiple loading: the parts of the index (host, page-locked), cached.
+  // Multiple loading: the parts of the index (host, page-locked), cached,
+  // and, for packed parts, each part's packed postings (page-locked; the
+  // 4-byte part then only serves EnsureFullPostings).
   int32_t part_count_ = 0;
+  bool parts_packed_ = false;
   std::vector<std::pair<int32_t, int32_t>> part_ranges_;
   std::vector<std::unique_ptr<InvertedIndex>> parts_;
+  std::vector<PackedPostings> part_packed_;
   std::vector<HostRegistration> part_pins_;
+  // The packed part being matched (else nullptr), and its 4-byte ids on the
+  // device when a query needs them (EnsureFullPostings; freed after the part).
+  const InvertedIndex* current_part_ = nullptr;
+  DeviceArray<int32_t> part_postings_;
   Stream compute_stream_, copy_stream_;
   Event copy_done_[2], compute_done_[2];
   SearchStats stats_;

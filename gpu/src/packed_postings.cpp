@@ -35,6 +35,20 @@ Status GpuEngine::UploadPacked() {
 
 Status GpuEngine::EnsureFullPostings(DeviceIndexView* view, uint64_t* avail) {
   if (view->postings != nullptr || index_ == nullptr) return Status::Ok();
+  if (current_part_ != nullptr) {  // a packed part (multiple loading): its own ids
+    const Span<int32_t> part = current_part_->postings();
+    if (part.empty()) return Status::Ok();
+    const uint64_t bytes = part.size() * sizeof(int32_t);
+    if (bytes > *avail) {
+      return Status::DeviceOutOfMemory("a packed part's 4-byte ids do not fit for a count-table query");
+    }
+    GENIE_RETURN_IF_ERROR(part_postings_.Allocate(part.size(), "a part's 4-byte ids"));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(part_postings_.get(), part.data(), bytes,
+                                               cudaMemcpyHostToDevice, compute_stream_.get()));
+    view->postings = part_postings_.get();
+    *avail -= bytes;
+    return Status::Ok();
+  }
   if (resident_postings_.size() > 0) {  // an earlier piece or search uploaded it
     view->postings = resident_postings_.get();
     return Status::Ok();

@@ -467,8 +467,8 @@ TEST_P(GpuEngineTest, MultipleLoadingSmallBudget) {
   const uint64_t resident =
       packs ? index_bytes / 2 + keywords * ((300000 + 65535) / 65536 + 1) * 4 : index_bytes;
   // Budgets where the resident form exceeds half the budget: it is never
-  // resident; parts (4-byte ids) are streamed.  The smaller ones force many
-  // parts and query groups.
+  // resident; parts are streamed (packed where the engine packs, see
+  // PackedParts).  The smaller ones force many parts and query groups.
   int tested = 0;
   for (uint64_t budget : {2 * resident - (1ull << 20), index_bytes + (24ull << 20),
                           index_bytes / 2 + (20ull << 20)}) {
@@ -480,8 +480,61 @@ TEST_P(GpuEngineTest, MultipleLoadingSmallBudget) {
     spec.budget = budget;
     Check(data.csr, index, data.batch, 100, spec, &stats, "MultipleLoading");
     EXPECT_GT(stats.parts, 1);
+    EXPECT_EQ(stats.parts_packed, packs);
   }
   EXPECT_GE(tested, 1);
+}
+
+// Multiple loading streams packed parts where the engine packs: 2 bytes a
+// posting and the part's pack directory, so a budget takes parts of twice
+// the objects.  A query whose hash table overflows in a packed part takes
+// the count table over that part's own 4-byte ids.  Exact either way.
+TEST_P(GpuEngineTest, PackedParts) {
+  if (GetParam() != Variant::kTiled && GetParam() != Variant::kTiledPacked) {
+    GTEST_SKIP() << "packed tiled only";
+  }
+  const LshData data = MakeLsh(41, 300000, 24, 16, 200, 256, 0.3);
+  auto index = MakeIndex(data.csr);
+  // A budget whose half the packed index does not fit (so it is not
+  // resident), with room beside two packed parts for a part's 4-byte ids.
+  const uint64_t keywords = index->keyword_offsets().size() - 1;
+  const uint64_t resident = index->postings().size() * sizeof(uint16_t) +
+                            keywords * ((300000 + 65535) / 65536 + 1) * 4;
+  EngineSpec spec;
+  spec.budget = 2 * resident - (1ull << 20);
+  gpu::SearchStats packed, full;
+  Check(data.csr, index, data.batch, 100, spec, &packed, "MultipleLoading");
+  EXPECT_TRUE(packed.parts_packed);
+  EXPECT_GT(packed.parts, 1);
+  {
+    EngineSpec full_spec = spec;
+    full_spec.variant = Variant::kTiledFull;
+    Status status;
+    auto engine = MakeEngine(full_spec, &status);
+    ASSERT_NE(engine, nullptr) << status.message();
+    ASSERT_TRUE(engine->Upload(index).ok());
+    TopKResults out;
+    ASSERT_TRUE(engine->Search(data.batch.View(), 100, &out).ok());
+    ASSERT_TRUE(gpu::GetLastSearchStats(engine.get(), &full));
+    EXPECT_FALSE(full.parts_packed);
+    EXPECT_LT(packed.parts, full.parts) << "packed parts hold more objects";
+  }
+  // Overflows in packed parts (4 hash-table slots).  The count table then
+  // needs the part's 4-byte ids beside the two packed parts and a group's
+  // 16 MB of slack: an index large enough that the budget has that room.
+  // (Where it has not, the search streams 4-byte parts instead: also exact.)
+  const LshData large = MakeLsh(43, 1200000, 24, 16, 200, 64, 0.3);
+  auto large_index = MakeIndex(large.csr);
+  const uint64_t large_resident = large_index->postings().size() * sizeof(uint16_t) +
+                                  keywords * ((1200000 + 65535) / 65536 + 1) * 4;
+  spec.budget = 2 * large_resident - (1ull << 20);
+  spec.ht_slots = 4;
+  gpu::SearchStats overflowing;
+  Check(large.csr, large_index, large.batch, 100, spec, &overflowing, "PackedPartsOverflow");
+  EXPECT_GT(overflowing.parts, 1);
+  EXPECT_TRUE(overflowing.parts_packed);
+  EXPECT_GT(overflowing.overflow_queries, 0);
+  EXPECT_GT(overflowing.count_queries, 0);
 }
 
 // Asks to cancel from the `after`-th poll on; counts the polls.
@@ -647,6 +700,7 @@ TEST_P(GpuEngineTest, CountTableQueriesBesidePackedPostings) {
   gpu::SearchStats parts;
   Check(data.csr, index, data.batch, 20, spec, &parts, "CountBesidePacked");
   EXPECT_GT(parts.parts, 1);
+  EXPECT_FALSE(parts.parts_packed) << "count-table queries stream 4-byte parts";
 }
 
 // The device form each tiled variant chose, from the index bytes it holds:

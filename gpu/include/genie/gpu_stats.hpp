@@ -14,6 +14,7 @@ namespace gpu {
 struct SearchStats {
   std::string matcher;             // "tiled", "faithful" or "count-table"
   int32_t parts = 0;               // object parts (1: resident index)
+  bool parts_packed = false;       // parts streamed as packed postings
   int32_t query_groups = 0;        // device passes over query groups (summed over parts)
   int32_t cpq_queries = 0;         // queries matched with c-PQ (summed over parts)
   int32_t count_queries = 0;       // queries matched with the count table
