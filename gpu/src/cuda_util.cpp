@@ -181,6 +181,19 @@ void DeviceMemory::ReleaseCache() {
   }
 }
 
+void DeviceMemory::ReleaseAllCaches() {
+  int previous = -1;
+  const bool known = cudaGetDevice(&previous) == cudaSuccess;
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  for (const CachedBlock& b : *g_cache) {
+    if (cudaSetDevice(b.device) == cudaSuccess) (void)cudaFree(b.ptr);
+    g_cache_bytes.fetch_sub(b.bytes);
+  }
+  g_cache->clear();
+  if (known) (void)cudaSetDevice(previous);
+  (void)cudaGetLastError();
+}
+
 uint64_t DeviceMemory::CachedBytes() { return g_cache_bytes.load(); }
 
 DeviceBlockScope::DeviceBlockScope() {

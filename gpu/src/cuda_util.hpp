@@ -99,6 +99,8 @@ class DeviceMemory {
 
   // Frees every cached block of the current device.
   static void ReleaseCache();
+  // Frees every cached block of every device (the current device is kept).
+  static void ReleaseAllCaches();
   // Bytes of device memory cached for reuse (all devices).
   static uint64_t CachedBytes();
 

@@ -15,6 +15,8 @@ namespace genie {
 
 int CudaRuntimeVersion() { return CUDART_VERSION; }
 
+void ReleaseDeviceBlockCache() { gpu::DeviceMemory::ReleaseAllCaches(); }
+
 std::vector<genie_device_info> ListGpuDevices() {
   std::vector<genie_device_info> devices;
   try {

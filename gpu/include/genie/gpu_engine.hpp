@@ -14,6 +14,12 @@ namespace genie {
 // Never initialises anything beyond the probe and never fails hard.
 std::vector<genie_device_info> ListGpuDevices();
 
+// Frees the small device blocks the GPU engines keep for reuse from one
+// search to the next (at most 64 MB a process, kept while it lives), on
+// every device.  For a leak check at the end of a process (the GPU tests);
+// the next search allocates anew.
+void ReleaseDeviceBlockCache();
+
 // CUDA runtime version compiled against (e.g. 13000).
 int CudaRuntimeVersion();
 
