@@ -120,36 +120,46 @@ class TileCounter {
   }
 
  private:
+  // Visits the query's runs and returns the postings they advanced over.  A
+  // run's piece of a tile is a short stream the hardware prefetchers pick
+  // up late: a later run's first lines (in data, the ids the loop reads)
+  // are asked for now.
+  template <typename Id, typename Visit>
+  static int64_t ForEachRun(QueryState* state, const Id* data, Visit&& visit) {
+    int64_t counted = 0;
+    Run* runs = state->runs.data();
+    const std::size_t n_runs = state->runs.size();
+    for (std::size_t r = 0; r < n_runs; ++r) {
+      if (r + kPrefetchRuns < n_runs) {
+        const Id* ahead = data + runs[r + kPrefetchRuns].next;
+        __builtin_prefetch(ahead);
+        __builtin_prefetch(ahead + 64 / sizeof(Id));
+      }
+      Run& run = runs[r];
+      const int64_t before = run.next;
+      visit(run);
+      counted += run.next - before;
+    }
+    return counted;
+  }
+
   int64_t CountFull(int64_t t0, int64_t width, QueryState* state) {
     const int64_t first = int64_t{work_.base} + t0;
     const int64_t limit = first + width;
     Counter* counters = counters_.data();
     const int32_t* postings = postings_;
-    int64_t counted = 0;
-    Run* runs = state->runs.data();
-    const std::size_t n_runs = state->runs.size();
-    for (std::size_t r = 0; r < n_runs; ++r) {
-      Run& run = runs[r];
-      // A run's piece of a tile is a short stream the hardware prefetchers
-      // pick up late: ask for a later run's first lines now.
-      if (r + kPrefetchRuns < n_runs) {
-        const int64_t ahead = runs[r + kPrefetchRuns].next;
-        __builtin_prefetch(postings + ahead);
-        __builtin_prefetch(postings + ahead + 16);
-      }
+    return ForEachRun(state, postings, [&](Run& run) {
+      if (run.next_id >= limit) return;
       // Fits: the weight is at most max_score, which picked Counter.
       const auto weight = static_cast<Counter>(run.weight);
-      if (run.next_id >= limit) continue;
       int64_t i = run.next;
       for (; i < run.end && postings[i] < limit; ++i) {
         Counter& c = counters[postings[i] - first];
         c = static_cast<Counter>(c + weight);
       }
-      counted += i - run.next;
       run.next = i;
       run.next_id = i < run.end ? postings[i] : kExhausted;
-    }
-    return counted;
+    });
   }
 
   // The same over packed postings: the tile is whole pack tiles (base 0),
@@ -163,17 +173,8 @@ class TileCounter {
     const int64_t p0 = t0 >> kPackShift;
     const int64_t p1 = (t0 + width + kPackObjects - 1) >> kPackShift;
     Counter* counters = counters_.data();
-    int64_t counted = 0;
-    Run* runs = state->runs.data();
-    const std::size_t n_runs = state->runs.size();
-    for (std::size_t r = 0; r < n_runs; ++r) {
-      Run& run = runs[r];
-      if (r + kPrefetchRuns < n_runs) {
-        const int64_t ahead = runs[r + kPrefetchRuns].next;
-        __builtin_prefetch(low + ahead);
-        __builtin_prefetch(low + ahead + 32);
-      }
-      if (run.next >= run.end) continue;
+    return ForEachRun(state, low, [&](Run& run) {
+      if (run.next >= run.end) return;
       const auto weight = static_cast<Counter>(run.weight);
       const uint32_t* leaves = packed.directory.data() + static_cast<std::size_t>(run.list) * row;
       const int64_t list_begin = offsets[static_cast<std::size_t>(run.list)];
@@ -186,10 +187,8 @@ class TileCounter {
           c = static_cast<Counter>(c + weight);
         }
       }
-      counted += i - run.next;
       run.next = i;
-    }
-    return counted;
+    });
   }
 
   void Select(int64_t t0, int64_t width, QueryState* state) {
