@@ -77,6 +77,16 @@ _PG_init(void)
 							PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("genie.gpu_set_min_postings",
+							"Postings from which a set predicate's lists are matched on the GPU.",
+							"With the index on this backend's GPU (genie.device = gpu, or auto once "
+							"a search made a GPU engine), @>, && and <@ scans whose keyword lists hold "
+							"at least this many postings run on the device; shorter ones on the CPU.",
+							&genie_gpu_set_min_postings,
+							16384, 0, INT_MAX,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("genie.scan_batch_size",
 							"Number of results an index scan asks the engine for first.",
 							"Scans that need more search again with four times as many.",

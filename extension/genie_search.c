@@ -45,6 +45,7 @@
 
 int			genie_device_setting = GENIE_DEVICE_SETTING_AUTO;
 int			genie_device_memory_limit_mb = 0;
+int			genie_gpu_set_min_postings = 16384;
 int			genie_cpu_threads = 0;
 
 #define GENIE_VISIBILITY_CACHE_BYTES ((Size) 256 * 1024 * 1024)
@@ -154,6 +155,37 @@ ensure_pending_engine(GenieCachedIndex *entry)
 {
 	if (entry->pending_engine == NULL)
 		entry->pending_engine = make_engine(GENIE_ENGINE_CPU, entry->pending_index, false);
+}
+
+int64
+genie_search_match_set(GenieCachedIndex *entry, genie_set_predicate predicate,
+					   const int32 *keywords, int n, int32 *out)
+{
+	int32	   *ids = NULL;
+	int64		count = 0;
+	genie_error err;
+	genie_status status;
+
+	if (genie_service_configured() || entry->n_main_objects == 0)
+		return -1;
+	if (genie_device_setting == GENIE_DEVICE_SETTING_GPU)
+		ensure_main_engine(entry);
+	else if (genie_device_setting != GENIE_DEVICE_SETTING_AUTO || entry->main_engine == NULL ||
+			 entry->engine_setting != genie_device_setting)
+		return -1;				/* auto does not make a GPU engine for a set scan */
+	if (genie_engine_get_kind(entry->main_engine) != GENIE_ENGINE_GPU)
+		return -1;
+	status = genie_engine_match_set(entry->main_engine, entry->main_index, predicate, keywords, n,
+									genie_gpu_set_min_postings, &ids, &count, &err);
+	/* exact either way: a GPU short of memory leaves the scan to the host */
+	if (status == GENIE_DEVICE_OUT_OF_MEMORY)
+		return -1;
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie: matching a set on the GPU");
+	if (count > 0)
+		memcpy(out, ids, sizeof(int32) * count);
+	genie_ids_free(ids);
+	return count;
 }
 
 /*

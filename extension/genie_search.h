@@ -33,6 +33,7 @@ typedef enum GenieDeviceSetting
 
 extern int	genie_device_setting;
 extern int	genie_device_memory_limit_mb;
+extern int	genie_gpu_set_min_postings;
 extern int	genie_cpu_threads;
 
 /* Engine options from genie.cpu_threads and genie.device_memory_limit. */
@@ -233,6 +234,16 @@ extern void genie_rows_add(GenieRowCollector *c, int q, ItemPointer tid, int32 o
 						   const void *distance);
 extern void genie_rows_finish(GenieRowCollector *c, int nq, int64 **offsets, int32 **objects,
 							  void **distances);
+
+/*
+ * A set predicate over the entry's main part on this backend's GPU engine
+ * (genie_search.c): with genie.device = gpu, or auto once a search made a
+ * GPU engine for this version, and the genie service not configured.  The
+ * matching ids, ascending, into out (room for every main object); -1 when
+ * the GPU does not take it (the caller matches on the host).
+ */
+extern int64 genie_search_match_set(GenieCachedIndex *entry, genie_set_predicate predicate,
+									const int32 *keywords, int n, int32 *out);
 
 /*
  * For the callers of the genie service (genie_search.c): the service is

@@ -147,7 +147,9 @@ match_key(GenieCachedIndex *entry, ScanKey key, int64 *count)
 	if (entry->n_main_objects > 0)
 	{
 		genie_cache_load_main(entry);
-		*count = match_part(entry->main_index, predicate, keywords, n, 0, ids);
+		*count = genie_search_match_set(entry, predicate, keywords, n, ids);
+		if (*count < 0)
+			*count = match_part(entry->main_index, predicate, keywords, n, 0, ids);
 	}
 	*count += match_part(entry->pending_index, predicate, keywords, n, entry->n_main_objects,
 						 ids + *count);

@@ -26,6 +26,7 @@
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_edit_distance.hpp"
 #include "genie/gpu_engine.hpp"
+#include "genie/gpu_stats.hpp"
 #endif
 
 #ifndef GENIE_VERSION
@@ -419,6 +420,32 @@ genie_status genie_engine_search(genie_engine* engine, const genie_query_batch* 
     if (found.query_offsets.size() != size_t(queries->n_queries) + 1)
       return genie::Status::Internal("engine returned results for the wrong number of queries");
     return ToCResults(found, results);
+  });
+}
+
+genie_status genie_engine_match_set(genie_engine* engine, const genie_index* index,
+                                    genie_set_predicate predicate, const int32_t* keywords,
+                                    int32_t n_keywords, int64_t device_min_postings,
+                                    int32_t** ids, int64_t* count, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (engine == nullptr || index == nullptr || ids == nullptr || count == nullptr ||
+        n_keywords < 0 || (n_keywords > 0 && keywords == nullptr))
+      return genie::Status::InvalidArgument("genie_engine_match_set: bad arguments");
+    *ids = nullptr;
+    *count = 0;
+    genie::SetPredicate p;
+    GENIE_RETURN_IF_ERROR(genie::capi::ToSetPredicate(predicate, &p));
+    genie::Span<int32_t> sizes;
+    GENIE_RETURN_IF_ERROR(genie::capi::IndexObjectSizes(index, p, genie::CancelCheck(), &sizes));
+#ifdef GENIE_WITH_CUDA
+    if (device_min_postings >= 0) genie::gpu::SetSetMatchMinPostings(engine->engine.get(), device_min_postings);
+#else
+    (void)device_min_postings;
+#endif
+    std::vector<int32_t> out;
+    GENIE_RETURN_IF_ERROR(engine->engine->MatchSet(
+        p, genie::Span<int32_t>(keywords, static_cast<std::size_t>(n_keywords)), sizes, &out));
+    return genie::capi::CopyIds(out, ids, count);
   });
 }
 

@@ -14,6 +14,7 @@
 #include "genie/genie.h"
 #include "genie/index.hpp"
 #include "genie/sequence.hpp"
+#include "genie/set_match.hpp"
 #include "genie/status.hpp"
 
 // The handle behind genie_index (shared by the files of capi/src).
@@ -52,6 +53,14 @@ inline genie_status Guarded(genie_error* err, Body&& body) {
     return Report(genie::Status::Internal("unexpected C++ exception"), err);
   }
 }
+
+// Set predicates (postings.cpp): the C enum as core's; each object's
+// number of keywords for kContainedBy (computed once per index, kept with
+// it; empty for the other predicates); found ids into malloc'd *ids.
+Status ToSetPredicate(genie_set_predicate predicate, SetPredicate* out);
+Status IndexObjectSizes(const genie_index* index, SetPredicate predicate,
+                        const CancelCheck& cancel, Span<int32_t>* sizes);
+Status CopyIds(const std::vector<int32_t>& found, int32_t** ids, int64_t* count);
 
 inline genie::EngineOptions ToEngineOptions(const genie_engine_options* options) {
   genie::EngineOptions out;

@@ -45,6 +45,44 @@ genie_status genie_postings_unpack(const uint8_t* in, size_t size, int32_t n_key
   });
 }
 
+namespace genie {
+namespace capi {
+
+Status ToSetPredicate(genie_set_predicate predicate, SetPredicate* out) {
+  switch (predicate) {
+    case GENIE_SET_CONTAINS: *out = SetPredicate::kContains; return Status::Ok();
+    case GENIE_SET_OVERLAPS: *out = SetPredicate::kOverlaps; return Status::Ok();
+    case GENIE_SET_CONTAINED_BY: *out = SetPredicate::kContainedBy; return Status::Ok();
+  }
+  return Status::InvalidArgument("unknown set predicate");
+}
+
+Status IndexObjectSizes(const genie_index* index, SetPredicate predicate,
+                        const CancelCheck& cancel, Span<int32_t>* sizes) {
+  *sizes = Span<int32_t>();
+  if (predicate != SetPredicate::kContainedBy) return Status::Ok();
+  std::lock_guard<std::mutex> lock(index->sizes_mutex);
+  if (!index->sizes_ready) {
+    GENIE_RETURN_IF_ERROR(ObjectSizes(*index->index, cancel, &index->object_sizes));
+    index->sizes_ready = true;
+  }
+  // never changed once ready: read without the lock
+  *sizes = index->object_sizes;
+  return Status::Ok();
+}
+
+Status CopyIds(const std::vector<int32_t>& found, int32_t** ids, int64_t* count) {
+  if (found.empty()) return Status::Ok();
+  *ids = static_cast<int32_t*>(std::malloc(found.size() * sizeof(int32_t)));
+  if (*ids == nullptr) return Status::OutOfMemory("out of host memory");
+  std::memcpy(*ids, found.data(), found.size() * sizeof(int32_t));
+  *count = static_cast<int64_t>(found.size());
+  return Status::Ok();
+}
+
+}  // namespace capi
+}  // namespace genie
+
 genie_status genie_index_match_set(const genie_index* index, genie_set_predicate predicate,
                                    const int32_t* keywords, int32_t n_keywords,
                                    int (*cancel)(void* arg), void* cancel_arg, int32_t** ids,
@@ -56,36 +94,17 @@ genie_status genie_index_match_set(const genie_index* index, genie_set_predicate
     *ids = nullptr;
     *count = 0;
     genie::SetPredicate p;
-    switch (predicate) {
-      case GENIE_SET_CONTAINS: p = genie::SetPredicate::kContains; break;
-      case GENIE_SET_OVERLAPS: p = genie::SetPredicate::kOverlaps; break;
-      case GENIE_SET_CONTAINED_BY: p = genie::SetPredicate::kContainedBy; break;
-      default: return genie::Status::InvalidArgument("genie_index_match_set: unknown predicate");
-    }
+    GENIE_RETURN_IF_ERROR(genie::capi::ToSetPredicate(predicate, &p));
     genie::CancelCheck check;
     check.fn = cancel;
     check.arg = cancel_arg;
     genie::Span<int32_t> sizes;
-    if (p == genie::SetPredicate::kContainedBy) {
-      std::lock_guard<std::mutex> lock(index->sizes_mutex);
-      if (!index->sizes_ready) {
-        GENIE_RETURN_IF_ERROR(genie::ObjectSizes(*index->index, check, &index->object_sizes));
-        index->sizes_ready = true;
-      }
-      // never changed once ready: read without the lock
-      sizes = index->object_sizes;
-    }
+    GENIE_RETURN_IF_ERROR(genie::capi::IndexObjectSizes(index, p, check, &sizes));
     std::vector<int32_t> out;
     GENIE_RETURN_IF_ERROR(genie::MatchSet(*index->index, p,
                                           genie::Span<int32_t>(keywords, static_cast<std::size_t>(n_keywords)),
                                           sizes, check, &out));
-    if (!out.empty()) {
-      *ids = static_cast<int32_t*>(std::malloc(out.size() * sizeof(int32_t)));
-      if (*ids == nullptr) return genie::Status::OutOfMemory("out of host memory");
-      std::memcpy(*ids, out.data(), out.size() * sizeof(int32_t));
-      *count = static_cast<int64_t>(out.size());
-    }
-    return genie::Status::Ok();
+    return genie::capi::CopyIds(out, ids, count);
   });
 }
 

@@ -197,6 +197,40 @@ TEST(CApiEngine, SearchRoundTrip) {
       EXPECT_EQ(got, expected) << "query " << q << " engine kind " << int(kind);
     }
     genie_results_free(results);
+    // Set predicates through the engine (the host engines here; the GPU
+    // engine's device path is gpu/tests/set_match_test.cpp), against the sets.
+    for (int32_t q = 0; q < 8; ++q) {
+      const std::vector<int32_t> query{q, 2 * q + 1, q};  // a repeat counts once
+      const std::set<int32_t> wanted(query.begin(), query.end());
+      for (genie_set_predicate p : {GENIE_SET_CONTAINS, GENIE_SET_OVERLAPS, GENIE_SET_CONTAINED_BY}) {
+        std::vector<int32_t> expected;
+        for (int32_t o = 0; o < n; ++o) {
+          std::size_t shared = 0;
+          for (int32_t kw : wanted) shared += objects[o].count(kw);
+          const bool holds = p == GENIE_SET_CONTAINS ? shared == wanted.size()
+                             : p == GENIE_SET_OVERLAPS ? shared > 0
+                                                       : shared == objects[o].size();
+          if (holds) expected.push_back(o);
+        }
+        int32_t* ids = nullptr;
+        int64_t count = -1;
+        ASSERT_EQ(genie_engine_match_set(engine, index, p, query.data(), int32_t(query.size()), 0,
+                                         &ids, &count, &err),
+                  GENIE_OK)
+            << err.message;
+        EXPECT_EQ(std::vector<int32_t>(ids, ids + count), expected)
+            << "query " << q << " predicate " << int(p) << " engine kind " << int(kind);
+        genie_ids_free(ids);
+      }
+    }
+    int32_t* none = nullptr;
+    int64_t none_count = 0;
+    EXPECT_EQ(genie_engine_match_set(engine, index, genie_set_predicate(9), nullptr, 0, -1, &none,
+                                     &none_count, &err),
+              GENIE_INVALID_ARGUMENT);
+    EXPECT_EQ(genie_engine_match_set(engine, nullptr, GENIE_SET_OVERLAPS, nullptr, 0, -1, &none,
+                                     &none_count, &err),
+              GENIE_INVALID_ARGUMENT);
     ASSERT_EQ(genie_engine_drop(engine, &err), GENIE_OK);
     genie_engine_free(engine);
   }

@@ -401,6 +401,7 @@ class CpuEngine final : public HostIndexEngine {
         cancel_(options.cancel) {
     int32_t threads = options.threads;
     threads_ = ResolveThreads(threads);
+    match_cancel_ = options.cancel;
   }
 
   genie_engine_kind kind() const override { return GENIE_ENGINE_CPU; }

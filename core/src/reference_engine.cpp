@@ -75,6 +75,17 @@ Status HostIndexEngine::CheckSearch(int32_t k, const TopKResults* out) const {
   return Status::Ok();
 }
 
+Status HostIndexEngine::MatchSet(SetPredicate predicate, Span<int32_t> keywords,
+                                 Span<int32_t> object_sizes, std::vector<int32_t>* out) {
+  if (out == nullptr) return Status::InvalidArgument("set match output is NULL");
+  if (index_ == nullptr) return Status::InvalidArgument("no index uploaded to the engine");
+  try {
+    return genie::MatchSet(*index_, predicate, keywords, object_sizes, match_cancel_, out);
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory matching a set");
+  }
+}
+
 std::unique_ptr<Engine> MakeReferenceEngine() { return std::make_unique<ReferenceEngine>(); }
 
 }  // namespace genie

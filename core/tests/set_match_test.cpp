@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "genie/engine.hpp"
 #include "genie/index.hpp"
 #include "genie/set_match.hpp"
 #include "genie/test_util.hpp"
@@ -102,6 +103,52 @@ TEST(SetMatch, ContainedByNeedsTheSizesAndStopsOnCancel) {
             GENIE_CANCELLED);
   std::vector<int32_t> sizes;
   EXPECT_EQ(ObjectSizes(index, cancel, &sizes).code(), GENIE_CANCELLED);
+}
+
+}  // namespace
+}  // namespace genie
+
+namespace genie {
+namespace {
+
+// Engine::MatchSet of the host engines is MatchSet on the uploaded index
+// (the GPU engine's device path: gpu/tests/set_match_test.cpp), and polls
+// the CPU engine's cancel.
+TEST(SetMatch, HostEnginesMatchTheirIndex) {
+  DataSpec data;
+  data.objects = 2000;
+  data.universe = 60;
+  auto index = testing::MakeIndex(RandomCsr(9, data));
+  std::vector<int32_t> sizes;
+  ASSERT_TRUE(ObjectSizes(*index, CancelCheck(), &sizes).ok());
+  std::vector<std::unique_ptr<Engine>> engines;
+  engines.push_back(MakeReferenceEngine());
+  engines.push_back(MakeCpuEngine(EngineOptions()));
+  for (auto& engine : engines) {
+    std::vector<int32_t> out;
+    EXPECT_EQ(engine->MatchSet(SetPredicate::kOverlaps, Span<int32_t>(), sizes, &out).code(),
+              GENIE_INVALID_ARGUMENT)
+        << "no index uploaded";
+    ASSERT_TRUE(engine->Upload(index).ok());
+    const std::vector<int32_t> query{data.keyword_base, data.keyword_base + 3, data.keyword_base + 3};
+    const Span<int32_t> keywords(query.data(), query.size());
+    for (SetPredicate p : {SetPredicate::kContains, SetPredicate::kOverlaps, SetPredicate::kContainedBy}) {
+      std::vector<int32_t> expected;
+      ASSERT_TRUE(MatchSet(*index, p, keywords, sizes, CancelCheck(), &expected).ok());
+      ASSERT_TRUE(engine->MatchSet(p, keywords, sizes, &out).ok());
+      EXPECT_EQ(out, expected);
+      EXPECT_FALSE(p == SetPredicate::kOverlaps && out.empty());
+    }
+  }
+  EngineOptions cancelled;
+  cancelled.cancel = CancelCheck{[](void*) { return 1; }, nullptr};
+  auto cpu = MakeCpuEngine(cancelled);
+  ASSERT_TRUE(cpu->Upload(index).ok());
+  std::vector<int32_t> out;
+  const std::vector<int32_t> all{data.keyword_base, data.keyword_base + 1};
+  EXPECT_EQ(cpu->MatchSet(SetPredicate::kOverlaps, Span<int32_t>(all.data(), all.size()), sizes, &out)
+                .code(),
+            GENIE_CANCELLED);
 }
 
 }  // namespace

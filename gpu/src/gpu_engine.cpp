@@ -378,6 +378,7 @@ void GpuEngine::ReleaseAll() {
   resident_postings_.Reset();
   packed_postings_.Reset();
   pack_dir_.Reset();
+  set_sizes_.Reset();
   resident_ = false;
   ReleaseParts();
   index_.reset();
@@ -677,6 +678,10 @@ Status ConfigFromOptions(const GpuEngineOptions& options, Config* config) {
   config->tile_words = options.tile_words;
   config->postings = options.postings;
   config->profile = options.profile;
+  if (options.set_match_min_postings < 0) {
+    return Status::InvalidArgument("set_match_min_postings must not be negative");
+  }
+  config->set_match_min_postings = options.set_match_min_postings;
   return Status::Ok();
 }
 
@@ -746,6 +751,13 @@ bool SetProfile(Engine* engine, bool enabled) {
   auto* gpu = dynamic_cast<GpuEngine*>(engine);
   if (gpu == nullptr) return false;
   gpu->set_profile(enabled);
+  return true;
+}
+
+bool SetSetMatchMinPostings(Engine* engine, int64_t postings) {
+  auto* gpu = dynamic_cast<GpuEngine*>(engine);
+  if (gpu == nullptr || postings < 0) return false;
+  gpu->set_set_match_min_postings(postings);
   return true;
 }
 

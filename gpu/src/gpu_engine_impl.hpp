@@ -56,6 +56,7 @@ struct Config {
   int32_t tile_words = kDefaultTileWords;
   GpuPostings postings = GpuPostings::kAuto;
   bool profile = false;
+  int64_t set_match_min_postings = int64_t{1} << 14;
 };
 
 // Per-phase wall times of a search (profiling on): each mark waits for
@@ -235,9 +236,13 @@ class GpuEngine final : public Engine {
   Status Drop() override;
 
   Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override;
+  // Set predicates (set_match.cu): on the device for long lists.
+  Status MatchSet(SetPredicate predicate, Span<int32_t> keywords, Span<int32_t> object_sizes,
+                  std::vector<int32_t>* out) override;
 
   const SearchStats& stats() const { return stats_; }
   void set_profile(bool enabled) { profile_ = enabled; }
+  void set_set_match_min_postings(int64_t postings) { config_.set_match_min_postings = postings; }
 
  private:
   void ReleaseAll();
@@ -434,13 +439,14 @@ class GpuEngine final : public Engine {
 
   const int device_;
   const uint64_t budget_option_;
-  const Config config_;
+  Config config_;  // set_match_min_postings may change (SetSetMatchMinPostings)
   const int threads_;  // host threads for compiling and preparing batches
   const CancelCheck cancel_;
   std::shared_ptr<const InvertedIndex> index_;
   DeviceArray<int32_t> resident_postings_;
   DeviceArray<uint16_t> packed_postings_;  // genie/packed_postings.hpp (empty: not packed)
   DeviceArray<uint32_t> pack_dir_;
+  DeviceArray<int32_t> set_sizes_;  // object sizes for kContainedBy, uploaded on first need
   bool resident_ = false;
   // Multiple loading: the parts of the index (host, page-locked), cached,
   // and, for packed parts, each part's packed postings (page-locked; the

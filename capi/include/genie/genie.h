@@ -243,6 +243,20 @@ genie_status genie_engine_search(genie_engine *engine,
 								 const genie_query_batch *queries, int32_t k,
 								 genie_results **results, genie_error *err);
 
+/*
+ * genie_index_match_set on the index uploaded to engine (index must be that one: it
+ * keeps the object sizes GENIE_SET_CONTAINED_BY reads).  A GPU engine with
+ * the index resident matches on the device when the query's lists hold at
+ * least device_min_postings postings (list intersection with range
+ * contraction; a negative value keeps the engine's setting, 16,384 unless
+ * made otherwise); the CPU engines, and the GPU engine otherwise, on the host.
+ * The engine's cancel callback is polled.
+ */
+genie_status genie_engine_match_set(genie_engine *engine, const genie_index *index,
+									genie_set_predicate predicate, const int32_t *keywords,
+									int32_t n_keywords, int64_t device_min_postings,
+									int32_t **ids, int64_t *count, genie_error *err);
+
 
 /* ---- sequences (ordered n-grams, edit distance) ---- */
 

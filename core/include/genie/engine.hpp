@@ -7,6 +7,7 @@
 #include "genie/cancel.hpp"
 #include "genie/index.hpp"
 #include "genie/query.hpp"
+#include "genie/set_match.hpp"
 #include "genie/status.hpp"
 #include "genie/types.h"
 
@@ -65,6 +66,12 @@ class Engine {
   virtual Status Upload(std::shared_ptr<const InvertedIndex> index) = 0;
   virtual Status Drop() = 0;
   virtual Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) = 0;
+  // The objects of the uploaded index that satisfy a set predicate, as
+  // genie::MatchSet gives them (set_match.hpp: ascending; object_sizes read
+  // by kContainedBy only).  The host engines run MatchSet; the GPU engine
+  // runs it on the device where the query's lists are long.
+  virtual Status MatchSet(SetPredicate predicate, Span<int32_t> keywords,
+                          Span<int32_t> object_sizes, std::vector<int32_t>* out) = 0;
 };
 
 // The engines that search a host index they share with the caller: the
@@ -80,11 +87,14 @@ class HostIndexEngine : public Engine {
     index_.reset();
     return Status::Ok();
   }
+  Status MatchSet(SetPredicate predicate, Span<int32_t> keywords, Span<int32_t> object_sizes,
+                  std::vector<int32_t>* out) override;
 
  protected:
   Status CheckSearch(int32_t k, const TopKResults* out) const;
 
   std::shared_ptr<const InvertedIndex> index_;
+  CancelCheck match_cancel_;  // polled by MatchSet (the CPU engine's cancel)
 };
 
 // k must be >= 1; k larger than the number of objects is clamped.

@@ -59,8 +59,16 @@ struct GpuEngineOptions {
   // Tiled c-PQ with the index resident: the device form of the postings.
   // Packed halves the bytes the kernel reads (see core/include/genie/packed_postings.hpp);
   // queries routed to the count table then get the 4-byte List Array too,
-  // uploaded on first need.  Multiple loading always moves 4-byte parts.
+  // uploaded on first need.  Multiple loading moves parts in the same form
+  // (4-byte parts for a batch with count-table queries).
   GpuPostings postings = GpuPostings::kAuto;
+  // Set predicates (Engine::MatchSet) run on the device when the query's
+  // lists hold at least this many postings and the index is resident; on
+  // the host otherwise, where short lists are cheaper than the launches
+  // (bench/set_match_bench on the H100: @> over 3.8K postings 0.013 ms on
+  // the CPU, 0.036 on the device; over 34K 0.120 and 0.041).  0: always on
+  // the device (tests).
+  int64_t set_match_min_postings = int64_t{1} << 14;
 };
 
 // The c-PQ engine (paper section III-C) with multiple loading (III-D).

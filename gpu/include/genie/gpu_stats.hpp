@@ -35,5 +35,10 @@ bool GetLastSearchStats(const Engine* engine, SearchStats* stats);
 // GpuEngineOptions::profile).  False when engine is not a GPU engine.
 bool SetProfile(Engine* engine, bool enabled);
 
+// Sets GpuEngineOptions::set_match_min_postings of a made engine (for the
+// searches that follow).  False when engine is not a GPU engine or postings
+// is negative.
+bool SetSetMatchMinPostings(Engine* engine, int64_t postings);
+
 }  // namespace gpu
 }  // namespace genie
