@@ -5,7 +5,8 @@
 #   sanitize   compute-sanitizer memcheck + racecheck on small cases
 #   bench1m    engine_bench at n = 1M   (generates /tmp/lsh first if missing)
 #   bench45m   engine_bench at n = 4.5M (ENGINES, REF_QUERIES override the defaults;
-#              BUDGET_MB adds multiple-loading rows, packed and 4-byte parts)
+#              BUDGET_MB adds multiple-loading rows, packed and 4-byte parts;
+#              GPU_FIRST=1 runs the GPU engines before the CPU rows)
 #   torchcount the PyTorch count-table baseline (shared/bench/torch_count_baseline.py,
 #              carried as .device/torch_count_baseline.py) at 1M and 4.5M
 #   vectors-fmnist  vector_bench on Fashion-MNIST (.bundle/fmnist/*.idx.xz) and the
@@ -126,7 +127,7 @@ for stage in $stages; do
       log "engine_bench n=$n"
       $BIN/engine_bench --data /tmp/lsh --n $n --nq 1024 --k 100 --ref-queries "${REF_QUERIES:-32}" --repeat 3 \
         --engines "${ENGINES:-ref,cpu,count,faithful,faithful-paper,tiled-full,tiled}" \
-        ${BUDGET_MB:+--budget-mb $BUDGET_MB} > "$OUT/bench_$n.log" 2>&1
+        ${BUDGET_MB:+--budget-mb $BUDGET_MB} ${GPU_FIRST:+--gpu-first} > "$OUT/bench_$n.log" 2>&1
       log "bench rc=$?"
       grep -E "profile|on the device" "$OUT/bench_$n.log" | tee -a "$OUT/summary.txt"
       tail -12 "$OUT/bench_$n.log" | tee -a "$OUT/summary.txt"

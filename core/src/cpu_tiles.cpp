@@ -16,6 +16,11 @@
 // poorly: on this project's 2-core machine tiles of 8K objects took three
 // times as long as one query at a time.
 //
+// With EngineOptions::cpu_packed_postings a tile of whole pack tiles reads
+// the packed postings (2 bytes each; the pack directory bounds each list's
+// piece of the tile): 2.67 s against 3.48 s for the 4-byte ids in one run
+// on that host (bench/engine-results.md).
+//
 // Each query keeps a cursor per run (its postings of one list; ids ascend)
 // and its best k hits so far.  After a tile, the tile's counters are
 // scanned for scores above the k-th best, which only rises; since tiles
@@ -24,8 +29,8 @@
 #include "cpu_tiles.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <atomic>
+#include <climits>
 #include <memory>
 #include <thread>
 

@@ -165,7 +165,9 @@ $start = time;
 is(mismatches(1), '0|0', 'the next scans are answered, and equal');
 my $after = time - $start;
 diag(sprintf('the same scans took %.0f ms before the cancel, %.0f ms after', 1000 * $baseline, 1000 * $after));
-cmp_ok($after, '<', $baseline + 0.5, 'the service dropped the cancelled scan instead of finishing it');
+# (finishing the cancelled scan would delay these by its seconds; the margin
+# allows for a loaded machine)
+cmp_ok($after, '<', 1.5 * $baseline + 0.5, 'the service dropped the cancelled scan instead of finishing it');
 is(service_pid(), $pid, 'the service still runs, the same process');
 
 $node->stop;
