@@ -324,6 +324,10 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::pair<std::size_t, TopKResults>> pending_cpu;  // rows to compare with the CPU engine
+  auto vs_cpu = [&](const TopKResults& res) -> std::string {
+    if (SameHits(cpu_results, res, w.nq)) return "yes (all, hit for hit)";
+    return SameScores(cpu_results, res, w.nq) ? "scores (all)" : "NO";
+  };
   auto compare = [&](Row* r, const TopKResults& res, bool exact_ties) {
     if (have_reference) {
       const bool hits = SameHits(reference, res, ref_q);
@@ -331,11 +335,7 @@ int main(int argc, char** argv) {
                        : (SameScores(reference, res, ref_q) ? "scores only" : "NO");
     }
     if (!have_cpu) pending_cpu.emplace_back(rows.size(), res);  // compared after the CPU rows
-    if (have_cpu && &res != &cpu_results) {
-      const bool hits = SameHits(cpu_results, res, w.nq);
-      r->vs_cpu = hits ? "yes (all, hit for hit)"
-                       : (SameScores(cpu_results, res, w.nq) ? "scores (all)" : "NO");
-    }
+    if (have_cpu && &res != &cpu_results) r->vs_cpu = vs_cpu(res);
     (void)exact_ties;
   };
 
@@ -520,10 +520,7 @@ int main(int argc, char** argv) {
     run_gpu_rows();
   }
   for (const auto& pending : pending_cpu) {
-    if (!have_cpu) break;
-    const bool hits = SameHits(cpu_results, pending.second, w.nq);
-    rows[pending.first].vs_cpu = hits ? "yes (all, hit for hit)"
-                                      : (SameScores(cpu_results, pending.second, w.nq) ? "scores (all)" : "NO");
+    if (have_cpu) rows[pending.first].vs_cpu = vs_cpu(pending.second);
   }
   Print(rows);
   return 0;

@@ -166,7 +166,7 @@ genie_search_match_set(GenieCachedIndex *entry, genie_set_predicate predicate,
 	genie_error err;
 	genie_status status;
 
-	if (genie_service_configured() || entry->n_main_objects == 0)
+	if (genie_service_configured())
 		return -1;
 	if (genie_device_setting == GENIE_DEVICE_SETTING_GPU)
 		ensure_main_engine(entry);
