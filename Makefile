@@ -1,5 +1,6 @@
 # genie: the C++/CUDA libraries are built by CMake into $(BUILD_DIR); the
-# PostgreSQL module is built by PGXS from extension/*.c and links them.
+# PostgreSQL module is built by PGXS from extension/'s sources (one folder
+# per concern, see the README's Layout) and links them.
 #
 # Targets: all (default), install, installcheck (the pgTAP suites against a
 # running server: PGHOST, PGPORT, PGUSER, PGDATABASE as for psql), demo,
@@ -14,7 +15,9 @@ CMAKE_BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 MODULE_big = genie
-OBJS = $(patsubst %.c,%.o,$(wildcard extension/*.c))
+EXTENSION_DIRS = extension extension/storage extension/service extension/types \
+	extension/types/rows extension/search extension/am extension/functions extension/worker
+OBJS = $(patsubst %.c,%.o,$(foreach d,$(EXTENSION_DIRS),$(wildcard $(d)/*.c)))
 MODULEDIR = extension
 DATA = sql/genie.control $(wildcard sql/genie--*.sql)
 PGFILEDESC = "genie - similarity search by match count on the GPU and CPU"
@@ -23,7 +26,7 @@ PG_CPPFLAGS = -I$(CURDIR)/capi/include -I$(CURDIR)/core/include -I$(CURDIR)/exte
 
 # PGXS knows no header dependencies: every object depends on every header it
 # may include, so a changed struct never leaves a stale object behind.
-$(OBJS): $(wildcard extension/*.h) capi/include/genie/genie.h core/include/genie/types.h
+$(OBJS): $(foreach d,$(EXTENSION_DIRS),$(wildcard $(d)/*.h)) capi/include/genie/genie.h core/include/genie/types.h
 
 .DEFAULT_GOAL := all
 .PHONY: demo test genie-libs deps deb
@@ -59,7 +62,7 @@ all install installcheck:
 	@exit 1
 
 clean:
-	rm -rf $(BUILD_DIR) extension/*.o extension/*.bc genie.so
+	rm -rf $(BUILD_DIR) $(foreach d,$(EXTENSION_DIRS),$(d)/*.o $(d)/*.bc) genie.so
 else
 
 ifeq ($(filter clean demo test deps deb,$(MAKECMDGOALS)),)

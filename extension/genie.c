@@ -15,8 +15,8 @@
 #include "utils/guc.h"
 #include <limits.h>
 
-#include "genie_am.h"
-#include "genie_service.h"
+#include "am/genie_am.h"
+#include "service/genie_service.h"
 
 PG_MODULE_MAGIC;
 

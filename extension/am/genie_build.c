@@ -1,0 +1,392 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_build.c
+ *	  Building a genie index: scan the table, sort (keyword, object) pairs
+ *	  within maintenance_work_mem (tuplesort spills sorted runs to disk and
+ *	  merges them), and write the Position Map and List Array as chains.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "commands/progress.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/smgr.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/tuplesort.h"
+
+#include "am/genie_am.h"
+
+/* build phases, reported through pg_stat_progress_create_index */
+#define GENIE_PHASE_SCAN		2
+#define GENIE_PHASE_SORT		3
+#define GENIE_PHASE_WRITE		4
+
+struct GeniePostingsSorter
+{
+	Tuplesortstate *sort;
+	int64		pairs;
+};
+
+/*
+ * Pairs are sorted as int8: the keyword (signed) in the high half, the
+ * object id (never negative) in the low half, so int8 order is keyword
+ * order, then object order.
+ */
+static inline int64
+pair_key(int32 keyword, int32 object_id)
+{
+	return (int64) (((uint64) (uint32) keyword << 32) | (uint32) object_id);
+}
+
+GeniePostingsSorter *
+genie_sorter_begin(int work_mem_kb)
+{
+	GeniePostingsSorter *sorter = palloc0(sizeof(GeniePostingsSorter));
+
+	sorter->sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false,
+										 work_mem_kb, NULL, TUPLESORT_NONE);
+	return sorter;
+}
+
+void
+genie_sorter_add(GeniePostingsSorter *sorter, const int32 *keywords, int n, int32 object_id)
+{
+	for (int i = 0; i < n; i++)
+		tuplesort_putdatum(sorter->sort, Int64GetDatum(pair_key(keywords[i], object_id)), false);
+	sorter->pairs += n;
+}
+
+/* Packs one keyword's postings (ids[0..n)) onto the postings chain. */
+static void
+write_packed_list(GenieChainWriter *w, const int32 *ids, int64 n, uint8 **buffer,
+				  Size *buffer_size, int64 *bytes)
+{
+	size_t		bound = genie_postings_pack_bound(n);
+	size_t		written;
+	genie_error err;
+
+	if (w->entry_size == sizeof(int32))
+	{
+		/* format 4 (genie.write_format): the ids as they are */
+		genie_chain_writer_append(w, ids, n);
+		*bytes += (int64) sizeof(int32) * n;
+		return;
+	}
+	if (bound > *buffer_size)
+	{
+		*buffer = *buffer ? repalloc_huge(*buffer, bound) : palloc_extended(bound, MCXT_ALLOC_HUGE);
+		*buffer_size = bound;
+	}
+	GENIE_CHECK(genie_postings_pack(ids, n, *buffer, &written, &err), &err,
+				"genie: packing postings");
+	genie_chain_writer_append(w, *buffer, (int64) written);
+	*bytes += (int64) written;
+}
+
+/*
+ * Writes the sorted pairs as the keyword chain (Position Map) and the
+ * postings chain (List Array, packed: genie/postings_codec.hpp), one
+ * keyword's list at a time.  A keyword repeated within one object gives
+ * equal pairs, stored once.
+ */
+void
+genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
+				   GenieWrittenPostings *out)
+{
+	GenieChainWriter keyword_writer;
+	GenieChainWriter postings_writer;
+	GenieKeywordEntry current = {0, 0};
+	bool		have_current = false;
+	int64		previous = 0;
+	bool		have_previous = false;
+	int32	   *ids = NULL;		/* the current keyword's postings */
+	Size		ids_room = 0;
+	uint8	   *packed = NULL;
+	Size		packed_room = 0;
+	Datum		value;
+	bool		isnull;
+
+	tuplesort_performsort(sorter->sort);
+
+	genie_chain_writer_init(&keyword_writer, index, GENIE_PAGE_KEYWORDS,
+							sizeof(GenieKeywordEntry), wal);
+	memset(out, 0, sizeof(*out));
+	out->format = genie_write_format;
+	genie_chain_writer_init(&postings_writer, index, GENIE_PAGE_POSTINGS,
+							out->format >= 5 ? 1 : sizeof(int32), wal);
+
+	while (tuplesort_getdatum(sorter->sort, true, &value, &isnull, NULL))
+	{
+		int64		key = DatumGetInt64(value);
+		int32		keyword = (int32) ((uint64) key >> 32);
+		int32		object_id = (int32) (key & 0xFFFFFFFF);
+
+		if (have_previous && key == previous)
+			continue;
+		previous = key;
+		have_previous = true;
+
+		if (!have_current || keyword != current.keyword)
+		{
+			if (have_current)
+			{
+				write_packed_list(&postings_writer, ids, current.count, &packed, &packed_room,
+								  &out->postings_bytes);
+				genie_chain_writer_append(&keyword_writer, &current, 1);
+				out->n_keywords++;
+			}
+			current.keyword = keyword;
+			current.count = 0;
+			have_current = true;
+		}
+		if ((Size) current.count >= ids_room)
+		{
+			ids_room = Max(ids_room * 2, 1024);
+			ids = ids ? repalloc_huge(ids, sizeof(int32) * ids_room)
+				: palloc_extended(sizeof(int32) * ids_room, MCXT_ALLOC_HUGE);
+		}
+		ids[current.count++] = object_id;
+		out->n_postings++;
+		if ((out->n_postings & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	if (have_current)
+	{
+		write_packed_list(&postings_writer, ids, current.count, &packed, &packed_room,
+						  &out->postings_bytes);
+		genie_chain_writer_append(&keyword_writer, &current, 1);
+		out->n_keywords++;
+	}
+
+	out->keywords = genie_chain_writer_finish(&keyword_writer);
+	out->postings = genie_chain_writer_finish(&postings_writer);
+	tuplesort_end(sorter->sort);
+	sorter->sort = NULL;
+	if (ids)
+		pfree(ids);
+	if (packed)
+		pfree(packed);
+}
+
+void
+genie_meta_set_postings(GenieMetaPageData *meta, const GenieWrittenPostings *written)
+{
+	meta->format_version = written->format;
+	meta->keywords = written->keywords;
+	meta->postings = written->postings;
+	meta->n_keywords = written->n_keywords;
+	meta->n_postings = written->n_postings;
+	meta->postings_codec = written->format >= 5 ? GENIE_POSTINGS_PACKED : GENIE_POSTINGS_INT32;
+	meta->postings_bytes = written->format >= 5 ? written->postings_bytes : 0;
+}
+
+/* ---- ambuild ---- */
+
+typedef struct GenieBuildState
+{
+	GeniePostingsSorter *sorter;
+	GenieChainWriter directory;
+	GenieChainWriter values;	/* when the index stores values */
+	bool		store_values;
+	GenieIndexType type;
+	void	   *type_state;		/* the type's build state, or NULL */
+	int64		n_objects;
+	int64		value_bytes;
+	MemoryContext tmpcxt;
+} GenieBuildState;
+
+static void
+build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *state_)
+{
+	GenieBuildState *state = (GenieBuildState *) state_;
+	GenieObjectEntry entry;
+	MemoryContext old = MemoryContextSwitchTo(state->tmpcxt);
+
+	if (state->n_objects >= PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a genie index can hold at most %d rows", PG_INT32_MAX)));
+
+	memset(&entry, 0, sizeof(entry));
+	entry.tid = *tid;
+	entry.flags = isnull[0] ? GENIE_OBJECT_NULL : 0;
+	if (!isnull[0])
+	{
+		int			n;
+		int32	   *keywords = state->type.info->build_value != NULL ?
+			state->type.info->build_value(state->type_state, values[0], &n) :
+			state->type.info->encode_value(index, &state->type.encoding, values[0], &n);
+
+		genie_sorter_add(state->sorter, keywords, n, (int32) state->n_objects);
+	}
+	if (state->store_values)
+	{
+		size_t		size = 0;
+		const char *bytes = isnull[0] ? NULL : state->type.info->value_bytes_of(values[0], &size);
+
+		genie_values_append(&state->values, bytes, size);
+		state->value_bytes += sizeof(int32) + size;
+	}
+	genie_chain_writer_append(&state->directory, &entry, 1);
+	state->n_objects++;
+
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(state->tmpcxt);
+}
+
+static int
+genie_split_length(Relation index)
+{
+	GenieOptions *opts = (GenieOptions *) index->rd_options;
+
+	return opts != NULL ? opts->split_length : 4096;
+}
+
+IndexBuildResult *
+genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result;
+	GenieBuildState state;
+	Buffer		metabuf;
+	Page		metapage;
+	GenieMetaPage meta;
+	double		reltuples;
+	GenieWrittenPostings postings;
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
+
+	/*
+	 * Block 0 is the metapage.  It starts as an empty index and is filled in
+	 * last; no buffer stays locked during the table scan, so the build can be
+	 * cancelled.
+	 */
+	memset(&state, 0, sizeof(state));
+	genie_type_for_build(index, &state.type);
+	metabuf = genie_new_buffer(index);
+	Assert(BufferGetBlockNumber(metabuf) == GENIE_METAPAGE_BLKNO);
+	genie_init_metapage(BufferGetPage(metabuf), genie_split_length(index), &state.type.encoding);
+	MarkBufferDirty(metabuf);
+	UnlockReleaseBuffer(metabuf);
+
+	/* a row index, for one, first measures its attributes: one more table scan */
+	if (state.type.info->build_begin != NULL)
+		state.type_state = state.type.info->build_begin(heap, index, indexInfo, true);
+
+	state.store_values = genie_index_stores_values(index, state.type.info);
+	if (state.store_values)
+		genie_chain_writer_init(&state.values, index, GENIE_PAGE_VALUES, 1, false);
+	state.sorter = genie_sorter_begin(maintenance_work_mem);
+	genie_chain_writer_init(&state.directory, index, GENIE_PAGE_DIRECTORY,
+							sizeof(GenieObjectEntry), false);
+	state.tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie build temporary context",
+										 ALLOCSET_DEFAULT_SIZES);
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GENIE_PHASE_SCAN);
+	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
+									   build_callback, &state, NULL);
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GENIE_PHASE_SORT);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, state.n_objects);
+	/* the sort happens inside genie_sorter_write; report writing once it begins */
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GENIE_PHASE_WRITE);
+	genie_sorter_write(state.sorter, index, false, &postings);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state.n_objects);
+
+	/*
+	 * The metapage is put together in local memory first: the type's part
+	 * (a row index writes its dictionary pages) runs without the buffer
+	 * lock, so it can be cancelled and takes no other lock under it.
+	 */
+	metapage = (Page) palloc(BLCKSZ);
+	genie_init_metapage(metapage, genie_split_length(index), &state.type.encoding);
+	meta = GeniePageGetMeta(metapage);
+	meta->n_objects = (int32) state.n_objects;
+	meta->n_main_objects = (int32) state.n_objects;
+	meta->directory = genie_chain_writer_finish(&state.directory);
+	genie_meta_set_postings(meta, &postings);
+	if (state.store_values)
+	{
+		meta->values_stored = 1;
+		meta->values = genie_chain_writer_finish(&state.values);
+		meta->value_bytes = state.value_bytes;
+	}
+	/* the type's part of the metapage (a row index's schema and dictionary) */
+	if (state.type.info->build_begin != NULL)
+		state.type.info->build_finish(state.type_state, meta);
+
+	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	memcpy(BufferGetPage(metabuf), metapage, BLCKSZ);
+	MarkBufferDirty(metabuf);
+	UnlockReleaseBuffer(metabuf);
+	pfree(metapage);
+
+	/* the pages were written without WAL: log them all at once */
+	if (RelationNeedsWAL(index))
+		log_newpage_range(index, MAIN_FORKNUM, 0, RelationGetNumberOfBlocks(index), true);
+
+	MemoryContextDelete(state.tmpcxt);
+
+	result = palloc(sizeof(IndexBuildResult));
+	result->heap_tuples = reltuples;
+	result->index_tuples = (double) state.n_objects;
+	return result;
+}
+
+/* The init fork of an unlogged index: an empty metapage. */
+void
+genie_ambuildempty(Relation index)
+{
+	Page		metapage = (Page) palloc(BLCKSZ);
+	GenieIndexType type;
+
+	genie_type_for_build(index, &type);
+	genie_init_metapage(metapage, genie_split_length(index), &type.encoding);
+	GeniePageGetMeta(metapage)->values_stored = genie_index_stores_values(index, type.info) ? 1 : 0;
+	if (type.info->build_begin != NULL)
+	{
+		/* what the options give without reading the table (a row index's attributes) */
+		Relation	heap = table_open(index->rd_index->indrelid, NoLock);
+		void	   *state = type.info->build_begin(heap, index, BuildIndexInfo(index), false);
+
+		type.info->build_finish(state, GeniePageGetMeta(metapage));
+		table_close(heap, NoLock);
+	}
+	PageSetChecksumInplace(metapage, GENIE_METAPAGE_BLKNO);
+	smgrwrite(RelationGetSmgr(index), INIT_FORKNUM, GENIE_METAPAGE_BLKNO, (char *) metapage, true);
+	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
+				GENIE_METAPAGE_BLKNO, metapage, true);
+	smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
+	pfree(metapage);
+}
+
+char *
+genie_ambuildphasename(int64 phasenum)
+{
+	switch (phasenum)
+	{
+		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
+			return "initializing";
+		case GENIE_PHASE_SCAN:
+			return "scanning table";
+		case GENIE_PHASE_SORT:
+			return "sorting postings";
+		case GENIE_PHASE_WRITE:
+			return "writing postings";
+		default:
+			return NULL;
+	}
+}

@@ -1,0 +1,475 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_scan.c
+ *	  Index scans ordered by match count: ORDER BY col <~> query; and the
+ *	  rows of set predicates (WHERE col @> q, genie_set_scan.c) alone.
+ *
+ * The scan asks the engine for the top k' objects (k' starts at
+ * genie.scan_batch_size) and returns them in order.  When the executor wants
+ * more (LIMIT beyond k', WHERE filters, invisible rows), it searches again
+ * with a larger k' and continues after what it returned, remembering the
+ * returned objects in a bitmap so that ties across the boundary are neither
+ * repeated nor skipped.  After the last object with score >= 1 it returns
+ * the rest with score 0, then the rows whose indexed value is NULL (their
+ * distance is NULL, which sorts last), so the scan equals a sequential scan
+ * for any LIMIT.
+ *
+ * ORDER BY col <%> query on an n-gram index returns the same rows in the
+ * same order of n-gram count, but reports for each the lower bound on its
+ * edit distance that its count implies (Theorem 5.1; ascending as the count
+ * descends) with xs_recheckorderby, so that the executor computes the true
+ * distances and reorders: exactly the k nearest rows for any LIMIT.
+ *
+ * On an index that stores its strings, ORDER BY col <%> query instead asks
+ * for the k' nearest strings by exact edit distance (genie_search_strings)
+ * and returns them in that order with their true distances, k' growing as
+ * for counts; the executor's recheck then finds nothing to reorder.
+ *
+ * ORDER BY v <-> query on a vector index does the same with the k' nearest
+ * vectors (genie_search_vectors): exact distances, rechecked for nothing.
+ * With genie.vector_search = lsh the rows of each k' are the LSH candidates
+ * re-ranked, so the order across two k' may step back (approximate, and
+ * not rechecked); once the candidates run out, the rest of the rows follow
+ * by exact distance, so that no row is ever left out.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relscan.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/memutils.h"
+
+#include "am/genie_am.h"
+
+int			genie_scan_batch_size = 100;
+
+typedef enum GenieScanPhase
+{
+	GENIE_SCAN_DISTANCES,		/* stored strings by exact edit distance */
+	GENIE_SCAN_VECTORS,			/* stored vectors by distance */
+	GENIE_SCAN_HITS,			/* objects with score >= 1, from the engine */
+	GENIE_SCAN_ZEROS,			/* the remaining objects, score 0 */
+	GENIE_SCAN_NULLS,			/* rows whose indexed value is NULL */
+	GENIE_SCAN_MATCHES,			/* rows of set predicates, no ORDER BY */
+	GENIE_SCAN_DONE
+} GenieScanPhase;
+
+typedef struct GenieScanOpaqueData
+{
+	MemoryContext cxt;			/* per-rescan state */
+	GenieQuery *query;			/* NULL when the ORDER BY argument is NULL */
+	GenieOrderBy orderby;		/* the query and how to report distances */
+	int16		ngram_n;
+	bool		has_orderby;
+	GenieCachedIndex *entry;	/* pinned */
+	GenieScanPhase phase;
+	int32		k;				/* current k' */
+	GenieSearchResult result;
+	GenieStringRows strings;	/* the DISTANCES phase's rows */
+	GenieVectorRows vectors;	/* the VECTORS phase's rows */
+	bool		vector_lsh;		/* the VECTORS phase counts LSH keywords */
+	const char *query_text;		/* the <%> argument as UTF-8, or NULL */
+	int64		query_size;
+	int64		position;		/* next hit of result (or row of strings) to consider */
+	uint8	   *returned;		/* bitmap over object ids */
+	int32		cursor;			/* next object id for the ZEROS and NULLS phases */
+	int32	   *matches;		/* the MATCHES phase's objects, ascending */
+	int64		n_matches;
+	MemoryContextCallback unpin_callback;
+} GenieScanOpaqueData;
+
+typedef GenieScanOpaqueData *GenieScanOpaque;
+
+static void
+release_entry(GenieScanOpaque so)
+{
+	if (so->entry != NULL)
+	{
+		genie_cache_unpin(so->entry);
+		so->entry = NULL;
+	}
+}
+
+/* Runs when the scan's memory goes away, normally or on abort. */
+static void
+unpin_on_reset(void *arg)
+{
+	release_entry((GenieScanOpaque) arg);
+}
+
+IndexScanDesc
+genie_ambeginscan(Relation index, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+	GenieScanOpaque so = palloc0(sizeof(GenieScanOpaqueData));
+
+	so->cxt = AllocSetContextCreate(CurrentMemoryContext, "genie scan context",
+									ALLOCSET_DEFAULT_SIZES);
+	so->unpin_callback.func = unpin_on_reset;
+	so->unpin_callback.arg = so;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, &so->unpin_callback);
+	so->phase = GENIE_SCAN_DONE;
+	scan->opaque = so;
+	/* the executor reads these; an ordering AM provides them */
+	if (norderbys > 0)
+	{
+		scan->xs_orderbyvals = palloc0(sizeof(Datum) * norderbys);
+		scan->xs_orderbynulls = palloc(sizeof(bool) * norderbys);
+		memset(scan->xs_orderbynulls, true, sizeof(bool) * norderbys);
+	}
+	return scan;
+}
+
+void
+genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int norderbys)
+{
+	GenieScanOpaque so = (GenieScanOpaque) scan->opaque;
+	MemoryContext old;
+
+	release_entry(so);
+	MemoryContextReset(so->cxt);
+	memset(&so->result, 0, sizeof(so->result));
+	so->query = NULL;
+	so->query_text = NULL;
+	memset(&so->strings, 0, sizeof(so->strings));
+	memset(&so->vectors, 0, sizeof(so->vectors));
+	memset(&so->orderby, 0, sizeof(so->orderby));
+	so->returned = NULL;
+	so->matches = NULL;
+	so->n_matches = 0;
+	so->position = 0;
+	so->cursor = 0;
+	so->k = 0;
+	so->phase = GENIE_SCAN_HITS;
+	so->has_orderby = norderbys > 0;
+
+	if (orderbys && scan->numberOfOrderBys > 0)
+		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
+	if (keys && scan->numberOfKeys > 0)
+		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
+
+	old = MemoryContextSwitchTo(so->cxt);
+	if (so->has_orderby && !(scan->orderByData[0].sk_flags & SK_ISNULL))
+	{
+		GenieIndexType type;
+
+		genie_index_type(scan->indexRelation, &type);
+		type.info->encode_query(scan->indexRelation, &type.encoding,
+								 scan->orderByData[0].sk_strategy,
+								 scan->orderByData[0].sk_argument,
+								 scan->orderByData[0].sk_subtype, &so->orderby);
+		so->query = so->orderby.query;
+		so->ngram_n = type.encoding.ngram_n;
+		if (so->orderby.edit_distance)
+		{
+			size_t		size;
+
+			so->query_text = genie_text_utf8(DatumGetTextPP(scan->orderByData[0].sk_argument), &size);
+			so->query_size = (int64) size;
+		}
+	}
+	MemoryContextSwitchTo(old);
+}
+
+static void
+search(IndexScanDesc scan, GenieScanOpaque so)
+{
+	MemoryContext old = MemoryContextSwitchTo(so->cxt);
+	GenieQueryBatch batch;
+
+	genie_search_free(&so->result);
+	genie_query_batch_init(&batch, &so->query, 1);
+	genie_search(so->entry, &batch, so->k, &so->result);
+	pfree(batch.query_offsets);
+	pfree(batch.item_offsets);
+	pfree(batch.item_weights);
+	pfree(batch.ranges_lo);
+	pfree(batch.ranges_hi);
+	so->position = 0;
+	MemoryContextSwitchTo(old);
+}
+
+/* The VECTORS phase's next k' rows. */
+static void
+search_vectors(GenieScanOpaque so)
+{
+	MemoryContext old = MemoryContextSwitchTo(so->cxt);
+
+	genie_search_vectors(so->entry, so->orderby.vector, so->vector_lsh ? &so->orderby.query : NULL,
+						 1, so->k, &so->vectors);
+	so->position = 0;
+	MemoryContextSwitchTo(old);
+}
+
+/* The DISTANCES phase's next k' rows. */
+static void
+search_strings(GenieScanOpaque so)
+{
+	MemoryContext old = MemoryContextSwitchTo(so->cxt);
+	int64		offsets[2] = {0, so->query_size};
+
+	genie_search_strings(so->entry, so->query_text, offsets, 1, so->k, &so->strings);
+	so->position = 0;
+	MemoryContextSwitchTo(old);
+}
+
+static void
+start(IndexScanDesc scan, GenieScanOpaque so)
+{
+	GenieCachedIndex *entry = genie_cache_get(scan->indexRelation);
+
+	genie_cache_pin(entry);
+	so->entry = entry;
+	so->returned = MemoryContextAllocExtended(so->cxt, entry->n_objects / 8 + 1,
+											  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	so->cursor = 0;
+	if (!so->has_orderby && scan->numberOfKeys > 0)
+	{
+		/* WHERE col @> / && / <@ q alone: the matching rows, by object id */
+		MemoryContext old = MemoryContextSwitchTo(so->cxt);
+
+		so->n_matches = genie_set_scan_matches(entry, scan->keyData, scan->numberOfKeys,
+											   &so->matches);
+		MemoryContextSwitchTo(old);
+		so->position = 0;
+		so->phase = GENIE_SCAN_MATCHES;
+		return;
+	}
+	if (so->orderby.vector != NULL)
+	{
+		so->k = Min(Max(genie_scan_batch_size, 1), Max(entry->n_objects, 1));
+		so->vector_lsh = genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH;
+		if (so->vector_lsh)
+		{
+			GenieIndexType type;
+			MemoryContext old = MemoryContextSwitchTo(so->cxt);
+
+			genie_index_type(scan->indexRelation, &type);
+			so->orderby.query = type.info->approximate_query(scan->indexRelation, so->orderby.vector,
+															  so->orderby.vector_dim);
+			MemoryContextSwitchTo(old);
+		}
+		so->phase = GENIE_SCAN_VECTORS;
+		search_vectors(so);
+		return;
+	}
+	if (so->query == NULL)
+	{
+		/* no ORDER BY, or ORDER BY NULL: every row, in any order */
+		so->phase = so->has_orderby ? GENIE_SCAN_NULLS : GENIE_SCAN_ZEROS;
+		return;
+	}
+	so->k = Min(Max(genie_scan_batch_size, 1), Max(entry->n_objects, 1));
+	if (so->query_text != NULL && entry->values_stored)
+	{
+		so->phase = GENIE_SCAN_DISTANCES;
+		search_strings(so);
+		return;
+	}
+	so->phase = GENIE_SCAN_HITS;
+	search(scan, so);
+}
+
+static inline bool
+was_returned(GenieScanOpaque so, int32 id)
+{
+	return (so->returned[id >> 3] >> (id & 7)) & 1;
+}
+
+static inline void
+mark_returned(GenieScanOpaque so, int32 id)
+{
+	so->returned[id >> 3] |= (uint8) (1 << (id & 7));
+}
+
+static void
+emit(IndexScanDesc scan, GenieScanOpaque so, int32 id, int32 score, bool null_distance)
+{
+	mark_returned(so, id);
+	scan->xs_heaptid = so->entry->objects[id].tid;
+	/* an ordered scan returns every row: the executor applies set predicates */
+	scan->xs_recheck = scan->numberOfKeys > 0;
+	if (scan->numberOfOrderBys > 0)
+	{
+		scan->xs_orderbynulls[0] = null_distance;
+		if (so->orderby.edit_distance)
+		{
+			scan->xs_recheckorderby = true;
+			scan->xs_orderbyvals[0] = Float8GetDatum(null_distance ? 0.0 :
+													 (float8) genie_ngram_distance_lower_bound(so->orderby.query_length,
+																							   so->orderby.query_lost,
+																							   score, so->ngram_n));
+		}
+		else
+		{
+			scan->xs_recheckorderby = false;
+			/* the operator returns the negated score; avoid -0 */
+			scan->xs_orderbyvals[0] = Float8GetDatum(null_distance || score == 0 ? 0.0 : -(float8) score);
+		}
+	}
+}
+
+/* Returns object id with its true distance (stored strings, vectors). */
+static void
+emit_at_distance(IndexScanDesc scan, GenieScanOpaque so, int32 id, float8 distance,
+				 bool recheck_orderby)
+{
+	mark_returned(so, id);
+	scan->xs_heaptid = so->entry->objects[id].tid;
+	/* an ordered scan returns every row: the executor applies set predicates */
+	scan->xs_recheck = scan->numberOfKeys > 0;
+	scan->xs_recheckorderby = recheck_orderby;
+	scan->xs_orderbynulls[0] = false;
+	scan->xs_orderbyvals[0] = Float8GetDatum(distance);
+}
+
+bool
+genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	GenieScanOpaque so = (GenieScanOpaque) scan->opaque;
+
+	if (so->entry == NULL && so->phase != GENIE_SCAN_DONE)
+		start(scan, so);
+
+	for (;;)
+	{
+		GenieCachedIndex *entry = so->entry;
+
+		CHECK_FOR_INTERRUPTS();
+		switch (so->phase)
+		{
+			case GENIE_SCAN_DISTANCES:
+				while (so->position < so->strings.offsets[1])
+				{
+					int32		id = so->strings.objects[so->position];
+					int32		distance = so->strings.distances[so->position];
+
+					so->position++;
+					if (was_returned(so, id))
+						continue;
+					emit_at_distance(scan, so, id, (float8) distance, true);
+					return true;
+				}
+				if (so->strings.offsets[1] < so->k || so->k >= entry->n_objects)
+				{
+					/* every string was returned: then the NULLs */
+					so->phase = GENIE_SCAN_NULLS;
+					so->cursor = 0;
+					break;
+				}
+				so->k = genie_search_wider_k(so->k, entry->n_objects);
+				search_strings(so);
+				break;
+			case GENIE_SCAN_VECTORS:
+				while (so->position < so->vectors.offsets[1])
+				{
+					int32		id = so->vectors.objects[so->position];
+					float8		distance = so->vectors.distances[so->position];
+
+					so->position++;
+					if (was_returned(so, id))
+						continue;
+					/* exact distances are rechecked for nothing; LSH batches may step back */
+					emit_at_distance(scan, so, id, distance, !so->vector_lsh);
+					return true;
+				}
+				if (so->vectors.offsets[1] < so->k || so->k >= entry->n_objects)
+				{
+					if (so->vector_lsh && so->k < entry->n_objects)
+					{
+						/* the LSH candidates ran out: the rest by exact distance */
+						so->vector_lsh = false;
+						search_vectors(so);
+						break;
+					}
+					/* every vector was returned: then the NULLs */
+					so->phase = GENIE_SCAN_NULLS;
+					so->cursor = 0;
+					break;
+				}
+				so->k = genie_search_wider_k(so->k, entry->n_objects);
+				search_vectors(so);
+				break;
+			case GENIE_SCAN_HITS:
+				{
+					int64		end = so->result.query_offsets[1];
+
+					while (so->position < end)
+					{
+						int32		id = so->result.objects[so->position];
+						int32		score = so->result.scores[so->position];
+
+						so->position++;
+						if (was_returned(so, id) || (entry->objects[id].flags & GENIE_OBJECT_DEAD))
+							continue;
+						emit(scan, so, id, score, false);
+						return true;
+					}
+					if (genie_search_exhausted(&so->result, 0, so->k, entry->n_objects))
+					{
+						/* every object with score >= 1 was seen */
+						so->phase = GENIE_SCAN_ZEROS;
+						break;
+					}
+					/* the executor wants more than k': search again, 4 times wider */
+					so->k = genie_search_wider_k(so->k, entry->n_objects);
+					search(scan, so);
+					break;
+				}
+			case GENIE_SCAN_ZEROS:
+				while (so->cursor < entry->n_objects)
+				{
+					int32		id = so->cursor++;
+					uint16		flags = entry->objects[id].flags;
+
+					if (was_returned(so, id) || (flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)))
+						continue;
+					emit(scan, so, id, 0, false);
+					return true;
+				}
+				so->phase = GENIE_SCAN_NULLS;
+				so->cursor = 0;
+				break;
+			case GENIE_SCAN_NULLS:
+				while (so->cursor < entry->n_objects)
+				{
+					int32		id = so->cursor++;
+					uint16		flags = entry->objects[id].flags;
+
+					if (was_returned(so, id) || (flags & GENIE_OBJECT_DEAD))
+						continue;
+					/* ORDER BY NULL gives every row a NULL distance */
+					if (!(flags & GENIE_OBJECT_NULL) && (so->query != NULL || so->orderby.vector != NULL))
+						continue;
+					emit(scan, so, id, 0, true);
+					return true;
+				}
+				so->phase = GENIE_SCAN_DONE;
+				break;
+			case GENIE_SCAN_MATCHES:
+				if (so->position < so->n_matches)
+				{
+					scan->xs_heaptid = entry->objects[so->matches[so->position++]].tid;
+					scan->xs_recheck = false;
+					return true;
+				}
+				so->phase = GENIE_SCAN_DONE;
+				break;
+			case GENIE_SCAN_DONE:
+				return false;
+		}
+	}
+}
+
+void
+genie_amendscan(IndexScanDesc scan)
+{
+	GenieScanOpaque so = (GenieScanOpaque) scan->opaque;
+
+	release_entry(so);
+	MemoryContextDelete(so->cxt);
+	so->cxt = NULL;
+}

@@ -1,0 +1,144 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_topk.c
+ *	  genie_topk(index, queries, k): a whole batch of queries in one engine
+ *	  call, returning for each query its k best rows visible to the caller.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "executor/tuptable.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "types/rows/genie_rows.h"
+#include "search/genie_search.h"
+
+PG_FUNCTION_INFO_V1(genie_topk);
+
+#define GENIE_TOPK_MAX_K	(1 << 30)
+
+Datum
+genie_topk(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(1);
+	int32		k = PG_GETARG_INT32(2);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	heap;
+	Relation	index;
+	GenieCachedIndex *volatile entry = NULL;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nq;
+	int16		elem_len;
+	bool		elem_byval;
+	char		elem_align;
+	bool		row_queries;
+
+	if (k < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be at least 1")));
+	if (k > GENIE_TOPK_MAX_K)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("k must be at most %d", GENIE_TOPK_MAX_K)));
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("queries must be a one-dimensional array")));
+
+	InitMaterializedSRF(fcinfo, 0);
+	/* genie_query[], or genie_ranges[] for a row index */
+	row_queries = ARR_ELEMTYPE(array) == genie_ranges_type(fcinfo->flinfo->fn_oid);
+	get_typlenbyvalalign(ARR_ELEMTYPE(array), &elem_len, &elem_byval, &elem_align);
+	deconstruct_array(array, ARR_ELEMTYPE(array), elem_len, elem_byval, elem_align,
+					  &elems, &nulls, &nq);
+	for (int i = 0; i < nq; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("queries must not contain NULL elements")));
+	if (nq == 0)
+		return (Datum) 0;
+
+	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_READ);
+	/* genie_topk reads rows by TID, past any row-level security policy */
+	if (check_enable_rls(RelationGetRelid(heap), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("genie_topk cannot be used on table \"%s\", which has row-level security enabled",
+						RelationGetRelationName(heap)),
+				 errhint("Use ORDER BY ... <~> ... LIMIT k, which applies the policies.")));
+	PG_TRY();
+	{
+		GenieIndexType type;
+		GenieQuery **queries = palloc(sizeof(GenieQuery *) * nq);
+		GenieVisibleRows *rows = palloc(sizeof(GenieVisibleRows) * nq);
+
+		/* each type answers batches through one function: say which */
+		genie_index_type(index, &type);
+		if (strcmp(type.info->batch_function, row_queries ? "genie_ranges_topk" : "genie_topk") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("%s cannot search genie index \"%s\", which is of operator class %s",
+							row_queries ? "genie_ranges_topk" : "genie_topk",
+							RelationGetRelationName(index), type.info->opclass),
+					 errhint("Use %s() for this index.", type.info->batch_function)));
+
+		entry = genie_cache_get(index);
+		genie_cache_pin(entry);
+		for (int i = 0; i < nq; i++)
+		{
+			GenieOrderBy orderby;
+
+			type.info->encode_query(index, &type.encoding, GENIE_MATCH_STRATEGY, elems[i],
+									 ARR_ELEMTYPE(array), &orderby);
+			queries[i] = orderby.query;
+		}
+		genie_search_visible(entry, heap, GetActiveSnapshot(), queries, nq, k, rows);
+
+		for (int q = 0; q < nq; q++)
+		{
+			for (int64 j = 0; j < rows[q].n; j++)
+			{
+				Datum		values[3];
+				bool		out_nulls[3] = {false, false, false};
+
+				values[0] = Int32GetDatum(q + 1);
+				values[1] = PointerGetDatum(&rows[q].tids[j]);
+				values[2] = Int32GetDatum(rows[q].scores[j]);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
+			}
+		}
+	}
+	PG_FINALLY();
+	{
+		if (entry != NULL)
+			genie_cache_unpin(entry);
+	}
+	PG_END_TRY();
+
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	return (Datum) 0;
+}

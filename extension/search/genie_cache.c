@@ -1,0 +1,388 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_cache.c
+ *	  Per-backend cache of decoded genie indexes.  Which engines serve an
+ *	  entry, and how a search runs on them, is genie_search.c's business;
+ *	  the cache only frees them with the entry.
+ *
+ * An entry is valid while the index's relfilenode and metapage stamp are
+ * unchanged; any change of content bumps the stamp, so a stale entry is
+ * never used.  Entries are evicted least recently used first when the cache
+ * outgrows genie.cache_size, and dropped on relcache invalidation (DROP
+ * INDEX, REINDEX).  A scan pins the entry it uses so that an invalidation in
+ * the middle of the scan cannot free it; the pin is released by the scan's
+ * memory context callback, which also runs on abort.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "miscadmin.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "search/genie_cache.h"
+
+typedef struct CacheSlot
+{
+	GenieCachedIndex *entry;
+	MemoryContext cxt;			/* holds the entry and its objects array */
+	int			pins;
+	bool		detached;		/* invalidated while pinned: free at unpin */
+} CacheSlot;
+
+#define GENIE_CACHE_MAX_ENTRIES 64
+
+static CacheSlot *slots[GENIE_CACHE_MAX_ENTRIES];
+static int	n_slots = 0;
+static uint64 use_clock = 0;
+static bool cache_initialized = false;
+
+int			genie_cache_size_mb = 1024;
+
+/* Frees a slot, also one that an error left half-built. */
+static void
+free_slot(CacheSlot *slot)
+{
+	GenieCachedIndex *e = slot->entry;
+
+	if (e != NULL)
+	{
+		genie_engine_free(e->main_engine);	/* device memory included */
+		genie_engine_free(e->pending_engine);
+		genie_index_free(e->main_index);
+		genie_index_free(e->pending_index);
+		genie_strings_free(e->strings);	/* its GPU copy included */
+		genie_strings_free(e->pending_strings);
+		genie_vectors_free(e->vectors);	/* its GPU copy included */
+		genie_vectors_free(e->pending_vectors);
+	}
+	if (slot->cxt != NULL)
+		MemoryContextDelete(slot->cxt);
+	free(slot);
+}
+
+static void
+remove_slot(int i)
+{
+	CacheSlot *slot = slots[i];
+
+	slots[i] = slots[--n_slots];
+	if (slot->pins > 0)
+		slot->detached = true;
+	else
+		free_slot(slot);
+}
+
+static void
+relcache_callback(Datum arg, Oid relid)
+{
+	for (int i = n_slots - 1; i >= 0; i--)
+	{
+		if (relid == InvalidOid || slots[i]->entry->index_oid == relid)
+			remove_slot(i);
+	}
+}
+
+static void
+cache_init(void)
+{
+	if (cache_initialized)
+		return;
+	CacheRegisterRelcacheCallback(relcache_callback, (Datum) 0);
+	cache_initialized = true;
+}
+
+static CacheSlot *
+slot_of(GenieCachedIndex *entry)
+{
+	return (CacheSlot *) entry->owner;
+}
+
+void
+genie_cache_pin(GenieCachedIndex *entry)
+{
+	slot_of(entry)->pins++;
+}
+
+void
+genie_cache_unpin(GenieCachedIndex *entry)
+{
+	CacheSlot  *slot = slot_of(entry);
+
+	Assert(slot->pins > 0);
+	if (--slot->pins == 0 && slot->detached)
+		free_slot(slot);
+}
+
+/* ---- loading ---- */
+
+static void
+evict_over_budget(CacheSlot *keep)
+{
+	Size		budget = (Size) genie_cache_size_mb * 1024 * 1024;
+
+	for (;;)
+	{
+		Size		total = 0;
+		int			victim = -1;
+
+		for (int i = 0; i < n_slots; i++)
+		{
+			total += slots[i]->entry->bytes;
+			if (slots[i] != keep && slots[i]->pins == 0 &&
+				(victim < 0 || slots[i]->entry->last_used < slots[victim]->entry->last_used))
+				victim = i;
+		}
+		if ((total <= budget && n_slots < GENIE_CACHE_MAX_ENTRIES) || victim < 0)
+			return;
+		remove_slot(victim);
+	}
+}
+
+void
+genie_cache_make_key(Relation index, const GenieIndexContent *content, GenieServiceKey *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->database = MyDatabaseId;
+	key->node = index->rd_node;
+	/* temporary relfilenodes are unique only within their backend */
+	key->backend = RelationUsesLocalBuffers(index) ? MyBackendId : InvalidBackendId;
+	key->postings_head = content->postings_head;
+	key->main_version = content->main_version;
+	key->n_main_objects = content->n_main_objects;
+	key->n_keywords = content->n_keywords;
+	key->n_postings = content->n_postings;
+}
+
+static void
+build_main_index(GenieCachedIndex *e, const GenieIndexContent *content)
+{
+	genie_index_options options;
+	genie_error err;
+
+	memset(&options, 0, sizeof(options));
+	options.split_length = e->split_length;
+	GENIE_CHECK(genie_index_create_from_postings(content->n_main_objects, content->n_keywords,
+												 content->keywords, content->keyword_offsets,
+												 content->postings, &options,
+												 &e->main_index, &err),
+				&err, "genie: loading the index");
+	e->bytes += genie_index_memory_bytes(e->main_index);
+}
+
+static GenieServiceOutcome
+ship_main(GenieCachedIndex *e, const GenieIndexContent *content, genie_error *err)
+{
+	return genie_service_load(&e->main_key, e->index_oid, e->split_length, content->keywords,
+							  content->keyword_offsets, content->postings, err);
+}
+
+/*
+ * Reads the index into a new slot.  With the genie service running, the
+ * main postings are read only when the service does not hold this version
+ * yet, and then handed to it; this backend keeps a copy only when the
+ * service is away (or cannot take it).
+ */
+static CacheSlot *
+load_slot(Relation index)
+{
+	MemoryContext tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie load context",
+												 ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmpcxt);
+	GenieIndexContent content;
+	GenieIndexContent postings;
+	genie_index_options options;
+	genie_error err;
+	CacheSlot  *slot;
+	GenieCachedIndex *e;
+	int32		n_pending;
+	bool		service = genie_service_ready();
+	bool		keep_main = !service;
+	GenieServiceKey key;
+
+	/* the share content lock keeps merges out while the pages are read */
+	GENIE_CONTENT_LOCK_SHARE(index);
+	genie_read_content(index, &content, !service);
+	genie_cache_make_key(index, &content, &key);
+	if (service && !genie_service_resident(&key))
+	{
+		genie_read_main_postings(index, &postings);
+		content.keywords = postings.keywords;
+		content.keyword_offsets = postings.keyword_offsets;
+		content.postings = postings.postings;
+	}
+	n_pending = content.n_objects - content.n_main_objects;
+
+	/*
+	 * The slot and its context come first, so that from the first core/
+	 * object on, every error path can free everything with free_slot.
+	 */
+	slot = calloc(1, sizeof(CacheSlot));
+	if (slot == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	PG_TRY();
+	{
+		slot->cxt = AllocSetContextCreate(TopMemoryContext, "genie cached index",
+										  ALLOCSET_SMALL_SIZES);
+		e = MemoryContextAllocZero(slot->cxt, sizeof(GenieCachedIndex));
+		slot->entry = e;
+		e->owner = slot;
+		e->index_oid = RelationGetRelid(index);
+		e->node = index->rd_node;
+		e->stamp = content.stamp;
+		e->encoding = content.encoding;
+		e->n_objects = content.n_objects;
+		e->n_main_objects = content.n_main_objects;
+		e->values_stored = content.values_stored;
+		e->vector_dim = content.vectors.dimensions;
+		e->main_key = key;
+		e->split_length = content.split_length;
+		e->objects = MemoryContextAllocHuge(slot->cxt,
+											sizeof(GenieObjectEntry) * Max(content.n_objects, 1));
+		memcpy(e->objects, content.objects, sizeof(GenieObjectEntry) * content.n_objects);
+		e->bytes = sizeof(GenieObjectEntry) * content.n_objects;
+
+		/* a service that cannot take the version: this backend searches it */
+		if (content.postings != NULL && service && ship_main(e, &content, &err) != GENIE_SERVICE_OK)
+			keep_main = true;
+		if (keep_main)
+			build_main_index(e, &content);
+
+		memset(&options, 0, sizeof(options));
+		options.split_length = content.split_length;
+		GENIE_CHECK(genie_index_create(content.pending_offsets, n_pending,
+									   content.pending_keywords, &options,
+									   &e->pending_index, &err),
+					&err, "genie: loading the pending list");
+		e->bytes += genie_index_memory_bytes(e->pending_index);
+		e->engine_setting = -1;
+	}
+	PG_CATCH();
+	{
+		GENIE_CONTENT_UNLOCK_SHARE(index);
+		free_slot(slot);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	GENIE_CONTENT_UNLOCK_SHARE(index);
+
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmpcxt);
+	return slot;
+}
+
+/* Reads the entry's version of the main postings, or raises an error when it is gone. */
+static void
+read_main(GenieCachedIndex *entry, GenieIndexContent *content)
+{
+	Relation	index = index_open(entry->index_oid, NoLock);
+	GenieServiceKey key;
+
+	GENIE_CONTENT_LOCK_SHARE(index);
+	PG_TRY();
+	{
+		genie_read_main_postings(index, content);
+	}
+	PG_FINALLY();
+	{
+		GENIE_CONTENT_UNLOCK_SHARE(index);
+	}
+	PG_END_TRY();
+	genie_cache_make_key(index, content, &key);
+	index_close(index, NoLock);
+	if (!genie_service_keys_equal(&key, &entry->main_key))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("genie index \"%s\" was merged while this statement searched it",
+						get_rel_name(entry->index_oid)),
+				 errdetail("The genie service lost the index's version that the statement started with."),
+				 errhint("Retry the statement.")));
+}
+
+void
+genie_cache_load_main(GenieCachedIndex *entry)
+{
+	MemoryContext tmpcxt;
+	MemoryContext old;
+	GenieIndexContent content;
+
+	if (entry->main_index != NULL)
+		return;
+	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie load context",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmpcxt);
+	read_main(entry, &content);
+	build_main_index(entry, &content);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmpcxt);
+	/* the entry grew (the copy the service would have spared): keep the budget */
+	evict_over_budget((CacheSlot *) entry->owner);
+}
+
+GenieServiceOutcome
+genie_cache_ship_main(GenieCachedIndex *entry, genie_error *err)
+{
+	MemoryContext tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie load context",
+												 ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmpcxt);
+	GenieIndexContent content;
+	GenieServiceOutcome outcome;
+
+	read_main(entry, &content);
+	outcome = ship_main(entry, &content, err);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmpcxt);
+	return outcome;
+}
+
+bool
+genie_cache_holds_main(Oid index_oid)
+{
+	for (int i = 0; i < n_slots; i++)
+		if (slots[i]->entry->index_oid == index_oid && slots[i]->entry->main_index != NULL)
+			return true;
+	return false;
+}
+
+GenieCachedIndex *
+genie_cache_get(Relation index)
+{
+	Oid			relid = RelationGetRelid(index);
+	uint64		stamp;
+	CacheSlot  *slot;
+
+	cache_init();
+	stamp = genie_read_stamp(index);
+	for (int i = 0; i < n_slots; i++)
+	{
+		GenieCachedIndex *e = slots[i]->entry;
+
+		if (e->index_oid != relid)
+			continue;
+		if (e->stamp == stamp && RelFileNodeEquals(e->node, index->rd_node))
+		{
+			e->last_used = ++use_clock;
+			return e;
+		}
+		remove_slot(i);
+		break;
+	}
+
+	if (n_slots >= GENIE_CACHE_MAX_ENTRIES)
+		evict_over_budget(NULL);
+	slot = load_slot(index);
+	slot->entry->last_used = ++use_clock;
+	if (n_slots >= GENIE_CACHE_MAX_ENTRIES)
+	{
+		/* everything is pinned: serve this one uncached */
+		slot->detached = true;
+		return slot->entry;
+	}
+	slots[n_slots++] = slot;
+	evict_over_budget(slot);
+	return slot->entry;
+}

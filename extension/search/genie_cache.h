@@ -1,0 +1,148 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_cache.h
+ *	  The per-backend cache of decoded genie indexes: the host copy of each
+ *	  index version, as the engines read it, and the engines made for it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GENIE_CACHE_H
+#define GENIE_CACHE_H
+
+#include "postgres.h"
+
+#include "storage/relfilenode.h"
+#include "utils/relcache.h"
+
+#include "service/genie_service.h"
+#include "storage/genie_storage.h"
+
+extern int	genie_cache_size_mb;
+
+typedef struct GenieCachedIndex
+{
+	Oid			index_oid;
+	RelFileNode node;
+	uint64		stamp;
+	GenieEncoding encoding;
+	int32		n_objects;
+	int32		n_main_objects;
+	GenieObjectEntry *objects;	/* n_objects entries, main then pending */
+	void	   *owner;			/* the cache slot */
+
+	/*
+	 * The main postings: the genie service holds them (main_key says which
+	 * version) when genie is preloaded and the service runs; otherwise, or
+	 * when the service is away, main_index is this backend's copy (NULL
+	 * until then).  Set predicates (genie_set_scan.c) read the postings
+	 * themselves, so they make this copy also while the service runs.
+	 */
+	GenieServiceKey main_key;
+	int32		split_length;
+	genie_index *main_index;
+	genie_index *pending_index;
+
+	/*
+	 * The engines serving this version, made by genie_search.c when it first
+	 * searches it (for the genie.device in engine_setting, -1 before) and
+	 * freed with the entry (device memory included).
+	 */
+	genie_engine *main_engine;
+	genie_engine *pending_engine;
+	int			engine_setting;
+
+	/*
+	 * The stored values of every object of this version, read when a search
+	 * first needs them, NULL until then: the strings of an index of
+	 * genie_ngram_ops with store_strings (genie_cache_strings, for edit
+	 * distances), the vectors of genie_vector_ops (genie_cache_vectors, of
+	 * vector_dim elements).  Their GPU copies live and die with them.
+	 * excluded, made with the first of them (excluded_ready), says which
+	 * objects a scan must skip, so that a scan does not rebuild it (and the
+	 * GPU can keep its device copy).
+	 */
+	bool		values_stored;
+	genie_strings *strings;
+	genie_vectors *vectors;
+	int32		vector_dim;		/* 0: no vector yet */
+	uint8	   *excluded;		/* by object: dead or NULL; NULL when none is */
+	bool		excluded_ready;
+
+	/*
+	 * With the genie service, which holds the main objects' strings or
+	 * vectors: the pending objects' alone (by pending position), and the
+	 * main objects a scan skips (excluded_main_ready says whether it was
+	 * made).
+	 */
+	genie_strings *pending_strings;
+	genie_vectors *pending_vectors;
+	int32	   *excluded_main;
+	int32		n_excluded_main;
+	bool		excluded_main_ready;
+	Size		bytes;
+	uint64		last_used;
+} GenieCachedIndex;
+
+/*
+ * Whether this backend holds main postings of the index (of some version):
+ * for the planner, which then need not charge for reading them.
+ */
+extern bool genie_cache_holds_main(Oid index_oid);
+
+/* The entry of the index's current version, loading it when there is none. */
+extern GenieCachedIndex *genie_cache_get(Relation index);
+
+/*
+ * The main postings of the entry's version for this backend: read again from
+ * the index (which the caller has locked) when main_index is NULL.  An
+ * error when the main postings changed since the entry was read (a merge
+ * or compaction in between): the statement may be retried.
+ */
+extern void genie_cache_load_main(GenieCachedIndex *entry);
+
+/*
+ * Hands the entry's main postings to the genie service, reading them from
+ * the index; the service's outcome.
+ */
+extern GenieServiceOutcome genie_cache_ship_main(GenieCachedIndex *entry, genie_error *err);
+
+/*
+ * The entry's stored strings (values_stored must be true), read from the
+ * index the first time; the same serialization-failure error as
+ * genie_cache_load_main when the index was merged since the entry was read.
+ */
+extern genie_strings *genie_cache_strings(GenieCachedIndex *entry);
+
+/*
+ * The entry's stored vectors (values_stored and vector_dim > 0), read from
+ * the index the first time, with the same error as genie_cache_strings.
+ */
+extern genie_vectors *genie_cache_vectors(GenieCachedIndex *entry);
+
+/*
+ * For the genie service (genie_cache_values.c): the entry's pending
+ * objects' strings alone, read the first time; the ids of the main objects
+ * that are dead or NULL (*n of them); and the main objects' strings handed
+ * to the service (its outcome: NOT_RESIDENT while another backend hands
+ * over the same version).
+ */
+extern genie_strings *genie_cache_pending_strings(GenieCachedIndex *entry);
+extern const int32 *genie_cache_excluded_main(GenieCachedIndex *entry, int32 *n);
+extern GenieServiceOutcome genie_cache_ship_strings(GenieCachedIndex *entry, genie_error *err);
+
+/* The same for the stored vectors: the pending objects' alone, and the main objects' handed over. */
+extern genie_vectors *genie_cache_pending_vectors(GenieCachedIndex *entry);
+extern GenieServiceOutcome genie_cache_ship_vectors(GenieCachedIndex *entry, genie_error *err);
+
+/* The service key of an index's content (genie_cache.c). */
+extern void genie_cache_make_key(Relation index, const GenieIndexContent *content,
+								 GenieServiceKey *key);
+
+/*
+ * A pinned entry stays valid (not freed) when it is evicted or invalidated;
+ * unpin in a PG_FINALLY or memory context callback so that aborts unpin too.
+ */
+extern void genie_cache_pin(GenieCachedIndex *entry);
+extern void genie_cache_unpin(GenieCachedIndex *entry);
+
+#endif							/* GENIE_CACHE_H */

@@ -1,0 +1,706 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_search.c
+ *	  Searching a genie index (see genie_search.h): engine choice, the
+ *	  out-of-memory fallback, main-plus-pending merge, and the visible top k
+ *	  of a batch.
+ *
+ * Policy lives here and nowhere else:
+ *	- genie.device = cpu runs the CPU engine; gpu the GPU engine, an error
+ *	  without a usable GPU; auto the GPU when one is usable, else the CPU
+ *	  with one NOTICE per backend.
+ *	- A GPU that runs out of memory even after multiple loading (the engine
+ *	  splits the objects into parts itself) hands the batch to the CPU with a
+ *	  NOTICE, unless genie.device = gpu, which makes it an error.  The same
+ *	  holds for genie_similar's verification.
+ *	- The pending list is always counted by the CPU engine (it is small, and
+ *	  changes with every insert); the main and pending top k are merged by
+ *	  the core (genie_results_merge), as one engine over all objects would
+ *	  rank them.
+ *	- Every engine gets genie_cancel_requested, so that a cancel or
+ *	  statement_timeout stops a long search within the engines' polling
+ *	  interval.
+ *	- With genie preloaded, the main postings are searched by the genie
+ *	  service (genie_service.h), which applies the same rules to each
+ *	  request's genie.device; a backend then never initialises CUDA.  When
+ *	  the service is away (restarting), auto and cpu search in-process on
+ *	  the CPU engine (auto with one NOTICE) and gpu is an error.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+
+#include "access/tableam.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/wait_event.h"
+
+#include "search/genie_search.h"
+#include "service/genie_service.h"
+
+int			genie_device_setting = GENIE_DEVICE_SETTING_AUTO;
+int			genie_device_memory_limit_mb = 0;
+int			genie_gpu_set_min_postings = 16384;
+int			genie_cpu_threads = 0;
+
+#define GENIE_VISIBILITY_CACHE_BYTES ((Size) 256 * 1024 * 1024)
+
+static bool said_cpu_fallback = false;
+static bool said_service_away = false;
+
+/* ---- engines ---- */
+
+void
+genie_search_engine_options(genie_engine_kind kind, int (*cancel) (void *), void *cancel_arg,
+							genie_engine_options *options)
+{
+	memset(options, 0, sizeof(*options));
+	options->threads = genie_cpu_threads;
+	/* genie.device_memory_limit bounds device memory only */
+	if (kind == GENIE_ENGINE_GPU)
+		options->memory_budget_bytes = (uint64) genie_device_memory_limit_mb * 1024 * 1024;
+	options->cancel = cancel;
+	options->cancel_arg = cancel_arg;
+}
+
+/* The options of an engine of this backend: cancel and statement_timeout stop it. */
+static void
+engine_options(genie_engine_kind kind, genie_engine_options *options)
+{
+	genie_search_engine_options(kind, genie_cancel_requested, NULL, options);
+}
+
+/*
+ * Creates an engine with index uploaded; returns NULL when a GPU was asked
+ * for and none is usable, if allow_unavailable.
+ */
+static genie_engine *
+make_engine(genie_engine_kind kind, genie_index *index, bool allow_unavailable)
+{
+	genie_engine_options options;
+	genie_engine *engine;
+	genie_error err;
+	genie_status status;
+
+	engine_options(kind, &options);
+	status = genie_engine_create(kind, &options, &engine, &err);
+	if (status == GENIE_DEVICE_UNAVAILABLE && allow_unavailable)
+		return NULL;
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie");
+	status = genie_engine_upload(engine, index, &err);
+	if (status != GENIE_OK)
+	{
+		genie_engine_free(engine);
+		genie_report_error(&err, "genie");
+	}
+	return engine;
+}
+
+/* The engine genie.device asks for, saying once per backend when auto falls back. */
+static genie_engine *
+make_main_engine(genie_index *index)
+{
+	genie_engine *engine;
+	genie_build_info build;
+
+	/* preloaded, a backend searches in-process only while the service is away */
+	if (genie_service_configured())
+		return make_engine(GENIE_ENGINE_CPU, index, false);
+	switch (genie_device_setting)
+	{
+		case GENIE_DEVICE_SETTING_CPU:
+			return make_engine(GENIE_ENGINE_CPU, index, false);
+		case GENIE_DEVICE_SETTING_GPU:
+			return make_engine(GENIE_ENGINE_GPU, index, false);
+		default:
+			engine = make_engine(GENIE_ENGINE_GPU, index, true);
+			if (engine != NULL)
+				return engine;
+			if (!said_cpu_fallback)
+			{
+				said_cpu_fallback = true;
+				genie_get_build_info(&build);
+				ereport(NOTICE,
+						(errmsg("genie is using the CPU engine: %s",
+								build.with_cuda ? "no usable GPU was found"
+								: "genie was built without CUDA"),
+						 errhint("SELECT * FROM genie_devices() shows what genie can use.")));
+			}
+			return make_engine(GENIE_ENGINE_CPU, index, false);
+	}
+}
+
+/* Makes the entry's main engine for the current genie.device, replacing another. */
+static void
+ensure_main_engine(GenieCachedIndex *entry)
+{
+	if (entry->main_engine != NULL && entry->engine_setting == genie_device_setting)
+		return;
+	genie_engine_free(entry->main_engine);	/* device memory included */
+	entry->main_engine = NULL;
+	entry->engine_setting = -1;
+	genie_cache_load_main(entry);
+	entry->main_engine = make_main_engine(entry->main_index);
+	entry->engine_setting = genie_device_setting;
+}
+
+static void
+ensure_pending_engine(GenieCachedIndex *entry)
+{
+	if (entry->pending_engine == NULL)
+		entry->pending_engine = make_engine(GENIE_ENGINE_CPU, entry->pending_index, false);
+}
+
+int64
+genie_search_match_set(GenieCachedIndex *entry, genie_set_predicate predicate,
+					   const int32 *keywords, int n, int32 *out)
+{
+	int32	   *ids = NULL;
+	int64		count = 0;
+	genie_error err;
+	genie_status status;
+
+	if (genie_service_configured())
+		return -1;
+	if (genie_device_setting == GENIE_DEVICE_SETTING_GPU)
+		ensure_main_engine(entry);
+	else if (genie_device_setting != GENIE_DEVICE_SETTING_AUTO || entry->main_engine == NULL ||
+			 entry->engine_setting != genie_device_setting)
+		return -1;				/* auto does not make a GPU engine for a set scan */
+	if (genie_engine_get_kind(entry->main_engine) != GENIE_ENGINE_GPU)
+		return -1;
+	status = genie_engine_match_set(entry->main_engine, entry->main_index, predicate, keywords, n,
+									genie_gpu_set_min_postings, &ids, &count, &err);
+	/* exact either way: a GPU short of memory leaves the scan to the host */
+	if (status == GENIE_DEVICE_OUT_OF_MEMORY)
+		return -1;
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie: matching a set on the GPU");
+	if (count > 0)
+		memcpy(out, ids, sizeof(int32) * count);
+	genie_ids_free(ids);
+	return count;
+}
+
+/*
+ * The service is away: false for searching in-process (saying so once),
+ * an error for genie.device = gpu.
+ */
+bool
+genie_search_service_away(void)
+{
+	if (genie_device_setting == GENIE_DEVICE_SETTING_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the genie service is not running"),
+				 errhint("The postmaster restarts it within seconds; retry, or set genie.device = 'auto' "
+						 "to search on the CPU engine in-process meanwhile.")));
+	if (!said_service_away && genie_device_setting == GENIE_DEVICE_SETTING_AUTO)
+	{
+		said_service_away = true;
+		ereport(NOTICE,
+				(errmsg("the genie service is not running: genie searches in-process on the CPU engine"),
+				 errhint("The postmaster restarts the service; SELECT * FROM genie_service_status() shows it.")));
+	}
+	return false;
+}
+
+/* Says once per backend that auto found no usable GPU in the service. */
+void
+genie_search_note_engine(genie_engine_kind engine, bool device_fallback, const char *what)
+{
+	if (device_fallback)
+		ereport(NOTICE,
+				(errmsg("genie: the GPU ran out of memory; this %s ran on the CPU", what)));
+	else if (engine == GENIE_ENGINE_CPU && genie_device_setting == GENIE_DEVICE_SETTING_AUTO &&
+			 !said_cpu_fallback)
+	{
+		said_cpu_fallback = true;
+		ereport(NOTICE,
+				(errmsg("genie is using the CPU engine: %s", genie_service_shared->gpu_reason),
+				 errhint("SELECT * FROM genie_service_status() shows what the genie service found.")));
+	}
+}
+
+bool
+genie_search_values_through_service(GenieCachedIndex *entry, GenieValuesAsk ask,
+									GenieValuesShip ship, void *arg, const char *values,
+									const char *what)
+{
+	int			attempts = 0;
+
+	for (;;)
+	{
+		genie_error err;
+		genie_engine_kind engine;
+		bool		device_fallback;
+		GenieServiceOutcome outcome;
+
+		if (!genie_service_ready())
+			return genie_search_service_away();
+		outcome = ask(entry, arg, &engine, &device_fallback, &err);
+		if (outcome == GENIE_SERVICE_OK)
+		{
+			genie_search_note_engine(engine, device_fallback, what);
+			return true;
+		}
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, psprintf("genie: %s", what));
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return genie_search_service_away();
+
+		/* NOT_RESIDENT: hand the values over, and ask again */
+		if (++attempts > 3)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("the genie service cannot keep the stored %s of index \"%s\" in memory",
+							values, get_rel_name(entry->index_oid)),
+					 errhint("Raise genie.cache_size in the server's configuration.")));
+		outcome = ship(entry, &err);
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, psprintf("genie: handing the stored %s to the genie service", values));
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return genie_search_service_away();
+		if (outcome == GENIE_SERVICE_NOT_RESIDENT)
+		{
+			/* another backend is handing them over: wait for it */
+			attempts--;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 2L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+}
+
+/*
+ * The main postings' top k through the genie service, into *out (palloc'd
+ * arrays); false when the service is away and the backend should search
+ * in-process.
+ */
+static bool
+search_through_service(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
+					   genie_results *out)
+{
+	for (int attempt = 0;; attempt++)
+	{
+		genie_error err;
+		genie_engine_kind engine;
+		bool		device_fallback;
+		GenieServiceOutcome outcome;
+
+		if (!genie_service_ready())
+			return genie_search_service_away();
+		outcome = genie_service_search(&entry->main_key, entry->index_oid, genie_device_setting,
+									   &batch->batch, k, out, &engine, &device_fallback, &err);
+		if (outcome == GENIE_SERVICE_OK)
+		{
+			genie_search_note_engine(engine, device_fallback, "search");
+			return true;
+		}
+		if (out->query_offsets != NULL)
+			pfree(out->query_offsets);
+		if (out->objects != NULL)
+			pfree(out->objects);
+		if (out->scores != NULL)
+			pfree(out->scores);
+		memset(out, 0, sizeof(*out));
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, "genie search");
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return genie_search_service_away();
+
+		/* NOT_RESIDENT: hand the version over, and ask again */
+		if (attempt == 3)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("the genie service cannot keep index \"%s\" in memory",
+							get_rel_name(entry->index_oid)),
+					 errhint("Raise genie.cache_size in the server's configuration.")));
+		outcome = genie_cache_ship_main(entry, &err);
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, "genie: handing the index to the genie service");
+		if (outcome == GENIE_SERVICE_UNAVAILABLE)
+			return genie_search_service_away();
+	}
+}
+
+/* ---- searching ---- */
+
+/*
+ * The main postings on a CPU engine made for this one batch.  *results is
+ * the caller's to free, also when this raises an error after setting it.
+ */
+static genie_status
+search_main_on_cpu(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
+				   genie_results **results, genie_error *err)
+{
+	genie_engine *volatile cpu = make_engine(GENIE_ENGINE_CPU, entry->main_index, false);
+	volatile genie_status status = GENIE_INTERNAL_ERROR;
+
+	PG_TRY();
+	{
+		status = genie_engine_search(cpu, &batch->batch, k, results, err);
+	}
+	PG_FINALLY();
+	{
+		genie_engine_free(cpu);
+	}
+	PG_END_TRY();
+	return status;
+}
+
+static void
+copy_results(const genie_results *r, GenieSearchResult *result)
+{
+	int64		n = r->query_offsets[r->n_queries];
+
+	result->n_queries = r->n_queries;
+	result->query_offsets = palloc_extended(sizeof(int64) * (r->n_queries + 1), MCXT_ALLOC_HUGE);
+	result->objects = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+	result->scores = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+	memcpy(result->query_offsets, r->query_offsets, sizeof(int64) * (r->n_queries + 1));
+	memcpy(result->objects, r->objects, sizeof(int32) * n);
+	memcpy(result->scores, r->scores, sizeof(int32) * n);
+}
+
+void
+genie_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
+			 GenieSearchResult *result)
+{
+	/* core-allocated results, freed however this function is left */
+	genie_results *volatile main_results = NULL;
+	genie_results *volatile pending_results = NULL;
+	genie_results *volatile merged = NULL;
+	genie_results service_results;	/* palloc'd arrays */
+	volatile bool by_service = false;
+
+	memset(&service_results, 0, sizeof(service_results));
+	if (genie_service_configured())
+		by_service = search_through_service(entry, batch, k, &service_results);
+	if (!by_service)
+		ensure_main_engine(entry);
+	PG_TRY();
+	{
+		genie_error err;
+		genie_status status;
+		const genie_results *main_part = &service_results;
+
+		if (!by_service)
+		{
+			status = genie_engine_search(entry->main_engine, &batch->batch, k,
+										 (genie_results **) &main_results, &err);
+			if (status == GENIE_DEVICE_OUT_OF_MEMORY &&
+				genie_device_setting != GENIE_DEVICE_SETTING_GPU)
+			{
+				ereport(NOTICE,
+						(errmsg("genie: the GPU ran out of memory; this search runs on the CPU"),
+						 errdetail("%s", err.message)));
+				status = search_main_on_cpu(entry, batch, k, (genie_results **) &main_results, &err);
+			}
+			if (status != GENIE_OK)
+				genie_report_error(&err, "genie search");
+			main_part = main_results;
+		}
+
+		if (entry->n_objects == entry->n_main_objects)
+			copy_results(main_part, result);
+		else
+		{
+			const genie_results *parts[2];
+			int32		part_first_object[2] = {0, entry->n_main_objects};
+
+			ensure_pending_engine(entry);
+			GENIE_CHECK(genie_engine_search(entry->pending_engine, &batch->batch, k,
+											(genie_results **) &pending_results, &err),
+						&err, "genie search of the pending list");
+			parts[0] = main_part;
+			parts[1] = pending_results;
+			GENIE_CHECK(genie_results_merge(parts, part_first_object, 2, k,
+											(genie_results **) &merged, &err),
+						&err, "genie search: merging the pending list");
+			copy_results(merged, result);
+		}
+	}
+	PG_FINALLY();
+	{
+		genie_results_free(main_results);
+		genie_results_free(pending_results);
+		genie_results_free(merged);
+	}
+	PG_END_TRY();
+	if (by_service)
+	{
+		pfree(service_results.query_offsets);
+		pfree(service_results.objects);
+		pfree(service_results.scores);
+	}
+}
+
+void
+genie_search_free(GenieSearchResult *result)
+{
+	if (result->query_offsets != NULL)
+		pfree(result->query_offsets);
+	if (result->objects != NULL)
+		pfree(result->objects);
+	if (result->scores != NULL)
+		pfree(result->scores);
+	memset(result, 0, sizeof(*result));
+}
+
+int32
+genie_search_wider_k(int32 k, int32 n_objects)
+{
+	return (int32) Min((int64) k * 4, (int64) Max(n_objects, 1));
+}
+
+bool
+genie_search_exhausted(const GenieSearchResult *result, int q, int32 k, int32 n_objects)
+{
+	/* fewer than k hits: every object with score >= 1 was returned */
+	return result->query_offsets[q + 1] - result->query_offsets[q] < k || k >= n_objects;
+}
+
+/* ---- the visible top k of a batch ---- */
+
+
+void
+genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+				 int nq)
+{
+	memset(vs, 0, sizeof(*vs));
+	vs->snapshot = snapshot;
+	vs->fetch = table_index_fetch_begin(heap);
+	vs->slot = table_slot_create(heap, NULL);
+	if (nq > 1 &&
+		(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_VISIBILITY_CACHE_BYTES)
+	{
+		vs->known = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		vs->visible_tids = palloc_extended(sizeof(ItemPointerData) * Max(entry->n_objects, 1),
+										   MCXT_ALLOC_HUGE);
+	}
+}
+
+void
+genie_visibility_end(GenieVisibility *vs)
+{
+	ExecDropSingleTupleTableSlot(vs->slot);
+	table_index_fetch_end(vs->fetch);
+}
+
+bool
+genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, int32 id, ItemPointer tid)
+{
+	bool		call_again = false;
+	bool		all_dead = false;
+	bool		visible;
+
+	if (entry->objects[id].flags & GENIE_OBJECT_DEAD)
+		return false;
+	if (vs->known != NULL && vs->known[id] != 0)
+	{
+		*tid = vs->visible_tids[id];
+		return vs->known[id] == 1;
+	}
+	*tid = entry->objects[id].tid;
+	visible = table_index_fetch_tuple(vs->fetch, tid, vs->snapshot, vs->slot,
+									  &call_again, &all_dead);
+	if (vs->known != NULL)
+	{
+		vs->known[id] = visible ? 1 : 2;
+		vs->visible_tids[id] = *tid;
+	}
+	return visible;
+}
+
+void
+genie_rows_begin(GenieRowCollector *c, int nq, int32 k, Size distance_size, ItemPointerData **tids)
+{
+	c->distance_size = distance_size;
+	c->tids = tids;
+	c->objects = palloc(sizeof(int32 *) * Max(nq, 1));
+	c->distances = palloc(sizeof(char *) * Max(nq, 1));
+	c->counts = palloc0(sizeof(int64) * Max(nq, 1));
+	c->capacity = palloc(sizeof(int64) * Max(nq, 1));
+	for (int q = 0; q < nq; q++)
+	{
+		c->capacity[q] = Max(Min(k, 1024), 1);
+		tids[q] = palloc(sizeof(ItemPointerData) * c->capacity[q]);
+		c->objects[q] = palloc(sizeof(int32) * c->capacity[q]);
+		c->distances[q] = palloc(distance_size * c->capacity[q]);
+	}
+}
+
+void
+genie_rows_add(GenieRowCollector *c, int q, ItemPointer tid, int32 object, const void *distance)
+{
+	int64		n = c->counts[q];
+
+	if (n == c->capacity[q])
+	{
+		c->capacity[q] *= 2;
+		c->tids[q] = repalloc_huge(c->tids[q], sizeof(ItemPointerData) * c->capacity[q]);
+		c->objects[q] = repalloc_huge(c->objects[q], sizeof(int32) * c->capacity[q]);
+		c->distances[q] = repalloc_huge(c->distances[q], c->distance_size * c->capacity[q]);
+	}
+	c->tids[q][n] = *tid;
+	c->objects[q][n] = object;
+	memcpy(c->distances[q] + c->distance_size * n, distance, c->distance_size);
+	c->counts[q] = n + 1;
+}
+
+void
+genie_rows_finish(GenieRowCollector *c, int nq, int64 **offsets, int32 **objects, void **distances)
+{
+	int64		total = 0;
+	char	   *flat;
+
+	for (int q = 0; q < nq; q++)
+		total += c->counts[q];
+	*offsets = palloc(sizeof(int64) * (nq + 1));
+	*objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	flat = palloc_extended(c->distance_size * Max(total, 1), MCXT_ALLOC_HUGE);
+	(*offsets)[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		memcpy(*objects + (*offsets)[q], c->objects[q], sizeof(int32) * c->counts[q]);
+		memcpy(flat + c->distance_size * (*offsets)[q], c->distances[q],
+			   c->distance_size * c->counts[q]);
+		(*offsets)[q + 1] = (*offsets)[q] + c->counts[q];
+	}
+	*distances = flat;
+}
+
+void
+genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+					 GenieQuery **queries, int nq, int32 k, GenieVisibleRows *rows)
+{
+	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));	/* queries still short of k rows */
+	int			n_short = nq;
+	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
+	int64		capacity = Min(k, 1 << 20);
+	ItemPointerData *found_tids = palloc(sizeof(ItemPointerData) * capacity);
+	int32	   *found_scores = palloc(sizeof(int32) * capacity);
+	GenieQuery **batch_queries = palloc(sizeof(GenieQuery *) * Max(nq, 1));
+	GenieVisibility vs;
+
+	genie_visibility_begin(&vs, entry, heap, snapshot, nq);
+	memset(rows, 0, sizeof(GenieVisibleRows) * nq);
+	for (int i = 0; i < nq; i++)
+		short_of_k[i] = i;
+
+	while (n_short > 0)
+	{
+		GenieQueryBatch batch;
+		GenieSearchResult result;
+		int			still = 0;
+
+		for (int i = 0; i < n_short; i++)
+			batch_queries[i] = queries[short_of_k[i]];
+		genie_query_batch_init(&batch, batch_queries, n_short);
+		genie_search(entry, &batch, kprime, &result);
+
+		for (int i = 0; i < n_short; i++)
+		{
+			GenieVisibleRows *out = &rows[short_of_k[i]];
+			int64		n_found = 0;
+
+			for (int64 h = result.query_offsets[i]; h < result.query_offsets[i + 1] && n_found < k; h++)
+			{
+				ItemPointerData tid;
+
+				if (!genie_object_visible(&vs, entry, result.objects[h], &tid))
+					continue;
+				if (n_found == capacity)
+				{
+					capacity *= 2;
+					found_tids = repalloc_huge(found_tids, sizeof(ItemPointerData) * capacity);
+					found_scores = repalloc_huge(found_scores, sizeof(int32) * capacity);
+				}
+				found_tids[n_found] = tid;
+				found_scores[n_found] = result.scores[h];
+				n_found++;
+			}
+
+			if (n_found < k && !genie_search_exhausted(&result, i, kprime, entry->n_objects))
+			{
+				/* invisible or dead rows took places: ask again for more */
+				short_of_k[still++] = short_of_k[i];
+				continue;
+			}
+			out->n = n_found;
+			if (n_found > 0)
+			{
+				out->tids = palloc_extended(sizeof(ItemPointerData) * n_found, MCXT_ALLOC_HUGE);
+				out->scores = palloc_extended(sizeof(int32) * n_found, MCXT_ALLOC_HUGE);
+				memcpy(out->tids, found_tids, sizeof(ItemPointerData) * n_found);
+				memcpy(out->scores, found_scores, sizeof(int32) * n_found);
+			}
+			CHECK_FOR_INTERRUPTS();
+		}
+		genie_search_free(&result);
+		n_short = still;
+		kprime = genie_search_wider_k(kprime, entry->n_objects);
+	}
+
+	genie_visibility_end(&vs);
+}
+
+/* ---- genie_similar's verification ---- */
+
+void
+genie_search_verify(GenieCachedIndex *entry, const genie_similar_batch *batch,
+					genie_similar_verdict *verdict)
+{
+	genie_engine_options options;
+	genie_engine_kind device;
+	genie_error err;
+	genie_status status;
+
+	if (genie_service_configured() && genie_service_ready())
+	{
+		bool		device_fallback;
+		GenieServiceOutcome outcome = genie_service_verify(genie_device_setting, batch, verdict,
+														   &device_fallback, &err);
+
+		if (outcome == GENIE_SERVICE_OK)
+		{
+			genie_search_note_engine(verdict->device, device_fallback, "verification");
+			return;
+		}
+		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
+			genie_report_error(&err, "genie_similar: verifying candidates");
+		(void) genie_search_service_away();
+		device = GENIE_ENGINE_CPU;
+	}
+	else if (genie_service_configured())
+	{
+		(void) genie_search_service_away();
+		device = GENIE_ENGINE_CPU;
+	}
+	else
+	{
+		ensure_main_engine(entry);
+		device = genie_engine_get_kind(entry->main_engine) == GENIE_ENGINE_GPU
+			? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
+	}
+	engine_options(device, &options);
+	status = genie_similar_verify(batch, device, &options, verdict, &err);
+	if (status == GENIE_DEVICE_OUT_OF_MEMORY && genie_device_setting != GENIE_DEVICE_SETTING_GPU)
+	{
+		ereport(NOTICE,
+				(errmsg("genie: the GPU ran out of memory; this verification runs on the CPU"),
+				 errdetail("%s", err.message)));
+		engine_options(GENIE_ENGINE_CPU, &options);
+		status = genie_similar_verify(batch, GENIE_ENGINE_CPU, &options, verdict, &err);
+	}
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie_similar: verifying candidates");
+}

@@ -1,0 +1,743 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_service_client.c
+ *	  A backend's side of the genie service (see genie_service.h): the
+ *	  session's request segment, submitting a request and waiting for its
+ *	  answer interruptibly, withdrawing on cancel, and the requests (load,
+ *	  search, verify, and the load and scan of stored strings).
+ *
+ * Each submission carries a sequence number; the worker writes an answer
+ * only while the slot still holds the request it took (same number, still
+ * TAKEN), so a backend that withdrew can submit again at once, without
+ * waiting for the worker to finish a batch that no longer concerns it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "service/genie_service.h"
+
+/* the worker copies a load in pieces of at most this many bytes */
+#define LOAD_PIECE_BYTES	((Size) 8 << 20)
+/* a search whose answers would need more is split into query groups */
+#define MAX_RESPONSE_BYTES	((Size) 64 << 20)
+#define MIN_SEGMENT_BYTES	((Size) 1 << 20)
+
+static dsm_segment *segment = NULL;
+static Size segment_size = 0;
+static bool exit_registered = false;
+
+static GenieServiceSlot *
+my_slot(void)
+{
+	GenieServiceShared *sh = genie_service_shared;
+
+	if (sh == NULL || MyProc == NULL || MyProc->pgprocno < 0 || MyProc->pgprocno >= sh->n_slots)
+		return NULL;
+	return &sh->slots[MyProc->pgprocno];
+}
+
+bool
+genie_service_ready(void)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	bool		ready;
+
+	if (my_slot() == NULL)
+		return false;
+	SpinLockAcquire(&sh->mutex);
+	ready = sh->ready;
+	SpinLockRelease(&sh->mutex);
+	return ready;
+}
+
+bool
+genie_service_resident(const GenieServiceKey *key)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	bool		found = false;
+
+	if (sh == NULL)
+		return false;
+	LWLockAcquire(sh->stats_lock, LW_SHARED);
+	for (int i = 0; i < sh->n_stats && !found; i++)
+		found = sh->stats[i].resident && sh->stats[i].content == GENIE_SERVED_POSTINGS &&
+			genie_service_keys_equal(&sh->stats[i].key, key);
+	LWLockRelease(sh->stats_lock);
+	return found;
+}
+
+/* At backend exit: the slot is no one's; an answer in flight is dropped. */
+static void
+client_exit(int code, Datum arg)
+{
+	GenieServiceSlot *slot = my_slot();
+
+	if (slot == NULL)
+		return;
+	SpinLockAcquire(&genie_service_shared->mutex);
+	if (slot->state == GENIE_SLOT_SUBMITTED || slot->state == GENIE_SLOT_DONE ||
+		slot->state == GENIE_SLOT_FAILED)
+		slot->state = GENIE_SLOT_FREE;
+	else if (slot->state == GENIE_SLOT_TAKEN)
+		slot->state = GENIE_SLOT_WITHDRAWN;
+	slot->seq++;
+	slot->pid = 0;
+	slot->latch = NULL;
+	slot->segment = DSM_HANDLE_INVALID;
+	SpinLockRelease(&genie_service_shared->mutex);
+}
+
+/*
+ * The session's segment with room for bytes, made or grown as needed and
+ * mapped for the session.  A larger one replaces the old, which the worker
+ * may still have mapped: that is harmless, since it writes only answers to
+ * requests the slot still holds.
+ */
+static char *
+request_segment(Size bytes)
+{
+	dsm_segment *seg;
+	Size		size = MIN_SEGMENT_BYTES;
+
+	if (segment != NULL && segment_size >= bytes)
+		return dsm_segment_address(segment);
+	while (size < bytes)
+		size *= 2;
+	seg = dsm_create(size, 0);
+	dsm_pin_mapping(seg);
+	if (segment != NULL)
+		dsm_detach(segment);
+	segment = seg;
+	segment_size = size;
+	if (!exit_registered)
+	{
+		on_shmem_exit(client_exit, (Datum) 0);
+		exit_registered = true;
+	}
+	return dsm_segment_address(segment);
+}
+
+/* Takes the request back: the worker will not write into the segment for it. */
+static void
+withdraw(GenieServiceSlot *slot)
+{
+	for (;;)
+	{
+		bool		busy;
+
+		SpinLockAcquire(&genie_service_shared->mutex);
+		if (slot->state == GENIE_SLOT_TAKEN)
+			slot->state = GENIE_SLOT_WITHDRAWN;
+		else if (slot->state != GENIE_SLOT_WITHDRAWN)
+			slot->state = GENIE_SLOT_FREE;
+		slot->seq++;
+		busy = slot->busy;
+		SpinLockRelease(&genie_service_shared->mutex);
+		if (!busy)
+			return;
+		/* the worker is copying from or to the segment: microseconds */
+		pg_usleep(50);
+	}
+}
+
+/*
+ * Submits the request written at the start of the session's segment and
+ * waits for the answer.  UNAVAILABLE when no worker takes requests or the
+ * worker went away before answering.  Cancel and statement_timeout
+ * withdraw the request and raise the usual error.
+ */
+static GenieServiceOutcome
+call_service(void)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	GenieServiceSlot *slot = my_slot();
+	Latch	   *service_latch;
+	uint32		generation;
+	GenieSlotState state = GENIE_SLOT_FAILED;
+
+	Assert(slot != NULL && segment != NULL);
+	SpinLockAcquire(&sh->mutex);
+	if (!sh->ready)
+	{
+		SpinLockRelease(&sh->mutex);
+		return GENIE_SERVICE_UNAVAILABLE;
+	}
+	/* a WITHDRAWN request may still be in a batch: the new number disowns it */
+	slot->seq++;
+	slot->state = GENIE_SLOT_SUBMITTED;
+	slot->pid = MyProcPid;
+	slot->latch = MyLatch;
+	slot->segment = dsm_segment_handle(segment);
+	slot->submitted_at = GetCurrentTimestamp();
+	generation = sh->generation;
+	service_latch = sh->latch;
+	SpinLockRelease(&sh->mutex);
+	SetLatch(service_latch);
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			bool		gone;
+
+			SpinLockAcquire(&sh->mutex);
+			state = slot->state;
+			gone = sh->generation != generation || !sh->ready;
+			SpinLockRelease(&sh->mutex);
+			if (state == GENIE_SLOT_DONE || state == GENIE_SLOT_FAILED)
+				break;
+			if (gone)
+			{
+				/* the worker's exit fails its slots; this covers a lost wakeup */
+				withdraw(slot);
+				state = GENIE_SLOT_FAILED;
+				break;
+			}
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 100L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		withdraw(slot);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	SpinLockAcquire(&sh->mutex);
+	if (slot->state == GENIE_SLOT_DONE || slot->state == GENIE_SLOT_FAILED)
+		slot->state = GENIE_SLOT_FREE;
+	SpinLockRelease(&sh->mutex);
+	return state == GENIE_SLOT_DONE ? GENIE_SERVICE_OK : GENIE_SERVICE_UNAVAILABLE;
+}
+
+static GenieRequest *
+begin_request(GenieRequestKind kind, Size payload, Size response)
+{
+	Size		header = GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
+	Size		response_offset = GENIE_SERVICE_ALIGN(header + payload);
+	char	   *base = request_segment(response_offset + response);
+	GenieRequest *req = (GenieRequest *) base;
+
+	memset(req, 0, sizeof(GenieRequest));
+	req->kind = kind;
+	req->response_offset = response_offset;
+	req->response_capacity = response;
+	return req;
+}
+
+static char *
+request_payload(GenieRequest *req)
+{
+	return (char *) req + GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
+}
+
+static GenieResponse *
+request_response(GenieRequest *req)
+{
+	return (GenieResponse *) ((char *) req + req->response_offset);
+}
+
+/* Copies an answer's engine error into err. */
+static GenieServiceOutcome
+take_outcome(const GenieResponse *resp, genie_error *err)
+{
+	if (resp->outcome == GENIE_SERVICE_ENGINE_ERROR)
+	{
+		err->status = resp->status;
+		strlcpy(err->message, resp->message, sizeof(err->message));
+	}
+	return resp->outcome;
+}
+
+/*
+ * Submits the request in the segment and returns its answer's outcome; *resp
+ * is the answer when the outcome is OK or NOT_RESIDENT.
+ */
+static GenieServiceOutcome
+call_for_answer(GenieResponse **resp, genie_error *err)
+{
+	GenieServiceOutcome outcome = call_service();
+
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	*resp = request_response((GenieRequest *) dsm_segment_address(segment));
+	return take_outcome(*resp, err);
+}
+
+/* ---- load ---- */
+
+/* Bytes [offset, offset + n) of the concatenation of parts. */
+static void
+copy_stream(char *dst, const char *const *parts, const Size *sizes, int n_parts,
+			Size offset, Size n)
+{
+	for (int p = 0; p < n_parts && n > 0; p++)
+	{
+		Size		take;
+
+		if (offset >= sizes[p])
+		{
+			offset -= sizes[p];
+			continue;
+		}
+		take = Min(n, sizes[p] - offset);
+		memcpy(dst, parts[p] + offset, take);
+		dst += take;
+		n -= take;
+		offset = 0;
+	}
+}
+
+/*
+ * Sends the stream parts[0] | parts[1] | ... in pieces; NOT_RESIDENT when
+ * another backend is handing over the same version (the worker took none
+ * of it from this one).
+ */
+static GenieServiceOutcome
+send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length, bool values,
+			int32 vector_dim, const char *const *parts, const Size *sizes, int n_parts, genie_error *err)
+{
+	Size		total = 0;
+	Size		offset = 0;
+
+	for (int p = 0; p < n_parts; p++)
+		total += sizes[p];
+	for (;;)
+	{
+		Size		piece = Min(LOAD_PIECE_BYTES, total - offset);
+		GenieRequest *req = begin_request(GENIE_REQUEST_LOAD, piece, sizeof(GenieResponse));
+		GenieResponse *resp;
+		GenieServiceOutcome outcome;
+
+		req->key = *key;
+		req->index_oid = index_oid;
+		req->split_length = split_length;
+		req->load_offset = offset;
+		req->load_bytes = piece;
+		req->load_values = values;
+		req->vector_dim = vector_dim;
+		req->load_total = total;
+		copy_stream(request_payload(req), parts, sizes, n_parts, offset, piece);
+		outcome = call_for_answer(&resp, err);
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+		/* the version was already there, or this was the last piece */
+		if (resp->resident || offset + piece >= total)
+			return GENIE_SERVICE_OK;
+		offset += piece;
+	}
+}
+
+GenieServiceOutcome
+genie_service_load(const GenieServiceKey *key, Oid index_oid, int32 split_length,
+				   const int32 *keywords, const int64 *keyword_offsets,
+				   const int32 *postings, genie_error *err)
+{
+	/* keywords | keyword_offsets | postings, keywords padded to 8 bytes */
+	static const char padding[8] = {0};
+	const char *parts[4] = {(const char *) keywords, padding, (const char *) keyword_offsets,
+	(const char *) postings};
+	Size		sizes[4] = {sizeof(int32) * key->n_keywords,
+		TYPEALIGN(8, sizeof(int32) * key->n_keywords) - sizeof(int32) * key->n_keywords,
+		sizeof(int64) * (key->n_keywords + 1),
+	sizeof(int32) * key->n_postings};
+
+	for (;;)
+	{
+		GenieServiceOutcome outcome = send_stream(key, index_oid, split_length, false, 0,
+												  parts, sizes, 4, err);
+
+		if (outcome != GENIE_SERVICE_NOT_RESIDENT)
+			return outcome;
+		/* another backend is handing over this version: wait for it */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 2L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (genie_service_resident(key))
+			return GENIE_SERVICE_OK;
+	}
+}
+
+GenieServiceOutcome
+genie_service_load_strings(const GenieServiceKey *key, Oid index_oid, const char *text,
+						   const int64 *offsets, genie_error *err)
+{
+	int32		n = key->n_main_objects;
+	const char *parts[2] = {(const char *) offsets, text};
+	Size		sizes[2] = {sizeof(int64) * (n + 1), (Size) offsets[n]};
+
+	return send_stream(key, index_oid, 0, true, 0, parts, sizes, 2, err);
+}
+
+GenieServiceOutcome
+genie_service_load_vectors(const GenieServiceKey *key, Oid index_oid, int32 dim,
+						   const float *vectors, genie_error *err)
+{
+	const char *parts[1] = {(const char *) vectors};
+	Size		sizes[1] = {sizeof(float) * (Size) key->n_main_objects * (Size) dim};
+
+	return send_stream(key, index_oid, 0, true, dim, parts, sizes, 1, err);
+}
+
+/*
+ * Appends an answer's rows for queries [q0, q0 + nq) to the caller's arrays:
+ * after the response header come query_offsets (nq + 1 int64) and then
+ * n_columns int32 columns of `slots` each, the first query_offsets[nq] of
+ * each in use.  The columns grow (repalloc) past *capacity as needed.
+ */
+static void
+take_rows(const GenieResponse *resp, int q0, int nq, Size slots, int64 *query_offsets,
+		  int32 **columns, int n_columns, int64 *capacity)
+{
+	const char *p = (const char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse));
+	const int64 *offs = (const int64 *) p;
+	int64		n_before = query_offsets[q0];
+	int64		n = offs[nq];
+
+	if (n_before + n > *capacity)
+	{
+		int64		cap = Max(*capacity * 2, n_before + n);
+
+		for (int c = 0; c < n_columns; c++)
+			columns[c] = repalloc_huge(columns[c], sizeof(int32) * cap);
+		*capacity = cap;
+	}
+	for (int q = 1; q <= nq; q++)
+		query_offsets[q0 + q] = n_before + offs[q];
+	p += sizeof(int64) * (nq + 1);
+	for (int c = 0; c < n_columns; c++)
+		memcpy(columns[c] + n_before, p + sizeof(int32) * slots * c, sizeof(int32) * n);
+}
+
+/* ---- search ---- */
+
+/* Searches queries [q0, q1) of batch; appends to the palloc'd arrays of out. */
+static GenieServiceOutcome
+search_part(const GenieServiceKey *key, Oid index_oid, int device,
+			const genie_query_batch *batch, int q0, int q1, int32 k,
+			genie_results *out, int64 *capacity, genie_engine_kind *engine,
+			bool *device_fallback, genie_error *err)
+{
+	int			nq = q1 - q0;
+	int64		item0 = batch->query_offsets[q0];
+	int64		item1 = batch->query_offsets[q1];
+	int64		n_items = item1 - item0;
+	int64		range0 = batch->item_offsets[item0];
+	int64		n_ranges = batch->item_offsets[item1] - range0;
+	int32		kk = Min(k, Max(key->n_main_objects, 1));
+	Size		payload = sizeof(int64) * (nq + 1) + sizeof(int64) * (n_items + 1) +
+		(batch->item_weights ? sizeof(int32) * n_items : 0) + 2 * sizeof(int32) * n_ranges;
+	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * (nq + 1) +
+		2 * sizeof(int32) * (Size) nq * kk;
+	GenieRequest *req = begin_request(GENIE_REQUEST_SEARCH, payload, response);
+	GenieResponse *resp;
+	GenieServiceOutcome outcome;
+	char	   *p = request_payload(req);
+	int64	   *offs;
+	int32	   *columns[2];
+
+	req->key = *key;
+	req->index_oid = index_oid;
+	req->device = device;
+	req->k = kk;
+	req->n_queries = nq;
+	req->n_items = n_items;
+	req->n_ranges = n_ranges;
+	req->weighted = batch->item_weights != NULL;
+
+	/* the CSR of the part, rebased to its first item and range */
+	offs = (int64 *) p;
+	for (int q = 0; q <= nq; q++)
+		offs[q] = batch->query_offsets[q0 + q] - item0;
+	p += sizeof(int64) * (nq + 1);
+	offs = (int64 *) p;
+	for (int64 i = 0; i <= n_items; i++)
+		offs[i] = batch->item_offsets[item0 + i] - range0;
+	p += sizeof(int64) * (n_items + 1);
+	if (batch->item_weights)
+	{
+		memcpy(p, batch->item_weights + item0, sizeof(int32) * n_items);
+		p += sizeof(int32) * n_items;
+	}
+	memcpy(p, batch->ranges_lo + range0, sizeof(int32) * n_ranges);
+	p += sizeof(int32) * n_ranges;
+	memcpy(p, batch->ranges_hi + range0, sizeof(int32) * n_ranges);
+
+	outcome = call_for_answer(&resp, err);
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	*engine = resp->engine;
+	*device_fallback |= resp->device_fallback;
+	/* answers: query_offsets, objects, scores */
+	columns[0] = out->objects;
+	columns[1] = out->scores;
+	take_rows(resp, q0, nq, (Size) nq * kk, out->query_offsets, columns, 2, capacity);
+	out->objects = columns[0];
+	out->scores = columns[1];
+	return GENIE_SERVICE_OK;
+}
+
+GenieServiceOutcome
+genie_service_search(const GenieServiceKey *key, Oid index_oid, int device,
+					 const genie_query_batch *batch, int32 k, genie_results *results,
+					 genie_engine_kind *engine, bool *device_fallback, genie_error *err)
+{
+	int32		kk = Min(k, Max(key->n_main_objects, 1));
+	int			per_part = (int) Max((int64) 1, (int64) (MAX_RESPONSE_BYTES / (2 * sizeof(int32) * kk)));
+	int64		capacity = Max(Min((int64) batch->n_queries * kk, (int64) 1 << 20), 1);
+
+	*device_fallback = false;
+	*engine = GENIE_ENGINE_CPU;
+	results->n_queries = batch->n_queries;
+	results->query_offsets = palloc_extended(sizeof(int64) * (batch->n_queries + 1), MCXT_ALLOC_HUGE);
+	results->query_offsets[0] = 0;
+	results->objects = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	results->scores = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	for (int q0 = 0; q0 < batch->n_queries; q0 += per_part)
+	{
+		int			q1 = Min(batch->n_queries, q0 + per_part);
+		GenieServiceOutcome outcome = search_part(key, index_oid, device, batch, q0, q1, k,
+												  results, &capacity, engine,
+												  device_fallback, err);
+
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+	}
+	return GENIE_SERVICE_OK;
+}
+
+/* ---- scans of stored strings ---- */
+
+/* Scans queries [q0, q1); appends their rows to *rows (capacity in *capacity). */
+static GenieServiceOutcome
+scan_strings_part(const GenieServiceKey *key, Oid index_oid, int device, const char *query_text,
+				  const int64 *query_offsets, int q0, int q1, int32 k, const int32 *excluded,
+				  int32 n_excluded, GenieServiceStringRows *rows, int64 *capacity,
+				  genie_engine_kind *engine, bool *device_fallback, genie_error *err)
+{
+	int			nq = q1 - q0;
+	int64		text0 = query_offsets[q0];
+	int64		text_bytes = query_offsets[q1] - text0;
+	Size		payload = sizeof(int64) * (nq + 1) + sizeof(int32) * n_excluded + text_bytes;
+	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * (nq + 1) +
+		3 * sizeof(int32) * (Size) nq * k;
+	GenieRequest *req = begin_request(GENIE_REQUEST_SCAN_STRINGS, payload, response);
+	GenieResponse *resp;
+	GenieServiceOutcome outcome;
+	char	   *p = request_payload(req);
+	int64	   *offs = (int64 *) p;
+	int32	   *columns[3];
+
+	req->key = *key;
+	req->index_oid = index_oid;
+	req->device = device;
+	req->k = k;
+	req->n_queries = nq;
+	req->scan_text_bytes = text_bytes;
+	req->scan_excluded = n_excluded;
+	for (int q = 0; q <= nq; q++)
+		offs[q] = query_offsets[q0 + q] - text0;
+	p += sizeof(int64) * (nq + 1);
+	memcpy(p, excluded, sizeof(int32) * n_excluded);
+	p += sizeof(int32) * n_excluded;
+	memcpy(p, query_text + text0, text_bytes);
+
+	outcome = call_for_answer(&resp, err);
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	*engine = resp->engine;
+	*device_fallback |= resp->device_fallback;
+	/* answers: query_offsets, objects, distances, lengths */
+	columns[0] = rows->objects;
+	columns[1] = rows->distances;
+	columns[2] = rows->lengths;
+	take_rows(resp, q0, nq, (Size) nq * k, rows->offsets, columns, 3, capacity);
+	rows->objects = columns[0];
+	rows->distances = columns[1];
+	rows->lengths = columns[2];
+	return GENIE_SERVICE_OK;
+}
+
+GenieServiceOutcome
+genie_service_scan_strings(const GenieServiceKey *key, Oid index_oid, int device,
+						   const char *query_text, const int64 *query_offsets, int nq, int32 k,
+						   const int32 *excluded, int32 n_excluded, GenieServiceStringRows *rows,
+						   genie_engine_kind *engine, bool *device_fallback, genie_error *err)
+{
+	int32		kk = Min(k, Max(key->n_main_objects, 1));
+	int			per_part = (int) Max((int64) 1, (int64) (MAX_RESPONSE_BYTES / (3 * sizeof(int32) * kk)));
+	int64		capacity = Max(Min((int64) nq * kk, (int64) 1 << 20), 1);
+
+	*device_fallback = false;
+	*engine = GENIE_ENGINE_CPU;
+	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
+	rows->offsets[0] = 0;
+	rows->objects = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	rows->lengths = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	for (int q0 = 0; q0 < nq; q0 += per_part)
+	{
+		int			q1 = Min(nq, q0 + per_part);
+		GenieServiceOutcome outcome = scan_strings_part(key, index_oid, device, query_text,
+														query_offsets, q0, q1, kk, excluded,
+														n_excluded, rows, &capacity, engine,
+														device_fallback, err);
+
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+	}
+	return GENIE_SERVICE_OK;
+}
+
+/* ---- scans of stored vectors ---- */
+
+/* Scans queries [q0, q1); appends their rows to *rows (capacity in *capacity). */
+static GenieServiceOutcome
+scan_vectors_part(const GenieServiceKey *key, Oid index_oid, int device, const float *queries,
+				  int32 dim, int q0, int q1, int32 k, const int32 *excluded, int32 n_excluded,
+				  GenieServiceVectorRows *rows, int64 *capacity, genie_engine_kind *engine,
+				  bool *device_fallback, genie_error *err)
+{
+	int			nq = q1 - q0;
+	Size		slots = (Size) nq * k;
+	Size		query_bytes = sizeof(float) * (Size) nq * dim;
+	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * (nq + 1) +
+		(sizeof(double) + sizeof(int32)) * slots;
+	GenieRequest *req = begin_request(GENIE_REQUEST_SCAN_VECTORS,
+									  query_bytes + sizeof(int32) * n_excluded, response);
+	GenieResponse *resp;
+	GenieServiceOutcome outcome;
+	char	   *p = request_payload(req);
+	const int64 *offs;
+	int64		n_before = rows->offsets[q0];
+	int64		n;
+
+	req->key = *key;
+	req->index_oid = index_oid;
+	req->device = device;
+	req->k = k;
+	req->n_queries = nq;
+	req->vector_dim = dim;
+	req->scan_excluded = n_excluded;
+	memcpy(p, queries + (Size) q0 * dim, query_bytes);
+	memcpy(p + query_bytes, excluded, sizeof(int32) * n_excluded);
+
+	outcome = call_for_answer(&resp, err);
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	*engine = resp->engine;
+	*device_fallback |= resp->device_fallback;
+	/* answers: query_offsets, then slots distances and slots objects */
+	offs = (const int64 *) ((const char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
+	n = offs[nq];
+	if (n_before + n > *capacity)
+	{
+		*capacity = Max(*capacity * 2, n_before + n);
+		rows->distances = repalloc_huge(rows->distances, sizeof(double) * *capacity);
+		rows->objects = repalloc_huge(rows->objects, sizeof(int32) * *capacity);
+	}
+	for (int q = 1; q <= nq; q++)
+		rows->offsets[q0 + q] = n_before + offs[q];
+	memcpy(rows->distances + n_before, offs + nq + 1, sizeof(double) * n);
+	memcpy(rows->objects + n_before, (const double *) (offs + nq + 1) + slots, sizeof(int32) * n);
+	return GENIE_SERVICE_OK;
+}
+
+GenieServiceOutcome
+genie_service_scan_vectors(const GenieServiceKey *key, Oid index_oid, int device,
+						   const float *queries, int nq, int32 dim, int32 k,
+						   const int32 *excluded, int32 n_excluded, GenieServiceVectorRows *rows,
+						   genie_engine_kind *engine, bool *device_fallback, genie_error *err)
+{
+	int32		kk = Min(k, Max(key->n_main_objects, 1));
+	/* parts whose queries and answers both stay within MAX_RESPONSE_BYTES */
+	Size		per_query = Max(sizeof(float) * (Size) dim, (sizeof(double) + sizeof(int32)) * (Size) kk);
+	int			per_part = (int) Max((Size) 1, MAX_RESPONSE_BYTES / per_query);
+	int64		capacity = Max(Min((int64) nq * kk, (int64) 1 << 20), 1);
+
+	*device_fallback = false;
+	*engine = GENIE_ENGINE_CPU;
+	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
+	rows->offsets[0] = 0;
+	rows->distances = palloc_extended(sizeof(double) * capacity, MCXT_ALLOC_HUGE);
+	rows->objects = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	for (int q0 = 0; q0 < nq; q0 += per_part)
+	{
+		int			q1 = Min(nq, q0 + per_part);
+		GenieServiceOutcome outcome = scan_vectors_part(key, index_oid, device, queries, dim,
+														q0, q1, kk, excluded, n_excluded, rows,
+														&capacity, engine, device_fallback, err);
+
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+	}
+	return GENIE_SERVICE_OK;
+}
+
+/* ---- verify ---- */
+
+GenieServiceOutcome
+genie_service_verify(int device, const genie_similar_batch *batch,
+					 genie_similar_verdict *verdict, bool *device_fallback, genie_error *err)
+{
+	int			nq = batch->n_queries;
+	int64		nc = batch->candidate_offsets[nq];
+	int64		query_bytes = batch->query_text_offsets[nq];
+	int64		candidate_bytes = batch->candidate_text_offsets[nc];
+	Size		payload = sizeof(int64) * (nq + 1) * 2 + sizeof(int64) * (nc + 1) +
+		sizeof(int32) * nc + sizeof(int32) * nq + query_bytes + candidate_bytes;
+	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int32) * nc + nc +
+		nq + sizeof(int32) * nq;
+	GenieRequest *req = begin_request(GENIE_REQUEST_VERIFY, payload, response);
+	GenieResponse *resp;
+	GenieServiceOutcome outcome;
+	char	   *p = request_payload(req);
+
+	req->device = device;
+	req->n_queries = nq;
+	req->verify_n = batch->n;
+	req->verify_k = batch->k;
+	req->verify_candidates = nc;
+	req->verify_query_bytes = query_bytes;
+	req->verify_candidate_bytes = candidate_bytes;
+
+#define PUT(src, bytes) do { memcpy(p, (src), (bytes)); p += (bytes); } while (0)
+	PUT(batch->query_text_offsets, sizeof(int64) * (nq + 1));
+	PUT(batch->candidate_offsets, sizeof(int64) * (nq + 1));
+	PUT(batch->candidate_text_offsets, sizeof(int64) * (nc + 1));
+	PUT(batch->candidate_counts, sizeof(int32) * nc);
+	PUT(batch->unseen_count_bound, sizeof(int32) * nq);
+	PUT(batch->query_text, query_bytes);
+	PUT(batch->candidate_text, candidate_bytes);
+#undef PUT
+
+	*device_fallback = false;
+	outcome = call_for_answer(&resp, err);
+	if (outcome != GENIE_SERVICE_OK)
+		return outcome;
+	*device_fallback = resp->device_fallback;
+	p = (char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse));
+	memcpy(verdict->distances, p, sizeof(int32) * nc);
+	p += sizeof(int32) * nc;
+	memcpy(verdict->exact, p, nc);
+	p += nc;
+	memcpy(verdict->certified, p, nq);
+	p += nq;
+	memcpy(verdict->open_bound, p, sizeof(int32) * nq);
+	verdict->distances_computed = resp->distances_computed;
+	verdict->device = resp->engine;
+	return GENIE_SERVICE_OK;
+}

@@ -1,0 +1,242 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_content.c
+ *	  The decoded content of a genie index: the main postings (directory,
+ *	  Position Map, List Array) and the pending list, read in one consistent
+ *	  state for the cache and for merges.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "genie/genie.h"
+#include "storage/genie_storage.h"
+
+/* The main Position Map and List Array as of meta. */
+static void
+read_main_postings(Relation index, const GenieMetaPageData *meta, GenieIndexContent *content)
+{
+	int64		count;
+	GenieKeywordEntry *keyword_entries;
+
+	keyword_entries = genie_chain_read(index, meta->keywords, sizeof(GenieKeywordEntry),
+									   meta->n_keywords, &count);
+	content->keywords = genie_alloc_huge(sizeof(int32) * content->n_keywords);
+	content->keyword_offsets = genie_alloc_huge(sizeof(int64) * (content->n_keywords + 1));
+	content->keyword_offsets[0] = 0;
+	for (int32 i = 0; i < content->n_keywords; i++)
+	{
+		/* a damaged page: later readers index the postings by these offsets */
+		if (keyword_entries[i].count < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index \"%s\" has a negative postings count for keyword %d",
+							RelationGetRelationName(index), keyword_entries[i].keyword),
+					 errhint("REINDEX the index.")));
+		content->keywords[i] = keyword_entries[i].keyword;
+		content->keyword_offsets[i + 1] = content->keyword_offsets[i] + keyword_entries[i].count;
+	}
+	pfree(keyword_entries);
+	if (content->keyword_offsets[content->n_keywords] != content->n_postings)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\" has inconsistent postings counts",
+						RelationGetRelationName(index))));
+	if (meta->postings_codec == GENIE_POSTINGS_INT32)
+		content->postings = genie_chain_read(index, meta->postings, sizeof(int32),
+											 meta->n_postings, &count);
+	else
+	{
+		uint8	   *packed = genie_chain_read(index, meta->postings, 1, meta->postings_bytes,
+											  &count);
+		genie_error err;
+		genie_status status;
+
+		content->postings = genie_alloc_huge(sizeof(int32) * Max(content->n_postings, 1));
+		status = genie_postings_unpack(packed, (size_t) count, content->n_keywords,
+									   content->keyword_offsets, meta->n_main_objects,
+									   content->postings, content->n_postings,
+									   genie_cancel_requested, NULL, &err);
+
+		if (status == GENIE_CANCELLED)
+			genie_report_error(&err, "genie: reading the postings");
+		if (status != GENIE_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index \"%s\" has corrupt postings", RelationGetRelationName(index)),
+					 errdetail("%s", err.message),
+					 errhint("REINDEX the index.")));
+		pfree(packed);
+	}
+}
+
+/*
+ * A copy of the metapage for a reader of several chains.  On a standby the
+ * content lock excludes nothing (heavyweight locks are not replayed), so the
+ * metapage stays share-locked for the whole read (returned in *metabuf, to
+ * be released by the caller): replay of a merge's switch then waits.  Every
+ * WAL record that touches the metapage and other pages registers the
+ * metapage first, so replay takes the locks in the order this reader does.
+ */
+static void
+read_meta_for_content(Relation index, GenieMetaPageData *meta, Buffer *metabuf)
+{
+	*metabuf = InvalidBuffer;
+	if (RecoveryInProgress())
+	{
+		*metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+		LockBuffer(*metabuf, BUFFER_LOCK_SHARE);
+		genie_check_metapage(index, BufferGetPage(*metabuf));
+		memcpy(meta, GeniePageGetMeta(BufferGetPage(*metabuf)), sizeof(GenieMetaPageData));
+	}
+	else
+		genie_read_meta(index, meta);
+}
+
+static void
+copy_counts(const GenieMetaPageData *meta, GenieIndexContent *content)
+{
+	content->stamp = meta->stamp;
+	content->split_length = meta->split_length;
+	content->encoding = meta->encoding;
+	content->n_objects = meta->n_objects;
+	content->n_main_objects = meta->n_main_objects;
+	content->n_dead = meta->n_dead;
+	content->n_postings = meta->n_postings;
+	content->n_keywords = meta->n_keywords;
+	content->postings_head = meta->postings.head;
+	content->main_version = meta->main_version;
+	content->vectors = meta->vectors;
+}
+
+/*
+ * Reads the index as of the metapage's state when it starts (without the
+ * main Position Map and List Array unless with_postings).  The caller's
+ * content lock keeps every chain but the pending list unchanged, and the
+ * pending list is read only up to the committed end copied here.
+ */
+void
+genie_read_content(Relation index, GenieIndexContent *content, bool with_postings)
+{
+	GenieMetaPageData meta;
+	int64		count;
+	Buffer		metabuf;
+
+	memset(content, 0, sizeof(*content));
+	read_meta_for_content(index, &meta, &metabuf);
+	copy_counts(&meta, content);
+
+	content->objects = genie_alloc_huge(sizeof(GenieObjectEntry) * content->n_objects);
+	if (content->n_main_objects > 0)
+	{
+		GenieObjectEntry *main_objects = genie_chain_read(index, meta.directory,
+														  sizeof(GenieObjectEntry),
+														  meta.n_main_objects, &count);
+
+		memcpy(content->objects, main_objects, sizeof(GenieObjectEntry) * count);
+		pfree(main_objects);
+	}
+	if (with_postings)
+		read_main_postings(index, &meta, content);
+	genie_pending_read(index, &meta, content);
+	content->n_pages = RelationGetNumberOfBlocks(index);
+	if (BufferIsValid(metabuf))
+		UnlockReleaseBuffer(metabuf);
+}
+
+void
+genie_read_main_postings(Relation index, GenieIndexContent *content)
+{
+	GenieMetaPageData meta;
+	Buffer		metabuf;
+
+	memset(content, 0, sizeof(*content));
+	read_meta_for_content(index, &meta, &metabuf);
+	copy_counts(&meta, content);
+	read_main_postings(index, &meta, content);
+	if (BufferIsValid(metabuf))
+		UnlockReleaseBuffer(metabuf);
+}
+
+/* ---- stored values ---- */
+
+void
+genie_values_append(GenieChainWriter *w, const char *value, size_t size)
+{
+	int32		length = (int32) size;
+
+	if (size > (size_t) PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a value of %zu bytes is too long for a genie index", size)));
+	genie_chain_writer_append(w, &length, sizeof(int32));
+	if (size > 0)
+		genie_chain_writer_append(w, value, (int64) size);
+}
+
+void
+genie_read_values(Relation index, GenieIndexContent *content)
+{
+	GenieMetaPageData meta;
+	Buffer		metabuf;
+	char	   *chain;
+	int64		count;
+	int64		pos = 0;
+	int64		main_bytes;
+	int32		n_pending = content->n_objects - content->n_main_objects;
+
+	if (!content->values_stored)
+		return;
+	read_meta_for_content(index, &meta, &metabuf);
+	chain = genie_chain_read(index, meta.values, 1, meta.value_bytes, &count);
+	if (BufferIsValid(metabuf))
+		UnlockReleaseBuffer(metabuf);
+	/* the records hold a length word per object: the text is shorter than the chain */
+	main_bytes = count - (int64) sizeof(int32) * content->n_main_objects;
+	if (count != meta.value_bytes || main_bytes < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\" has an inconsistent values chain",
+						RelationGetRelationName(index))));
+	content->value_data = genie_alloc_huge(Max(main_bytes + content->pending_value_bytes, 1));
+	content->value_offsets = genie_alloc_huge(sizeof(int64) * (content->n_objects + 1));
+	content->value_offsets[0] = 0;
+	for (int32 id = 0; id < content->n_main_objects; id++)
+	{
+		int32		length;
+		int64		used = content->value_offsets[id];
+
+		if (pos + (int64) sizeof(int32) > count)
+			goto corrupt;
+		memcpy(&length, chain + pos, sizeof(int32));
+		pos += sizeof(int32);
+		if (length < 0 || pos + length > count || used + length > main_bytes)
+			goto corrupt;
+		memcpy(content->value_data + used, chain + pos, length);
+		pos += length;
+		content->value_offsets[id + 1] = used + length;
+	}
+	if (pos != count)
+		goto corrupt;
+	pfree(chain);
+	for (int32 i = 0; i < n_pending; i++)
+	{
+		int32		id = content->n_main_objects + i;
+		int64		size = content->pending_value_offsets[i + 1] - content->pending_value_offsets[i];
+
+		memcpy(content->value_data + content->value_offsets[id],
+			   content->pending_value_data + content->pending_value_offsets[i], size);
+		content->value_offsets[id + 1] = content->value_offsets[id] + size;
+	}
+	return;
+
+corrupt:
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("genie index \"%s\" has a corrupt values chain",
+					RelationGetRelationName(index))));
+}

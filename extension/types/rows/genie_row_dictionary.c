@@ -1,0 +1,548 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_row_dictionary.c
+ *	  The row schema and the dictionary of a row index, as a backend holds
+ *	  them, and the keywords of a row: a VALUES attribute's value gets its
+ *	  code from the dictionary, and an insert of an unseen value appends it
+ *	  (one WAL record, under the metapage lock), so no two values ever share
+ *	  a keyword.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "types/rows/genie_rows.h"
+
+/* ---- the dictionary, as a backend holds it ---- */
+
+
+static uint32
+dictionary_hash(const void *key, Size keysize)
+{
+	const GenieRowCodeKey *k = key;
+
+	return hash_bytes((const unsigned char *) k->bytes, k->length) ^
+		hash_bytes_uint32((uint32) k->slot);
+}
+
+static int
+dictionary_match(const void *a, const void *b, Size keysize)
+{
+	const GenieRowCodeKey *x = a;
+	const GenieRowCodeKey *y = b;
+
+	if (x->slot != y->slot || x->length != y->length)
+		return 1;
+	return memcmp(x->bytes, y->bytes, x->length);
+}
+
+GenieRowDictionary *
+genie_row_dictionary_create(MemoryContext parent, Relation index, const GenieRowSchema *schema)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "genie row dictionary",
+											  ALLOCSET_DEFAULT_SIZES);
+	GenieRowDictionary *d = MemoryContextAllocZero(cxt, sizeof(GenieRowDictionary));
+	HASHCTL		ctl;
+
+	d->cxt = cxt;
+	d->index = RelationGetRelid(index);
+	d->relfilenode = index->rd_node.relNode;
+	d->schema = *schema;
+	d->schema_id = schema->schema_id;
+	d->block = InvalidBlockNumber;
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(GenieRowCodeKey);
+	ctl.entrysize = sizeof(GenieRowCode);
+	ctl.hash = dictionary_hash;
+	ctl.match = dictionary_match;
+	ctl.hcxt = cxt;
+	d->codes = hash_create("genie row dictionary", 256, &ctl,
+						   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+	return d;
+}
+
+int32
+genie_row_dictionary_lookup(GenieRowDictionary *d, int slot, const char *bytes, int length)
+{
+	GenieRowCodeKey key;
+	GenieRowCode *e;
+
+	key.slot = slot;
+	key.length = length;
+	key.bytes = bytes;
+	e = hash_search(d->codes, &key, HASH_FIND, NULL);
+	return e != NULL ? e->code : -1;
+}
+
+static GenieRowCode *
+dictionary_add(GenieRowDictionary *d, int slot, const char *bytes, int length, int32 code)
+{
+	GenieRowCodeKey key;
+	GenieRowCode *e;
+	bool		found;
+	char	   *copy = MemoryContextAlloc(d->cxt, Max(length, 1));
+	bool		numeric;
+
+	memcpy(copy, bytes, length);
+	key.slot = slot;
+	key.length = length;
+	key.bytes = copy;
+	e = hash_search(d->codes, &key, HASH_ENTER, &found);
+	if (found)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index has a duplicate dictionary entry for attribute %d", slot + 1),
+				 errhint("REINDEX the index.")));
+	e->code = code;
+	genie_row_type_supported(d->schema.attributes[slot].type, &numeric);
+	if (numeric)
+	{
+		float8		v;
+
+		if (length != sizeof(float8))
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index has a numeric dictionary entry of %d bytes", length),
+					 errhint("REINDEX the index.")));
+		memcpy(&v, bytes, sizeof(float8));
+		if (d->n_numeric[slot] == d->numeric_capacity[slot])
+		{
+			int32		cap = Max(16, d->numeric_capacity[slot] * 2);
+
+			if (d->numeric_values[slot] == NULL)
+			{
+				d->numeric_values[slot] = MemoryContextAlloc(d->cxt, sizeof(float8) * cap);
+				d->numeric_codes[slot] = MemoryContextAlloc(d->cxt, sizeof(int32) * cap);
+			}
+			else
+			{
+				d->numeric_values[slot] = repalloc_huge(d->numeric_values[slot], sizeof(float8) * cap);
+				d->numeric_codes[slot] = repalloc_huge(d->numeric_codes[slot], sizeof(int32) * cap);
+			}
+			d->numeric_capacity[slot] = cap;
+		}
+		d->numeric_values[slot][d->n_numeric[slot]] = v;
+		d->numeric_codes[slot][d->n_numeric[slot]] = code;
+		d->n_numeric[slot]++;
+	}
+	if (code >= d->schema.attributes[slot].n_values)
+		d->schema.attributes[slot].n_values = code + 1;
+	return e;
+}
+
+static void
+dictionary_corrupt(Relation index)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("genie index \"%s\" has a corrupt dictionary", RelationGetRelationName(index)),
+			 errhint("REINDEX the index.")));
+}
+
+/* Reads the entries the backend has not seen, up to the committed count. */
+static void
+dictionary_read(Relation index, GenieRowDictionary *d, const GenieRowSchema *schema)
+{
+	while (d->n_entries < schema->n_dictionary)
+	{
+		Buffer		buf;
+		Page		page;
+		GeniePageOpaque opaque;
+		uint32		used;
+		BlockNumber next;
+
+		if (d->block == InvalidBlockNumber)
+		{
+			d->block = schema->dictionary.head;
+			d->offset = 0;
+		}
+		if (d->block == InvalidBlockNumber || d->block == GENIE_METAPAGE_BLKNO ||
+			d->block >= RelationGetNumberOfBlocks(index))
+			dictionary_corrupt(index);
+		buf = ReadBuffer(index, d->block);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		opaque = GeniePageGetOpaque(page);
+		if (opaque->kind != GENIE_PAGE_DICTIONARY || opaque->n_entries > GENIE_PAGE_CAPACITY)
+		{
+			UnlockReleaseBuffer(buf);
+			dictionary_corrupt(index);
+		}
+		used = opaque->n_entries;
+		while (d->offset < used && d->n_entries < schema->n_dictionary)
+		{
+			GenieDictionaryEntry *e = (GenieDictionaryEntry *) (GeniePageGetData(page) + d->offset);
+
+			if (d->offset + sizeof(GenieDictionaryEntry) > used ||
+				d->offset + sizeof(GenieDictionaryEntry) + e->length > used ||
+				e->slot < 0 || e->slot >= schema->n_attributes || e->code < 0 ||
+				e->code >= GENIE_ROW_MAX_CODES)
+			{
+				UnlockReleaseBuffer(buf);
+				dictionary_corrupt(index);
+			}
+			dictionary_add(d, e->slot, (char *) e + sizeof(GenieDictionaryEntry), e->length, e->code);
+			d->offset += INTALIGN(sizeof(GenieDictionaryEntry) + e->length);
+			d->n_entries++;
+		}
+		next = opaque->next;
+		UnlockReleaseBuffer(buf);
+		if (d->n_entries < schema->n_dictionary)
+		{
+			d->block = next;
+			d->offset = 0;
+		}
+	}
+	for (int i = 0; i < schema->n_attributes; i++)
+		d->schema.attributes[i].n_values = Max(d->schema.attributes[i].n_values,
+											   schema->attributes[i].n_values);
+}
+
+/*
+ * The backend's dictionaries, one per row index, valid for one relfilenode
+ * (REINDEX and TRUNCATE give a new one).  A relcache invalidation of the
+ * index (DROP among others) flags its entry, and the next lookup frees
+ * flagged entries: never the callback itself, which may run while an entry
+ * is in use.
+ */
+static List *row_dictionaries = NIL;
+static bool row_dictionaries_callback = false;
+
+static void
+dictionary_invalidate(Datum arg, Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, row_dictionaries)
+	{
+		GenieRowDictionary *d = lfirst(lc);
+
+		if (relid == InvalidOid || d->index == relid)
+			d->stale = true;
+	}
+}
+
+static GenieRowDictionary *
+genie_row_cached_dictionary(Relation index)
+{
+	ListCell   *lc;
+
+	if (!row_dictionaries_callback)
+	{
+		CacheRegisterRelcacheCallback(dictionary_invalidate, (Datum) 0);
+		row_dictionaries_callback = true;
+	}
+	foreach(lc, row_dictionaries)
+	{
+		GenieRowDictionary *d = lfirst(lc);
+
+		if (d->stale)
+		{
+			row_dictionaries = foreach_delete_current(row_dictionaries, lc);
+			MemoryContextDelete(d->cxt);
+		}
+	}
+	foreach(lc, row_dictionaries)
+	{
+		GenieRowDictionary *d = lfirst(lc);
+
+		if (d->index == RelationGetRelid(index))
+		{
+			if (d->relfilenode == index->rd_node.relNode)
+				return d;
+			row_dictionaries = foreach_delete_current(row_dictionaries, lc);
+			MemoryContextDelete(d->cxt);
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+/* Reads a cached dictionary's new entries; one that fails half-way is dropped. */
+static void
+catch_up(Relation index, GenieRowDictionary *d, const GenieRowSchema *schema)
+{
+	PG_TRY();
+	{
+		dictionary_read(index, d, schema);
+	}
+	PG_CATCH();
+	{
+		row_dictionaries = list_delete_ptr(row_dictionaries, d);
+		MemoryContextDelete(d->cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/* The backend's dictionary of a row index, caught up with schema (the metapage's). */
+GenieRowDictionary *
+genie_row_index_dictionary(Relation index, const GenieRowSchema *schema)
+{
+	GenieRowDictionary *d = genie_row_cached_dictionary(index);
+	MemoryContext old;
+
+	if (d != NULL && d->schema_id != schema->schema_id)
+	{
+		row_dictionaries = list_delete_ptr(row_dictionaries, d);
+		MemoryContextDelete(d->cxt);
+		d = NULL;
+	}
+	if (d == NULL)
+	{
+		d = genie_row_dictionary_create(TopMemoryContext, index, schema);
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		row_dictionaries = lappend(row_dictionaries, d);
+		MemoryContextSwitchTo(old);
+	}
+	catch_up(index, d, schema);
+	return d;
+}
+
+void
+genie_row_schema(Relation index, GenieRowSchema *schema)
+{
+	GenieMetaPageData meta;
+
+	genie_read_meta(index, &meta);
+	if (meta.encoding.kind != GENIE_ENCODING_ROW)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("genie index \"%s\" is not a row index", RelationGetRelationName(index)),
+				 errhint("Range queries need an index built with genie_row_ops: CREATE INDEX ... USING genie ((table_name)).")));
+	*schema = meta.rows;
+}
+
+static void
+check_code_room(Relation index, int slot, int32 n_values)
+{
+	if (n_values >= GENIE_ROW_MAX_CODES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("attribute %d of genie index \"%s\" cannot hold more than %d distinct values",
+						slot + 1, RelationGetRelationName(index), GENIE_ROW_MAX_CODES)));
+}
+
+/* Building: gives a value its attribute's next code and keeps it to be written. */
+int32
+genie_row_dictionary_add_building(Relation index, GenieRowDictionary *d, int slot, const char *bytes, int length)
+{
+	int32		code = d->schema.attributes[slot].n_values;
+	GenieRowCode *e;
+
+	check_code_room(index, slot, code);
+	e = dictionary_add(d, slot, bytes, length, code);
+	if (d->n_entries == d->order_capacity)
+	{
+		d->order_capacity = Max(1024, d->order_capacity * 2);
+		d->order = d->order == NULL ?
+			MemoryContextAllocHuge(d->cxt, sizeof(GenieRowCode *) * d->order_capacity) :
+			repalloc_huge(d->order, sizeof(GenieRowCode *) * d->order_capacity);
+	}
+	d->order[d->n_entries++] = e;
+	return code;
+}
+
+/*
+ * Gives a value its dictionary code, appending it unless another backend
+ * did so first: one WAL record, the metapage registered first as in every
+ * record that readers on a standby depend on.  The caller holds the content
+ * lock in share mode, so that VACUUM's sweep for unreachable pages, which
+ * holds it exclusively, never sees a page being linked.
+ */
+static int32
+dictionary_append(Relation index, GenieRowDictionary *d, int slot, const char *bytes, int length)
+{
+	Buffer		metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
+	GenieMetaPage meta;
+	GenericXLogState *state;
+	GenieAppendSpot spot;
+	Size		size = INTALIGN(sizeof(GenieDictionaryEntry) + length);
+	GenieDictionaryEntry *entry;
+	int32		code;
+
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	genie_check_metapage(index, BufferGetPage(metabuf));
+	meta = GeniePageGetMeta(BufferGetPage(metabuf));
+	if (meta->rows.schema_id != d->schema_id)
+		elog(ERROR, "genie: index \"%s\" was rebuilt during an insert", RelationGetRelationName(index));
+	catch_up(index, d, &meta->rows);
+	code = genie_row_dictionary_lookup(d, slot, bytes, length);
+	if (code >= 0)
+	{
+		UnlockReleaseBuffer(metabuf);
+		return code;
+	}
+	check_code_room(index, slot, meta->rows.attributes[slot].n_values);
+
+	state = GenericXLogStart(index);
+	meta = GeniePageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	genie_chain_append_begin(state, index, GENIE_PAGE_DICTIONARY, meta->rows.dictionary.tail,
+							 meta->rows.dictionary_tail_bytes, size, &spot);
+	if (spot.new_head)
+		meta->rows.dictionary.head = spot.block;
+	if (spot.new_page)
+	{
+		meta->rows.dictionary.tail = spot.block;
+		meta->rows.dictionary.pages++;
+	}
+	code = meta->rows.attributes[slot].n_values;
+	entry = (GenieDictionaryEntry *) (GeniePageGetData(spot.page) + spot.offset);
+	memset(entry, 0, size);
+	entry->code = code;
+	entry->slot = slot;
+	entry->length = length;
+	memcpy((char *) entry + sizeof(GenieDictionaryEntry), bytes, length);
+	genie_chain_append_written(&spot, size);
+	meta->rows.attributes[slot].n_values++;
+	meta->rows.n_dictionary++;
+	meta->rows.dictionary_tail_bytes = spot.offset;
+	GenericXLogFinish(state);
+
+	dictionary_add(d, slot, bytes, length, code);
+	d->n_entries++;
+	d->block = spot.block;
+	d->offset = spot.offset;
+
+	genie_chain_append_release(&spot);
+	UnlockReleaseBuffer(metabuf);
+	return code;
+}
+
+/* ---- encoding rows ---- */
+
+static void
+check_value_length(Relation index, int slot, int length)
+{
+	if (length > GENIE_ROW_MAX_VALUE_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a value of %d bytes is too long for categorical attribute %d of genie index \"%s\"",
+						length, slot + 1, RelationGetRelationName(index)),
+				 errdetail("Categorical values can have at most %d bytes.", GENIE_ROW_MAX_VALUE_BYTES),
+				 errhint("Leave the column out of the index's attributes.")));
+}
+
+/* The row's fields, checked to be of the table's row type. */
+HeapTupleData
+genie_row_tuple(Datum row, Oid rowtype)
+{
+	HeapTupleHeader td = DatumGetHeapTupleHeader(row);
+	HeapTupleData tuple;
+
+	if (HeapTupleHeaderGetTypeId(td) != rowtype)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("a genie row index must index its table's whole row"),
+				 errhint("CREATE INDEX ... ON t USING genie ((t)) WITH (attributes = '...').")));
+	tuple.t_len = HeapTupleHeaderGetDatumLength(td);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = td;
+	return tuple;
+}
+
+/*
+ * One keyword per non-NULL attribute.  A value missing from the dictionary
+ * is added to it: in memory while building, else on disk.
+ */
+int32 *
+genie_row_encode(Relation index, GenieRowDictionary *d, TupleDesc desc, Oid rowtype, Datum row,
+				 GenieRowEncodeMode mode, int *n)
+{
+	HeapTupleData tuple = genie_row_tuple(row, rowtype);
+	const GenieRowSchema *schema = &d->schema;
+	int32	   *keywords = palloc(sizeof(int32) * Max(schema->n_attributes, 1));
+	int			count = 0;
+
+	for (int slot = 0; slot < schema->n_attributes; slot++)
+	{
+		const GenieRowAttribute *a = &schema->attributes[slot];
+		bool		isnull;
+		Datum		value = heap_getattr(&tuple, a->attnum, desc, &isnull);
+		bool		numeric;
+		float8		v = 0;
+		const char *bytes;
+		int			length;
+		int32		code;
+
+		if (isnull)
+			continue;
+		genie_row_type_supported(a->type, &numeric);
+		if (numeric)
+		{
+			v = genie_row_numeric(a->type, value);
+			if (a->mode == GENIE_ROW_BUCKETS)
+			{
+				keywords[count++] = GENIE_ROW_KEYWORD(slot, genie_row_bucket(a, v));
+				continue;
+			}
+			bytes = (const char *) &v;
+			length = sizeof(float8);
+		}
+		else
+		{
+			bytes = genie_row_value_bytes(a->type, value, &length);
+			check_value_length(index, slot, length);
+		}
+		code = genie_row_dictionary_lookup(d, slot, bytes, length);
+		if (code < 0)
+		{
+			if (mode == GENIE_ROW_ENCODE_BUILD)
+				code = genie_row_dictionary_add_building(index, d, slot, bytes, length);
+			else if (mode == GENIE_ROW_ENCODE_CHECK)
+				ereport(ERROR,
+						(errcode(ERRCODE_INDEX_CORRUPTED),
+						 errmsg("genie index \"%s\": a value of attribute %d of a row is missing from the dictionary",
+								RelationGetRelationName(index), slot + 1),
+						 errhint("REINDEX the index.")));
+			else
+			{
+				GENIE_CONTENT_LOCK_SHARE(index);
+				code = dictionary_append(index, d, slot, bytes, length);
+				GENIE_CONTENT_UNLOCK_SHARE(index);
+			}
+		}
+		keywords[count++] = GENIE_ROW_KEYWORD(slot, code);
+	}
+	*n = count;
+	return keywords;
+}
+
+int32 *
+genie_row_keywords(Relation index, Datum row, GenieRowEncodeMode mode, int *n)
+{
+	GenieRowDictionary *d = genie_row_cached_dictionary(index);
+	Relation	heap;
+	int32	   *keywords;
+
+	/*
+	 * A cached dictionary serves as it is (a DROP flags it, a rebuild changes
+	 * the relfilenode): codes never change, and a value it lacks goes to
+	 * dictionary_append, which catches up under the metapage lock.
+	 */
+	if (d == NULL || mode == GENIE_ROW_ENCODE_CHECK)
+	{
+		GenieRowSchema schema;
+
+		/* a check reads the dictionary up to the metapage's committed end */
+		genie_row_schema(index, &schema);
+		d = genie_row_index_dictionary(index, &schema);
+	}
+	/* the caller holds a lock on the table: its descriptor stays */
+	heap = relation_open(index->rd_index->indrelid, NoLock);
+	keywords = genie_row_encode(index, d, RelationGetDescr(heap), heap->rd_rel->reltype, row, mode, n);
+	relation_close(heap, NoLock);
+	return keywords;
+}
+

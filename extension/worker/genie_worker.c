@@ -1,0 +1,384 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_service_worker.c
+ *	  The genie service's worker: the one process of the cluster that runs
+ *	  genie's engines when genie is preloaded (see genie_service.h).
+ *
+ * A cycle takes every submitted request, waits genie.batch_window for
+ * more when the previous cycle saw several (so an idle service answers at
+ * once), then handles loads, groups the searches by index version, engine
+ * and k, runs one engine search per group over the concatenated queries,
+ * and hands each backend the slice of the answers that is its own.  While
+ * a cycle runs, new requests queue up: under load every cycle is a batch.
+ *
+ * The worker keeps each index version's main postings once (host memory,
+ * LRU within genie.cache_size) and its engines (a GPU copy, LRU within
+ * genie.device_memory_limit when set).  It never raises an error for a
+ * request: engine failures go back to the backend in the answer.  A GPU
+ * error (not out-of-memory) leaves the CUDA context in doubt, so the
+ * worker answers and then exits, and the postmaster starts a fresh one.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "service/genie_service.h"
+#include "worker/genie_worker_internal.h"
+
+PGDLLEXPORT void genie_service_main(Datum arg);
+
+static ServiceState state;
+
+/* ---- the slots ---- */
+
+/* At exit: no backend waits for an answer that will not come. */
+static void
+service_exit(int code, Datum arg)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	Latch	   *wake[64];
+	int			n_wake = 0;
+
+	/*
+	 * The runner thread may be inside an engine: exit's teardown must not
+	 * pull the CUDA runtime from under it.  Its engine polls ProcDiePending;
+	 * other exits wait for its batch, at most a few seconds.
+	 */
+	for (int i = 0; i < 50000 && !genie_runner_done(&state.runner); i++)
+		pg_usleep(100);
+	LWLockReleaseAll();
+	SpinLockAcquire(&sh->mutex);
+	sh->ready = false;
+	sh->generation++;
+	sh->pid = 0;
+	sh->latch = NULL;
+	for (int i = 0; i < sh->n_slots; i++)
+	{
+		GenieServiceSlot *slot = &sh->slots[i];
+
+		if (slot->state == GENIE_SLOT_SUBMITTED || slot->state == GENIE_SLOT_TAKEN)
+		{
+			slot->state = GENIE_SLOT_FAILED;
+			if (slot->latch != NULL && n_wake < lengthof(wake))
+				wake[n_wake++] = slot->latch;
+		}
+		else if (slot->state == GENIE_SLOT_WITHDRAWN)
+			slot->state = GENIE_SLOT_FREE;
+		slot->busy = false;
+	}
+	SpinLockRelease(&sh->mutex);
+	/* the rest notice the new generation within their 100 ms poll */
+	for (int i = 0; i < n_wake; i++)
+		SetLatch(wake[i]);
+
+	LWLockAcquire(sh->stats_lock, LW_EXCLUSIVE);
+	sh->n_stats = 0;
+	LWLockRelease(sh->stats_lock);
+}
+
+/* The segment a slot's request is in, mapped by this process. */
+static char *
+map_segment(int slot, dsm_handle handle, Size *size)
+{
+	if (state.mapped[slot] != NULL && state.mapped_handle[slot] != handle)
+	{
+		dsm_detach(state.mapped[slot]);
+		state.mapped[slot] = NULL;
+	}
+	if (state.mapped[slot] == NULL)
+	{
+		state.mapped[slot] = dsm_attach(handle);
+		if (state.mapped[slot] == NULL)
+			return NULL;
+		dsm_pin_mapping(state.mapped[slot]);
+		state.mapped_handle[slot] = handle;
+	}
+	*size = dsm_segment_map_length(state.mapped[slot]);
+	return dsm_segment_address(state.mapped[slot]);
+}
+
+/* Drops the mappings of segments that their backends replaced or left. */
+static void
+unmap_stale_segments(void)
+{
+	GenieServiceShared *sh = genie_service_shared;
+
+	for (int i = 0; i < sh->n_slots; i++)
+	{
+		dsm_handle	current;
+
+		if (state.mapped[i] == NULL)
+			continue;
+		SpinLockAcquire(&sh->mutex);
+		current = sh->slots[i].segment;
+		SpinLockRelease(&sh->mutex);
+		if (current != state.mapped_handle[i])
+		{
+			dsm_detach(state.mapped[i]);
+			state.mapped[i] = NULL;
+		}
+	}
+}
+
+/*
+ * Takes every submitted request and copies it out of its segment into b.
+ * Returns how many were added.
+ */
+static int
+collect(CycleBatch *b)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	int			taken = 0;
+	TimestampTz now = GetCurrentTimestamp();
+
+	SpinLockAcquire(&sh->mutex);
+	for (int i = 0; i < sh->n_slots; i++)
+	{
+		GenieServiceSlot *slot = &sh->slots[i];
+		TakenRequest *t;
+
+		if (slot->state != GENIE_SLOT_SUBMITTED)
+			continue;
+		slot->state = GENIE_SLOT_TAKEN;
+		slot->busy = true;
+
+		/*
+		 * A slot taken again before the batch starts withdrew its earlier
+		 * request (a new one bumped seq): that entry is stale, reuse it.
+		 */
+		if (b->slot_entry[i] >= 0)
+			t = &b->taken[b->slot_entry[i]];
+		else
+		{
+			b->slot_entry[i] = b->n_taken;
+			t = &b->taken[b->n_taken++];
+		}
+		memset(t, 0, sizeof(*t));
+		t->fresh = true;
+		taken++;
+		t->slot = i;
+		t->seq = slot->seq;
+		t->segment = slot->segment;
+		t->submitted_at = slot->submitted_at;
+	}
+	SpinLockRelease(&sh->mutex);
+
+	for (int j = 0; j < b->n_taken; j++)
+	{
+		TakenRequest *t = &b->taken[j];
+		Size		size;
+		char	   *base = map_segment(t->slot, t->segment, &size);
+		Size		header = GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
+
+		if (!t->fresh)
+			continue;			/* copied by an earlier call */
+		t->fresh = false;
+		t->queue_wait_ms = (double) (now - t->submitted_at) / 1000.0;
+		if (base == NULL || size < header)
+			t->broken = true;
+		else
+		{
+			memcpy(&t->req, base, sizeof(GenieRequest));
+			if (t->req.response_offset < header ||
+				t->req.response_offset + t->req.response_capacity > size)
+				t->broken = true;
+			else
+			{
+				t->payload_size = t->req.response_offset - header;
+				t->payload = MemoryContextAllocHuge(b->cxt, Max(t->payload_size, 1));
+				memcpy(t->payload, base + header, t->payload_size);
+			}
+		}
+		SpinLockAcquire(&sh->mutex);
+		sh->slots[t->slot].busy = false;
+		SpinLockRelease(&sh->mutex);
+	}
+	return taken;
+}
+
+static void
+reset_batch(CycleBatch *b)
+{
+	MemoryContextReset(b->cxt);
+	for (int i = 0; i < b->n_taken; i++)
+		b->slot_entry[b->taken[i].slot] = -1;
+	b->n_taken = 0;
+	b->jobs = NULL;
+	b->n_jobs = 0;
+}
+
+/* ---- the loop ---- */
+
+/* Hands b's searches to the runner (b is then in flight), or is done with b. */
+static void
+start(CycleBatch *b)
+{
+	if (genie_worker_start_batch(&state, b))
+	{
+		state.in_flight = b;
+		state.cur ^= 1;
+	}
+	else
+		reset_batch(b);
+}
+
+static void
+probe_devices(void)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	genie_device_info devices[16];
+	size_t		n = 0;
+	genie_error err;
+	genie_build_info build;
+	bool		usable = false;
+	char		reason[128] = "";
+
+	genie_get_build_info(&build);
+	if (!build.with_cuda)
+		strlcpy(reason, "genie was built without CUDA", sizeof(reason));
+	else if (genie_list_devices(devices, lengthof(devices), &n, &err) != GENIE_OK)
+		strlcpy(reason, err.message, sizeof(reason));
+	else
+	{
+		strlcpy(reason, "no usable GPU was found", sizeof(reason));
+		for (size_t i = 0; i < n; i++)
+		{
+			if (devices[i].kind == GENIE_DEVICE_GPU && devices[i].usable)
+			{
+				usable = true;
+				state.device_bytes_total = (int64) devices[i].memory_bytes;
+				break;
+			}
+		}
+	}
+	state.gpu_usable = usable;
+	SpinLockAcquire(&sh->mutex);
+	sh->gpu_usable = usable;
+	strlcpy(sh->gpu_reason, usable ? "" : reason, sizeof(sh->gpu_reason));
+	SpinLockRelease(&sh->mutex);
+}
+
+void
+genie_service_main(Datum arg)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	int			last_batch = 0;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	/* no database: a connection only to appear in pg_stat_activity */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("genie service");
+
+	memset(&state, 0, sizeof(state));
+	state.top_cxt = AllocSetContextCreate(TopMemoryContext, "genie service",
+										  ALLOCSET_DEFAULT_SIZES);
+	for (int i = 0; i < 2; i++)
+	{
+		state.batches[i].cxt = AllocSetContextCreate(state.top_cxt, "genie service batch",
+													 ALLOCSET_DEFAULT_SIZES);
+		state.batches[i].taken = MemoryContextAllocZero(state.top_cxt,
+														sizeof(TakenRequest) * sh->n_slots);
+		state.batches[i].slot_entry = MemoryContextAlloc(state.top_cxt, sizeof(int) * sh->n_slots);
+		for (int j = 0; j < sh->n_slots; j++)
+			state.batches[i].slot_entry[j] = -1;
+	}
+	state.mapped = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_segment *) * sh->n_slots);
+	state.mapped_handle = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_handle) * sh->n_slots);
+	probe_devices();
+
+	before_shmem_exit(service_exit, (Datum) 0);
+	SpinLockAcquire(&sh->mutex);
+	sh->generation++;
+	sh->pid = MyProcPid;
+	sh->latch = MyLatch;
+	sh->ready = true;
+	SpinLockRelease(&sh->mutex);
+	ereport(LOG, (errmsg("genie service started: %s",
+						 state.gpu_usable ? "searches run on the GPU or the CPU engine"
+						 : "no usable GPU; searches run on the CPU engine")));
+
+	genie_runner_init(&state.runner, MyLatch);
+
+	for (;;)
+	{
+		CycleBatch *b = &state.batches[state.cur];
+		CycleBatch *done;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		/*
+		 * A GPU error in a verification or a scan of stored strings, with
+		 * no search in flight (whose answers end with the same exit): exit
+		 * for a fresh device context.  Those requests were answered.
+		 */
+		if (state.device_failed && state.in_flight == NULL)
+		{
+			genie_worker_publish_stats(&state);
+			ereport(LOG,
+					(errmsg("genie service: a GPU error; the service restarts with a fresh device context")));
+			proc_exit(1);
+		}
+		(void) collect(b);
+
+		if (state.in_flight != NULL)
+		{
+			if (!genie_runner_done(&state.runner))
+			{
+				/* the runner sets the latch when done; new requests set it too */
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 1L, PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+				continue;
+			}
+			/* the next batch goes to the runner before the last one is answered */
+			done = state.in_flight;
+			state.in_flight = NULL;
+			if (b->n_taken > 0)
+			{
+				last_batch = b->n_taken;
+				start(b);
+			}
+			genie_worker_finish_batch(&state, done);
+			reset_batch(done);
+			genie_worker_publish_stats(&state);
+			continue;
+		}
+
+		if (b->n_taken == 0)
+		{
+			last_batch = 0;
+			unmap_stale_segments();
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 1000L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			continue;
+		}
+		/* queries keep arriving: give the others a moment to join the batch */
+		if (last_batch > 1 && genie_batch_window_ms > 0)
+		{
+			pg_usleep((long) (genie_batch_window_ms * 1000.0));
+			(void) collect(b);
+		}
+		last_batch = b->n_taken;
+		start(b);
+		genie_worker_publish_stats(&state);
+	}
+}

@@ -1,0 +1,404 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_service_engines.c
+ *	  The genie service worker's answers to backends, the index versions and
+ *	  engines it holds (LRU within genie.cache_size and
+ *	  genie.device_memory_limit; a version the runner thread is searching
+ *	  is never evicted), and the index versions handed over to it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "search/genie_cache.h"
+#include "search/genie_search.h"
+#include "worker/genie_worker_internal.h"
+
+/* ---- answers ---- */
+
+static char *
+begin_reply(ServiceState *st, TakenRequest *t)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	GenieServiceSlot *slot = &sh->slots[t->slot];
+	bool		ours;
+
+	if (t->replied)
+		return NULL;
+	SpinLockAcquire(&sh->mutex);
+	ours = slot->seq == t->seq && slot->state == GENIE_SLOT_TAKEN;
+	if (ours)
+		slot->busy = true;
+	else if (slot->seq == t->seq && slot->state == GENIE_SLOT_WITHDRAWN)
+		slot->state = GENIE_SLOT_FREE;
+	SpinLockRelease(&sh->mutex);
+	if (!ours)
+	{
+		t->replied = true;
+		return NULL;
+	}
+	return (char *) dsm_segment_address(st->mapped[t->slot]) + t->req.response_offset;
+}
+
+void
+genie_worker_end_reply(TakenRequest *t, GenieSlotState final)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	GenieServiceSlot *slot = &sh->slots[t->slot];
+	Latch	   *latch = NULL;
+
+	SpinLockAcquire(&sh->mutex);
+	slot->busy = false;
+	if (slot->seq == t->seq)
+	{
+		slot->state = final;
+		latch = slot->latch;
+	}
+	SpinLockRelease(&sh->mutex);
+	t->replied = true;
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+/* A request whose segment could not be read: the backend searches in-process. */
+void
+genie_worker_fail_request(TakenRequest *t)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	GenieServiceSlot *slot = &sh->slots[t->slot];
+	Latch	   *latch = NULL;
+
+	SpinLockAcquire(&sh->mutex);
+	if (slot->seq == t->seq && slot->state == GENIE_SLOT_TAKEN)
+	{
+		slot->state = GENIE_SLOT_FAILED;
+		latch = slot->latch;
+	}
+	else if (slot->seq == t->seq && slot->state == GENIE_SLOT_WITHDRAWN)
+		slot->state = GENIE_SLOT_FREE;
+	SpinLockRelease(&sh->mutex);
+	t->replied = true;
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+/* Starts an answer: the response header, zeroed; NULL when the backend withdrew. */
+GenieResponse *
+genie_worker_begin_response(ServiceState *st, TakenRequest *t, GenieServiceOutcome outcome,
+							const genie_error *err)
+{
+	GenieResponse *resp;
+
+	if (t->req.response_capacity < sizeof(GenieResponse))
+	{
+		genie_worker_fail_request(t);
+		return NULL;
+	}
+	resp = (GenieResponse *) begin_reply(st, t);
+	if (resp == NULL)
+		return NULL;
+	memset(resp, 0, sizeof(GenieResponse));
+	resp->outcome = outcome;
+	if (err != NULL)
+	{
+		resp->status = err->status;
+		strlcpy(resp->message, err->message, sizeof(resp->message));
+	}
+	return resp;
+}
+
+void
+genie_worker_reply_outcome(ServiceState *st, TakenRequest *t, GenieServiceOutcome outcome,
+						   const genie_error *err)
+{
+	if (genie_worker_begin_response(st, t, outcome, err) != NULL)
+		genie_worker_end_reply(t, GENIE_SLOT_DONE);
+}
+
+void
+genie_worker_reply_error(ServiceState *st, TakenRequest *t, genie_status status,
+						 const char *message)
+{
+	genie_error err;
+
+	err.status = status;
+	strlcpy(err.message, message, sizeof(err.message));
+	genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
+}
+
+/* The engines' cancel callback: stop when every backend of the call withdrew. */
+static int
+group_cancelled(void *arg)
+{
+	const CancelGroup *g = (const CancelGroup *) arg;
+	volatile GenieServiceSlot *slots = genie_service_shared->slots;
+
+	if (ProcDiePending)
+		return 1;
+	if (g->n == 0)
+		return 0;				/* an upload: no backend to withdraw */
+	for (int i = 0; i < g->n; i++)
+	{
+		const TakenRequest *t = g->members[i];
+
+		if (slots[t->slot].seq == t->seq && slots[t->slot].state == GENIE_SLOT_TAKEN)
+			return 0;
+	}
+	return 1;
+}
+
+void
+genie_worker_engine_options(genie_engine_kind kind, CancelGroup *group,
+							genie_engine_options *options)
+{
+	genie_search_engine_options(kind, group_cancelled, group, options);
+}
+
+genie_status
+genie_worker_resolve_kind(ServiceState *st, int device, genie_engine_kind *kind, genie_error *err)
+{
+	switch (device)
+	{
+		case GENIE_DEVICE_SETTING_CPU:
+			*kind = GENIE_ENGINE_CPU;
+			return GENIE_OK;
+		case GENIE_DEVICE_SETTING_GPU:
+			*kind = GENIE_ENGINE_GPU;
+			if (st->gpu_usable)
+				return GENIE_OK;
+			err->status = GENIE_DEVICE_UNAVAILABLE;
+			snprintf(err->message, sizeof(err->message), "the genie service has no usable GPU: %s",
+					 genie_service_shared->gpu_reason);
+			return GENIE_DEVICE_UNAVAILABLE;
+		default:
+			*kind = st->gpu_usable ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
+			return GENIE_OK;
+	}
+}
+
+/* ---- the versions held ---- */
+
+ServedIndex *
+genie_worker_find_served(ServiceState *st, const GenieServiceKey *key)
+{
+	for (int i = 0; i < st->n_served; i++)
+		if (genie_service_keys_equal(&st->served[i]->key, key))
+			return st->served[i];
+	return NULL;
+}
+
+static void
+drop_engine(ServedIndex *s, genie_engine_kind kind)
+{
+	genie_engine_free(s->engines[kind]);	/* device memory included */
+	s->engines[kind] = NULL;
+	s->stats[kind].resident = false;
+	s->stats[kind].device_bytes = 0;
+}
+
+static void
+free_served(ServedIndex *s)
+{
+	drop_engine(s, GENIE_ENGINE_CPU);
+	drop_engine(s, GENIE_ENGINE_GPU);
+	genie_index_free(s->index);
+	free(s);
+}
+
+int64
+genie_worker_host_bytes(ServiceState *st)
+{
+	int64		total = 0;
+
+	for (int i = 0; i < st->n_served; i++)
+		total += st->served[i]->host_bytes;
+	for (int i = 0; i < st->n_values; i++)
+		total += st->values[i]->host_bytes;
+	return total;
+}
+
+void
+genie_worker_free_values(ServedValues *s)
+{
+	/* their GPU copies included */
+	genie_strings_free(s->strings);
+	genie_vectors_free(s->vectors);
+	free(s);
+}
+
+void
+genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index, ServedValues *keep_values,
+						bool room_index, bool room_values)
+{
+	int64		budget = (int64) genie_cache_size_mb * 1024 * 1024;
+
+	for (;;)
+	{
+		bool		over = genie_worker_host_bytes(st) > budget;
+		bool		full_index = room_index && st->n_served == GENIE_SERVICE_MAX_SERVED;
+		bool		full_values = room_values && st->n_values == GENIE_SERVICE_MAX_SERVED;
+		int			vi = -1;
+		int			vs = -1;
+
+		if (!over && !full_index && !full_values)
+			return;
+		/* within the budget, only a table that must take one more gives way */
+		if (over || full_index)
+			for (int i = 0; i < st->n_served; i++)
+				if (st->served[i] != keep_index && st->served[i]->busy == 0 &&
+					(vi < 0 || st->served[i]->last_used < st->served[vi]->last_used))
+					vi = i;
+		if (over || full_values)
+			for (int i = 0; i < st->n_values; i++)
+				if (st->values[i] != keep_values &&
+					(vs < 0 || st->values[i]->last_used < st->values[vs]->last_used))
+					vs = i;
+		if (vi >= 0 && (vs < 0 || st->served[vi]->last_used <= st->values[vs]->last_used))
+		{
+			free_served(st->served[vi]);
+			st->served[vi] = st->served[--st->n_served];
+		}
+		else if (vs >= 0)
+		{
+			genie_worker_free_values(st->values[vs]);
+			st->values[vs] = st->values[--st->n_values];
+		}
+		else
+			return;
+	}
+}
+
+/* Drops least recently used GPU copies (not keep's) until bytes more fit the limit. */
+static void
+evict_device(ServiceState *st, ServedIndex *keep, int64 bytes)
+{
+	int64		limit = (int64) genie_device_memory_limit_mb * 1024 * 1024;
+
+	for (;;)
+	{
+		int64		used = 0;
+		ServedIndex *victim = NULL;
+
+		for (int i = 0; i < st->n_served; i++)
+		{
+			ServedIndex *s = st->served[i];
+
+			if (s->engines[GENIE_ENGINE_GPU] == NULL)
+				continue;
+			used += s->stats[GENIE_ENGINE_GPU].device_bytes;
+			if (s != keep && s->busy == 0 && (victim == NULL || s->last_used < victim->last_used))
+				victim = s;
+		}
+		if ((limit == 0 || used + bytes <= limit) || victim == NULL)
+			return;
+		drop_engine(victim, GENIE_ENGINE_GPU);
+	}
+}
+
+/*
+ * The engine of kind holding s, made when missing.  A GPU out of memory at
+ * upload drops the other GPU copies and tries once more.
+ */
+genie_status
+genie_worker_ensure_engine(ServiceState *st, ServedIndex *s, genie_engine_kind kind,
+						   genie_error *err)
+{
+	genie_engine_options options;
+	genie_status status;
+
+	if (s->engines[kind] != NULL)
+		return GENIE_OK;
+	if (kind == GENIE_ENGINE_GPU)
+		evict_device(st, s, s->host_bytes);
+	genie_worker_engine_options(kind, &s->cancel[kind], &options);
+	for (int attempt = 0; attempt < 2; attempt++)
+	{
+		genie_engine *engine = NULL;
+
+		status = genie_engine_create(kind, &options, &engine, err);
+		if (status == GENIE_OK)
+			status = genie_engine_upload(engine, s->index, err);
+		if (status == GENIE_OK)
+		{
+			s->engines[kind] = engine;
+			s->stats[kind].resident = true;
+			s->stats[kind].loads++;
+			/* the device copy is about the host copy's size */
+			s->stats[kind].device_bytes = kind == GENIE_ENGINE_GPU ? s->host_bytes : 0;
+			return GENIE_OK;
+		}
+		genie_engine_free(engine);
+		if (status != GENIE_DEVICE_OUT_OF_MEMORY || kind != GENIE_ENGINE_GPU)
+			break;
+		evict_device(st, s, INT64_MAX / 2);
+	}
+	return status;
+}
+
+/* ---- a version handed over (the hand-over itself: genie_service_loads.c) ---- */
+
+void
+genie_worker_finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
+{
+	const GenieServiceKey *key = &load->key;
+	int32	   *keywords = (int32 *) load->buffer;
+	/* keywords | keyword_offsets | postings, keywords padded to 8 bytes */
+	int64	   *offsets = (int64 *) (load->buffer + TYPEALIGN(8, sizeof(int32) * key->n_keywords));
+	int32	   *postings = (int32 *) ((char *) offsets + sizeof(int64) * (key->n_keywords + 1));
+	genie_index_options options;
+	genie_error err;
+	ServedIndex *s = calloc(1, sizeof(ServedIndex));
+	GenieResponse *resp;
+
+	if (s == NULL)
+	{
+		genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY, "the genie service is out of host memory");
+		return;
+	}
+	memset(&options, 0, sizeof(options));
+	options.split_length = load->split_length;
+	if (genie_index_create_from_postings(key->n_main_objects, key->n_keywords, keywords,
+										 offsets, postings, &options, &s->index,
+										 &err) != GENIE_OK)
+	{
+		free(s);
+		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
+		return;
+	}
+	s->key = *key;
+	s->index_oid = load->index_oid;
+	s->host_bytes = (int64) genie_index_memory_bytes(s->index);
+	s->last_used = ++st->clock;
+	for (int e = 0; e < 2; e++)
+	{
+		s->stats[e].key = *key;
+		s->stats[e].index_oid = load->index_oid;
+		s->stats[e].engine = (genie_engine_kind) e;
+		s->stats[e].host_bytes = s->host_bytes;
+	}
+	/* room in the table first; every version held may be in use */
+	genie_worker_evict_host(st, NULL, NULL, true, false);
+	if (st->n_served == GENIE_SERVICE_MAX_SERVED)
+	{
+		free_served(s);
+		genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY,
+								 "the genie service holds as many index versions as it can, all in use");
+		return;
+	}
+	st->served[st->n_served++] = s;
+	genie_worker_evict_host(st, s, NULL, false, false);
+
+	resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
+	if (resp != NULL)
+	{
+		resp->resident = true;
+		genie_worker_end_reply(t, GENIE_SLOT_DONE);
+	}
+}
+

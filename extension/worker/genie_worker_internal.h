@@ -1,0 +1,254 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_service_worker.h
+ *	  The genie service worker's own state, shared by its loop
+ *	  (genie_service_worker.c) and its engines (genie_service_engines.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GENIE_SERVICE_WORKER_H
+#define GENIE_SERVICE_WORKER_H
+
+#include "service/genie_service.h"
+
+/* a request taken in this cycle, copied out of its segment */
+typedef struct TakenRequest
+{
+	int			slot;
+	uint64		seq;
+	dsm_handle	segment;
+	TimestampTz submitted_at;
+	double		queue_wait_ms;
+	bool		broken;			/* its segment could not be read: it gets FAILED */
+	bool		fresh;			/* taken, not yet copied out of its segment */
+	bool		replied;
+	GenieRequest req;
+	char	   *payload;
+	Size		payload_size;
+} TakenRequest;
+
+/* the requests one engine call serves, for the engines' cancel callback */
+typedef struct CancelGroup
+{
+	TakenRequest **members;
+	int			n;
+} CancelGroup;
+
+/* one index version the worker holds */
+typedef struct ServedIndex
+{
+	GenieServiceKey key;
+	Oid			index_oid;
+	genie_index *index;			/* main postings, host copy */
+	int64		host_bytes;
+	genie_engine *engines[2];	/* by genie_engine_kind: CPU, GPU */
+	/* what each engine's cancel callback reads: set before every search */
+	CancelGroup cancel[2];
+	int			busy;			/* searches of it handed to the runner */
+	uint64		last_used;
+	GenieServiceIndexStats stats[2];
+} ServedIndex;
+
+/*
+ * One engine search for a group of requests of one version, engine and k,
+ * over their queries concatenated; the runner thread fills in the outcome.
+ */
+typedef struct SearchJob
+{
+	ServedIndex *served;
+	genie_engine_kind kind;
+	int32		k;
+	TakenRequest **members;
+	int			n_members;
+	genie_query_batch *parts;	/* each member's own batch */
+	genie_query_batch batch;
+	bool		device_fallback;	/* an auto request that ran out of device memory */
+	bool		runnable;		/* its engine is there: the runner searches */
+	/* outcome */
+	genie_status status;
+	genie_error err;
+	genie_results *results;
+	double		engine_ms;
+} SearchJob;
+
+/* The requests of one cycle, and the searches made of them. */
+typedef struct CycleBatch
+{
+	MemoryContext cxt;
+	TakenRequest *taken;		/* at most one per slot */
+	int			n_taken;
+	int		   *slot_entry;		/* by slot: its entry in taken, or -1 */
+	SearchJob **jobs;
+	int			n_jobs;
+} CycleBatch;
+
+/* The thread that runs a batch's engine searches (genie_service_runner.c). */
+typedef struct GenieRunner
+{
+	void	   *thread;			/* pthread_t, when started */
+	Latch	   *latch;			/* set when a batch is done */
+	SearchJob **jobs;
+	int			n_jobs;
+	volatile bool busy;
+} GenieRunner;
+
+/*
+ * The main objects' stored values of one index version: their strings
+ * (genie_ngram_ops with store_strings) or their vectors (genie_vector_ops),
+ * one of the two; the GPU copy is made by the first GPU scan.
+ */
+typedef struct ServedValues
+{
+	GenieServiceKey key;
+	Oid			index_oid;
+	genie_strings *strings;
+	genie_vectors *vectors;
+	int64		host_bytes;
+	uint64		last_used;
+	GenieServiceIndexStats stats[2];	/* by the engine that scanned */
+} ServedValues;
+
+/* a version (its postings, or with values its stored values) handed over in pieces */
+typedef struct PendingLoad
+{
+	GenieServiceKey key;
+	bool		values;
+	int32		vector_dim;		/* values: 0 for strings, else the vectors' dimension */
+	Oid			index_oid;
+	int			slot;
+	int			pid;
+	int32		split_length;
+	char	   *buffer;
+	Size		total;
+	Size		received;
+	TimestampTz last_piece;
+} PendingLoad;
+
+#define GENIE_SERVICE_MAX_SERVED 64
+#define GENIE_SERVICE_MAX_LOADS 8
+
+typedef struct ServiceState
+{
+	MemoryContext top_cxt;
+	dsm_segment **mapped;		/* by slot */
+	dsm_handle *mapped_handle;
+
+	/*
+	 * Requests are collected into batches[cur] while the runner searches
+	 * in_flight (the other one): a batch's engine work overlaps the next
+	 * one's collection and the previous one's answers.
+	 */
+	CycleBatch	batches[2];
+	int			cur;
+	CycleBatch *in_flight;
+	GenieRunner runner;
+	bool		gpu_usable;
+	int64		device_bytes_total;
+	bool		device_failed;	/* a GPU error: exit after this cycle */
+	uint64		clock;
+	ServedIndex *served[GENIE_SERVICE_MAX_SERVED];
+	int			n_served;
+	ServedValues *values[GENIE_SERVICE_MAX_SERVED];
+	int			n_values;
+	PendingLoad loads[GENIE_SERVICE_MAX_LOADS];
+	int			n_loads;
+} ServiceState;
+
+/* genie_service_engines.c: answers */
+extern GenieResponse *genie_worker_begin_response(ServiceState *st, TakenRequest *t,
+												  GenieServiceOutcome outcome,
+												  const genie_error *err);
+extern void genie_worker_end_reply(TakenRequest *t, GenieSlotState final);
+extern void genie_worker_fail_request(TakenRequest *t);
+extern void genie_worker_reply_outcome(ServiceState *st, TakenRequest *t,
+									   GenieServiceOutcome outcome, const genie_error *err);
+extern void genie_worker_reply_error(ServiceState *st, TakenRequest *t, genie_status status,
+									 const char *message);
+/* genie_service_engines.c: versions, engines, loads */
+extern void genie_worker_engine_options(genie_engine_kind kind, CancelGroup *group,
+										genie_engine_options *options);
+extern ServedIndex *genie_worker_find_served(ServiceState *st, const GenieServiceKey *key);
+extern genie_status genie_worker_ensure_engine(ServiceState *st, ServedIndex *s,
+											   genie_engine_kind kind, genie_error *err);
+/* A version's main postings handed over: the version served from now on. */
+extern void genie_worker_finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
+extern genie_status genie_worker_resolve_kind(ServiceState *st, int device, genie_engine_kind *kind,
+											  genie_error *err);
+
+/* genie_service_loads.c: versions handed over in pieces */
+extern void genie_worker_handle_load(ServiceState *st, TakenRequest *t);
+/* Drops the hand-over a slot left unfinished (it went on to other requests). */
+extern void genie_worker_forget_loads(ServiceState *st, int slot);
+
+/* Host bytes of every version held, postings and strings. */
+extern int64 genie_worker_host_bytes(ServiceState *st);
+
+/*
+ * Evicts the least recently used versions held, postings or stored strings
+ * alike, while they pass genie.cache_size or a table that must take one
+ * more (room_index, room_values) is full; never keep_index or keep_values,
+ * nor postings a search in flight uses.
+ */
+extern void genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index,
+									ServedValues *keep_values, bool room_index, bool room_values);
+extern void genie_worker_free_values(ServedValues *s);
+
+/*
+ * A kind of stored values and the scans of it: what genie_service_values.c
+ * needs of genie_service_strings.c and genie_service_vectors.c.
+ */
+typedef struct ValuesScanKind
+{
+	const char *malformed;		/* the error of a malformed request */
+	/* whether s holds this kind of values */
+	bool		(*holds) (const ServedValues *s);
+	/* whether t is a well-formed scan request of s (payload, answer's room) */
+	bool		(*well_formed) (const ServedValues *s, TakenRequest *t);
+	/* where the skipped objects' ids (scan_excluded int32) start in t's payload */
+	Size		(*excluded_offset) (TakenRequest *t);
+	/* the engine call's input for the group, palloc'd in the current context */
+	void	   *(*prepare) (ServedValues *s, TakenRequest **group, int n);
+	/* the scan on kind; *found for answered_on, reply and free_found */
+	genie_status (*scan) (ServedValues *s, void *input, genie_engine_kind kind,
+						  const genie_engine_options *options, void **found, genie_error *err);
+	/* member t's answer: its queries from q0 of found */
+	void		(*reply) (ServiceState *st, ServedValues *s, TakenRequest *t, const void *found,
+						  int q0, bool fallback);
+	genie_engine_kind (*answered_on) (const void *found);
+	void		(*free_found) (void *found);
+} ValuesScanKind;
+
+/* genie_service_values.c: the stored values (strings or vectors) of versions */
+/* The values the worker holds of a version, or NULL. */
+extern ServedValues *genie_worker_find_values(ServiceState *st, const GenieServiceKey *key);
+/* Takes s into the table of values held (evicting as needed) and answers the load t. */
+extern void genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequest *t);
+/* The objects request t skips, a flag per main object (palloc'd); NULL when none. */
+extern uint8 *genie_worker_excluded_flags(const ValuesScanKind *vk, TakenRequest *t, int32 n_main);
+/* Answers the cycle's scans of one kind, one engine call per group that can share one. */
+extern void genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n,
+									 const ValuesScanKind *vk);
+
+/* genie_service_strings.c: the stored strings of versions, and edit-distance scans of them */
+extern void genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
+extern const ValuesScanKind genie_worker_string_scans;
+
+/* genie_service_vectors.c: the stored vectors of versions, and exact scans of them */
+extern void genie_worker_finish_vectors_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
+extern const ValuesScanKind genie_worker_vector_scans;
+
+/* genie_service_batch.c: a batch's requests */
+/* Handles loads and verifications, and hands the searches to the runner: false when there were none. */
+extern bool genie_worker_start_batch(ServiceState *st, CycleBatch *b);
+/* Answers the searches of a batch the runner finished; exits after a GPU error. */
+extern void genie_worker_finish_batch(ServiceState *st, CycleBatch *b);
+extern void genie_worker_publish_stats(ServiceState *st);
+
+/* genie_service_runner.c */
+extern void genie_runner_init(GenieRunner *r, Latch *latch);
+/* Runs the jobs on the runner thread (on this one when it cannot start). */
+extern void genie_runner_submit(GenieRunner *r, SearchJob **jobs, int n_jobs);
+extern bool genie_runner_done(GenieRunner *r);
+extern void genie_run_job(SearchJob *job);
+
+#endif							/* GENIE_SERVICE_WORKER_H */

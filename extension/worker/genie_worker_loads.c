@@ -1,0 +1,174 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_service_loads.c
+ *	  Index versions handed over to the genie service worker in pieces: the
+ *	  main postings (genie_service_engines.c makes the served version of
+ *	  them) or the main objects' stored values: strings
+ *	  (genie_service_strings.c) or vectors (genie_service_vectors.c).
+ *	  One backend hands a version over at a time; another that asks meanwhile
+ *	  is told to wait, and a hand-over whose backend went away is dropped.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "storage/spin.h"
+#include "utils/timestamp.h"
+
+#include "worker/genie_worker_internal.h"
+
+/* ---- loads ---- */
+
+/* keywords | keyword_offsets | postings, keywords padded to 8 bytes */
+static Size
+keywords_bytes(const GenieServiceKey *key)
+{
+	return TYPEALIGN(8, sizeof(int32) * key->n_keywords);
+}
+
+static Size
+stream_size(const GenieServiceKey *key)
+{
+	return keywords_bytes(key) + sizeof(int64) * (key->n_keywords + 1) +
+		sizeof(int32) * key->n_postings;
+}
+
+
+static void
+drop_load(ServiceState *st, int i)
+{
+	free(st->loads[i].buffer);
+	st->loads[i] = st->loads[--st->n_loads];
+}
+
+void
+genie_worker_forget_loads(ServiceState *st, int slot)
+{
+	for (int i = st->n_loads - 1; i >= 0; i--)
+		if (st->loads[i].slot == slot)
+			drop_load(st, i);
+}
+
+/*
+ * Whether the backend handing over load i is still at it: its next piece
+ * is waiting (submitted, or taken in this cycle), or its last one came
+ * within a second.  (The worker can spend longer than that on a scan of
+ * stored strings between two pieces; a backend that went on to other
+ * requests dropped its hand-over then, see genie_worker_forget_loads.)
+ */
+static bool
+load_alive(ServiceState *st, PendingLoad *load)
+{
+	GenieServiceSlot *slot = &genie_service_shared->slots[load->slot];
+	int			pid;
+	GenieSlotState state;
+
+	SpinLockAcquire(&genie_service_shared->mutex);
+	pid = slot->pid;
+	state = slot->state;
+	SpinLockRelease(&genie_service_shared->mutex);
+	if (pid != load->pid)
+		return false;
+	return state == GENIE_SLOT_SUBMITTED || state == GENIE_SLOT_TAKEN ||
+		!TimestampDifferenceExceeds(load->last_piece, GetCurrentTimestamp(), 1000);
+}
+
+void
+genie_worker_handle_load(ServiceState *st, TakenRequest *t)
+{
+	GenieRequest *req = &t->req;
+	Size		total = req->load_values ? (Size) req->load_total : stream_size(&req->key);
+	PendingLoad *load = NULL;
+	GenieResponse *resp;
+
+	if (req->load_offset == 0)
+	{
+		if (req->load_values ? genie_worker_find_values(st, &req->key) != NULL
+			: genie_worker_find_served(st, &req->key) != NULL)
+		{
+			resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
+			if (resp != NULL)
+			{
+				resp->resident = true;
+				genie_worker_end_reply(t, GENIE_SLOT_DONE);
+			}
+			return;
+		}
+		for (int i = st->n_loads - 1; i >= 0; i--)
+		{
+			PendingLoad *other = &st->loads[i];
+
+			if (other->slot == t->slot || !load_alive(st, other))
+				drop_load(st, i);
+			else if (other->values == req->load_values &&
+					 genie_service_keys_equal(&other->key, &req->key))
+			{
+				/* someone else is handing it over: the backend waits */
+				genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
+				return;
+			}
+		}
+		if (st->n_loads == GENIE_SERVICE_MAX_LOADS)
+		{
+			genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
+			return;
+		}
+		load = &st->loads[st->n_loads];
+		memset(load, 0, sizeof(*load));
+		load->buffer = malloc(Max(total, 1));
+		if (load->buffer == NULL)
+		{
+			genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY, "the genie service is out of host memory");
+			return;
+		}
+		st->n_loads++;
+		load->key = req->key;
+		load->values = req->load_values;
+		load->vector_dim = req->vector_dim;
+		load->index_oid = req->index_oid;
+		load->slot = t->slot;
+		load->pid = genie_service_shared->slots[t->slot].pid;
+		load->split_length = req->split_length;
+		load->total = total;
+	}
+	else
+	{
+		for (int i = 0; i < st->n_loads; i++)
+			if (st->loads[i].slot == t->slot && st->loads[i].values == req->load_values &&
+				genie_service_keys_equal(&st->loads[i].key, &req->key))
+				load = &st->loads[i];
+		if (load == NULL || load->received != (Size) req->load_offset)
+		{
+			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "the genie service lost an index hand-over");
+			return;
+		}
+	}
+	if (req->load_bytes > t->payload_size || load->received + req->load_bytes > load->total)
+	{
+		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a genie index hand-over does not fit");
+		return;
+	}
+	memcpy(load->buffer + load->received, t->payload, req->load_bytes);
+	load->received += req->load_bytes;
+	load->last_piece = GetCurrentTimestamp();
+	if (load->received == load->total)
+	{
+		PendingLoad done = *load;
+
+		/* off the list first: finish_load may evict, and the buffer is ours */
+		load->buffer = NULL;
+		drop_load(st, (int) (load - st->loads));
+		if (done.values && done.vector_dim > 0)
+			genie_worker_finish_vectors_load(st, &done, t);
+		else if (done.values)
+			genie_worker_finish_strings_load(st, &done, t);
+		else
+			genie_worker_finish_load(st, &done, t);
+		free(done.buffer);
+		return;
+	}
+	resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
+	if (resp != NULL)
+		genie_worker_end_reply(t, GENIE_SLOT_DONE);
+}
+
