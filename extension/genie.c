@@ -16,7 +16,9 @@
 #include <limits.h>
 
 #include "am/genie_am.h"
+#include "search/genie_search_values.h"
 #include "service/genie_service.h"
+#include "storage/genie_pending.h"
 
 PG_MODULE_MAGIC;
 

@@ -26,6 +26,7 @@
 #include "utils/tuplesort.h"
 
 #include "am/genie_am.h"
+#include "storage/genie_content.h"
 
 /* build phases, reported through pg_stat_progress_create_index */
 #define GENIE_PHASE_SCAN		2

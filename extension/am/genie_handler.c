@@ -31,7 +31,7 @@
 #include "utils/syscache.h"
 
 #include "am/genie_am.h"
-#include "types/rows/genie_rows.h"
+#include "types/rows/genie_row_build.h"
 
 PG_FUNCTION_INFO_V1(genie_handler);
 

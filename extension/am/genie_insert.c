@@ -17,6 +17,7 @@
 #include "utils/memutils.h"
 
 #include "am/genie_am.h"
+#include "storage/genie_pending.h"
 
 bool
 genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,

@@ -21,12 +21,12 @@
  * distances and reorders: exactly the k nearest rows for any LIMIT.
  *
  * On an index that stores its strings, ORDER BY col <%> query instead asks
- * for the k' nearest strings by exact edit distance (genie_search_strings)
+ * for the k' nearest strings by exact edit distance (genie_search_values)
  * and returns them in that order with their true distances, k' growing as
  * for counts; the executor's recheck then finds nothing to reorder.
  *
  * ORDER BY v <-> query on a vector index does the same with the k' nearest
- * vectors (genie_search_vectors): exact distances, rechecked for nothing.
+ * vectors (the same VALUES phase): exact distances, rechecked for nothing.
  * With genie.vector_search = lsh the rows of each k' are the LSH candidates
  * re-ranked, so the order across two k' may step back (approximate, and
  * not rechecked); once the candidates run out, the rest of the rows follow
@@ -43,13 +43,13 @@
 #include "utils/memutils.h"
 
 #include "am/genie_am.h"
+#include "search/genie_search_values.h"
 
 int			genie_scan_batch_size = 100;
 
 typedef enum GenieScanPhase
 {
-	GENIE_SCAN_DISTANCES,		/* stored strings by exact edit distance */
-	GENIE_SCAN_VECTORS,			/* stored vectors by distance */
+	GENIE_SCAN_VALUES,			/* stored strings or vectors by exact distance */
 	GENIE_SCAN_HITS,			/* objects with score >= 1, from the engine */
 	GENIE_SCAN_ZEROS,			/* the remaining objects, score 0 */
 	GENIE_SCAN_NULLS,			/* rows whose indexed value is NULL */
@@ -68,11 +68,12 @@ typedef struct GenieScanOpaqueData
 	GenieScanPhase phase;
 	int32		k;				/* current k' */
 	GenieSearchResult result;
-	GenieStringRows strings;	/* the DISTANCES phase's rows */
-	GenieVectorRows vectors;	/* the VECTORS phase's rows */
-	bool		vector_lsh;		/* the VECTORS phase counts LSH keywords */
+	GenieValueBatch values_query;	/* the VALUES phase's query: text or vector */
+	GenieValueRows values;		/* the VALUES phase's rows */
+	bool		vector_lsh;		/* the VALUES phase counts LSH keywords */
 	const char *query_text;		/* the <%> argument as UTF-8, or NULL */
 	int64		query_size;
+	int64		query_text_offsets[2];
 	int64		position;		/* next hit of result (or row of strings) to consider */
 	uint8	   *returned;		/* bitmap over object ids */
 	int32		cursor;			/* next object id for the ZEROS and NULLS phases */
@@ -134,8 +135,8 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 	memset(&so->result, 0, sizeof(so->result));
 	so->query = NULL;
 	so->query_text = NULL;
-	memset(&so->strings, 0, sizeof(so->strings));
-	memset(&so->vectors, 0, sizeof(so->vectors));
+	memset(&so->values_query, 0, sizeof(so->values_query));
+	memset(&so->values, 0, sizeof(so->values));
 	memset(&so->orderby, 0, sizeof(so->orderby));
 	so->returned = NULL;
 	so->matches = NULL;
@@ -192,26 +193,15 @@ search(IndexScanDesc scan, GenieScanOpaque so)
 	MemoryContextSwitchTo(old);
 }
 
-/* The VECTORS phase's next k' rows. */
+/* The VALUES phase's next k' rows. */
 static void
-search_vectors(GenieScanOpaque so)
+search_values(GenieScanOpaque so)
 {
 	MemoryContext old = MemoryContextSwitchTo(so->cxt);
 
-	genie_search_vectors(so->entry, so->orderby.vector, so->vector_lsh ? &so->orderby.query : NULL,
-						 1, so->k, &so->vectors);
-	so->position = 0;
-	MemoryContextSwitchTo(old);
-}
-
-/* The DISTANCES phase's next k' rows. */
-static void
-search_strings(GenieScanOpaque so)
-{
-	MemoryContext old = MemoryContextSwitchTo(so->cxt);
-	int64		offsets[2] = {0, so->query_size};
-
-	genie_search_strings(so->entry, so->query_text, offsets, 1, so->k, &so->strings);
+	genie_value_rows_free(&so->values);
+	genie_search_values(so->entry, &so->values_query, so->vector_lsh ? &so->orderby.query : NULL,
+						so->k, &so->values);
 	so->position = 0;
 	MemoryContextSwitchTo(old);
 }
@@ -252,8 +242,12 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 															  so->orderby.vector_dim);
 			MemoryContextSwitchTo(old);
 		}
-		so->phase = GENIE_SCAN_VECTORS;
-		search_vectors(so);
+		so->values_query.kind = GENIE_VALUES_VECTORS;
+		so->values_query.n = 1;
+		so->values_query.vectors = so->orderby.vector;
+		so->values_query.dim = so->orderby.vector_dim;
+		so->phase = GENIE_SCAN_VALUES;
+		search_values(so);
 		return;
 	}
 	if (so->query == NULL)
@@ -265,8 +259,14 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 	so->k = Min(Max(genie_scan_batch_size, 1), Max(entry->n_objects, 1));
 	if (so->query_text != NULL && entry->values_stored)
 	{
-		so->phase = GENIE_SCAN_DISTANCES;
-		search_strings(so);
+		so->query_text_offsets[0] = 0;
+		so->query_text_offsets[1] = so->query_size;
+		so->values_query.kind = GENIE_VALUES_STRINGS;
+		so->values_query.n = 1;
+		so->values_query.text = so->query_text;
+		so->values_query.text_offsets = so->query_text_offsets;
+		so->phase = GENIE_SCAN_VALUES;
+		search_values(so);
 		return;
 	}
 	so->phase = GENIE_SCAN_HITS;
@@ -341,33 +341,11 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 		CHECK_FOR_INTERRUPTS();
 		switch (so->phase)
 		{
-			case GENIE_SCAN_DISTANCES:
-				while (so->position < so->strings.offsets[1])
+			case GENIE_SCAN_VALUES:
+				while (so->position < so->values.offsets[1])
 				{
-					int32		id = so->strings.objects[so->position];
-					int32		distance = so->strings.distances[so->position];
-
-					so->position++;
-					if (was_returned(so, id))
-						continue;
-					emit_at_distance(scan, so, id, (float8) distance, true);
-					return true;
-				}
-				if (so->strings.offsets[1] < so->k || so->k >= entry->n_objects)
-				{
-					/* every string was returned: then the NULLs */
-					so->phase = GENIE_SCAN_NULLS;
-					so->cursor = 0;
-					break;
-				}
-				so->k = genie_search_wider_k(so->k, entry->n_objects);
-				search_strings(so);
-				break;
-			case GENIE_SCAN_VECTORS:
-				while (so->position < so->vectors.offsets[1])
-				{
-					int32		id = so->vectors.objects[so->position];
-					float8		distance = so->vectors.distances[so->position];
+					int32		id = so->values.objects[so->position];
+					float8		distance = so->values.distances[so->position];
 
 					so->position++;
 					if (was_returned(so, id))
@@ -376,22 +354,22 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 					emit_at_distance(scan, so, id, distance, !so->vector_lsh);
 					return true;
 				}
-				if (so->vectors.offsets[1] < so->k || so->k >= entry->n_objects)
+				if (so->values.offsets[1] < so->k || so->k >= entry->n_objects)
 				{
 					if (so->vector_lsh && so->k < entry->n_objects)
 					{
 						/* the LSH candidates ran out: the rest by exact distance */
 						so->vector_lsh = false;
-						search_vectors(so);
+						search_values(so);
 						break;
 					}
-					/* every vector was returned: then the NULLs */
+					/* every value was returned: then the NULLs */
 					so->phase = GENIE_SCAN_NULLS;
 					so->cursor = 0;
 					break;
 				}
 				so->k = genie_search_wider_k(so->k, entry->n_objects);
-				search_vectors(so);
+				search_values(so);
 				break;
 			case GENIE_SCAN_HITS:
 				{

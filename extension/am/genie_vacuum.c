@@ -19,6 +19,7 @@
 #include "utils/memutils.h"
 
 #include "am/genie_am.h"
+#include "storage/genie_content.h"
 
 /* Flags dead the live entries of one directory page whose TIDs callback reports. */
 static int64

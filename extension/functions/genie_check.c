@@ -40,6 +40,7 @@
 #include "utils/snapmgr.h"
 
 #include "types/genie_type.h"
+#include "storage/genie_content.h"
 
 PG_FUNCTION_INFO_V1(genie_index_check);
 

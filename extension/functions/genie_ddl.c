@@ -33,7 +33,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "types/rows/genie_rows.h"
+#include "types/rows/genie_row_build.h"
+#include "types/rows/genie_row_dictionary.h"
 
 PG_FUNCTION_INFO_V1(genie_alter_table_end);
 

@@ -24,7 +24,7 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
-#include "search/genie_search.h"
+#include "search/genie_search_values.h"
 #include "types/genie_vector.h"
 
 PG_FUNCTION_INFO_V1(genie_knn);
@@ -103,7 +103,8 @@ genie_knn(PG_FUNCTION_ARGS)
 	{
 		GenieIndexType type;
 		GenieQuery **lsh = NULL;
-		GenieVectorRows rows;
+		GenieValueBatch batch = {GENIE_VALUES_VECTORS, nq, NULL, NULL, queries, dim};
+		GenieValueRows rows;
 		ItemPointerData **tids = palloc(sizeof(ItemPointerData *) * nq);
 
 		genie_index_type(index, &type);
@@ -122,8 +123,7 @@ genie_knn(PG_FUNCTION_ARGS)
 			for (int q = 0; q < nq; q++)
 				lsh[q] = type.info->approximate_query(index, queries + (Size) q * dim, dim);
 		}
-		genie_search_vectors_visible(entry, heap, GetActiveSnapshot(), queries, lsh, nq, k, &rows,
-									 tids);
+		genie_search_values_visible(entry, heap, GetActiveSnapshot(), &batch, lsh, k, &rows, tids);
 		for (int q = 0; q < nq; q++)
 		{
 			for (int64 j = rows.offsets[q]; j < rows.offsets[q + 1]; j++)

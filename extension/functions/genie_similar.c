@@ -46,7 +46,7 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
-#include "search/genie_search.h"
+#include "search/genie_search_values.h"
 #include "types/genie_type.h"
 
 PG_FUNCTION_INFO_V1(genie_similar);
@@ -440,7 +440,7 @@ run_rounds(SimilarState *st, SimilarQuery *queries, int nq, int32 k, int32 max_r
 
 /*
  * genie_similar on an index that stores its strings: one exact scan of
- * every stored string per query (genie_search_strings_visible), so every
+ * every stored string per query (genie_search_values_visible), so every
  * row is exact after one round, whatever the typos.
  */
 static void
@@ -449,7 +449,8 @@ similar_by_scan(FunctionCallInfo fcinfo, SimilarState *st, SimilarQuery *queries
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int64	   *offsets = palloc(sizeof(int64) * (nq + 1));
 	char	   *text;
-	GenieStringRows rows;
+	GenieValueBatch batch;
+	GenieValueRows rows;
 	ItemPointerData **tids = palloc(sizeof(ItemPointerData *) * Max(nq, 1));
 
 	offsets[0] = 0;
@@ -458,8 +459,13 @@ similar_by_scan(FunctionCallInfo fcinfo, SimilarState *st, SimilarQuery *queries
 	text = palloc_extended(Max(offsets[nq], 1), MCXT_ALLOC_HUGE);
 	for (int i = 0; i < nq; i++)
 		memcpy(text + offsets[i], queries[i].text, queries[i].size);
-	genie_search_strings_visible(st->entry, st->heap, GetActiveSnapshot(), text, offsets, nq, k,
-								 &rows, tids);
+	memset(&batch, 0, sizeof(batch));
+	batch.kind = GENIE_VALUES_STRINGS;
+	batch.n = nq;
+	batch.text = text;
+	batch.text_offsets = offsets;
+	genie_search_values_visible(st->entry, st->heap, GetActiveSnapshot(), &batch, NULL, k, &rows,
+								tids);
 	for (int q = 0; q < nq; q++)
 		for (int64 j = rows.offsets[q]; j < rows.offsets[q + 1]; j++)
 		{
@@ -468,7 +474,7 @@ similar_by_scan(FunctionCallInfo fcinfo, SimilarState *st, SimilarQuery *queries
 
 			values[0] = Int32GetDatum(q + 1);
 			values[1] = PointerGetDatum(&tids[q][j - rows.offsets[q]]);
-			values[2] = Int32GetDatum(rows.distances[j]);
+			values[2] = Int32GetDatum((int32) rows.distances[j]);	/* a whole number */
 			values[3] = BoolGetDatum(true);
 			values[4] = Int32GetDatum(1);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);

@@ -29,8 +29,8 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-#include "types/rows/genie_rows.h"
 #include "search/genie_search.h"
+#include "types/rows/genie_ranges.h"
 
 PG_FUNCTION_INFO_V1(genie_topk);
 

@@ -25,6 +25,8 @@
 #include "utils/rel.h"
 
 #include "search/genie_cache.h"
+#include "storage/genie_content.h"
+#include "service/genie_service_client.h"
 
 typedef struct CacheSlot
 {
@@ -55,10 +57,8 @@ free_slot(CacheSlot *slot)
 		genie_engine_free(e->pending_engine);
 		genie_index_free(e->main_index);
 		genie_index_free(e->pending_index);
-		genie_strings_free(e->strings);	/* its GPU copy included */
-		genie_strings_free(e->pending_strings);
-		genie_vectors_free(e->vectors);	/* its GPU copy included */
-		genie_vectors_free(e->pending_vectors);
+		genie_value_set_free(&e->values);	/* its GPU copy included */
+		genie_value_set_free(&e->pending_values);
 	}
 	if (slot->cxt != NULL)
 		MemoryContextDelete(slot->cxt);
@@ -238,6 +238,8 @@ load_slot(Relation index)
 		e->n_objects = content.n_objects;
 		e->n_main_objects = content.n_main_objects;
 		e->values_stored = content.values_stored;
+		e->values_kind = content.encoding.kind == GENIE_ENCODING_VECTOR ? GENIE_VALUES_VECTORS
+			: GENIE_VALUES_STRINGS;
 		e->vector_dim = content.vectors.dimensions;
 		e->main_key = key;
 		e->split_length = content.split_length;

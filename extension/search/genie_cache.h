@@ -52,30 +52,27 @@ typedef struct GenieCachedIndex
 	int			engine_setting;
 
 	/*
-	 * The stored values of every object of this version, read when a search
-	 * first needs them, NULL until then: the strings of an index of
-	 * genie_ngram_ops with store_strings (genie_cache_strings, for edit
-	 * distances), the vectors of genie_vector_ops (genie_cache_vectors, of
-	 * vector_dim elements).  Their GPU copies live and die with them.
-	 * excluded, made with the first of them (excluded_ready), says which
-	 * objects a scan must skip, so that a scan does not rebuild it (and the
-	 * GPU can keep its device copy).
+	 * The stored values of every object of this version (values_kind says
+	 * which: the strings of an index of genie_ngram_ops with store_strings,
+	 * or the vectors of genie_vector_ops, of vector_dim elements), read when
+	 * a search first needs them (genie_cache_values.h), NULL until then.
+	 * Their GPU copies live and die with them.  excluded, made with them
+	 * (excluded_ready), says which objects a scan must skip, so that a scan
+	 * does not rebuild it (and the GPU can keep its device copy).
 	 */
 	bool		values_stored;
-	genie_strings *strings;
-	genie_vectors *vectors;
+	GenieValuesKind values_kind;
+	GenieValueSet values;
 	int32		vector_dim;		/* 0: no vector yet */
 	uint8	   *excluded;		/* by object: dead or NULL; NULL when none is */
 	bool		excluded_ready;
 
 	/*
-	 * With the genie service, which holds the main objects' strings or
-	 * vectors: the pending objects' alone (by pending position), and the
-	 * main objects a scan skips (excluded_main_ready says whether it was
-	 * made).
+	 * With the genie service, which holds the main objects' values: the
+	 * pending objects' alone (by pending position), and the main objects a
+	 * scan skips (excluded_main_ready says whether it was made).
 	 */
-	genie_strings *pending_strings;
-	genie_vectors *pending_vectors;
+	GenieValueSet pending_values;
 	int32	   *excluded_main;
 	int32		n_excluded_main;
 	bool		excluded_main_ready;
@@ -106,35 +103,7 @@ extern void genie_cache_load_main(GenieCachedIndex *entry);
  */
 extern GenieServiceOutcome genie_cache_ship_main(GenieCachedIndex *entry, genie_error *err);
 
-/*
- * The entry's stored strings (values_stored must be true), read from the
- * index the first time; the same serialization-failure error as
- * genie_cache_load_main when the index was merged since the entry was read.
- */
-extern genie_strings *genie_cache_strings(GenieCachedIndex *entry);
-
-/*
- * The entry's stored vectors (values_stored and vector_dim > 0), read from
- * the index the first time, with the same error as genie_cache_strings.
- */
-extern genie_vectors *genie_cache_vectors(GenieCachedIndex *entry);
-
-/*
- * For the genie service (genie_cache_values.c): the entry's pending
- * objects' strings alone, read the first time; the ids of the main objects
- * that are dead or NULL (*n of them); and the main objects' strings handed
- * to the service (its outcome: NOT_RESIDENT while another backend hands
- * over the same version).
- */
-extern genie_strings *genie_cache_pending_strings(GenieCachedIndex *entry);
-extern const int32 *genie_cache_excluded_main(GenieCachedIndex *entry, int32 *n);
-extern GenieServiceOutcome genie_cache_ship_strings(GenieCachedIndex *entry, genie_error *err);
-
-/* The same for the stored vectors: the pending objects' alone, and the main objects' handed over. */
-extern genie_vectors *genie_cache_pending_vectors(GenieCachedIndex *entry);
-extern GenieServiceOutcome genie_cache_ship_vectors(GenieCachedIndex *entry, genie_error *err);
-
-/* The service key of an index's content (genie_cache.c). */
+/* The service key of an index's content. */
 extern void genie_cache_make_key(Relation index, const GenieIndexContent *content,
 								 GenieServiceKey *key);
 

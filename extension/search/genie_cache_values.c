@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * genie_cache_values.c
- *	  The stored values of a cached index version: the strings of
- *	  genie_ngram_ops (with store_strings), all of them for a scan in this
- *	  backend or, with the genie service, the pending objects' alone here and
- *	  the main objects' handed to the service; the vectors of
- *	  genie_vector_ops, the same way.
+ *	  The stored values of a cached index version (genie_cache_values.h):
+ *	  the strings of genie_ngram_ops (with store_strings) or the vectors of
+ *	  genie_vector_ops, all of them for a scan in this backend or, with the
+ *	  genie service, the pending objects' alone here and the main objects'
+ *	  handed to the service.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,8 +17,10 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "search/genie_cache.h"
+#include "search/genie_cache_values.h"
 #include "genie_utils.h"
+#include "storage/genie_content.h"
+#include "service/genie_service_client.h"
 
 /*
  * The entry's content read again from the index, with the main objects'
@@ -81,53 +83,107 @@ make_excluded(GenieCachedIndex *entry)
 	entry->excluded_ready = true;
 }
 
-genie_strings *
-genie_cache_strings(GenieCachedIndex *entry)
+/*
+ * Objects [first, first + n) of the entry as a batch of values, from their
+ * stored values data/offsets (indexed from first's): strings as they are
+ * (a NULL one is empty, and excluded), vectors as a matrix of dim floats a
+ * row (a NULL one stays zero, and excluded).  In the current context.
+ */
+static void
+value_batch(GenieCachedIndex *entry, const char *data, const int64 *offsets, int32 first,
+			int32 n, GenieValueBatch *batch)
 {
-	MemoryContext tmpcxt;
-	MemoryContext old;
-	GenieIndexContent content;
-	genie_error err;
+	int32		dim = entry->vector_dim;
+	float	   *matrix;
 
-	if (entry->strings != NULL)
-		return entry->strings;
-	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie strings load context",
-								   ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(tmpcxt);
-	read_entry_values(entry, &content, true);
-	MemoryContextSwitchTo(old);
-	make_excluded(entry);
-	GENIE_CHECK(genie_strings_create(content.value_data, content.value_offsets, entry->n_objects,
-									 &entry->strings, &err),
-				&err, "genie: loading the stored strings");
-	entry->bytes += genie_strings_memory_bytes(entry->strings);
-	MemoryContextDelete(tmpcxt);
-	return entry->strings;
+	memset(batch, 0, sizeof(*batch));
+	batch->kind = entry->values_kind;
+	batch->n = n;
+	if (entry->values_kind == GENIE_VALUES_STRINGS)
+	{
+		/* the offsets of the objects from first count from 0 */
+		Assert(offsets[0] == 0);
+		batch->text = data;
+		batch->text_offsets = offsets;
+		return;
+	}
+	matrix = palloc_extended(sizeof(float) * (Size) Max(n, 1) * dim,
+							 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	for (int32 i = 0; i < n; i++)
+	{
+		int64		size = offsets[i + 1] - offsets[i];
+
+		if (size == 0 && (entry->objects[first + i].flags & GENIE_OBJECT_NULL))
+			continue;
+		if (size != (int64) sizeof(float) * dim)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index \"%s\" stores a vector of %lld bytes where %d dimensions need %d",
+							get_rel_name(entry->index_oid), (long long) size, dim,
+							(int) sizeof(float) * dim),
+					 errhint("REINDEX the index.")));
+		memcpy(matrix + (Size) i * dim, data + offsets[i], size);
+		if ((i & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	batch->vectors = matrix;
+	batch->dim = dim;
 }
 
-genie_strings *
-genie_cache_pending_strings(GenieCachedIndex *entry)
+/* The C API's copy of a batch of values, its bytes counted in the entry. */
+static void
+create_set(GenieCachedIndex *entry, const GenieValueBatch *batch, GenieValueSet *set)
+{
+	genie_error err;
+
+	GENIE_CHECK(genie_value_set_create(batch, set, &err), &err, "genie: loading the stored values");
+	entry->bytes += genie_value_set_host_bytes(set);
+}
+
+/*
+ * Reads the values of the entry's objects (pending: the pending objects'
+ * alone) into set, with a scan's view of them.
+ */
+static void
+load_set(GenieCachedIndex *entry, bool pending, GenieValueSet *set)
 {
 	MemoryContext tmpcxt;
 	MemoryContext old;
 	GenieIndexContent content;
-	genie_error err;
-	int32		n = entry->n_objects - entry->n_main_objects;
+	GenieValueBatch batch;
 
-	if (entry->pending_strings != NULL)
-		return entry->pending_strings;
-	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie strings load context",
+	Assert(entry->values_stored);
+	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie values load context",
 								   ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(tmpcxt);
-	read_entry_values(entry, &content, false);
-	/* the entry's pending objects come first in the pending list */
-	GENIE_CHECK(genie_strings_create(content.pending_value_data, content.pending_value_offsets, n,
-									 &entry->pending_strings, &err),
-				&err, "genie: loading the stored strings");
-	entry->bytes += genie_strings_memory_bytes(entry->pending_strings);
+	read_entry_values(entry, &content, !pending);
+	if (pending)
+		/* the entry's pending objects come first in the pending list */
+		value_batch(entry, content.pending_value_data, content.pending_value_offsets,
+					entry->n_main_objects, entry->n_objects - entry->n_main_objects, &batch);
+	else
+		value_batch(entry, content.value_data, content.value_offsets, 0, entry->n_objects, &batch);
 	MemoryContextSwitchTo(old);
+	if (!pending)
+		make_excluded(entry);
+	create_set(entry, &batch, set);
 	MemoryContextDelete(tmpcxt);
-	return entry->pending_strings;
+}
+
+const GenieValueSet *
+genie_cache_values(GenieCachedIndex *entry)
+{
+	if (!genie_value_set_made(&entry->values))
+		load_set(entry, false, &entry->values);
+	return &entry->values;
+}
+
+const GenieValueSet *
+genie_cache_pending_values(GenieCachedIndex *entry)
+{
+	if (!genie_value_set_made(&entry->pending_values))
+		load_set(entry, true, &entry->pending_values);
+	return &entry->pending_values;
 }
 
 const int32 *
@@ -156,125 +212,19 @@ genie_cache_excluded_main(GenieCachedIndex *entry, int32 *n)
 }
 
 GenieServiceOutcome
-genie_cache_ship_strings(GenieCachedIndex *entry, genie_error *err)
+genie_cache_ship_values(GenieCachedIndex *entry, genie_error *err)
 {
-	MemoryContext tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie strings load context",
+	MemoryContext tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie values load context",
 												 ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(tmpcxt);
 	GenieIndexContent content;
+	GenieValueBatch batch;
 	GenieServiceOutcome outcome;
 
 	read_entry_values(entry, &content, true);
-	/* the main objects' are the first n_main_objects + 1 offsets, from 0 */
-	outcome = genie_service_load_strings(&entry->main_key, entry->index_oid, content.value_data,
-										 content.value_offsets, err);
-	MemoryContextSwitchTo(old);
-	MemoryContextDelete(tmpcxt);
-	return outcome;
-}
-
-/*
- * Objects [first, first + n) of the entry as a matrix of dim floats a row
- * (row i: object first + i), from their stored values data/offsets (indexed
- * from first's); NULL rows stay zero (and excluded).
- */
-static float *
-vector_matrix(GenieCachedIndex *entry, const char *data, const int64 *offsets, int32 first,
-			  int32 n)
-{
-	int32		dim = entry->vector_dim;
-	float	   *matrix = palloc_extended(sizeof(float) * (Size) Max(n, 1) * dim,
-										 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-
-	for (int32 i = 0; i < n; i++)
-	{
-		int64		size = offsets[i + 1] - offsets[i];
-
-		if (size == 0 && (entry->objects[first + i].flags & GENIE_OBJECT_NULL))
-			continue;
-		if (size != (int64) sizeof(float) * dim)
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("genie index \"%s\" stores a vector of %lld bytes where %d dimensions need %d",
-							get_rel_name(entry->index_oid), (long long) size, dim,
-							(int) sizeof(float) * dim),
-					 errhint("REINDEX the index.")));
-		memcpy(matrix + (Size) i * dim, data + offsets[i], size);
-		if ((i & 0xFFFF) == 0)
-			CHECK_FOR_INTERRUPTS();
-	}
-	return matrix;
-}
-
-genie_vectors *
-genie_cache_vectors(GenieCachedIndex *entry)
-{
-	MemoryContext tmpcxt;
-	MemoryContext old;
-	GenieIndexContent content;
-	genie_error err;
-	float	   *matrix;
-
-	if (entry->vectors != NULL)
-		return entry->vectors;
-	Assert(entry->values_stored && entry->vector_dim > 0);
-	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie vectors load context",
-								   ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(tmpcxt);
-	read_entry_values(entry, &content, true);
-	matrix = vector_matrix(entry, content.value_data, content.value_offsets, 0, entry->n_objects);
-	MemoryContextSwitchTo(old);
-	make_excluded(entry);
-	GENIE_CHECK(genie_vectors_create(matrix, entry->n_objects, entry->vector_dim, &entry->vectors, &err),
-				&err, "genie: loading the stored vectors");
-	entry->bytes += genie_vectors_memory_bytes(entry->vectors);
-	MemoryContextDelete(tmpcxt);
-	return entry->vectors;
-}
-
-genie_vectors *
-genie_cache_pending_vectors(GenieCachedIndex *entry)
-{
-	MemoryContext tmpcxt;
-	MemoryContext old;
-	GenieIndexContent content;
-	genie_error err;
-	int32		n = entry->n_objects - entry->n_main_objects;
-	float	   *matrix;
-
-	if (entry->pending_vectors != NULL)
-		return entry->pending_vectors;
-	Assert(entry->values_stored && entry->vector_dim > 0);
-	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie vectors load context",
-								   ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(tmpcxt);
-	read_entry_values(entry, &content, false);
-	/* the entry's pending objects come first in the pending list */
-	matrix = vector_matrix(entry, content.pending_value_data, content.pending_value_offsets,
-						   entry->n_main_objects, n);
-	MemoryContextSwitchTo(old);
-	GENIE_CHECK(genie_vectors_create(matrix, n, entry->vector_dim, &entry->pending_vectors, &err),
-				&err, "genie: loading the stored vectors");
-	entry->bytes += genie_vectors_memory_bytes(entry->pending_vectors);
-	MemoryContextDelete(tmpcxt);
-	return entry->pending_vectors;
-}
-
-GenieServiceOutcome
-genie_cache_ship_vectors(GenieCachedIndex *entry, genie_error *err)
-{
-	MemoryContext tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie vectors load context",
-												 ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(tmpcxt);
-	GenieIndexContent content;
-	GenieServiceOutcome outcome;
-	float	   *matrix;
-
-	read_entry_values(entry, &content, true);
-	/* the main objects' are the first n_main_objects */
-	matrix = vector_matrix(entry, content.value_data, content.value_offsets, 0, entry->n_main_objects);
-	outcome = genie_service_load_vectors(&entry->main_key, entry->index_oid, entry->vector_dim,
-										 matrix, err);
+	/* the main objects' are the first n_main_objects (their offsets from 0) */
+	value_batch(entry, content.value_data, content.value_offsets, 0, entry->n_main_objects, &batch);
+	outcome = genie_service_load_values(&entry->main_key, entry->index_oid, &batch, err);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
 	return outcome;

@@ -42,6 +42,7 @@
 
 #include "search/genie_search.h"
 #include "service/genie_service.h"
+#include "service/genie_service_client.h"
 
 int			genie_device_setting = GENIE_DEVICE_SETTING_AUTO;
 int			genie_device_memory_limit_mb = 0;
@@ -66,6 +67,27 @@ genie_search_engine_options(genie_engine_kind kind, int (*cancel) (void *), void
 		options->memory_budget_bytes = (uint64) genie_device_memory_limit_mb * 1024 * 1024;
 	options->cancel = cancel;
 	options->cancel_arg = cancel_arg;
+}
+
+genie_engine_kind
+genie_search_device(void)
+{
+	/* preloaded, a backend searches in-process only while the service is away */
+	if (genie_service_configured())
+		return GENIE_ENGINE_CPU;
+	return genie_device_setting == GENIE_DEVICE_SETTING_CPU ? GENIE_ENGINE_CPU
+		: genie_device_setting == GENIE_DEVICE_SETTING_GPU ? GENIE_ENGINE_GPU : GENIE_ENGINE_AUTO;
+}
+
+bool
+genie_search_cpu_fallback(genie_status status, const genie_error *err, const char *what)
+{
+	if (status != GENIE_DEVICE_OUT_OF_MEMORY || genie_device_setting == GENIE_DEVICE_SETTING_GPU)
+		return false;
+	ereport(NOTICE,
+			(errmsg("genie: the GPU ran out of memory; this %s runs on the CPU", what),
+			 errdetail("%s", err->message)));
+	return true;
 }
 
 /* The options of an engine of this backend: cancel and statement_timeout stop it. */
@@ -229,9 +251,8 @@ genie_search_note_engine(genie_engine_kind engine, bool device_fallback, const c
 }
 
 bool
-genie_search_values_through_service(GenieCachedIndex *entry, GenieValuesAsk ask,
-									GenieValuesShip ship, void *arg, const char *values,
-									const char *what)
+genie_search_through_service(GenieCachedIndex *entry, GenieServiceAsk ask, GenieServiceShip ship,
+							 void *arg, const char *held, const char *what)
 {
 	int			attempts = 0;
 
@@ -255,16 +276,16 @@ genie_search_values_through_service(GenieCachedIndex *entry, GenieValuesAsk ask,
 		if (outcome == GENIE_SERVICE_UNAVAILABLE)
 			return genie_search_service_away();
 
-		/* NOT_RESIDENT: hand the values over, and ask again */
+		/* NOT_RESIDENT: hand the version over, and ask again */
 		if (++attempts > 3)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("the genie service cannot keep the stored %s of index \"%s\" in memory",
-							values, get_rel_name(entry->index_oid)),
+					 errmsg("the genie service cannot keep %s of index \"%s\" in memory",
+							held, get_rel_name(entry->index_oid)),
 					 errhint("Raise genie.cache_size in the server's configuration.")));
 		outcome = ship(entry, &err);
 		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
-			genie_report_error(&err, psprintf("genie: handing the stored %s to the genie service", values));
+			genie_report_error(&err, psprintf("genie: handing %s to the genie service", held));
 		if (outcome == GENIE_SERVICE_UNAVAILABLE)
 			return genie_search_service_away();
 		if (outcome == GENIE_SERVICE_NOT_RESIDENT)
@@ -279,6 +300,38 @@ genie_search_values_through_service(GenieCachedIndex *entry, GenieValuesAsk ask,
 	}
 }
 
+/* A search of the main postings, as genie_search_through_service asks it. */
+typedef struct PostingsAsk
+{
+	GenieQueryBatch *batch;
+	int32		k;
+	genie_results *out;			/* palloc'd arrays */
+} PostingsAsk;
+
+static GenieServiceOutcome
+ask_postings(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool *device_fallback,
+			 genie_error *err)
+{
+	PostingsAsk *a = arg;
+	genie_results *out = a->out;
+	GenieServiceOutcome outcome;
+
+	outcome = genie_service_search(&entry->main_key, entry->index_oid, genie_device_setting,
+								   &a->batch->batch, a->k, out, engine, device_fallback, err);
+	if (outcome != GENIE_SERVICE_OK)
+	{
+		/* a part may have come back before the rest failed */
+		if (out->query_offsets != NULL)
+			pfree(out->query_offsets);
+		if (out->objects != NULL)
+			pfree(out->objects);
+		if (out->scores != NULL)
+			pfree(out->scores);
+		memset(out, 0, sizeof(*out));
+	}
+	return outcome;
+}
+
 /*
  * The main postings' top k through the genie service, into *out (palloc'd
  * arrays); false when the service is away and the backend should search
@@ -288,47 +341,10 @@ static bool
 search_through_service(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 					   genie_results *out)
 {
-	for (int attempt = 0;; attempt++)
-	{
-		genie_error err;
-		genie_engine_kind engine;
-		bool		device_fallback;
-		GenieServiceOutcome outcome;
+	PostingsAsk ask = {batch, k, out};
 
-		if (!genie_service_ready())
-			return genie_search_service_away();
-		outcome = genie_service_search(&entry->main_key, entry->index_oid, genie_device_setting,
-									   &batch->batch, k, out, &engine, &device_fallback, &err);
-		if (outcome == GENIE_SERVICE_OK)
-		{
-			genie_search_note_engine(engine, device_fallback, "search");
-			return true;
-		}
-		if (out->query_offsets != NULL)
-			pfree(out->query_offsets);
-		if (out->objects != NULL)
-			pfree(out->objects);
-		if (out->scores != NULL)
-			pfree(out->scores);
-		memset(out, 0, sizeof(*out));
-		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
-			genie_report_error(&err, "genie search");
-		if (outcome == GENIE_SERVICE_UNAVAILABLE)
-			return genie_search_service_away();
-
-		/* NOT_RESIDENT: hand the version over, and ask again */
-		if (attempt == 3)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("the genie service cannot keep index \"%s\" in memory",
-							get_rel_name(entry->index_oid)),
-					 errhint("Raise genie.cache_size in the server's configuration.")));
-		outcome = genie_cache_ship_main(entry, &err);
-		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
-			genie_report_error(&err, "genie: handing the index to the genie service");
-		if (outcome == GENIE_SERVICE_UNAVAILABLE)
-			return genie_search_service_away();
-	}
+	return genie_search_through_service(entry, ask_postings, genie_cache_ship_main, &ask,
+										"the postings", "search");
 }
 
 /* ---- searching ---- */
@@ -396,14 +412,8 @@ genie_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 		{
 			status = genie_engine_search(entry->main_engine, &batch->batch, k,
 										 (genie_results **) &main_results, &err);
-			if (status == GENIE_DEVICE_OUT_OF_MEMORY &&
-				genie_device_setting != GENIE_DEVICE_SETTING_GPU)
-			{
-				ereport(NOTICE,
-						(errmsg("genie: the GPU ran out of memory; this search runs on the CPU"),
-						 errdetail("%s", err.message)));
+			if (genie_search_cpu_fallback(status, &err, "search"))
 				status = search_main_on_cpu(entry, batch, k, (genie_results **) &main_results, &err);
-			}
 			if (status != GENIE_OK)
 				genie_report_error(&err, "genie search");
 			main_part = main_results;
@@ -521,64 +531,6 @@ genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, int32 id, Ite
 }
 
 void
-genie_rows_begin(GenieRowCollector *c, int nq, int32 k, Size distance_size, ItemPointerData **tids)
-{
-	c->distance_size = distance_size;
-	c->tids = tids;
-	c->objects = palloc(sizeof(int32 *) * Max(nq, 1));
-	c->distances = palloc(sizeof(char *) * Max(nq, 1));
-	c->counts = palloc0(sizeof(int64) * Max(nq, 1));
-	c->capacity = palloc(sizeof(int64) * Max(nq, 1));
-	for (int q = 0; q < nq; q++)
-	{
-		c->capacity[q] = Max(Min(k, 1024), 1);
-		tids[q] = palloc(sizeof(ItemPointerData) * c->capacity[q]);
-		c->objects[q] = palloc(sizeof(int32) * c->capacity[q]);
-		c->distances[q] = palloc(distance_size * c->capacity[q]);
-	}
-}
-
-void
-genie_rows_add(GenieRowCollector *c, int q, ItemPointer tid, int32 object, const void *distance)
-{
-	int64		n = c->counts[q];
-
-	if (n == c->capacity[q])
-	{
-		c->capacity[q] *= 2;
-		c->tids[q] = repalloc_huge(c->tids[q], sizeof(ItemPointerData) * c->capacity[q]);
-		c->objects[q] = repalloc_huge(c->objects[q], sizeof(int32) * c->capacity[q]);
-		c->distances[q] = repalloc_huge(c->distances[q], c->distance_size * c->capacity[q]);
-	}
-	c->tids[q][n] = *tid;
-	c->objects[q][n] = object;
-	memcpy(c->distances[q] + c->distance_size * n, distance, c->distance_size);
-	c->counts[q] = n + 1;
-}
-
-void
-genie_rows_finish(GenieRowCollector *c, int nq, int64 **offsets, int32 **objects, void **distances)
-{
-	int64		total = 0;
-	char	   *flat;
-
-	for (int q = 0; q < nq; q++)
-		total += c->counts[q];
-	*offsets = palloc(sizeof(int64) * (nq + 1));
-	*objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
-	flat = palloc_extended(c->distance_size * Max(total, 1), MCXT_ALLOC_HUGE);
-	(*offsets)[0] = 0;
-	for (int q = 0; q < nq; q++)
-	{
-		memcpy(*objects + (*offsets)[q], c->objects[q], sizeof(int32) * c->counts[q]);
-		memcpy(flat + c->distance_size * (*offsets)[q], c->distances[q],
-			   c->distance_size * c->counts[q]);
-		(*offsets)[q + 1] = (*offsets)[q] + c->counts[q];
-	}
-	*distances = flat;
-}
-
-void
 genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 					 GenieQuery **queries, int nq, int32 k, GenieVisibleRows *rows)
 {
@@ -693,11 +645,8 @@ genie_search_verify(GenieCachedIndex *entry, const genie_similar_batch *batch,
 	}
 	engine_options(device, &options);
 	status = genie_similar_verify(batch, device, &options, verdict, &err);
-	if (status == GENIE_DEVICE_OUT_OF_MEMORY && genie_device_setting != GENIE_DEVICE_SETTING_GPU)
+	if (genie_search_cpu_fallback(status, &err, "verification"))
 	{
-		ereport(NOTICE,
-				(errmsg("genie: the GPU ran out of memory; this verification runs on the CPU"),
-				 errdetail("%s", err.message)));
 		engine_options(GENIE_ENGINE_CPU, &options);
 		status = genie_similar_verify(batch, GENIE_ENGINE_CPU, &options, verdict, &err);
 	}

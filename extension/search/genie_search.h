@@ -5,9 +5,10 @@
  *	  (genie.device), what happens when the GPU runs out of memory, how the
  *	  main postings and the pending list are searched and merged, and how a
  *	  batch keeps asking for more until each query has k rows the caller can
- *	  see.  Index scans (genie_scan.c), genie_topk and genie_ranges_topk
- *	  (genie_topk.c) and genie_similar (genie_similar.c) all search through
- *	  here.
+ *	  see.  Index scans (am/genie_scan.c), genie_topk and genie_ranges_topk
+ *	  (functions/genie_topk.c) and genie_similar (functions/genie_similar.c)
+ *	  all search through here; searches of stored values build on it
+ *	  (genie_search_values.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -93,90 +94,6 @@ extern void genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapsho
 								 GenieVisibleRows *rows);
 
 /*
- * The exact k nearest stored strings by edit distance (the entry must store
- * strings): per query q, rows [offsets[q], offsets[q + 1]) of objects and
- * distances, ordered by (distance, length, object id), dead and NULL
- * objects left out, visible or not.  Queries are UTF-8 in CSR form.  Runs
- * where genie.device says (in-process: preloaded backends scan on the CPU,
- * as the genie service does not hold strings yet), the CPU when the GPU
- * runs out of memory unless genie.device = gpu; honours cancel.
- */
-typedef struct GenieStringRows
-{
-	int			n_queries;
-	int64	   *offsets;
-	int32	   *objects;
-	int32	   *distances;
-} GenieStringRows;
-
-/*
- * genie_search_strings.c: the k nearest stored strings of each query over
- * every object of the entry's version that is not dead or NULL, in
- * (distance, length, id) order: through the genie service when genie is
- * preloaded (its main strings there, the pending ones here), else on the
- * engine genie.device asks for.
- */
-extern void genie_search_strings(GenieCachedIndex *entry, const char *query_text,
-								 const int64 *query_offsets, int nq, int32 k,
-								 GenieStringRows *rows);
-
-/*
- * The same restricted to rows of heap visible to snapshot: each query's k
- * nearest visible rows (fewer only when fewer rows have a string), with the
- * TIDs of their visible versions in tids (n_queries arrays, palloc'd);
- * scans again with a wider k for the queries whose nearest rows were not
- * all visible.
- */
-extern void genie_search_strings_visible(GenieCachedIndex *entry, Relation heap,
-										 Snapshot snapshot, const char *query_text,
-										 const int64 *query_offsets, int nq, int32 k,
-										 GenieStringRows *rows, ItemPointerData **tids);
-
-/* genie.vector_search: how vector indexes answer */
-typedef enum GenieVectorSearchSetting
-{
-	GENIE_VECTOR_SEARCH_EXACT,	/* every stored vector, exact */
-	GENIE_VECTOR_SEARCH_LSH		/* LSH candidates re-ranked: approximate */
-} GenieVectorSearchSetting;
-
-extern int	genie_vector_search_setting;
-extern int	genie_lsh_candidates;
-
-/*
- * Per query q, rows [offsets[q], offsets[q + 1]) of objects and distances
- * (real[] <-> real[]), by (distance, object id).
- */
-typedef struct GenieVectorRows
-{
-	int			n_queries;
-	int64	   *offsets;
-	int32	   *objects;
-	float8	   *distances;
-} GenieVectorRows;
-
-/*
- * genie_search_vectors.c: the k nearest vectors of each query (nq rows of
- * the index's dimension in queries) over every object of the entry's
- * version that is not dead or NULL, visible or not: exact when lsh is
- * NULL, else (genie.vector_search = lsh) the top genie.lsh_candidates by
- * the LSH match count of lsh[q] (the queries' keywords, GenieOrderBy.query;
- * an error when one is NULL: the index has none) re-ranked.  Honours
- * cancel.
- */
-extern void genie_search_vectors(GenieCachedIndex *entry, const float *queries, GenieQuery **lsh,
-								 int nq, int32 k, GenieVectorRows *rows);
-
-/*
- * The same restricted to rows of heap visible to snapshot, with the TIDs
- * of their visible versions in tids (nq arrays, palloc'd); searches again
- * with a wider k for the queries whose nearest rows were not all visible.
- */
-extern void genie_search_vectors_visible(GenieCachedIndex *entry, Relation heap,
-										 Snapshot snapshot, const float *queries,
-										 GenieQuery **lsh, int nq, int32 k,
-										 GenieVectorRows *rows, ItemPointerData **tids);
-
-/*
  * genie_similar's verification round on the device the entry's searches
  * use, with the same out-of-memory fallback.
  */
@@ -184,8 +101,8 @@ extern void genie_search_verify(GenieCachedIndex *entry, const genie_similar_bat
 								genie_similar_verdict *verdict);
 
 /*
- * Visibility checks of the rows of a batch of nq queries over heap
- * (genie_search.c): whether object id is visible to the snapshot, and the
+ * Visibility checks of the rows of a batch of nq queries over heap:
+ * whether object id is visible to the snapshot, and the
  * TID of its visible version.
  */
 typedef struct GenieVisibility
@@ -211,31 +128,6 @@ extern bool genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, i
 								 ItemPointer tid);
 
 /*
- * The visible rows of each query of a batch, in the order found, with a
- * distance of distance_size bytes each (int32 edit distances, float8
- * Euclidean ones): what the widening rounds of genie_search_strings_visible
- * and genie_search_vectors_visible collect.  tids[q] are the caller's (they
- * are returned as they are); genie_rows_finish flattens objects and
- * distances into CSR arrays.
- */
-typedef struct GenieRowCollector
-{
-	Size		distance_size;
-	ItemPointerData **tids;
-	int32	  **objects;
-	char	  **distances;
-	int64	   *counts;
-	int64	   *capacity;
-} GenieRowCollector;
-
-extern void genie_rows_begin(GenieRowCollector *c, int nq, int32 k, Size distance_size,
-							 ItemPointerData **tids);
-extern void genie_rows_add(GenieRowCollector *c, int q, ItemPointer tid, int32 object,
-						   const void *distance);
-extern void genie_rows_finish(GenieRowCollector *c, int nq, int64 **offsets, int32 **objects,
-							  void **distances);
-
-/*
  * A set predicate over the entry's main part on this backend's GPU engine
  * (genie_search.c): with genie.device = gpu, or auto once a search made a
  * GPU engine for this version, and the genie service not configured.  The
@@ -255,19 +147,35 @@ extern void genie_search_note_engine(genie_engine_kind engine, bool device_fallb
 									 const char *what);
 
 /*
- * A scan of the entry's stored values (values: "strings" or "vectors")
- * through the genie service (genie_search.c): ask(entry, arg, ...) sends
- * one request; while the service does not hold the values, ship(entry)
- * hands them over (or, when another backend is doing so, the backend waits)
- * and asks again.  False when the service is away; what names the search
- * in messages.
+ * A request to the genie service about the entry (genie_search.c): ask(entry,
+ * arg, ...) sends it; while the service does not hold what it needs,
+ * ship(entry) hands that over (or, when another backend is doing so, the
+ * backend waits) and asks again.  False when the service is away (then
+ * search in-process); held names what is handed over ("the stored
+ * strings"), what names the search, in messages.  One loop for the main
+ * postings and for stored values.
  */
-typedef GenieServiceOutcome (*GenieValuesAsk) (GenieCachedIndex *entry, void *arg,
-											   genie_engine_kind *engine, bool *device_fallback,
-											   genie_error *err);
-typedef GenieServiceOutcome (*GenieValuesShip) (GenieCachedIndex *entry, genie_error *err);
-extern bool genie_search_values_through_service(GenieCachedIndex *entry, GenieValuesAsk ask,
-												GenieValuesShip ship, void *arg,
-												const char *values, const char *what);
+typedef GenieServiceOutcome (*GenieServiceAsk) (GenieCachedIndex *entry, void *arg,
+												genie_engine_kind *engine, bool *device_fallback,
+												genie_error *err);
+typedef GenieServiceOutcome (*GenieServiceShip) (GenieCachedIndex *entry, genie_error *err);
+extern bool genie_search_through_service(GenieCachedIndex *entry, GenieServiceAsk ask,
+										 GenieServiceShip ship, void *arg, const char *held,
+										 const char *what);
+
+/*
+ * The engine an in-process scan of stored values runs on: CPU, GPU or
+ * AUTO, as genie.device says (the CPU in a preloaded backend, whose
+ * service is away).
+ */
+extern genie_engine_kind genie_search_device(void);
+
+/*
+ * A GPU ran out of memory (status): true, after a NOTICE, when the work
+ * (what) should run again on the CPU; false when it should not (another
+ * status, or genie.device = gpu, which makes it an error).
+ */
+extern bool genie_search_cpu_fallback(genie_status status, const genie_error *err,
+									  const char *what);
 
 #endif							/* GENIE_SEARCH_H */

@@ -7,18 +7,12 @@
  *	  and answers the searches of all sessions, batching the ones that
  *	  arrive together into one engine call per index.
  *
- * These files share this header:
- *	- genie_service.c: the shared control area, the worker's registration,
- *	  genie_service_stats();
- *	- genie_service_client.c: a backend's side (genie_search.c calls it);
- *	- genie_service_worker.c: the worker's loop;
- *	- genie_service_values.c: the worker's stored values, strings or
- *	  vectors, and the grouping of the scans of them;
- *	- genie_service_strings.c: the worker's stored strings (edit-distance
- *	  scans);
- *	- genie_service_vectors.c: the worker's stored vectors (exact nearest
- *	  neighbour scans).
- *
+ * This header is the protocol between the two sides, and the shared
+ * control area (genie_service.c: its registration, genie_service_status()
+ * and genie_service_stats()).  service/genie_service_client.h is the
+ * backends' side; worker/ is the service process itself
+ * (worker/genie_worker_internal.h lists its files).
+
  * The protocol.  Each backend has one slot in the control area and one DSM
  * segment of its own (made at its first request, grown when too small,
  * mapped for the session).  A request is written into the segment, the
@@ -57,6 +51,8 @@
 #include "utils/timestamp.h"
 
 #include "genie/genie.h"
+
+#include "service/genie_values.h"
 
 /* what identifies one version of an index's main postings */
 typedef struct GenieServiceKey
@@ -148,9 +144,9 @@ typedef enum GenieRequestKind
 	GENIE_REQUEST_SEARCH,
 	GENIE_REQUEST_LOAD,
 	GENIE_REQUEST_VERIFY,
-	GENIE_REQUEST_SCAN_STRINGS,
-	GENIE_REQUEST_SCAN_VECTORS
+	GENIE_REQUEST_SCAN_VALUES
 } GenieRequestKind;
+
 
 /* the outcome of a request, beyond the engines' genie_status */
 typedef enum GenieServiceOutcome
@@ -181,30 +177,27 @@ typedef struct GenieRequest
 	 * LOAD: bytes [load_offset, load_offset + load_bytes) of the stream
 	 * keywords | keyword_offsets | postings of the key's main postings,
 	 * split_length as stored in the metapage; with load_values, of the main
-	 * objects' stored values, load_total bytes in all: with vector_dim = 0
-	 * the strings, byte_offsets (n_main_objects + 1 int64) | UTF-8 text;
-	 * with vector_dim > 0 the vectors, n_main_objects * vector_dim float4
+	 * objects' stored values of values_kind, load_total bytes in all:
+	 * strings as byte_offsets (n_main_objects + 1 int64) | UTF-8 text,
+	 * vectors as n_main_objects * vector_dim float4
 	 */
 	int32		split_length;
 	int64		load_offset;
 	int64		load_bytes;
 	bool		load_values;
 	int64		load_total;
+	GenieValuesKind values_kind;
 	int32		vector_dim;
 
 	/*
-	 * SCAN_STRINGS: k and n_queries above; query_offsets (n_queries + 1
-	 * int64) | the ids of the main objects to skip (scan_excluded int32) |
-	 * the queries' UTF-8 text (scan_text_bytes) follow the header
+	 * SCAN_VALUES: k, n_queries, values_kind and (vectors) vector_dim above;
+	 * the queries (scan_query_bytes: strings as query_offsets (n_queries + 1
+	 * int64) | UTF-8 text, vectors as n_queries * vector_dim float4), then
+	 * from the next 8-byte boundary the ids of the main objects to skip
+	 * (scan_excluded int32), follow the header
 	 */
-	int64		scan_text_bytes;
+	int64		scan_query_bytes;
 	int32		scan_excluded;
-
-	/*
-	 * SCAN_VECTORS: k, n_queries and vector_dim above; the queries
-	 * (n_queries * vector_dim float4) | the ids of the main objects to skip
-	 * (scan_excluded int32) follow the header
-	 */
 
 	/* VERIFY: a genie_similar_batch follows (see genie_service_client.c) */
 	int32		verify_n;
@@ -227,14 +220,17 @@ typedef struct GenieResponse
 	/* VERIFY: distances, exact, certified, open_bound follow */
 	int64		distances_computed;
 	/*
-	 * SCAN_STRINGS: query_offsets[n_queries + 1] (int64), then n_queries * k
-	 * slots each of objects, distances and lengths (int32) follow;
-	 * SCAN_VECTORS: query_offsets[n_queries + 1] (int64), then n_queries * k
-	 * distances (float8) and n_queries * k objects (int32)
+	 * SCAN_VALUES: query_offsets[n_queries + 1] (int64), then n_queries * k
+	 * slots each of distances (float8), objects and lengths (int32)
 	 */
 } GenieResponse;
 
 #define GENIE_SERVICE_ALIGN(x) TYPEALIGN(16, (x))
+
+/* Bytes of a SCAN_VALUES answer of nq queries of k slots each. */
+#define GENIE_SCAN_ANSWER_BYTES(nq, k) \
+	(GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * ((Size) (nq) + 1) + \
+	 (sizeof(float8) + 2 * sizeof(int32)) * (Size) (nq) * (Size) (k))
 
 /* ---- genie_service.c ---- */
 
@@ -251,104 +247,5 @@ extern bool genie_service_configured(void);
 extern bool genie_service_attach(void);
 
 extern bool genie_service_keys_equal(const GenieServiceKey *a, const GenieServiceKey *b);
-
-/* ---- genie_service_client.c ---- */
-
-/* Whether the worker is running and taking requests. */
-extern bool genie_service_ready(void);
-
-/* Whether the worker holds this version of the main postings (not only its stored strings). */
-extern bool genie_service_resident(const GenieServiceKey *key);
-
-/*
- * Hands the worker a version of the main postings (as genie_read_content
- * reads them), in pieces that fit the backend's segment.  When another
- * backend is already handing over the same version, waits for it instead.
- */
-extern GenieServiceOutcome genie_service_load(const GenieServiceKey *key, Oid index_oid,
-											  int32 split_length, const int32 *keywords,
-											  const int64 *keyword_offsets,
-											  const int32 *postings, genie_error *err);
-
-/*
- * The top k of each query of the batch over the key's main postings, on
- * the engine the device setting (genie.device) asks for.  The arrays of
- * *results are palloc'd (not for genie_results_free).  *engine: the engine
- * that answered; *device_fallback: auto ran out of device memory and the
- * CPU answered.
- */
-extern GenieServiceOutcome genie_service_search(const GenieServiceKey *key, Oid index_oid,
-												int device, const genie_query_batch *batch,
-												int32 k, genie_results *results,
-												genie_engine_kind *engine,
-												bool *device_fallback, genie_error *err);
-
-/*
- * Hands the worker the main objects' stored strings of a version
- * (key->n_main_objects of them, UTF-8 in CSR form).  NOT_RESIDENT when
- * another backend is handing over the same version: scan again later.
- */
-extern GenieServiceOutcome genie_service_load_strings(const GenieServiceKey *key, Oid index_oid,
-													  const char *text, const int64 *offsets,
-													  genie_error *err);
-
-/* What genie_service_scan_strings answers, palloc'd. */
-typedef struct GenieServiceStringRows
-{
-	int64	   *offsets;		/* n_queries + 1 */
-	int32	   *objects;		/* main object ids */
-	int32	   *distances;
-	int32	   *lengths;		/* in code points: the second sort key */
-} GenieServiceStringRows;
-
-/*
- * The k nearest main strings of each query by edit distance, in (distance,
- * length, id) order, over the strings of the key's version without the
- * main objects in excluded (genie_strings_scan in the worker, on the engine
- * genie.device asks for).  NOT_RESIDENT: the worker does not hold them.
- */
-extern GenieServiceOutcome genie_service_scan_strings(const GenieServiceKey *key, Oid index_oid,
-													  int device, const char *query_text,
-													  const int64 *query_offsets, int nq, int32 k,
-													  const int32 *excluded, int32 n_excluded,
-													  GenieServiceStringRows *rows,
-													  genie_engine_kind *engine,
-													  bool *device_fallback, genie_error *err);
-
-/*
- * Hands the worker the main objects' stored vectors of a version
- * (key->n_main_objects rows of dim float4).  NOT_RESIDENT when another
- * backend is handing over the same version: scan again later.
- */
-extern GenieServiceOutcome genie_service_load_vectors(const GenieServiceKey *key, Oid index_oid,
-													  int32 dim, const float *vectors,
-													  genie_error *err);
-
-/* What genie_service_scan_vectors answers, palloc'd. */
-typedef struct GenieServiceVectorRows
-{
-	int64	   *offsets;		/* n_queries + 1 */
-	int32	   *objects;		/* main object ids */
-	double	   *distances;
-} GenieServiceVectorRows;
-
-/*
- * The k nearest main vectors of each query (nq rows of dim float4), exact,
- * in (distance, id) order, over the vectors of the key's version without
- * the main objects in excluded (genie_vectors_scan in the worker, on the
- * engine genie.device asks for).  NOT_RESIDENT: the worker does not hold
- * them.
- */
-extern GenieServiceOutcome genie_service_scan_vectors(const GenieServiceKey *key, Oid index_oid,
-													  int device, const float *queries, int nq,
-													  int32 dim, int32 k, const int32 *excluded,
-													  int32 n_excluded, GenieServiceVectorRows *rows,
-													  genie_engine_kind *engine,
-													  bool *device_fallback, genie_error *err);
-
-/* genie_similar_verify in the worker; verdict as the caller allocated it. */
-extern GenieServiceOutcome genie_service_verify(int device, const genie_similar_batch *batch,
-												genie_similar_verdict *verdict,
-												bool *device_fallback, genie_error *err);
 
 #endif							/* GENIE_SERVICE_H */

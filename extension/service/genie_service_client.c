@@ -24,6 +24,7 @@
 #include "utils/wait_event.h"
 
 #include "service/genie_service.h"
+#include "service/genie_service_client.h"
 
 /* the worker copies a load in pieces of at most this many bytes */
 #define LOAD_PIECE_BYTES	((Size) 8 << 20)
@@ -301,13 +302,15 @@ copy_stream(char *dst, const char *const *parts, const Size *sizes, int n_parts,
 }
 
 /*
- * Sends the stream parts[0] | parts[1] | ... in pieces; NOT_RESIDENT when
+ * Sends the stream parts[0] | parts[1] | ... in pieces (the main postings,
+ * or with values the stored values of that kind); NOT_RESIDENT when
  * another backend is handing over the same version (the worker took none
  * of it from this one).
  */
 static GenieServiceOutcome
-send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length, bool values,
-			int32 vector_dim, const char *const *parts, const Size *sizes, int n_parts, genie_error *err)
+send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length,
+			const GenieValueBatch *values, const char *const *parts, const Size *sizes,
+			int n_parts, genie_error *err)
 {
 	Size		total = 0;
 	Size		offset = 0;
@@ -326,8 +329,12 @@ send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length, bool 
 		req->split_length = split_length;
 		req->load_offset = offset;
 		req->load_bytes = piece;
-		req->load_values = values;
-		req->vector_dim = vector_dim;
+		req->load_values = values != NULL;
+		if (values != NULL)
+		{
+			req->values_kind = values->kind;
+			req->vector_dim = values->dim;
+		}
 		req->load_total = total;
 		copy_stream(request_payload(req), parts, sizes, n_parts, offset, piece);
 		outcome = call_for_answer(&resp, err);
@@ -354,42 +361,29 @@ genie_service_load(const GenieServiceKey *key, Oid index_oid, int32 split_length
 		sizeof(int64) * (key->n_keywords + 1),
 	sizeof(int32) * key->n_postings};
 
-	for (;;)
+	return send_stream(key, index_oid, split_length, NULL, parts, sizes, 4, err);
+}
+
+GenieServiceOutcome
+genie_service_load_values(const GenieServiceKey *key, Oid index_oid, const GenieValueBatch *values,
+						  genie_error *err)
+{
+	/* the wire layout of the values, in the pieces the batch already holds */
+	static const char nothing[1] = {0};
+	int32		n = values->n;
+	const char *parts[2] = {(const char *) values->text_offsets, values->text};
+	Size		sizes[2] = {sizeof(int64) * ((Size) n + 1), 0};
+
+	Assert(n == key->n_main_objects);
+	if (values->kind == GENIE_VALUES_STRINGS)
+		sizes[1] = (Size) values->text_offsets[n];	/* the offsets count from 0 */
+	else
 	{
-		GenieServiceOutcome outcome = send_stream(key, index_oid, split_length, false, 0,
-												  parts, sizes, 4, err);
-
-		if (outcome != GENIE_SERVICE_NOT_RESIDENT)
-			return outcome;
-		/* another backend is handing over this version: wait for it */
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 2L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (genie_service_resident(key))
-			return GENIE_SERVICE_OK;
+		parts[0] = (const char *) values->vectors;
+		sizes[0] = genie_value_batch_bytes(values, 0, n);
+		parts[1] = nothing;
 	}
-}
-
-GenieServiceOutcome
-genie_service_load_strings(const GenieServiceKey *key, Oid index_oid, const char *text,
-						   const int64 *offsets, genie_error *err)
-{
-	int32		n = key->n_main_objects;
-	const char *parts[2] = {(const char *) offsets, text};
-	Size		sizes[2] = {sizeof(int64) * (n + 1), (Size) offsets[n]};
-
-	return send_stream(key, index_oid, 0, true, 0, parts, sizes, 2, err);
-}
-
-GenieServiceOutcome
-genie_service_load_vectors(const GenieServiceKey *key, Oid index_oid, int32 dim,
-						   const float *vectors, genie_error *err)
-{
-	const char *parts[1] = {(const char *) vectors};
-	Size		sizes[1] = {sizeof(float) * (Size) key->n_main_objects * (Size) dim};
-
-	return send_stream(key, index_oid, 0, true, dim, parts, sizes, 1, err);
+	return send_stream(key, index_oid, 0, values, parts, sizes, 2, err);
 }
 
 /*
@@ -519,109 +513,26 @@ genie_service_search(const GenieServiceKey *key, Oid index_oid, int device,
 	return GENIE_SERVICE_OK;
 }
 
-/* ---- scans of stored strings ---- */
+/* ---- scans of stored values ---- */
 
 /* Scans queries [q0, q1); appends their rows to *rows (capacity in *capacity). */
 static GenieServiceOutcome
-scan_strings_part(const GenieServiceKey *key, Oid index_oid, int device, const char *query_text,
-				  const int64 *query_offsets, int q0, int q1, int32 k, const int32 *excluded,
-				  int32 n_excluded, GenieServiceStringRows *rows, int64 *capacity,
-				  genie_engine_kind *engine, bool *device_fallback, genie_error *err)
-{
-	int			nq = q1 - q0;
-	int64		text0 = query_offsets[q0];
-	int64		text_bytes = query_offsets[q1] - text0;
-	Size		payload = sizeof(int64) * (nq + 1) + sizeof(int32) * n_excluded + text_bytes;
-	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * (nq + 1) +
-		3 * sizeof(int32) * (Size) nq * k;
-	GenieRequest *req = begin_request(GENIE_REQUEST_SCAN_STRINGS, payload, response);
-	GenieResponse *resp;
-	GenieServiceOutcome outcome;
-	char	   *p = request_payload(req);
-	int64	   *offs = (int64 *) p;
-	int32	   *columns[3];
-
-	req->key = *key;
-	req->index_oid = index_oid;
-	req->device = device;
-	req->k = k;
-	req->n_queries = nq;
-	req->scan_text_bytes = text_bytes;
-	req->scan_excluded = n_excluded;
-	for (int q = 0; q <= nq; q++)
-		offs[q] = query_offsets[q0 + q] - text0;
-	p += sizeof(int64) * (nq + 1);
-	memcpy(p, excluded, sizeof(int32) * n_excluded);
-	p += sizeof(int32) * n_excluded;
-	memcpy(p, query_text + text0, text_bytes);
-
-	outcome = call_for_answer(&resp, err);
-	if (outcome != GENIE_SERVICE_OK)
-		return outcome;
-	*engine = resp->engine;
-	*device_fallback |= resp->device_fallback;
-	/* answers: query_offsets, objects, distances, lengths */
-	columns[0] = rows->objects;
-	columns[1] = rows->distances;
-	columns[2] = rows->lengths;
-	take_rows(resp, q0, nq, (Size) nq * k, rows->offsets, columns, 3, capacity);
-	rows->objects = columns[0];
-	rows->distances = columns[1];
-	rows->lengths = columns[2];
-	return GENIE_SERVICE_OK;
-}
-
-GenieServiceOutcome
-genie_service_scan_strings(const GenieServiceKey *key, Oid index_oid, int device,
-						   const char *query_text, const int64 *query_offsets, int nq, int32 k,
-						   const int32 *excluded, int32 n_excluded, GenieServiceStringRows *rows,
-						   genie_engine_kind *engine, bool *device_fallback, genie_error *err)
-{
-	int32		kk = Min(k, Max(key->n_main_objects, 1));
-	int			per_part = (int) Max((int64) 1, (int64) (MAX_RESPONSE_BYTES / (3 * sizeof(int32) * kk)));
-	int64		capacity = Max(Min((int64) nq * kk, (int64) 1 << 20), 1);
-
-	*device_fallback = false;
-	*engine = GENIE_ENGINE_CPU;
-	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
-	rows->offsets[0] = 0;
-	rows->objects = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
-	rows->distances = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
-	rows->lengths = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
-	for (int q0 = 0; q0 < nq; q0 += per_part)
-	{
-		int			q1 = Min(nq, q0 + per_part);
-		GenieServiceOutcome outcome = scan_strings_part(key, index_oid, device, query_text,
-														query_offsets, q0, q1, kk, excluded,
-														n_excluded, rows, &capacity, engine,
-														device_fallback, err);
-
-		if (outcome != GENIE_SERVICE_OK)
-			return outcome;
-	}
-	return GENIE_SERVICE_OK;
-}
-
-/* ---- scans of stored vectors ---- */
-
-/* Scans queries [q0, q1); appends their rows to *rows (capacity in *capacity). */
-static GenieServiceOutcome
-scan_vectors_part(const GenieServiceKey *key, Oid index_oid, int device, const float *queries,
-				  int32 dim, int q0, int q1, int32 k, const int32 *excluded, int32 n_excluded,
-				  GenieServiceVectorRows *rows, int64 *capacity, genie_engine_kind *engine,
-				  bool *device_fallback, genie_error *err)
+scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
+				 const GenieValueBatch *queries, int q0, int q1, int32 k, const int32 *excluded,
+				 int32 n_excluded, GenieValueRows *rows, int64 *capacity,
+				 genie_engine_kind *engine, bool *device_fallback, genie_error *err)
 {
 	int			nq = q1 - q0;
 	Size		slots = (Size) nq * k;
-	Size		query_bytes = sizeof(float) * (Size) nq * dim;
-	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * (nq + 1) +
-		(sizeof(double) + sizeof(int32)) * slots;
-	GenieRequest *req = begin_request(GENIE_REQUEST_SCAN_VECTORS,
-									  query_bytes + sizeof(int32) * n_excluded, response);
+	Size		qbytes = genie_value_batch_bytes(queries, q0, nq);
+	GenieRequest *req = begin_request(GENIE_REQUEST_SCAN_VALUES,
+									  TYPEALIGN(8, qbytes) + sizeof(int32) * n_excluded,
+									  GENIE_SCAN_ANSWER_BYTES(nq, k));
 	GenieResponse *resp;
 	GenieServiceOutcome outcome;
 	char	   *p = request_payload(req);
 	const int64 *offs;
+	const char *columns;
 	int64		n_before = rows->offsets[q0];
 	int64		n;
 
@@ -630,56 +541,67 @@ scan_vectors_part(const GenieServiceKey *key, Oid index_oid, int device, const f
 	req->device = device;
 	req->k = k;
 	req->n_queries = nq;
-	req->vector_dim = dim;
+	req->values_kind = queries->kind;
+	req->vector_dim = queries->dim;
+	req->scan_query_bytes = qbytes;
 	req->scan_excluded = n_excluded;
-	memcpy(p, queries + (Size) q0 * dim, query_bytes);
-	memcpy(p + query_bytes, excluded, sizeof(int32) * n_excluded);
+	genie_value_batch_write(queries, q0, nq, p);
+	memcpy(p + TYPEALIGN(8, qbytes), excluded, sizeof(int32) * n_excluded);
 
 	outcome = call_for_answer(&resp, err);
 	if (outcome != GENIE_SERVICE_OK)
 		return outcome;
 	*engine = resp->engine;
 	*device_fallback |= resp->device_fallback;
-	/* answers: query_offsets, then slots distances and slots objects */
+	/* answers: query_offsets, then slots distances, objects and lengths */
 	offs = (const int64 *) ((const char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
+	columns = (const char *) (offs + nq + 1);
 	n = offs[nq];
 	if (n_before + n > *capacity)
 	{
 		*capacity = Max(*capacity * 2, n_before + n);
-		rows->distances = repalloc_huge(rows->distances, sizeof(double) * *capacity);
+		rows->distances = repalloc_huge(rows->distances, sizeof(float8) * *capacity);
 		rows->objects = repalloc_huge(rows->objects, sizeof(int32) * *capacity);
+		rows->lengths = repalloc_huge(rows->lengths, sizeof(int32) * *capacity);
 	}
 	for (int q = 1; q <= nq; q++)
 		rows->offsets[q0 + q] = n_before + offs[q];
-	memcpy(rows->distances + n_before, offs + nq + 1, sizeof(double) * n);
-	memcpy(rows->objects + n_before, (const double *) (offs + nq + 1) + slots, sizeof(int32) * n);
+	memcpy(rows->distances + n_before, columns, sizeof(float8) * n);
+	columns += sizeof(float8) * slots;
+	memcpy(rows->objects + n_before, columns, sizeof(int32) * n);
+	columns += sizeof(int32) * slots;
+	memcpy(rows->lengths + n_before, columns, sizeof(int32) * n);
 	return GENIE_SERVICE_OK;
 }
 
 GenieServiceOutcome
-genie_service_scan_vectors(const GenieServiceKey *key, Oid index_oid, int device,
-						   const float *queries, int nq, int32 dim, int32 k,
-						   const int32 *excluded, int32 n_excluded, GenieServiceVectorRows *rows,
-						   genie_engine_kind *engine, bool *device_fallback, genie_error *err)
+genie_service_scan_values(const GenieServiceKey *key, Oid index_oid, int device,
+						  const GenieValueBatch *queries, int32 k, const int32 *excluded,
+						  int32 n_excluded, GenieValueRows *rows, genie_engine_kind *engine,
+						  bool *device_fallback, genie_error *err)
 {
+	int			nq = queries->n;
 	int32		kk = Min(k, Max(key->n_main_objects, 1));
 	/* parts whose queries and answers both stay within MAX_RESPONSE_BYTES */
-	Size		per_query = Max(sizeof(float) * (Size) dim, (sizeof(double) + sizeof(int32)) * (Size) kk);
+	Size		per_query = Max(genie_value_batch_bytes(queries, 0, nq) / Max(nq, 1) + sizeof(int64),
+								GENIE_SCAN_ANSWER_BYTES(1, kk));
 	int			per_part = (int) Max((Size) 1, MAX_RESPONSE_BYTES / per_query);
 	int64		capacity = Max(Min((int64) nq * kk, (int64) 1 << 20), 1);
 
 	*device_fallback = false;
 	*engine = GENIE_ENGINE_CPU;
+	rows->n_queries = nq;
 	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
 	rows->offsets[0] = 0;
-	rows->distances = palloc_extended(sizeof(double) * capacity, MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(float8) * capacity, MCXT_ALLOC_HUGE);
 	rows->objects = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	rows->lengths = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
 	for (int q0 = 0; q0 < nq; q0 += per_part)
 	{
 		int			q1 = Min(nq, q0 + per_part);
-		GenieServiceOutcome outcome = scan_vectors_part(key, index_oid, device, queries, dim,
-														q0, q1, kk, excluded, n_excluded, rows,
-														&capacity, engine, device_fallback, err);
+		GenieServiceOutcome outcome = scan_values_part(key, index_oid, device, queries, q0, q1,
+													   kk, excluded, n_excluded, rows,
+													   &capacity, engine, device_fallback, err);
 
 		if (outcome != GENIE_SERVICE_OK)
 			return outcome;

@@ -15,6 +15,8 @@
 
 #include "genie/genie.h"
 #include "storage/genie_storage.h"
+#include "storage/genie_content.h"
+#include "storage/genie_pending.h"
 
 /* The main Position Map and List Array as of meta. */
 static void

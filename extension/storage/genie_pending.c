@@ -22,6 +22,7 @@
 #include "utils/rel.h"
 
 #include "storage/genie_storage.h"
+#include "storage/genie_pending.h"
 
 int			genie_pending_list_limit_kb = 4096;
 

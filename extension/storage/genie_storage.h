@@ -152,7 +152,7 @@ typedef struct GenieChain
 } GenieChain;
 
 /*
- * Row indexes (genie_row_ops, see genie_rows.h).  Each indexed attribute
+ * Row indexes (genie_row_ops, see types/rows/genie_rows.c).  Each indexed attribute
  * gives a row one keyword, slot << GENIE_ROW_CODE_BITS | code: for a
  * BUCKETS attribute the code is its equal-width bucket between lo and hi,
  * for a VALUES attribute the code its value has in the dictionary, a chain
@@ -407,41 +407,5 @@ extern void genie_chain_append_begin(GenericXLogState *state, Relation index, ui
 									 GenieAppendSpot *spot);
 extern void genie_chain_append_written(GenieAppendSpot *spot, Size size);
 extern void genie_chain_append_release(GenieAppendSpot *spot);
-
-/* genie_pending.c: objects inserted since the last merge (GIN's fast update) */
-
-/* The pending list size in kB that triggers a merge, from the index or genie.pending_list_limit. */
-extern int	genie_pending_list_limit_kb;
-extern int	genie_pending_limit_kb(Relation index);
-
-/*
- * Appends one object's record to the pending list; the caller holds the
- * content lock in share mode and the metapage buffer exclusively.
- */
-extern void genie_pending_append(Relation index, Buffer metabuf, ItemPointer tid, uint16 flags,
-								 const int32 *keywords, int n, const char *value,
-								 size_t value_size);
-/* Reads the committed pending records into content (genie_read_content). */
-extern void genie_pending_read(Relation index, const GenieMetaPageData *meta,
-							   GenieIndexContent *content);
-
-/* genie_content.c: the decoded content of an index */
-
-/*
- * Reads the index (the main Position Map and List Array only when
- * with_postings); the caller holds the content lock (share or exclusive).
- */
-extern void genie_read_content(Relation index, GenieIndexContent *content, bool with_postings);
-/* Reads only the counts and the main Position Map and List Array, as above. */
-extern void genie_read_main_postings(Relation index, GenieIndexContent *content);
-
-/*
- * Reads every object's stored value into content (read by
- * genie_read_content with the same content lock held): value_data and
- * value_offsets.  Nothing when the index keeps no values.
- */
-extern void genie_read_values(Relation index, GenieIndexContent *content);
-/* Appends one main object's value record to a values chain being written. */
-extern void genie_values_append(GenieChainWriter *w, const char *value, size_t size);
 
 #endif							/* GENIE_STORAGE_H */

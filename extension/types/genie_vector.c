@@ -6,7 +6,7 @@
  *
  * A vector index stores every row's vector (its float4 elements, in the
  * values chain and the pending records), which the exact search reads
- * (genie_search_vectors.c), and, unless m = 0, one LSH keyword per hash
+ * (search/genie_search_values.c), and, unless m = 0, one LSH keyword per hash
  * function, i * buckets + r_i(h_i(v)) (GENIE section IV, genie/lsh.hpp),
  * which the match-count engine counts for genie.vector_search = lsh.  The
  * dimension is fixed by the first vector (at build, or at the first insert

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * genie_service_worker.c
+ * genie_worker.c
  *	  The genie service's worker: the one process of the cluster that runs
  *	  genie's engines when genie is preloaded (see genie_service.h).
  *

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * genie_service_batch.c
+ * genie_worker_batch.c
  *	  What the genie service worker does with one batch of requests (a
  *	  cycle's): loads and genie_similar's verifications at once, and the
  *	  searches grouped by (index version, engine, k) into jobs, one engine
@@ -343,8 +343,6 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 	int			n_runnable = 0;
 	TakenRequest **scans = palloc(sizeof(TakenRequest *) * Max(b->n_taken, 1));
 	int			n_scans = 0;
-	TakenRequest **vector_scans = palloc(sizeof(TakenRequest *) * Max(b->n_taken, 1));
-	int			n_vector_scans = 0;
 
 	b->jobs = palloc(sizeof(SearchJob *) * Max(b->n_taken, 1));
 	b->n_jobs = 0;
@@ -360,10 +358,8 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 			genie_worker_handle_load(st, t);
 		else if (t->req.kind == GENIE_REQUEST_VERIFY)
 			handle_verify(st, t);
-		else if (t->req.kind == GENIE_REQUEST_SCAN_STRINGS)
+		else if (t->req.kind == GENIE_REQUEST_SCAN_VALUES)
 			scans[n_scans++] = t;
-		else if (t->req.kind == GENIE_REQUEST_SCAN_VECTORS)
-			vector_scans[n_vector_scans++] = t;
 		else if (t->req.kind != GENIE_REQUEST_SEARCH)
 			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "an unknown genie service request");
 		else
@@ -371,8 +367,7 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 		grouped[i] = true;
 	}
 	/* scans of stored values: one engine call per group that can share one */
-	genie_worker_scan_values(st, scans, n_scans, &genie_worker_string_scans);
-	genie_worker_scan_values(st, vector_scans, n_vector_scans, &genie_worker_vector_scans);
+	genie_worker_scan_values(st, scans, n_scans);
 
 	/* searches: one engine call per (version, engine, k) */
 	for (int i = 0; i < b->n_taken; i++)
@@ -501,8 +496,7 @@ genie_worker_publish_stats(ServiceState *st)
 			sh->stats[n] = s->stats[e];
 			sh->stats[n].resident = true;
 			sh->stats[n].device_bytes = e != GENIE_ENGINE_GPU ? 0
-				: s->strings != NULL ? (int64) genie_strings_device_bytes(s->strings)
-				: (int64) genie_vectors_device_bytes(s->vectors);
+				: (int64) genie_value_set_device_bytes(&s->set);
 			n++;
 		}
 	}

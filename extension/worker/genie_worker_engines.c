@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * genie_service_engines.c
+ * genie_worker_engines.c
  *	  The genie service worker's answers to backends, the index versions and
  *	  engines it holds (LRU within genie.cache_size and
  *	  genie.device_memory_limit; a version the runner thread is searching
@@ -227,8 +227,7 @@ void
 genie_worker_free_values(ServedValues *s)
 {
 	/* their GPU copies included */
-	genie_strings_free(s->strings);
-	genie_vectors_free(s->vectors);
+	genie_value_set_free(&s->set);
 	free(s);
 }
 
@@ -341,7 +340,7 @@ genie_worker_ensure_engine(ServiceState *st, ServedIndex *s, genie_engine_kind k
 	return status;
 }
 
-/* ---- a version handed over (the hand-over itself: genie_service_loads.c) ---- */
+/* ---- a version handed over (the hand-over itself: genie_worker_loads.c) ---- */
 
 void
 genie_worker_finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)

@@ -1,13 +1,25 @@
 /*-------------------------------------------------------------------------
  *
- * genie_service_worker.h
- *	  The genie service worker's own state, shared by its loop
- *	  (genie_service_worker.c) and its engines (genie_service_engines.c).
+ * genie_worker_internal.h
+ *	  The genie service worker's own state and the calls between its files:
+ *	  worker/ is the service process (service/genie_service.h is the
+ *	  protocol it answers), and only its files include this header.
+ *
+ * The files, bottom first:
+ *	- genie_worker_runner.c: the thread that runs a batch's engine searches;
+ *	- genie_worker_engines.c: answers, the versions held and their engines,
+ *	  host memory and eviction;
+ *	- genie_worker_values.c: the stored values (strings or vectors) held,
+ *	  and the grouped scans of them;
+ *	- genie_worker_loads.c: versions handed over in pieces;
+ *	- genie_worker_batch.c: a cycle's requests: loads, verifications,
+ *	  scans, and the searches handed to the runner;
+ *	- genie_worker.c: the worker's entry point and loop.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef GENIE_SERVICE_WORKER_H
-#define GENIE_SERVICE_WORKER_H
+#ifndef GENIE_WORKER_INTERNAL_H
+#define GENIE_WORKER_INTERNAL_H
 
 #include "service/genie_service.h"
 
@@ -82,7 +94,7 @@ typedef struct CycleBatch
 	int			n_jobs;
 } CycleBatch;
 
-/* The thread that runs a batch's engine searches (genie_service_runner.c). */
+/* The thread that runs a batch's engine searches (genie_worker_runner.c). */
 typedef struct GenieRunner
 {
 	void	   *thread;			/* pthread_t, when started */
@@ -94,15 +106,14 @@ typedef struct GenieRunner
 
 /*
  * The main objects' stored values of one index version: their strings
- * (genie_ngram_ops with store_strings) or their vectors (genie_vector_ops),
- * one of the two; the GPU copy is made by the first GPU scan.
+ * (genie_ngram_ops with store_strings) or their vectors (genie_vector_ops);
+ * the GPU copy is made by the first GPU scan.
  */
 typedef struct ServedValues
 {
 	GenieServiceKey key;
 	Oid			index_oid;
-	genie_strings *strings;
-	genie_vectors *vectors;
+	GenieValueSet set;
 	int64		host_bytes;
 	uint64		last_used;
 	GenieServiceIndexStats stats[2];	/* by the engine that scanned */
@@ -113,7 +124,8 @@ typedef struct PendingLoad
 {
 	GenieServiceKey key;
 	bool		values;
-	int32		vector_dim;		/* values: 0 for strings, else the vectors' dimension */
+	GenieValuesKind values_kind;	/* values: their kind, */
+	int32		vector_dim;		/* and the vectors' dimension */
 	Oid			index_oid;
 	int			slot;
 	int			pid;
@@ -154,7 +166,7 @@ typedef struct ServiceState
 	int			n_loads;
 } ServiceState;
 
-/* genie_service_engines.c: answers */
+/* genie_worker_engines.c: answers */
 extern GenieResponse *genie_worker_begin_response(ServiceState *st, TakenRequest *t,
 												  GenieServiceOutcome outcome,
 												  const genie_error *err);
@@ -164,7 +176,7 @@ extern void genie_worker_reply_outcome(ServiceState *st, TakenRequest *t,
 									   GenieServiceOutcome outcome, const genie_error *err);
 extern void genie_worker_reply_error(ServiceState *st, TakenRequest *t, genie_status status,
 									 const char *message);
-/* genie_service_engines.c: versions, engines, loads */
+/* genie_worker_engines.c: versions, engines, loads */
 extern void genie_worker_engine_options(genie_engine_kind kind, CancelGroup *group,
 										genie_engine_options *options);
 extern ServedIndex *genie_worker_find_served(ServiceState *st, const GenieServiceKey *key);
@@ -175,7 +187,7 @@ extern void genie_worker_finish_load(ServiceState *st, PendingLoad *load, TakenR
 extern genie_status genie_worker_resolve_kind(ServiceState *st, int device, genie_engine_kind *kind,
 											  genie_error *err);
 
-/* genie_service_loads.c: versions handed over in pieces */
+/* genie_worker_loads.c: versions handed over in pieces */
 extern void genie_worker_handle_load(ServiceState *st, TakenRequest *t);
 /* Drops the hand-over a slot left unfinished (it went on to other requests). */
 extern void genie_worker_forget_loads(ServiceState *st, int slot);
@@ -193,62 +205,28 @@ extern void genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index,
 									ServedValues *keep_values, bool room_index, bool room_values);
 extern void genie_worker_free_values(ServedValues *s);
 
-/*
- * A kind of stored values and the scans of it: what genie_service_values.c
- * needs of genie_service_strings.c and genie_service_vectors.c.
- */
-typedef struct ValuesScanKind
-{
-	const char *malformed;		/* the error of a malformed request */
-	/* whether s holds this kind of values */
-	bool		(*holds) (const ServedValues *s);
-	/* whether t is a well-formed scan request of s (payload, answer's room) */
-	bool		(*well_formed) (const ServedValues *s, TakenRequest *t);
-	/* where the skipped objects' ids (scan_excluded int32) start in t's payload */
-	Size		(*excluded_offset) (TakenRequest *t);
-	/* the engine call's input for the group, palloc'd in the current context */
-	void	   *(*prepare) (ServedValues *s, TakenRequest **group, int n);
-	/* the scan on kind; *found for answered_on, reply and free_found */
-	genie_status (*scan) (ServedValues *s, void *input, genie_engine_kind kind,
-						  const genie_engine_options *options, void **found, genie_error *err);
-	/* member t's answer: its queries from q0 of found */
-	void		(*reply) (ServiceState *st, ServedValues *s, TakenRequest *t, const void *found,
-						  int q0, bool fallback);
-	genie_engine_kind (*answered_on) (const void *found);
-	void		(*free_found) (void *found);
-} ValuesScanKind;
-
-/* genie_service_values.c: the stored values (strings or vectors) of versions */
+/* genie_worker_values.c: the stored values (strings or vectors) of versions */
 /* The values the worker holds of a version, or NULL. */
 extern ServedValues *genie_worker_find_values(ServiceState *st, const GenieServiceKey *key);
 /* Takes s into the table of values held (evicting as needed) and answers the load t. */
 extern void genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequest *t);
-/* The objects request t skips, a flag per main object (palloc'd); NULL when none. */
-extern uint8 *genie_worker_excluded_flags(const ValuesScanKind *vk, TakenRequest *t, int32 n_main);
-/* Answers the cycle's scans of one kind, one engine call per group that can share one. */
-extern void genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n,
-									 const ValuesScanKind *vk);
+/* A version's main values handed over: served from now on. */
+extern void genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
+/* Answers the cycle's scans, one engine call per group that can share one. */
+extern void genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n);
 
-/* genie_service_strings.c: the stored strings of versions, and edit-distance scans of them */
-extern void genie_worker_finish_strings_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
-extern const ValuesScanKind genie_worker_string_scans;
-
-/* genie_service_vectors.c: the stored vectors of versions, and exact scans of them */
-extern void genie_worker_finish_vectors_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
-extern const ValuesScanKind genie_worker_vector_scans;
-
-/* genie_service_batch.c: a batch's requests */
+/* genie_worker_batch.c: a batch's requests */
 /* Handles loads and verifications, and hands the searches to the runner: false when there were none. */
 extern bool genie_worker_start_batch(ServiceState *st, CycleBatch *b);
 /* Answers the searches of a batch the runner finished; exits after a GPU error. */
 extern void genie_worker_finish_batch(ServiceState *st, CycleBatch *b);
 extern void genie_worker_publish_stats(ServiceState *st);
 
-/* genie_service_runner.c */
+/* genie_worker_runner.c */
 extern void genie_runner_init(GenieRunner *r, Latch *latch);
 /* Runs the jobs on the runner thread (on this one when it cannot start). */
 extern void genie_runner_submit(GenieRunner *r, SearchJob **jobs, int n_jobs);
 extern bool genie_runner_done(GenieRunner *r);
 extern void genie_run_job(SearchJob *job);
 
-#endif							/* GENIE_SERVICE_WORKER_H */
+#endif							/* GENIE_WORKER_INTERNAL_H */

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * genie_service_loads.c
+ * genie_worker_loads.c
  *	  Index versions handed over to the genie service worker in pieces: the
- *	  main postings (genie_service_engines.c makes the served version of
- *	  them) or the main objects' stored values: strings
- *	  (genie_service_strings.c) or vectors (genie_service_vectors.c).
+ *	  main postings (genie_worker_engines.c makes the served version of
+ *	  them) or the main objects' stored values, strings or vectors
+ *	  (genie_worker_values.c).
  *	  One backend hands a version over at a time; another that asks meanwhile
  *	  is told to wait, and a hand-over whose backend went away is dropped.
  *
@@ -124,6 +124,7 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 		st->n_loads++;
 		load->key = req->key;
 		load->values = req->load_values;
+		load->values_kind = req->values_kind;
 		load->vector_dim = req->vector_dim;
 		load->index_oid = req->index_oid;
 		load->slot = t->slot;
@@ -158,10 +159,8 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 		/* off the list first: finish_load may evict, and the buffer is ours */
 		load->buffer = NULL;
 		drop_load(st, (int) (load - st->loads));
-		if (done.values && done.vector_dim > 0)
-			genie_worker_finish_vectors_load(st, &done, t);
-		else if (done.values)
-			genie_worker_finish_strings_load(st, &done, t);
+		if (done.values)
+			genie_worker_finish_values_load(st, &done, t);
 		else
 			genie_worker_finish_load(st, &done, t);
 		free(done.buffer);

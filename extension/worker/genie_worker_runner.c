@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * genie_service_runner.c
+ * genie_worker_runner.c
  *	  The genie service's runner thread: it runs a batch's engine searches
  *	  while the worker's own thread collects the next requests and writes
  *	  the previous batch's answers, so that the engine is busy back to back

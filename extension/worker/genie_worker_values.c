@@ -1,13 +1,22 @@
 /*-------------------------------------------------------------------------
  *
- * genie_service_values.c
- *	  The genie service worker's stored values (the main objects' strings or
- *	  vectors of an index version): the table of those held, and the scans
- *	  of them that the cycle's requests ask for, grouped into one engine
- *	  call per set of values, engine and skipped objects.  What differs
- *	  between strings and vectors (the request's layout, the scan, the
- *	  answer) comes from a ValuesScanKind (genie_service_strings.c,
- *	  genie_service_vectors.c).
+ * genie_worker_values.c
+ *	  The genie service worker's stored values: the main objects' strings
+ *	  or vectors of an index version (service/genie_values.h), handed over
+ *	  by a backend like the postings and kept under the same key, and the
+ *	  scans of them (edit distance or Euclidean distance) on the GPU or the
+ *	  CPU engine.
+ *
+ * A backend asks for the k nearest main values of its queries, skipping
+ * the main objects it knows are dead or NULL; it scans its own pending
+ * values and merges by (distance, length, id), so the answer is what the
+ * in-process scan gives.  The scans of one cycle that share the values,
+ * the engine and the skipped objects are one engine call (their queries
+ * concatenated, the largest k): one device pass over the values serves
+ * every session's queries, which is what makes many sessions cheap.  The
+ * worker scans on its own thread, as it verifies genie_similar
+ * candidates; a scan stops when every backend of the call withdrew.  The
+ * LSH mode's re-ranking of candidates stays in the backend.
  *
  *-------------------------------------------------------------------------
  */
@@ -65,16 +74,82 @@ genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequest *t)
 	}
 }
 
-/*
- * The skipped objects (scan_excluded int32 ids) follow each request's
- * queries, at an offset the kind computes.
- */
+void
+genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
+{
+	GenieValueBatch batch;
+	ServedValues *s;
+	genie_error err;
+
+	if (!genie_value_batch_read(load->values_kind, load->key.n_main_objects, load->vector_dim,
+								load->buffer, load->total, &batch))
+	{
+		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed hand-over of stored values");
+		return;
+	}
+	s = calloc(1, sizeof(ServedValues));
+	if (s == NULL)
+	{
+		genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY, "the genie service is out of host memory");
+		return;
+	}
+	if (genie_value_set_create(&batch, &s->set, &err) != GENIE_OK)
+	{
+		free(s);
+		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
+		return;
+	}
+	s->key = load->key;
+	s->index_oid = load->index_oid;
+	s->host_bytes = (int64) genie_value_set_host_bytes(&s->set);
+	for (int e = 0; e < 2; e++)
+		s->stats[e].content = s->set.kind == GENIE_VALUES_STRINGS ? GENIE_SERVED_STRINGS
+			: GENIE_SERVED_VECTORS;
+	genie_worker_add_values(st, s, t);
+}
+
+/* ---- scans ---- */
+
+/* The skipped objects' ids (scan_excluded int32) follow the queries, from an 8-byte boundary. */
+static const int32 *
+skipped_ids(TakenRequest *t)
+{
+	return (const int32 *) (t->payload + TYPEALIGN(8, (Size) t->req.scan_query_bytes));
+}
+
+/* A scan request's queries, checked against its payload; false when malformed. */
 static bool
-same_skips(const ValuesScanKind *vk, TakenRequest *a, TakenRequest *b)
+read_queries(TakenRequest *t, GenieValueBatch *queries)
+{
+	GenieRequest *r = &t->req;
+
+	return r->scan_query_bytes >= 0 && (Size) r->scan_query_bytes <= t->payload_size &&
+		genie_value_batch_read(r->values_kind, r->n_queries, r->vector_dim, t->payload,
+							   (Size) r->scan_query_bytes, queries);
+}
+
+/* Whether t is a well-formed scan of s's values (its payload, its answer's room). */
+static bool
+well_formed(const ServedValues *s, TakenRequest *t)
+{
+	GenieRequest *r = &t->req;
+	GenieValueBatch queries;
+
+	if (r->n_queries < 1 || r->k < 1 || r->scan_excluded < 0 || r->scan_query_bytes < 0 ||
+		r->values_kind != s->set.kind ||
+		(s->set.kind == GENIE_VALUES_VECTORS && r->vector_dim != genie_value_set_dim(&s->set)))
+		return false;
+	return TYPEALIGN(8, (Size) r->scan_query_bytes) + sizeof(int32) * (Size) r->scan_excluded <=
+		t->payload_size &&
+		GENIE_SCAN_ANSWER_BYTES(r->n_queries, r->k) <= r->response_capacity &&
+		read_queries(t, &queries);
+}
+
+static bool
+same_skips(TakenRequest *a, TakenRequest *b)
 {
 	return a->req.scan_excluded == b->req.scan_excluded &&
-		memcmp(a->payload + vk->excluded_offset(a), b->payload + vk->excluded_offset(b),
-			   sizeof(int32) * (Size) a->req.scan_excluded) == 0;
+		memcmp(skipped_ids(a), skipped_ids(b), sizeof(int32) * (Size) a->req.scan_excluded) == 0;
 }
 
 /*
@@ -84,28 +159,28 @@ same_skips(const ValuesScanKind *vk, TakenRequest *a, TakenRequest *b)
  * other member's scan gather that many rows).
  */
 static bool
-same_scan(ServiceState *st, const ValuesScanKind *vk, ServedValues *s, TakenRequest *a,
-		  genie_engine_kind kind, TakenRequest *b)
+same_scan(ServiceState *st, ServedValues *s, TakenRequest *a, genie_engine_kind kind,
+		  TakenRequest *b)
 {
 	genie_engine_kind kb;
 	genie_error err;
 	int64		ka = a->req.k;
 	int64		kb_k = b->req.k;
 
-	return genie_service_keys_equal(&a->req.key, &b->req.key) && vk->well_formed(s, b) &&
+	return genie_service_keys_equal(&a->req.key, &b->req.key) && well_formed(s, b) &&
 		Max(ka, kb_k) <= 2 * Min(ka, kb_k) &&
 		genie_worker_resolve_kind(st, b->req.device, &kb, &err) == GENIE_OK && kb == kind &&
-		same_skips(vk, a, b);
+		same_skips(a, b);
 }
 
 /*
  * The skipped main objects of a group (all members skip the same) as one
  * flag per main object; NULL when none is skipped.
  */
-uint8 *
-genie_worker_excluded_flags(const ValuesScanKind *vk, TakenRequest *t, int32 n_main)
+static uint8 *
+excluded_flags(TakenRequest *t, int32 n_main)
 {
-	const int32 *ids = (const int32 *) (t->payload + vk->excluded_offset(t));
+	const int32 *ids = skipped_ids(t);
 	uint8	   *flags;
 
 	if (t->req.scan_excluded == 0)
@@ -118,21 +193,67 @@ genie_worker_excluded_flags(const ValuesScanKind *vk, TakenRequest *t, int32 n_m
 }
 
 /*
- * One engine call for the group (their queries concatenated, the largest
- * k: rows come in the order of the answer, so the first k of a larger k
- * are the answer for k), on the CPU for the members that allow it when the
- * GPU runs out of memory; then every member's answer and the statistics.
+ * Writes member t's answer: its queries [q0, q0 + n) of found, at most its
+ * k rows each (the group's k may be larger: rows come in the order of the
+ * answer, so the first k of a larger k are the answer for k).
  */
 static void
-scan_group(ServiceState *st, const ValuesScanKind *vk, ServedValues *s, genie_engine_kind kind,
-		   TakenRequest **group, int n)
+reply(ServiceState *st, ServedValues *s, TakenRequest *t, const GenieValueFound *found, int q0,
+	  bool fallback)
+{
+	int			nq = t->req.n_queries;
+	int32		k = t->req.k;
+	Size		slots = (Size) nq * (Size) k;
+	const int64 *found_offsets = genie_value_found_offsets(found);
+	GenieResponse *resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
+	int64	   *offsets;
+	float8	   *distances;
+	int32	   *objects;
+	int32	   *lengths;
+	int64		n = 0;
+
+	if (resp == NULL)
+		return;
+	resp->engine = genie_value_found_device(found);
+	resp->device_fallback = fallback;
+	offsets = (int64 *) ((char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
+	distances = (float8 *) (offsets + nq + 1);
+	objects = (int32 *) (distances + slots);
+	lengths = objects + slots;
+	offsets[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		int64		from = found_offsets[q0 + q];
+		int64		take = Min((int64) k, found_offsets[q0 + q + 1] - from);
+
+		for (int64 i = from; i < from + take; i++, n++)
+		{
+			objects[n] = genie_value_found_object(found, i);
+			distances[n] = genie_value_found_distance(found, i);
+			lengths[n] = genie_value_set_length(&s->set, objects[n]);
+		}
+		offsets[q + 1] = n;
+	}
+	resp->n_hits = n;
+	genie_worker_end_reply(t, GENIE_SLOT_DONE);
+}
+
+/*
+ * One engine call for the group (their queries concatenated, the largest
+ * k), on the CPU for the members that allow it when the GPU runs out of
+ * memory; then every member's answer and the statistics.
+ */
+static void
+scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenRequest **group, int n)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "genie service scan",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
-	int			nq = 0;
-	void	   *input = vk->prepare(s, group, n);
-	void	   *found = NULL;
+	GenieValueBatch *parts = palloc(sizeof(GenieValueBatch) * n);
+	GenieValueBatch queries;
+	uint8	   *excluded = excluded_flags(group[0], s->key.n_main_objects);
+	int32		k = 0;
+	GenieValueFound found;
 	genie_engine_options options;
 	CancelGroup cancel = {group, n};
 	genie_error err;
@@ -141,9 +262,14 @@ scan_group(ServiceState *st, const ValuesScanKind *vk, ServedValues *s, genie_en
 	TimestampTz started = GetCurrentTimestamp();
 
 	for (int i = 0; i < n; i++)
-		nq += group[i]->req.n_queries;
+	{
+		(void) read_queries(group[i], &parts[i]);	/* well_formed read them */
+		k = Max(k, group[i]->req.k);
+	}
+	genie_value_batch_concat(parts, n, &queries);
 	genie_worker_engine_options(kind, &cancel, &options);
-	status = vk->scan(s, input, kind, &options, &found, &err);
+	status = genie_value_set_scan(&s->set, kind, &options, &queries, k, excluded, NULL, NULL,
+								  &found, &err);
 	if (status == GENIE_DEVICE_OUT_OF_MEMORY)
 	{
 		/* those of the group that allow it run on the CPU; genie.device = gpu gets the error */
@@ -152,7 +278,8 @@ scan_group(ServiceState *st, const ValuesScanKind *vk, ServedValues *s, genie_en
 			if (group[i]->req.device == GENIE_DEVICE_SETTING_GPU)
 				genie_worker_reply_outcome(st, group[i], GENIE_SERVICE_ENGINE_ERROR, &err);
 		genie_worker_engine_options(GENIE_ENGINE_CPU, &cancel, &options);
-		status = vk->scan(s, input, GENIE_ENGINE_CPU, &options, &found, &err);
+		status = genie_value_set_scan(&s->set, GENIE_ENGINE_CPU, &options, &queries, k, excluded,
+									  NULL, NULL, &found, &err);
 	}
 	if (status == GENIE_DEVICE_ERROR)
 		st->device_failed = true;
@@ -165,28 +292,28 @@ scan_group(ServiceState *st, const ValuesScanKind *vk, ServedValues *s, genie_en
 		else if (status != GENIE_OK)
 			genie_worker_reply_outcome(st, group[i], GENIE_SERVICE_ENGINE_ERROR, &err);
 		else
-			vk->reply(st, s, group[i], found, q0, fallback);
+			reply(st, s, group[i], &found, q0, fallback);
 	}
 	if (status == GENIE_OK)
 	{
-		GenieServiceIndexStats *stats = &s->stats[vk->answered_on(found) == GENIE_ENGINE_GPU ?
+		GenieServiceIndexStats *stats = &s->stats[genie_value_found_device(&found) == GENIE_ENGINE_GPU ?
 												  GENIE_ENGINE_GPU : GENIE_ENGINE_CPU];
 
 		stats->batches++;
 		stats->requests += n;
-		stats->queries += nq;
-		stats->max_batch_queries = Max(stats->max_batch_queries, nq);
+		stats->queries += queries.n;
+		stats->max_batch_queries = Max(stats->max_batch_queries, queries.n);
 		for (int i = 0; i < n; i++)
 			stats->queue_wait_ms += group[i]->queue_wait_ms;
 		stats->engine_ms += (double) (GetCurrentTimestamp() - started) / 1000.0;
 	}
-	vk->free_found(found);
+	genie_value_found_free(&found);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
 }
 
 void
-genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n, const ValuesScanKind *vk)
+genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n)
 {
 	TakenRequest **group = palloc(sizeof(TakenRequest *) * Max(n, 1));
 	bool	   *done = palloc0(sizeof(bool) * Max(n, 1));
@@ -204,14 +331,14 @@ genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n, const Va
 			continue;
 		done[i] = true;
 		s = genie_worker_find_values(st, &t->req.key);
-		if (s == NULL || !vk->holds(s))
+		if (s == NULL || s->set.kind != t->req.values_kind)
 		{
 			genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
 			continue;
 		}
-		if (!vk->well_formed(s, t))
+		if (!well_formed(s, t))
 		{
-			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, vk->malformed);
+			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed genie scan request");
 			continue;
 		}
 		s->last_used = ++st->clock;
@@ -224,13 +351,13 @@ genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n, const Va
 		nq = t->req.n_queries;
 		for (int j = i + 1; j < n; j++)
 			if (!done[j] && nq + (int64) scans[j]->req.n_queries <= GENIE_SERVICE_MAX_GROUP_QUERIES &&
-				same_scan(st, vk, s, t, kind, scans[j]))
+				same_scan(st, s, t, kind, scans[j]))
 			{
 				done[j] = true;
 				nq += scans[j]->req.n_queries;
 				group[m++] = scans[j];
 			}
-		scan_group(st, vk, s, kind, group, m);
+		scan_group(st, s, kind, group, m);
 	}
 	pfree(group);
 	pfree(done);

@@ -40,7 +40,9 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-#include "types/rows/genie_rows.h"
+#include "types/rows/genie_row_dictionary.h"
+#include "types/rows/genie_row_values.h"
+#include "types/rows/genie_ranges.h"
 
 PG_FUNCTION_INFO_V1(genie_ranges_in);
 PG_FUNCTION_INFO_V1(genie_ranges_out);
@@ -514,6 +516,97 @@ genie_ranges_out(PG_FUNCTION_ARGS)
 	appendStringInfoString(&s, "}}");
 	PG_RETURN_CSTRING(s.data);
 }
+
+/* ---- the engine query of a value, on the index ---- */
+
+static void
+reserve_codes(int32 **codes, int *capacity, int needed)
+{
+	if (*capacity >= needed)
+		return;
+	*capacity = Max(needed, 64);
+	*codes = *codes == NULL ? palloc(sizeof(int32) * *capacity) :
+		repalloc(*codes, sizeof(int32) * *capacity);
+}
+
+/* The engine query of a genie_ranges value, with the dictionary of the moment. */
+GenieQuery *
+genie_ranges_query(Relation index, GenieRanges *ranges)
+{
+	GenieRowSchema schema;
+	GenieRowDictionary *d;
+	GenieQueryBuilder b;
+	GenieRangesItem *items = GENIE_RANGES_ITEMS(ranges);
+	const char *area = GENIE_RANGES_VALUES(ranges);
+	int32	   *codes = NULL;
+	int			codes_capacity = 0;
+
+	genie_row_schema(index, &schema);
+	if (ranges->index != RelationGetRelid(index) || ranges->schema_id != schema.schema_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("this genie_ranges value was not made for the current build of index \"%s\"",
+						RelationGetRelationName(index)),
+				 errhint("Make the query with genie_ranges('%s', ...) again: the index was rebuilt, or the query names another index.",
+						 RelationGetRelationName(index))));
+	d = genie_row_index_dictionary(index, &schema);
+	genie_query_builder_init(&b);
+	b.limited = false;
+	for (int i = 0; i < ranges->n_items; i++)
+	{
+		GenieRangesItem *item = &items[i];
+		int			slot = item->slot;
+		bool		numeric;
+		int			n = 0;
+
+		genie_row_type_supported(item->attribute.type, &numeric);
+		if (numeric && item->attribute.mode == GENIE_ROW_BUCKETS)
+		{
+			genie_query_builder_begin_item(&b, item->weight);
+			genie_query_builder_add_range(&b, GENIE_ROW_KEYWORD(slot, item->bucket_lo),
+										  GENIE_ROW_KEYWORD(slot, item->bucket_hi));
+			continue;
+		}
+		if (numeric)
+		{
+			int32		count = d->n_numeric[slot];
+
+			reserve_codes(&codes, &codes_capacity, count);
+			for (int32 j = 0; j < count; j++)
+			{
+				float8		v = d->numeric_values[slot][j];
+
+				if (item->lo <= v && v <= item->hi)
+					codes[n++] = d->numeric_codes[slot][j];
+			}
+		}
+		else
+		{
+			const char *p = area + item->values_offset;
+
+			reserve_codes(&codes, &codes_capacity, item->n_values);
+			for (int j = 0; j < item->n_values; j++)
+			{
+				int32		length;
+				int32		code;
+
+				memcpy(&length, p, sizeof(int32));
+				code = genie_row_dictionary_lookup(d, slot, p + sizeof(int32), length);
+				if (code >= 0)
+					codes[n++] = code;
+				p += INTALIGN(sizeof(int32) + length);
+			}
+		}
+		if (n == 0)
+			continue;			/* no row can match this item */
+		genie_query_builder_begin_item(&b, item->weight);
+		for (int j = 0; j < n; j++)
+			genie_query_builder_add_range(&b, GENIE_ROW_KEYWORD(slot, codes[j]),
+										  GENIE_ROW_KEYWORD(slot, codes[j]));
+	}
+	return genie_query_builder_finish(&b);
+}
+
 
 /* ---- scoring rows without the index ---- */
 

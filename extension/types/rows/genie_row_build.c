@@ -25,7 +25,9 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "types/rows/genie_rows.h"
+#include "types/rows/genie_row_build.h"
+#include "types/rows/genie_row_dictionary.h"
+#include "types/rows/genie_row_values.h"
 
 /* ---- the attribute list ---- */
 

@@ -21,7 +21,8 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "types/rows/genie_rows.h"
+#include "types/rows/genie_row_dictionary.h"
+#include "types/rows/genie_row_values.h"
 
 /* ---- the dictionary, as a backend holds it ---- */
 

@@ -21,7 +21,7 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-#include "types/rows/genie_rows.h"
+#include "types/rows/genie_row_values.h"
 
 
 bool

@@ -1,0 +1,462 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_search_values.c
+ *	  The k nearest stored values of each query (genie_search_values.h):
+ *	  strings by edit distance, vectors by Euclidean distance, one path for
+ *	  both (what differs between the two kinds is in service/genie_values.c).
+ *
+ * In-process, one scan of every value of the entry's version on the engine
+ * genie.device asks for, exact: the same rows and distances as a
+ * sequential scan ordered by the distance operator.  With genie preloaded,
+ * the genie service holds the main objects' values (handed over by the
+ * first backend that needs them, like the postings) and scans them on its
+ * GPU, one engine call for the scans of all sessions that arrive together;
+ * the backend scans its own pending objects' values on the CPU and merges
+ * the two in (distance, length, id) order, the order of the in-process
+ * scan, so both paths give the same rows.  Backends of a preloaded genie
+ * never start CUDA: while the service is away they scan on the CPU.
+ *
+ * LSH (vectors, genie.vector_search = lsh, the caller passes the queries'
+ * LSH keywords): the genie.lsh_candidates objects of the highest LSH match
+ * count (genie_search, through the genie service when it runs) re-ranked
+ * by their exact distance in this backend: approximate, as GENIE section
+ * IV.
+ *
+ * genie_search_values_visible keeps the rows visible to a snapshot,
+ * widening k while invisible rows take places.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "genie_utils.h"
+#include "search/genie_cache_values.h"
+#include "search/genie_search_values.h"
+#include "service/genie_service_client.h"
+
+int			genie_vector_search_setting = GENIE_VECTOR_SEARCH_EXACT;
+int			genie_lsh_candidates = 1000;
+
+/* ---- scans ---- */
+
+/* What a scan of this kind is called in messages. */
+static const char *
+kind_what(GenieValuesKind kind)
+{
+	return kind == GENIE_VALUES_STRINGS ? "edit-distance scan" : "vector search";
+}
+
+static const char *
+kind_held(GenieValuesKind kind)
+{
+	return kind == GENIE_VALUES_STRINGS ? "the stored strings" : "the stored vectors";
+}
+
+/*
+ * One scan of set on device, on this backend's engine options (cancel and
+ * statement_timeout stop it); candidates: the LSH re-rank's, or NULL.
+ */
+static genie_status
+scan_set(const GenieValueSet *set, genie_engine_kind device, const GenieValueBatch *queries,
+		 int32 k, const uint8 *excluded, const GenieSearchResult *candidates,
+		 GenieValueFound *found, genie_error *err)
+{
+	genie_engine_options options;
+
+	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
+								genie_cancel_requested, NULL, &options);
+	return genie_value_set_scan(set, device, &options, queries, k, excluded,
+								candidates ? candidates->query_offsets : NULL,
+								candidates ? candidates->objects : NULL, found, err);
+}
+
+/*
+ * Moves a C API result (malloc'd) into palloc'd rows, the lengths from
+ * lengths_of (the set scanned, when they are needed to merge) or zero; the
+ * allocations may not throw before the result is freed.
+ */
+static void
+take_found(GenieValueFound *found, const GenieValueSet *lengths_of, GenieValueRows *rows)
+{
+	const int64 *offsets = genie_value_found_offsets(found);
+	int			nq = genie_value_found_queries(found);
+	int64		n = offsets[nq];
+	int			flags = MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM;
+
+	rows->n_queries = nq;
+	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), flags);
+	rows->objects = palloc_extended(sizeof(int32) * Max(n, 1), flags);
+	rows->distances = palloc_extended(sizeof(float8) * Max(n, 1), flags);
+	rows->lengths = palloc_extended(sizeof(int32) * Max(n, 1), flags | MCXT_ALLOC_ZERO);
+	if (rows->offsets != NULL && rows->objects != NULL && rows->distances != NULL &&
+		rows->lengths != NULL)
+	{
+		memcpy(rows->offsets, offsets, sizeof(int64) * (nq + 1));
+		for (int64 i = 0; i < n; i++)
+		{
+			rows->objects[i] = genie_value_found_object(found, i);
+			rows->distances[i] = genie_value_found_distance(found, i);
+			if (lengths_of != NULL)
+				rows->lengths[i] = genie_value_set_length(lengths_of, rows->objects[i]);
+		}
+	}
+	genie_value_found_free(found);
+	if (rows->offsets == NULL || rows->objects == NULL || rows->distances == NULL ||
+		rows->lengths == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Failed on a result of %lld rows.", (long long) n)));
+}
+
+void
+genie_value_rows_free(GenieValueRows *rows)
+{
+	if (rows->offsets != NULL)
+		pfree(rows->offsets);
+	if (rows->objects != NULL)
+		pfree(rows->objects);
+	if (rows->distances != NULL)
+		pfree(rows->distances);
+	if (rows->lengths != NULL)
+		pfree(rows->lengths);
+	memset(rows, 0, sizeof(*rows));
+}
+
+/* Every value of the entry, in this backend, on the engine genie.device asks for. */
+static void
+scan_in_process(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
+				GenieValueRows *rows)
+{
+	const GenieValueSet *set = genie_cache_values(entry);
+	GenieValueFound found;
+	genie_error err;
+	genie_status status;
+
+	status = scan_set(set, genie_search_device(), queries, k, entry->excluded, NULL, &found, &err);
+	if (genie_search_cpu_fallback(status, &err, kind_what(queries->kind)))
+		status = scan_set(set, GENIE_ENGINE_CPU, queries, k, entry->excluded, NULL, &found, &err);
+	if (status != GENIE_OK)
+		genie_report_error(&err, psprintf("genie: %s", kind_what(queries->kind)));
+	take_found(&found, NULL, rows);
+}
+
+/*
+ * The LSH mode (vectors): each query's top genie.lsh_candidates (at least
+ * k) objects by match count, re-ranked by distance on the CPU.
+ */
+static void
+search_lsh(GenieCachedIndex *entry, const GenieValueBatch *queries, GenieQuery **lsh, int32 k,
+		   GenieValueRows *rows)
+{
+	int32		candidates = (int32) Min(Max((int64) genie_lsh_candidates, (int64) k),
+										 (int64) Max(entry->n_objects, 1));
+	GenieQueryBatch batch;
+	GenieSearchResult counted;
+	GenieValueFound found;
+	genie_error err;
+
+	for (int q = 0; q < queries->n; q++)
+		if (lsh[q] == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("genie index \"%s\" has no LSH keywords: it was built with m = 0",
+							get_rel_name(entry->index_oid)),
+					 errhint("SET genie.vector_search = 'exact', or rebuild the index with m > 0.")));
+	genie_query_batch_init(&batch, lsh, queries->n);
+	genie_search(entry, &batch, candidates, &counted);
+	/* the re-ranking reads every vector here; the flags of the skipped objects come with them */
+	if (scan_set(genie_cache_values(entry), GENIE_ENGINE_CPU, queries, k, entry->excluded,
+				 &counted, &found, &err) != GENIE_OK)
+		genie_report_error(&err, "genie: re-ranking LSH candidates");
+	genie_search_free(&counted);
+	take_found(&found, NULL, rows);
+}
+
+/* A scan of the main objects' values, as genie_search_through_service asks it. */
+typedef struct ValuesAsk
+{
+	const GenieValueBatch *queries;
+	int32		k;
+	GenieValueRows *rows;
+} ValuesAsk;
+
+static GenieServiceOutcome
+ask_values(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool *device_fallback,
+		   genie_error *err)
+{
+	ValuesAsk  *a = arg;
+	int32		n_excluded;
+	const int32 *excluded = genie_cache_excluded_main(entry, &n_excluded);
+	GenieServiceOutcome outcome;
+
+	outcome = genie_service_scan_values(&entry->main_key, entry->index_oid, genie_device_setting,
+										a->queries, a->k, excluded, n_excluded, a->rows, engine,
+										device_fallback, err);
+	if (outcome != GENIE_SERVICE_OK)
+		genie_value_rows_free(a->rows); /* a part may have come back before the rest failed */
+	return outcome;
+}
+
+/* The pending objects' rows (ids local to the pending list), on the CPU. */
+static void
+scan_pending(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
+			 GenieValueRows *rows)
+{
+	const GenieValueSet *pending = genie_cache_pending_values(entry);
+	int32		n_main = entry->n_main_objects;
+	int32		n_pending = entry->n_objects - n_main;
+	uint8	   *excluded = palloc(n_pending);
+	GenieValueFound found;
+	genie_error err;
+
+	for (int32 i = 0; i < n_pending; i++)
+		excluded[i] = (entry->objects[n_main + i].flags &
+					   (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0;
+	if (scan_set(pending, GENIE_ENGINE_CPU, queries, Min(k, n_pending), excluded, NULL, &found,
+				 &err) != GENIE_OK)
+		genie_report_error(&err, psprintf("genie: %s of the pending rows", kind_what(queries->kind)));
+	pfree(excluded);
+	/* the lengths of pending strings decide ties with main ones */
+	take_found(&found, pending, rows);
+}
+
+/* The first k of main's and pending's rows of each query, by (distance, length, id). */
+static void
+merge_rows(const GenieValueRows *main, const GenieValueRows *pending, int32 n_main, int nq,
+		   int32 k, GenieValueRows *rows)
+{
+	int64		total = 0;
+
+	for (int q = 0; q < nq; q++)
+		total += Min((int64) k, main->offsets[q + 1] - main->offsets[q] +
+					 pending->offsets[q + 1] - pending->offsets[q]);
+	rows->n_queries = nq;
+	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
+	rows->objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(float8) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->lengths = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->offsets[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		int64		i = main->offsets[q];
+		int64		j = pending->offsets[q];
+		int64		out = rows->offsets[q];
+
+		while (out - rows->offsets[q] < k && (i < main->offsets[q + 1] || j < pending->offsets[q + 1]))
+		{
+			bool		take_main = j == pending->offsets[q + 1];
+
+			/* pending ids follow every main id: a tie in distance and length goes to main */
+			if (i < main->offsets[q + 1] && j < pending->offsets[q + 1])
+				take_main = main->distances[i] < pending->distances[j] ||
+					(main->distances[i] == pending->distances[j] &&
+					 main->lengths[i] <= pending->lengths[j]);
+			if (take_main)
+			{
+				rows->objects[out] = main->objects[i];
+				rows->distances[out] = main->distances[i];
+				rows->lengths[out++] = main->lengths[i++];
+			}
+			else
+			{
+				rows->objects[out] = n_main + pending->objects[j];
+				rows->distances[out] = pending->distances[j];
+				rows->lengths[out++] = pending->lengths[j++];
+			}
+		}
+		rows->offsets[q + 1] = out;
+	}
+}
+
+/* No rows for any query (palloc'd as merged rows are). */
+static void
+no_rows(int nq, GenieValueRows *rows)
+{
+	rows->n_queries = nq;
+	rows->offsets = palloc0(sizeof(int64) * (nq + 1));
+	rows->objects = palloc(sizeof(int32));
+	rows->distances = palloc(sizeof(float8));
+	rows->lengths = palloc(sizeof(int32));
+}
+
+/*
+ * Through the service: the main rows there and the pending rows (on the
+ * CPU) here, merged; false when the service is away.
+ */
+static bool
+scan_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
+					 GenieValueRows *rows)
+{
+	int32		n_main = entry->n_main_objects;
+	GenieValueRows main_rows;
+	GenieValueRows pending_rows;
+
+	memset(&main_rows, 0, sizeof(main_rows));
+	memset(&pending_rows, 0, sizeof(pending_rows));
+	if (n_main > 0)
+	{
+		ValuesAsk	ask = {queries, k, &main_rows};
+
+		if (!genie_search_through_service(entry, ask_values, genie_cache_ship_values, &ask,
+										  kind_held(queries->kind), kind_what(queries->kind)))
+			return false;
+	}
+	else
+		no_rows(queries->n, &main_rows);
+	if (entry->n_objects > n_main)
+		scan_pending(entry, queries, k, &pending_rows);
+	else
+		no_rows(queries->n, &pending_rows);
+	merge_rows(&main_rows, &pending_rows, n_main, queries->n, k, rows);
+	/* a widening round asks again: free this round's rows */
+	genie_value_rows_free(&main_rows);
+	genie_value_rows_free(&pending_rows);
+	return true;
+}
+
+void
+genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries, GenieQuery **lsh,
+					int32 k, GenieValueRows *rows)
+{
+	Assert(queries->kind == entry->values_kind);
+	if (entry->n_objects == 0 || queries->n == 0 ||
+		(queries->kind == GENIE_VALUES_VECTORS && entry->vector_dim == 0))
+		no_rows(queries->n, rows);	/* an index without values: no rows */
+	else if (lsh != NULL)
+		search_lsh(entry, queries, lsh, k, rows);
+	else if (!genie_service_configured() || !scan_through_service(entry, queries, k, rows))
+		scan_in_process(entry, queries, k, rows);
+}
+
+/* ---- the visible rows ---- */
+
+/* The visible rows of each query, in the order found (what the widening rounds collect). */
+typedef struct RowCollector
+{
+	ItemPointerData **tids;		/* the caller's: returned as they are */
+	int32	  **objects;
+	float8	  **distances;
+	int64	   *counts;
+	int64	   *capacity;
+} RowCollector;
+
+static void
+collector_begin(RowCollector *c, int nq, int32 k, ItemPointerData **tids)
+{
+	c->tids = tids;
+	c->objects = palloc(sizeof(int32 *) * Max(nq, 1));
+	c->distances = palloc(sizeof(float8 *) * Max(nq, 1));
+	c->counts = palloc0(sizeof(int64) * Max(nq, 1));
+	c->capacity = palloc(sizeof(int64) * Max(nq, 1));
+	for (int q = 0; q < nq; q++)
+	{
+		c->capacity[q] = Max(Min(k, 1024), 1);
+		tids[q] = palloc(sizeof(ItemPointerData) * c->capacity[q]);
+		c->objects[q] = palloc(sizeof(int32) * c->capacity[q]);
+		c->distances[q] = palloc(sizeof(float8) * c->capacity[q]);
+	}
+}
+
+static void
+collector_add(RowCollector *c, int q, ItemPointer tid, int32 object, float8 distance)
+{
+	int64		n = c->counts[q];
+
+	if (n == c->capacity[q])
+	{
+		c->capacity[q] *= 2;
+		c->tids[q] = repalloc_huge(c->tids[q], sizeof(ItemPointerData) * c->capacity[q]);
+		c->objects[q] = repalloc_huge(c->objects[q], sizeof(int32) * c->capacity[q]);
+		c->distances[q] = repalloc_huge(c->distances[q], sizeof(float8) * c->capacity[q]);
+	}
+	c->tids[q][n] = *tid;
+	c->objects[q][n] = object;
+	c->distances[q][n] = distance;
+	c->counts[q] = n + 1;
+}
+
+/* The collected rows as CSR arrays (no lengths: the order is settled). */
+static void
+collector_finish(RowCollector *c, int nq, GenieValueRows *rows)
+{
+	int64		total = 0;
+
+	for (int q = 0; q < nq; q++)
+		total += c->counts[q];
+	rows->n_queries = nq;
+	rows->offsets = palloc(sizeof(int64) * (nq + 1));
+	rows->objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(float8) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->lengths = NULL;
+	rows->offsets[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		memcpy(rows->objects + rows->offsets[q], c->objects[q], sizeof(int32) * c->counts[q]);
+		memcpy(rows->distances + rows->offsets[q], c->distances[q], sizeof(float8) * c->counts[q]);
+		rows->offsets[q + 1] = rows->offsets[q] + c->counts[q];
+	}
+}
+
+void
+genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+							const GenieValueBatch *queries, GenieQuery **lsh, int32 k,
+							GenieValueRows *rows, ItemPointerData **tids)
+{
+	int			nq = queries->n;
+	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));
+	int			n_short = nq;
+	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
+	GenieQuery **sub_lsh = palloc0(sizeof(GenieQuery *) * Max(nq, 1));
+	RowCollector collected;
+	GenieVisibility vs;
+
+	genie_visibility_begin(&vs, entry, heap, snapshot, nq);
+	collector_begin(&collected, nq, k, tids);
+	for (int i = 0; i < nq; i++)
+		short_of_k[i] = i;
+	while (n_short > 0)
+	{
+		GenieValueBatch sub = *queries;
+		GenieValueRows found;
+		int			still = 0;
+
+		/* the queries still short of k visible rows, as one batch (at first all of them) */
+		if (n_short < nq)
+		{
+			genie_value_batch_select(queries, short_of_k, n_short, &sub);
+			if (lsh != NULL)
+				for (int i = 0; i < n_short; i++)
+					sub_lsh[i] = lsh[short_of_k[i]];
+		}
+		genie_search_values(entry, &sub, lsh == NULL ? NULL : n_short < nq ? sub_lsh : lsh,
+							kprime, &found);
+		for (int i = 0; i < n_short; i++)
+		{
+			int			q = short_of_k[i];
+
+			collected.counts[q] = 0;
+			for (int64 h = found.offsets[i]; h < found.offsets[i + 1] && collected.counts[q] < k; h++)
+			{
+				ItemPointerData tid;
+
+				if (genie_object_visible(&vs, entry, found.objects[h], &tid))
+					collector_add(&collected, q, &tid, found.objects[h], found.distances[h]);
+			}
+			/* short while the search returned all it was asked for: invisible rows took places */
+			if (collected.counts[q] < k && found.offsets[i + 1] - found.offsets[i] == kprime &&
+				kprime < entry->n_objects)
+				short_of_k[still++] = q;
+			CHECK_FOR_INTERRUPTS();
+		}
+		genie_value_rows_free(&found);
+		n_short = still;
+		kprime = genie_search_wider_k(kprime, entry->n_objects);
+	}
+	genie_visibility_end(&vs);
+	collector_finish(&collected, nq, rows);
+}

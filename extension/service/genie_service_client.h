@@ -1,0 +1,73 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_service_client.h
+ *	  A backend's side of the genie service (genie_service_client.c): its
+ *	  request segment, and the requests it sends: load, search, verify, and
+ *	  the hand-over and scans of stored values.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GENIE_SERVICE_CLIENT_H
+#define GENIE_SERVICE_CLIENT_H
+
+#include "service/genie_service.h"
+
+/* Whether the worker is running and taking requests. */
+extern bool genie_service_ready(void);
+
+/* Whether the worker holds this version of the main postings (not only its stored strings). */
+extern bool genie_service_resident(const GenieServiceKey *key);
+
+/*
+ * Hands the worker a version of the main postings (as genie_read_content
+ * reads them), in pieces that fit the backend's segment.  NOT_RESIDENT
+ * when another backend is handing over the same version: ask again later.
+ */
+extern GenieServiceOutcome genie_service_load(const GenieServiceKey *key, Oid index_oid,
+											  int32 split_length, const int32 *keywords,
+											  const int64 *keyword_offsets,
+											  const int32 *postings, genie_error *err);
+
+/*
+ * The top k of each query of the batch over the key's main postings, on
+ * the engine the device setting (genie.device) asks for.  The arrays of
+ * *results are palloc'd (not for genie_results_free).  *engine: the engine
+ * that answered; *device_fallback: auto ran out of device memory and the
+ * CPU answered.
+ */
+extern GenieServiceOutcome genie_service_search(const GenieServiceKey *key, Oid index_oid,
+												int device, const genie_query_batch *batch,
+												int32 k, genie_results *results,
+												genie_engine_kind *engine,
+												bool *device_fallback, genie_error *err);
+
+/*
+ * Hands the worker the main objects' stored values of a version
+ * (key->n_main_objects of them, in values).  NOT_RESIDENT when another
+ * backend is handing over the same version: ask again later.
+ */
+extern GenieServiceOutcome genie_service_load_values(const GenieServiceKey *key, Oid index_oid,
+													 const GenieValueBatch *values,
+													 genie_error *err);
+
+/*
+ * The k nearest main values of each query (same kind as the index's), in
+ * (distance, length, id) order, over the values of the key's version
+ * without the main objects in excluded (genie_strings_scan or
+ * genie_vectors_scan in the worker, on the engine genie.device asks for);
+ * rows->lengths is palloc'd for vectors too.  NOT_RESIDENT: the worker does
+ * not hold them.
+ */
+extern GenieServiceOutcome genie_service_scan_values(const GenieServiceKey *key, Oid index_oid,
+													 int device, const GenieValueBatch *queries,
+													 int32 k, const int32 *excluded,
+													 int32 n_excluded, GenieValueRows *rows,
+													 genie_engine_kind *engine,
+													 bool *device_fallback, genie_error *err);
+
+/* genie_similar_verify in the worker; verdict as the caller allocated it. */
+extern GenieServiceOutcome genie_service_verify(int device, const genie_similar_batch *batch,
+												genie_similar_verdict *verdict,
+												bool *device_fallback, genie_error *err);
+
+#endif							/* GENIE_SERVICE_CLIENT_H */

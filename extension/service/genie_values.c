@@ -1,0 +1,299 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_values.c
+ *	  Stored values of either kind (genie_values.h): their wire layout,
+ *	  their sets and scans through the C API, and a scan's rows.  Every
+ *	  place where strings and vectors differ is a switch in this file; the
+ *	  backends' search (search/genie_search_values.c), their cache
+ *	  (search/genie_cache_values.c), the service client and the service's
+ *	  worker (worker/genie_worker_values.c) are written once for both.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+
+#include "service/genie_values.h"
+
+/* ---- the wire layout ---- */
+
+Size
+genie_value_batch_bytes(const GenieValueBatch *batch, int32 first, int32 n)
+{
+	if (batch->kind == GENIE_VALUES_STRINGS)
+		return sizeof(int64) * ((Size) n + 1) +
+			(Size) (batch->text_offsets[first + n] - batch->text_offsets[first]);
+	return sizeof(float) * (Size) n * (Size) batch->dim;
+}
+
+void
+genie_value_batch_write(const GenieValueBatch *batch, int32 first, int32 n, char *dst)
+{
+	if (batch->kind == GENIE_VALUES_STRINGS)
+	{
+		int64		text0 = batch->text_offsets[first];
+		int64	   *offsets = (int64 *) dst;
+
+		for (int32 i = 0; i <= n; i++)
+			offsets[i] = batch->text_offsets[first + i] - text0;
+		memcpy(dst + sizeof(int64) * ((Size) n + 1), batch->text + text0,
+			   batch->text_offsets[first + n] - text0);
+	}
+	else
+		memcpy(dst, batch->vectors + (Size) first * batch->dim,
+			   sizeof(float) * (Size) n * (Size) batch->dim);
+}
+
+bool
+genie_value_batch_read(GenieValuesKind kind, int32 n, int32 dim, const char *src, Size size,
+					   GenieValueBatch *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = kind;
+	out->n = n;
+	if (n < 0)
+		return false;
+	if (kind == GENIE_VALUES_STRINGS)
+	{
+		Size		head = sizeof(int64) * ((Size) n + 1);
+		const int64 *offsets = (const int64 *) src;
+
+		if (size < head || offsets[0] != 0 || offsets[n] < 0 || (Size) offsets[n] != size - head)
+			return false;
+		/* the C API reads each string's bytes: they must lie inside the text */
+		for (int32 i = 0; i < n; i++)
+			if (offsets[i + 1] < offsets[i])
+				return false;
+		out->text_offsets = offsets;
+		out->text = src + head;
+		return true;
+	}
+	if (dim < 1 || size != sizeof(float) * (Size) n * (Size) dim)
+		return false;
+	out->vectors = (const float *) src;
+	out->dim = dim;
+	return true;
+}
+
+void
+genie_value_batch_select(const GenieValueBatch *all, const int *which, int n, GenieValueBatch *out)
+{
+	*out = *all;
+	out->n = n;
+	if (all->kind == GENIE_VALUES_STRINGS)
+	{
+		int64	   *offsets = palloc(sizeof(int64) * ((Size) n + 1));
+		Size		bytes = 0;
+		char	   *text;
+
+		for (int i = 0; i < n; i++)
+			bytes += all->text_offsets[which[i] + 1] - all->text_offsets[which[i]];
+		text = palloc_extended(Max(bytes, 1), MCXT_ALLOC_HUGE);
+		offsets[0] = 0;
+		for (int i = 0; i < n; i++)
+		{
+			int64		size = all->text_offsets[which[i] + 1] - all->text_offsets[which[i]];
+
+			memcpy(text + offsets[i], all->text + all->text_offsets[which[i]], size);
+			offsets[i + 1] = offsets[i] + size;
+		}
+		out->text = text;
+		out->text_offsets = offsets;
+	}
+	else
+	{
+		float	   *vectors = palloc_extended(sizeof(float) * (Size) Max(n, 1) * all->dim,
+											  MCXT_ALLOC_HUGE);
+
+		for (int i = 0; i < n; i++)
+			memcpy(vectors + (Size) i * all->dim, all->vectors + (Size) which[i] * all->dim,
+				   sizeof(float) * all->dim);
+		out->vectors = vectors;
+	}
+}
+
+void
+genie_value_batch_concat(const GenieValueBatch *parts, int n, GenieValueBatch *out)
+{
+	int32		total = 0;
+	Size		bytes = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		total += parts[i].n;
+		bytes += parts[i].kind == GENIE_VALUES_STRINGS ?
+			(Size) parts[i].text_offsets[parts[i].n] :
+			sizeof(float) * (Size) parts[i].n * (Size) parts[i].dim;
+	}
+	*out = parts[0];
+	out->n = total;
+	if (parts[0].kind == GENIE_VALUES_STRINGS)
+	{
+		char	   *text = palloc_extended(Max(bytes, 1), MCXT_ALLOC_HUGE);
+		int64	   *offsets = palloc_extended(sizeof(int64) * ((Size) total + 1), MCXT_ALLOC_HUGE);
+		int32		at = 0;
+
+		offsets[0] = 0;
+		for (int i = 0; i < n; i++)
+		{
+			int64		base = offsets[at];
+
+			memcpy(text + base, parts[i].text, parts[i].text_offsets[parts[i].n]);
+			for (int32 q = 1; q <= parts[i].n; q++)
+				offsets[at + q] = base + parts[i].text_offsets[q];
+			at += parts[i].n;
+		}
+		out->text = text;
+		out->text_offsets = offsets;
+	}
+	else
+	{
+		float	   *vectors = palloc_extended(Max(bytes, 1), MCXT_ALLOC_HUGE);
+		Size		at = 0;
+
+		for (int i = 0; i < n; i++)
+		{
+			Size		b = sizeof(float) * (Size) parts[i].n * (Size) parts[i].dim;
+
+			memcpy((char *) vectors + at, parts[i].vectors, b);
+			at += b;
+		}
+		out->vectors = vectors;
+	}
+}
+
+/* ---- sets ---- */
+
+genie_status
+genie_value_set_create(const GenieValueBatch *batch, GenieValueSet *set, genie_error *err)
+{
+	memset(set, 0, sizeof(*set));
+	set->kind = batch->kind;
+	if (batch->kind == GENIE_VALUES_STRINGS)
+		return genie_strings_create(batch->text, batch->text_offsets, batch->n, &set->strings, err);
+	return genie_vectors_create(batch->vectors, batch->n, batch->dim, &set->vectors, err);
+}
+
+void
+genie_value_set_free(GenieValueSet *set)
+{
+	genie_strings_free(set->strings);	/* the GPU copy included */
+	genie_vectors_free(set->vectors);
+	set->strings = NULL;
+	set->vectors = NULL;
+}
+
+bool
+genie_value_set_made(const GenieValueSet *set)
+{
+	return set->strings != NULL || set->vectors != NULL;
+}
+
+size_t
+genie_value_set_host_bytes(const GenieValueSet *set)
+{
+	return set->kind == GENIE_VALUES_STRINGS ? genie_strings_memory_bytes(set->strings)
+		: genie_vectors_memory_bytes(set->vectors);
+}
+
+size_t
+genie_value_set_device_bytes(const GenieValueSet *set)
+{
+	return set->kind == GENIE_VALUES_STRINGS ? genie_strings_device_bytes(set->strings)
+		: genie_vectors_device_bytes(set->vectors);
+}
+
+int32
+genie_value_set_dim(const GenieValueSet *set)
+{
+	return set->kind == GENIE_VALUES_VECTORS ? genie_vectors_dim(set->vectors) : 0;
+}
+
+int32
+genie_value_set_length(const GenieValueSet *set, int32 id)
+{
+	return set->kind == GENIE_VALUES_STRINGS ? genie_strings_length(set->strings, id) : 0;
+}
+
+/* ---- scans ---- */
+
+genie_status
+genie_value_set_scan(const GenieValueSet *set, genie_engine_kind device,
+					 const genie_engine_options *options, const GenieValueBatch *queries, int32 k,
+					 const uint8 *excluded, const int64 *candidate_offsets,
+					 const int32 *candidates, GenieValueFound *found, genie_error *err)
+{
+	memset(found, 0, sizeof(*found));
+	found->kind = set->kind;
+	Assert(queries->kind == set->kind);
+	if (set->kind == GENIE_VALUES_STRINGS)
+	{
+		genie_string_scan scan;
+
+		Assert(candidates == NULL);
+		memset(&scan, 0, sizeof(scan));
+		scan.n_queries = queries->n;
+		scan.query_text = queries->text;
+		scan.query_text_offsets = queries->text_offsets;
+		scan.k = k;
+		scan.excluded = excluded;
+		return genie_strings_scan(set->strings, device, options, &scan, &found->strings, err);
+	}
+	else
+	{
+		genie_vector_scan scan;
+
+		memset(&scan, 0, sizeof(scan));
+		scan.n_queries = queries->n;
+		scan.queries = queries->vectors;
+		scan.k = k;
+		scan.excluded = excluded;
+		scan.candidate_offsets = candidate_offsets;
+		scan.candidates = candidates;
+		return genie_vectors_scan(set->vectors, device, options, &scan, &found->vectors, err);
+	}
+}
+
+int32
+genie_value_found_queries(const GenieValueFound *found)
+{
+	return found->kind == GENIE_VALUES_STRINGS ? found->strings->n_queries
+		: found->vectors->n_queries;
+}
+
+const int64 *
+genie_value_found_offsets(const GenieValueFound *found)
+{
+	return found->kind == GENIE_VALUES_STRINGS ? found->strings->query_offsets
+		: found->vectors->query_offsets;
+}
+
+int32
+genie_value_found_object(const GenieValueFound *found, int64 i)
+{
+	return found->kind == GENIE_VALUES_STRINGS ? found->strings->objects[i]
+		: found->vectors->objects[i];
+}
+
+float8
+genie_value_found_distance(const GenieValueFound *found, int64 i)
+{
+	return found->kind == GENIE_VALUES_STRINGS ? (float8) found->strings->distances[i]
+		: found->vectors->distances[i];
+}
+
+genie_engine_kind
+genie_value_found_device(const GenieValueFound *found)
+{
+	return found->kind == GENIE_VALUES_STRINGS ? found->strings->device : found->vectors->device;
+}
+
+void
+genie_value_found_free(GenieValueFound *found)
+{
+	genie_string_results_free(found->strings);
+	genie_vector_results_free(found->vectors);
+	found->strings = NULL;
+	found->vectors = NULL;
+}

@@ -1,0 +1,31 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_content.h
+ *	  The decoded content of an index (genie_content.c): its main postings,
+ *	  pending objects and stored values read from the pages into memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GENIE_CONTENT_H
+#define GENIE_CONTENT_H
+
+#include "storage/genie_storage.h"
+
+/*
+ * Reads the index (the main Position Map and List Array only when
+ * with_postings); the caller holds the content lock (share or exclusive).
+ */
+extern void genie_read_content(Relation index, GenieIndexContent *content, bool with_postings);
+/* Reads only the counts and the main Position Map and List Array, as above. */
+extern void genie_read_main_postings(Relation index, GenieIndexContent *content);
+
+/*
+ * Reads every object's stored value into content (read by
+ * genie_read_content with the same content lock held): value_data and
+ * value_offsets.  Nothing when the index keeps no values.
+ */
+extern void genie_read_values(Relation index, GenieIndexContent *content);
+/* Appends one main object's value record to a values chain being written. */
+extern void genie_values_append(GenieChainWriter *w, const char *value, size_t size);
+
+#endif							/* GENIE_CONTENT_H */
