@@ -16,6 +16,7 @@
 #include <limits.h>
 
 #include "am/genie_am.h"
+#include "profile/genie_profile.h"
 #include "search/genie_search_values.h"
 #include "service/genie_service.h"
 #include "storage/genie_pending.h"
@@ -45,6 +46,7 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	genie_profile_init();
 	DefineCustomEnumVariable("genie.device",
 							 "Selects the engine that runs genie searches.",
 							 "auto uses the GPU when one is usable and the CPU otherwise; "
@@ -91,7 +93,8 @@ _PG_init(void)
 
 	DefineCustomIntVariable("genie.scan_batch_size",
 							"Number of results an index scan asks the engine for first.",
-							"Scans that need more search again with four times as many.",
+							"Fewer when the statement's LIMIT asks for fewer; scans that need more "
+							"search again with four times as many.",
 							&genie_scan_batch_size,
 							100, 1, INT_MAX,
 							PGC_USERSET, 0,

@@ -90,6 +90,8 @@ extern void genie_merge_pending(Relation index, bool wait);
 
 /* genie_scan.c */
 extern int	genie_scan_batch_size;
+/* From the cost estimate: the LIMIT above an ordered path of the index (-1: none). */
+extern void genie_scan_note_limit(Oid index, double limit_tuples);
 extern IndexScanDesc genie_ambeginscan(Relation index, int nkeys, int norderbys);
 extern void genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 						   int norderbys);

@@ -239,6 +239,9 @@ genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		return;
 	}
 
+	/* the first search of the scan asks for no more rows than the LIMIT */
+	genie_scan_note_limit(path->indexinfo->indexoid, root->limit_tuples);
+
 	MemSet(&costs, 0, sizeof(costs));
 	costs.numIndexTuples = tuples;
 	genericcostestimate(root, path, loop_count, &costs);

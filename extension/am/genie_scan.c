@@ -36,6 +36,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/relscan.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -44,6 +46,7 @@
 
 #include "am/genie_am.h"
 #include "search/genie_search_values.h"
+#include "profile/genie_profile.h"
 
 int			genie_scan_batch_size = 100;
 
@@ -157,6 +160,7 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 	{
 		GenieIndexType type;
 
+		genie_profile_push(GENIE_PHASE_QUERY);
 		genie_index_type(scan->indexRelation, &type);
 		type.info->encode_query(scan->indexRelation, &type.encoding,
 								 scan->orderByData[0].sk_strategy,
@@ -171,6 +175,7 @@ genie_amrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, in
 			so->query_text = genie_text_utf8(DatumGetTextPP(scan->orderByData[0].sk_argument), &size);
 			so->query_size = (int64) size;
 		}
+		genie_profile_pop();
 	}
 	MemoryContextSwitchTo(old);
 }
@@ -206,6 +211,58 @@ search_values(GenieScanOpaque so)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * The LIMIT the planner last saw above an ordered path of each index, for
+ * the first search of a scan: an index scan cannot see its LIMIT, and a
+ * top 100 costs more than a top 10 (an edit-distance scan most of all).
+ * A hint only: a stale one (another statement's, a generic plan's) costs
+ * a widening round or a larger first search, never a row.
+ */
+#define GENIE_LIMIT_HINTS 16
+
+static struct
+{
+	Oid			index;
+	double		limit;
+}			limit_hints[GENIE_LIMIT_HINTS];
+static int	n_limit_hints = 0;
+
+void
+genie_scan_note_limit(Oid index, double limit_tuples)
+{
+	int			i;
+
+	for (i = 0; i < n_limit_hints && limit_hints[i].index != index; i++)
+		;
+	if (i == n_limit_hints)
+	{
+		if (n_limit_hints < GENIE_LIMIT_HINTS)
+			n_limit_hints++;
+		else
+			i = (int) (index % GENIE_LIMIT_HINTS);	/* full: overwrite one */
+	}
+	limit_hints[i].index = index;
+	limit_hints[i].limit = limit_tuples;
+}
+
+/*
+ * How many rows the first search asks for: genie.scan_batch_size, or the
+ * planner's LIMIT when that is smaller (never fewer than 1, never more
+ * than the objects).
+ */
+static int32
+first_k(IndexScanDesc scan, GenieCachedIndex *entry)
+{
+	Oid			index = RelationGetRelid(scan->indexRelation);
+	int32		k = Max(genie_scan_batch_size, 1);
+
+	for (int i = 0; i < n_limit_hints; i++)
+		if (limit_hints[i].index == index && limit_hints[i].limit >= 1 &&
+			limit_hints[i].limit < (double) k)
+			k = (int32) ceil(limit_hints[i].limit);
+	return Min(k, Max(entry->n_objects, 1));
+}
+
 static void
 start(IndexScanDesc scan, GenieScanOpaque so)
 {
@@ -230,16 +287,18 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 	}
 	if (so->orderby.vector != NULL)
 	{
-		so->k = Min(Max(genie_scan_batch_size, 1), Max(entry->n_objects, 1));
+		so->k = first_k(scan, entry);
 		so->vector_lsh = genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH;
 		if (so->vector_lsh)
 		{
 			GenieIndexType type;
 			MemoryContext old = MemoryContextSwitchTo(so->cxt);
 
+			genie_profile_push(GENIE_PHASE_QUERY);
 			genie_index_type(scan->indexRelation, &type);
 			so->orderby.query = type.info->approximate_query(scan->indexRelation, so->orderby.vector,
 															  so->orderby.vector_dim);
+			genie_profile_pop();
 			MemoryContextSwitchTo(old);
 		}
 		so->values_query.kind = GENIE_VALUES_VECTORS;
@@ -256,7 +315,7 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 		so->phase = so->has_orderby ? GENIE_SCAN_NULLS : GENIE_SCAN_ZEROS;
 		return;
 	}
-	so->k = Min(Max(genie_scan_batch_size, 1), Max(entry->n_objects, 1));
+	so->k = first_k(scan, entry);
 	if (so->query_text != NULL && entry->values_stored)
 	{
 		so->query_text_offsets[0] = 0;

@@ -26,6 +26,7 @@
 
 #include "search/genie_search_values.h"
 #include "types/genie_vector.h"
+#include "profile/genie_profile.h"
 
 PG_FUNCTION_INFO_V1(genie_knn);
 
@@ -68,7 +69,7 @@ Datum
 genie_knn(PG_FUNCTION_ARGS)
 {
 	Oid			indexoid = PG_GETARG_OID(0);
-	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(1);
+	ArrayType  *array;
 	int32		k = PG_GETARG_INT32(2);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	heap;
@@ -86,7 +87,11 @@ genie_knn(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("k must be at most %d", GENIE_KNN_MAX_K)));
+	/* the array is read (detoasted) here: for large batches, most of a call's time */
+	genie_profile_push(GENIE_PHASE_QUERY);
+	array = PG_GETARG_ARRAYTYPE_P(1);
 	queries = query_vectors(array, &nq, &dim);
+	genie_profile_pop();
 	InitMaterializedSRF(fcinfo, 0);
 	if (nq == 0)
 		return (Datum) 0;
@@ -119,11 +124,14 @@ genie_knn(PG_FUNCTION_ARGS)
 		genie_cache_pin(entry);
 		if (genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH)
 		{
+			genie_profile_push(GENIE_PHASE_QUERY);
 			lsh = palloc(sizeof(GenieQuery *) * nq);
 			for (int q = 0; q < nq; q++)
 				lsh[q] = type.info->approximate_query(index, queries + (Size) q * dim, dim);
+			genie_profile_pop();
 		}
 		genie_search_values_visible(entry, heap, GetActiveSnapshot(), &batch, lsh, k, &rows, tids);
+		genie_profile_push(GENIE_PHASE_RESULTS);
 		for (int q = 0; q < nq; q++)
 		{
 			for (int64 j = rows.offsets[q]; j < rows.offsets[q + 1]; j++)
@@ -137,6 +145,7 @@ genie_knn(PG_FUNCTION_ARGS)
 				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 			}
 		}
+		genie_profile_pop();
 	}
 	PG_FINALLY();
 	{

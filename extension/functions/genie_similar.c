@@ -48,6 +48,7 @@
 
 #include "search/genie_search_values.h"
 #include "types/genie_type.h"
+#include "profile/genie_profile.h"
 
 PG_FUNCTION_INFO_V1(genie_similar);
 
@@ -466,6 +467,7 @@ similar_by_scan(FunctionCallInfo fcinfo, SimilarState *st, SimilarQuery *queries
 	batch.text_offsets = offsets;
 	genie_search_values_visible(st->entry, st->heap, GetActiveSnapshot(), &batch, NULL, k, &rows,
 								tids);
+	genie_profile_push(GENIE_PHASE_RESULTS);
 	for (int q = 0; q < nq; q++)
 		for (int64 j = rows.offsets[q]; j < rows.offsets[q + 1]; j++)
 		{
@@ -479,6 +481,7 @@ similar_by_scan(FunctionCallInfo fcinfo, SimilarState *st, SimilarQuery *queries
 			values[4] = Int32GetDatum(1);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
 		}
+	genie_profile_pop();
 }
 
 /* The work of genie_similar once the index is open; st->entry is pinned here. */
@@ -595,7 +598,9 @@ genie_similar(PG_FUNCTION_ARGS)
 				 errmsg("queries must be a one-dimensional array")));
 
 	InitMaterializedSRF(fcinfo, 0);
+	genie_profile_push(GENIE_PHASE_QUERY);
 	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &nq);
+	genie_profile_pop();
 	for (int i = 0; i < nq; i++)
 		if (nulls[i])
 			ereport(ERROR,

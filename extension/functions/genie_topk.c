@@ -31,6 +31,7 @@
 
 #include "search/genie_search.h"
 #include "types/rows/genie_ranges.h"
+#include "profile/genie_profile.h"
 
 PG_FUNCTION_INFO_V1(genie_topk);
 
@@ -68,6 +69,7 @@ genie_topk(PG_FUNCTION_ARGS)
 				 errmsg("queries must be a one-dimensional array")));
 
 	InitMaterializedSRF(fcinfo, 0);
+	genie_profile_push(GENIE_PHASE_QUERY);
 	/* genie_query[], or genie_ranges[] for a row index */
 	row_queries = ARR_ELEMTYPE(array) == genie_ranges_type(fcinfo->flinfo->fn_oid);
 	get_typlenbyvalalign(ARR_ELEMTYPE(array), &elem_len, &elem_byval, &elem_align);
@@ -78,6 +80,7 @@ genie_topk(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("queries must not contain NULL elements")));
+	genie_profile_pop();
 	if (nq == 0)
 		return (Datum) 0;
 
@@ -107,6 +110,7 @@ genie_topk(PG_FUNCTION_ARGS)
 
 		entry = genie_cache_get(index);
 		genie_cache_pin(entry);
+		genie_profile_push(GENIE_PHASE_QUERY);
 		for (int i = 0; i < nq; i++)
 		{
 			GenieOrderBy orderby;
@@ -115,8 +119,10 @@ genie_topk(PG_FUNCTION_ARGS)
 									 ARR_ELEMTYPE(array), &orderby);
 			queries[i] = orderby.query;
 		}
+		genie_profile_pop();
 		genie_search_visible(entry, heap, GetActiveSnapshot(), queries, nq, k, rows);
 
+		genie_profile_push(GENIE_PHASE_RESULTS);
 		for (int q = 0; q < nq; q++)
 		{
 			for (int64 j = 0; j < rows[q].n; j++)
@@ -130,6 +136,7 @@ genie_topk(PG_FUNCTION_ARGS)
 				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
 			}
 		}
+		genie_profile_pop();
 	}
 	PG_FINALLY();
 	{

@@ -27,6 +27,7 @@
 #include "search/genie_cache.h"
 #include "storage/genie_content.h"
 #include "service/genie_service_client.h"
+#include "profile/genie_profile.h"
 
 typedef struct CacheSlot
 {
@@ -314,6 +315,7 @@ genie_cache_load_main(GenieCachedIndex *entry)
 
 	if (entry->main_index != NULL)
 		return;
+	genie_profile_push(GENIE_PHASE_LOAD);
 	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie load context",
 								   ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(tmpcxt);
@@ -321,6 +323,7 @@ genie_cache_load_main(GenieCachedIndex *entry)
 	build_main_index(entry, &content);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
+	genie_profile_pop();
 	/* the entry grew (the copy the service would have spared): keep the budget */
 	evict_over_budget((CacheSlot *) entry->owner);
 }
@@ -334,10 +337,12 @@ genie_cache_ship_main(GenieCachedIndex *entry, genie_error *err)
 	GenieIndexContent content;
 	GenieServiceOutcome outcome;
 
+	genie_profile_push(GENIE_PHASE_LOAD);
 	read_main(entry, &content);
 	outcome = ship_main(entry, &content, err);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
+	genie_profile_pop();
 	return outcome;
 }
 
@@ -350,8 +355,8 @@ genie_cache_holds_main(Oid index_oid)
 	return false;
 }
 
-GenieCachedIndex *
-genie_cache_get(Relation index)
+static GenieCachedIndex *
+cache_get(Relation index)
 {
 	Oid			relid = RelationGetRelid(index);
 	uint64		stamp;
@@ -376,7 +381,9 @@ genie_cache_get(Relation index)
 
 	if (n_slots >= GENIE_CACHE_MAX_ENTRIES)
 		evict_over_budget(NULL);
+	genie_profile_push(GENIE_PHASE_LOAD);
 	slot = load_slot(index);
+	genie_profile_pop();
 	slot->entry->last_used = ++use_clock;
 	if (n_slots >= GENIE_CACHE_MAX_ENTRIES)
 	{
@@ -387,4 +394,15 @@ genie_cache_get(Relation index)
 	slots[n_slots++] = slot;
 	evict_over_budget(slot);
 	return slot->entry;
+}
+
+GenieCachedIndex *
+genie_cache_get(Relation index)
+{
+	GenieCachedIndex *entry;
+
+	genie_profile_push(GENIE_PHASE_CACHE);
+	entry = cache_get(index);
+	genie_profile_pop();
+	return entry;
 }

@@ -21,6 +21,7 @@
 #include "genie_utils.h"
 #include "storage/genie_content.h"
 #include "service/genie_service_client.h"
+#include "profile/genie_profile.h"
 
 /*
  * The entry's content read again from the index, with the main objects'
@@ -153,6 +154,7 @@ load_set(GenieCachedIndex *entry, bool pending, GenieValueSet *set)
 	GenieValueBatch batch;
 
 	Assert(entry->values_stored);
+	genie_profile_push(GENIE_PHASE_LOAD);
 	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie values load context",
 								   ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(tmpcxt);
@@ -168,6 +170,7 @@ load_set(GenieCachedIndex *entry, bool pending, GenieValueSet *set)
 		make_excluded(entry);
 	create_set(entry, &batch, set);
 	MemoryContextDelete(tmpcxt);
+	genie_profile_pop();
 }
 
 const GenieValueSet *
@@ -221,11 +224,13 @@ genie_cache_ship_values(GenieCachedIndex *entry, genie_error *err)
 	GenieValueBatch batch;
 	GenieServiceOutcome outcome;
 
+	genie_profile_push(GENIE_PHASE_LOAD);
 	read_entry_values(entry, &content, true);
 	/* the main objects' are the first n_main_objects (their offsets from 0) */
 	value_batch(entry, content.value_data, content.value_offsets, 0, entry->n_main_objects, &batch);
 	outcome = genie_service_load_values(&entry->main_key, entry->index_oid, &batch, err);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
+	genie_profile_pop();
 	return outcome;
 }

@@ -43,6 +43,7 @@
 #include "search/genie_search.h"
 #include "service/genie_service.h"
 #include "service/genie_service_client.h"
+#include "profile/genie_profile.h"
 
 int			genie_device_setting = GENIE_DEVICE_SETTING_AUTO;
 int			genie_device_memory_limit_mb = 0;
@@ -168,7 +169,9 @@ ensure_main_engine(GenieCachedIndex *entry)
 	entry->main_engine = NULL;
 	entry->engine_setting = -1;
 	genie_cache_load_main(entry);
+	genie_profile_push(GENIE_PHASE_LOAD);
 	entry->main_engine = make_main_engine(entry->main_index);
+	genie_profile_pop();
 	entry->engine_setting = genie_device_setting;
 }
 
@@ -197,8 +200,10 @@ genie_search_match_set(GenieCachedIndex *entry, genie_set_predicate predicate,
 		return -1;				/* auto does not make a GPU engine for a set scan */
 	if (genie_engine_get_kind(entry->main_engine) != GENIE_ENGINE_GPU)
 		return -1;
+	genie_profile_push(GENIE_PHASE_ENGINE);
 	status = genie_engine_match_set(entry->main_engine, entry->main_index, predicate, keywords, n,
 									genie_gpu_set_min_postings, &ids, &count, &err);
+	genie_profile_pop();
 	/* exact either way: a GPU short of memory leaves the scan to the host */
 	if (status == GENIE_DEVICE_OUT_OF_MEMORY)
 		return -1;
@@ -410,10 +415,12 @@ genie_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 
 		if (!by_service)
 		{
+			genie_profile_push(GENIE_PHASE_ENGINE);
 			status = genie_engine_search(entry->main_engine, &batch->batch, k,
 										 (genie_results **) &main_results, &err);
 			if (genie_search_cpu_fallback(status, &err, "search"))
 				status = search_main_on_cpu(entry, batch, k, (genie_results **) &main_results, &err);
+			genie_profile_pop();
 			if (status != GENIE_OK)
 				genie_report_error(&err, "genie search");
 			main_part = main_results;
@@ -426,6 +433,7 @@ genie_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 			const genie_results *parts[2];
 			int32		part_first_object[2] = {0, entry->n_main_objects};
 
+			genie_profile_push(GENIE_PHASE_PENDING);
 			ensure_pending_engine(entry);
 			GENIE_CHECK(genie_engine_search(entry->pending_engine, &batch->batch, k,
 											(genie_results **) &pending_results, &err),
@@ -436,6 +444,7 @@ genie_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 											(genie_results **) &merged, &err),
 						&err, "genie search: merging the pending list");
 			copy_results(merged, result);
+			genie_profile_pop();
 		}
 	}
 	PG_FINALLY();
@@ -559,6 +568,7 @@ genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 		genie_query_batch_init(&batch, batch_queries, n_short);
 		genie_search(entry, &batch, kprime, &result);
 
+		genie_profile_push(GENIE_PHASE_VISIBILITY);
 		for (int i = 0; i < n_short; i++)
 		{
 			GenieVisibleRows *out = &rows[short_of_k[i]];
@@ -597,6 +607,7 @@ genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 			}
 			CHECK_FOR_INTERRUPTS();
 		}
+		genie_profile_pop();
 		genie_search_free(&result);
 		n_short = still;
 		kprime = genie_search_wider_k(kprime, entry->n_objects);
@@ -644,12 +655,14 @@ genie_search_verify(GenieCachedIndex *entry, const genie_similar_batch *batch,
 			? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
 	}
 	engine_options(device, &options);
+	genie_profile_push(GENIE_PHASE_ENGINE);
 	status = genie_similar_verify(batch, device, &options, verdict, &err);
 	if (genie_search_cpu_fallback(status, &err, "verification"))
 	{
 		engine_options(GENIE_ENGINE_CPU, &options);
 		status = genie_similar_verify(batch, GENIE_ENGINE_CPU, &options, verdict, &err);
 	}
+	genie_profile_pop();
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie_similar: verifying candidates");
 }

@@ -37,6 +37,7 @@
 #include "search/genie_cache_values.h"
 #include "search/genie_search_values.h"
 #include "service/genie_service_client.h"
+#include "profile/genie_profile.h"
 
 int			genie_vector_search_setting = GENIE_VECTOR_SEARCH_EXACT;
 int			genie_lsh_candidates = 1000;
@@ -137,9 +138,11 @@ scan_in_process(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k
 	genie_error err;
 	genie_status status;
 
+	genie_profile_push(GENIE_PHASE_ENGINE);
 	status = scan_set(set, genie_search_device(), queries, k, entry->excluded, NULL, &found, &err);
 	if (genie_search_cpu_fallback(status, &err, kind_what(queries->kind)))
 		status = scan_set(set, GENIE_ENGINE_CPU, queries, k, entry->excluded, NULL, &found, &err);
+	genie_profile_pop();
 	if (status != GENIE_OK)
 		genie_report_error(&err, psprintf("genie: %s", kind_what(queries->kind)));
 	take_found(&found, NULL, rows);
@@ -157,8 +160,10 @@ search_lsh(GenieCachedIndex *entry, const GenieValueBatch *queries, GenieQuery *
 										 (int64) Max(entry->n_objects, 1));
 	GenieQueryBatch batch;
 	GenieSearchResult counted;
+	const GenieValueSet *set;
 	GenieValueFound found;
 	genie_error err;
+	genie_status status;
 
 	for (int q = 0; q < queries->n; q++)
 		if (lsh[q] == NULL)
@@ -170,8 +175,11 @@ search_lsh(GenieCachedIndex *entry, const GenieValueBatch *queries, GenieQuery *
 	genie_query_batch_init(&batch, lsh, queries->n);
 	genie_search(entry, &batch, candidates, &counted);
 	/* the re-ranking reads every vector here; the flags of the skipped objects come with them */
-	if (scan_set(genie_cache_values(entry), GENIE_ENGINE_CPU, queries, k, entry->excluded,
-				 &counted, &found, &err) != GENIE_OK)
+	set = genie_cache_values(entry);
+	genie_profile_push(GENIE_PHASE_ENGINE);
+	status = scan_set(set, GENIE_ENGINE_CPU, queries, k, entry->excluded, &counted, &found, &err);
+	genie_profile_pop();
+	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: re-ranking LSH candidates");
 	genie_search_free(&counted);
 	take_found(&found, NULL, rows);
@@ -308,11 +316,13 @@ scan_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, in
 	}
 	else
 		no_rows(queries->n, &main_rows);
+	genie_profile_push(GENIE_PHASE_PENDING);
 	if (entry->n_objects > n_main)
 		scan_pending(entry, queries, k, &pending_rows);
 	else
 		no_rows(queries->n, &pending_rows);
 	merge_rows(&main_rows, &pending_rows, n_main, queries->n, k, rows);
+	genie_profile_pop();
 	/* a widening round asks again: free this round's rows */
 	genie_value_rows_free(&main_rows);
 	genie_value_rows_free(&pending_rows);
@@ -435,6 +445,7 @@ genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot sna
 		}
 		genie_search_values(entry, &sub, lsh == NULL ? NULL : n_short < nq ? sub_lsh : lsh,
 							kprime, &found);
+		genie_profile_push(GENIE_PHASE_VISIBILITY);
 		for (int i = 0; i < n_short; i++)
 		{
 			int			q = short_of_k[i];
@@ -453,6 +464,7 @@ genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot sna
 				short_of_k[still++] = q;
 			CHECK_FOR_INTERRUPTS();
 		}
+		genie_profile_pop();
 		genie_value_rows_free(&found);
 		n_short = still;
 		kprime = genie_search_wider_k(kprime, entry->n_objects);

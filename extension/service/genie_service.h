@@ -215,6 +215,8 @@ typedef struct GenieResponse
 	genie_engine_kind engine;	/* the engine that answered */
 	bool		device_fallback;	/* auto: the GPU ran out of memory, the CPU answered */
 	bool		resident;		/* LOAD: the worker holds the version now */
+	double		queue_ms;		/* the request's wait to be batched */
+	double		engine_ms;		/* the engine call that answered it (its whole batch's) */
 	/* SEARCH: query_offsets[n_queries + 1] (int64), objects, scores follow */
 	int64		n_hits;
 	/* VERIFY: distances, exact, certified, open_bound follow */

@@ -24,6 +24,7 @@
 #include "utils/wait_event.h"
 
 #include "service/genie_service.h"
+#include "profile/genie_profile.h"
 #include "service/genie_service_client.h"
 
 /* the worker copies a load in pieces of at most this many bytes */
@@ -269,12 +270,20 @@ take_outcome(const GenieResponse *resp, genie_error *err)
 static GenieServiceOutcome
 call_for_answer(GenieResponse **resp, genie_error *err)
 {
-	GenieServiceOutcome outcome = call_service();
+	GenieServiceOutcome outcome;
 
-	if (outcome != GENIE_SERVICE_OK)
-		return outcome;
-	*resp = request_response((GenieRequest *) dsm_segment_address(segment));
-	return take_outcome(*resp, err);
+	genie_profile_push(GENIE_PHASE_SERVICE);
+	outcome = call_service();
+	if (outcome == GENIE_SERVICE_OK)
+	{
+		*resp = request_response((GenieRequest *) dsm_segment_address(segment));
+		/* the service's own part of the round trip */
+		genie_profile_move(GENIE_PHASE_QUEUE, (*resp)->queue_ms);
+		genie_profile_move(GENIE_PHASE_ENGINE, (*resp)->engine_ms);
+		outcome = take_outcome(*resp, err);
+	}
+	genie_profile_pop();
+	return outcome;
 }
 
 /* ---- load ---- */

@@ -225,6 +225,7 @@ finish_job(ServiceState *st, SearchJob *job)
 
 			resp->engine = job->kind;
 			resp->device_fallback = job->device_fallback;
+			resp->engine_ms = job->engine_ms;
 			resp->n_hits = hits;
 			for (int j = 0; j <= mq; j++)
 				offs[j] = results->query_offsets[q0 + j] - first;
@@ -260,6 +261,7 @@ handle_verify(ServiceState *st, TakenRequest *t)
 	genie_error err;
 	genie_status status;
 	bool		fallback = false;
+	TimestampTz started;
 	char	   *p = t->payload;
 	GenieResponse *resp;
 
@@ -296,6 +298,7 @@ handle_verify(ServiceState *st, TakenRequest *t)
 	verdict.certified = palloc(nq);
 	verdict.open_bound = palloc(sizeof(int32) * nq);
 	genie_worker_engine_options(kind, &group, &options);
+	started = GetCurrentTimestamp();
 	status = genie_similar_verify(&batch, kind, &options, &verdict, &err);
 	if (status == GENIE_DEVICE_OUT_OF_MEMORY && r->device != GENIE_DEVICE_SETTING_GPU)
 	{
@@ -320,6 +323,7 @@ handle_verify(ServiceState *st, TakenRequest *t)
 		return;
 	resp->engine = verdict.device;
 	resp->device_fallback = fallback;
+	resp->engine_ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
 	resp->distances_computed = verdict.distances_computed;
 	p = (char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse));
 	memcpy(p, verdict.distances, sizeof(int32) * nc);

@@ -105,6 +105,7 @@ genie_worker_begin_response(ServiceState *st, TakenRequest *t, GenieServiceOutco
 		return NULL;
 	memset(resp, 0, sizeof(GenieResponse));
 	resp->outcome = outcome;
+	resp->queue_ms = t->queue_wait_ms;
 	if (err != NULL)
 	{
 		resp->status = err->status;

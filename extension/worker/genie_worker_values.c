@@ -199,7 +199,7 @@ excluded_flags(TakenRequest *t, int32 n_main)
  */
 static void
 reply(ServiceState *st, ServedValues *s, TakenRequest *t, const GenieValueFound *found, int q0,
-	  bool fallback)
+	  bool fallback, double engine_ms)
 {
 	int			nq = t->req.n_queries;
 	int32		k = t->req.k;
@@ -216,6 +216,7 @@ reply(ServiceState *st, ServedValues *s, TakenRequest *t, const GenieValueFound 
 		return;
 	resp->engine = genie_value_found_device(found);
 	resp->device_fallback = fallback;
+	resp->engine_ms = engine_ms;
 	offsets = (int64 *) ((char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
 	distances = (float8 *) (offsets + nq + 1);
 	objects = (int32 *) (distances + slots);
@@ -260,6 +261,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 	genie_status status;
 	bool		fallback = false;
 	TimestampTz started = GetCurrentTimestamp();
+	double		engine_ms;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -283,6 +285,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 	}
 	if (status == GENIE_DEVICE_ERROR)
 		st->device_failed = true;
+	engine_ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
 	for (int i = 0, q0 = 0; i < n; q0 += group[i]->req.n_queries, i++)
 	{
 		if (group[i]->replied)
@@ -292,7 +295,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 		else if (status != GENIE_OK)
 			genie_worker_reply_outcome(st, group[i], GENIE_SERVICE_ENGINE_ERROR, &err);
 		else
-			reply(st, s, group[i], &found, q0, fallback);
+			reply(st, s, group[i], &found, q0, fallback, engine_ms);
 	}
 	if (status == GENIE_OK)
 	{
@@ -305,7 +308,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 		stats->max_batch_queries = Max(stats->max_batch_queries, queries.n);
 		for (int i = 0; i < n; i++)
 			stats->queue_wait_ms += group[i]->queue_wait_ms;
-		stats->engine_ms += (double) (GetCurrentTimestamp() - started) / 1000.0;
+		stats->engine_ms += engine_ms;
 	}
 	genie_value_found_free(&found);
 	MemoryContextSwitchTo(old);

@@ -1,4 +1,4 @@
--- genie 0.4.0
+-- genie 0.5.0
 \echo Use "CREATE EXTENSION genie" to load this file. \quit
 
 -- GENIE's match count of keyword sets: the number of distinct query keywords
@@ -535,3 +535,19 @@ ALTER OPERATOR FAMILY genie_int4_ops USING genie ADD
     OPERATOR 3 && (anyarray, anyarray),
     OPERATOR 4 @> (anyarray, anyarray),
     OPERATOR 5 <@ (anyarray, anyarray);
+
+-- ---------------------------------------------------------------------------
+-- 0.5.0: where a session's genie searches spend their time.  With
+-- genie.profile = on every search charges its time to phases (query,
+-- cache, load, service, queue, engine, pending, visibility, results), each
+-- exclusively; genie_profile() shows the sums since genie_profile_reset().
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION genie_profile(OUT phase text, OUT calls int8, OUT total_ms float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'genie_profile'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+CREATE FUNCTION genie_profile_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'genie_profile_reset'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
