@@ -1,0 +1,62 @@
+# Shared by the bench drivers that run inside scripts/pg-sandbox
+# (bench/service-bench, bench/latency-profile): restarting the sandbox's
+# cluster with genie preloaded or not, device memory, and the three
+# workloads' tables (tags, strings, vectors).  Source it after `cd` to the
+# repository root, with $work a temporary folder.
+: "${GENIE_SANDBOX_DIR:?run inside scripts/pg-sandbox}"
+pgbin=${PGBIN:-/usr/lib/postgresql/15/bin}
+[ -x "$pgbin/pg_ctl" ] || pgbin=$(dirname "$(command -v pg_ctl)")
+
+pg_ctl_as_owner() {
+  if [ "$(id -u)" = 0 ]; then runuser -u "${GENIE_SANDBOX_USER:-genie_sandbox}" -- "$pgbin/pg_ctl" "$@"
+  else "$pgbin/pg_ctl" "$@"; fi
+}
+
+# Restarts the cluster with genie preloaded (yes) or not (no), or again as
+# it is (restart); waits for the service.
+preloaded=unknown
+set_preload() {
+  [ "$preloaded" = "$1" ] && return
+  local want=$1
+  [ "$want" = restart ] && want=$preloaded
+  if [ "$want" = yes ]; then psql -Xqc "ALTER SYSTEM SET shared_preload_libraries = 'genie'"
+  else psql -Xqc "ALTER SYSTEM RESET shared_preload_libraries"; fi
+  pg_ctl_as_owner -D "$GENIE_SANDBOX_DIR/data" -l "$GENIE_SANDBOX_DIR/server.log" -w -t 120 -m fast restart >/dev/null \
+    || { tail -20 "$GENIE_SANDBOX_DIR/server.log" >&2; exit 1; }
+  preloaded=$want
+  if [ "$want" = yes ]; then
+    for _ in $(seq 1 100); do
+      [ "$(psql -XAtc 'SELECT running FROM genie_service_status()')" = t ] && break
+      sleep 0.2
+    done
+  fi
+}
+
+device_memory_mb() {
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1
+  else echo 0; fi
+}
+
+# The tables: svc_docs/svc_queries (ROWS rows of skewed tag sets),
+# svc_words/svc_word_queries (WORDS, default wamerican-insane),
+# svc_vecs/svc_vec_queries (Fashion-MNIST from FMNIST, default the Debian
+# package's).
+setup_tags() {
+  psql -X -v rows="$1" -f bench/service_bench.sql
+}
+setup_strings() {
+  psql -X -v words="${WORDS:-/usr/share/dict/american-english-insane}" -f bench/service_strings_bench.sql
+}
+setup_vectors() {
+  local fm=${FMNIST:-/usr/share/datasets/fashion-mnist} py=python3 part f
+  $py -c 'import numpy' 2>/dev/null || py=/usr/bin/python3
+  for part in train t10k; do
+    f=$fm/$part-images-idx3-ubyte
+    if [ -r "$f" ]; then cp "$f" "$work/$part.idx"; else gzip -dc "$f.gz" > "$work/$part.idx"; fi
+  done
+  $py bench/vector_copy.py --idx "$work/train.idx" "$work/fm_train.copy"
+  $py bench/vector_copy.py --idx "$work/t10k.idx" "$work/fm_test.copy"
+  chmod 755 "$work"; chmod 644 "$work"/*.copy
+  psql -X -v copydir="$work" -f bench/service_vectors_bench.sql
+}
