@@ -19,6 +19,9 @@ using genie::capi::ToEngineOptions;
 
 struct genie_vectors {
   genie::VectorSet set;
+  // genie_vectors_create_unsealed: rows the caller is still writing; no
+  // scan until genie_vectors_seal checked them
+  bool sealed = true;
 #ifdef GENIE_WITH_CUDA
   std::mutex gpu_mutex;  // the GPU copy is made on first use
   std::unique_ptr<genie::GpuVectorSet> gpu;
@@ -95,6 +98,34 @@ genie_status genie_vectors_create(const float* values, int32_t n, int32_t dim, g
   });
 }
 
+genie_status genie_vectors_create_unsealed(int32_t n, int32_t dim, genie_vectors** vectors, float** rows,
+                                           genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (vectors == nullptr || rows == nullptr)
+      return genie::Status::InvalidArgument("genie_vectors_create_unsealed: NULL output");
+    if (n < 0 || dim < 1) return genie::Status::InvalidArgument("genie_vectors_create_unsealed: bad n or dim");
+    auto owned = std::make_unique<genie_vectors>();
+    owned->set.dim = dim;
+    owned->set.n = n;
+    // zeroed: a row the caller leaves alone (a NULL value) is the zero vector
+    owned->set.values.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(dim), 0.0f);
+    owned->sealed = false;
+    *rows = owned->set.values.data();
+    *vectors = owned.release();
+    return genie::Status::Ok();
+  });
+}
+
+genie_status genie_vectors_seal(genie_vectors* vectors, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (vectors == nullptr) return genie::Status::InvalidArgument("genie_vectors_seal: NULL vectors");
+    GENIE_RETURN_IF_ERROR(genie::CheckFinite(vectors->set.values.data(), vectors->set.values.size(),
+                                             "a stored vector"));
+    vectors->sealed = true;
+    return genie::Status::Ok();
+  });
+}
+
 void genie_vectors_free(genie_vectors* vectors) { std::unique_ptr<genie_vectors> owned(vectors); }
 
 size_t genie_vectors_memory_bytes(const genie_vectors* vectors) {
@@ -132,6 +163,7 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
   return Guarded(err, [&]() -> genie::Status {
     if (vectors == nullptr || scan == nullptr || results == nullptr)
       return genie::Status::InvalidArgument("genie_vectors_scan: NULL argument");
+    if (!vectors->sealed) return genie::Status::InvalidArgument("genie_vectors_scan: the set is not sealed");
     if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_GPU && device != GENIE_ENGINE_AUTO)
       return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
     const genie::VectorSet& set = vectors->set;

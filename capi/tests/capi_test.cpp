@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -409,4 +410,55 @@ TEST(CApiResultsMerge, RejectsBadArguments) {
   EXPECT_EQ(merged->query_offsets[1], 1);
   EXPECT_EQ(merged->objects[0], 0);
   genie_results_free(merged);
+}
+
+// A set whose rows the caller writes (genie_vectors_create_unsealed) scans
+// as the same rows copied by genie_vectors_create do, only once sealed;
+// sealing refuses a NaN and leaves the set unsealed.
+TEST(CApiVectors, UnsealedSetScansLikeACopiedOneOnceSealed) {
+  const int32_t n = 300, dim = 5;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> values(static_cast<std::size_t>(n) * dim);
+  for (float& v : values) v = u(rng);
+  genie_error err;
+  genie_vectors* copied = nullptr;
+  ASSERT_EQ(genie_vectors_create(values.data(), n, dim, &copied, &err), GENIE_OK) << err.message;
+  genie_vectors* filled = nullptr;
+  float* rows = nullptr;
+  ASSERT_EQ(genie_vectors_create_unsealed(n, dim, &filled, &rows, &err), GENIE_OK) << err.message;
+  for (float* p = rows; p < rows + values.size(); ++p) ASSERT_EQ(*p, 0.0f) << "rows start zeroed";
+  std::memcpy(rows, values.data(), sizeof(float) * values.size());
+
+  const float queries[2 * dim] = {0.5f, -1, 0, 1, 2, -2, 0.25f, 1, -1, 0};
+  genie_vector_scan scan;
+  std::memset(&scan, 0, sizeof(scan));
+  scan.n_queries = 2;
+  scan.queries = queries;
+  scan.k = 7;
+  genie_vector_results* got = nullptr;
+  EXPECT_EQ(genie_vectors_scan(filled, GENIE_ENGINE_CPU, nullptr, &scan, &got, &err), GENIE_INVALID_ARGUMENT)
+      << "an unsealed set is not scanned";
+  rows[3] = std::nanf("");
+  EXPECT_EQ(genie_vectors_seal(filled, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("NaN"), std::string::npos) << err.message;
+  EXPECT_EQ(genie_vectors_scan(filled, GENIE_ENGINE_CPU, nullptr, &scan, &got, &err), GENIE_INVALID_ARGUMENT)
+      << "a refused seal leaves the set unsealed";
+  rows[3] = values[3];
+  ASSERT_EQ(genie_vectors_seal(filled, &err), GENIE_OK) << err.message;
+
+  genie_vector_results* want = nullptr;
+  ASSERT_EQ(genie_vectors_scan(copied, GENIE_ENGINE_CPU, nullptr, &scan, &want, &err), GENIE_OK) << err.message;
+  ASSERT_EQ(genie_vectors_scan(filled, GENIE_ENGINE_CPU, nullptr, &scan, &got, &err), GENIE_OK) << err.message;
+  ASSERT_EQ(got->query_offsets[2], want->query_offsets[2]);
+  for (int64_t i = 0; i < want->query_offsets[2]; ++i) {
+    EXPECT_EQ(got->objects[i], want->objects[i]);
+    EXPECT_EQ(got->distances[i], want->distances[i]);
+  }
+  EXPECT_EQ(genie_vectors_count(filled), n);
+  EXPECT_EQ(genie_vectors_dim(filled), dim);
+  genie_vector_results_free(got);
+  genie_vector_results_free(want);
+  genie_vectors_free(filled);
+  genie_vectors_free(copied);
 }

@@ -25,12 +25,15 @@
 
 /*
  * The entry's content read again from the index, with the main objects'
- * values when with_main (the pending objects' come with the pending list).
+ * values when with_main: into content, or with each given, to each(arg,
+ * id, value, length) straight from the pages (the pending objects' come
+ * with the pending list).
  * Inserts since the entry was read only add objects beyond its own, but a
  * merge renumbers them: then the entry's objects are gone.
  */
 static void
-read_entry_values(GenieCachedIndex *entry, GenieIndexContent *content, bool with_main)
+read_entry_values(GenieCachedIndex *entry, GenieIndexContent *content, bool with_main,
+				  GenieValueFn each, void *arg)
 {
 	Relation	index = index_open(entry->index_oid, NoLock);
 	GenieServiceKey key;
@@ -40,7 +43,9 @@ read_entry_values(GenieCachedIndex *entry, GenieIndexContent *content, bool with
 	PG_TRY();
 	{
 		genie_read_content(index, content, false);
-		if (with_main)
+		if (with_main && each != NULL)
+			genie_read_main_values(index, each, arg);
+		else if (with_main)
 			genie_read_values(index, content);
 	}
 	PG_FINALLY();
@@ -131,6 +136,86 @@ value_batch(GenieCachedIndex *entry, const char *data, const int64 *offsets, int
 	batch->dim = dim;
 }
 
+/* Where the vectors being read go: rows of the entry's dimension. */
+typedef struct VectorRows
+{
+	GenieCachedIndex *entry;
+	float	   *rows;
+} VectorRows;
+
+/* Object id's stored vector into its row; a NULL one leaves the row zero. */
+static void
+put_vector(void *arg, int32 id, const char *value, int32 length)
+{
+	VectorRows *v = arg;
+	int32		dim = v->entry->vector_dim;
+
+	if (length == 0 && (v->entry->objects[id].flags & GENIE_OBJECT_NULL))
+		return;
+	if (length != (int32) sizeof(float) * dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\" stores a vector of %d bytes where %d dimensions need %d",
+						get_rel_name(v->entry->index_oid), length, dim, (int) sizeof(float) * dim),
+				 errhint("REINDEX the index.")));
+	memcpy(v->rows + (Size) id * dim, value, length);
+}
+
+/*
+ * The entry's vectors, main ones (and with pending the pending ones too),
+ * into rows (zeroed, n * vector_dim floats), read straight from the pages:
+ * one copy of each vector, where a set of hundreds of megabytes used to be
+ * copied four times on its way (chain, values, matrix, set).
+ */
+static void
+read_vectors(GenieCachedIndex *entry, GenieIndexContent *content, bool pending, float *rows)
+{
+	VectorRows	v = {entry, rows};
+
+	read_entry_values(entry, content, true, put_vector, &v);
+	if (!pending)
+		return;
+	/* the entry's pending objects come first in the pending list */
+	for (int32 i = 0; i < entry->n_objects - entry->n_main_objects; i++)
+		put_vector(&v, entry->n_main_objects + i,
+				   content->pending_value_data + content->pending_value_offsets[i],
+				   (int32) (content->pending_value_offsets[i + 1] - content->pending_value_offsets[i]));
+}
+
+/*
+ * Every object's vector as the entry's set: the C API's rows written
+ * straight from the pages, then sealed (checked finite).
+ */
+static void
+load_vector_set(GenieCachedIndex *entry, GenieIndexContent *content, GenieValueSet *set)
+{
+	genie_vectors *volatile vectors = NULL;
+	float	   *rows;
+	genie_error err;
+
+	GENIE_CHECK(genie_vectors_create_unsealed(entry->n_objects, entry->vector_dim,
+											  (genie_vectors **) &vectors, &rows, &err),
+				&err, "genie: loading the stored vectors");
+	PG_TRY();
+	{
+		read_vectors(entry, content, true, rows);
+	}
+	PG_CATCH();
+	{
+		genie_vectors_free(vectors);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (genie_vectors_seal(vectors, &err) != GENIE_OK)
+	{
+		genie_vectors_free(vectors);
+		genie_report_error(&err, "genie: loading the stored vectors");
+	}
+	set->kind = GENIE_VALUES_VECTORS;
+	set->vectors = vectors;
+	entry->bytes += genie_value_set_host_bytes(set);
+}
+
 /* The C API's copy of a batch of values, its bytes counted in the entry. */
 static void
 create_set(GenieCachedIndex *entry, const GenieValueBatch *batch, GenieValueSet *set)
@@ -158,7 +243,16 @@ load_set(GenieCachedIndex *entry, bool pending, GenieValueSet *set)
 	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie values load context",
 								   ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(tmpcxt);
-	read_entry_values(entry, &content, !pending);
+	if (!pending && entry->values_kind == GENIE_VALUES_VECTORS)
+	{
+		load_vector_set(entry, &content, set);
+		MemoryContextSwitchTo(old);
+		make_excluded(entry);
+		MemoryContextDelete(tmpcxt);
+		genie_profile_pop();
+		return;
+	}
+	read_entry_values(entry, &content, !pending, NULL, NULL);
 	if (pending)
 		/* the entry's pending objects come first in the pending list */
 		value_batch(entry, content.pending_value_data, content.pending_value_offsets,
@@ -225,9 +319,25 @@ genie_cache_ship_values(GenieCachedIndex *entry, genie_error *err)
 	GenieServiceOutcome outcome;
 
 	genie_profile_push(GENIE_PHASE_LOAD);
-	read_entry_values(entry, &content, true);
-	/* the main objects' are the first n_main_objects (their offsets from 0) */
-	value_batch(entry, content.value_data, content.value_offsets, 0, entry->n_main_objects, &batch);
+	if (entry->values_kind == GENIE_VALUES_VECTORS)
+	{
+		float	   *rows = palloc_extended(sizeof(float) * (Size) Max(entry->n_main_objects, 1) *
+										   entry->vector_dim, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+
+		read_vectors(entry, &content, false, rows);
+		memset(&batch, 0, sizeof(batch));
+		batch.kind = GENIE_VALUES_VECTORS;
+		batch.n = entry->n_main_objects;
+		batch.vectors = rows;
+		batch.dim = entry->vector_dim;
+	}
+	else
+	{
+		read_entry_values(entry, &content, true, NULL, NULL);
+		/* the main objects' are the first n_main_objects (their offsets from 0) */
+		value_batch(entry, content.value_data, content.value_offsets, 0, entry->n_main_objects,
+					&batch);
+	}
 	outcome = genie_service_load_values(&entry->main_key, entry->index_oid, &batch, err);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);

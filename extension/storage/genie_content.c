@@ -180,6 +180,107 @@ genie_values_append(GenieChainWriter *w, const char *value, size_t size)
 		genie_chain_writer_append(w, value, (int64) size);
 }
 
+/*
+ * The values chain parsed as it is read: records of an int32 length and
+ * that many bytes, one per main object, split anywhere by page ends.  A
+ * value inside one page goes to each() from the page itself; one split
+ * across pages is put together in piece first.
+ */
+typedef struct ValueStream
+{
+	Relation	index;
+	GenieValueFn each;
+	void	   *arg;
+	int32		n_main;
+	int32		id;				/* the object whose record comes next */
+	char		length_bytes[sizeof(int32)];
+	int			length_have;	/* bytes of the length word read */
+	int32		length;			/* the value's, once its length word is whole */
+	int64		have;			/* bytes of the value read */
+	char	   *piece;			/* a split value put together */
+	int64		piece_size;
+} ValueStream;
+
+static void
+value_stream_corrupt(Relation index)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("genie index \"%s\" has a corrupt values chain",
+					RelationGetRelationName(index))));
+}
+
+static void
+value_stream_page(void *arg, const char *data, Size bytes)
+{
+	ValueStream *vs = arg;
+	const char *end = data + bytes;
+
+	while (data < end)
+	{
+		if (vs->length_have < (int) sizeof(int32))
+		{
+			if (vs->id >= vs->n_main)
+				value_stream_corrupt(vs->index);
+			vs->length_bytes[vs->length_have++] = *data++;
+			if (vs->length_have < (int) sizeof(int32))
+				continue;
+			memcpy(&vs->length, vs->length_bytes, sizeof(int32));
+			if (vs->length < 0)
+				value_stream_corrupt(vs->index);
+			vs->have = 0;
+		}
+		if (vs->have == 0 && end - data >= vs->length)
+		{
+			/* the whole value is on this page */
+			vs->each(vs->arg, vs->id, data, vs->length);
+			data += vs->length;
+		}
+		else
+		{
+			int64		take = Min((int64) (end - data), (int64) vs->length - vs->have);
+
+			if (vs->piece_size < vs->length)
+			{
+				vs->piece = vs->piece == NULL ? palloc(vs->length) : repalloc(vs->piece, vs->length);
+				vs->piece_size = vs->length;
+			}
+			memcpy(vs->piece + vs->have, data, take);
+			vs->have += take;
+			data += take;
+			if (vs->have < vs->length)
+				continue;
+			vs->each(vs->arg, vs->id, vs->piece, vs->length);
+		}
+		vs->id++;
+		vs->length_have = 0;
+	}
+}
+
+void
+genie_read_main_values(Relation index, GenieValueFn each, void *arg)
+{
+	GenieMetaPageData meta;
+	Buffer		metabuf;
+	ValueStream vs;
+
+	memset(&vs, 0, sizeof(vs));
+	vs.index = index;
+	vs.each = each;
+	vs.arg = arg;
+	read_meta_for_content(index, &meta, &metabuf);
+	vs.n_main = meta.n_main_objects;
+	if (meta.values_stored)
+		(void) genie_chain_walk(index, meta.values, 1, meta.value_bytes, value_stream_page, &vs);
+	if (BufferIsValid(metabuf))
+		UnlockReleaseBuffer(metabuf);
+	/* every main object has its record, and nothing follows */
+	if (meta.values_stored && (vs.id != vs.n_main || vs.length_have != 0))
+		value_stream_corrupt(index);
+	if (vs.piece != NULL)
+		pfree(vs.piece);
+}
+
 void
 genie_read_values(Relation index, GenieIndexContent *content)
 {

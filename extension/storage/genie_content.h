@@ -25,6 +25,16 @@ extern void genie_read_main_postings(Relation index, GenieIndexContent *content)
  * value_offsets.  Nothing when the index keeps no values.
  */
 extern void genie_read_values(Relation index, GenieIndexContent *content);
+/*
+ * Each main object's stored value, in object order, read straight from the
+ * values chain's pages (no copy of the whole chain): each(arg, id, value,
+ * length), value valid during the call; a NULL object's length is 0.  The
+ * same locks as genie_read_values.  For loading a large set of values
+ * where it goes.
+ */
+typedef void (*GenieValueFn) (void *arg, int32 id, const char *value, int32 length);
+extern void genie_read_main_values(Relation index, GenieValueFn each, void *arg);
+
 /* Appends one main object's value record to a values chain being written. */
 extern void genie_values_append(GenieChainWriter *w, const char *value, size_t size);
 

@@ -297,19 +297,24 @@ genie_check_page(Relation index, Page page, BlockNumber blkno, uint16 kind)
 				 errhint("REINDEX the index.")));
 }
 
-void *
-genie_chain_read(Relation index, GenieChain chain, Size entry_size, int64 expected,
-				 int64 *count)
+int64
+genie_chain_walk(Relation index, GenieChain chain, Size entry_size, int64 expected,
+				 GenieChainPageFn each, void *arg)
 {
-	BlockNumber head = chain.head;
-	char	   *out = genie_alloc_huge(expected * entry_size);
 	int64		n = 0;
-	BlockNumber blkno = head;
+	BlockNumber blkno = chain.head;
 	uint16		kind = 0;
+	/*
+	 * A chain larger than a quarter of shared_buffers is read through a ring
+	 * of buffers, as PostgreSQL's own large sequential scans are, so that it
+	 * does not push everything else out; a smaller one stays cached.
+	 */
+	double		pages = (double) expected * entry_size / GENIE_PAGE_CAPACITY;
+	BufferAccessStrategy strategy = pages > NBuffers / 4 ? GetAccessStrategy(BAS_BULKREAD) : NULL;
 
 	while (blkno != InvalidBlockNumber)
 	{
-		Buffer		buffer = ReadBuffer(index, blkno);
+		Buffer		buffer = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
 		Page		page;
 		GeniePageOpaque opaque;
 
@@ -325,20 +330,47 @@ genie_chain_read(Relation index, GenieChain chain, Size entry_size, int64 expect
 					(errcode(ERRCODE_INDEX_CORRUPTED),
 					 errmsg("genie index \"%s\" holds more entries than its metapage says",
 							RelationGetRelationName(index))));
-		memcpy(out + n * entry_size, GeniePageGetData(page), opaque->n_entries * entry_size);
+		each(arg, GeniePageGetData(page), opaque->n_entries * entry_size);
 		n += opaque->n_entries;
 		blkno = blkno == chain.tail ? InvalidBlockNumber : opaque->next;
 		UnlockReleaseBuffer(buffer);
 		/* a large index takes a while to read: a cancel is served between pages */
 		CHECK_FOR_INTERRUPTS();
 	}
+	if (strategy != NULL)
+		FreeAccessStrategy(strategy);
 	if (n != expected)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("genie index \"%s\" holds fewer entries than its metapage says",
 						RelationGetRelationName(index))));
-	*count = n;
-	return out;
+	return n;
+}
+
+/* genie_chain_read's page copy: appends a page's entries to the output. */
+typedef struct ChainCopy
+{
+	char	   *out;
+	Size		used;
+} ChainCopy;
+
+static void
+copy_page_entries(void *arg, const char *data, Size bytes)
+{
+	ChainCopy  *c = arg;
+
+	memcpy(c->out + c->used, data, bytes);
+	c->used += bytes;
+}
+
+void *
+genie_chain_read(Relation index, GenieChain chain, Size entry_size, int64 expected,
+				 int64 *count)
+{
+	ChainCopy	c = {genie_alloc_huge(expected * entry_size), 0};
+
+	*count = genie_chain_walk(index, chain, entry_size, expected, copy_page_entries, &c);
+	return c.out;
 }
 
 void

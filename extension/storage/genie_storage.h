@@ -340,6 +340,15 @@ extern void *genie_alloc_huge(Size size);
 extern void *genie_chain_read(Relation index, GenieChain chain, Size entry_size,
 							  int64 expected, int64 *count);
 
+/*
+ * The same without a copy: each(arg, data, bytes) for every page's
+ * entries in chain order (data points into the page, valid during the
+ * call); the number of entries.
+ */
+typedef void (*GenieChainPageFn) (void *arg, const char *data, Size bytes);
+extern int64 genie_chain_walk(Relation index, GenieChain chain, Size entry_size, int64 expected,
+							  GenieChainPageFn each, void *arg);
+
 /* The decoded content of an index, as read from its pages. */
 typedef struct GenieIndexContent
 {

@@ -435,6 +435,17 @@ typedef struct genie_vectors genie_vectors;
 /* Copies n vectors; NaN or infinity is GENIE_INVALID_ARGUMENT. */
 genie_status genie_vectors_create(const float *values, int32_t n, int32_t dim,
 								  genie_vectors **vectors, genie_error *err);
+/*
+ * The same without a copy of the caller's: n zero vectors whose rows
+ * (*rows, n * dim floats, row-major) the caller writes, then
+ * genie_vectors_seal checks (NaN or infinity is GENIE_INVALID_ARGUMENT,
+ * and the set stays unsealed); a scan of an unsealed set is
+ * GENIE_INVALID_ARGUMENT.  For loading a large set straight from where it
+ * is stored.
+ */
+genie_status genie_vectors_create_unsealed(int32_t n, int32_t dim, genie_vectors **vectors,
+										   float **rows, genie_error *err);
+genie_status genie_vectors_seal(genie_vectors *vectors, genie_error *err);
 void		genie_vectors_free(genie_vectors *vectors);
 size_t		genie_vectors_memory_bytes(const genie_vectors *vectors);
 size_t		genie_vectors_device_bytes(const genie_vectors *vectors);
