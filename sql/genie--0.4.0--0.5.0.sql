@@ -6,8 +6,9 @@
 -- ---------------------------------------------------------------------------
 -- 0.5.0: where a session's genie searches spend their time.  With
 -- genie.profile = on every search charges its time to phases (query,
--- cache, load, service, queue, engine, pending, visibility, results), each
--- exclusively; genie_profile() shows the sums since genie_profile_reset().
+-- cache, load, upload, service, queue, engine, pending, visibility,
+-- results), each exclusively; genie_profile() shows the sums since
+-- genie_profile_reset().
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION genie_profile(OUT phase text, OUT calls int8, OUT total_ms float8)
 RETURNS SETOF record

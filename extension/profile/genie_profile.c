@@ -36,7 +36,8 @@ PG_FUNCTION_INFO_V1(genie_profile_reset);
 bool		genie_profile_enabled = false;
 
 static const char *const phase_names[GENIE_N_PHASES] = {
-	"query", "cache", "load", "service", "queue", "engine", "pending", "visibility", "results"
+	"query", "cache", "load", "upload", "service", "queue", "engine", "pending", "visibility",
+	"results"
 };
 
 static double phase_ms[GENIE_N_PHASES];

@@ -18,8 +18,9 @@ typedef enum GeniePhase
 {
 	GENIE_PHASE_QUERY,			/* SQL query values into engine queries (encoding, arrays) */
 	GENIE_PHASE_CACHE,			/* the cache entry: stamp check, directory and pending list */
-	GENIE_PHASE_LOAD,			/* postings or stored values from pages to host, engines
-								 * and device copies made, versions handed to the service */
+	GENIE_PHASE_LOAD,			/* postings or stored values from pages to host, versions
+								 * handed to the service */
+	GENIE_PHASE_UPLOAD,			/* an index's engine made, its device copy included */
 	GENIE_PHASE_SERVICE,		/* a request's round trip to the genie service, less its
 								 * queue wait and engine time there (hand-off, copies) */
 	GENIE_PHASE_QUEUE,			/* in the service: waiting to be batched */

@@ -169,7 +169,7 @@ ensure_main_engine(GenieCachedIndex *entry)
 	entry->main_engine = NULL;
 	entry->engine_setting = -1;
 	genie_cache_load_main(entry);
-	genie_profile_push(GENIE_PHASE_LOAD);
+	genie_profile_push(GENIE_PHASE_UPLOAD);
 	entry->main_engine = make_main_engine(entry->main_index);
 	genie_profile_pop();
 	entry->engine_setting = genie_device_setting;

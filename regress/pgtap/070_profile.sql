@@ -30,7 +30,7 @@ CREATE FUNCTION worst_ms() RETURNS float8 LANGUAGE sql AS
   $$ SELECT min(total_ms) FROM genie_profile() $$;
 
 SELECT is((SELECT array_agg(phase) FROM genie_profile()),
-          ARRAY['query', 'cache', 'load', 'service', 'queue', 'engine', 'pending',
+          ARRAY['query', 'cache', 'load', 'upload', 'service', 'queue', 'engine', 'pending',
                 'visibility', 'results'],
           'genie_profile() has a row per phase, in the order a search meets them');
 
