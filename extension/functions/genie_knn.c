@@ -16,8 +16,10 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
@@ -29,6 +31,7 @@
 #include "profile/genie_profile.h"
 
 PG_FUNCTION_INFO_V1(genie_knn);
+PG_FUNCTION_INFO_V1(genie_knn_from);
 
 #define GENIE_KNN_MAX_K	(1 << 30)
 
@@ -65,20 +68,10 @@ query_vectors(ArrayType *array, int *nq, int *dim)
 	return values;
 }
 
-Datum
-genie_knn(PG_FUNCTION_ARGS)
+/* The checks of k, both functions'. */
+static void
+check_k(int32 k)
 {
-	Oid			indexoid = PG_GETARG_OID(0);
-	ArrayType  *array;
-	int32		k = PG_GETARG_INT32(2);
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	heap;
-	Relation	index;
-	GenieCachedIndex *volatile entry = NULL;
-	float	   *queries;
-	int			nq;
-	int			dim;
-
 	if (k < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -87,14 +80,24 @@ genie_knn(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("k must be at most %d", GENIE_KNN_MAX_K)));
-	/* the array is read (detoasted) here: for large batches, most of a call's time */
-	genie_profile_push(GENIE_PHASE_QUERY);
-	array = PG_GETARG_ARRAYTYPE_P(1);
-	queries = query_vectors(array, &nq, &dim);
-	genie_profile_pop();
+}
+
+/*
+ * The k nearest rows of each of nq queries (dim floats each) over index's
+ * table, into the function's result: what genie_knn and genie_knn_from
+ * answer once they have their queries.
+ */
+static void
+knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const float *queries, int nq, int dim, int32 k)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	heap;
+	Relation	index;
+	GenieCachedIndex *volatile entry = NULL;
+
 	InitMaterializedSRF(fcinfo, 0);
 	if (nq == 0)
-		return (Datum) 0;
+		return;
 
 	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_READ);
 	/* genie_knn reads rows by TID, past any row-level security policy */
@@ -156,5 +159,147 @@ genie_knn(PG_FUNCTION_ARGS)
 
 	index_close(index, AccessShareLock);
 	table_close(heap, AccessShareLock);
+}
+
+Datum
+genie_knn(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	ArrayType  *array;
+	int32		k = PG_GETARG_INT32(2);
+	float	   *queries;
+	int			nq;
+	int			dim;
+
+	check_k(k);
+	/* the array is read (detoasted) here: for large batches, most of a call's time */
+	genie_profile_push(GENIE_PHASE_QUERY);
+	array = PG_GETARG_ARRAYTYPE_P(1);
+	queries = query_vectors(array, &nq, &dim);
+	genie_profile_pop();
+	knn_rows(fcinfo, indexoid, queries, nq, dim, k);
+	return (Datum) 0;
+}
+
+/* What query_rows gathers: the rows' vectors, grown as they come. */
+typedef struct QueryRows
+{
+	MemoryContext cxt;			/* the caller's: the vectors outlive SPI */
+	float	   *vectors;
+	int64		capacity;		/* floats */
+	int			n;
+	int			dim;
+} QueryRows;
+
+/* Appends one row's real[] (detoasted here) to the vectors, checked. */
+static void
+add_query_row(QueryRows *qr, Datum value, bool isnull)
+{
+	ArrayType  *array;
+	const float *v;
+	int			dim;
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the queries must not be NULL"),
+				 errdetail("Row %d of the query is NULL.", qr->n + 1)));
+	array = DatumGetArrayTypeP(value);
+	if (ARR_NDIM(array) != 1 || array_contains_nulls(array))
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("each query must be a one-dimensional real[] without NULL elements"),
+				 errdetail("Row %d of the query is not.", qr->n + 1)));
+	dim = ARR_DIMS(array)[0];
+	if (qr->n == 0)
+		qr->dim = dim;
+	else if (dim != qr->dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("the queries have %d and %d dimensions", qr->dim, dim),
+				 errdetail("Row %d of the query differs from the first row.", qr->n + 1)));
+	v = (const float *) ARR_DATA_PTR(array);
+	for (int i = 0; i < dim; i++)
+		if (isnan(v[i]) || isinf(v[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("queries must not contain %s", isnan(v[i]) ? "NaN" : "infinity"),
+					 errdetail("Query %d, element %d.", qr->n + 1, i + 1)));
+	if ((int64) (qr->n + 1) * dim > qr->capacity)
+	{
+		qr->capacity = Max(qr->capacity * 2, (int64) (qr->n + 1) * Max(dim, 1));
+		qr->vectors = qr->vectors == NULL
+			? MemoryContextAllocExtended(qr->cxt, sizeof(float) * qr->capacity, MCXT_ALLOC_HUGE)
+			: repalloc_huge(qr->vectors, sizeof(float) * qr->capacity);
+	}
+	memcpy(qr->vectors + (int64) qr->n * dim, v, sizeof(float) * dim);
+	qr->n++;
+	if ((Pointer) array != DatumGetPointer(value))
+		pfree(array);
+}
+
+/*
+ * Runs sql (read-only, as the caller) and gathers its rows, one real[]
+ * column, into qr: row by row from a cursor, without building an array.
+ */
+static void
+query_rows(const char *sql, QueryRows *qr)
+{
+	Portal		portal;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "genie_knn_from: SPI_connect failed");
+	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
+	for (;;)
+	{
+		TupleDesc	desc;
+
+		SPI_cursor_fetch(portal, true, 1024);
+		desc = SPI_tuptable->tupdesc;
+		if (desc->natts != 1 || TupleDescAttr(desc, 0)->atttypid != FLOAT4ARRAYOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("the query of genie_knn_from must return one column of type real[]"),
+					 errdetail("It returns %d column(s), the first of type %s.", desc->natts,
+							   desc->natts > 0 ? format_type_be(TupleDescAttr(desc, 0)->atttypid) : "none")));
+		if (SPI_processed == 0)
+			break;
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			bool		isnull;
+			Datum		value = SPI_getbinval(SPI_tuptable->vals[r], desc, 1, &isnull);
+
+			add_query_row(qr, value, isnull);
+		}
+		SPI_freetuptable(SPI_tuptable);
+		CHECK_FOR_INTERRUPTS();
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+}
+
+/*
+ * genie_knn_from(index regclass, query text, k int4) -> setof (query_no, ctid, distance)
+ *
+ * genie_knn over the rows of a query: each row of query (one real[]
+ * column) a query vector, query_no its 1-based position in the query's
+ * order.  The rows are read from a cursor, so a batch of thousands of
+ * vectors is never built as one array.
+ */
+Datum
+genie_knn_from(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	int32		k = PG_GETARG_INT32(2);
+	QueryRows	qr;
+
+	check_k(k);
+	memset(&qr, 0, sizeof(qr));
+	qr.cxt = CurrentMemoryContext;
+	genie_profile_push(GENIE_PHASE_QUERY);
+	query_rows(sql, &qr);
+	genie_profile_pop();
+	knn_rows(fcinfo, indexoid, qr.vectors, qr.n, qr.dim, k);
 	return (Datum) 0;
 }

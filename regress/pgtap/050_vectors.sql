@@ -7,7 +7,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(38);
+SELECT plan(46);
 
 -- the oracle: the distance in plain SQL, float8, element order
 CREATE FUNCTION pg_temp.l2(a real[], b real[]) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
@@ -104,6 +104,27 @@ SELECT is((SELECT array_agg(query_no ORDER BY query_no) FROM (SELECT DISTINCT qu
 SELECT is((SELECT array_agg(distance) FROM genie_knn('items_v', (SELECT q FROM qs WHERE qid = 1), 5)),
           (SELECT array_agg(v <-> (SELECT q FROM qs WHERE qid = 1)) FROM (SELECT v FROM items ORDER BY v <-> (SELECT q FROM qs WHERE qid = 1) LIMIT 5) s),
           'a one-dimensional real[] is one query, nearest first');
+-- genie_knn_from: the queries as a query, read from a cursor
+SELECT results_eq(
+  $$ SELECT query_no, ctid::text, distance FROM genie_knn_from('items_v', 'SELECT q FROM qs ORDER BY qid', 10)
+     ORDER BY query_no, distance, ctid $$,
+  $$ SELECT g.query_no, g.ctid::text, g.distance FROM (SELECT array_agg(q ORDER BY qid) a FROM qs) b,
+            genie_knn('items_v', b.a, 10) g ORDER BY query_no, distance, ctid $$,
+  'genie_knn_from over a query equals genie_knn over the same queries as an array');
+SELECT is((SELECT count(*) FROM genie_knn_from('items_v', 'SELECT q FROM qs WHERE false', 3)), 0::bigint,
+          'genie_knn_from: a query without rows has no answers');
+SELECT throws_ok($$SELECT * FROM genie_knn_from('items_v', 'SELECT q, qid FROM qs', 3)$$, '42804', NULL,
+                 'genie_knn_from: a query of two columns is an error');
+SELECT throws_ok($$SELECT * FROM genie_knn_from('items_v', 'SELECT ARRAY[qid::int] FROM qs', 3)$$, '42804', NULL,
+                 'genie_knn_from: a column of another type is an error');
+SELECT throws_ok($$SELECT * FROM genie_knn_from('items_v', 'SELECT q FROM qs UNION ALL SELECT NULL::real[]', 3)$$,
+                 '22004', NULL, 'genie_knn_from: a NULL query is an error');
+SELECT throws_ok($$SELECT * FROM genie_knn_from('items_v', 'SELECT q FROM qs UNION ALL SELECT ''{1,2}''::real[]', 3)$$,
+                 '2202E', NULL, 'genie_knn_from: queries of two dimensions are an error');
+SELECT throws_ok($$SELECT * FROM genie_knn_from('items_v', 'SELECT array_fill(''NaN''::real, ARRAY[24])', 3)$$,
+                 '22000', NULL, 'genie_knn_from: a NaN query is an error');
+SELECT throws_ok($$SELECT * FROM genie_knn_from('items_v', 'WITH d AS (DELETE FROM items RETURNING v) SELECT v FROM d', 3)$$,
+                 '0A000', NULL, 'genie_knn_from runs its query read-only: a DELETE in it is refused');
 SELECT is((SELECT count(*) FROM (SELECT id FROM items ORDER BY v <-> (SELECT q FROM qs WHERE qid = 2) LIMIT 5000) s),
           4000::bigint, 'a LIMIT beyond the table returns every row once');
 SELECT is((SELECT count(*) FROM (SELECT v FROM items ORDER BY v <-> (SELECT q FROM qs WHERE qid = 2) OFFSET 4000 - 39) s WHERE v IS NULL),
