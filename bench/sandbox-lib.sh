@@ -58,5 +58,5 @@ setup_vectors() {
   $py bench/vector_copy.py --idx "$work/train.idx" "$work/fm_train.copy"
   $py bench/vector_copy.py --idx "$work/t10k.idx" "$work/fm_test.copy"
   chmod 755 "$work"; chmod 644 "$work"/*.copy
-  psql -X -v copydir="$work" -f bench/service_vectors_bench.sql
+  psql -X -v copydir="$work" -v keep_queries="${KEEP_QUERIES:-1000}" -f bench/service_vectors_bench.sql
 }

@@ -2,7 +2,7 @@
 -- 60,000 training vectors (784 dimensions, binary COPY files in the psql
 -- variable copydir, written by bench/vector_copy.py), an exact-only
 -- genie_vector_ops index (m = 0), and the first 1,000 test vectors as
--- stored queries.
+-- stored queries (keep_queries: how many, default 1,000).
 \set ON_ERROR_STOP on
 CREATE EXTENSION IF NOT EXISTS genie;
 CREATE TABLE svc_vecs (id int PRIMARY KEY, v real[]);
@@ -11,7 +11,8 @@ CREATE TABLE svc_vec_queries (id int PRIMARY KEY, q real[]);
 \set test_copy :copydir '/fm_test.copy'
 COPY svc_vecs FROM :'train_copy' WITH (FORMAT binary);
 COPY svc_vec_queries FROM :'test_copy' WITH (FORMAT binary);
-DELETE FROM svc_vec_queries WHERE id > 1000;
+\if :{?keep_queries} \else \set keep_queries 1000 \endif
+DELETE FROM svc_vec_queries WHERE id > :keep_queries;
 \timing on
 CREATE INDEX svc_vecs_idx ON svc_vecs USING genie (v) WITH (m = 0);
 \timing off
