@@ -24,6 +24,8 @@
 //                   shared memory 8 at a time, the next stage loading while
 //                   the current one is multiplied; excluded vectors get
 //                   +infinity;
+//                   (a group of at most 8 queries: SmallDistanceKernel, a
+//                   warp a vector, each vector read once);
 //   KthKernel       each query's k-th smallest U, by a radix select over the
 //                   bits of the non-negative floats (11, 11, 10 bits);
 //   GatherKernel    the vectors whose L is within the k-th U, at most k +
@@ -73,6 +75,12 @@ constexpr int32_t kSlack = 64;                           // gather slots beyond 
 constexpr uint64_t kDistanceBufferBytes = 4ull << 30;
 constexpr uint64_t kMinDistanceBufferBytes = 256ull << 20;
 constexpr int32_t kMaxGroup = 16384;                     // queries of a group (grid y)
+// Groups of at most kSmallQueries queries whose rows fit kSmallSharedBytes
+// of shared memory take SmallDistanceKernel (a warp a vector).
+constexpr int kSmallQueries = 8;
+constexpr int kSmallThreads = 256;
+constexpr std::size_t kSmallSharedBytes = 48 * 1024;
+constexpr int64_t kSmallMaxBlocks = 4096;
 
 // The norms a bound needs: |v|^2 and |v| of each query and vector.
 struct Norms {
@@ -166,6 +174,60 @@ DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const fl
       float upper = fmaxf(s32 + ErrorBound(coef, slack, qn.length[q], xn.length[r]), 0.0f);
       if (!(upper <= FLT_MAX)) upper = INFINITY;  // overflow or NaN: always a candidate
       out[q * n_rows + r] = excluded != nullptr && excluded[r] ? INFINITY : upper;
+    }
+  }
+}
+
+// Every U of a group of at most NQ queries (a single statement's, a few
+// sessions'): the tile kernel computes a 128 x 128 tile of products to use
+// nq rows of it, 128 times the work for one query.  Here a warp takes one
+// vector at a time and reads it once (float4 across the lanes), multiplies
+// it with each query (held in shared memory) and sums across the warp: one
+// pass over the vectors, at memory speed.  The products are summed in
+// another order than the tile kernel's, which the error bound allows (it
+// holds for any order); the re-rank makes the answer exact either way.
+template <int NQ>
+__global__ void __launch_bounds__(kSmallThreads)
+SmallDistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows,
+                    Norms xn, int32_t n_rows, int32_t dimp, float coef, float slack,
+                    const uint8_t* __restrict__ excluded, float* __restrict__ out) {
+  extern __shared__ float4 qsh[];  // nq rows of dimp / 4 float4
+  const int d4 = dimp / 4;
+  for (int i = static_cast<int>(threadIdx.x); i < nq * d4; i += static_cast<int>(blockDim.x))
+    qsh[i] = reinterpret_cast<const float4*>(queries)[i];
+  __syncthreads();
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warps = static_cast<int>(blockDim.x) >> 5;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * warps + (threadIdx.x >> 5); r < n_rows;
+       r += static_cast<int64_t>(gridDim.x) * warps) {
+    const float4* x = reinterpret_cast<const float4*>(rows + r * dimp);
+    float acc[NQ];
+#pragma unroll
+    for (int q = 0; q < NQ; ++q) acc[q] = 0.0f;
+    for (int i = lane; i < d4; i += 32) {
+      const float4 xv = x[i];
+#pragma unroll
+      for (int q = 0; q < NQ; ++q) {
+        if (q >= nq) break;
+        const float4 qv = qsh[q * d4 + i];
+        acc[q] = fmaf(qv.x, xv.x, acc[q]);
+        acc[q] = fmaf(qv.y, xv.y, acc[q]);
+        acc[q] = fmaf(qv.z, xv.z, acc[q]);
+        acc[q] = fmaf(qv.w, xv.w, acc[q]);
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < NQ; ++q)
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) acc[q] += __shfl_xor_sync(0xFFFFFFFFu, acc[q], off);
+    if (lane != 0) continue;
+#pragma unroll
+    for (int q = 0; q < NQ; ++q) {
+      if (q >= nq) break;
+      const float s32 = fmaf(-2.0f, acc[q], qn.squared[q] + xn.squared[r]);
+      float upper = fmaxf(s32 + ErrorBound(coef, slack, qn.length[q], xn.length[r]), 0.0f);
+      if (!(upper <= FLT_MAX)) upper = INFINITY;  // overflow or NaN: always a candidate
+      out[static_cast<int64_t>(q) * n_rows + r] = excluded != nullptr && excluded[r] ? INFINITY : upper;
     }
   }
 }
@@ -294,6 +356,36 @@ RerankKernel(const float* __restrict__ rows, const float* __restrict__ queries, 
 
 unsigned Blocks(int64_t items, int per_block) {
   return static_cast<unsigned>((items + per_block - 1) / per_block);
+}
+
+// The float32 distances of a group of gn queries: the small-group kernel
+// when the group and its queries fit it, the tile kernel otherwise.
+Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
+                       int32_t dimp, float coef, float slack, const uint8_t* excluded, float* d32) {
+  const std::size_t shared = sizeof(float) * static_cast<std::size_t>(gn) * static_cast<std::size_t>(dimp);
+  if (gn <= kSmallQueries && shared <= kSmallSharedBytes) {
+    const unsigned blocks = static_cast<unsigned>(
+        std::min<int64_t>(Blocks(n_rows, kSmallThreads / 32), kSmallMaxBlocks));
+    if (gn == 1) {
+      SmallDistanceKernel<1><<<blocks, kSmallThreads, shared>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
+                                                                 slack, excluded, d32);
+    } else if (gn <= 2) {
+      SmallDistanceKernel<2><<<blocks, kSmallThreads, shared>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
+                                                                 slack, excluded, d32);
+    } else if (gn <= 4) {
+      SmallDistanceKernel<4><<<blocks, kSmallThreads, shared>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
+                                                                 slack, excluded, d32);
+    } else {
+      SmallDistanceKernel<kSmallQueries><<<blocks, kSmallThreads, shared>>>(queries, qn, gn, rows, xn, n_rows,
+                                                                             dimp, coef, slack, excluded, d32);
+    }
+    GENIE_CUDA_CHECK_LAUNCH("SmallDistanceKernel");
+    return Status::Ok();
+  }
+  DistanceKernel<<<dim3(Blocks(n_rows, kTileR), Blocks(gn, kTileQ)), kThreads>>>(
+      queries, qn, gn, rows, xn, n_rows, dimp, coef, slack, excluded, d32);
+  GENIE_CUDA_CHECK_LAUNCH("DistanceKernel");
+  return Status::Ok();
 }
 
 // |v|^2 and |v| of count vectors of dim floats (stride `stride`), summed in
@@ -486,9 +578,8 @@ class GpuVectorSetImpl final : public GpuVectorSet {
           const float* queries = d_queries.get() + static_cast<std::size_t>(g0) * dimp_;
           const Norms qn{d_q_squared.get() + g0, d_q_length.get() + g0};
           const Norms xn{x_squared_.get() + row0, x_length_.get() + row0};
-          DistanceKernel<<<dim3(Blocks(n_rows, kTileR), Blocks(gn, kTileQ)), kThreads>>>(
-              queries, qn, gn, rows_.get(), xn, n_rows, dimp_, coef_, slack_, excluded, d32.get());
-          GENIE_CUDA_CHECK_LAUNCH("DistanceKernel");
+          GENIE_RETURN_IF_ERROR(LaunchDistances(queries, qn, gn, rows_.get(), xn, n_rows, dimp_, coef_, slack_,
+                                                excluded, d32.get()));
           DeviceArray<float> d_kth;
           GENIE_RETURN_IF_ERROR(d_kth.Allocate(static_cast<std::size_t>(gn), "vector scan k-th distances"));
           KthKernel<<<static_cast<unsigned>(gn), kSelectThreads>>>(d32.get(), n_rows, k, d_kth.get());

@@ -84,6 +84,12 @@ TEST_F(GpuVectorScanTest, EqualsCpuAndBruteForce) {
       {VectorShape::kTiny, 1500, 7, 8, 5},            {VectorShape::kHuge, 1500, 33, 8, 5},
       {VectorShape::kGaussian, 50, 5, 6, 80},         {VectorShape::kGaussian, 1, 1, 3, 1},
       {VectorShape::kGaussian, 0, 4, 2, 3},           {VectorShape::kGaussian, 700, 130, 1, 1},
+      // groups of 1 to 8 queries take the small-group kernel (a warp a
+      // vector); 8 queries of 2,000 dimensions do not fit its shared memory
+      {VectorShape::kGaussian, 3000, 784, 1, 10},     {VectorShape::kGaussian, 3000, 784, 4, 10},
+      {VectorShape::kDuplicates, 2500, 784, 8, 20},   {VectorShape::kHuge, 2000, 96, 3, 7},
+      {VectorShape::kGaussian, 1500, 2000, 3, 5},     {VectorShape::kGaussian, 1500, 2000, 8, 5},
+      {VectorShape::kSmallIntegers, 5000, 5, 1, 50},
   };
   for (const Case& c : cases) Check(c, 0, &rng, true);
 }
