@@ -13,7 +13,7 @@
  * time genie spent, and what a statement took beyond them is the
  * executor's, the planner's and the client's.  Phases nest by a small stack;
  * an error in the middle of one leaves the stack, which the abort of the
- * (sub)transaction clears.
+ * transaction clears (of a subtransaction, back to where it began).
  *
  *-------------------------------------------------------------------------
  */
@@ -46,6 +46,20 @@ static GeniePhase stack[MAX_DEPTH];
 static int	depth = 0;
 static int	beyond = 0;			/* pushes past MAX_DEPTH, charged to the phase below */
 static instr_time mark;
+
+/*
+ * The stack's depth when each open subtransaction began: an abort of one
+ * (an EXCEPTION block in a query genie_knn_from runs, say) closes the
+ * phases opened inside it and no others.
+ */
+#define MAX_SUBXACTS 64
+static struct
+{
+	SubTransactionId subid;
+	int			depth;
+	int			beyond;
+}			subxact_depth[MAX_SUBXACTS];
+static int	n_subxacts = 0;
 
 /* Charges the time since the last mark to the phase on top, and marks now. */
 static void
@@ -108,14 +122,41 @@ profile_xact_callback(XactEvent event, void *arg)
 		depth = 0;
 		beyond = 0;
 	}
+	n_subxacts = 0;
 }
 
 static void
 profile_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 						 SubTransactionId parentSubid, void *arg)
 {
-	/* genie opens no subtransaction inside a phase: an abort ends them all */
-	if (event == SUBXACT_EVENT_ABORT_SUB)
+	int			i;
+
+	if (event == SUBXACT_EVENT_START_SUB)
+	{
+		if (n_subxacts < MAX_SUBXACTS)
+		{
+			subxact_depth[n_subxacts].subid = mySubid;
+			subxact_depth[n_subxacts].depth = depth;
+			subxact_depth[n_subxacts].beyond = beyond;
+		}
+		n_subxacts++;			/* counted past the table too, to pair the ends */
+		return;
+	}
+	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	if (n_subxacts == 0)
+		return;
+	n_subxacts--;
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	/* abort: back to the depth the subtransaction began at, when known */
+	i = n_subxacts;
+	if (i < MAX_SUBXACTS && subxact_depth[i].subid == mySubid && subxact_depth[i].depth <= depth)
+	{
+		depth = subxact_depth[i].depth;
+		beyond = subxact_depth[i].beyond;
+	}
+	else
 	{
 		depth = 0;
 		beyond = 0;

@@ -249,9 +249,17 @@ load_slot(Relation index)
 		memcpy(e->objects, content.objects, sizeof(GenieObjectEntry) * content.n_objects);
 		e->bytes = sizeof(GenieObjectEntry) * content.n_objects;
 
-		/* a service that cannot take the version: this backend searches it */
-		if (content.postings != NULL && service && ship_main(e, &content, &err) != GENIE_SERVICE_OK)
-			keep_main = true;
+		/*
+		 * A service that cannot take the version: this backend searches it.
+		 * NOT_RESIDENT says another backend is handing it over: the search
+		 * waits for that (genie_search_through_service), nothing to keep.
+		 */
+		if (content.postings != NULL && service)
+		{
+			GenieServiceOutcome outcome = ship_main(e, &content, &err);
+
+			keep_main = outcome != GENIE_SERVICE_OK && outcome != GENIE_SERVICE_NOT_RESIDENT;
+		}
 		if (keep_main)
 			build_main_index(e, &content);
 

@@ -44,7 +44,8 @@ read_entry_values(GenieCachedIndex *entry, GenieIndexContent *content, bool with
 	{
 		genie_read_content(index, content, false);
 		if (with_main && each != NULL)
-			genie_read_main_values(index, each, arg);
+			genie_read_main_values(index, entry->n_main_objects, entry->main_key.main_version,
+								   each, arg);
 		else if (with_main)
 			genie_read_values(index, content);
 	}
@@ -141,6 +142,7 @@ typedef struct VectorRows
 {
 	GenieCachedIndex *entry;
 	float	   *rows;
+	int32		n;				/* rows there is room for */
 } VectorRows;
 
 /* Object id's stored vector into its row; a NULL one leaves the row zero. */
@@ -150,6 +152,9 @@ put_vector(void *arg, int32 id, const char *value, int32 length)
 	VectorRows *v = arg;
 	int32		dim = v->entry->vector_dim;
 
+	/* genie_read_main_values keeps main ids below the entry's: this is the rows' guard */
+	if (id < 0 || id >= v->n)
+		elog(ERROR, "genie: vector %d beyond the %d rows being loaded", id, v->n);
 	if (length == 0 && (v->entry->objects[id].flags & GENIE_OBJECT_NULL))
 		return;
 	if (length != (int32) sizeof(float) * dim)
@@ -170,7 +175,7 @@ put_vector(void *arg, int32 id, const char *value, int32 length)
 static void
 read_vectors(GenieCachedIndex *entry, GenieIndexContent *content, bool pending, float *rows)
 {
-	VectorRows	v = {entry, rows};
+	VectorRows	v = {entry, rows, pending ? entry->n_objects : entry->n_main_objects};
 
 	read_entry_values(entry, content, true, put_vector, &v);
 	if (!pending)
@@ -245,9 +250,12 @@ load_set(GenieCachedIndex *entry, bool pending, GenieValueSet *set)
 	old = MemoryContextSwitchTo(tmpcxt);
 	if (!pending && entry->values_kind == GENIE_VALUES_VECTORS)
 	{
-		load_vector_set(entry, &content, set);
+		/* the flags first: a set published without them would scan dead rows */
 		MemoryContextSwitchTo(old);
 		make_excluded(entry);
+		MemoryContextSwitchTo(tmpcxt);
+		load_vector_set(entry, &content, set);
+		MemoryContextSwitchTo(old);
 		MemoryContextDelete(tmpcxt);
 		genie_profile_pop();
 		return;

@@ -260,6 +260,7 @@ genie_search_through_service(GenieCachedIndex *entry, GenieServiceAsk ask, Genie
 							 void *arg, const char *held, const char *what)
 {
 	int			attempts = 0;
+	TimestampTz other_since = 0;	/* another backend's hand-over seen since */
 
 	for (;;)
 	{
@@ -281,6 +282,23 @@ genie_search_through_service(GenieCachedIndex *entry, GenieServiceAsk ask, Genie
 		if (outcome == GENIE_SERVICE_UNAVAILABLE)
 			return genie_search_service_away();
 
+		/*
+		 * NOT_RESIDENT while another backend hands the version over: wait
+		 * and ask again, without reading it all again.  The service drops a
+		 * hand-over that stalls for a second (its backend died or moved
+		 * on); after that this backend hands it over itself.
+		 */
+		if (other_since != 0 &&
+			!TimestampDifferenceExceeds(other_since, GetCurrentTimestamp(), 1000))
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 2L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
+		other_since = 0;
+
 		/* NOT_RESIDENT: hand the version over, and ask again */
 		if (++attempts > 3)
 			ereport(ERROR,
@@ -295,12 +313,9 @@ genie_search_through_service(GenieCachedIndex *entry, GenieServiceAsk ask, Genie
 			return genie_search_service_away();
 		if (outcome == GENIE_SERVICE_NOT_RESIDENT)
 		{
-			/* another backend is handing them over: wait for it */
+			/* another backend is handing it over: wait for it (above) */
 			attempts--;
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 2L, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
+			other_since = GetCurrentTimestamp();
 		}
 	}
 }

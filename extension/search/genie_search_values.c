@@ -445,6 +445,8 @@ genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot sna
 		}
 		genie_search_values(entry, &sub, lsh == NULL ? NULL : n_short < nq ? sub_lsh : lsh,
 							kprime, &found);
+		if (n_short < nq)
+			genie_value_batch_free_copy(&sub);
 		genie_profile_push(GENIE_PHASE_VISIBILITY);
 		for (int i = 0; i < n_short; i++)
 		{

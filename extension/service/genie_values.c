@@ -114,6 +114,20 @@ genie_value_batch_select(const GenieValueBatch *all, const int *which, int n, Ge
 }
 
 void
+genie_value_batch_free_copy(GenieValueBatch *copy)
+{
+	if (copy->text != NULL)
+		pfree(unconstify(char *, copy->text));
+	if (copy->text_offsets != NULL)
+		pfree(unconstify(int64 *, copy->text_offsets));
+	if (copy->vectors != NULL)
+		pfree(unconstify(float *, copy->vectors));
+	copy->text = NULL;
+	copy->text_offsets = NULL;
+	copy->vectors = NULL;
+}
+
+void
 genie_value_batch_concat(const GenieValueBatch *parts, int n, GenieValueBatch *out)
 {
 	int32		total = 0;

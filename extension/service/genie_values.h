@@ -83,9 +83,10 @@ extern void genie_value_batch_write(const GenieValueBatch *batch, int32 first, i
 extern bool genie_value_batch_read(GenieValuesKind kind, int32 n, int32 dim, const char *src,
 								   Size size, GenieValueBatch *out);
 
-/* Values which[0 .. n) of all, as a batch (palloc'd). */
+/* Values which[0 .. n) of all, as a batch (palloc'd: genie_value_batch_free_copy). */
 extern void genie_value_batch_select(const GenieValueBatch *all, const int *which, int n,
 									 GenieValueBatch *out);
+extern void genie_value_batch_free_copy(GenieValueBatch *copy);
 
 /* The batches of parts[0 .. n) in one (palloc'd; for one engine call). */
 extern void genie_value_batch_concat(const GenieValueBatch *parts, int n, GenieValueBatch *out);

@@ -192,6 +192,7 @@ typedef struct ValueStream
 	GenieValueFn each;
 	void	   *arg;
 	int32		n_main;
+	int64		remaining;		/* bytes of the chain not parsed yet */
 	int32		id;				/* the object whose record comes next */
 	char		length_bytes[sizeof(int32)];
 	int			length_have;	/* bytes of the length word read */
@@ -216,6 +217,7 @@ value_stream_page(void *arg, const char *data, Size bytes)
 	ValueStream *vs = arg;
 	const char *end = data + bytes;
 
+	vs->remaining -= (int64) bytes;
 	while (data < end)
 	{
 		if (vs->length_have < (int) sizeof(int32))
@@ -226,7 +228,8 @@ value_stream_page(void *arg, const char *data, Size bytes)
 			if (vs->length_have < (int) sizeof(int32))
 				continue;
 			memcpy(&vs->length, vs->length_bytes, sizeof(int32));
-			if (vs->length < 0)
+			/* a value longer than what is left of the chain: corrupt, not an allocation */
+			if (vs->length < 0 || vs->length > (end - data) + vs->remaining)
 				value_stream_corrupt(vs->index);
 			vs->have = 0;
 		}
@@ -258,7 +261,8 @@ value_stream_page(void *arg, const char *data, Size bytes)
 }
 
 void
-genie_read_main_values(Relation index, GenieValueFn each, void *arg)
+genie_read_main_values(Relation index, int32 n_main, uint32 main_version, GenieValueFn each,
+					   void *arg)
 {
 	GenieMetaPageData meta;
 	Buffer		metabuf;
@@ -269,7 +273,23 @@ genie_read_main_values(Relation index, GenieValueFn each, void *arg)
 	vs.each = each;
 	vs.arg = arg;
 	read_meta_for_content(index, &meta, &metabuf);
+	/*
+	 * The caller sized its output for this version's main objects: another
+	 * one (a merge since, or on a standby one replayed since the caller read
+	 * the content) is an error before a value is read.
+	 */
+	if (meta.n_main_objects != n_main || meta.main_version != main_version)
+	{
+		if (BufferIsValid(metabuf))
+			UnlockReleaseBuffer(metabuf);
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("genie index \"%s\" was merged while this statement searched it",
+						RelationGetRelationName(index)),
+				 errhint("Retry the statement.")));
+	}
 	vs.n_main = meta.n_main_objects;
+	vs.remaining = meta.value_bytes;
 	if (meta.values_stored)
 		(void) genie_chain_walk(index, meta.values, 1, meta.value_bytes, value_stream_page, &vs);
 	if (BufferIsValid(metabuf))

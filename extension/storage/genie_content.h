@@ -30,10 +30,12 @@ extern void genie_read_values(Relation index, GenieIndexContent *content);
  * values chain's pages (no copy of the whole chain): each(arg, id, value,
  * length), value valid during the call; a NULL object's length is 0.  The
  * same locks as genie_read_values.  For loading a large set of values
- * where it goes.
+ * where it goes: ids stay below n_main, and a version other than the
+ * caller's (n_main main objects, main_version) is a serialization error.
  */
 typedef void (*GenieValueFn) (void *arg, int32 id, const char *value, int32 length);
-extern void genie_read_main_values(Relation index, GenieValueFn each, void *arg);
+extern void genie_read_main_values(Relation index, int32 n_main, uint32 main_version,
+								   GenieValueFn each, void *arg);
 
 /* Appends one main object's value record to a values chain being written. */
 extern void genie_values_append(GenieChainWriter *w, const char *value, size_t size);

@@ -135,14 +135,17 @@ well_formed(const ServedValues *s, TakenRequest *t)
 	GenieRequest *r = &t->req;
 	GenieValueBatch queries;
 
-	if (r->n_queries < 1 || r->k < 1 || r->scan_excluded < 0 || r->scan_query_bytes < 0 ||
-		r->values_kind != s->set.kind ||
+	/* k is at most the main objects (the client's cap), so the answer's size cannot wrap */
+	if (r->n_queries < 1 || r->k < 1 || r->k > Max(s->key.n_main_objects, 1) ||
+		r->scan_excluded < 0 || r->scan_excluded > s->key.n_main_objects ||
+		r->scan_query_bytes < 0 || r->values_kind != s->set.kind ||
 		(s->set.kind == GENIE_VALUES_VECTORS && r->vector_dim != genie_value_set_dim(&s->set)))
 		return false;
+	/* the queries first: their layout bounds n_queries by the payload's size */
 	return TYPEALIGN(8, (Size) r->scan_query_bytes) + sizeof(int32) * (Size) r->scan_excluded <=
 		t->payload_size &&
-		GENIE_SCAN_ANSWER_BYTES(r->n_queries, r->k) <= r->response_capacity &&
-		read_queries(t, &queries);
+		read_queries(t, &queries) &&
+		GENIE_SCAN_ANSWER_BYTES(r->n_queries, r->k) <= r->response_capacity;
 }
 
 static bool

@@ -8,7 +8,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(20);
+SELECT plan(21);
 
 DO $$ BEGIN PERFORM setseed(0.27); END $$;
 CREATE TABLE docs (id int PRIMARY KEY, tags int4[]);
@@ -103,6 +103,23 @@ SELECT count(*) FROM (SELECT id FROM docs ORDER BY tags <~> '{4}' LIMIT 5) s;
 SELECT cmp_ok((SELECT total_ms FROM genie_profile() WHERE phase = 'query') -
               (SELECT total_ms FROM before_ms), '<', 150::float8,
               'an error inside a phase leaves no phase open (the 0.3 s after it are not charged)');
+
+-- a subtransaction that aborts inside a phase (an EXCEPTION block in the
+-- query genie_knn_from reads its queries with) closes only what it opened:
+-- the query phase goes on, and is charged the sleep after the abort
+CREATE FUNCTION pg_temp.caught(v real[]) RETURNS real[] LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN
+    PERFORM 1 / 0;
+  EXCEPTION WHEN division_by_zero THEN NULL;
+  END;
+  PERFORM pg_sleep(0.05);
+  RETURN v;
+END $$;
+SELECT genie_profile_reset();
+SELECT count(*) FROM genie_knn_from('vecs_g', 'SELECT pg_temp.caught(v) FROM vecs WHERE id <= 2 ORDER BY id', 3);
+SELECT cmp_ok((SELECT total_ms FROM genie_profile() WHERE phase = 'query'), '>=', 90::float8,
+              'a subtransaction aborted inside the query phase leaves that phase open: its sleeps are charged to it');
 
 SELECT * FROM finish();
 ROLLBACK;
