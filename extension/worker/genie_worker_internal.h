@@ -131,6 +131,11 @@ typedef struct PendingLoad
 	int			pid;
 	int32		split_length;
 	char	   *buffer;
+	/*
+	 * Vectors: the set being filled, whose rows are the buffer (the pieces
+	 * land where the scans read them); NULL for a malloc'd buffer.
+	 */
+	genie_vectors *vectors;
 	Size		total;
 	Size		received;
 	TimestampTz last_piece;

@@ -34,11 +34,50 @@ stream_size(const GenieServiceKey *key)
 }
 
 
+/* Frees a hand-over's buffer: the vector set it is the rows of, or itself. */
+static void
+free_load_buffer(PendingLoad *load)
+{
+	if (load->vectors != NULL)
+		genie_vectors_free(load->vectors);
+	else
+		free(load->buffer);
+	load->vectors = NULL;
+	load->buffer = NULL;
+}
+
 static void
 drop_load(ServiceState *st, int i)
 {
-	free(st->loads[i].buffer);
+	free_load_buffer(&st->loads[i]);
 	st->loads[i] = st->loads[--st->n_loads];
+}
+
+/*
+ * The buffer a hand-over's pieces are copied into: for vectors, the rows of
+ * the set that will be served (no copy of 100s of MB at the end); else
+ * malloc'd.  False when out of memory.
+ */
+static bool
+make_load_buffer(PendingLoad *load, const GenieRequest *req, Size total)
+{
+	int32		n = req->key.n_main_objects;
+	int32		dim = req->vector_dim;
+
+	if (req->load_values && req->values_kind == GENIE_VALUES_VECTORS && n >= 1 && dim >= 1 &&
+		total == sizeof(float) * (Size) n * (Size) dim)
+	{
+		float	   *rows;
+		genie_error err;
+
+		if (genie_vectors_create_unsealed(n, dim, &load->vectors, &rows, &err) != GENIE_OK)
+			return false;
+		load->buffer = (char *) rows;
+		return true;
+	}
+	/* a malformed hand-over is refused when it is whole (finish_values_load) */
+	load->buffer = malloc(Max(total, 1));
+	return load->buffer != NULL;
 }
 
 void
@@ -115,8 +154,7 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 		}
 		load = &st->loads[st->n_loads];
 		memset(load, 0, sizeof(*load));
-		load->buffer = malloc(Max(total, 1));
-		if (load->buffer == NULL)
+		if (!make_load_buffer(load, req, total))
 		{
 			genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY, "the genie service is out of host memory");
 			return;
@@ -158,12 +196,14 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 
 		/* off the list first: finish_load may evict, and the buffer is ours */
 		load->buffer = NULL;
+		load->vectors = NULL;
 		drop_load(st, (int) (load - st->loads));
 		if (done.values)
 			genie_worker_finish_values_load(st, &done, t);
 		else
 			genie_worker_finish_load(st, &done, t);
-		free(done.buffer);
+		/* what the finish did not take (a vector set it serves, it takes) */
+		free_load_buffer(&done);
 		return;
 	}
 	resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);

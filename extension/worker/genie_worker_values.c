@@ -93,7 +93,21 @@ genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenReques
 		genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY, "the genie service is out of host memory");
 		return;
 	}
-	if (genie_value_set_create(&batch, &s->set, &err) != GENIE_OK)
+	if (load->vectors != NULL)
+	{
+		/* the pieces went straight into the set's rows: check them, and take the set */
+		if (genie_vectors_seal(load->vectors, &err) != GENIE_OK)
+		{
+			free(s);
+			genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
+			return;
+		}
+		s->set.kind = GENIE_VALUES_VECTORS;
+		s->set.vectors = load->vectors;
+		load->vectors = NULL;
+		load->buffer = NULL;
+	}
+	else if (genie_value_set_create(&batch, &s->set, &err) != GENIE_OK)
 	{
 		free(s);
 		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
