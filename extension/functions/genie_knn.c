@@ -35,6 +35,19 @@ PG_FUNCTION_INFO_V1(genie_knn_from);
 
 #define GENIE_KNN_MAX_K	(1 << 30)
 
+/* Every one of count query elements (dim a query, the first query's number first + 1) finite. */
+static void
+check_finite(const float *values, int64 count, int dim, int64 first)
+{
+	for (int64 i = 0; i < count; i++)
+		if (isnan(values[i]) || isinf(values[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("queries must not contain %s", isnan(values[i]) ? "NaN" : "infinity"),
+					 errdetail("Query %lld, element %lld.", (long long) (first + i / dim + 1),
+							   (long long) (i % dim + 1))));
+}
+
 /*
  * The query vectors of a real[][] (one per row) or of a real[] (one
  * query): finite, without NULLs; *nq and *dim receive the shape.
@@ -58,13 +71,7 @@ query_vectors(ArrayType *array, int *nq, int *dim)
 	*nq = ARR_NDIM(array) == 2 ? ARR_DIMS(array)[0] : (ARR_NDIM(array) == 1 ? 1 : 0);
 	*dim = ARR_NDIM(array) == 2 ? ARR_DIMS(array)[1] : (ARR_NDIM(array) == 1 ? ARR_DIMS(array)[0] : 0);
 	n = (int64) *nq * *dim;
-	for (int64 i = 0; i < n; i++)
-		if (isnan(values[i]) || isinf(values[i]))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("queries must not contain %s", isnan(values[i]) ? "NaN" : "infinity"),
-					 errdetail("Query %lld, element %lld.", (long long) (i / *dim + 1),
-							   (long long) (i % *dim + 1))));
+	check_finite(values, n, *dim, 0);
 	return values;
 }
 
@@ -219,12 +226,7 @@ add_query_row(QueryRows *qr, Datum value, bool isnull)
 				 errmsg("the queries have %d and %d dimensions", qr->dim, dim),
 				 errdetail("Row %d of the query differs from the first row.", qr->n + 1)));
 	v = (const float *) ARR_DATA_PTR(array);
-	for (int i = 0; i < dim; i++)
-		if (isnan(v[i]) || isinf(v[i]))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("queries must not contain %s", isnan(v[i]) ? "NaN" : "infinity"),
-					 errdetail("Query %d, element %d.", qr->n + 1, i + 1)));
+	check_finite(v, dim, Max(dim, 1), qr->n);
 	if ((int64) (qr->n + 1) * dim > qr->capacity)
 	{
 		qr->capacity = Max(qr->capacity * 2, (int64) (qr->n + 1) * Max(dim, 1));

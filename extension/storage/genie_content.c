@@ -301,51 +301,50 @@ genie_read_main_values(Relation index, int32 n_main, uint32 main_version, GenieV
 		pfree(vs.piece);
 }
 
+/* genie_read_values' copy of each main value into the content's CSR arrays. */
+typedef struct ValueCopy
+{
+	Relation	index;
+	GenieIndexContent *content;
+	int64		main_bytes;		/* the main values' bytes: the chain less the length words */
+} ValueCopy;
+
+static void
+copy_value(void *arg, int32 id, const char *value, int32 length)
+{
+	ValueCopy  *c = arg;
+	int64		used = c->content->value_offsets[id];
+
+	if (used + length > c->main_bytes)
+		value_stream_corrupt(c->index);
+	memcpy(c->content->value_data + used, value, length);
+	c->content->value_offsets[id + 1] = used + length;
+}
+
 void
 genie_read_values(Relation index, GenieIndexContent *content)
 {
 	GenieMetaPageData meta;
 	Buffer		metabuf;
-	char	   *chain;
-	int64		count;
-	int64		pos = 0;
-	int64		main_bytes;
+	ValueCopy	c;
 	int32		n_pending = content->n_objects - content->n_main_objects;
 
 	if (!content->values_stored)
 		return;
 	read_meta_for_content(index, &meta, &metabuf);
-	chain = genie_chain_read(index, meta.values, 1, meta.value_bytes, &count);
 	if (BufferIsValid(metabuf))
 		UnlockReleaseBuffer(metabuf);
-	/* the records hold a length word per object: the text is shorter than the chain */
-	main_bytes = count - (int64) sizeof(int32) * content->n_main_objects;
-	if (count != meta.value_bytes || main_bytes < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("genie index \"%s\" has an inconsistent values chain",
-						RelationGetRelationName(index))));
-	content->value_data = genie_alloc_huge(Max(main_bytes + content->pending_value_bytes, 1));
+	/* the records hold a length word per object: the values are shorter than the chain */
+	c.index = index;
+	c.content = content;
+	c.main_bytes = meta.value_bytes - (int64) sizeof(int32) * content->n_main_objects;
+	if (c.main_bytes < 0)
+		value_stream_corrupt(index);
+	content->value_data = genie_alloc_huge(Max(c.main_bytes + content->pending_value_bytes, 1));
 	content->value_offsets = genie_alloc_huge(sizeof(int64) * (content->n_objects + 1));
 	content->value_offsets[0] = 0;
-	for (int32 id = 0; id < content->n_main_objects; id++)
-	{
-		int32		length;
-		int64		used = content->value_offsets[id];
-
-		if (pos + (int64) sizeof(int32) > count)
-			goto corrupt;
-		memcpy(&length, chain + pos, sizeof(int32));
-		pos += sizeof(int32);
-		if (length < 0 || pos + length > count || used + length > main_bytes)
-			goto corrupt;
-		memcpy(content->value_data + used, chain + pos, length);
-		pos += length;
-		content->value_offsets[id + 1] = used + length;
-	}
-	if (pos != count)
-		goto corrupt;
-	pfree(chain);
+	/* one parser of the values chain, genie_read_main_values' (no copy of the chain) */
+	genie_read_main_values(index, content->n_main_objects, content->main_version, copy_value, &c);
 	for (int32 i = 0; i < n_pending; i++)
 	{
 		int32		id = content->n_main_objects + i;
@@ -355,11 +354,4 @@ genie_read_values(Relation index, GenieIndexContent *content)
 			   content->pending_value_data + content->pending_value_offsets[i], size);
 		content->value_offsets[id + 1] = content->value_offsets[id] + size;
 	}
-	return;
-
-corrupt:
-	ereport(ERROR,
-			(errcode(ERRCODE_INDEX_CORRUPTED),
-			 errmsg("genie index \"%s\" has a corrupt values chain",
-					RelationGetRelationName(index))));
 }
