@@ -1,6 +1,7 @@
 # Fuzzing, bounded in time and with fixed seeds: genie's input functions and
 # query constructors (regress/t/fuzz_inputs.py: random bytes and mutations of
-# valid texts, JSON and binary forms), then SQLsmith's random queries as an
+# valid texts, JSON and binary forms; vectors, genie_knn_from's queries, the
+# profile), then SQLsmith's random queries as an
 # ordinary role that may write the tables, against a database holding every
 # kind of genie index and columns of genie's types.  No backend may die, and
 # every index must still pass genie_index_check afterwards.
@@ -36,6 +37,11 @@ $node->safe_psql('postgres', q{
 	INSERT INTO people SELECT i, 20 + i % 50, (ARRAY['Oslo', 'Lima', NULL])[1 + i % 3], date '1990-01-01' + i
 	FROM generate_series(1, 300) i;
 	CREATE INDEX people_r ON people USING genie ((people)) WITH (attributes = 'age, city, born');
+	CREATE TABLE vecs (id int, v real[]);
+	INSERT INTO vecs SELECT i, CASE WHEN i % 50 = 0 THEN NULL
+	                                ELSE ARRAY[random() * 10, random() * 10, random(), i % 7]::real[] END
+	FROM generate_series(1, 300) i;
+	CREATE INDEX vecs_v ON vecs USING genie (v) WITH (m = 8);
 	CREATE TABLE saved (r genie_ranges);
 	INSERT INTO saved SELECT genie_ranges('people_r', '{"age": [30, 40], "city": "Oslo"}');
 	CREATE ROLE smith LOGIN;

@@ -33,6 +33,8 @@ def connect():
     OIDS = register_raw(conn)
     conn.execute("SET statement_timeout = '2s'")
     conn.execute("SET genie.device = 'cpu'")
+    # every statement charges its phases, through errors too (genie_profile)
+    conn.execute("SET genie.profile = on")
     # the set predicates must reach the genie index, as bitmap or index scans
     conn.execute("SET enable_seqscan = off")
     return conn
@@ -121,6 +123,22 @@ def int4_array_text():
     return text if rng.random() < 0.8 else mutate(text)
 
 
+KNN_FROM_QUERIES = ["SELECT v FROM vecs", "SELECT v FROM vecs WHERE id < 20 ORDER BY id",
+                    "SELECT ARRAY[1, 2, 3, 4]::real[]", "SELECT NULL::real[]", "VALUES ('{1,2,3,4}'::real[])",
+                    "SELECT id FROM vecs", "SELECT v, id FROM vecs", "DELETE FROM vecs RETURNING v",
+                    "WITH d AS (DELETE FROM vecs RETURNING v) SELECT v FROM d", "SELECT '{1,2}'::real[]"]
+
+
+def real_array_text():
+    """A real[] literal: 4 elements (the index's dimension) or not, NaN, infinity, two dimensions."""
+    elems = [rng.choice([str(rng.uniform(-10, 10)), "0", "NaN", "Infinity", "-1e39", "1e-45", "NULL"])
+             if rng.random() < 0.2 else str(rng.uniform(-10, 10)) for _ in range(rng.choice([4, 4, 4, 0, 1, 5]))]
+    text = "{" + ",".join(elems) + "}"
+    if rng.random() < 0.15:
+        text = "{" + ",".join(text for _ in range(rng.randint(1, 3))) + "}"
+    return text if rng.random() < 0.8 else mutate(text)
+
+
 mismatches = 0
 
 
@@ -168,6 +186,13 @@ STATEMENTS = {
     "text functions": lambda: ("SELECT genie_ngrams(%s, %s), genie_ngram_count(%s, %s, %s), genie_edit_distance(%s, %s)",
                                (random_text(rng.randint(0, 30)), rng.randint(-1, 10), random_text(9),
                                 random_text(9), rng.randint(1, 9), random_text(40), random_text(40))),
+    "ORDER BY real[]": lambda: ("SELECT id FROM vecs ORDER BY v <-> %s::real[] LIMIT %s",
+                                (real_array_text(), rng.choice([1, 5, 1000]))),
+    "genie_knn": lambda: ("SELECT count(*) FROM genie_knn('vecs_v', %s::real[], %s)", (real_array_text(), small_k())),
+    "genie_knn_from": lambda: ("SELECT count(*) FROM genie_knn_from('vecs_v', %s, %s)",
+                               (maybe_mutate(rng.choice(KNN_FROM_QUERIES)), small_k())),
+    "genie_profile": lambda: (rng.choice(["SELECT count(*) FROM genie_profile()", "SELECT genie_profile_reset()",
+                                          "SET genie.profile = on", "SET genie.profile = off"]), ()),
     "genie_match_count": lambda: ("SELECT genie_match_count(%s::int4[], %s::genie_query)",
                                   ("{" + ",".join(str(big_int()) for _ in range(rng.randint(0, 5))) + "}", query_text())),
 }
