@@ -270,9 +270,13 @@ int main(int argc, char** argv) {
     p.functions = a.m;
     p.buckets = 1024;
     const int32_t sample = std::min(n, 1000);
-    p.width = genie_lsh_estimate_width(GENIE_LSH_E2LSH, data.data(), sample, dim);
+    if (genie_lsh_estimate_width(GENIE_LSH_E2LSH, data.data(), sample, dim, nullptr, nullptr, &p.width, &err) !=
+        GENIE_OK) {
+      std::fprintf(stderr, "genie_lsh_estimate_width: %s\n", err.message);
+      return 1;
+    }
     genie_lsh* lsh = nullptr;
-    if (genie_lsh_create(&p, &lsh, &err) != GENIE_OK) {
+    if (genie_lsh_create(&p, nullptr, nullptr, &lsh, &err) != GENIE_OK) {
       std::fprintf(stderr, "genie_lsh_create: %s\n", err.message);
       return 1;
     }

@@ -207,7 +207,8 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
   });
 }
 
-genie_status genie_lsh_create(const genie_lsh_params* params, genie_lsh** lsh, genie_error* err) {
+genie_status genie_lsh_create(const genie_lsh_params* params, int (*cancel)(void*), void* cancel_arg,
+                              genie_lsh** lsh, genie_error* err) {
   return Guarded(err, [&]() -> genie::Status {
     if (params == nullptr || lsh == nullptr) return genie::Status::InvalidArgument("genie_lsh_create: NULL argument");
     genie::LshParams p;
@@ -218,7 +219,7 @@ genie_status genie_lsh_create(const genie_lsh_params* params, genie_lsh** lsh, g
     p.width = params->width;
     p.seed = params->seed;
     auto owned = std::make_unique<genie_lsh>();
-    GENIE_RETURN_IF_ERROR(genie::LshFunctions::Create(p, &owned->functions));
+    GENIE_RETURN_IF_ERROR(genie::LshFunctions::Create(p, &owned->functions, genie::CancelCheck{cancel, cancel_arg}));
     *lsh = owned.release();
     return genie::Status::Ok();
   });
@@ -238,9 +239,12 @@ genie_status genie_lsh_keywords(const genie_lsh* lsh, const float* vector, int32
 
 int32_t genie_lsh_functions_for(double epsilon, double delta) { return genie::LshFunctionsFor(epsilon, delta); }
 
-double genie_lsh_estimate_width(int32_t family, const float* sample, int32_t count, int32_t dim) {
-  if (sample == nullptr || count < 2 || dim < 1) return 1.0;
-  return genie::EstimateLshWidth(static_cast<genie::LshFamily>(family), sample, count, dim);
+genie_status genie_lsh_estimate_width(int32_t family, const float* sample, int32_t count, int32_t dim,
+                                      int (*cancel)(void*), void* cancel_arg, double* width, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    return genie::EstimateLshWidth(static_cast<genie::LshFamily>(family), sample, count, dim,
+                                   genie::CancelCheck{cancel, cancel_arg}, width);
+  });
 }
 
 }  // extern "C"

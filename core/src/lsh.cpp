@@ -136,7 +136,7 @@ uint32_t MurmurHash3(const void* key, std::size_t size, uint32_t seed) {
   return h;
 }
 
-Status LshFunctions::Create(const LshParams& p, std::unique_ptr<LshFunctions>* out) {
+Status LshFunctions::Create(const LshParams& p, std::unique_ptr<LshFunctions>* out, const CancelCheck& cancel) {
   if (out == nullptr) return Status::InvalidArgument("LshFunctions::Create: NULL output");
   if (p.family != LshFamily::kE2Lsh && p.family != LshFamily::kRbh)
     return Status::InvalidArgument("unknown LSH family");
@@ -152,17 +152,24 @@ Status LshFunctions::Create(const LshParams& p, std::unique_ptr<LshFunctions>* o
   Random rng(p.seed);
   const std::size_t m = static_cast<std::size_t>(p.functions);
   const std::size_t d = static_cast<std::size_t>(p.dim);
+  // polled between draws; the draw order (and so every keyword) is the same
+  // with or without it
+  constexpr std::size_t kCancelEvery = 4096;
   if (p.family == LshFamily::kE2Lsh) {
     f->offsets_.resize(m);
     f->projections_.resize(m * d);
     for (std::size_t i = 0; i < m; ++i) {
-      for (std::size_t j = 0; j < d; ++j) f->projections_[i * d + j] = rng.Normal();
+      for (std::size_t j = 0; j < d; ++j) {
+        if ((i * d + j) % kCancelEvery == 0 && cancel.requested()) return Status::Cancelled();
+        f->projections_[i * d + j] = rng.Normal();
+      }
       f->offsets_[i] = rng.Uniform() * p.width;
     }
   } else {
     f->shifts_.resize(m * d);
     f->cells_.resize(m * d);
     for (std::size_t i = 0; i < m * d; ++i) {
+      if (i % kCancelEvery == 0 && cancel.requested()) return Status::Cancelled();
       // each dimension its own pitch g ~ Gamma(2, sigma) (the sum of two
       // exponentials of mean sigma) and shift u ~ U[0, g): the collision
       // probability is then the product of exp(-|p_j - q_j| / sigma)
@@ -228,13 +235,18 @@ double LshCollisionProbability(LshFamily family, double width, double c) {
   return 1.0 - 2.0 * phi - 2.0 / (std::sqrt(2.0 * M_PI) * r) * (1.0 - std::exp(-r * r / 2.0));
 }
 
-double EstimateLshWidth(LshFamily family, const float* sample, int32_t count, int32_t dim) {
+Status EstimateLshWidth(LshFamily family, const float* sample, int32_t count, int32_t dim,
+                        const CancelCheck& cancel, double* width) {
+  if (width == nullptr) return Status::InvalidArgument("EstimateLshWidth: NULL output");
+  *width = 1.0;
+  if (sample == nullptr || count < 2 || dim < 1) return Status::Ok();
   std::vector<double> nearest;
   for (int32_t a = 0; a < count; ++a) {
     double best = std::numeric_limits<double>::infinity();
     const float* va = sample + static_cast<std::size_t>(a) * static_cast<std::size_t>(dim);
     for (int32_t b = 0; b < count; ++b) {
       if (a == b) continue;
+      if (cancel.requested()) return Status::Cancelled();
       const float* vb = sample + static_cast<std::size_t>(b) * static_cast<std::size_t>(dim);
       double dist = 0.0;
       for (int32_t j = 0; j < dim; ++j) {
@@ -245,10 +257,11 @@ double EstimateLshWidth(LshFamily family, const float* sample, int32_t count, in
     }
     if (std::isfinite(best)) nearest.push_back(family == LshFamily::kRbh ? best : std::sqrt(best));
   }
-  if (nearest.empty()) return 1.0;
+  if (nearest.empty()) return Status::Ok();
   std::nth_element(nearest.begin(), nearest.begin() + static_cast<std::ptrdiff_t>(nearest.size() / 2), nearest.end());
   const double median = nearest[nearest.size() / 2];
-  return (family == LshFamily::kRbh ? 2.0 : 4.0) * median;
+  *width = (family == LshFamily::kRbh ? 2.0 : 4.0) * median;
+  return Status::Ok();
 }
 
 }  // namespace genie

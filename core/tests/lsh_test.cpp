@@ -169,6 +169,54 @@ TEST(LshFunctions, RejectsBadParameters) {
   EXPECT_EQ(LshFunctions::Create(p, &f).code(), GENIE_INVALID_ARGUMENT);
 }
 
+// A cancel stops the draws (within kCancelEvery of them) and the width
+// estimate; a check that never fires draws the same functions as none.
+TEST(LshFunctions, CancelStopsTheDrawsAndTheWidthEstimate) {
+  struct Countdown {
+    int polls_left;
+    static int Fire(void* arg) { return --static_cast<Countdown*>(arg)->polls_left < 0; }
+  };
+  for (LshFamily family : {LshFamily::kE2Lsh, LshFamily::kRbh}) {
+    LshParams p;
+    p.family = family;
+    p.dim = 3000;
+    p.functions = 100;
+    p.buckets = 64;
+    p.width = 2;
+    p.seed = 11;
+    std::unique_ptr<LshFunctions> f;
+    Countdown countdown{3};
+    EXPECT_EQ(LshFunctions::Create(p, &f, CancelCheck{&Countdown::Fire, &countdown}).code(), GENIE_CANCELLED);
+    EXPECT_EQ(countdown.polls_left, -1) << "the draws stopped at the first poll that fired";
+    EXPECT_EQ(f, nullptr);
+    Countdown never{1 << 30};
+    std::unique_ptr<LshFunctions> polled, plain;
+    ASSERT_TRUE(LshFunctions::Create(p, &polled, CancelCheck{&Countdown::Fire, &never}).ok());
+    ASSERT_TRUE(LshFunctions::Create(p, &plain).ok());
+    std::mt19937 rng(5);
+    const std::vector<float> v = RandomPoint(&rng, p.dim, 1.0f);
+    std::vector<int32_t> a(p.functions), b(p.functions);
+    polled->Keywords(v.data(), a.data());
+    plain->Keywords(v.data(), b.data());
+    EXPECT_EQ(a, b);
+  }
+  std::mt19937 rng(6);
+  std::vector<float> sample;
+  for (int i = 0; i < 50; ++i) {
+    const std::vector<float> v = RandomPoint(&rng, 8, 1.0f);
+    sample.insert(sample.end(), v.begin(), v.end());
+  }
+  double width = 0;
+  Countdown countdown{10};
+  EXPECT_EQ(EstimateLshWidth(LshFamily::kE2Lsh, sample.data(), 50, 8, CancelCheck{&Countdown::Fire, &countdown},
+                             &width).code(),
+            GENIE_CANCELLED);
+  ASSERT_TRUE(EstimateLshWidth(LshFamily::kE2Lsh, sample.data(), 50, 8, CancelCheck{}, &width).ok());
+  EXPECT_GT(width, 0.0);
+  ASSERT_TRUE(EstimateLshWidth(LshFamily::kE2Lsh, sample.data(), 1, 8, CancelCheck{}, &width).ok());
+  EXPECT_EQ(width, 1.0) << "one vector gives no distance: the default width";
+}
+
 // Theorem 4.2: with m from Equation 9 the object of the highest match
 // count has sim(p, q) >= sim(p*, q) - 2 epsilon with probability >= 1 - 2
 // delta (sim = the collision probability; the re-hash adds at most 1/D).

@@ -43,13 +43,24 @@ PG_FUNCTION_INFO_V1(genie_lsh_functions);
 /* vectors the width is estimated from */
 #define GENIE_LSH_SAMPLE	1000
 
+/*
+ * The most LSH draws (m x dimensions) an index may need.  Each backend that
+ * uses an index's LSH keywords (inserts, LSH searches, genie_index_check)
+ * draws its functions once, at 60-90 ns and 8 bytes a draw (16 for RBH):
+ * at this bound about 1-1.5 s and 128 MB (256 MB), which is why it is not
+ * higher.  The default m = 238 reaches it at 70,492 dimensions.
+ */
+#define GENIE_LSH_MAX_DRAWS	(INT64CONST(1) << 24)
+
 /* ---- LSH functions, cached per backend ---- */
 
 /*
- * Drawing the functions costs milliseconds (m * dim normal draws), so each
- * backend keeps the last few it made, keyed by everything that determines
- * them: an index's schema never changes for a relfilenode, and two indexes
- * with the same schema share theirs.
+ * Drawing the functions costs milliseconds to a second (m * dim normal
+ * draws), so each backend keeps the last few it made, keyed by everything
+ * that determines them: an index's schema never changes for a
+ * relfilenode, and two indexes with the same schema share theirs.  The
+ * entries together hold at most GENIE_LSH_MAX_DRAWS draws, so the cache
+ * costs at most what one index at the bound costs.
  */
 #define GENIE_LSH_CACHE	8
 
@@ -71,12 +82,41 @@ schemas_equal(const GenieVectorSchema *a, const GenieVectorSchema *b)
 		a->seed == b->seed;
 }
 
+/* the draws of a schema's functions (RBH draws two numbers a draw) */
+static int64
+lsh_draws(const GenieVectorSchema *schema)
+{
+	return (int64) schema->functions * schema->dimensions;
+}
+
+/*
+ * Refuses the first vector of an index (the one that fixes its dimension)
+ * when the index's LSH functions would exceed GENIE_LSH_MAX_DRAWS.
+ */
+static void
+check_lsh_draws(Relation index, int functions, int dim)
+{
+	if ((int64) functions * dim > GENIE_LSH_MAX_DRAWS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("genie index \"%s\" would need %d LSH functions of %d dimensions, more than the %lld numbers genie draws for an index",
+						RelationGetRelationName(index), functions, dim,
+						(long long) GENIE_LSH_MAX_DRAWS),
+				 errdetail("m x dimensions is at most %lld; the default m is %d.",
+						   (long long) GENIE_LSH_MAX_DRAWS,
+						   genie_lsh_functions_for(GENIE_LSH_EPSILON, GENIE_LSH_DELTA)),
+				 errhint("Create the index WITH (m = %lld) or less, or WITH (m = 0) for exact search only.",
+						 (long long) (GENIE_LSH_MAX_DRAWS / dim))));
+}
+
 static genie_lsh *
 schema_lsh(const GenieVectorSchema *schema)
 {
 	LshCacheEntry *victim = &lsh_cache[0];
 	genie_lsh_params params;
 	genie_error err;
+
+	int64		cached_draws = 0;
 
 	for (int i = 0; i < GENIE_LSH_CACHE; i++)
 	{
@@ -89,6 +129,24 @@ schema_lsh(const GenieVectorSchema *schema)
 		}
 		if (e->lsh == NULL || (victim->lsh != NULL && e->last_used < victim->last_used))
 			victim = e;
+		if (e->lsh != NULL)
+			cached_draws += lsh_draws(&e->schema);
+	}
+	/* room for the new draws: the least recently used go first */
+	while (cached_draws + lsh_draws(schema) > GENIE_LSH_MAX_DRAWS)
+	{
+		LshCacheEntry *oldest = NULL;
+
+		for (int i = 0; i < GENIE_LSH_CACHE; i++)
+			if (lsh_cache[i].lsh != NULL &&
+				(oldest == NULL || lsh_cache[i].last_used < oldest->last_used))
+				oldest = &lsh_cache[i];
+		if (oldest == NULL)
+			break;
+		cached_draws -= lsh_draws(&oldest->schema);
+		genie_lsh_free(oldest->lsh);
+		oldest->lsh = NULL;
+		victim = oldest;
 	}
 	memset(&params, 0, sizeof(params));
 	params.family = schema->family;
@@ -99,7 +157,8 @@ schema_lsh(const GenieVectorSchema *schema)
 	params.seed = schema->seed;
 	genie_lsh_free(victim->lsh);
 	victim->lsh = NULL;
-	GENIE_CHECK(genie_lsh_create(&params, &victim->lsh, &err), &err, "genie: LSH functions");
+	GENIE_CHECK(genie_lsh_create(&params, genie_cancel_requested, NULL, &victim->lsh, &err),
+				&err, "genie: LSH functions");
 	victim->schema = *schema;
 	victim->last_used = ++lsh_clock;
 	return victim->lsh;
@@ -200,6 +259,7 @@ sample_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull, bo
 	v = value_vector(values[0], &dim);
 	if (b->schema.dimensions == 0)
 	{
+		check_lsh_draws(b->index, b->schema.functions, dim);
 		b->schema.dimensions = dim;
 		b->sample = MemoryContextAllocHuge(CurrentMemoryContext,
 										   sizeof(float) * GENIE_LSH_SAMPLE * (Size) dim);
@@ -237,9 +297,15 @@ vector_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool sca
 		b->rng = s->seed ^ UINT64CONST(0x5DEECE66D);
 		table_index_build_scan(heap, index, indexInfo, true, false, sample_callback, b, NULL);
 		if (b->seen >= 2)
-			s->width = genie_lsh_estimate_width(s->family, b->sample,
-												(int32) Min(b->seen, GENIE_LSH_SAMPLE),
-												s->dimensions);
+		{
+			genie_error err;
+
+			GENIE_CHECK(genie_lsh_estimate_width(s->family, b->sample,
+												 (int32) Min(b->seen, GENIE_LSH_SAMPLE),
+												 s->dimensions, genie_cancel_requested, NULL,
+												 &s->width, &err),
+						&err, "genie: LSH width");
+		}
 		if (b->sample != NULL)
 			pfree(b->sample);
 		b->sample = NULL;
@@ -263,7 +329,10 @@ vector_build_value(void *state, Datum value, int *n)
 	float	   *v = value_vector(value, &dim);
 
 	if (b->schema.dimensions == 0)
+	{
+		check_lsh_draws(b->index, b->schema.functions, dim);
 		b->schema.dimensions = dim;
+	}
 	check_dimension(b->index, b->schema.dimensions, dim, "a vector of the table");
 	return lsh_keywords(&b->schema, v, dim, n);
 }
@@ -297,6 +366,8 @@ vector_encode_value(Relation index, const GenieEncoding *encoding, Datum value, 
 	/* an index built on an empty table takes the first vector's dimension (insert_prepare) */
 	if (schema.dimensions != 0)
 		check_dimension(index, schema.dimensions, dim, "the vector");
+	else
+		check_lsh_draws(index, schema.functions, dim);
 	return lsh_keywords(&schema, v, dim, n);
 }
 

@@ -149,6 +149,50 @@ like($err, qr/canceling statement due to statement timeout/, 'statement_timeout 
 diag(sprintf('statement_timeout 200 ms: the scan ended after %.0f ms', 1000 * $scan_timeout));
 cmp_ok($scan_timeout, '<', 0.2 + $max_latency, 'the scan stops in time');
 
+# Vector indexes: the width estimate of CREATE INDEX (nearest neighbours in
+# a 1,000-row sample: 10^6 pairs of 4,000 dimensions) and the draws of the
+# LSH functions at their bound (m x dimensions = 2^24, RBH: two numbers a
+# draw) both stop at a cancel.
+$node->safe_psql('postgres', q{
+	SELECT setseed(0.25);
+	CREATE TABLE wide (id int, v real[]);
+	INSERT INTO wide SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1, 4000) j WHERE j > 0 * i)
+	FROM generate_series(1, 1000) i;
+	CREATE TABLE drawn (id int, v real[]);
+	CREATE INDEX drawn_v ON drawn USING genie (v) WITH (family = rbh, m = 4096, width = 1);
+	CREATE TABLE huge (id int, v real[]);
+	CREATE INDEX huge_v ON huge USING genie (v);
+});
+my ($width_timeout) = run_statement("SET statement_timeout = '200ms'; CREATE INDEX wide_v ON wide USING genie (v) WITH (m = 1)");
+like($err, qr/canceling statement due to statement timeout/, 'statement_timeout cancels the LSH width estimate');
+diag(sprintf('statement_timeout 200 ms: CREATE INDEX with the width estimate ended after %.0f ms', 1000 * $width_timeout));
+cmp_ok($width_timeout, '<', 0.2 + $max_latency, 'the width estimate stops in time');
+my ($width_full) = run_statement("SET statement_timeout = 0; CREATE INDEX wide_v ON wide USING genie (v) WITH (m = 1)");
+is($err, '', 'the uncancelled width estimate builds the index');
+diag(sprintf('uninterrupted CREATE INDEX with the width estimate: %.2f s', $width_full));
+cmp_ok($width_full, '>', 2 * $max_latency, 'the width estimate runs long enough for the test to mean something');
+
+# The draws happen once per backend and are cached: the cancelled one first.
+my $insert_wide = "INSERT INTO drawn SELECT 1, array_fill(0.5::real, ARRAY[4096])";
+my ($draw_timeout) = run_statement("SET statement_timeout = '200ms'; $insert_wide");
+like($err, qr/canceling statement due to statement timeout/, 'statement_timeout cancels the draws of the LSH functions');
+diag(sprintf('statement_timeout 200 ms: the insert drawing 2^24 RBH functions ended after %.0f ms', 1000 * $draw_timeout));
+cmp_ok($draw_timeout, '<', 0.2 + $max_latency, 'the draws stop in time');
+my ($draw_full) = run_statement("SET statement_timeout = 0; $insert_wide");
+is($err, '', 'the uncancelled draws let the insert through');
+diag(sprintf('uninterrupted insert drawing 2^24 RBH functions: %.2f s', $draw_full));
+cmp_ok($draw_full, '>', 2 * $max_latency, 'the draws run long enough for the test to mean something');
+my ($draw_cached) = run_statement("SET statement_timeout = 0; $insert_wide");
+cmp_ok($draw_cached, '<', $draw_full / 4, 'the next insert of the backend uses its drawn functions');
+
+# Beyond the bound, the first vector is refused at once with what to do.
+my ($refused) = run_statement("SET statement_timeout = 0; INSERT INTO huge SELECT 1, array_fill(1::real, ARRAY[2000000])");
+like($err, qr/genie index "huge_v" would need 238 LSH functions of 2000000 dimensions/, 'a vector beyond the draws bound is refused');
+like($err, qr/HINT:  Create the index WITH \(m = 8\) or less, or WITH \(m = 0\)/, 'the refusal says which m fits');
+cmp_ok($refused, '<', $max_latency, 'the refusal is immediate');
+run_statement("INSERT INTO huge SELECT 1, array_fill(1::real, ARRAY[70492])");
+is($err, '', 'the default m takes 70,492 dimensions');
+
 $in .= "\\q\n";
 IPC::Run::finish($psql);
 $node->stop;

@@ -516,15 +516,25 @@ typedef struct genie_lsh_params
 
 typedef struct genie_lsh genie_lsh;
 
-genie_status genie_lsh_create(const genie_lsh_params *params, genie_lsh **lsh, genie_error *err);
+/*
+ * Draws params->functions x params->dim numbers (60-90 ns each): cancel
+ * (may be NULL) is polled every 4,096 draws.
+ */
+genie_status genie_lsh_create(const genie_lsh_params *params, int (*cancel) (void *arg),
+							  void *cancel_arg, genie_lsh **lsh, genie_error *err);
 void		genie_lsh_free(genie_lsh *lsh);
 /* functions keywords, i * buckets + r_i(h_i(v)), ascending; v finite */
 genie_status genie_lsh_keywords(const genie_lsh *lsh, const float *vector, int32_t *keywords,
 								genie_error *err);
 /* Equation 9: the functions for epsilon and delta in (0, 1) (0 otherwise). */
 int32_t		genie_lsh_functions_for(double epsilon, double delta);
-/* A default width from count sample vectors (row-major), see genie/lsh.hpp. */
-double		genie_lsh_estimate_width(int32_t family, const float *sample, int32_t count, int32_t dim);
+/*
+ * A default width from count sample vectors (row-major), see genie/lsh.hpp:
+ * count^2 x dim work, cancel (may be NULL) polled once per sample pair.
+ */
+genie_status genie_lsh_estimate_width(int32_t family, const float *sample, int32_t count,
+									  int32_t dim, int (*cancel) (void *arg), void *cancel_arg,
+									  double *width, genie_error *err);
 
 #ifdef __cplusplus
 }
