@@ -35,6 +35,15 @@ genie_cancel_requested(void *arg)
 	return QueryCancelPending || ProcDiePending;
 }
 
+int
+genie_int32_cmp(const void *a, const void *b)
+{
+	int32		x = *(const int32 *) a;
+	int32		y = *(const int32 *) b;
+
+	return (x > y) - (x < y);
+}
+
 void
 genie_report_error(const genie_error *err, const char *context)
 {

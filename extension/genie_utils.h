@@ -42,6 +42,9 @@ extern void genie_report_error(const genie_error *err, const char *context) pg_a
  */
 extern int	genie_cancel_requested(void *arg);
 
+/* qsort/bsearch order of int32 values, ascending */
+extern int	genie_int32_cmp(const void *a, const void *b);
+
 /*
  * Returns the elements of a one-dimensional int4[] without NULL elements
  * (a pointer into the detoasted array); raises a clear error otherwise.

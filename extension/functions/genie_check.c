@@ -235,15 +235,6 @@ typedef struct HeapCheck
 	MemoryContext tmpcxt;
 } HeapCheck;
 
-static int
-int32_cmp(const void *a, const void *b)
-{
-	int32		x = *(const int32 *) a;
-	int32		y = *(const int32 *) b;
-
-	return (x > y) - (x < y);
-}
-
 static void
 heap_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull, bool alive, void *arg)
 {
@@ -275,7 +266,7 @@ heap_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull, bool
 	keywords = hc->type.info->encode_check != NULL ?
 		hc->type.info->encode_check(index, &hc->type.encoding, values[0], &n) :
 		hc->type.info->encode_value(index, &hc->type.encoding, values[0], &n);
-	qsort(keywords, n, sizeof(int32), int32_cmp);
+	qsort(keywords, n, sizeof(int32), genie_int32_cmp);
 	for (int i = 0; i < n; i++)
 		if (distinct == 0 || keywords[i] != keywords[distinct - 1])
 			keywords[distinct++] = keywords[i];
@@ -329,7 +320,7 @@ check_heap(Relation index, Relation heap, const GenieIndexType *type,
 
 		/* a pending record keeps the value's keywords as encoded, repeats included */
 		memcpy(kw, c->pending_keywords + first, sizeof(int32) * n);
-		qsort(kw, n, sizeof(int32), int32_cmp);
+		qsort(kw, n, sizeof(int32), genie_int32_cmp);
 		for (int i = 0; i < n; i++)
 			if (distinct == 0 || kw[i] != kw[distinct - 1])
 				kw[distinct++] = kw[i];

@@ -412,30 +412,41 @@ collector_finish(RowCollector *c, int nq, GenieValueRows *rows)
 	}
 }
 
-void
-genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
-							const GenieValueBatch *queries, GenieQuery **lsh, int32 k,
-							GenieValueRows *rows, ItemPointerData **tids)
+/* The object ids of query q's first n collected rows, sorted (for bsearch). */
+static int32 *
+collected_sorted(const RowCollector *c, int q, int64 n)
+{
+	int32	   *ids = palloc(sizeof(int32) * Max(n, 1));
+
+	memcpy(ids, c->objects[q], sizeof(int32) * n);
+	qsort(ids, n, sizeof(int32), genie_int32_cmp);
+	return ids;
+}
+
+/*
+ * Rounds of searches until every query of short_of_k (n_short of them) has
+ * k visible rows or its search ran out.  Each query keeps its first base[q]
+ * collected rows (NULL: none) and adds the found rows not among them
+ * (skip[q], sorted, base[q] of them).  With lsh, a query whose candidates
+ * ran out short of k (rows of LSH count 0 are never candidates) goes into
+ * ran_out (*n_ran_out of them), for the exact rest.
+ */
+static void
+collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBatch *queries,
+			   GenieQuery **lsh, int32 k, int32 kprime, RowCollector *collected,
+			   int *short_of_k, int n_short, const int64 *base, int32 *const *skip,
+			   int *ran_out, int *n_ran_out)
 {
 	int			nq = queries->n;
-	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));
-	int			n_short = nq;
-	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
 	GenieQuery **sub_lsh = palloc0(sizeof(GenieQuery *) * Max(nq, 1));
-	RowCollector collected;
-	GenieVisibility vs;
 
-	genie_visibility_begin(&vs, entry, heap, snapshot, nq);
-	collector_begin(&collected, nq, k, tids);
-	for (int i = 0; i < nq; i++)
-		short_of_k[i] = i;
 	while (n_short > 0)
 	{
 		GenieValueBatch sub = *queries;
 		GenieValueRows found;
 		int			still = 0;
 
-		/* the queries still short of k visible rows, as one batch (at first all of them) */
+		/* the queries still short of k visible rows, as one batch */
 		if (n_short < nq)
 		{
 			genie_value_batch_select(queries, short_of_k, n_short, &sub);
@@ -451,19 +462,30 @@ genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot sna
 		for (int i = 0; i < n_short; i++)
 		{
 			int			q = short_of_k[i];
+			int64		n_found = found.offsets[i + 1] - found.offsets[i];
 
-			collected.counts[q] = 0;
-			for (int64 h = found.offsets[i]; h < found.offsets[i + 1] && collected.counts[q] < k; h++)
+			collected->counts[q] = base != NULL ? base[q] : 0;
+			for (int64 h = found.offsets[i]; h < found.offsets[i + 1] && collected->counts[q] < k; h++)
 			{
 				ItemPointerData tid;
+				int32		object = found.objects[h];
 
-				if (genie_object_visible(&vs, entry, found.objects[h], &tid))
-					collector_add(&collected, q, &tid, found.objects[h], found.distances[h]);
+				if (skip != NULL && base[q] > 0 &&
+					bsearch(&object, skip[q], base[q], sizeof(int32), genie_int32_cmp) != NULL)
+					continue;
+				if (genie_object_visible(vs, entry, object, &tid))
+					collector_add(collected, q, &tid, object, found.distances[h]);
 			}
+			if (collected->counts[q] >= k)
+				continue;
 			/* short while the search returned all it was asked for: invisible rows took places */
-			if (collected.counts[q] < k && found.offsets[i + 1] - found.offsets[i] == kprime &&
-				kprime < entry->n_objects)
-				short_of_k[still++] = q;
+			if (n_found == kprime)
+			{
+				if (kprime < entry->n_objects)
+					short_of_k[still++] = q;
+			}
+			else if (lsh != NULL)
+				ran_out[(*n_ran_out)++] = q;
 			CHECK_FOR_INTERRUPTS();
 		}
 		genie_profile_pop();
@@ -471,6 +493,59 @@ genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot sna
 		n_short = still;
 		kprime = genie_search_wider_k(kprime, entry->n_objects);
 	}
+	pfree(sub_lsh);
+}
+
+void
+genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+							const GenieValueBatch *queries, GenieQuery **lsh, int32 k,
+							GenieValueRows *rows, ItemPointerData **tids)
+{
+	int			nq = queries->n;
+	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));
+	int		   *ran_out = palloc(sizeof(int) * Max(nq, 1));
+	int			n_ran_out = 0;
+	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
+	RowCollector collected;
+	GenieVisibility vs;
+
+	genie_visibility_begin(&vs, entry, heap, snapshot, nq);
+	collector_begin(&collected, nq, k, tids);
+	for (int i = 0; i < nq; i++)
+		short_of_k[i] = i;
+	collect_rounds(entry, &vs, queries, lsh, k, kprime, &collected, short_of_k, nq, NULL, NULL,
+				   ran_out, &n_ran_out);
+
+	/*
+	 * LSH: the candidates of these queries ran out before k visible rows;
+	 * the rest follow by exact distance, after the candidates, as in the
+	 * index scan (so the batch returns what the scan returns).
+	 */
+	if (n_ran_out > 0)
+	{
+		int64	   *base = palloc0(sizeof(int64) * Max(nq, 1));
+		int32	  **skip = palloc0(sizeof(int32 *) * Max(nq, 1));
+		int64		widest = 0;
+		int			unused = 0;
+
+		for (int i = 0; i < n_ran_out; i++)
+		{
+			int			q = ran_out[i];
+
+			base[q] = collected.counts[q];
+			skip[q] = collected_sorted(&collected, q, base[q]);
+			widest = Max(widest, base[q]);
+		}
+		kprime = (int32) Min((int64) k + widest, (int64) Max(entry->n_objects, 1));
+		collect_rounds(entry, &vs, queries, NULL, k, kprime, &collected, ran_out, n_ran_out,
+					   base, skip, NULL, &unused);
+		for (int i = 0; i < n_ran_out; i++)
+			pfree(skip[ran_out[i]]);
+		pfree(skip);
+		pfree(base);
+	}
 	genie_visibility_end(&vs);
 	collector_finish(&collected, nq, rows);
+	pfree(short_of_k);
+	pfree(ran_out);
 }

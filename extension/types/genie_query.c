@@ -436,15 +436,6 @@ genie_query_send(PG_FUNCTION_ARGS)
 
 /* ---- constructors ---- */
 
-static int
-int32_cmp(const void *a, const void *b)
-{
-	int32		x = *(const int32 *) a;
-	int32		y = *(const int32 *) b;
-
-	return x < y ? -1 : (x > y ? 1 : 0);
-}
-
 GenieQuery *
 genie_query_from_keywords(const int32 *keywords, int n, bool limited)
 {
@@ -452,7 +443,7 @@ genie_query_from_keywords(const int32 *keywords, int n, bool limited)
 	GenieQueryBuilder b;
 
 	memcpy(sorted, keywords, sizeof(int32) * n);
-	qsort(sorted, n, sizeof(int32), int32_cmp);
+	qsort(sorted, n, sizeof(int32), genie_int32_cmp);
 	genie_query_builder_init(&b);
 	b.limited = limited;
 	for (int i = 0; i < n; i++)

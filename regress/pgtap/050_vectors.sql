@@ -7,7 +7,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(46);
+SELECT plan(50);
 
 -- the oracle: the distance in plain SQL, float8, element order
 CREATE FUNCTION pg_temp.l2(a real[], b real[]) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
@@ -199,6 +199,25 @@ SELECT results_eq($$SELECT family, functions, seed FROM genie_vector_info('items
 SELECT cmp_ok(pg_temp.lsh_recall('items_rbh', 10), '>=', 0.7::float8, 'RBH (Laplacian kernel) recall@10');
 SELECT throws_ok($$SELECT * FROM genie_knn('items_exact', (SELECT q FROM qs WHERE qid = 1), 3)$$, '0A000', NULL,
                  'the LSH mode on an index built with m = 0 is an error');
+
+-- rows of LSH match count 0 are never candidates: once the candidates run
+-- out, genie_knn goes on by exact distance, as the index scan does
+CREATE TABLE vo (id int, v real[]);
+INSERT INTO vo SELECT i, ARRAY[i % 10, i % 7, i % 3]::real[] FROM generate_series(1, 2000) i;
+CREATE INDEX vo_rbh ON vo USING genie (v) WITH (family = rbh, m = 5);
+SELECT is((SELECT count(*) FROM genie_knn('vo_rbh', '{1000,-1000,3}', 10)), 10::int8,
+          'a far query with no LSH candidate still gets k rows from genie_knn');
+SELECT results_eq($$SELECT g.distance FROM genie_knn('vo_rbh', '{1000,-1000,3}', 10) g ORDER BY g.distance$$,
+                  $$SELECT v <-> '{1000,-1000,3}' FROM vo ORDER BY 1 LIMIT 10$$,
+                  'those rows are the nearest by exact distance');
+SELECT bag_eq($$SELECT g.ctid AS c FROM genie_knn('vo_rbh', (SELECT v FROM vo WHERE id = 17), 700) g$$,
+              $$SELECT ctid AS c FROM (SELECT ctid FROM vo ORDER BY v <-> (SELECT v FROM vo WHERE id = 17) LIMIT 700) s$$,
+              'genie_knn returns the rows the index scan returns when the candidates run out past them');
+CREATE TABLE vo2 (id int, v real[]);
+INSERT INTO vo2 SELECT i, ARRAY[sin(i), cos(i * 3), i % 17]::real[] FROM generate_series(1, 10000) i;
+CREATE INDEX vo2_v ON vo2 USING genie (v) WITH (m = 8);
+SELECT is((SELECT count(DISTINCT ctid) FROM genie_knn('vo2_v', '{0,0,0}', 20000)), 10000::int8,
+          'k beyond the table: every row once, the candidates and then the rest');
 RESET genie.vector_search;
 SELECT is((SELECT keywords FROM genie_index_info('items_exact')), 0, 'm = 0 stores no keywords');
 
