@@ -16,6 +16,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "commands/defrem.h"
@@ -209,6 +210,71 @@ genie_text_utf8(text *value, size_t *size)
 	return data;
 }
 
+/*
+ * The index a REINDEX CONCURRENTLY of "index" is putting in its place, when
+ * "index" is the old one it renamed <name>_ccold[N]: a valid index of the
+ * same table in the same schema named <name>.  InvalidOid otherwise.
+ */
+static Oid
+reindex_successor(Relation index)
+{
+	const char *name = RelationGetRelationName(index);
+	const char *cut = strstr(name, "_ccold");
+	char	   *base;
+	Oid			successor;
+	HeapTuple	tup;
+	bool		valid = false;
+
+	if (cut == NULL || strspn(cut + 6, "0123456789") != strlen(cut + 6))
+		return InvalidOid;
+	base = pnstrdup(name, cut - name);
+	successor = get_relname_relid(base, RelationGetNamespace(index));
+	pfree(base);
+	if (!OidIsValid(successor))
+		return InvalidOid;
+	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(successor));
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_index form = (Form_pg_index) GETSTRUCT(tup);
+
+		valid = form->indisvalid && form->indrelid == index->rd_index->indrelid;
+		ReleaseSysCache(tup);
+	}
+	return valid ? successor : InvalidOid;
+}
+
+/*
+ * An invalid index may lack rows: an error that says why it is invalid and
+ * what to do.  A statement that named an index while REINDEX CONCURRENTLY
+ * replaced it holds the old one (the name now belongs to the new one), and
+ * an index being built or dropped concurrently is not ready: running the
+ * statement again is the answer to both; only an index a failed CREATE
+ * INDEX CONCURRENTLY left behind needs a REINDEX.
+ */
+static void
+report_invalid(Relation index)
+{
+	const char *name = RelationGetRelationName(index);
+	Oid			successor = reindex_successor(index);
+
+	if (OidIsValid(successor))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("genie index \"%s\" is being replaced by REINDEX CONCURRENTLY", name),
+				 errdetail("Index \"%s\" takes its place.", get_rel_name(successor)),
+				 errhint("Run the statement again.")));
+	if (!index->rd_index->indisready || !index->rd_index->indislive)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("genie index \"%s\" is being built or dropped concurrently", name),
+				 errhint("Run the statement again once the CREATE INDEX, REINDEX or DROP INDEX CONCURRENTLY is done.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("genie index \"%s\" is not valid", name),
+			 errdetail("A CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY that failed left it invalid."),
+			 errhint("REINDEX INDEX %s;", quote_identifier(name))));
+}
+
 /* Opens the index and its table after checking that it is a genie index the user may read. */
 Relation
 genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access)
@@ -265,12 +331,8 @@ genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access)
 
 	*heap = table_open(heapoid, AccessShareLock);
 	index = index_open(indexoid, AccessShareLock);
-	/* an index left invalid (a failed CREATE INDEX CONCURRENTLY) may lack rows */
 	if (!index->rd_index->indisvalid)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("genie index \"%s\" is not valid", RelationGetRelationName(index)),
-				 errhint("REINDEX INDEX %s;", quote_identifier(RelationGetRelationName(index)))));
+		report_invalid(index);
 	return index;
 }
 

@@ -179,11 +179,22 @@ check_content(Relation index, const GenieIndexContent *c, int32 *keyword_count)
 		corrupt(index, psprintf("%d objects are marked dead, the metapage says %d", dead, c->n_dead));
 }
 
-/* Every live object's row exists: its block is in the table and its line pointer in use. */
+/*
+ * Every live object's row exists: its block is in the table and its line
+ * pointer in use.  A concurrent VACUUM (the check holds only
+ * AccessShareLock, as amcheck's bt_index_check) may flag an object dead
+ * after c was read and then free its line pointer: that order (the heap's
+ * line pointers are freed only after every index's bulk delete) means a
+ * freed line pointer's object is flagged dead in the pages by then, so a
+ * suspect object is looked up again in a fresh read before it is called
+ * corrupt.  The content lock held keeps merges (renumbering) out.
+ */
 static void
 check_tids(Relation index, Relation heap, const GenieIndexContent *c)
 {
 	BlockNumber nblocks = RelationGetNumberOfBlocks(heap);
+	GenieIndexContent fresh;
+	bool		have_fresh = false;
 
 	for (int32 o = 0; o < c->n_objects; o++)
 	{
@@ -205,7 +216,12 @@ check_tids(Relation index, Relation heap, const GenieIndexContent *c)
 		ok = off >= FirstOffsetNumber && off <= PageGetMaxOffsetNumber(page) &&
 			ItemIdIsUsed(PageGetItemId(page, off));
 		UnlockReleaseBuffer(buffer);
-		if (!ok)
+		if (!ok && !have_fresh)
+		{
+			genie_read_content(index, &fresh, false);
+			have_fresh = true;
+		}
+		if (!ok && (o >= fresh.n_objects || !(fresh.objects[o].flags & GENIE_OBJECT_DEAD)))
 			corrupt(index, psprintf("object %d points at (%u,%u), which holds no row", o, blkno, off));
 		if ((o & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
@@ -372,16 +388,13 @@ genie_index_check(PG_FUNCTION_ARGS)
 	int			save_sec_context;
 	int			save_nestlevel;
 
-	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_STATS);
 	/*
-	 * VACUUM flags objects dead and frees line pointers while holding only
-	 * what we hold: keep it out (inserts go on), as amcheck does.
+	 * AccessShareLock on both, as amcheck's bt_index_check: VACUUM, REINDEX
+	 * CONCURRENTLY and other checks go on beside it (check_tids allows for a
+	 * concurrent VACUUM).  A stronger lock taken after this one could
+	 * deadlock with them.
 	 */
-	if (!RecoveryInProgress())	/* a standby takes no such lock, and runs no VACUUM */
-	{
-		LockRelationOid(RelationGetRelid(heap), ShareUpdateExclusiveLock);
-		LockRelationOid(RelationGetRelid(index), ShareUpdateExclusiveLock);
-	}
+	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_STATS);
 	/*
 	 * heapallindexed evaluates index expressions: run them as the table's
 	 * owner in a restricted context, as amcheck does, never as the caller.

@@ -71,5 +71,71 @@ $node->start;
 like($err, qr/ERROR:\s+genie index "w_idx" is corrupted|ERROR:.*genie index "w_idx"/, 'a damaged chain page is found');
 diag($err =~ /DETAIL:\s+(.*)/ ? "it says: $1" : $err);
 
+
+# genie_index_check takes AccessShareLock only, as amcheck's bt_index_check:
+# a check that took a stronger lock after it deadlocked with REINDEX
+# CONCURRENTLY and VACUUM.
+$node->safe_psql('postgres', q{
+	CREATE TABLE cc (id serial, tags int4[]);
+	INSERT INTO cc (tags) SELECT ARRAY[i % 40, i % 13] FROM generate_series(1, 3000) i;
+	CREATE INDEX cc_idx ON cc USING genie (tags);
+});
+my $modes = $node->safe_psql('postgres', q{
+	BEGIN;
+	SELECT genie_index_check('cc_idx', true);
+	SELECT 'modes:' || coalesce(string_agg(DISTINCT mode, ','), 'none') FROM pg_locks
+	WHERE pid = pg_backend_pid() AND relation IN ('cc'::regclass, 'cc_idx'::regclass);
+	COMMIT;
+});
+like($modes, qr/^modes:(none|AccessShareLock)$/m, 'genie_index_check keeps no lock stronger than AccessShareLock');
+
+# One session REINDEXes CONCURRENTLY and VACUUMs in turn (two of those at
+# once deadlock in PostgreSQL itself) while pgbench checks and writes.
+my $maintenance = $node->background_psql('postgres');
+$maintenance->query_until(qr/started/,
+	"\\echo started\n" . ("REINDEX INDEX CONCURRENTLY cc_idx;\nVACUUM cc;\n" x 5));
+$node->pgbench(
+	'--no-vacuum --client=3 --jobs=2 --time=5',
+	0,
+	[qr{number of failed transactions: 0 }],
+	[qr{^$}],
+	'genie_index_check beside writes, VACUUM and REINDEX CONCURRENTLY',
+	{
+		'genie_check_check' => q{
+			SELECT genie_index_check('cc_idx', true);
+		},
+		'genie_check_write' => q{
+			\set a random(0, 39)
+			INSERT INTO cc (tags) VALUES (ARRAY[:a, 1]);
+			DELETE FROM cc WHERE id = (SELECT min(id) FROM cc);
+		},
+	});
+is($maintenance->query_safe('SELECT 1'), '1', 'every REINDEX CONCURRENTLY and VACUUM beside the checks succeeded');
+$maintenance->quit;
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+	WHERE i.indrelid = 'cc'::regclass AND NOT i.indisvalid}), '0', 'no invalid index left behind');
+check_index($node, 'cc_idx', 'after the concurrent checks');
+
+# A statement that holds the index REINDEX CONCURRENTLY is replacing (here
+# named as what it is renamed to while the REINDEX waits for a reader):
+# the error says so and to run the statement again, not to REINDEX it.
+my $reader = $node->background_psql('postgres');
+$reader->query_safe('BEGIN');
+$reader->query_safe('SELECT count(*) FROM cc');
+my $reindex = $node->background_psql('postgres');
+$reindex->query_until(qr/started/, "\\echo started\nREINDEX INDEX CONCURRENTLY cc_idx;\n");
+$node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM pg_class WHERE relname = 'cc_idx_ccold'})
+  or die 'REINDEX CONCURRENTLY did not reach its swap';
+my ($r, $o, $e) = $node->psql('postgres', q{SELECT count(*) FROM genie_topk('cc_idx_ccold', ARRAY['{1,2}'::genie_query], 5)});
+like($e, qr/genie index "cc_idx_ccold" is being replaced by REINDEX CONCURRENTLY/, 'the old index of a REINDEX CONCURRENTLY is called what it is');
+like($e, qr/DETAIL:  Index "cc_idx" takes its place\.\s+HINT:  Run the statement again\./, 'the error names the new index and says to run the statement again');
+unlike($e, qr/REINDEX INDEX cc_idx_ccold/, 'the hint does not ask to rebuild the dying index');
+$reader->query_safe('COMMIT');
+$reader->quit;
+$reindex->quit;
+is($node->safe_psql('postgres', q{SELECT count(*) FROM genie_topk('cc_idx', ARRAY['{1,2}'::genie_query], 5)}), '5',
+	'the new index answers under the old name');
+
 $node->stop;
 done_testing();
