@@ -82,10 +82,15 @@ NO_INSTALLCHECK = 1
 include $(PGXS)
 
 # The pgTAP suites against the running server that PGHOST/PGPORT name, with
-# genie installed there (make install); each suite creates the extension in
-# a transaction and rolls it back.
+# genie installed there (make install).  They run in a database of their
+# own, made afresh (as contrib's contrib_regression), so a database where
+# genie is already created is left alone; each suite creates the extension
+# in a transaction and rolls it back.
+REGRESS_DB ?= genie_regression
 installcheck:
-	pg_prove --failures $(PROVE_FLAGS) regress/pgtap/*.sql
+	dropdb --if-exists $(REGRESS_DB)
+	createdb $(REGRESS_DB)
+	pg_prove --failures -d $(REGRESS_DB) $(PROVE_FLAGS) regress/pgtap/*.sql
 
 genie-libs: $(BUILD_DIR)/genie-link.mk
 	env -u MAKEFLAGS -u MFLAGS cmake --build $(BUILD_DIR) -j$(JOBS) --target genie_capi
