@@ -4,6 +4,11 @@
 // cost bounds the service's rate).
 //
 //   batch_bench [--n N] [--k K] [--sizes 1,4,16,64,256] [--repeat T] [--engines cpu,gpu]
+//               [--tile-words W] [--check]
+//
+// --tile-words sets the GPU engine's tiled matcher option (0: its default);
+// --check compares every GPU call's answers with the CPU engine's (hit for
+// hit: objects, scores and order) and stops on the first difference.
 //
 // Objects: 5 to 45 draws of tag = 50000 * u^3 (distinct), as
 // bench/service_bench.sql; queries: 8 draws.  Per engine and batch size:
@@ -60,8 +65,14 @@ int main(int argc, char** argv) {
   int64_t n = 1000000;
   int32_t k = 100, repeat = 20;
   std::string sizes_arg = "1,4,16,64,256", engines = "cpu,gpu";
+  int32_t tile_words = 0;
+  bool check = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--check") {
+      check = true;
+      continue;
+    }
     if (i + 1 >= argc) Die("missing value for " + arg);
     const std::string value = argv[++i];
     if (arg == "--n") n = std::atoll(value.c_str());
@@ -69,6 +80,7 @@ int main(int argc, char** argv) {
     else if (arg == "--sizes") sizes_arg = value;
     else if (arg == "--repeat") repeat = std::max(1, std::atoi(value.c_str()));
     else if (arg == "--engines") engines = value;
+    else if (arg == "--tile-words") tile_words = std::atoi(value.c_str());
     else Die("unknown argument " + arg);
   }
   std::vector<int32_t> sizes;
@@ -94,6 +106,7 @@ int main(int argc, char** argv) {
 
   std::printf("| engine | queries per call | call time (median) | per query | queries/s |\n");
   std::printf("|---|---|---|---|---|\n");
+  std::unique_ptr<Engine> reference;  // --check: the CPU engine
   for (const std::string kind : {"cpu", "gpu"}) {
     if (("," + engines + ",").find("," + kind + ",") == std::string::npos) continue;
     std::unique_ptr<Engine> engine;
@@ -102,7 +115,9 @@ int main(int argc, char** argv) {
       engine = genie::MakeCpuEngine(options);
     } else {
 #ifdef GENIE_WITH_CUDA
-      engine = genie::MakeGpuEngine(options, &st);
+      genie::GpuEngineOptions gpu_options;
+      if (tile_words > 0) gpu_options.tile_words = tile_words;
+      engine = genie::MakeGpuEngine(options, gpu_options, &st);
 #endif
       if (!engine) {
         std::printf("| gpu | unavailable | | | |\n");
@@ -123,6 +138,20 @@ int main(int argc, char** argv) {
       }
       TopKResults results;
       if (!(st = engine->Search(batch.View(), k, &results)).ok()) Die(kind + ": " + st.message());
+      if (check && kind == "gpu") {
+        if (!reference) {
+          reference = genie::MakeCpuEngine(options);
+          if (!(st = reference->Upload(index)).ok()) Die("cpu upload: " + st.message());
+        }
+        TopKResults expected;
+        if (!(st = reference->Search(batch.View(), k, &expected)).ok()) Die("cpu: " + st.message());
+        if (expected.query_offsets != results.query_offsets) Die("GPU and CPU differ in hit counts");
+        for (std::size_t h = 0; h < expected.hits.size(); ++h) {
+          if (expected.hits[h].object != results.hits[h].object || expected.hits[h].score != results.hits[h].score)
+            Die("GPU and CPU differ at hit " + std::to_string(h) + " of a batch of " + std::to_string(size));
+        }
+        std::printf("|   = CPU engine | %d | %zu hits equal | | |\n", size, expected.hits.size());
+      }
       std::vector<double> times;
       for (int32_t r = 0; r < repeat; ++r) {
         const double s = Now();

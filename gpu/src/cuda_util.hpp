@@ -9,10 +9,13 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "genie/status.hpp"
 
@@ -146,6 +149,39 @@ class DeviceArray {
  private:
   DeviceMemory memory_;
   std::size_t count_ = 0;
+};
+
+// Small host arrays gathered into one buffer and uploaded with one copy: a
+// pageable cudaMemcpyAsync costs microseconds, which a call of a few
+// queries would otherwise pay once per array.  Sections are 16-byte aligned.
+class UploadBatch {
+ public:
+  template <typename T>
+  std::size_t Add(const T* src, std::size_t count) {
+    const std::size_t offset = (host_.size() + 15) / 16 * 16;
+    host_.resize(offset + std::max<std::size_t>(count, 1) * sizeof(T));
+    if (count > 0) std::memcpy(host_.data() + offset, src, count * sizeof(T));
+    return offset;
+  }
+  template <typename T>
+  std::size_t Add(const std::vector<T>& src) {
+    return Add(src.data(), src.size());
+  }
+  Status Upload(DeviceMemory* dst, cudaStream_t stream, const char* what) {
+    GENIE_RETURN_IF_ERROR(dst->Allocate(std::max<std::size_t>(host_.size(), 16), what));
+    if (!host_.empty()) {
+      GENIE_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(dst->get(), host_.data(), host_.size(), cudaMemcpyHostToDevice, stream));
+    }
+    return Status::Ok();
+  }
+  template <typename T>
+  static T* At(const DeviceMemory& memory, std::size_t offset) {
+    return reinterpret_cast<T*>(static_cast<unsigned char*>(memory.get()) + offset);
+  }
+
+ private:
+  std::vector<unsigned char> host_;
 };
 
 // A new device array holding count elements copied from host (at least

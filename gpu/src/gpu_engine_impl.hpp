@@ -108,6 +108,8 @@ constexpr int64_t kMaxParts = 1 << 16;
 // pieces of about this many queries, the host compiling piece i + 1 while
 // the device matches piece i (pipeline.cpp).
 constexpr int32_t kPipelineQueries = 256;
+// The tiled matcher's list mode keeps tiles * k entries a query: up to 8 MiB.
+constexpr int64_t kListModeMaxSlots = int64_t{1} << 20;
 
 inline int32_t BitsFor(int64_t max_score) {
   int32_t b = 1;
@@ -300,10 +302,17 @@ class GpuEngine final : public Engine {
     return resident_postings_.bytes() + packed_postings_.bytes() + pack_dir_.bytes();
   }
 
-  uint32_t HtCapacity(Matcher m, int32_t k, int64_t max_score, int32_t tiles) const;
+  // list: the tiled matcher's list mode (TiledParams::list_mode), tiles * k
+  // slots a query.
+  uint32_t HtCapacity(Matcher m, int32_t k, int64_t max_score, int32_t tiles, bool list = false) const;
 
   uint64_t QueryBytes(const CompiledQueries& cq, const Prepared& prep, int32_t q, int32_t n,
-                      int32_t k, int32_t tiles, Matcher route) const;
+                      int32_t k, int32_t tiles, Matcher route, bool list = false) const;
+
+  // Whether the tiled matcher runs in list mode (TiledParams::list_mode):
+  // unless the lists of tiles * k slots a query would be too long, where
+  // the Gate's threshold keeps the tables short.
+  bool ListMode(int32_t tiles, int32_t k) const;
 
   Status PlanGroups(const std::vector<int32_t>& queries, const std::vector<uint64_t>& bytes,
                     uint64_t avail, std::vector<std::vector<int32_t>>* groups);
@@ -408,6 +417,9 @@ class GpuEngine final : public Engine {
   // back into per_query.
   Status SortEmitFetch(Candidates* cand, const std::vector<int32_t>& group, int32_t k,
                        std::vector<std::vector<Hit>>* per_query);
+  // Each query's first k hits (group order) from the device into per_query.
+  Status FetchHits(const DeviceArray<DevHit>& hits, const DeviceArray<int32_t>& counts,
+                   const std::vector<int32_t>& group, int32_t k, std::vector<std::vector<Hit>>* per_query);
 
   Status FetchOverflow(const DeviceArray<int32_t>& overflow, const std::vector<int32_t>& group,
                        std::vector<int32_t>* overflowed);
@@ -420,8 +432,13 @@ class GpuEngine final : public Engine {
     DeviceArray<unsigned long long> ht;
   };
 
+  // The Gate's buffers for a group.  d_params: the group's QueryParams
+  // already on the device (nullptr: uploaded here).  with_gate false (the
+  // tiled list mode with its one-block selection): only the tables, which
+  // the kernels then use without ZipperArray, AuditThreshold or overflow.
   Status AllocateGate(GateBuffers* gb, const std::vector<QueryParams>& params, int64_t za_total,
-                      int64_t ht_total, int32_t k, GateState* gate);
+                      int64_t ht_total, int32_t k, GateState* gate, const QueryParams* d_params = nullptr,
+                      bool with_gate = true);
 
   Status RunFaithfulGroup(const DeviceIndexView& view, const CompiledQueries& cq,
                           const Prepared& prep, const std::vector<int32_t>& group, int32_t k,
@@ -429,7 +446,7 @@ class GpuEngine final : public Engine {
                           std::vector<int32_t>* overflowed);
 
   Status RunTiledGroup(const DeviceIndexView& view, const Prepared& prep,
-                       const std::vector<int32_t>& group, int32_t k,
+                       const std::vector<int32_t>& group, int32_t k, bool list,
                        std::vector<std::vector<Hit>>* per_query,
                        std::vector<int32_t>* overflowed);
 
@@ -462,6 +479,9 @@ class GpuEngine final : public Engine {
   const InvertedIndex* current_part_ = nullptr;
   DeviceArray<int32_t> part_postings_;
   Stream compute_stream_, copy_stream_;
+  // EffectiveBudget's last cudaMemGetInfo, when and with what resident
+  uint64_t mem_info_free_ = 0, mem_info_total_ = 0, mem_info_ours_ = ~uint64_t{0};
+  std::chrono::steady_clock::time_point mem_info_time_{};
   Event copy_done_[2], compute_done_[2];
   SearchStats stats_;
   bool profile_;  // time the phases of the following searches

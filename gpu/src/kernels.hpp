@@ -109,6 +109,12 @@ struct TiledParams {
   int32_t bits;       // batch-wide (max over the group's queries)
   int32_t per_word;   // 32 / bits; bits (TiledBitsFor) and so per_word are powers of two
   int32_t hist_bins;  // max over the group's queries of max_score + 2
+  // List mode (GpuEngine::ListMode): each block writes its tile's own
+  // top-k, at most k entries, to the query's table at tile * k, with no
+  // hash probing, no ZipperArray and no AuditThreshold; the selection then
+  // takes every entry.  Exact: an object outside its tile's top-k is beaten
+  // by k objects of that tile.
+  int32_t list_mode;
 };
 
 // A trivial kernel's attributes: fails when this binary has no code the
@@ -135,6 +141,7 @@ Status LaunchPackedTileBounds(const uint16_t* packed, const uint32_t* pack_dir, 
                               uint32_t* bounds, cudaStream_t stream);
 
 std::size_t TiledSharedBytes(int32_t tile_words, int32_t hist_bins);
+
 Status LaunchTiled(const TiledParams& params, const GateState& gate, cudaStream_t stream);
 
 // mode_exact_ties: candidates are the entries scoring >= AT and the ties at
@@ -156,6 +163,12 @@ Status LaunchOrderedCollect(const QueryParams* queries, const uint32_t* counters
 Status SortCandidates(void* temp, std::size_t* temp_bytes, const unsigned long long* keys_in,
                       unsigned long long* keys_out, int64_t num_items, int32_t num_queries,
                       const int64_t* seg_begin, const int64_t* seg_end, cudaStream_t stream);
+
+// The tiled matcher's list mode with at most kListSelectSlots table slots a
+// query: each query's first k entries by (score desc, object asc) straight
+// from its table into out (k a query) and counts, one block a query.
+constexpr uint32_t kListSelectSlots = 4096;
+Status LaunchListSelect(const GateState& gate, int32_t k, DevHit* out, int32_t* counts, cudaStream_t stream);
 
 Status LaunchEmit(const unsigned long long* sorted, const CandState& cand, int32_t num_queries,
                   int32_t k, DevHit* out, int32_t* counts, cudaStream_t stream);

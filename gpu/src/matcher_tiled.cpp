@@ -1,6 +1,8 @@
 // The tiled c-PQ matcher, host side: the group's list runs and their tile
 // bounds, one block per (tile, query) (matcher_tiled.cu), then the
-// hash-table collection of the entries >= max(AT - 1, 1).
+// hash-table collection of the entries >= max(AT - 1, 1).  In list mode
+// (GpuEngine::ListMode) each tile's own top-k lands at tile * k of its
+// query's table instead, and the collection takes them all (AT stays 1).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -19,7 +21,7 @@ namespace genie {
 namespace gpu {
 
 Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& prep,
-                                const std::vector<int32_t>& group, int32_t k,
+                                const std::vector<int32_t>& group, int32_t k, bool list,
                                 std::vector<std::vector<Hit>>* per_query,
                                 std::vector<int32_t>* overflowed) {
   cudaStream_t stream = compute_stream_.get();
@@ -38,6 +40,7 @@ Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& pre
       static_cast<int32_t>((static_cast<int64_t>(n) + tp.tile_objects - 1) / tp.tile_objects);
   tp.n_objects = n;
   tp.hist_bins = static_cast<int32_t>(group_max) + 2;
+  tp.list_mode = list ? 1 : 0;
 
   // The group's list runs (one per segment; each gets its own tile bounds):
   // Prepare's flat arrays as they are when the group is every query in
@@ -75,7 +78,7 @@ Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& pre
     p.max_score = static_cast<int32_t>(ms);
     p.bits = tp.bits;
     p.per_word = tp.per_word;
-    const uint32_t cap = HtCapacity(Matcher::kTiled, k, ms, tp.num_tiles);
+    const uint32_t cap = HtCapacity(Matcher::kTiled, k, ms, tp.num_tiles, list);
     p.ht_mask = cap - 1;
     p.bc_offset = 0;
     p.za_offset = za_total;
@@ -85,42 +88,61 @@ Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& pre
     ht_total += cap;
   }
 
+  // One upload for the query parameters and the runs (a small call's
+  // copies are dominated by their fixed cost).
+  const bool list_select = list && ht_total <= static_cast<int64_t>(kListSelectSlots) * g;
+  UploadBatch upload;
+  const std::size_t at_params = upload.Add(params);
+  const std::size_t at_begin = upload.Add(runs.begin);
+  const std::size_t at_length = upload.Add(runs.length);
+  const std::size_t at_weight = upload.Add(runs.weight);
+  const std::size_t at_offsets = upload.Add(runs.offsets);
+  const std::size_t at_list = packed ? upload.Add(runs.list) : 0;
+  const std::size_t at_list_begin = packed ? upload.Add(runs.list_begin) : 0;
+  DeviceMemory d_upload;
+  GENIE_RETURN_IF_ERROR(upload.Upload(&d_upload, stream, "list runs"));
+  const int64_t* d_seg_begin = UploadBatch::At<int64_t>(d_upload, at_begin);
+  const int32_t* d_seg_length = UploadBatch::At<int32_t>(d_upload, at_length);
+
   GateBuffers gb;
   GateState gate{};
-  GENIE_RETURN_IF_ERROR(AllocateGate(&gb, params, za_total, ht_total, k, &gate));
-  DeviceArray<int64_t> d_seg_begin, d_seg_offsets;
-  DeviceArray<int32_t> d_seg_length, d_seg_weight;
+  GENIE_RETURN_IF_ERROR(AllocateGate(&gb, params, za_total, ht_total, k, &gate,
+                                     UploadBatch::At<QueryParams>(d_upload, at_params), !list_select));
   DeviceArray<uint32_t> d_bounds;
   const std::size_t segs = static_cast<std::size_t>(num_segs);
-  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_begin, runs.begin, "list runs"));
-  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_length, runs.length, "list runs"));
-  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_weight, runs.weight, "list runs"));
-  GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_offsets, runs.offsets, "list runs"));
   GENIE_RETURN_IF_ERROR(d_bounds.Allocate(
       std::max<std::size_t>(segs * (static_cast<std::size_t>(tp.num_tiles) + 1), 1),
       "tile bounds"));
-  DeviceArray<int64_t> d_seg_list, d_list_begin;
   if (packed) {
-    GENIE_RETURN_IF_ERROR(CopyToDevice(&d_seg_list, runs.list, "list runs"));
-    GENIE_RETURN_IF_ERROR(CopyToDevice(&d_list_begin, runs.list_begin, "list runs"));
     GENIE_RETURN_IF_ERROR(LaunchPackedTileBounds(
-        view.packed, view.pack_dir, view.pack_tiles, d_seg_begin.get(), d_seg_length.get(),
-        d_seg_list.get(), d_list_begin.get(), static_cast<int32_t>(num_segs), tp.num_tiles,
-        tp.tile_objects, d_bounds.get(), stream));
+        view.packed, view.pack_dir, view.pack_tiles, d_seg_begin, d_seg_length,
+        UploadBatch::At<int64_t>(d_upload, at_list), UploadBatch::At<int64_t>(d_upload, at_list_begin),
+        static_cast<int32_t>(num_segs), tp.num_tiles, tp.tile_objects, d_bounds.get(), stream));
   } else {
-    GENIE_RETURN_IF_ERROR(LaunchTileBounds(view.postings, d_seg_begin.get(), d_seg_length.get(),
+    GENIE_RETURN_IF_ERROR(LaunchTileBounds(view.postings, d_seg_begin, d_seg_length,
                                            static_cast<int32_t>(num_segs), tp.num_tiles,
                                            tp.tile_objects, d_bounds.get(), stream));
   }
   tp.postings = view.postings;
   tp.packed = view.packed;
-  tp.seg_begin = d_seg_begin.get();
+  tp.seg_begin = d_seg_begin;
   tp.bounds = d_bounds.get();
-  tp.seg_offsets = d_seg_offsets.get();
-  tp.seg_weight = d_seg_weight.get();
+  tp.seg_offsets = UploadBatch::At<int64_t>(d_upload, at_offsets);
+  tp.seg_weight = UploadBatch::At<int32_t>(d_upload, at_weight);
   prof_.Mark("alloc+init+bounds");
   GENIE_RETURN_IF_ERROR(LaunchTiled(tp, gate, stream));
   prof_.Mark("tiled kernel");
+  if (list_select) {
+    // every query's table is tiles * k <= kListSelectSlots slots (the same
+    // for each): one block a query selects, no overflow can have happened
+    DeviceArray<DevHit> hits;
+    DeviceArray<int32_t> counts;
+    GENIE_RETURN_IF_ERROR(hits.Allocate(static_cast<std::size_t>(g) * k, "results"));
+    GENIE_RETURN_IF_ERROR(counts.Allocate(static_cast<std::size_t>(g), "result counts"));
+    GENIE_RETURN_IF_ERROR(LaunchListSelect(gate, k, hits.get(), counts.get(), stream));
+    prof_.Mark("select");
+    return FetchHits(hits, counts, group, k, per_query);
+  }
 
   Candidates cand;
   GENIE_RETURN_IF_ERROR(cand.Allocate(ht_total, g));

@@ -5,6 +5,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include <algorithm>
+#include <atomic>
 
 #include "cuda_util.hpp"
 #include "gate.cuh"
@@ -180,6 +181,7 @@ __global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, Gat
   __shared__ int32_t s_warp_ties[kTiledWarps];
   __shared__ int32_t s_level;
   __shared__ int32_t s_overflow;
+  __shared__ int32_t s_slot;  // list mode: entries this tile has written
 
   const int32_t nq = g.num_queries;
   const int32_t tile = static_cast<int32_t>(blockIdx.x / nq);
@@ -201,7 +203,10 @@ __global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, Gat
 
   for (int32_t i = tid; i < tp.tile_words; i += kTiledThreads) sbc[i] = 0;
   for (int32_t i = tid; i <= p.max_score + 1; i += kTiledThreads) hist[i] = 0;
-  if (tid == 0) s_overflow = 0;
+  if (tid == 0) {
+    s_overflow = 0;
+    s_slot = 0;
+  }
   __syncthreads();
 
   // ---- count: scan the tile's part of every list of the query -------------
@@ -259,7 +264,8 @@ __global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, Gat
 
   // ---- the Gate: Algorithm 1 with each object's final tile count -----------
   // thr = max(AT - 1, 1): objects below AT - 1 can never be top-k.
-  const int32_t at0 = LoadVolatile(g.at + q);
+  const bool list = tp.list_mode != 0;
+  const int32_t at0 = list ? 1 : LoadVolatile(g.at + q);
   const int32_t thr = max(at0 - 1, 1);
   const int32_t region = tp.tile_words / kTiledWarps;  // words per warp, in object order
   const int32_t wbase = warp * region;
@@ -356,9 +362,15 @@ __global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, Gat
         if (!take) continue;
       }
       const uint32_t object = static_cast<uint32_t>(tile_base) + widx * per_word + sub;
-      if (!HtInsert(ht, p.ht_mask, object, static_cast<uint32_t>(c), g.at + q)) overflow = true;
+      if (list) {
+        // at most k entries a tile (`inserted`): the query's table holds tiles * k
+        ht[static_cast<int64_t>(tile) * k + atomicAdd(&s_slot, 1)] = PackEntry(object, static_cast<uint32_t>(c));
+      } else if (!HtInsert(ht, p.ht_mask, object, static_cast<uint32_t>(c), g.at + q)) {
+        overflow = true;
+      }
     }
   }
+  if (list) return;  // nothing to gate: the collection takes every entry
   if (overflow) atomicExch(&s_overflow, 1);
 
   // ZA[j] += number of inserted objects whose count reached j, for j >= AT.
@@ -411,21 +423,32 @@ std::size_t TiledSharedBytes(int32_t tile_words, int32_t hist_bins) {
   return TiledDynamicBytes(tile_words, hist_bins) + attributes.sharedSizeBytes;
 }
 
+// cudaFuncSetAttribute for the kernel's dynamic shared memory, only when
+// it changes (per device and variant): it costs microseconds a launch.
+template <bool kPacked>
+Status SetTiledSharedBytes(std::size_t dynamic_bytes) {
+  static std::atomic<int> set[64][2];
+  int device = 0;
+  GENIE_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  std::atomic<int>* last = device >= 0 && device < 64 ? &set[device][kPacked ? 1 : 0] : nullptr;
+  if (last != nullptr && last->load() == static_cast<int>(dynamic_bytes)) return Status::Ok();
+  GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(TiledKernel<kPacked>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  static_cast<int>(dynamic_bytes)));
+  if (last != nullptr) last->store(static_cast<int>(dynamic_bytes));
+  return Status::Ok();
+}
+
 Status LaunchTiled(const TiledParams& params, const GateState& gate, cudaStream_t stream) {
   const int64_t blocks = static_cast<int64_t>(params.num_tiles) * gate.num_queries;
   if (blocks <= 0) return Status::Ok();
   if (blocks > 0x7FFFFFFF) return Status::Internal("tiled grid too large");
   const std::size_t dynamic_bytes = TiledDynamicBytes(params.tile_words, params.hist_bins);
   if (params.packed != nullptr) {
-    GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(TiledKernel<true>,
-                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                    static_cast<int>(dynamic_bytes)));
+    GENIE_RETURN_IF_ERROR(SetTiledSharedBytes<true>(dynamic_bytes));
     TiledKernel<true><<<static_cast<unsigned>(blocks), kTiledThreads, dynamic_bytes, stream>>>(
         params, gate);
   } else {
-    GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(TiledKernel<false>,
-                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                    static_cast<int>(dynamic_bytes)));
+    GENIE_RETURN_IF_ERROR(SetTiledSharedBytes<false>(dynamic_bytes));
     TiledKernel<false><<<static_cast<unsigned>(blocks), kTiledThreads, dynamic_bytes, stream>>>(
         params, gate);
   }

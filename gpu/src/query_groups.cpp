@@ -89,6 +89,14 @@ Status GpuEngine::SortEmitFetch(Candidates* cand, const std::vector<int32_t>& gr
   GENIE_RETURN_IF_ERROR(hits.Allocate(static_cast<std::size_t>(g) * k, "results"));
   GENIE_RETURN_IF_ERROR(counts.Allocate(static_cast<std::size_t>(g), "result counts"));
   GENIE_RETURN_IF_ERROR(LaunchEmit(sorted.get(), cand->state, g, k, hits.get(), counts.get(), stream));
+  return FetchHits(hits, counts, group, k, per_query);
+}
+
+Status GpuEngine::FetchHits(const DeviceArray<DevHit>& hits, const DeviceArray<int32_t>& counts,
+                            const std::vector<int32_t>& group, int32_t k,
+                            std::vector<std::vector<Hit>>* per_query) {
+  cudaStream_t stream = compute_stream_.get();
+  const int32_t g = static_cast<int32_t>(group.size());
   // The copies below block (pageable memory), then the stream is waited for.
   GENIE_RETURN_IF_ERROR(CheckCancel());
   std::vector<DevHit> host_hits(static_cast<std::size_t>(g) * k);
@@ -128,19 +136,25 @@ Status GpuEngine::FetchOverflow(const DeviceArray<int32_t>& overflow, const std:
 }
 
 Status GpuEngine::AllocateGate(GateBuffers* gb, const std::vector<QueryParams>& params, int64_t za_total,
-                               int64_t ht_total, int32_t k, GateState* gate) {
+                               int64_t ht_total, int32_t k, GateState* gate, const QueryParams* d_params,
+                               bool with_gate) {
   cudaStream_t stream = compute_stream_.get();
   const std::size_t g = params.size();
-  GENIE_RETURN_IF_ERROR(CopyToDevice(&gb->queries, params, "query parameters"));
-  GENIE_RETURN_IF_ERROR(gb->za.Allocate(static_cast<std::size_t>(za_total), "ZipperArrays"));
-  GENIE_RETURN_IF_ERROR(gb->at.Allocate(g, "AuditThresholds"));
-  GENIE_RETURN_IF_ERROR(gb->overflow.Allocate(g, "overflow flags"));
+  if (d_params == nullptr) {
+    GENIE_RETURN_IF_ERROR(CopyToDevice(&gb->queries, params, "query parameters"));
+    d_params = gb->queries.get();
+  }
   GENIE_RETURN_IF_ERROR(gb->ht.Allocate(static_cast<std::size_t>(ht_total), "hash tables"));
-  GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gb->za.get(), 0, gb->za.bytes(), stream));
-  GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gb->overflow.get(), 0, gb->overflow.bytes(), stream));
   GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gb->ht.get(), 0xFF, gb->ht.bytes(), stream));
-  GENIE_RETURN_IF_ERROR(LaunchInitAt(gb->at.get(), static_cast<int32_t>(g), stream));
-  gate->queries = gb->queries.get();
+  if (with_gate) {
+    GENIE_RETURN_IF_ERROR(gb->za.Allocate(static_cast<std::size_t>(za_total), "ZipperArrays"));
+    GENIE_RETURN_IF_ERROR(gb->at.Allocate(g, "AuditThresholds"));
+    GENIE_RETURN_IF_ERROR(gb->overflow.Allocate(g, "overflow flags"));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gb->za.get(), 0, gb->za.bytes(), stream));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gb->overflow.get(), 0, gb->overflow.bytes(), stream));
+    GENIE_RETURN_IF_ERROR(LaunchInitAt(gb->at.get(), static_cast<int32_t>(g), stream));
+  }
+  gate->queries = d_params;
   gate->bc = nullptr;
   gate->za = gb->za.get();
   gate->at = gb->at.get();

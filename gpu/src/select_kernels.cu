@@ -1,8 +1,10 @@
 // Kernels shared by the matchers: the kernel-image probe, the
 // AuditThreshold initialisation, and the selection tail (hash-table
-// collection, ordered tie collection, CUB's segmented sort, emission).
+// collection, ordered tie collection, CUB's segmented sort, emission; for
+// the tiled matcher's list mode, all of it in one block a query).
 // See kernels.hpp for the decomposition and the design notes in
 // gpu_engine.cpp for the invariants they keep.
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
@@ -206,6 +208,61 @@ __global__ void EmitKernel(const unsigned long long* sorted, CandState cs, int32
   if (lane == 0) counts[q] = min(written, k);
 }
 
+// List mode (TiledParams::list_mode): a query's table holds its tiles' own
+// top-k lists, no object twice, at most kListSelectSlots entries.  One
+// block sorts them by (score desc, object asc) in shared memory and writes
+// the first k: the work of the collection, the segmented sort and the
+// emission, in one launch.  The key packs kCpqMaxScore - score above the
+// 31-bit object, 43 bits for the radix sort; an empty slot is all ones and
+// sorts last.
+constexpr int kListSelectThreads = 512;
+constexpr int kListSelectItems = kListSelectSlots / kListSelectThreads;
+constexpr int kListKeyBits = 43;
+static_assert(kCpqMaxScore < (1 << 12), "the list key holds 12 bits of score");
+
+__global__ void __launch_bounds__(kListSelectThreads)
+    ListSelectKernel(GateState g, int32_t k, DevHit* out, int32_t* counts) {
+  using Sort = cub::BlockRadixSort<unsigned long long, kListSelectThreads, kListSelectItems>;
+  __shared__ typename Sort::TempStorage sort_tmp;
+  __shared__ int32_t s_filled;
+  const int32_t q = blockIdx.x;
+  const QueryParams p = g.queries[q];
+  const unsigned long long* ht = g.ht + p.ht_offset;
+  const uint32_t capacity = p.ht_mask + 1;
+  if (threadIdx.x == 0) s_filled = 0;
+  __syncthreads();
+  unsigned long long keys[kListSelectItems];
+  int32_t filled = 0;
+#pragma unroll
+  for (int j = 0; j < kListSelectItems; ++j) {
+    const uint32_t slot = threadIdx.x * kListSelectItems + j;
+    keys[j] = ~0ull;
+    if (slot < capacity) {
+      const unsigned long long e = ht[slot];
+      const uint32_t key = static_cast<uint32_t>(e);
+      if (key != kEmptyKey) {
+        const uint32_t score = static_cast<uint32_t>(e >> 32);
+        keys[j] = (static_cast<unsigned long long>(kCpqMaxScore - score) << 31) | key;
+        ++filled;
+      }
+    }
+  }
+  if (filled > 0) atomicAdd(&s_filled, filled);
+  Sort(sort_tmp).Sort(keys, 0, kListKeyBits);  // blocked: thread t holds ranks t * items + j
+  const int32_t n = min(s_filled, k);  // read after Sort's barriers
+#pragma unroll
+  for (int j = 0; j < kListSelectItems; ++j) {
+    const int32_t rank = static_cast<int32_t>(threadIdx.x) * kListSelectItems + j;
+    if (rank < n) {
+      DevHit h;
+      h.object = static_cast<int32_t>(keys[j] & 0x7FFFFFFFull);
+      h.score = kCpqMaxScore - static_cast<int32_t>(keys[j] >> 31);
+      out[static_cast<int64_t>(q) * k + rank] = h;
+    }
+  }
+  if (threadIdx.x == 0) counts[q] = n;
+}
+
 unsigned GridFor(int64_t threads, int block) {
   const int64_t blocks = (threads + block - 1) / block;
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
@@ -251,6 +308,14 @@ Status SortCandidates(void* temp, std::size_t* temp_bytes, const unsigned long l
   GENIE_CUDA_RETURN_IF_ERROR(cub::DeviceSegmentedSort::SortKeys(
       temp, *temp_bytes, keys_in, keys_out, num_items, num_queries, seg_begin, seg_end, stream));
   if (temp != nullptr) GENIE_CUDA_CHECK_LAUNCH("cub::DeviceSegmentedSort::SortKeys");
+  return Status::Ok();
+}
+
+Status LaunchListSelect(const GateState& gate, int32_t k, DevHit* out, int32_t* counts, cudaStream_t stream) {
+  if (gate.num_queries <= 0) return Status::Ok();
+  ListSelectKernel<<<static_cast<unsigned>(gate.num_queries), kListSelectThreads, 0, stream>>>(gate, k, out,
+                                                                                            counts);
+  GENIE_CUDA_CHECK_LAUNCH("ListSelectKernel");
   return Status::Ok();
 }
 

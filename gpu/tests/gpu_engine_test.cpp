@@ -397,6 +397,32 @@ TEST_P(GpuEngineTest, AllTies) {
   }
 }
 
+// The tiled matcher's two modes on many tiles of ties (512-word tiles: 13
+// to 25 of them, by counter width): list mode with its one-block selection
+// (k = 1, 100: at most 4,096 slots), list mode through the hash-table
+// collection and the segmented sort (k = 5,000), and the Gate (k = 100,000:
+// over 2^20 slots, beyond the lists' bound); each equals the reference hit
+// for hit.
+TEST_P(GpuEngineTest, ListModeAndGate) {
+  if (!IsTiled(GetParam())) {
+    GTEST_SKIP() << "tiled only";
+  }
+  Csr csr;
+  for (int32_t o = 0; o < 100000; ++o) csr.Add({o % 7, 7 + o % 3, 10 + o % 11});
+  QueryBatch batch;
+  batch.AddKeywordQuery(std::vector<int32_t>{1, 8, 12});
+  batch.AddKeywordQuery(std::vector<int32_t>{0, 1, 2, 7, 10});
+  batch.AddKeywordQuery(std::vector<int32_t>{3});
+  auto index = MakeIndex(csr);
+  for (int32_t k : {1, 100, 5000, 100000}) {
+    SCOPED_TRACE(::testing::Message() << "k " << k);
+    gpu::SearchStats stats;
+    Check(csr, index, batch, k, EngineSpec{GetParam(), 0, 0, 512, CancelCheck()}, &stats);
+    EXPECT_EQ(stats.list_queries, k <= 5000 ? stats.cpq_queries : 0);
+    EXPECT_GT(stats.cpq_queries, 0);
+  }
+}
+
 TEST_P(GpuEngineTest, MaxScoreBoundaries) {
   // Scores at 2^b - 1 and 2^b for every bit width: counters must hold the
   // maximum without carrying into the neighbour (objects 0..3 share a word

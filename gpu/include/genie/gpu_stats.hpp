@@ -19,6 +19,7 @@ struct SearchStats {
   int32_t cpq_queries = 0;         // queries matched with c-PQ (summed over parts)
   int32_t count_queries = 0;       // queries matched with the count table
   int32_t overflow_queries = 0;    // c-PQ hash-table overflows recomputed exactly
+  int32_t list_queries = 0;        // c-PQ queries of the tiled matcher's list mode (no Gate)
   uint64_t index_device_bytes = 0; // resident List Array
   uint64_t peak_device_bytes = 0;  // peak of all engine device memory during the search
   double device_seconds = 0;       // wall time of the search (host clock, synchronised)
