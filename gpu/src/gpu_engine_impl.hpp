@@ -287,7 +287,13 @@ class GpuEngine final : public Engine {
 
   // Tiles for the widest counters among the batch's c-PQ queries (packed: of
   // the resident packed postings' geometry).
-  int32_t TileCount(int32_t n, const std::vector<int64_t>& max_score, bool packed) const;
+  // tile_words: the call's (SmallGridTileWords), 0 for the configured one.
+  int32_t TileCount(int32_t n, const std::vector<int64_t>& max_score, bool packed,
+                    int32_t tile_words = 0) const;
+  // The tiled matcher's words a tile for this call: the configured size,
+  // halved while a small call's grid and lists stay small (list mode).
+  int32_t SmallGridTileWords(int32_t n, const Prepared& prep, const std::vector<int32_t>& cpq, bool packed,
+                             int32_t k) const;
 
   // The 4-byte List Array on the device beside the packed one, for the
   // queries the count table takes: uploaded on first need and kept (its
@@ -446,7 +452,7 @@ class GpuEngine final : public Engine {
                           std::vector<int32_t>* overflowed);
 
   Status RunTiledGroup(const DeviceIndexView& view, const Prepared& prep,
-                       const std::vector<int32_t>& group, int32_t k, bool list,
+                       const std::vector<int32_t>& group, int32_t k, bool list, int32_t tile_words,
                        std::vector<std::vector<Hit>>* per_query,
                        std::vector<int32_t>* overflowed);
 
@@ -479,6 +485,7 @@ class GpuEngine final : public Engine {
   const InvertedIndex* current_part_ = nullptr;
   DeviceArray<int32_t> part_postings_;
   Stream compute_stream_, copy_stream_;
+  int32_t sm_count_ = 1;  // the device's multiprocessors
   // EffectiveBudget's last cudaMemGetInfo, when and with what resident
   uint64_t mem_info_free_ = 0, mem_info_total_ = 0, mem_info_ours_ = ~uint64_t{0};
   std::chrono::steady_clock::time_point mem_info_time_{};

@@ -21,7 +21,7 @@ namespace genie {
 namespace gpu {
 
 Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& prep,
-                                const std::vector<int32_t>& group, int32_t k, bool list,
+                                const std::vector<int32_t>& group, int32_t k, bool list, int32_t tile_words,
                                 std::vector<std::vector<Hit>>* per_query,
                                 std::vector<int32_t>* overflowed) {
   cudaStream_t stream = compute_stream_.get();
@@ -33,7 +33,7 @@ Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& pre
   tp.bits = TiledBitsFor(group_max);
   tp.per_word = 32 / tp.bits;
   const bool packed = view.packed != nullptr;
-  const TileGeometry geometry = TileFor(config_.tile_words, tp.bits, packed);
+  const TileGeometry geometry = TileFor(tile_words, tp.bits, packed);
   tp.tile_words = geometry.tile_words;
   tp.tile_objects = geometry.tile_objects;
   tp.num_tiles =
