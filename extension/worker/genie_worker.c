@@ -275,6 +275,8 @@ genie_service_main(Datum arg)
 {
 	GenieServiceShared *sh = genie_service_shared;
 	int			last_batch = 0;
+	TimestampTz last_release = 0;
+	TimestampTz now;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -337,6 +339,14 @@ genie_service_main(Datum arg)
 			proc_exit(1);
 		}
 		(void) collect(b);
+		/* once a second, busy or not: the versions nobody can use go */
+		now = GetCurrentTimestamp();
+		if (TimestampDifferenceExceeds(last_release, now, 1000))
+		{
+			last_release = now;
+			if (genie_worker_release_unused(&state))
+				genie_worker_publish_stats(&state);
+		}
 
 		if (state.in_flight != NULL)
 		{

@@ -10,6 +10,9 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
+
+#include "common/relpath.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -272,6 +275,55 @@ genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index, ServedValues 
 		else
 			return;
 	}
+}
+
+/*
+ * Whether the relation file of a version is gone: DROP (of the index or
+ * its table), TRUNCATE and REINDEX leave the old relfilenode's main fork
+ * missing or, until the next checkpoint unlinks it, empty; a genie index's
+ * file always holds its metapage.
+ */
+static bool
+version_dropped(const GenieServiceKey *key)
+{
+	char	   *path = relpathbackend(key->node, key->backend, MAIN_FORKNUM);
+	struct stat st;
+	bool		gone;
+
+	gone = stat(path, &st) != 0 ? errno == ENOENT : st.st_size == 0;
+	pfree(path);
+	return gone;
+}
+
+bool
+genie_worker_release_unused(ServiceState *st)
+{
+	int			before = st->n_served + st->n_values;
+	int64		bytes = genie_worker_host_bytes(st);
+
+	for (int i = 0; i < st->n_served;)
+	{
+		if (st->served[i]->busy == 0 && version_dropped(&st->served[i]->key))
+		{
+			free_served(st->served[i]);
+			st->served[i] = st->served[--st->n_served];
+		}
+		else
+			i++;
+	}
+	for (int i = 0; i < st->n_values;)
+	{
+		if (version_dropped(&st->values[i]->key))
+		{
+			genie_worker_free_values(st->values[i]);
+			st->values[i] = st->values[--st->n_values];
+		}
+		else
+			i++;
+	}
+	/* and a version loaded beyond genie.cache_size for the search that needed it */
+	genie_worker_evict_host(st, NULL, NULL, false, false);
+	return st->n_served + st->n_values != before || genie_worker_host_bytes(st) != bytes;
 }
 
 /* Drops least recently used GPU copies (not keep's) until bytes more fit the limit. */

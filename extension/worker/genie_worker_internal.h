@@ -210,6 +210,13 @@ extern void genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index,
 									ServedValues *keep_values, bool room_index, bool room_values);
 extern void genie_worker_free_values(ServedValues *s);
 
+/*
+ * Releases the versions nobody can use any more (their relation dropped,
+ * truncated or rebuilt) and, beyond genie.cache_size, the least recently
+ * used ones: run when the service is idle.  True when it released any.
+ */
+extern bool genie_worker_release_unused(ServiceState *st);	/* true: released some */
+
 /* genie_worker_values.c: the stored values (strings or vectors) of versions */
 /* The values the worker holds of a version, or NULL. */
 extern ServedValues *genie_worker_find_values(ServiceState *st, const GenieServiceKey *key);

@@ -195,5 +195,42 @@ SKIP:
 	like($stderr, qr/no usable GPU/, 'genie.device = gpu is a clear error without a GPU');
 }
 
+
+# ---- the service lets go of what nobody can use ----
+# A dropped table's index copy goes within a few seconds (its relation file
+# is gone or empty), not at the next eviction; and a version larger than
+# genie.cache_size goes once the search that needed it is done.
+$node->safe_psql('postgres', q{
+	CREATE TABLE gone (id int, tags int4[]);
+	INSERT INTO gone SELECT i, ARRAY[i % 13, i % 17] FROM generate_series(1, 20000) i;
+	CREATE INDEX gone_tags ON gone USING genie (tags);
+	SET enable_seqscan = off;
+	SELECT count(*) FROM (SELECT id FROM gone ORDER BY tags <~> '{1,2}' LIMIT 5) s;
+});
+my $gone_oid = $node->safe_psql('postgres', "SELECT 'gone_tags'::regclass::oid");
+my $resident = "FROM genie_service_stats() WHERE index = $gone_oid AND resident";
+ok($node->poll_query_until('postgres', "SELECT count(*) > 0 $resident"), 'the service holds the index it searched');
+$node->safe_psql('postgres', 'DROP TABLE gone');
+my $dropped_at = time;
+ok($node->poll_query_until('postgres', "SELECT count(*) = 0 $resident"), 'a dropped table\'s index copy is released');
+cmp_ok(time - $dropped_at, '<', 5, 'within a few seconds of the DROP');
+
+$node->safe_psql('postgres', q{
+	CREATE TABLE oversized (id int, tags int4[]);
+	INSERT INTO oversized SELECT i, ARRAY(SELECT (i * 7 + j * 13) % 5000 FROM generate_series(1, 20) j)
+	FROM generate_series(1, 60000) i;
+	CREATE INDEX oversized_tags ON oversized USING genie (tags);
+	ALTER SYSTEM SET genie.cache_size = '1MB';
+	SELECT pg_reload_conf();
+});
+sleep 1;
+is($node->safe_psql('postgres', q{
+	SET enable_seqscan = off;
+	SELECT count(*) FROM (SELECT id FROM oversized ORDER BY tags <~> '{7,20,33}' LIMIT 5) s}), '5',
+	'a version larger than genie.cache_size is still searched through the service');
+ok($node->poll_query_until('postgres', q{SELECT coalesce(host_bytes, 0) <= 1024 * 1024 FROM genie_service_status()}),
+	'and released afterwards: the service keeps within genie.cache_size');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET genie.cache_size; SELECT pg_reload_conf()');
+
 $node->stop;
 done_testing();
