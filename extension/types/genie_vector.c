@@ -184,6 +184,26 @@ check_dimension(Relation index, int expected, int got, const char *what)
 						what, got, RelationGetRelationName(index), expected)));
 }
 
+/*
+ * An insert's vector against the index's dimension.  The first vector
+ * fixed it; once the index holds no object at all (its rows deleted or
+ * rolled back, and VACUUM has removed them), the next vector may fix
+ * another: returns true when this one may.
+ */
+static bool
+check_insert_dimension(Relation index, const GenieVectorSchema *schema, int32 n_objects, int dim)
+{
+	if (schema->dimensions == 0 || (dim != schema->dimensions && n_objects == 0))
+		return true;
+	if (dim != schema->dimensions)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("the vector has %d dimensions, but genie index \"%s\" holds vectors of %d",
+						dim, RelationGetRelationName(index), schema->dimensions),
+				 errhint("An index takes the dimension of its first vector. If the rows of that dimension are gone (deleted or rolled back), VACUUM the table: an index left with no row takes the next vector's dimension.")));
+	return false;
+}
+
 /* The LSH keywords of v (dim elements): none when the schema has no functions. */
 static int32 *
 lsh_keywords(const GenieVectorSchema *schema, const float *v, int dim, int *n)
@@ -358,17 +378,15 @@ vector_value_bytes(Datum value, size_t *size)
 static int32 *
 vector_encode_value(Relation index, const GenieEncoding *encoding, Datum value, int *n)
 {
-	GenieVectorSchema schema;
+	GenieMetaPageData meta;
 	int			dim;
 	float	   *v = value_vector(value, &dim);
 
-	read_schema(index, &schema);
+	genie_read_meta(index, &meta);
 	/* an index built on an empty table takes the first vector's dimension (insert_prepare) */
-	if (schema.dimensions != 0)
-		check_dimension(index, schema.dimensions, dim, "the vector");
-	else
-		check_lsh_draws(index, schema.functions, dim);
-	return lsh_keywords(&schema, v, dim, n);
+	if (check_insert_dimension(index, &meta.vectors, meta.n_objects, dim))
+		check_lsh_draws(index, meta.vectors.functions, dim);
+	return lsh_keywords(&meta.vectors, v, dim, n);
 }
 
 static void
@@ -378,12 +396,10 @@ vector_insert_prepare(Relation index, Buffer metabuf, Datum value)
 	int			dim;
 
 	(void) value_vector(value, &dim);
-	if (meta->vectors.dimensions != 0)
-	{
-		/* another backend may have set it since encode_value read it */
-		check_dimension(index, meta->vectors.dimensions, dim, "the vector");
+	/* another backend may have set it (or added objects) since encode_value read it */
+	if (!check_insert_dimension(index, &meta->vectors, meta->n_objects, dim) ||
+		meta->vectors.dimensions == dim)
 		return;
-	}
 	{
 		GenericXLogState *state = GenericXLogStart(index);
 		GenieMetaPage m = GeniePageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));

@@ -177,5 +177,29 @@ diag(sprintf('the same scans took %.0f ms before the cancel, %.0f ms after', 100
 cmp_ok($after, '<', 1.5 * $baseline + 0.5, 'the service dropped the cancelled scan instead of finishing it');
 is(service_pid(), $pid, 'the service still runs, the same process');
 
+
+# An index takes the dimension of its first vector; once its rows of that
+# dimension are gone (rolled back here) and VACUUM has removed them, the
+# next vector fixes another.  Before that, the error says so.
+$node->safe_psql('postgres', q{
+	CREATE TABLE vd (id int, v real[]);
+	CREATE INDEX vd_v ON vd USING genie (v) WITH (width = 1);
+	BEGIN; INSERT INTO vd VALUES (1, '{1,2,3}'); ROLLBACK;
+});
+my ($dret, $dout, $derr) = $node->psql('postgres', q{INSERT INTO vd VALUES (2, '{1,2,3,4,5}')});
+like($derr, qr/holds vectors of 3.*HINT:  An index takes the dimension of its first vector.*VACUUM the table/s,
+	'before VACUUM: the other dimension is refused, with what to do');
+$node->safe_psql('postgres', 'VACUUM vd');
+($dret, $dout, $derr) = $node->psql('postgres', q{INSERT INTO vd VALUES (2, '{1,2,3,4,5}')});
+is($derr, '', 'after VACUUM removed the rolled-back row, a vector of another dimension goes in');
+is($node->safe_psql('postgres', q{
+	INSERT INTO vd VALUES (3, '{5,4,3,2,1}');
+	SET enable_seqscan = off;
+	SELECT dimensions || ':' || string_agg(id::text, ',' ORDER BY id)
+	FROM genie_vector_info('vd_v'), (SELECT id FROM vd ORDER BY v <-> '{1,2,3,4,5}' LIMIT 5) s
+	GROUP BY dimensions}), '5:2,3', 'the index holds 5 dimensions and finds both rows');
+($dret, $dout, $derr) = $node->psql('postgres', q{INSERT INTO vd VALUES (4, '{1,2,3}')});
+like($derr, qr/holds vectors of 5/, 'with rows in it, the dimension stays');
+
 $node->stop;
 done_testing();
