@@ -219,12 +219,15 @@ static Oid
 reindex_successor(Relation index)
 {
 	const char *name = RelationGetRelationName(index);
-	const char *cut = strstr(name, "_ccold");
+	const char *cut = NULL;
 	char	   *base;
 	Oid			successor;
 	HeapTuple	tup;
 	bool		valid = false;
 
+	/* the last "_ccold": a REINDEX of an index named x_ccold gives x_ccold_ccold */
+	for (const char *p = strstr(name, "_ccold"); p != NULL; p = strstr(p + 1, "_ccold"))
+		cut = p;
 	if (cut == NULL || strspn(cut + 6, "0123456789") != strlen(cut + 6))
 		return InvalidOid;
 	base = pnstrdup(name, cut - name);
@@ -262,7 +265,8 @@ report_invalid(Relation index)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("genie index \"%s\" is being replaced by REINDEX CONCURRENTLY", name),
 				 errdetail("Index \"%s\" takes its place.", get_rel_name(successor)),
-				 errhint("Run the statement again.")));
+				 errhint("Run the statement again. If no REINDEX CONCURRENTLY is running, one was interrupted after its swap: DROP INDEX %s;",
+						 quote_identifier(name))));
 	if (!index->rd_index->indisready || !index->rd_index->indislive)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

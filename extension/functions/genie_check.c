@@ -13,9 +13,10 @@
  * on a line pointer in use.  With heapallindexed: every row of the table
  * visible to a snapshot taken first is in the index, once, not marked dead,
  * with exactly the keywords its value has now (read with the type's
- * encode_check, which changes nothing).  It holds the content lock in share
- * mode (inserts go on; merges wait) and raises ERRCODE_INDEX_CORRUPTED with
- * the block, object or row at fault.
+ * encode_check, which changes nothing).  It holds AccessShareLock on the
+ * table and the index, as bt_index_check, and the content lock in share
+ * mode (inserts and VACUUM go on; merges wait), and raises
+ * ERRCODE_INDEX_CORRUPTED with the block, object or row at fault.
  *
  *-------------------------------------------------------------------------
  */
@@ -132,7 +133,7 @@ check_meta_and_chains(Relation index, const GenieMetaPageData *meta)
  * keywords of each object (main from the postings, pending from its record).
  */
 static void
-check_content(Relation index, const GenieIndexContent *c, int32 *keyword_count)
+check_content(Relation index, const GenieIndexContent *c, int32 *keyword_count, bool compare_dead)
 {
 	int32		dead = 0;
 
@@ -175,7 +176,7 @@ check_content(Relation index, const GenieIndexContent *c, int32 *keyword_count)
 		if (!ItemPointerIsValid(&c->objects[o].tid) && !(flags & GENIE_OBJECT_DEAD))
 			corrupt(index, psprintf("object %d has an invalid heap TID", o));
 	}
-	if (dead != c->n_dead)
+	if (compare_dead && dead != c->n_dead)
 		corrupt(index, psprintf("%d objects are marked dead, the metapage says %d", dead, c->n_dead));
 }
 
@@ -216,7 +217,8 @@ check_tids(Relation index, Relation heap, const GenieIndexContent *c)
 		ok = off >= FirstOffsetNumber && off <= PageGetMaxOffsetNumber(page) &&
 			ItemIdIsUsed(PageGetItemId(page, off));
 		UnlockReleaseBuffer(buffer);
-		if (!ok && !have_fresh)
+		/* a fresh read for each suspect the last one does not show dead (a later VACUUM pass) */
+		if (!ok && (!have_fresh || o >= fresh.n_objects || !(fresh.objects[o].flags & GENIE_OBJECT_DEAD)))
 		{
 			genie_read_content(index, &fresh, false);
 			have_fresh = true;
@@ -372,6 +374,17 @@ check_heap(Relation index, Relation heap, const GenieIndexType *type,
 	MemoryContextDelete(hc.tmpcxt);
 }
 
+/* objects flagged dead in c (the metapage's n_dead, when no VACUUM runs) */
+static int32
+count_dead(const GenieIndexContent *c)
+{
+	int32		dead = 0;
+
+	for (int32 o = 0; o < c->n_objects; o++)
+		dead += (c->objects[o].flags & GENIE_OBJECT_DEAD) != 0;
+	return dead;
+}
+
 Datum
 genie_index_check(PG_FUNCTION_ARGS)
 {
@@ -381,6 +394,7 @@ genie_index_check(PG_FUNCTION_ARGS)
 	Relation	index;
 	GenieIndexType type;
 	volatile Snapshot snapshot = InvalidSnapshot;
+	volatile bool content_locked = false;
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "genie_index_check",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
@@ -419,25 +433,67 @@ genie_index_check(PG_FUNCTION_ARGS)
 	}
 
 	GENIE_CONTENT_LOCK_SHARE(index);
+	content_locked = true;
 	PG_TRY();
 	{
 		GenieMetaPageData meta;
 		GenieIndexContent content;
 		int32	   *keyword_count;
+		bool		vacuum_kept_out = false;
+		bool		compare_dead = true;
 
 		genie_read_meta(index, &meta);
 		check_meta_and_chains(index, &meta);
 		genie_read_content(index, &content, true);
+
+		/*
+		 * A VACUUM flags objects dead page by page and counts them in the
+		 * metapage at its end: while the two disagree, wait until no VACUUM
+		 * runs (a table lock taken without waiting, so no deadlock with
+		 * one), then read again.
+		 */
+		while (!vacuum_kept_out && compare_dead && count_dead(&content) != content.n_dead)
+		{
+			int			tries = 0;
+
+			GENIE_CONTENT_UNLOCK_SHARE(index);
+			content_locked = false;
+			/*
+			 * At most 5 s: a REINDEX CONCURRENTLY holding the lock may be
+			 * waiting for this very transaction's snapshot.  Then the dead
+			 * count is left unchecked rather than waited for.
+			 */
+			while (!(vacuum_kept_out = ConditionalLockRelationOid(RelationGetRelid(heap),
+																  ShareUpdateExclusiveLock)) &&
+				   ++tries < 500)
+			{
+				CHECK_FOR_INTERRUPTS();
+				pg_usleep(10000L);
+			}
+			if (!vacuum_kept_out)
+			{
+				compare_dead = false;
+				ereport(NOTICE,
+						(errmsg("genie index \"%s\": its dead count was not compared, a VACUUM or REINDEX CONCURRENTLY of its table is running",
+								RelationGetRelationName(index))));
+			}
+			GENIE_CONTENT_LOCK_SHARE(index);
+			content_locked = true;
+			genie_read_meta(index, &meta);
+			check_meta_and_chains(index, &meta);
+			genie_read_content(index, &content, true);
+		}
 		keyword_count = palloc_extended(sizeof(int32) * Max(content.n_objects, 1),
 										MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-		check_content(index, &content, keyword_count);
+		check_content(index, &content, keyword_count, compare_dead);
 		check_tids(index, heap, &content);
 		if (heapallindexed)
 			check_heap(index, heap, &type, &content, keyword_count, snapshot);
 	}
 	PG_FINALLY();
 	{
-		GENIE_CONTENT_UNLOCK_SHARE(index);
+		if (content_locked)
+			GENIE_CONTENT_UNLOCK_SHARE(index);
 	}
 	PG_END_TRY();
 

@@ -424,7 +424,7 @@ collected_sorted(const RowCollector *c, int q, int64 n)
 }
 
 /*
- * Rounds of searches until every query of short_of_k (n_short of them) has
+ * Rounds of searches until every query of queries_in (n_short of them) has
  * k visible rows or its search ran out.  Each query keeps its first base[q]
  * collected rows (NULL: none) and adds the found rows not among them
  * (skip[q], sorted, base[q] of them).  With lsh, a query whose candidates
@@ -434,29 +434,34 @@ collected_sorted(const RowCollector *c, int q, int64 n)
 static void
 collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBatch *queries,
 			   GenieQuery **lsh, int32 k, int32 kprime, RowCollector *collected,
-			   int *short_of_k, int n_short, const int64 *base, int32 *const *skip,
+			   const int *queries_in, int n_short, const int64 *base, int32 *const *skip,
 			   int *ran_out, int *n_ran_out)
 {
 	int			nq = queries->n;
 	GenieQuery **sub_lsh = palloc0(sizeof(GenieQuery *) * Max(nq, 1));
+	/* the rounds narrow their own list; the caller's stays as given */
+	int		   *short_of_k = palloc(sizeof(int) * Max(n_short, 1));
 
+	memcpy(short_of_k, queries_in, sizeof(int) * n_short);
 	while (n_short > 0)
 	{
 		GenieValueBatch sub = *queries;
 		GenieValueRows found;
 		int			still = 0;
+		bool		whole = n_short == nq;
 
-		/* the queries still short of k visible rows, as one batch */
-		if (n_short < nq)
+		/* the queries still short of k visible rows, as one batch (the whole one when in order) */
+		for (int i = 0; whole && i < n_short; i++)
+			whole = short_of_k[i] == i;
+		if (!whole)
 		{
 			genie_value_batch_select(queries, short_of_k, n_short, &sub);
 			if (lsh != NULL)
 				for (int i = 0; i < n_short; i++)
 					sub_lsh[i] = lsh[short_of_k[i]];
 		}
-		genie_search_values(entry, &sub, lsh == NULL ? NULL : n_short < nq ? sub_lsh : lsh,
-							kprime, &found);
-		if (n_short < nq)
+		genie_search_values(entry, &sub, lsh == NULL ? NULL : whole ? lsh : sub_lsh, kprime, &found);
+		if (!whole)
 			genie_value_batch_free_copy(&sub);
 		genie_profile_push(GENIE_PHASE_VISIBILITY);
 		for (int i = 0; i < n_short; i++)
@@ -494,6 +499,7 @@ collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBat
 		kprime = genie_search_wider_k(kprime, entry->n_objects);
 	}
 	pfree(sub_lsh);
+	pfree(short_of_k);
 }
 
 void

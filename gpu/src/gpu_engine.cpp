@@ -528,7 +528,8 @@ int32_t GpuEngine::SmallGridTileWords(int32_t n, const Prepared& prep, const std
   // slots costs more than it saves.
   for (;;) {
     const int32_t half = TileFor(words, bits, packed).tile_words / 2;
-    if (half < 512) break;
+    // the kernel's warps take tile_words / 16 words each, 32 at a time
+    if (half < 512 || half % 512 != 0) break;
     const int64_t tiles = tiles_of(half);
     if (tiles * static_cast<int64_t>(cpq.size()) > 3 * static_cast<int64_t>(sm_count_) ||
         tiles * k > static_cast<int64_t>(kListSelectSlots)) {
@@ -650,10 +651,19 @@ Status GpuEngine::RunPrepared(const DeviceIndexView& index_view, const CompiledQ
   }
   const int32_t tile_words = SmallGridTileWords(n, prep, cpq, view.packed != nullptr, k_eff);
   const int32_t tiles = TileCount(n, prep.max_score, view.packed != nullptr, tile_words);
-  const bool list = ListMode(tiles, k_eff);
+  bool list = ListMode(tiles, k_eff);
   std::vector<uint64_t> bytes(static_cast<std::size_t>(nq), 0);
-  for (int32_t q : cpq) {
-    bytes[static_cast<std::size_t>(q)] = QueryBytes(cq, prep, q, n, k_eff, tiles, config_.matcher, list);
+  for (int pass = 0; pass < 2; ++pass) {
+    bool fits = true;
+    for (int32_t q : cpq) {
+      const std::size_t qi = static_cast<std::size_t>(q);
+      bytes[qi] = QueryBytes(cq, prep, q, n, k_eff, tiles, config_.matcher, list);
+      fits = fits && kGroupFixedBytes + bytes[qi] <= avail;
+    }
+    // the lists take more memory than the Gate's tables: where a query's
+    // do not fit the budget (multiple loading plans with the Gate's), the Gate
+    if (fits || !list) break;
+    list = false;
   }
   prof_.Mark("prepare");
   std::vector<int32_t> overflowed;

@@ -653,11 +653,24 @@ TEST_P(GpuEngineTest, TileSizes) {
   }
   const LshData data = MakeLsh(61, 150000, 20, 12, 100, 200, 0.3);
   auto index = MakeIndex(data.csr);
-  for (int32_t words : {512, 4096, 16384, 32768}) {
+  // two queries: a grid small enough for the engine to halve the tiles
+  // (sizes that are no power of two times 512 stop halving where a warp's
+  // share would stop being whole rows of 32 words)
+  QueryBatch two;
+  for (int32_t q = 0; q < 2; ++q) {
+    const auto view = data.batch.View();
+    std::vector<int32_t> kws;
+    for (int64_t item = view.query_offsets[q]; item < view.query_offsets[q + 1]; ++item) {
+      kws.push_back(view.ranges_lo[view.item_offsets[item]]);
+    }
+    two.AddKeywordQuery(kws);
+  }
+  for (int32_t words : {512, 1536, 4096, 16384, 32768, 49152}) {
     SCOPED_TRACE(::testing::Message() << "tile words " << words);
     EngineSpec spec;
     spec.tile_words = words;
     Check(data.csr, index, data.batch, 30, spec);
+    Check(data.csr, index, two, 30, spec);
   }
 }
 

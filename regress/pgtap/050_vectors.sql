@@ -7,7 +7,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(50);
+SELECT plan(52);
 
 -- the oracle: the distance in plain SQL, float8, element order
 CREATE FUNCTION pg_temp.l2(a real[], b real[]) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
@@ -218,6 +218,26 @@ INSERT INTO vo2 SELECT i, ARRAY[sin(i), cos(i * 3), i % 17]::real[] FROM generat
 CREATE INDEX vo2_v ON vo2 USING genie (v) WITH (m = 8);
 SELECT is((SELECT count(DISTINCT ctid) FROM genie_knn('vo2_v', '{0,0,0}', 20000)), 10000::int8,
           'k beyond the table: every row once, the candidates and then the rest');
+
+-- two queries whose candidates run out in different rounds (the far one at
+-- once, the near one after invisible rows made it widen), then an exact
+-- rest that needs a second round for one of them: each query keeps its
+-- own rows
+CREATE TABLE vo3 (id int, v real[]);
+INSERT INTO vo3 SELECT i, ARRAY[0, 0, 0]::real[] FROM generate_series(1, 15) i;
+INSERT INTO vo3 SELECT i, ARRAY[1000 + i, 5000 + 2 * i, 37 * i]::real[] FROM generate_series(16, 2000) i;
+CREATE INDEX vo3_v ON vo3 USING genie (v) WITH (family = rbh, m = 5, width = 1, buckets = 100000);
+DELETE FROM vo3 WHERE id <= 8;
+SET LOCAL genie.lsh_candidates = 10;
+SELECT results_eq(
+  $$SELECT g.query_no, g.distance FROM genie_knn('vo3_v', '{{0,0,0},{-500,-500,-500}}', 10) g
+    ORDER BY 1, 2$$,
+  $$SELECT 1, d FROM (SELECT v <-> '{0,0,0}' d FROM vo3 ORDER BY 1 LIMIT 10) a
+    UNION ALL SELECT 2, d FROM (SELECT v <-> '{-500,-500,-500}' d FROM vo3 ORDER BY 1 LIMIT 10) b ORDER BY 1, 2$$,
+  'candidates that run out in different rounds: each query gets its own nearest rows');
+SELECT is((SELECT count(DISTINCT (g.query_no, g.ctid)) FROM genie_knn('vo3_v', '{{0,0,0},{-500,-500,-500}}', 10) g),
+          20::int8, 'no row twice');
+RESET genie.lsh_candidates;
 RESET genie.vector_search;
 SELECT is((SELECT keywords FROM genie_index_info('items_exact')), 0, 'm = 0 stores no keywords');
 
