@@ -89,83 +89,111 @@ check_k(int32 k)
 				 errmsg("k must be at most %d", GENIE_KNN_MAX_K)));
 }
 
-/*
- * The k nearest rows of each of nq queries (dim floats each) over index's
- * table, into the function's result: what genie_knn and genie_knn_from
- * answer once they have their queries.
- */
-static void
-knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const float *queries, int nq, int dim, int32 k)
+/* One search of knn_rows (genie_search_batch_retrying runs it again when its version goes). */
+typedef struct KnnSearch
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	heap;
 	Relation	index;
+	GenieIndexType type;
+	GenieValueBatch batch;
+	int32		k;
+	GenieValueRows rows;		/* out */
+	ItemPointerData **tids;		/* out, one array a query */
+} KnnSearch;
+
+static void
+knn_search(void *arg)
+{
+	KnnSearch  *s = arg;
 	GenieCachedIndex *volatile entry = NULL;
 
-	InitMaterializedSRF(fcinfo, 0);
-	if (nq == 0)
-		return;
-
-	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_READ);
-	/* genie_knn reads rows by TID, past any row-level security policy */
-	if (check_enable_rls(RelationGetRelid(heap), InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("genie_knn cannot be used on table \"%s\", which has row-level security enabled",
-						RelationGetRelationName(heap)),
-				 errhint("Use ORDER BY ... <-> ... LIMIT k, which applies the policies.")));
 	PG_TRY();
 	{
-		GenieIndexType type;
 		GenieQuery **lsh = NULL;
-		GenieValueBatch batch = {GENIE_VALUES_VECTORS, nq, NULL, NULL, queries, dim};
-		GenieValueRows rows;
-		ItemPointerData **tids = palloc(sizeof(ItemPointerData *) * nq);
+		int			nq = s->batch.n;
+		int			dim = s->batch.dim;
 
-		genie_index_type(index, &type);
-		if (strcmp(type.info->batch_function, "genie_knn") != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("genie_knn cannot search genie index \"%s\", which is of operator class %s",
-							RelationGetRelationName(index), type.info->opclass),
-					 errhint("Use %s() for this index.", type.info->batch_function)));
-		genie_vector_check_queries(index, dim);
-		entry = genie_cache_get(index);
+		entry = genie_cache_get(s->index);
 		genie_cache_pin(entry);
 		if (genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH)
 		{
 			genie_profile_push(GENIE_PHASE_QUERY);
 			lsh = palloc(sizeof(GenieQuery *) * nq);
 			for (int q = 0; q < nq; q++)
-				lsh[q] = type.info->approximate_query(index, queries + (Size) q * dim, dim);
+				lsh[q] = s->type.info->approximate_query(s->index, s->batch.vectors + (Size) q * dim, dim);
 			genie_profile_pop();
 		}
-		genie_search_values_visible(entry, heap, GetActiveSnapshot(), &batch, lsh, k, &rows, tids);
-		genie_profile_push(GENIE_PHASE_RESULTS);
-		for (int q = 0; q < nq; q++)
-		{
-			for (int64 j = rows.offsets[q]; j < rows.offsets[q + 1]; j++)
-			{
-				Datum		values[3];
-				bool		nulls[3] = {false, false, false};
-
-				values[0] = Int32GetDatum(q + 1);
-				values[1] = PointerGetDatum(&tids[q][j - rows.offsets[q]]);
-				values[2] = Float8GetDatum(rows.distances[j]);
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-			}
-		}
-		genie_profile_pop();
+		genie_search_values_visible(entry, s->heap, GetActiveSnapshot(), &s->batch, lsh, s->k,
+									&s->rows, s->tids);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		if (entry != NULL)
 			genie_cache_unpin(entry);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	genie_cache_unpin(entry);
+}
 
-	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
+/*
+ * The k nearest rows of nq query vectors (dim elements each, finite) in the
+ * index's table, into the function's result: what genie_knn and genie_knn_from
+ * answer once they have their queries.
+ */
+static void
+knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const float *queries, int nq, int dim, int32 k)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KnnSearch	s;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (nq == 0)
+		return;
+
+	memset(&s, 0, sizeof(s));
+	s.index = genie_open_index(indexoid, &s.heap, GENIE_ACCESS_READ);
+	/* genie_knn reads rows by TID, past any row-level security policy */
+	if (check_enable_rls(RelationGetRelid(s.heap), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("genie_knn cannot be used on table \"%s\", which has row-level security enabled",
+						RelationGetRelationName(s.heap)),
+				 errhint("Use ORDER BY ... <-> ... LIMIT k, which applies the policies.")));
+	genie_index_type(s.index, &s.type);
+	if (strcmp(s.type.info->batch_function, "genie_knn") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("genie_knn cannot search genie index \"%s\", which is of operator class %s",
+						RelationGetRelationName(s.index), s.type.info->opclass),
+				 errhint("Use %s() for this index.", s.type.info->batch_function)));
+	genie_vector_check_queries(s.index, dim);
+	s.batch.kind = GENIE_VALUES_VECTORS;
+	s.batch.n = nq;
+	s.batch.vectors = queries;
+	s.batch.dim = dim;
+	s.k = k;
+	s.tids = palloc(sizeof(ItemPointerData *) * nq);
+	genie_search_batch_retrying(knn_search, &s);
+
+	genie_profile_push(GENIE_PHASE_RESULTS);
+	for (int q = 0; q < nq; q++)
+	{
+		for (int64 j = s.rows.offsets[q]; j < s.rows.offsets[q + 1]; j++)
+		{
+			Datum		values[3];
+			bool		nulls[3] = {false, false, false};
+
+			values[0] = Int32GetDatum(q + 1);
+			values[1] = PointerGetDatum(&s.tids[q][j - s.rows.offsets[q]]);
+			values[2] = Float8GetDatum(s.rows.distances[j]);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	genie_profile_pop();
+
+	index_close(s.index, AccessShareLock);
+	table_close(s.heap, AccessShareLock);
 }
 
 Datum

@@ -37,6 +37,39 @@ PG_FUNCTION_INFO_V1(genie_topk);
 
 #define GENIE_TOPK_MAX_K	(1 << 30)
 
+/* One search of genie_topk (genie_search_batch_retrying runs it again when its version goes). */
+typedef struct TopkSearch
+{
+	Relation	heap;
+	Relation	index;
+	GenieQuery **queries;
+	int			nq;
+	int32		k;
+	GenieVisibleRows *rows;		/* out */
+} TopkSearch;
+
+static void
+topk_search(void *arg)
+{
+	TopkSearch *s = arg;
+	GenieCachedIndex *volatile entry = NULL;
+
+	PG_TRY();
+	{
+		entry = genie_cache_get(s->index);
+		genie_cache_pin(entry);
+		genie_search_visible(entry, s->heap, GetActiveSnapshot(), s->queries, s->nq, s->k, s->rows);
+	}
+	PG_CATCH();
+	{
+		if (entry != NULL)
+			genie_cache_unpin(entry);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	genie_cache_unpin(entry);
+}
+
 Datum
 genie_topk(PG_FUNCTION_ARGS)
 {
@@ -46,7 +79,6 @@ genie_topk(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	heap;
 	Relation	index;
-	GenieCachedIndex *volatile entry = NULL;
 	Datum	   *elems;
 	bool	   *nulls;
 	int			nq;
@@ -92,11 +124,9 @@ genie_topk(PG_FUNCTION_ARGS)
 				 errmsg("genie_topk cannot be used on table \"%s\", which has row-level security enabled",
 						RelationGetRelationName(heap)),
 				 errhint("Use ORDER BY ... <~> ... LIMIT k, which applies the policies.")));
-	PG_TRY();
 	{
 		GenieIndexType type;
-		GenieQuery **queries = palloc(sizeof(GenieQuery *) * nq);
-		GenieVisibleRows *rows = palloc(sizeof(GenieVisibleRows) * nq);
+		TopkSearch	s;
 
 		/* each type answers batches through one function: say which */
 		genie_index_type(index, &type);
@@ -108,8 +138,12 @@ genie_topk(PG_FUNCTION_ARGS)
 							RelationGetRelationName(index), type.info->opclass),
 					 errhint("Use %s() for this index.", type.info->batch_function)));
 
-		entry = genie_cache_get(index);
-		genie_cache_pin(entry);
+		s.heap = heap;
+		s.index = index;
+		s.nq = nq;
+		s.k = k;
+		s.queries = palloc(sizeof(GenieQuery *) * nq);
+		s.rows = palloc(sizeof(GenieVisibleRows) * nq);
 		genie_profile_push(GENIE_PHASE_QUERY);
 		for (int i = 0; i < nq; i++)
 		{
@@ -117,33 +151,27 @@ genie_topk(PG_FUNCTION_ARGS)
 
 			type.info->encode_query(index, &type.encoding, GENIE_MATCH_STRATEGY, elems[i],
 									 ARR_ELEMTYPE(array), &orderby);
-			queries[i] = orderby.query;
+			s.queries[i] = orderby.query;
 		}
 		genie_profile_pop();
-		genie_search_visible(entry, heap, GetActiveSnapshot(), queries, nq, k, rows);
+		genie_search_batch_retrying(topk_search, &s);
 
 		genie_profile_push(GENIE_PHASE_RESULTS);
 		for (int q = 0; q < nq; q++)
 		{
-			for (int64 j = 0; j < rows[q].n; j++)
+			for (int64 j = 0; j < s.rows[q].n; j++)
 			{
 				Datum		values[3];
 				bool		out_nulls[3] = {false, false, false};
 
 				values[0] = Int32GetDatum(q + 1);
-				values[1] = PointerGetDatum(&rows[q].tids[j]);
-				values[2] = Int32GetDatum(rows[q].scores[j]);
+				values[1] = PointerGetDatum(&s.rows[q].tids[j]);
+				values[2] = Int32GetDatum(s.rows[q].scores[j]);
 				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
 			}
 		}
 		genie_profile_pop();
 	}
-	PG_FINALLY();
-	{
-		if (entry != NULL)
-			genie_cache_unpin(entry);
-	}
-	PG_END_TRY();
 
 	index_close(index, AccessShareLock);
 	table_close(heap, AccessShareLock);

@@ -306,12 +306,15 @@ read_main(GenieCachedIndex *entry, GenieIndexContent *content)
 	genie_cache_make_key(index, content, &key);
 	index_close(index, NoLock);
 	if (!genie_service_keys_equal(&key, &entry->main_key))
+	{
+		genie_content_version_gone = true;
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("genie index \"%s\" was merged while this statement searched it",
 						get_rel_name(entry->index_oid)),
 				 errdetail("The genie service lost the index's version that the statement started with."),
 				 errhint("Retry the statement.")));
+	}
 }
 
 void

@@ -57,11 +57,14 @@ read_entry_values(GenieCachedIndex *entry, GenieIndexContent *content, bool with
 	genie_cache_make_key(index, content, &key);
 	index_close(index, NoLock);
 	if (!genie_service_keys_equal(&key, &entry->main_key) || content->n_objects < entry->n_objects)
+	{
+		genie_content_version_gone = true;
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("genie index \"%s\" was merged while this statement searched it",
 						get_rel_name(entry->index_oid)),
 				 errhint("Retry the statement.")));
+	}
 }
 
 /*

@@ -33,6 +33,7 @@
 #include "lib/stringinfo.h"
 
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
@@ -41,6 +42,7 @@
 #include "utils/wait_event.h"
 
 #include "search/genie_search.h"
+#include "storage/genie_content.h"
 #include "service/genie_service.h"
 #include "service/genie_service_client.h"
 #include "profile/genie_profile.h"
@@ -487,6 +489,55 @@ genie_search_free(GenieSearchResult *result)
 	if (result->scores != NULL)
 		pfree(result->scores);
 	memset(result, 0, sizeof(*result));
+}
+
+#define GENIE_VERSION_ATTEMPTS	3
+
+void
+genie_search_batch_retrying(GenieBatchSearch search, void *arg)
+{
+	if (IsInParallelMode())
+	{
+		search(arg);
+		return;
+	}
+	for (int attempt = 1;; attempt++)
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+		ResourceOwner owner = CurrentResourceOwner;
+		volatile bool again = false;
+
+		genie_content_version_gone = false;
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		PG_TRY();
+		{
+			search(arg);
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+		}
+		PG_CATCH();
+		{
+			bool		gone = genie_content_version_gone;
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			if (!gone || edata->sqlerrcode != ERRCODE_T_R_SERIALIZATION_FAILURE ||
+				attempt == GENIE_VERSION_ATTEMPTS)
+				ReThrowError(edata);
+			FreeErrorData(edata);
+			again = true;		/* (a continue here would only leave PG_TRY's block) */
+		}
+		PG_END_TRY();
+		if (!again)
+			return;
+	}
 }
 
 int32

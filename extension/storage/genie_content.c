@@ -18,6 +18,8 @@
 #include "storage/genie_content.h"
 #include "storage/genie_pending.h"
 
+bool		genie_content_version_gone = false;
+
 /* The main Position Map and List Array as of meta. */
 static void
 read_main_postings(Relation index, const GenieMetaPageData *meta, GenieIndexContent *content)
@@ -282,6 +284,7 @@ genie_read_main_values(Relation index, int32 n_main, uint32 main_version, GenieV
 	{
 		if (BufferIsValid(metabuf))
 			UnlockReleaseBuffer(metabuf);
+		genie_content_version_gone = true;
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("genie index \"%s\" was merged while this statement searched it",

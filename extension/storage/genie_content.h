@@ -15,6 +15,15 @@
  * Reads the index (the main Position Map and List Array only when
  * with_postings); the caller holds the content lock (share or exclusive).
  */
+/*
+ * Set just before the error that a statement's version of an index is gone
+ * (a merge renumbered its objects while the statement still needed to read
+ * them: "was merged while this statement searched it"), by every reader
+ * that raises it; genie_search_batch_retrying reads it to tell that error
+ * from any other serialization failure.
+ */
+extern bool genie_content_version_gone;
+
 extern void genie_read_content(Relation index, GenieIndexContent *content, bool with_postings);
 /* Reads only the counts and the main Position Map and List Array, as above. */
 extern void genie_read_main_postings(Relation index, GenieIndexContent *content);
