@@ -102,38 +102,23 @@ typedef struct KnnSearch
 } KnnSearch;
 
 static void
-knn_search(void *arg)
+knn_search(GenieCachedIndex *entry, void *arg)
 {
 	KnnSearch  *s = arg;
-	GenieCachedIndex *volatile entry = NULL;
+	GenieQuery **lsh = NULL;
+	int			nq = s->batch.n;
+	int			dim = s->batch.dim;
 
-	PG_TRY();
+	if (genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH)
 	{
-		GenieQuery **lsh = NULL;
-		int			nq = s->batch.n;
-		int			dim = s->batch.dim;
-
-		entry = genie_cache_get(s->index);
-		genie_cache_pin(entry);
-		if (genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH)
-		{
-			genie_profile_push(GENIE_PHASE_QUERY);
-			lsh = palloc(sizeof(GenieQuery *) * nq);
-			for (int q = 0; q < nq; q++)
-				lsh[q] = s->type.info->approximate_query(s->index, s->batch.vectors + (Size) q * dim, dim);
-			genie_profile_pop();
-		}
-		genie_search_values_visible(entry, s->heap, GetActiveSnapshot(), &s->batch, lsh, s->k,
-									&s->rows, s->tids);
+		genie_profile_push(GENIE_PHASE_QUERY);
+		lsh = palloc(sizeof(GenieQuery *) * nq);
+		for (int q = 0; q < nq; q++)
+			lsh[q] = s->type.info->approximate_query(s->index, s->batch.vectors + (Size) q * dim, dim);
+		genie_profile_pop();
 	}
-	PG_CATCH();
-	{
-		if (entry != NULL)
-			genie_cache_unpin(entry);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	genie_cache_unpin(entry);
+	genie_search_values_visible(entry, s->heap, GetActiveSnapshot(), &s->batch, lsh, s->k,
+								&s->rows, s->tids);
 }
 
 /*
@@ -174,7 +159,7 @@ knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const float *queries, int nq, in
 	s.batch.dim = dim;
 	s.k = k;
 	s.tids = palloc(sizeof(ItemPointerData *) * nq);
-	genie_search_batch_retrying(knn_search, &s);
+	genie_search_batch_retrying(s.index, knn_search, &s);
 
 	genie_profile_push(GENIE_PHASE_RESULTS);
 	for (int q = 0; q < nq; q++)

@@ -41,7 +41,6 @@ PG_FUNCTION_INFO_V1(genie_topk);
 typedef struct TopkSearch
 {
 	Relation	heap;
-	Relation	index;
 	GenieQuery **queries;
 	int			nq;
 	int32		k;
@@ -49,25 +48,11 @@ typedef struct TopkSearch
 } TopkSearch;
 
 static void
-topk_search(void *arg)
+topk_search(GenieCachedIndex *entry, void *arg)
 {
 	TopkSearch *s = arg;
-	GenieCachedIndex *volatile entry = NULL;
 
-	PG_TRY();
-	{
-		entry = genie_cache_get(s->index);
-		genie_cache_pin(entry);
-		genie_search_visible(entry, s->heap, GetActiveSnapshot(), s->queries, s->nq, s->k, s->rows);
-	}
-	PG_CATCH();
-	{
-		if (entry != NULL)
-			genie_cache_unpin(entry);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	genie_cache_unpin(entry);
+	genie_search_visible(entry, s->heap, GetActiveSnapshot(), s->queries, s->nq, s->k, s->rows);
 }
 
 Datum
@@ -139,7 +124,6 @@ genie_topk(PG_FUNCTION_ARGS)
 					 errhint("Use %s() for this index.", type.info->batch_function)));
 
 		s.heap = heap;
-		s.index = index;
 		s.nq = nq;
 		s.k = k;
 		s.queries = palloc(sizeof(GenieQuery *) * nq);
@@ -154,7 +138,7 @@ genie_topk(PG_FUNCTION_ARGS)
 			s.queries[i] = orderby.query;
 		}
 		genie_profile_pop();
-		genie_search_batch_retrying(topk_search, &s);
+		genie_search_batch_retrying(index, topk_search, &s);
 
 		genie_profile_push(GENIE_PHASE_RESULTS);
 		for (int q = 0; q < nq; q++)

@@ -493,12 +493,32 @@ genie_search_free(GenieSearchResult *result)
 
 #define GENIE_VERSION_ATTEMPTS	3
 
+/* One run of a batch search on the index's current entry, pinned while it runs. */
+static void
+run_pinned(Relation index, GenieBatchSearch search, void *arg)
+{
+	GenieCachedIndex *entry = genie_cache_get(index);
+
+	genie_cache_pin(entry);
+	PG_TRY();
+	{
+		search(entry, arg);
+	}
+	PG_CATCH();
+	{
+		genie_cache_unpin(entry);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	genie_cache_unpin(entry);
+}
+
 void
-genie_search_batch_retrying(GenieBatchSearch search, void *arg)
+genie_search_batch_retrying(Relation index, GenieBatchSearch search, void *arg)
 {
 	if (IsInParallelMode())
 	{
-		search(arg);
+		run_pinned(index, search, arg);
 		return;
 	}
 	for (int attempt = 1;; attempt++)
@@ -512,7 +532,7 @@ genie_search_batch_retrying(GenieBatchSearch search, void *arg)
 		MemoryContextSwitchTo(cxt);
 		PG_TRY();
 		{
-			search(arg);
+			run_pinned(index, search, arg);
 			ReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(cxt);
 			CurrentResourceOwner = owner;

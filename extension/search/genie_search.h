@@ -74,18 +74,19 @@ extern void genie_search_free(GenieSearchResult *result);
 extern int32 genie_search_wider_k(int32 k, int32 n_objects);
 
 /*
- * Runs search(arg), a batch function's whole search before it returns any
- * row, in an internal subtransaction: when the index's version the search
- * started with is gone under it (genie_content_version_gone: the genie
- * service lost it and a merge has renumbered the pages since), it runs
- * again on the current version, which holds every row the statement's
- * snapshot sees, up to three times.  A READ COMMITTED read then never
- * fails for that internal reason.  search must leave its results in memory
- * of the caller's context, not in the function's result yet.  In parallel
- * mode (no subtransaction allowed) it runs once.
+ * Runs search(entry, arg), a batch function's whole search before it
+ * returns any row, on the index's cache entry (got and pinned here, unpinned
+ * after), in an internal subtransaction: when the index's version the
+ * search started with is gone under it (genie_content_version_gone: the
+ * genie service lost it and a merge has renumbered the pages since), it
+ * runs again on the current version's entry, which holds every row the
+ * statement's snapshot sees, up to three times.  A READ COMMITTED read
+ * then never fails for that internal reason.  search must leave its
+ * results in memory of the caller's context, not in the function's result
+ * yet.  In parallel mode (no subtransaction allowed) it runs once.
  */
-typedef void (*GenieBatchSearch) (void *arg);
-extern void genie_search_batch_retrying(GenieBatchSearch search, void *arg);
+typedef void (*GenieBatchSearch) (GenieCachedIndex *entry, void *arg);
+extern void genie_search_batch_retrying(Relation index, GenieBatchSearch search, void *arg);
 extern bool genie_search_exhausted(const GenieSearchResult *result, int q, int32 k,
 								   int32 n_objects);
 
