@@ -309,6 +309,17 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 		search_values(so);
 		return;
 	}
+	if (so->orderby.code != NULL)
+	{
+		so->k = first_k(scan, entry);
+		so->values_query.kind = GENIE_VALUES_CODES;
+		so->values_query.n = 1;
+		so->values_query.codes = so->orderby.code;
+		so->values_query.dim = so->orderby.code_bits;
+		so->phase = GENIE_SCAN_VALUES;
+		search_values(so);
+		return;
+	}
 	if (so->query == NULL)
 	{
 		/* no ORDER BY, or ORDER BY NULL: every row, in any order */
@@ -479,7 +490,8 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 					if (was_returned(so, id) || (flags & GENIE_OBJECT_DEAD))
 						continue;
 					/* ORDER BY NULL gives every row a NULL distance */
-					if (!(flags & GENIE_OBJECT_NULL) && (so->query != NULL || so->orderby.vector != NULL))
+					if (!(flags & GENIE_OBJECT_NULL) && (so->query != NULL || so->orderby.vector != NULL ||
+														 so->orderby.code != NULL))
 						continue;
 					emit(scan, so, id, 0, true);
 					return true;

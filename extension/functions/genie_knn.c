@@ -2,9 +2,11 @@
  *
  * genie_knn.c
  *	  genie_knn(index, queries, k): the k nearest rows visible to the caller
- *	  of each query vector of a batch, in one engine call, by Euclidean
- *	  distance (real[] <-> real[]): exact, or with genie.vector_search = lsh
- *	  the LSH candidates re-ranked.
+ *	  of each query of a batch, in one engine call: vectors by Euclidean
+ *	  distance (real[] <-> real[]), exact, or with genie.vector_search = lsh
+ *	  the LSH candidates re-ranked.  genie_hamming_knn(index, codes, k): the
+ *	  same for codes by Hamming distance (bit <-> bit), exact.  genie_knn_from
+ *	  takes the queries of either kind from the rows of a query.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,10 +29,12 @@
 #include "utils/snapmgr.h"
 
 #include "search/genie_search_values.h"
+#include "types/genie_bit.h"
 #include "types/genie_vector.h"
 #include "profile/genie_profile.h"
 
 PG_FUNCTION_INFO_V1(genie_knn);
+PG_FUNCTION_INFO_V1(genie_hamming_knn);
 PG_FUNCTION_INFO_V1(genie_knn_from);
 
 #define GENIE_KNN_MAX_K	(1 << 30)
@@ -109,7 +113,7 @@ knn_search(GenieCachedIndex *entry, void *arg)
 	int			nq = s->batch.n;
 	int			dim = s->batch.dim;
 
-	if (genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH)
+	if (genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH && s->batch.kind == GENIE_VALUES_VECTORS)
 	{
 		genie_profile_push(GENIE_PHASE_QUERY);
 		lsh = palloc(sizeof(GenieQuery *) * nq);
@@ -122,15 +126,18 @@ knn_search(GenieCachedIndex *entry, void *arg)
 }
 
 /*
- * The k nearest rows of nq query vectors (dim elements each, finite) in the
- * index's table, into the function's result: what genie_knn and genie_knn_from
- * answer once they have their queries.
+ * The k nearest rows of each query of queries (vectors of dim finite
+ * elements, or codes of dim bits) in the index's table, into the function's
+ * result: what genie_knn and genie_knn_from answer once they have their
+ * queries.
  */
 static void
-knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const float *queries, int nq, int dim, int32 k)
+knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *queries, int32 k)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	KnnSearch	s;
+	int			nq = queries->n;
+	bool		codes = queries->kind == GENIE_VALUES_CODES;
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (nq == 0)
@@ -146,17 +153,18 @@ knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const float *queries, int nq, in
 						RelationGetRelationName(s.heap)),
 				 errhint("Use ORDER BY ... <-> ... LIMIT k, which applies the policies.")));
 	genie_index_type(s.index, &s.type);
-	if (strcmp(s.type.info->batch_function, "genie_knn") != 0)
+	if (strcmp(s.type.info->batch_function, codes ? "genie_hamming_knn" : "genie_knn") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("genie_knn cannot search genie index \"%s\", which is of operator class %s",
+				 errmsg("%s cannot search genie index \"%s\", which is of operator class %s",
+						codes ? "a search by bit queries" : "a search by real[] queries",
 						RelationGetRelationName(s.index), s.type.info->opclass),
 				 errhint("Use %s() for this index.", s.type.info->batch_function)));
-	genie_vector_check_queries(s.index, dim);
-	s.batch.kind = GENIE_VALUES_VECTORS;
-	s.batch.n = nq;
-	s.batch.vectors = queries;
-	s.batch.dim = dim;
+	if (codes)
+		genie_code_check_queries(s.index, queries->dim);
+	else
+		genie_vector_check_queries(s.index, queries->dim);
+	s.batch = *queries;
 	s.k = k;
 	s.tids = palloc(sizeof(ItemPointerData *) * nq);
 	genie_search_batch_retrying(s.index, knn_search, &s);
@@ -190,6 +198,7 @@ genie_knn(PG_FUNCTION_ARGS)
 	float	   *queries;
 	int			nq;
 	int			dim;
+	GenieValueBatch batch;
 
 	check_k(k);
 	/* the array is read (detoasted) here: for large batches, most of a call's time */
@@ -197,18 +206,94 @@ genie_knn(PG_FUNCTION_ARGS)
 	array = PG_GETARG_ARRAYTYPE_P(1);
 	queries = query_vectors(array, &nq, &dim);
 	genie_profile_pop();
-	knn_rows(fcinfo, indexoid, queries, nq, dim, k);
+	memset(&batch, 0, sizeof(batch));
+	batch.kind = GENIE_VALUES_VECTORS;
+	batch.n = nq;
+	batch.vectors = queries;
+	batch.dim = dim;
+	knn_rows(fcinfo, indexoid, &batch, k);
 	return (Datum) 0;
 }
 
-/* What query_rows gathers: the rows' vectors, grown as they come. */
+/* Appends a query code to the batch's rows (grown as they come), checked. */
+static void
+add_query_code(GenieValueBatch *batch, int64 *capacity, VarBit *code, int64 number)
+{
+	int32		bits = genie_code_bits(code, "a query code");
+	Size		words = (Size) genie_code_words(bits);
+	uint64	   *rows = unconstify(uint64 *, batch->codes);
+
+	if (batch->n == 0)
+		batch->dim = bits;
+	else if (bits != batch->dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_STRING_DATA_LENGTH_MISMATCH),
+				 errmsg("the query codes have %d and %d bits", batch->dim, bits),
+				 errdetail("Query %lld differs from the first.", (long long) number)));
+	if ((int64) (batch->n + 1) * (int64) words > *capacity)
+	{
+		*capacity = Max(*capacity * 2, (int64) (batch->n + 1) * (int64) words);
+		rows = rows == NULL ? palloc_extended(sizeof(uint64) * *capacity, MCXT_ALLOC_HUGE)
+			: repalloc_huge(rows, sizeof(uint64) * *capacity);
+	}
+	memset(rows + (Size) batch->n * words, 0, sizeof(uint64) * words);
+	memcpy(rows + (Size) batch->n * words, VARBITS(code), VARBITBYTES(code));
+	batch->codes = rows;
+	batch->n++;
+}
+
+/*
+ * genie_hamming_knn(index regclass, queries bit[], k int4) -> setof (query_no, ctid, distance)
+ *
+ * The k nearest rows of each query code by Hamming distance, exact
+ * (distance is bit_count(code # query) as float8, ties by row order).
+ */
+Datum
+genie_hamming_knn(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	ArrayType  *array;
+	int32		k = PG_GETARG_INT32(2);
+	GenieValueBatch batch;
+	int64		capacity = 0;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	check_k(k);
+	genie_profile_push(GENIE_PHASE_QUERY);
+	array = PG_GETARG_ARRAYTYPE_P(1);
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("query codes must be a one-dimensional bit[]")));
+	deconstruct_array(array, ARR_ELEMTYPE(array), -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	memset(&batch, 0, sizeof(batch));
+	batch.kind = GENIE_VALUES_CODES;
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("query codes must not contain NULL elements")));
+		add_query_code(&batch, &capacity, DatumGetVarBitP(elems[i]), i + 1);
+	}
+	genie_profile_pop();
+	knn_rows(fcinfo, indexoid, &batch, k);
+	return (Datum) 0;
+}
+
+/* What query_rows gathers: the rows' vectors or codes, grown as they come. */
 typedef struct QueryRows
 {
-	MemoryContext cxt;			/* the caller's: the vectors outlive SPI */
+	MemoryContext cxt;			/* the caller's: the rows outlive SPI */
 	float	   *vectors;
 	int64		capacity;		/* floats */
 	int			n;
 	int			dim;
+	bool		codes;			/* a bit column: the rows go to code_batch */
+	GenieValueBatch code_batch;
+	int64		code_capacity;	/* words */
 } QueryRows;
 
 /* Appends one row's real[] (detoasted here) to the vectors, checked. */
@@ -271,12 +356,15 @@ query_rows(const char *sql, QueryRows *qr)
 
 		SPI_cursor_fetch(portal, true, 1024);
 		desc = SPI_tuptable->tupdesc;
-		if (desc->natts != 1 || TupleDescAttr(desc, 0)->atttypid != FLOAT4ARRAYOID)
+		if (desc->natts != 1 || (TupleDescAttr(desc, 0)->atttypid != FLOAT4ARRAYOID &&
+								 TupleDescAttr(desc, 0)->atttypid != BITOID &&
+								 TupleDescAttr(desc, 0)->atttypid != VARBITOID))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("the query of genie_knn_from must return one column of type real[]"),
+					 errmsg("the query of genie_knn_from must return one column of type real[] or bit"),
 					 errdetail("It returns %d column(s), the first of type %s.", desc->natts,
 							   desc->natts > 0 ? format_type_be(TupleDescAttr(desc, 0)->atttypid) : "none")));
+		qr->codes = TupleDescAttr(desc, 0)->atttypid != FLOAT4ARRAYOID;
 		if (SPI_processed == 0)
 			break;
 		for (uint64 r = 0; r < SPI_processed; r++)
@@ -284,7 +372,22 @@ query_rows(const char *sql, QueryRows *qr)
 			bool		isnull;
 			Datum		value = SPI_getbinval(SPI_tuptable->vals[r], desc, 1, &isnull);
 
-			add_query_row(qr, value, isnull);
+			if (qr->codes)
+			{
+				MemoryContext old;
+
+				if (isnull)
+					ereport(ERROR,
+							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+							 errmsg("the queries must not be NULL"),
+							 errdetail("Row %d of the query is NULL.", qr->code_batch.n + 1)));
+				old = MemoryContextSwitchTo(qr->cxt);
+				add_query_code(&qr->code_batch, &qr->code_capacity, DatumGetVarBitP(value),
+							   qr->code_batch.n + 1);
+				MemoryContextSwitchTo(old);
+			}
+			else
+				add_query_row(qr, value, isnull);
 		}
 		SPI_freetuptable(SPI_tuptable);
 		CHECK_FOR_INTERRUPTS();
@@ -296,10 +399,10 @@ query_rows(const char *sql, QueryRows *qr)
 /*
  * genie_knn_from(index regclass, query text, k int4) -> setof (query_no, ctid, distance)
  *
- * genie_knn over the rows of a query: each row of query (one real[]
- * column) a query vector, query_no its 1-based position in the query's
- * order.  The rows are read from a cursor, so a batch of thousands of
- * vectors is never built as one array.
+ * genie_knn over the rows of a query: each row of query (one real[] or
+ * bit column) a query vector or code, query_no its 1-based position in the
+ * query's order.  The rows are read from a cursor, so a batch of thousands
+ * of queries is never built as one array.
  */
 Datum
 genie_knn_from(PG_FUNCTION_ARGS)
@@ -312,9 +415,22 @@ genie_knn_from(PG_FUNCTION_ARGS)
 	check_k(k);
 	memset(&qr, 0, sizeof(qr));
 	qr.cxt = CurrentMemoryContext;
+	qr.code_batch.kind = GENIE_VALUES_CODES;
 	genie_profile_push(GENIE_PHASE_QUERY);
 	query_rows(sql, &qr);
 	genie_profile_pop();
-	knn_rows(fcinfo, indexoid, qr.vectors, qr.n, qr.dim, k);
+	if (qr.codes)
+		knn_rows(fcinfo, indexoid, &qr.code_batch, k);
+	else
+	{
+		GenieValueBatch batch;
+
+		memset(&batch, 0, sizeof(batch));
+		batch.kind = GENIE_VALUES_VECTORS;
+		batch.n = qr.n;
+		batch.vectors = qr.vectors;
+		batch.dim = qr.dim;
+		knn_rows(fcinfo, indexoid, &batch, k);
+	}
 	return (Datum) 0;
 }

@@ -240,8 +240,9 @@ load_slot(Relation index)
 		e->n_main_objects = content.n_main_objects;
 		e->values_stored = content.values_stored;
 		e->values_kind = content.encoding.kind == GENIE_ENCODING_VECTOR ? GENIE_VALUES_VECTORS
+			: content.encoding.kind == GENIE_ENCODING_CODE ? GENIE_VALUES_CODES
 			: GENIE_VALUES_STRINGS;
-		e->vector_dim = content.vectors.dimensions;
+		e->value_dim = content.vectors.dimensions;
 		e->main_key = key;
 		e->split_length = content.split_length;
 		e->objects = MemoryContextAllocHuge(slot->cxt,

@@ -54,7 +54,8 @@ typedef struct GenieCachedIndex
 	/*
 	 * The stored values of every object of this version (values_kind says
 	 * which: the strings of an index of genie_ngram_ops with store_strings,
-	 * or the vectors of genie_vector_ops, of vector_dim elements), read when
+	 * the vectors of genie_vector_ops, of value_dim elements, or the codes of
+	 * genie_bit_ops, of value_dim bits), read when
 	 * a search first needs them (genie_cache_values.h), NULL until then.
 	 * Their GPU copies live and die with them.  excluded, made with them
 	 * (excluded_ready), says which objects a scan must skip, so that a scan
@@ -63,7 +64,7 @@ typedef struct GenieCachedIndex
 	bool		values_stored;
 	GenieValuesKind values_kind;
 	GenieValueSet values;
-	int32		vector_dim;		/* 0: no vector yet */
+	int32		value_dim;		/* 0: no vector or code yet */
 	uint8	   *excluded;		/* by object: dead or NULL; NULL when none is */
 	bool		excluded_ready;
 

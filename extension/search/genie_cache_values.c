@@ -2,8 +2,9 @@
  *
  * genie_cache_values.c
  *	  The stored values of a cached index version (genie_cache_values.h):
- *	  the strings of genie_ngram_ops (with store_strings) or the vectors of
- *	  genie_vector_ops, all of them for a scan in this backend or, with the
+ *	  the strings of genie_ngram_ops (with store_strings), the vectors of
+ *	  genie_vector_ops or the codes of genie_bit_ops, all of them for a scan
+ *	  in this backend or, with the
  *	  genie service, the pending objects' alone here and the main objects'
  *	  handed to the service.
  *
@@ -93,17 +94,51 @@ make_excluded(GenieCachedIndex *entry)
 	entry->excluded_ready = true;
 }
 
+/* value_batch's codes: each code's bytes (its bit string as stored) at the start of its row. */
+static void
+code_batch(GenieCachedIndex *entry, const char *data, const int64 *offsets, int32 first,
+		   int32 n, GenieValueBatch *batch)
+{
+	int32		bits = entry->value_dim;
+	Size		words = (Size) genie_code_words(bits);
+	int64		bytes = (bits + 7) / 8;
+	uint64	   *rows = palloc_extended(sizeof(uint64) * words * (Size) Max(n, 1),
+									   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+
+	for (int32 i = 0; i < n; i++)
+	{
+		int64		size = offsets[i + 1] - offsets[i];
+
+		if (size == 0 && (entry->objects[first + i].flags & GENIE_OBJECT_NULL))
+			continue;
+		if (size != bytes)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index \"%s\" stores a code of %lld bytes where %d bits need %lld",
+							get_rel_name(entry->index_oid), (long long) size, bits,
+							(long long) bytes),
+					 errhint("REINDEX the index.")));
+		memcpy(rows + (Size) i * words, data + offsets[i], size);
+		if ((i & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	batch->codes = rows;
+	batch->dim = bits;
+}
+
 /*
  * Objects [first, first + n) of the entry as a batch of values, from their
  * stored values data/offsets (indexed from first's): strings as they are
  * (a NULL one is empty, and excluded), vectors as a matrix of dim floats a
- * row (a NULL one stays zero, and excluded).  In the current context.
+ * row, codes as rows of genie_code_words(dim) words holding the code's
+ * bytes as stored (a NULL one stays zero, and excluded).  In the current
+ * context.
  */
 static void
 value_batch(GenieCachedIndex *entry, const char *data, const int64 *offsets, int32 first,
 			int32 n, GenieValueBatch *batch)
 {
-	int32		dim = entry->vector_dim;
+	int32		dim = entry->value_dim;
 	float	   *matrix;
 
 	memset(batch, 0, sizeof(*batch));
@@ -115,6 +150,11 @@ value_batch(GenieCachedIndex *entry, const char *data, const int64 *offsets, int
 		Assert(offsets[0] == 0);
 		batch->text = data;
 		batch->text_offsets = offsets;
+		return;
+	}
+	if (entry->values_kind == GENIE_VALUES_CODES)
+	{
+		code_batch(entry, data, offsets, first, n, batch);
 		return;
 	}
 	matrix = palloc_extended(sizeof(float) * (Size) Max(n, 1) * dim,
@@ -153,7 +193,7 @@ static void
 put_vector(void *arg, int32 id, const char *value, int32 length)
 {
 	VectorRows *v = arg;
-	int32		dim = v->entry->vector_dim;
+	int32		dim = v->entry->value_dim;
 
 	/* genie_read_main_values keeps main ids below the entry's: this is the rows' guard */
 	if (id < 0 || id >= v->n)
@@ -171,7 +211,7 @@ put_vector(void *arg, int32 id, const char *value, int32 length)
 
 /*
  * The entry's vectors, main ones (and with pending the pending ones too),
- * into rows (zeroed, n * vector_dim floats), read straight from the pages:
+ * into rows (zeroed, n * value_dim floats), read straight from the pages:
  * one copy of each vector, where a set of hundreds of megabytes used to be
  * copied four times on its way (chain, values, matrix, set).
  */
@@ -201,7 +241,7 @@ load_vector_set(GenieCachedIndex *entry, GenieIndexContent *content, GenieValueS
 	float	   *rows;
 	genie_error err;
 
-	GENIE_CHECK(genie_vectors_create_unsealed(entry->n_objects, entry->vector_dim,
+	GENIE_CHECK(genie_vectors_create_unsealed(entry->n_objects, entry->value_dim,
 											  (genie_vectors **) &vectors, &rows, &err),
 				&err, "genie: loading the stored vectors");
 	PG_TRY();
@@ -333,14 +373,14 @@ genie_cache_ship_values(GenieCachedIndex *entry, genie_error *err)
 	if (entry->values_kind == GENIE_VALUES_VECTORS)
 	{
 		float	   *rows = palloc_extended(sizeof(float) * (Size) Max(entry->n_main_objects, 1) *
-										   entry->vector_dim, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+										   entry->value_dim, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 
 		read_vectors(entry, &content, false, rows);
 		memset(&batch, 0, sizeof(batch));
 		batch.kind = GENIE_VALUES_VECTORS;
 		batch.n = entry->n_main_objects;
 		batch.vectors = rows;
-		batch.dim = entry->vector_dim;
+		batch.dim = entry->value_dim;
 	}
 	else
 	{

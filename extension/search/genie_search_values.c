@@ -2,8 +2,9 @@
  *
  * genie_search_values.c
  *	  The k nearest stored values of each query (genie_search_values.h):
- *	  strings by edit distance, vectors by Euclidean distance, one path for
- *	  both (what differs between the two kinds is in service/genie_values.c).
+ *	  strings by edit distance, vectors by Euclidean distance, codes by
+ *	  Hamming distance, one path for all (what differs between the kinds is
+ *	  in service/genie_values.c).
  *
  * In-process, one scan of every value of the entry's version on the engine
  * genie.device asks for, exact: the same rows and distances as a
@@ -48,13 +49,29 @@ int			genie_lsh_candidates = 1000;
 static const char *
 kind_what(GenieValuesKind kind)
 {
-	return kind == GENIE_VALUES_STRINGS ? "edit-distance scan" : "vector search";
+	switch (kind)
+	{
+		case GENIE_VALUES_STRINGS:
+			return "edit-distance scan";
+		case GENIE_VALUES_CODES:
+			return "Hamming search";
+		default:
+			return "vector search";
+	}
 }
 
 static const char *
 kind_held(GenieValuesKind kind)
 {
-	return kind == GENIE_VALUES_STRINGS ? "the stored strings" : "the stored vectors";
+	switch (kind)
+	{
+		case GENIE_VALUES_STRINGS:
+			return "the stored strings";
+		case GENIE_VALUES_CODES:
+			return "the stored codes";
+		default:
+			return "the stored vectors";
+	}
 }
 
 /*
@@ -335,7 +352,7 @@ genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries, Gen
 {
 	Assert(queries->kind == entry->values_kind);
 	if (entry->n_objects == 0 || queries->n == 0 ||
-		(queries->kind == GENIE_VALUES_VECTORS && entry->vector_dim == 0))
+		(queries->kind != GENIE_VALUES_STRINGS && entry->value_dim == 0))
 		no_rows(queries->n, rows);	/* an index without values: no rows */
 	else if (lsh != NULL)
 		search_lsh(entry, queries, lsh, k, rows);

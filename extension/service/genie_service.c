@@ -227,7 +227,8 @@ genie_service_stats(PG_FUNCTION_ARGS)
 		values[13] = Float8GetDatum(s->requests > 0 ? s->queue_wait_ms / s->requests : 0.0);
 		values[14] = Float8GetDatum(s->engine_ms);
 		values[15] = CStringGetTextDatum(s->content == GENIE_SERVED_STRINGS ? "strings"
-										 : s->content == GENIE_SERVED_VECTORS ? "vectors" : "postings");
+										 : s->content == GENIE_SERVED_VECTORS ? "vectors"
+										 : s->content == GENIE_SERVED_CODES ? "codes" : "postings");
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

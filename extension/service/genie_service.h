@@ -93,7 +93,8 @@ typedef enum GenieServedContent
 {
 	GENIE_SERVED_POSTINGS,		/* the main postings, for searches by match count */
 	GENIE_SERVED_STRINGS,		/* the main objects' stored strings */
-	GENIE_SERVED_VECTORS		/* the main objects' stored vectors */
+	GENIE_SERVED_VECTORS,		/* the main objects' stored vectors */
+	GENIE_SERVED_CODES			/* the main objects' stored codes */
 } GenieServedContent;
 
 /* One resident index version on one engine, as genie_service_stats() shows it. */
@@ -179,7 +180,8 @@ typedef struct GenieRequest
 	 * split_length as stored in the metapage; with load_values, of the main
 	 * objects' stored values of values_kind, load_total bytes in all:
 	 * strings as byte_offsets (n_main_objects + 1 int64) | UTF-8 text,
-	 * vectors as n_main_objects * vector_dim float4
+	 * vectors as n_main_objects * value_dim float4, codes as n_main_objects
+	 * codes of value_dim bits in genie_code_words(value_dim) uint64 each
 	 */
 	int32		split_length;
 	int64		load_offset;
@@ -187,12 +189,12 @@ typedef struct GenieRequest
 	bool		load_values;
 	int64		load_total;
 	GenieValuesKind values_kind;
-	int32		vector_dim;
+	int32		value_dim;
 
 	/*
-	 * SCAN_VALUES: k, n_queries, values_kind and (vectors) vector_dim above;
-	 * the queries (scan_query_bytes: strings as query_offsets (n_queries + 1
-	 * int64) | UTF-8 text, vectors as n_queries * vector_dim float4), then
+	 * SCAN_VALUES: k, n_queries, values_kind and (vectors, codes) value_dim
+	 * above; the queries (scan_query_bytes: strings as query_offsets
+	 * (n_queries + 1 int64) | UTF-8 text, vectors and codes as in LOAD), then
 	 * from the next 8-byte boundary the ids of the main objects to skip
 	 * (scan_excluded int32), follow the header
 	 */

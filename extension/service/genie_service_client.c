@@ -342,7 +342,7 @@ send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length,
 		if (values != NULL)
 		{
 			req->values_kind = values->kind;
-			req->vector_dim = values->dim;
+			req->value_dim = values->dim;
 		}
 		req->load_total = total;
 		copy_stream(request_payload(req), parts, sizes, n_parts, offset, piece);
@@ -388,7 +388,8 @@ genie_service_load_values(const GenieServiceKey *key, Oid index_oid, const Genie
 		sizes[1] = (Size) values->text_offsets[n];	/* the offsets count from 0 */
 	else
 	{
-		parts[0] = (const char *) values->vectors;
+		parts[0] = values->kind == GENIE_VALUES_CODES ? (const char *) values->codes
+			: (const char *) values->vectors;
 		sizes[0] = genie_value_batch_bytes(values, 0, n);
 		parts[1] = nothing;
 	}
@@ -551,7 +552,7 @@ scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
 	req->k = k;
 	req->n_queries = nq;
 	req->values_kind = queries->kind;
-	req->vector_dim = queries->dim;
+	req->value_dim = queries->dim;
 	req->scan_query_bytes = qbytes;
 	req->scan_excluded = n_excluded;
 	genie_value_batch_write(queries, q0, nq, p);

@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * genie_values.c
- *	  Stored values of either kind (genie_values.h): their wire layout,
+ *	  Stored values of every kind (genie_values.h): their wire layout,
  *	  their sets and scans through the C API, and a scan's rows.  Every
- *	  place where strings and vectors differ is a switch in this file; the
+ *	  place where strings, vectors and codes differ is in this file; the
  *	  backends' search (search/genie_search_values.c), their cache
  *	  (search/genie_cache_values.c), the service client and the service's
- *	  worker (worker/genie_worker_values.c) are written once for both.
+ *	  worker (worker/genie_worker_values.c) are written once for all.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,13 +18,40 @@
 
 /* ---- the wire layout ---- */
 
+/* The bytes of one row of a batch of vectors or codes. */
+static Size
+row_bytes(GenieValuesKind kind, int32 dim)
+{
+	if (kind == GENIE_VALUES_CODES)
+		return sizeof(uint64) * (Size) genie_code_words(dim);
+	return sizeof(float) * (Size) dim;
+}
+
+/* A batch of vectors' or codes' rows. */
+static const char *
+batch_rows(const GenieValueBatch *batch)
+{
+	return batch->kind == GENIE_VALUES_CODES ? (const char *) batch->codes
+		: (const char *) batch->vectors;
+}
+
+/* Points a batch of vectors or codes at rows. */
+static void
+set_batch_rows(GenieValueBatch *batch, const char *rows)
+{
+	if (batch->kind == GENIE_VALUES_CODES)
+		batch->codes = (const uint64 *) rows;
+	else
+		batch->vectors = (const float *) rows;
+}
+
 Size
 genie_value_batch_bytes(const GenieValueBatch *batch, int32 first, int32 n)
 {
 	if (batch->kind == GENIE_VALUES_STRINGS)
 		return sizeof(int64) * ((Size) n + 1) +
 			(Size) (batch->text_offsets[first + n] - batch->text_offsets[first]);
-	return sizeof(float) * (Size) n * (Size) batch->dim;
+	return row_bytes(batch->kind, batch->dim) * (Size) n;
 }
 
 void
@@ -41,8 +68,11 @@ genie_value_batch_write(const GenieValueBatch *batch, int32 first, int32 n, char
 			   batch->text_offsets[first + n] - text0);
 	}
 	else
-		memcpy(dst, batch->vectors + (Size) first * batch->dim,
-			   sizeof(float) * (Size) n * (Size) batch->dim);
+	{
+		Size		row = row_bytes(batch->kind, batch->dim);
+
+		memcpy(dst, batch_rows(batch) + (Size) first * row, row * (Size) n);
+	}
 }
 
 bool
@@ -69,9 +99,10 @@ genie_value_batch_read(GenieValuesKind kind, int32 n, int32 dim, const char *src
 		out->text = src + head;
 		return true;
 	}
-	if (dim < 1 || size != sizeof(float) * (Size) n * (Size) dim)
+	if (dim < 1 || (kind == GENIE_VALUES_CODES && dim > GENIE_MAX_CODE_BITS) ||
+		size != row_bytes(kind, dim) * (Size) n)
 		return false;
-	out->vectors = (const float *) src;
+	set_batch_rows(out, src);
 	out->dim = dim;
 	return true;
 }
@@ -103,13 +134,12 @@ genie_value_batch_select(const GenieValueBatch *all, const int *which, int n, Ge
 	}
 	else
 	{
-		float	   *vectors = palloc_extended(sizeof(float) * (Size) Max(n, 1) * all->dim,
-											  MCXT_ALLOC_HUGE);
+		Size		row = row_bytes(all->kind, all->dim);
+		char	   *rows = palloc_extended(row * (Size) Max(n, 1), MCXT_ALLOC_HUGE);
 
 		for (int i = 0; i < n; i++)
-			memcpy(vectors + (Size) i * all->dim, all->vectors + (Size) which[i] * all->dim,
-				   sizeof(float) * all->dim);
-		out->vectors = vectors;
+			memcpy(rows + (Size) i * row, batch_rows(all) + (Size) which[i] * row, row);
+		set_batch_rows(out, rows);
 	}
 }
 
@@ -122,9 +152,12 @@ genie_value_batch_free_copy(GenieValueBatch *copy)
 		pfree(unconstify(int64 *, copy->text_offsets));
 	if (copy->vectors != NULL)
 		pfree(unconstify(float *, copy->vectors));
+	if (copy->codes != NULL)
+		pfree(unconstify(uint64 *, copy->codes));
 	copy->text = NULL;
 	copy->text_offsets = NULL;
 	copy->vectors = NULL;
+	copy->codes = NULL;
 }
 
 void
@@ -138,7 +171,7 @@ genie_value_batch_concat(const GenieValueBatch *parts, int n, GenieValueBatch *o
 		total += parts[i].n;
 		bytes += parts[i].kind == GENIE_VALUES_STRINGS ?
 			(Size) parts[i].text_offsets[parts[i].n] :
-			sizeof(float) * (Size) parts[i].n * (Size) parts[i].dim;
+			row_bytes(parts[i].kind, parts[i].dim) * (Size) parts[i].n;
 	}
 	*out = parts[0];
 	out->n = total;
@@ -163,17 +196,17 @@ genie_value_batch_concat(const GenieValueBatch *parts, int n, GenieValueBatch *o
 	}
 	else
 	{
-		float	   *vectors = palloc_extended(Max(bytes, 1), MCXT_ALLOC_HUGE);
+		char	   *rows = palloc_extended(Max(bytes, 1), MCXT_ALLOC_HUGE);
 		Size		at = 0;
 
 		for (int i = 0; i < n; i++)
 		{
-			Size		b = sizeof(float) * (Size) parts[i].n * (Size) parts[i].dim;
+			Size		b = row_bytes(parts[i].kind, parts[i].dim) * (Size) parts[i].n;
 
-			memcpy((char *) vectors + at, parts[i].vectors, b);
+			memcpy(rows + at, batch_rows(&parts[i]), b);
 			at += b;
 		}
-		out->vectors = vectors;
+		set_batch_rows(out, rows);
 	}
 }
 
@@ -186,6 +219,23 @@ genie_value_set_create(const GenieValueBatch *batch, GenieValueSet *set, genie_e
 	set->kind = batch->kind;
 	if (batch->kind == GENIE_VALUES_STRINGS)
 		return genie_strings_create(batch->text, batch->text_offsets, batch->n, &set->strings, err);
+	if (batch->kind == GENIE_VALUES_CODES)
+	{
+		uint64	   *rows;
+		genie_status status = genie_codes_create_unsealed(batch->n, batch->dim, &set->codes, &rows,
+														   err);
+
+		if (status != GENIE_OK)
+			return status;
+		memcpy(rows, batch->codes, row_bytes(batch->kind, batch->dim) * (Size) batch->n);
+		status = genie_codes_seal(set->codes, err);
+		if (status != GENIE_OK)
+		{
+			genie_codes_free(set->codes);
+			set->codes = NULL;
+		}
+		return status;
+	}
 	return genie_vectors_create(batch->vectors, batch->n, batch->dim, &set->vectors, err);
 }
 
@@ -194,34 +244,58 @@ genie_value_set_free(GenieValueSet *set)
 {
 	genie_strings_free(set->strings);	/* the GPU copy included */
 	genie_vectors_free(set->vectors);
+	genie_codes_free(set->codes);
 	set->strings = NULL;
 	set->vectors = NULL;
+	set->codes = NULL;
 }
 
 bool
 genie_value_set_made(const GenieValueSet *set)
 {
-	return set->strings != NULL || set->vectors != NULL;
+	return set->strings != NULL || set->vectors != NULL || set->codes != NULL;
 }
 
 size_t
 genie_value_set_host_bytes(const GenieValueSet *set)
 {
-	return set->kind == GENIE_VALUES_STRINGS ? genie_strings_memory_bytes(set->strings)
-		: genie_vectors_memory_bytes(set->vectors);
+	switch (set->kind)
+	{
+		case GENIE_VALUES_STRINGS:
+			return genie_strings_memory_bytes(set->strings);
+		case GENIE_VALUES_CODES:
+			return genie_codes_memory_bytes(set->codes);
+		default:
+			return genie_vectors_memory_bytes(set->vectors);
+	}
 }
 
 size_t
 genie_value_set_device_bytes(const GenieValueSet *set)
 {
-	return set->kind == GENIE_VALUES_STRINGS ? genie_strings_device_bytes(set->strings)
-		: genie_vectors_device_bytes(set->vectors);
+	switch (set->kind)
+	{
+		case GENIE_VALUES_STRINGS:
+			return genie_strings_device_bytes(set->strings);
+		case GENIE_VALUES_CODES:
+			return genie_codes_device_bytes(set->codes);
+		default:
+			return genie_vectors_device_bytes(set->vectors);
+	}
 }
 
 int32
 genie_value_set_dim(const GenieValueSet *set)
 {
-	return set->kind == GENIE_VALUES_VECTORS ? genie_vectors_dim(set->vectors) : 0;
+	switch (set->kind)
+	{
+		case GENIE_VALUES_VECTORS:
+			return genie_vectors_dim(set->vectors);
+		case GENIE_VALUES_CODES:
+			return genie_codes_bits(set->codes);
+		default:
+			return 0;
+	}
 }
 
 int32
@@ -254,6 +328,18 @@ genie_value_set_scan(const GenieValueSet *set, genie_engine_kind device,
 		scan.excluded = excluded;
 		return genie_strings_scan(set->strings, device, options, &scan, &found->strings, err);
 	}
+	else if (set->kind == GENIE_VALUES_CODES)
+	{
+		genie_code_scan scan;
+
+		Assert(candidates == NULL);
+		memset(&scan, 0, sizeof(scan));
+		scan.n_queries = queries->n;
+		scan.queries = queries->codes;
+		scan.k = k;
+		scan.excluded = excluded;
+		return genie_codes_scan(set->codes, device, options, &scan, &found->codes, err);
+	}
 	else
 	{
 		genie_vector_scan scan;
@@ -272,35 +358,71 @@ genie_value_set_scan(const GenieValueSet *set, genie_engine_kind device,
 int32
 genie_value_found_queries(const GenieValueFound *found)
 {
-	return found->kind == GENIE_VALUES_STRINGS ? found->strings->n_queries
-		: found->vectors->n_queries;
+	switch (found->kind)
+	{
+		case GENIE_VALUES_STRINGS:
+			return found->strings->n_queries;
+		case GENIE_VALUES_CODES:
+			return found->codes->n_queries;
+		default:
+			return found->vectors->n_queries;
+	}
 }
 
 const int64 *
 genie_value_found_offsets(const GenieValueFound *found)
 {
-	return found->kind == GENIE_VALUES_STRINGS ? found->strings->query_offsets
-		: found->vectors->query_offsets;
+	switch (found->kind)
+	{
+		case GENIE_VALUES_STRINGS:
+			return found->strings->query_offsets;
+		case GENIE_VALUES_CODES:
+			return found->codes->query_offsets;
+		default:
+			return found->vectors->query_offsets;
+	}
 }
 
 int32
 genie_value_found_object(const GenieValueFound *found, int64 i)
 {
-	return found->kind == GENIE_VALUES_STRINGS ? found->strings->objects[i]
-		: found->vectors->objects[i];
+	switch (found->kind)
+	{
+		case GENIE_VALUES_STRINGS:
+			return found->strings->objects[i];
+		case GENIE_VALUES_CODES:
+			return found->codes->objects[i];
+		default:
+			return found->vectors->objects[i];
+	}
 }
 
 float8
 genie_value_found_distance(const GenieValueFound *found, int64 i)
 {
-	return found->kind == GENIE_VALUES_STRINGS ? (float8) found->strings->distances[i]
-		: found->vectors->distances[i];
+	switch (found->kind)
+	{
+		case GENIE_VALUES_STRINGS:
+			return (float8) found->strings->distances[i];
+		case GENIE_VALUES_CODES:
+			return (float8) found->codes->distances[i];
+		default:
+			return found->vectors->distances[i];
+	}
 }
 
 genie_engine_kind
 genie_value_found_device(const GenieValueFound *found)
 {
-	return found->kind == GENIE_VALUES_STRINGS ? found->strings->device : found->vectors->device;
+	switch (found->kind)
+	{
+		case GENIE_VALUES_STRINGS:
+			return found->strings->device;
+		case GENIE_VALUES_CODES:
+			return found->codes->device;
+		default:
+			return found->vectors->device;
+	}
 }
 
 void
@@ -308,6 +430,8 @@ genie_value_found_free(GenieValueFound *found)
 {
 	genie_string_results_free(found->strings);
 	genie_vector_results_free(found->vectors);
+	genie_code_results_free(found->codes);
 	found->strings = NULL;
 	found->vectors = NULL;
+	found->codes = NULL;
 }

@@ -4,10 +4,13 @@
  *	  Stored values, the one kind table of both sides of the genie service
  *	  (genie_values.c): an index of genie_ngram_ops with store_strings keeps
  *	  each row's string (searched by edit distance), one of genie_vector_ops
- *	  each row's vector (searched by Euclidean distance).  Backends scan
+ *	  each row's vector (searched by Euclidean distance), one of
+ *	  genie_bit_ops each row's binary code (searched by Hamming distance).
+ *	  Vectors and codes are rows of one width (dim elements, dim bits), so
+ *	  most of what they need is written once for both.  Backends scan
  *	  them in-process or hand them to the service, which scans them for
  *	  every session; both go through the functions here, so that what
- *	  differs between strings and vectors (the C API calls, the layout of a
+ *	  differs between the kinds (the C API calls, the layout of a
  *	  batch) is written once.
  *
  *-------------------------------------------------------------------------
@@ -22,13 +25,15 @@
 typedef enum GenieValuesKind
 {
 	GENIE_VALUES_STRINGS,		/* genie_ngram_ops with store_strings: by edit distance */
-	GENIE_VALUES_VECTORS		/* genie_vector_ops: by Euclidean distance */
+	GENIE_VALUES_VECTORS,		/* genie_vector_ops: by Euclidean distance */
+	GENIE_VALUES_CODES			/* genie_bit_ops: by Hamming distance */
 } GenieValuesKind;
 
 /*
  * n values of one kind: an index version's objects (as handed to the
  * service) or a batch of queries; strings as UTF-8 in CSR form (text, n + 1
- * byte offsets from 0), vectors as n rows of dim float4.
+ * byte offsets from 0), vectors as n rows of dim float4, codes as n rows
+ * of dim bits in genie_code_words(dim) uint64 each (bits beyond dim zero).
  */
 typedef struct GenieValueBatch
 {
@@ -37,13 +42,14 @@ typedef struct GenieValueBatch
 	const char *text;			/* strings */
 	const int64 *text_offsets;
 	const float *vectors;		/* vectors */
-	int32		dim;
+	const uint64 *codes;		/* codes */
+	int32		dim;			/* a vector's elements, a code's bits */
 } GenieValueBatch;
 
 /*
  * The nearest values of each query of a batch, palloc'd: per query q, rows
  * [offsets[q], offsets[q + 1]) of objects and distances, ordered by
- * (distance, length, object id).  Edit distances are whole numbers;
+ * (distance, length, object id).  Edit and Hamming distances are whole numbers;
  * lengths are the strings' in code points (the second sort key of edit
  * distance scans; zero for vectors, and where the order is settled NULL).
  */
@@ -62,6 +68,7 @@ typedef struct GenieValueSet
 	GenieValuesKind kind;
 	genie_strings *strings;
 	genie_vectors *vectors;
+	genie_codes *codes;
 } GenieValueSet;
 
 /* A scan's rows as the C API returned them (malloc'd: genie_value_found_free). */
@@ -70,12 +77,13 @@ typedef struct GenieValueFound
 	GenieValuesKind kind;
 	genie_string_results *strings;
 	genie_vector_results *vectors;
+	genie_code_results *codes;
 } GenieValueFound;
 
 /*
  * The wire layout of values [first, first + n) of a batch, which requests
  * and hand-overs carry: strings as offsets (n + 1 int64, from 0) | text,
- * vectors as n * dim float4.  genie_value_batch_read checks a layout
+ * vectors and codes as n rows of their width.  genie_value_batch_read checks a layout
  * (false when malformed) and points out into src.
  */
 extern Size genie_value_batch_bytes(const GenieValueBatch *batch, int32 first, int32 n);
@@ -98,9 +106,9 @@ extern void genie_value_set_free(GenieValueSet *set);
 extern bool genie_value_set_made(const GenieValueSet *set);
 extern size_t genie_value_set_host_bytes(const GenieValueSet *set);
 extern size_t genie_value_set_device_bytes(const GenieValueSet *set);
-/* The vectors' dimension (0 for strings). */
+/* The vectors' dimension or the codes' bits (0 for strings). */
 extern int32 genie_value_set_dim(const GenieValueSet *set);
-/* The second sort key of value id: a string's length in code points, 0 for a vector. */
+/* The second sort key of value id: a string's length in code points, 0 for a vector or a code. */
 extern int32 genie_value_set_length(const GenieValueSet *set, int32 id);
 
 /*

@@ -81,6 +81,7 @@ extern int	genie_write_format;
 #define GENIE_ENCODING_NGRAM	2	/* genie_ngram_ops: ordered n-grams of text */
 #define GENIE_ENCODING_ROW		3	/* genie_row_ops: one (attribute, bucket) per column */
 #define GENIE_ENCODING_VECTOR	4	/* genie_vector_ops: LSH keywords of real[] vectors */
+#define GENIE_ENCODING_CODE		5	/* genie_bit_ops: binary codes, no keywords (exact search) */
 
 typedef struct GenieEncoding
 {
@@ -203,6 +204,8 @@ typedef struct GenieDictionaryEntry
  * Vector indexes (genie_vector_ops, genie_vector.c): the dimension every
  * vector has, and the LSH functions whose keywords the postings hold (see
  * genie/lsh.hpp; GENIE_LSH_E2LSH or GENIE_LSH_RBH, drawn from the seed).
+ * Code indexes (genie_bit_ops, genie_bit.c) keep their codes' length in
+ * bits as dimensions (a code is a point of Hamming space), the rest zero.
  */
 typedef struct GenieVectorSchema
 {
@@ -259,7 +262,7 @@ typedef struct GenieMetaPageData
 	uint32		values_pad;
 	int64		value_bytes;	/* bytes of the values chain */
 	GenieChain	values;
-	GenieVectorSchema vectors;	/* GENIE_ENCODING_VECTOR only */
+	GenieVectorSchema vectors;	/* GENIE_ENCODING_VECTOR and _CODE only */
 
 	/* GENIE_POSTINGS_*: zeros (int32 ids) on metapages of format 4 */
 	uint32		postings_codec;
@@ -377,7 +380,7 @@ typedef struct GenieIndexContent
 	 * it their ranges are empty).
 	 */
 	bool		values_stored;
-	GenieVectorSchema vectors;	/* GENIE_ENCODING_VECTOR */
+	GenieVectorSchema vectors;	/* GENIE_ENCODING_VECTOR and _CODE */
 	char	   *value_data;
 	int64	   *value_offsets;
 	int64		pending_value_bytes;

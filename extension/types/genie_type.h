@@ -16,8 +16,9 @@
  *
  * The types: genie_int4.c (int4[] keyword sets, genie_int4_ops),
  * genie_ngram.c (text as ordered n-grams, genie_ngram_ops), genie_rows.c
- * (whole rows as range tuples, genie_row_ops) and genie_vector.c (real[]
- * vectors by Euclidean distance, with LSH keywords, genie_vector_ops).
+ * (whole rows as range tuples, genie_row_ops), genie_vector.c (real[]
+ * vectors by Euclidean distance, with LSH keywords, genie_vector_ops) and
+ * genie_bit.c (bit(n) codes by Hamming distance, genie_bit_ops).
  *
  *-------------------------------------------------------------------------
  */
@@ -38,7 +39,8 @@
 /* ordering strategies */
 #define GENIE_MATCH_STRATEGY		1	/* col <~> query: negated match count (every type) */
 #define GENIE_NGRAM_EDIT_STRATEGY	2	/* text <%> text: edit distance, rechecked */
-#define GENIE_VECTOR_DISTANCE_STRATEGY 3	/* real[] <-> real[]: Euclidean distance */
+/* a distance over stored values: real[] <-> real[] (Euclidean), bit <-> bit (Hamming) */
+#define GENIE_VALUE_DISTANCE_STRATEGY 3
 /* the gram length of text <~> text, and the default of the reloption n */
 #define GENIE_NGRAM_DEFAULT_N		3
 
@@ -57,6 +59,13 @@ typedef struct GenieOrderBy
 	 */
 	float	   *vector;
 	int32		vector_dim;
+
+	/*
+	 * A code query (genie_bit_ops): its genie_code_words(code_bits) words,
+	 * ordered by Hamming distance over the stored codes (query is NULL).
+	 */
+	uint64	   *code;
+	int32		code_bits;
 } GenieOrderBy;
 
 typedef struct GenieTypeInfo

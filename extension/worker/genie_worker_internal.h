@@ -125,7 +125,7 @@ typedef struct PendingLoad
 	GenieServiceKey key;
 	bool		values;
 	GenieValuesKind values_kind;	/* values: their kind, */
-	int32		vector_dim;		/* and the vectors' dimension */
+	int32		value_dim;		/* and the vectors' dimension or the codes' bits */
 	Oid			index_oid;
 	int			slot;
 	int			pid;

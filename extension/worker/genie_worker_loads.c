@@ -3,7 +3,7 @@
  * genie_worker_loads.c
  *	  Index versions handed over to the genie service worker in pieces: the
  *	  main postings (genie_worker_engines.c makes the served version of
- *	  them) or the main objects' stored values, strings or vectors
+ *	  them) or the main objects' stored values, strings, vectors or codes
  *	  (genie_worker_values.c).
  *	  One backend hands a version over at a time; another that asks meanwhile
  *	  is told to wait, and a hand-over whose backend went away is dropped.
@@ -62,7 +62,7 @@ static bool
 make_load_buffer(PendingLoad *load, const GenieRequest *req, Size total)
 {
 	int32		n = req->key.n_main_objects;
-	int32		dim = req->vector_dim;
+	int32		dim = req->value_dim;
 
 	if (req->load_values && req->values_kind == GENIE_VALUES_VECTORS && n >= 1 && dim >= 1 &&
 		total == sizeof(float) * (Size) n * (Size) dim)
@@ -163,7 +163,7 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 		load->key = req->key;
 		load->values = req->load_values;
 		load->values_kind = req->values_kind;
-		load->vector_dim = req->vector_dim;
+		load->value_dim = req->value_dim;
 		load->index_oid = req->index_oid;
 		load->slot = t->slot;
 		load->pid = genie_service_shared->slots[t->slot].pid;

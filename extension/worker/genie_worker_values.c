@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * genie_worker_values.c
- *	  The genie service worker's stored values: the main objects' strings
- *	  or vectors of an index version (service/genie_values.h), handed over
- *	  by a backend like the postings and kept under the same key, and the
- *	  scans of them (edit distance or Euclidean distance) on the GPU or the
- *	  CPU engine.
+ *	  The genie service worker's stored values: the main objects' strings,
+ *	  vectors or codes of an index version (service/genie_values.h), handed
+ *	  over by a backend like the postings and kept under the same key, and
+ *	  the scans of them (edit, Euclidean or Hamming distance) on the GPU or
+ *	  the CPU engine.
  *
  * A backend asks for the k nearest main values of its queries, skipping
  * the main objects it knows are dead or NULL; it scans its own pending
@@ -81,7 +81,7 @@ genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenReques
 	ServedValues *s;
 	genie_error err;
 
-	if (!genie_value_batch_read(load->values_kind, load->key.n_main_objects, load->vector_dim,
+	if (!genie_value_batch_read(load->values_kind, load->key.n_main_objects, load->value_dim,
 								load->buffer, load->total, &batch))
 	{
 		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed hand-over of stored values");
@@ -118,7 +118,7 @@ genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenReques
 	s->host_bytes = (int64) genie_value_set_host_bytes(&s->set);
 	for (int e = 0; e < 2; e++)
 		s->stats[e].content = s->set.kind == GENIE_VALUES_STRINGS ? GENIE_SERVED_STRINGS
-			: GENIE_SERVED_VECTORS;
+			: s->set.kind == GENIE_VALUES_CODES ? GENIE_SERVED_CODES : GENIE_SERVED_VECTORS;
 	genie_worker_add_values(st, s, t);
 }
 
@@ -138,7 +138,7 @@ read_queries(TakenRequest *t, GenieValueBatch *queries)
 	GenieRequest *r = &t->req;
 
 	return r->scan_query_bytes >= 0 && (Size) r->scan_query_bytes <= t->payload_size &&
-		genie_value_batch_read(r->values_kind, r->n_queries, r->vector_dim, t->payload,
+		genie_value_batch_read(r->values_kind, r->n_queries, r->value_dim, t->payload,
 							   (Size) r->scan_query_bytes, queries);
 }
 
@@ -153,7 +153,7 @@ well_formed(const ServedValues *s, TakenRequest *t)
 	if (r->n_queries < 1 || r->k < 1 || r->k > Max(s->key.n_main_objects, 1) ||
 		r->scan_excluded < 0 || r->scan_excluded > s->key.n_main_objects ||
 		r->scan_query_bytes < 0 || r->values_kind != s->set.kind ||
-		(s->set.kind == GENIE_VALUES_VECTORS && r->vector_dim != genie_value_set_dim(&s->set)))
+		(s->set.kind != GENIE_VALUES_STRINGS && r->value_dim != genie_value_set_dim(&s->set)))
 		return false;
 	/* the queries first: their layout bounds n_queries by the payload's size */
 	return TYPEALIGN(8, (Size) r->scan_query_bytes) + sizeof(int32) * (Size) r->scan_excluded <=

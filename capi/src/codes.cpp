@@ -1,0 +1,175 @@
+// The C API of code sets and the Hamming scan (genie_codes_*).
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "capi_util.hpp"
+#include "genie/codes.hpp"
+#include "genie/genie.h"
+#ifdef GENIE_WITH_CUDA
+#include "genie/gpu_code_scan.hpp"
+#endif
+
+using genie::capi::Guarded;
+using genie::capi::ToEngineOptions;
+
+static_assert(GENIE_MAX_CODE_BITS == genie::kMaxCodeBits, "the C API's code bound is the core's");
+
+struct genie_codes {
+  genie::CodeSet set;
+  bool sealed = false;  // no scan until genie_codes_seal checked the rows
+#ifdef GENIE_WITH_CUDA
+  std::mutex gpu_mutex;  // the GPU copy is made on first use
+  std::unique_ptr<genie::GpuCodeSet> gpu;
+  int32_t gpu_device = -1;
+  uint64_t gpu_budget = 0;
+#endif
+};
+
+namespace {
+
+genie::Status ToCResults(const genie::CodeScanResult& r, genie_engine_kind device, genie_code_results** out) {
+  const std::size_t nq = r.offsets.size() - 1;
+  const std::size_t rows = r.objects.size();
+  auto* res = static_cast<genie_code_results*>(std::calloc(1, sizeof(genie_code_results)));
+  if (res == nullptr) return genie::Status::OutOfMemory("out of host memory for scan results");
+  res->n_queries = static_cast<int32_t>(nq);
+  res->device = device;
+  res->query_offsets = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * (nq + 1)));
+  res->objects = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (rows + 1)));
+  res->distances = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (rows + 1)));
+  if (res->query_offsets == nullptr || res->objects == nullptr || res->distances == nullptr) {
+    genie_code_results_free(res);
+    return genie::Status::OutOfMemory("out of host memory for scan results");
+  }
+  std::memcpy(res->query_offsets, r.offsets.data(), sizeof(int64_t) * (nq + 1));
+  if (rows > 0) {
+    std::memcpy(res->objects, r.objects.data(), sizeof(int32_t) * rows);
+    std::memcpy(res->distances, r.distances.data(), sizeof(int32_t) * rows);
+  }
+  *out = res;
+  return genie::Status::Ok();
+}
+
+#ifdef GENIE_WITH_CUDA
+// The set's GPU copy for this device and budget, made on first use.
+genie::Status GpuCopy(genie_codes* codes, const genie::EngineOptions& options, genie::GpuCodeSet** out) {
+  std::lock_guard<std::mutex> lock(codes->gpu_mutex);
+  if (codes->gpu == nullptr || codes->gpu_device != options.device_ordinal ||
+      codes->gpu_budget != options.memory_budget_bytes) {
+    codes->gpu.reset();
+    GENIE_RETURN_IF_ERROR(
+        genie::GpuCodeSet::Create(codes->set, options.device_ordinal, options.memory_budget_bytes, &codes->gpu));
+    codes->gpu_device = options.device_ordinal;
+    codes->gpu_budget = options.memory_budget_bytes;
+  }
+  *out = codes->gpu.get();
+  return genie::Status::Ok();
+}
+#endif
+
+}  // namespace
+
+extern "C" {
+
+int32_t genie_code_words(int32_t bits) { return genie::WordsForBits(bits); }
+
+int32_t genie_hamming_distance(const uint64_t* a, const uint64_t* b, int32_t words) {
+  return genie::HammingDistance(a, b, words);
+}
+
+genie_status genie_codes_create_unsealed(int32_t n, int32_t bits, genie_codes** codes, uint64_t** rows,
+                                         genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (codes == nullptr || rows == nullptr)
+      return genie::Status::InvalidArgument("genie_codes_create_unsealed: NULL output");
+    if (n < 0 || bits < 1 || bits > genie::kMaxCodeBits)
+      return genie::Status::InvalidArgument("genie_codes_create_unsealed: bad n or bits");
+    auto owned = std::make_unique<genie_codes>();
+    owned->set.bits = bits;
+    owned->set.words = genie::WordsForBits(bits);
+    owned->set.n = n;
+    // zeroed: a row the caller leaves alone (a NULL value) is the zero code
+    owned->set.values.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(owned->set.words), 0);
+    *rows = owned->set.values.data();
+    *codes = owned.release();
+    return genie::Status::Ok();
+  });
+}
+
+genie_status genie_codes_seal(genie_codes* codes, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (codes == nullptr) return genie::Status::InvalidArgument("genie_codes_seal: NULL codes");
+    GENIE_RETURN_IF_ERROR(
+        genie::CheckCodes(codes->set.values.data(), codes->set.n, codes->set.bits, "stored code"));
+    codes->sealed = true;
+    return genie::Status::Ok();
+  });
+}
+
+void genie_codes_free(genie_codes* codes) { std::unique_ptr<genie_codes> owned(codes); }
+
+size_t genie_codes_memory_bytes(const genie_codes* codes) {
+  return codes == nullptr ? 0 : codes->set.values.capacity() * sizeof(uint64_t);
+}
+
+size_t genie_codes_device_bytes(const genie_codes* codes) {
+#ifdef GENIE_WITH_CUDA
+  if (codes != nullptr && codes->gpu != nullptr) return codes->gpu->device_bytes();
+#endif
+  (void)codes;
+  return 0;
+}
+
+int32_t genie_codes_count(const genie_codes* codes) { return codes == nullptr ? 0 : codes->set.size(); }
+
+int32_t genie_codes_bits(const genie_codes* codes) { return codes == nullptr ? 0 : codes->set.bits; }
+
+void genie_code_results_free(genie_code_results* results) {
+  if (results == nullptr) return;
+  std::free(results->query_offsets);
+  std::free(results->objects);
+  std::free(results->distances);
+  std::free(results);
+}
+
+genie_status genie_codes_scan(genie_codes* codes, genie_engine_kind device, const genie_engine_options* options,
+                              const genie_code_scan* scan, genie_code_results** results, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (codes == nullptr || scan == nullptr || results == nullptr)
+      return genie::Status::InvalidArgument("genie_codes_scan: NULL argument");
+    if (!codes->sealed) return genie::Status::InvalidArgument("genie_codes_scan: the set is not sealed");
+    if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_GPU && device != GENIE_ENGINE_AUTO)
+      return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
+    const genie::CodeSet& set = codes->set;
+    genie::CodeScanRequest request;
+    request.n_queries = scan->n_queries;
+    request.queries = scan->queries;
+    request.k = scan->k;
+    if (scan->excluded != nullptr)
+      request.excluded = genie::Span<uint8_t>(scan->excluded, static_cast<size_t>(set.size()));
+    const genie::EngineOptions engine_options = ToEngineOptions(options);
+    genie::CodeScanResult found;
+#ifdef GENIE_WITH_CUDA
+    if (device != GENIE_ENGINE_CPU) {
+      genie::GpuCodeSet* gpu = nullptr;
+      genie::Status status = GpuCopy(codes, engine_options, &gpu);
+      if (status.ok()) {
+        GENIE_RETURN_IF_ERROR(gpu->Scan(set, request, &found, engine_options.cancel));
+        return ToCResults(found, GENIE_ENGINE_GPU, results);
+      }
+      // AUTO without a usable GPU scans on the CPU; every other failure goes to the caller
+      if (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE) return status;
+    }
+#else
+    if (device == GENIE_ENGINE_GPU)
+      return genie::Status::DeviceUnavailable("genie was built without CUDA support");
+#endif
+    GENIE_RETURN_IF_ERROR(genie::CpuCodeScan(set, request, engine_options.threads, &found, engine_options.cancel));
+    return ToCResults(found, GENIE_ENGINE_CPU, results);
+  });
+}
+
+}  // extern "C"
