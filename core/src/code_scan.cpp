@@ -23,33 +23,62 @@ constexpr int64_t kStripeMin = 4096;              // codes a stripe gets at leas
 constexpr int64_t kCancelEvery = 4096;            // codes between polls of cancel
 constexpr int64_t kDistanceBytes = 256ll << 20;   // a chunk's distances
 
-using BlockDistances = void (*)(const uint64_t* row, const uint64_t* const* q, int nq, int32_t words,
-                                uint16_t* const* out, int64_t id);
+using BlockDistances = void (*)(const uint64_t* codes, int64_t begin, int64_t end, int32_t words,
+                                const uint64_t* const* q, int nq, const uint8_t* excluded,
+                                uint16_t* const* out);
 
-template <typename Popcount>
-inline void BlockDistancesWith(const uint64_t* row, const uint64_t* const* q, int nq, int32_t words,
-                               uint16_t* const* out, int64_t id, Popcount popcount) {
-  for (int g = 0; g < nq; ++g) {
-    int32_t d = 0;
-    for (int32_t w = 0; w < words; ++w) d += popcount(row[w] ^ q[g][w]);
-    out[g][id] = static_cast<uint16_t>(d);
+// The distances of codes [begin, end) to the block's nq queries.  Words is a
+// template argument for the common lengths (64 to 1024 bits), so the words
+// of a code stay in registers while every query of the block passes.
+template <int kWords, typename Popcount>
+inline void BlockDistancesWith(const uint64_t* codes, int64_t begin, int64_t end, int32_t runtime_words,
+                               const uint64_t* const* q, int nq, const uint8_t* excluded,
+                               uint16_t* const* out, Popcount popcount) {
+  const int32_t words = kWords > 0 ? kWords : runtime_words;
+  for (int64_t id = begin; id < end; ++id) {
+    if (excluded != nullptr && excluded[id] != 0) {
+      for (int g = 0; g < nq; ++g) out[g][id] = kNoDistance;
+      continue;
+    }
+    const uint64_t* row = codes + static_cast<std::size_t>(id) * static_cast<std::size_t>(words);
+    for (int g = 0; g < nq; ++g) {
+      const uint64_t* query = q[g];
+      int32_t d = 0;
+      for (int32_t w = 0; w < words; ++w) d += popcount(row[w] ^ query[w]);
+      out[g][id] = static_cast<uint16_t>(d);
+    }
   }
 }
 
-void BlockDistancesPortable(const uint64_t* row, const uint64_t* const* q, int nq, int32_t words,
-                            uint16_t* const* out, int64_t id) {
-  BlockDistancesWith(row, q, nq, words, out, id,
-                     [](uint64_t x) { return __builtin_popcountll(x); });
+template <typename Popcount>
+inline void BlockDistancesDispatch(const uint64_t* codes, int64_t begin, int64_t end, int32_t words,
+                                   const uint64_t* const* q, int nq, const uint8_t* excluded,
+                                   uint16_t* const* out, Popcount popcount) {
+  switch (words) {
+    case 1: return BlockDistancesWith<1>(codes, begin, end, words, q, nq, excluded, out, popcount);
+    case 2: return BlockDistancesWith<2>(codes, begin, end, words, q, nq, excluded, out, popcount);
+    case 4: return BlockDistancesWith<4>(codes, begin, end, words, q, nq, excluded, out, popcount);
+    case 8: return BlockDistancesWith<8>(codes, begin, end, words, q, nq, excluded, out, popcount);
+    case 13: return BlockDistancesWith<13>(codes, begin, end, words, q, nq, excluded, out, popcount);
+    case 16: return BlockDistancesWith<16>(codes, begin, end, words, q, nq, excluded, out, popcount);
+    default: return BlockDistancesWith<0>(codes, begin, end, words, q, nq, excluded, out, popcount);
+  }
+}
+
+void BlockDistancesPortable(const uint64_t* codes, int64_t begin, int64_t end, int32_t words,
+                            const uint64_t* const* q, int nq, const uint8_t* excluded, uint16_t* const* out) {
+  BlockDistancesDispatch(codes, begin, end, words, q, nq, excluded, out,
+                         [](uint64_t x) { return __builtin_popcountll(x); });
 }
 
 #if defined(__x86_64__)
 // The same with the popcnt instruction (the portable build calls a
 // table-driven routine for __builtin_popcountll).
-__attribute__((target("popcnt"))) void BlockDistancesPopcnt(const uint64_t* row, const uint64_t* const* q,
-                                                            int nq, int32_t words, uint16_t* const* out,
-                                                            int64_t id) {
-  BlockDistancesWith(row, q, nq, words, out, id,
-                     [](uint64_t x) __attribute__((target("popcnt"))) { return __builtin_popcountll(x); });
+__attribute__((target("popcnt"))) void BlockDistancesPopcnt(const uint64_t* codes, int64_t begin, int64_t end,
+                                                            int32_t words, const uint64_t* const* q, int nq,
+                                                            const uint8_t* excluded, uint16_t* const* out) {
+  BlockDistancesDispatch(codes, begin, end, words, q, nq, excluded, out,
+                         [](uint64_t x) __attribute__((target("popcnt"))) { return __builtin_popcountll(x); });
 }
 #endif
 
@@ -203,14 +232,10 @@ Status CpuCodeScan(const CodeSet& set, const CodeScanRequest& request, int32_t t
             q[g] = request.queries + static_cast<std::size_t>(first + local) * static_cast<std::size_t>(words);
             d[g] = distances.data() + static_cast<std::size_t>(local * n);
           }
-          for (int64_t id = begin; id < end; ++id) {
-            if ((id - begin) % kCancelEvery == kCancelEvery - 1 && cancel.requested())
-              return Status::Cancelled();
-            if (!request.excluded.empty() && request.excluded[static_cast<std::size_t>(id)] != 0) {
-              for (int g = 0; g < nb; ++g) d[g][id] = kNoDistance;
-              continue;
-            }
-            block_distances(set.row(static_cast<int32_t>(id)), q, nb, words, d, id);
+          for (int64_t from = begin; from < end; from += kCancelEvery) {
+            if (from > begin && cancel.requested()) return Status::Cancelled();
+            block_distances(set.values.data(), from, std::min<int64_t>(end, from + kCancelEvery), words, q, nb,
+                            request.excluded.empty() ? nullptr : request.excluded.data(), d);
           }
           return Status::Ok();
         },
