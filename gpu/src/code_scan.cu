@@ -11,16 +11,25 @@
 //                   an excluded code, and counts the distances in a
 //                   per-block histogram (shared memory when it fits, else
 //                   global atomics) added to the query's histogram;
-//   SelectKernel    a block per query: the k-th distance from the
-//                   histogram, then one ordered pass over the query's
-//                   distances, kSelectItems consecutive codes a thread, that
-//                   writes the codes nearer than it and the first ones at it
-//                   in object id order (two block scans per stretch that
-//                   holds any, none for the stretches that hold none).
-// The host orders each query's rows by distance with a stable counting
-// pass, so ties stay in object id order: the rows CpuCodeScan gives.
+//   KthKernel       a query per thread: its k-th distance from its histogram
+//                   (FindKthDistance), the codes nearer and the codes at it;
+//   GatherKernel    the grid of DistanceKernel again: every code nearer than
+//                   the k-th distance or at it appended, as a (distance, id)
+//                   key, to its query's list (at most kListKeys: the query's
+//                   nearer and tied codes are counted, so a query whose list
+//                   would overflow is known before and left out);
+//   SortKernel      a block per query: its list sorted in shared memory
+//                   (cub::BlockRadixSort), the first k written: the k nearest
+//                   by (distance, id), the order CpuCodeScan gives.
+// A query left out (thousands of codes tied at its k-th distance), and
+// every query when k is beyond kMaxListK, takes SelectKernel instead: a
+// block per query, one ordered pass over its distances that writes the
+// codes nearer than the k-th distance and the first ones at it in object
+// id order (two block scans per stretch that holds any); the host then
+// orders those rows by distance with a stable sort.
 #include <cuda_runtime_api.h>
 
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include <algorithm>
@@ -44,6 +53,10 @@ constexpr int kSharedHistogramBytes = 32 << 10;   // per-block histograms beyond
 constexpr int kSharedQueryBytes = 16 << 10;       // a query block's words
 constexpr int kSelectThreads = 512;
 constexpr int kSelectItems = 8;                   // consecutive codes a thread takes per stretch
+constexpr int kSortThreads = 256;
+constexpr int kSortItems = 8;
+constexpr int kListKeys = kSortThreads * kSortItems;  // a query's list: 2048 keys
+constexpr int32_t kMaxListK = 1024;                   // beyond: SelectKernel for all
 constexpr uint64_t kMinDistanceBufferBytes = 64ull << 20;
 constexpr uint64_t kMaxDistanceBufferBytes = 1ull << 30;
 
@@ -104,17 +117,107 @@ __global__ void DistanceKernel(const uint64_t* __restrict__ codes, int32_t n, in
   }
 }
 
+// A query's k-th distance: kd, the codes nearer (nearer) and at it (ties).
+struct KthInfo {
+  int32_t kd;
+  int32_t nearer;
+  int32_t ties;
+  int32_t listed;  // nearer + ties when they fit a list, else -1 (SelectKernel)
+};
+
+__global__ void KthKernel(const uint32_t* __restrict__ hist, int32_t gn, int32_t bits, int32_t k,
+                          KthInfo* __restrict__ kth) {
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q >= gn) return;
+  const uint32_t* h = hist + static_cast<size_t>(q) * (bits + 1);
+  int64_t nearer = 0;
+  int32_t kd = -1;
+  for (int32_t b = 0; b <= bits && kd < 0; ++b) {
+    if (nearer + h[b] >= k)
+      kd = b;
+    else
+      nearer += h[b];
+  }
+  if (kd < 0) {  // fewer than k codes: all of them, the farthest at `bits`
+    kd = bits;
+    nearer -= h[bits];
+  }
+  KthInfo info;
+  info.kd = kd;
+  info.nearer = static_cast<int32_t>(nearer);
+  info.ties = static_cast<int32_t>(h[kd]);
+  info.listed = nearer + h[kd] <= kListKeys ? static_cast<int32_t>(nearer + h[kd]) : -1;
+  kth[q] = info;
+}
+
+// grid as DistanceKernel's (code blocks, query blocks): the listed queries' keys
+__global__ void GatherKernel(const uint16_t* __restrict__ dist, int32_t n, int32_t gn, int qb,
+                             const KthInfo* __restrict__ kth, unsigned long long* __restrict__ lists,
+                             int32_t* __restrict__ fill) {
+  const int q0 = blockIdx.y * qb;
+  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kCodesPerBlock;
+  const int64_t end = min(static_cast<int64_t>(n), begin + kCodesPerBlock);
+  for (int q = q0; q < min(q0 + qb, gn); ++q) {
+    const KthInfo info = kth[q];
+    if (info.listed < 0) continue;
+    const uint16_t* d = dist + static_cast<size_t>(q) * n;
+    for (int64_t id = begin + threadIdx.x; id < end; id += blockDim.x) {
+      const uint16_t v = d[id];
+      if (v <= info.kd) {  // kNoDistance never is
+        const int32_t slot = atomicAdd(fill + q, 1);
+        lists[static_cast<size_t>(q) * kListKeys + slot] =
+            (static_cast<unsigned long long>(v) << 32) | static_cast<uint32_t>(id);
+      }
+    }
+  }
+}
+
+using ListSort = cub::BlockRadixSort<unsigned long long, kSortThreads, kSortItems>;
+
+// A block per query: the first min(kk, listed) keys of its list in order;
+// count[q] receives how many, or -1 for a query SelectKernel must take.
+__global__ void SortKernel(const unsigned long long* __restrict__ lists, const KthInfo* __restrict__ kth,
+                           int32_t kk, int32_t* __restrict__ ids, uint16_t* __restrict__ dists,
+                           int32_t* __restrict__ count) {
+  __shared__ typename ListSort::TempStorage sort_storage;
+  const int q = blockIdx.x;
+  const int32_t listed = kth[q].listed;
+  if (listed < 0) {
+    if (threadIdx.x == 0) count[q] = -1;
+    return;
+  }
+  unsigned long long keys[kSortItems];
+#pragma unroll
+  for (int j = 0; j < kSortItems; ++j) {
+    const int32_t slot = static_cast<int32_t>(threadIdx.x) * kSortItems + j;
+    keys[j] = slot < listed ? lists[static_cast<size_t>(q) * kListKeys + slot] : ~0ull;
+  }
+  ListSort(sort_storage).Sort(keys, 0, 48);  // distance (16 bits) above the id (32)
+  const int32_t take = min(kk, listed);
+#pragma unroll
+  for (int j = 0; j < kSortItems; ++j) {
+    const int32_t rank = static_cast<int32_t>(threadIdx.x) * kSortItems + j;
+    if (rank < take) {
+      ids[static_cast<size_t>(q) * kk + rank] = static_cast<int32_t>(keys[j] & 0xFFFFFFFFull);
+      dists[static_cast<size_t>(q) * kk + rank] = static_cast<uint16_t>(keys[j] >> 32);
+    }
+  }
+  if (threadIdx.x == 0) count[q] = take;
+}
+
 using SelectScan = cub::BlockScan<int32_t, kSelectThreads>;
 
-// A block per query of the group: its rows (at most kk) in object id order
-// into ids/dists at q * kk; count[q] receives how many.
+// A block per query of the group (qmap[block], or the block's own number
+// when qmap is NULL): its rows (at most kk) in object id order into
+// ids/dists at q * kk; count[q] receives how many.
 __global__ void SelectKernel(const uint16_t* __restrict__ dist, const uint32_t* __restrict__ hist, int32_t n,
-                             int32_t bits, int32_t k, int32_t kk, int32_t* __restrict__ ids,
-                             uint16_t* __restrict__ dists, int32_t* __restrict__ count) {
+                             int32_t bits, int32_t k, int32_t kk, const int32_t* __restrict__ qmap,
+                             int32_t* __restrict__ ids, uint16_t* __restrict__ dists,
+                             int32_t* __restrict__ count) {
   __shared__ typename SelectScan::TempStorage scan_storage;
   __shared__ int32_t kth_distance, ties_wanted, wanted;
   __shared__ int32_t ties_before, written;
-  const int q = blockIdx.x;
+  const int q = qmap != nullptr ? qmap[blockIdx.x] : static_cast<int>(blockIdx.x);
   const uint16_t* d = dist + static_cast<size_t>(q) * n;
   if (threadIdx.x == 0) {
     // as FindKthDistance: the smallest distance with k codes at it or nearer
@@ -248,7 +351,7 @@ class GpuCodeSetImpl final : public GpuCodeSet {
     const int32_t bins = bits_ + 1;
     // a query's distances, histogram and rows
     const uint64_t per_query = static_cast<uint64_t>(n_) * 2 + static_cast<uint64_t>(bins) * 4 +
-                               static_cast<uint64_t>(kk) * 6 + 4;
+                               static_cast<uint64_t>(kk) * 6 + 32 + (kk <= kMaxListK ? kListKeys * 8 : 0);
     const int32_t group = static_cast<int32_t>(
         std::max<uint64_t>(1, std::min<uint64_t>(static_cast<uint64_t>(nq), distance_bytes_ / per_query)));
     DeviceGuard guard;
@@ -258,7 +361,9 @@ class GpuCodeSetImpl final : public GpuCodeSet {
     DeviceArray<uint8_t> d_excluded;
     DeviceArray<uint16_t> d_dist, d_rows_dist;
     DeviceArray<uint32_t> d_hist;
-    DeviceArray<int32_t> d_rows, d_count;
+    DeviceArray<int32_t> d_rows, d_count, d_fill;
+    DeviceArray<KthInfo> d_kth;
+    DeviceArray<unsigned long long> d_lists;
     GENIE_RETURN_IF_ERROR(Upload(request.queries, static_cast<std::size_t>(nq) * words_, &d_queries, "code scan queries"));
     if (!request.excluded.empty())
       GENIE_RETURN_IF_ERROR(Upload(request.excluded.data(), request.excluded.size(), &d_excluded, "code scan excluded flags"));
@@ -267,6 +372,11 @@ class GpuCodeSetImpl final : public GpuCodeSet {
     GENIE_RETURN_IF_ERROR(d_rows.Allocate(static_cast<std::size_t>(group) * kk, "code scan rows"));
     GENIE_RETURN_IF_ERROR(d_rows_dist.Allocate(static_cast<std::size_t>(group) * kk, "code scan rows"));
     GENIE_RETURN_IF_ERROR(d_count.Allocate(static_cast<std::size_t>(group), "code scan row counts"));
+    if (kk <= kMaxListK) {
+      GENIE_RETURN_IF_ERROR(d_fill.Allocate(static_cast<std::size_t>(group), "code scan list fills"));
+      GENIE_RETURN_IF_ERROR(d_kth.Allocate(static_cast<std::size_t>(group), "code scan k-th distances"));
+      GENIE_RETURN_IF_ERROR(d_lists.Allocate(static_cast<std::size_t>(group) * kListKeys, "code scan lists"));
+    }
     const int qb = QueryBlock(words_);
     const std::size_t query_bytes = static_cast<std::size_t>(qb) * words_ * 8;
     const std::size_t hist_bytes = static_cast<std::size_t>(qb) * bins * 4;
@@ -286,13 +396,33 @@ class GpuCodeSetImpl final : public GpuCodeSet {
           codes_.get(), n_, words_, bits_, d_queries.get() + static_cast<std::size_t>(g0) * words_, gn,
           request.excluded.empty() ? nullptr : d_excluded.get(), d_dist.get(), d_hist.get(), shared_hist);
       GENIE_CUDA_CHECK_LAUNCH("DistanceKernel");
-      SelectKernel<<<static_cast<unsigned>(gn), kSelectThreads>>>(d_dist.get(), d_hist.get(), n_, bits_, kk, kk,
-                                                                   d_rows.get(), d_rows_dist.get(), d_count.get());
-      GENIE_CUDA_CHECK_LAUNCH("SelectKernel");
       counts.resize(static_cast<std::size_t>(gn));
       ids.resize(static_cast<std::size_t>(gn) * kk);
       dists.resize(static_cast<std::size_t>(gn) * kk);
-      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(counts.data(), d_count.get(), counts.size() * 4, cudaMemcpyDeviceToHost));
+      std::vector<int32_t> hard;  // the queries SelectKernel takes
+      if (kk <= kMaxListK) {
+        KthKernel<<<static_cast<unsigned>((gn + 127) / 128), 128>>>(d_hist.get(), gn, bits_, kk, d_kth.get());
+        GENIE_CUDA_CHECK_LAUNCH("KthKernel");
+        GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_fill.get(), 0, sizeof(int32_t) * static_cast<std::size_t>(gn)));
+        GatherKernel<<<grid, kDistanceThreads>>>(d_dist.get(), n_, gn, qb, d_kth.get(), d_lists.get(), d_fill.get());
+        GENIE_CUDA_CHECK_LAUNCH("GatherKernel");
+        SortKernel<<<static_cast<unsigned>(gn), kSortThreads>>>(d_lists.get(), d_kth.get(), kk, d_rows.get(),
+                                                                 d_rows_dist.get(), d_count.get());
+        GENIE_CUDA_CHECK_LAUNCH("SortKernel");
+        GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(counts.data(), d_count.get(), counts.size() * 4, cudaMemcpyDeviceToHost));
+        for (int32_t q = 0; q < gn; ++q)
+          if (counts[static_cast<std::size_t>(q)] < 0) hard.push_back(q);
+      } else {
+        for (int32_t q = 0; q < gn; ++q) hard.push_back(q);
+      }
+      if (!hard.empty()) {
+        DeviceArray<int32_t> d_qmap;
+        GENIE_RETURN_IF_ERROR(Upload(hard.data(), hard.size(), &d_qmap, "code scan query map"));
+        SelectKernel<<<static_cast<unsigned>(hard.size()), kSelectThreads>>>(
+            d_dist.get(), d_hist.get(), n_, bits_, kk, kk, d_qmap.get(), d_rows.get(), d_rows_dist.get(), d_count.get());
+        GENIE_CUDA_CHECK_LAUNCH("SelectKernel");
+        GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(counts.data(), d_count.get(), counts.size() * 4, cudaMemcpyDeviceToHost));
+      }
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(ids.data(), d_rows.get(), ids.size() * 4, cudaMemcpyDeviceToHost));
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(dists.data(), d_rows_dist.get(), dists.size() * 2, cudaMemcpyDeviceToHost));
       for (int32_t q = 0; q < gn; ++q) {
