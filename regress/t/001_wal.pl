@@ -180,6 +180,49 @@ is($standby->safe_psql('postgres', q{
 	       (SELECT (v <-> qq.q) + 0 AS d FROM vecs WHERE v IS NOT NULL ORDER BY 1 LIMIT 8) t)}), '0',
 	'stored vectors: the standby\'s answers equal a sequential scan');
 
+# Stored codes (genie_bit_ops): the build's values chain, an index built on
+# an empty table whose first insert sets the length (a metapage record),
+# pending rows and the chain VACUUM rewrites replay; the standby's Hamming
+# searches equal the primary's and a sequential scan by bit_count.
+$primary->safe_psql('postgres', q{
+	CREATE TABLE codes (id int, code bit(96));
+	INSERT INTO codes SELECT i, ('x' || substr(md5(i::text), 1, 24))::bit(96) FROM generate_series(1, 3000) i;
+	CREATE INDEX codes_c ON codes USING genie (code);
+	CREATE TABLE late_codes (id int, code varbit);
+	CREATE INDEX late_codes_c ON late_codes USING genie (code);
+	INSERT INTO late_codes SELECT i, ('x' || substr(md5(i::text), 1, 5))::bit(20)::varbit FROM generate_series(1, 400) i;
+	INSERT INTO codes SELECT i, ('x' || substr(md5((i % 50)::text), 1, 24))::bit(96) FROM generate_series(3001, 3300) i;
+	DELETE FROM codes WHERE id % 7 = 0;
+});
+$primary->safe_psql('postgres', 'VACUUM codes');
+$primary->safe_psql('postgres',
+	"INSERT INTO codes SELECT i, ('x' || substr(md5((i * 3)::text), 1, 24))::bit(96) FROM generate_series(3301, 3400) i");
+my $code_query = q{
+	SET enable_seqscan = off;
+	SELECT string_agg(r, ';' ORDER BY n) FROM (
+	  SELECT n, (SELECT string_agg(d::text, ',') FROM
+	               (SELECT code <-> q AS d FROM codes ORDER BY code <-> q LIMIT 8) x) AS r
+	  FROM (SELECT n, ('x' || substr(md5((n * 11)::text), 1, 24))::bit(96) AS q
+	        FROM generate_series(1, 20) AS n) qs) y
+	UNION ALL
+	SELECT string_agg(distance::text, ',' ORDER BY query_no, distance)
+	FROM genie_hamming_knn('late_codes_c', ARRAY[B'10101010101010101010', B'00000000001111111111'], 5)
+};
+$primary->wait_for_catchup($standby, 'replay');
+my $primary_codes = $primary->safe_psql('postgres', $code_query);
+like($primary_codes, qr/^(?:\d+(?:,\d+){7};){19}\d+(?:,\d+){7}\n\d+(?:,\d+){9}$/,
+	'stored codes: the primary returns eight distances for each of 20 queries, and a batch');
+is($standby->safe_psql('postgres', $code_query), $primary_codes,
+	'stored codes: the standby returns the primary\'s distances');
+is($standby->safe_psql('postgres', q{
+	SET enable_seqscan = off;
+	SELECT count(*) FROM generate_series(1, 20) AS n,
+	  LATERAL (SELECT ('x' || substr(md5((n * 11)::text), 1, 24))::bit(96) AS q) qq
+	WHERE (SELECT array_agg(d) FROM (SELECT code <-> qq.q AS d FROM codes ORDER BY code <-> qq.q LIMIT 8) x)
+	   IS DISTINCT FROM (SELECT array_agg(d ORDER BY d) FROM
+	       (SELECT bit_count(code # qq.q)::float8 AS d FROM codes WHERE code IS NOT NULL ORDER BY 1 LIMIT 8) t)}), '0',
+	'stored codes: the standby\'s answers equal a sequential scan by bit_count');
+
 # An index of on-disk format 4, as genie 0.3.0 wrote it (int32 postings, the
 # shorter metapage; genie.write_format = 4 makes one): the primary and the
 # standby read it, its set predicates and orderings equal a sequential scan,

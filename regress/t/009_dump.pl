@@ -1,5 +1,5 @@
 # pg_dump and pg_restore, custom and plain format, of a database with every
-# kind of genie index (int4[] sets, n-grams, rows, vectors), a genie_query column and
+# kind of genie index (int4[] sets, n-grams, rows, vectors, codes), a genie_query column and
 # a genie_ranges column (whose index the restore creates only after the
 # data: the values wait unbound and are made against it when used): every
 # row and every index comes back, the indexes pass genie_index_check, and
@@ -48,6 +48,12 @@ $node->safe_psql('src', q{
 	CREATE INDEX vecs_v ON vecs USING genie (v) WITH (m = 32, width = 2.5, seed = 11);
 	INSERT INTO vecs SELECT i, ARRAY(SELECT (i % 7)::real FROM generate_series(1, 16)) FROM generate_series(3001, 3050) i;
 	DELETE FROM vecs WHERE id % 9 = 0;
+	CREATE TABLE codes (id int, code bit(64));
+	INSERT INTO codes SELECT i, CASE WHEN i % 40 = 0 THEN NULL ELSE ('x' || substr(md5(i::text), 1, 16))::bit(64) END
+	FROM generate_series(1, 2000) i;
+	CREATE INDEX codes_c ON codes USING genie (code);
+	INSERT INTO codes SELECT i, ('x' || substr(md5((i % 9)::text), 1, 16))::bit(64) FROM generate_series(3001, 3040) i;
+	DELETE FROM codes WHERE id % 11 = 0;
 	CREATE TABLE saved (id int, r genie_ranges);
 	INSERT INTO saved SELECT a, genie_ranges('people_r', format('{"age": [%s, %s], "city": "Oslo"}', a, a + 3)::jsonb)
 	FROM generate_series(20, 60, 10) a;
@@ -110,6 +116,12 @@ my $answers = q{
 	  SELECT 'knn ' || count(*) || ' ' || sum(distance) FROM
 	    genie_knn('vecs_v', ARRAY[array_fill(1::real, ARRAY[16]), array_fill(9::real, ARRAY[16])], 7)
 	  UNION ALL
+	  SELECT 'codes ' || string_agg(id || ':' || d, ',' ORDER BY d, id) FROM
+	    (SELECT id, code <-> ('x' || md5('q'))::bit(64) AS d FROM codes ORDER BY code <-> ('x' || md5('q'))::bit(64) LIMIT 12) f
+	  UNION ALL
+	  SELECT 'hamming ' || count(*) || ' ' || sum(distance) FROM
+	    genie_hamming_knn('codes_c', ARRAY[('x' || md5('a'))::bit(64), ('x' || md5('b'))::bit(64)], 7)
+	  UNION ALL
 	  SELECT 'vector info ' || dimensions || ' ' || family || ' ' || functions || ' ' || width || ' ' || seed
 	  FROM genie_vector_info('vecs_v')
 	  UNION ALL
@@ -122,7 +134,7 @@ my $answers = q{
 	  SELECT 'indexes ' || string_agg(indexdef, ' | ' ORDER BY indexname) FROM pg_indexes WHERE schemaname = 'public'
 	) all_answers};
 my $before = $node->safe_psql('src', $answers);
-my $counts = "SELECT (SELECT count(*) FROM docs) || '/' || (SELECT count(*) FROM words) || '/' || (SELECT count(*) FROM people) || '/' || (SELECT count(*) FROM saved) || '/' || (SELECT count(*) FROM vecs)";
+my $counts = "SELECT (SELECT count(*) FROM docs) || '/' || (SELECT count(*) FROM words) || '/' || (SELECT count(*) FROM people) || '/' || (SELECT count(*) FROM saved) || '/' || (SELECT count(*) FROM vecs) || '/' || (SELECT count(*) FROM codes)";
 my $rows_before = $node->safe_psql('src', $counts);
 
 my $dir = PostgreSQL::Test::Utils::tempdir;
