@@ -375,16 +375,20 @@ query_rows(const char *sql, QueryRows *qr)
 			if (qr->codes)
 			{
 				MemoryContext old;
+				VarBit	   *code;
 
 				if (isnull)
 					ereport(ERROR,
 							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 							 errmsg("the queries must not be NULL"),
 							 errdetail("Row %d of the query is NULL.", qr->code_batch.n + 1)));
+				/* detoasted here (SPI's context), copied into the caller's rows */
+				code = DatumGetVarBitP(value);
 				old = MemoryContextSwitchTo(qr->cxt);
-				add_query_code(&qr->code_batch, &qr->code_capacity, DatumGetVarBitP(value),
-							   qr->code_batch.n + 1);
+				add_query_code(&qr->code_batch, &qr->code_capacity, code, qr->code_batch.n + 1);
 				MemoryContextSwitchTo(old);
+				if ((Pointer) code != DatumGetPointer(value))
+					pfree(code);
 			}
 			else
 				add_query_row(qr, value, isnull);

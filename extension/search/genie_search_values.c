@@ -353,8 +353,27 @@ genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries, Gen
 	Assert(queries->kind == entry->values_kind);
 	if (entry->n_objects == 0 || queries->n == 0 ||
 		(queries->kind != GENIE_VALUES_STRINGS && entry->value_dim == 0))
+	{
 		no_rows(queries->n, rows);	/* an index without values: no rows */
-	else if (lsh != NULL)
+		return;
+	}
+
+	/*
+	 * The callers checked the queries' shape against the metapage, but an
+	 * index left empty takes the next insert's shape: the version searched
+	 * may hold another one than the metapage they read.  The engines read
+	 * rows of the set's width, so a query of another is refused here.
+	 */
+	if (queries->kind != GENIE_VALUES_STRINGS && queries->dim != entry->value_dim)
+		ereport(ERROR,
+				(errcode(queries->kind == GENIE_VALUES_CODES ? ERRCODE_STRING_DATA_LENGTH_MISMATCH
+						 : ERRCODE_DATA_EXCEPTION),
+				 errmsg("the query has %d %s, but genie index \"%s\" now holds %s of %d",
+						queries->dim, queries->kind == GENIE_VALUES_CODES ? "bits" : "dimensions",
+						get_rel_name(entry->index_oid),
+						queries->kind == GENIE_VALUES_CODES ? "codes" : "vectors", entry->value_dim),
+				 errhint("The index was emptied and took a new length from a concurrent insert.")));
+	if (lsh != NULL)
 		search_lsh(entry, queries, lsh, k, rows);
 	else if (!genie_service_configured() || !scan_through_service(entry, queries, k, rows))
 		scan_in_process(entry, queries, k, rows);

@@ -7,7 +7,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(39);
+SELECT plan(40);
 
 -- 32 random bits (PostgreSQL's bigint -> bit(32) keeps the low 32)
 CREATE FUNCTION pg_temp.r32() RETURNS bit(32) LANGUAGE sql VOLATILE AS $$
@@ -168,6 +168,14 @@ SELECT is((SELECT array_agg(id ORDER BY code <-> B'1110', id) FROM fresh), ARRAY
           'the first codes fix the length; the search is exact');
 SELECT throws_ok($$SELECT id FROM fresh ORDER BY code <-> B'101' LIMIT 1$$, '22026', NULL,
                  'a query code of another length is refused');
+
+-- a cursor declared on an empty index, which an insert then gives another length
+CREATE TABLE relength (code varbit);
+CREATE INDEX relength_code ON relength USING genie (code);
+DECLARE relength_cursor CURSOR FOR SELECT code FROM relength ORDER BY code <-> B'1' LIMIT 5;
+INSERT INTO relength VALUES (B'1'::bit(128));
+SELECT throws_ok('FETCH 1 FROM relength_cursor', '22026', NULL,
+                 'a cursor whose index took codes of another length after DECLARE refuses its query at the first FETCH');
 
 -- bad input to genie_hamming_knn
 SELECT throws_ok($$SELECT * FROM genie_hamming_knn('items_code', ARRAY[NULL::bit(128)], 3)$$, '22004', NULL,

@@ -1,7 +1,7 @@
 # Fuzzing, bounded in time and with fixed seeds: genie's input functions and
 # query constructors (regress/t/fuzz_inputs.py: random bytes and mutations of
-# valid texts, JSON and binary forms; vectors, genie_knn_from's queries, the
-# profile), then SQLsmith's random queries as an
+# valid texts, JSON and binary forms; vectors, codes, genie_knn_from's
+# queries, the profile), then SQLsmith's random queries as an
 # ordinary role that may write the tables, against a database holding every
 # kind of genie index and columns of genie's types.  No backend may die, and
 # every index must still pass genie_index_check afterwards.
@@ -42,6 +42,10 @@ $node->safe_psql('postgres', q{
 	                                ELSE ARRAY[random() * 10, random() * 10, random(), i % 7]::real[] END
 	FROM generate_series(1, 300) i;
 	CREATE INDEX vecs_v ON vecs USING genie (v) WITH (m = 8);
+	CREATE TABLE codes (id int, code varbit);
+	INSERT INTO codes SELECT i, CASE WHEN i % 40 = 0 THEN NULL ELSE ('x' || substr(md5(i::text), 1, 5))::bit(20)::varbit END
+	FROM generate_series(1, 300) i;
+	CREATE INDEX codes_c ON codes USING genie (code);
 	CREATE TABLE saved (r genie_ranges);
 	INSERT INTO saved SELECT genie_ranges('people_r', '{"age": [30, 40], "city": "Oslo"}');
 	CREATE ROLE smith LOGIN;

@@ -129,6 +129,18 @@ KNN_FROM_QUERIES = ["SELECT v FROM vecs", "SELECT v FROM vecs WHERE id < 20 ORDE
                     "WITH d AS (DELETE FROM vecs RETURNING v) SELECT v FROM d", "SELECT '{1,2}'::real[]"]
 
 
+CODE_FROM_QUERIES = ["SELECT code FROM codes", "SELECT code FROM codes WHERE id < 20 ORDER BY id",
+                     "SELECT B'10101010101010101010'", "SELECT NULL::bit(20)", "SELECT B'101'",
+                     "SELECT code, id FROM codes", "SELECT B'1'::bit(65521)", "SELECT ''::varbit"]
+
+
+def bit_text():
+    """A bit literal: 20 bits (the index's length) or not, empty, long, or not bits at all."""
+    n = rng.choice([20, 20, 20, 0, 1, 19, 21, 64, 65520, 65521])
+    text = "".join(rng.choice("01") for _ in range(n))
+    return text if rng.random() < 0.85 else mutate(text)
+
+
 def real_array_text():
     """A real[] literal: 4 elements (the index's dimension) or not, NaN, infinity, two dimensions."""
     elems = [rng.choice([str(rng.uniform(-10, 10)), "0", "NaN", "Infinity", "-1e39", "1e-45", "NULL"])
@@ -191,6 +203,14 @@ STATEMENTS = {
     "genie_knn": lambda: ("SELECT count(*) FROM genie_knn('vecs_v', %s::real[], %s)", (real_array_text(), small_k())),
     "genie_knn_from": lambda: ("SELECT count(*) FROM genie_knn_from('vecs_v', %s, %s)",
                                (maybe_mutate(rng.choice(KNN_FROM_QUERIES)), small_k())),
+    "ORDER BY bit": lambda: ("SELECT id FROM codes ORDER BY code <-> %s::varbit LIMIT %s",
+                             (bit_text(), rng.choice([1, 5, 1000]))),
+    "bit <-> bit": lambda: ("SELECT %s::varbit <-> %s::varbit", (bit_text(), bit_text())),
+    "genie_hamming_knn": lambda: ("SELECT count(*) FROM genie_hamming_knn(%s, ARRAY[%s::varbit, %s::varbit]::bit[], %s)",
+                                  (rng.choice(["codes_c", "vecs_v", "docs_tags"]), bit_text(), bit_text(), small_k())),
+    "genie_knn_from bit": lambda: ("SELECT count(*) FROM genie_knn_from(%s, %s, %s)",
+                                   (rng.choice(["codes_c", "vecs_v"]), maybe_mutate(rng.choice(CODE_FROM_QUERIES)),
+                                    small_k())),
     "genie_profile": lambda: (rng.choice(["SELECT count(*) FROM genie_profile()", "SELECT genie_profile_reset()",
                                           "SET genie.profile = on", "SET genie.profile = off"]), ()),
     "genie_match_count": lambda: ("SELECT genie_match_count(%s::int4[], %s::genie_query)",
