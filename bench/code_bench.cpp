@@ -6,21 +6,29 @@
 // call = the whole batch: the queries' upload, the scan, the rows back),
 // queries per second and milliseconds per query.  Every GPU call's rows must
 // equal the CPU engine's (objects and distances, in order), and the CPU's
-// must equal a brute force over every code on a sample of queries.
+// must equal a brute force over every code on a sample of queries.  Built
+// where libfaiss-dev is installed (as vector_bench), FAISS's IndexBinaryFlat
+// (the exhaustive CPU search, every core) runs beside them on the same codes:
+// its distance lists must equal the CPU engine's (its ties may be other rows).
 //   code_bench [--n N] [--bits B] [--k K] [--sizes 1,32,1024] [--runs R]
-//              [--engines cpu,gpu] [--threads T] [--cpu-max-batch M]
+//              [--engines cpu,gpu,faiss] [--threads T] [--cpu-max-batch M]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "genie/genie.h"
+
+#ifdef GENIE_BENCH_FAISS
+#include <faiss/IndexBinaryFlat.h>
+#endif
 
 namespace {
 
@@ -83,7 +91,7 @@ bool SameRows(const genie_code_results* a, const genie_code_results* b) {
 int main(int argc, char** argv) {
   int32_t n = 4000000, bits = 512, k = 10, runs = 5, threads = 0, cpu_max_batch = 1024;
   std::vector<int32_t> sizes{1, 32, 1024};
-  std::string engines = "cpu,gpu";
+  std::string engines = "cpu,gpu,faiss";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--n") n = std::atoi(argv[i + 1]);
@@ -98,6 +106,13 @@ int main(int argc, char** argv) {
   }
   const bool use_cpu = engines.find("cpu") != std::string::npos;
   const bool use_gpu = engines.find("gpu") != std::string::npos;
+#ifdef GENIE_BENCH_FAISS
+  const bool use_faiss = engines.find("faiss") != std::string::npos && bits % 8 == 0;
+#else
+  const bool use_faiss = false;
+  if (engines.find("faiss") != std::string::npos)
+    std::printf("(faiss: this build has no FAISS; install libfaiss-dev and rebuild)\n");
+#endif
   const int32_t words = genie_code_words(bits);
   std::printf("== code_bench: %d codes of %d bits, k %d, median of %d calls, engines %s\n", n, bits, k, runs,
               engines.c_str());
@@ -136,6 +151,22 @@ int main(int argc, char** argv) {
                 genie_codes_device_bytes(set) / 1048576.0);
     genie_code_results_free(r);
   }
+#ifdef GENIE_BENCH_FAISS
+  // FAISS holds the codes' bytes, which are the first bits / 8 bytes of each row's words
+  std::unique_ptr<faiss::IndexBinaryFlat> faiss_index;
+  std::vector<uint8_t> faiss_queries;
+  if (use_faiss) {
+    const int32_t bytes = bits / 8;
+    std::vector<uint8_t> flat(static_cast<std::size_t>(n) * bytes);
+    for (int32_t i = 0; i < n; ++i)
+      std::memcpy(&flat[static_cast<std::size_t>(i) * bytes], rows + static_cast<int64_t>(i) * words, bytes);
+    faiss_index = std::make_unique<faiss::IndexBinaryFlat>(bits);
+    faiss_index->add(n, flat.data());
+    faiss_queries.resize(static_cast<std::size_t>(max_nq) * bytes);
+    for (int32_t q = 0; q < max_nq; ++q)
+      std::memcpy(&faiss_queries[static_cast<std::size_t>(q) * bytes], &queries[static_cast<std::size_t>(q) * words], bytes);
+  }
+#endif
   std::printf("%-6s %7s %12s %12s %14s  %s\n", "engine", "batch", "ms/call", "ms/query", "queries/s", "check");
   int failures = 0;
   for (int32_t nq : sizes) {
@@ -186,6 +217,31 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       genie_code_results_free(last);
     }
+#ifdef GENIE_BENCH_FAISS
+    if (use_faiss && nq <= cpu_max_batch) {
+      std::vector<int32_t> dist(static_cast<std::size_t>(nq) * k);
+      std::vector<faiss::Index::idx_t> ids(static_cast<std::size_t>(nq) * k);
+      std::vector<double> times;
+      for (int r = 0; r < runs; ++r) {
+        const double t0 = Now();
+        faiss_index->search(nq, faiss_queries.data(), k, dist.data(), ids.data());
+        times.push_back(Now() - t0);
+      }
+      std::sort(times.begin(), times.end());
+      const double med = times[times.size() / 2];
+      std::string check = "-";
+      if (cpu_rows != nullptr) {
+        bool same = true;  // the distance lists (FAISS may take other rows among ties)
+        for (int32_t q = 0; q < nq && same; ++q)
+          for (int32_t i = 0; i < k && same; ++i)
+            same = cpu_rows->distances[cpu_rows->query_offsets[q] + i] == dist[static_cast<std::size_t>(q) * k + i];
+        check = same ? "= CPU engine, distances equal" : "DIFFERS from the CPU engine";
+        failures += !same;
+      }
+      std::printf("%-6s %7d %12.3f %12.5f %14.0f  %s\n", "faiss", nq, med, med / nq, nq / med * 1000.0, check.c_str());
+      std::fflush(stdout);
+    }
+#endif
     genie_code_results_free(cpu_rows);
   }
   genie_codes_free(set);
