@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "genie/codes.hpp"
 #include "genie/genie.h"
 
 #ifdef GENIE_BENCH_FAISS
@@ -34,19 +35,6 @@ namespace {
 
 double Now() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// The mask of a code's last word (bit(n)'s byte layout, genie/codes.hpp).
-uint64_t LastWordMask(int32_t bits) {
-  unsigned char used[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  const int32_t in_last = bits - (genie_code_words(bits) - 1) * 64;
-  for (int32_t byte = 0; byte * 8 < in_last; ++byte) {
-    const int32_t left = in_last - byte * 8;
-    used[byte] = left >= 8 ? 0xFF : static_cast<unsigned char>(0xFF << (8 - left));
-  }
-  uint64_t mask;
-  std::memcpy(&mask, used, sizeof(mask));
-  return mask;
 }
 
 std::vector<int32_t> ParseList(const char* s) {
@@ -126,7 +114,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (int64_t i = 0; i < static_cast<int64_t>(n) * words; ++i) rows[i] = rng();
-  for (int32_t i = 0; i < n; ++i) rows[static_cast<int64_t>(i) * words + words - 1] &= LastWordMask(bits);
+  for (int32_t i = 0; i < n; ++i) rows[static_cast<int64_t>(i) * words + words - 1] &= genie::LastWordMask(bits);
   if (genie_codes_seal(set, &err) != GENIE_OK) {
     std::fprintf(stderr, "%s\n", err.message);
     return 1;

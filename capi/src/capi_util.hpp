@@ -3,6 +3,9 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -30,6 +33,37 @@ struct genie_index {
 
 namespace genie {
 namespace capi {
+
+// A scan's rows (offsets, objects, distances: the core's CSR result) as the
+// C API's malloc'd result struct of the same fields (genie_string_results,
+// genie_vector_results, genie_code_results), freed by free_results on
+// failure; the caller fills in the struct's other fields.
+template <typename CResults, typename Rows>
+genie::Status CopyScanRows(const Rows& r, genie_engine_kind device, void (*free_results)(CResults*),
+                           CResults** out) {
+  using Distance = std::remove_pointer_t<decltype(CResults::distances)>;
+  const std::size_t nq = r.offsets.size() - 1;
+  const std::size_t rows = r.objects.size();
+  auto* res = static_cast<CResults*>(std::calloc(1, sizeof(CResults)));
+  if (res == nullptr) return genie::Status::OutOfMemory("out of host memory for scan results");
+  res->n_queries = static_cast<int32_t>(nq);
+  res->device = device;
+  res->query_offsets = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * (nq + 1)));
+  res->objects = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (rows + 1)));
+  res->distances = static_cast<Distance*>(std::malloc(sizeof(Distance) * (rows + 1)));
+  if (res->query_offsets == nullptr || res->objects == nullptr || res->distances == nullptr) {
+    free_results(res);
+    return genie::Status::OutOfMemory("out of host memory for scan results");
+  }
+  static_assert(sizeof(r.distances[0]) == sizeof(Distance), "the core's distances are the C API's");
+  std::memcpy(res->query_offsets, r.offsets.data(), sizeof(int64_t) * (nq + 1));
+  if (rows > 0) {
+    std::memcpy(res->objects, r.objects.data(), sizeof(int32_t) * rows);
+    std::memcpy(res->distances, r.distances.data(), sizeof(Distance) * rows);
+  }
+  *out = res;
+  return genie::Status::Ok();
+}
 
 inline genie_status Report(const genie::Status& status, genie_error* err) {
   if (err != nullptr) {

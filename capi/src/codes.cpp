@@ -31,26 +31,7 @@ struct genie_codes {
 namespace {
 
 genie::Status ToCResults(const genie::CodeScanResult& r, genie_engine_kind device, genie_code_results** out) {
-  const std::size_t nq = r.offsets.size() - 1;
-  const std::size_t rows = r.objects.size();
-  auto* res = static_cast<genie_code_results*>(std::calloc(1, sizeof(genie_code_results)));
-  if (res == nullptr) return genie::Status::OutOfMemory("out of host memory for scan results");
-  res->n_queries = static_cast<int32_t>(nq);
-  res->device = device;
-  res->query_offsets = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * (nq + 1)));
-  res->objects = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (rows + 1)));
-  res->distances = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (rows + 1)));
-  if (res->query_offsets == nullptr || res->objects == nullptr || res->distances == nullptr) {
-    genie_code_results_free(res);
-    return genie::Status::OutOfMemory("out of host memory for scan results");
-  }
-  std::memcpy(res->query_offsets, r.offsets.data(), sizeof(int64_t) * (nq + 1));
-  if (rows > 0) {
-    std::memcpy(res->objects, r.objects.data(), sizeof(int32_t) * rows);
-    std::memcpy(res->distances, r.distances.data(), sizeof(int32_t) * rows);
-  }
-  *out = res;
-  return genie::Status::Ok();
+  return genie::capi::CopyScanRows(r, device, genie_code_results_free, out);
 }
 
 #ifdef GENIE_WITH_CUDA

@@ -38,26 +38,8 @@ namespace {
 
 genie::Status ToCResults(const genie::VectorScanResult& r, genie_engine_kind device, int32_t parts,
                          genie_vector_results** out) {
-  const std::size_t nq = r.offsets.size() - 1;
-  const std::size_t rows = r.objects.size();
-  auto* res = static_cast<genie_vector_results*>(std::calloc(1, sizeof(genie_vector_results)));
-  if (res == nullptr) return genie::Status::OutOfMemory("out of host memory for scan results");
-  res->n_queries = static_cast<int32_t>(nq);
-  res->device = device;
-  res->parts = parts;
-  res->query_offsets = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * (nq + 1)));
-  res->objects = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (rows + 1)));
-  res->distances = static_cast<double*>(std::malloc(sizeof(double) * (rows + 1)));
-  if (res->query_offsets == nullptr || res->objects == nullptr || res->distances == nullptr) {
-    genie_vector_results_free(res);
-    return genie::Status::OutOfMemory("out of host memory for scan results");
-  }
-  std::memcpy(res->query_offsets, r.offsets.data(), sizeof(int64_t) * (nq + 1));
-  if (rows > 0) {
-    std::memcpy(res->objects, r.objects.data(), sizeof(int32_t) * rows);
-    std::memcpy(res->distances, r.distances.data(), sizeof(double) * rows);
-  }
-  *out = res;
+  GENIE_RETURN_IF_ERROR(genie::capi::CopyScanRows(r, device, genie_vector_results_free, out));
+  (*out)->parts = parts;
   return genie::Status::Ok();
 }
 
