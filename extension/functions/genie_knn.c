@@ -277,6 +277,8 @@ genie_hamming_knn(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("query codes must not contain NULL elements")));
 		add_query_code(&batch, &capacity, DatumGetVarBitP(elems[i]), i + 1);
+		if ((i & 4095) == 4095)
+			CHECK_FOR_INTERRUPTS();
 	}
 	genie_profile_pop();
 	knn_rows(fcinfo, indexoid, &batch, k);
