@@ -7,6 +7,7 @@
 
 #include "capi_util.hpp"
 #include "genie/codes.hpp"
+#include "genie/ewh.hpp"
 #include "genie/genie.h"
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_code_scan.hpp"
@@ -16,6 +17,12 @@ using genie::capi::Guarded;
 using genie::capi::ToEngineOptions;
 
 static_assert(GENIE_MAX_CODE_BITS == genie::kMaxCodeBits, "the C API's code bound is the core's");
+static_assert(GENIE_EWH_MAX_SAMPLE_BITS == genie::kMaxEwhSampleBits && GENIE_EWH_MAX_ERRORS == genie::kMaxEwhErrors,
+              "the C API's EWH bounds are the core's");
+
+struct genie_ewh {
+  std::unique_ptr<genie::EwhFunctions> functions;
+};
 
 struct genie_codes {
   genie::CodeSet set;
@@ -133,6 +140,18 @@ genie_status genie_codes_scan(genie_codes* codes, genie_engine_kind device, cons
       request.excluded = genie::Span<uint8_t>(scan->excluded, static_cast<size_t>(set.size()));
     const genie::EngineOptions engine_options = ToEngineOptions(options);
     genie::CodeScanResult found;
+    if (scan->candidate_offsets != nullptr) {
+      // re-ranking a shortlist reads a few codes per query: the CPU's work, whatever device says
+      const int64_t n_candidates = scan->n_queries > 0 ? scan->candidate_offsets[scan->n_queries] : 0;
+      if (scan->n_queries < 0 || n_candidates < 0 || (n_candidates > 0 && scan->candidates == nullptr))
+        return genie::Status::InvalidArgument("bad candidate list");
+      GENIE_RETURN_IF_ERROR(genie::RerankCodes(
+          set, scan->queries, scan->n_queries, scan->k,
+          genie::Span<int64_t>(scan->candidate_offsets, static_cast<size_t>(scan->n_queries) + 1),
+          genie::Span<int32_t>(scan->candidates, static_cast<size_t>(n_candidates)), request.excluded,
+          engine_options.threads, &found, engine_options.cancel));
+      return ToCResults(found, GENIE_ENGINE_CPU, results);
+    }
 #ifdef GENIE_WITH_CUDA
     if (device != GENIE_ENGINE_CPU) {
       genie::GpuCodeSet* gpu = nullptr;
@@ -151,6 +170,35 @@ genie_status genie_codes_scan(genie_codes* codes, genie_engine_kind device, cons
     GENIE_RETURN_IF_ERROR(genie::CpuCodeScan(set, request, engine_options.threads, &found, engine_options.cancel));
     return ToCResults(found, GENIE_ENGINE_CPU, results);
   });
+}
+
+genie_status genie_ewh_create(const genie_ewh_params* params, genie_ewh** ewh, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (params == nullptr || ewh == nullptr) return genie::Status::InvalidArgument("genie_ewh_create: NULL argument");
+    genie::EwhParams p;
+    p.bits = params->bits;
+    p.functions = params->functions;
+    p.sample_bits = params->sample_bits;
+    p.seed = params->seed;
+    auto owned = std::make_unique<genie_ewh>();
+    GENIE_RETURN_IF_ERROR(genie::EwhFunctions::Create(p, &owned->functions));
+    *ewh = owned.release();
+    return genie::Status::Ok();
+  });
+}
+
+void genie_ewh_free(genie_ewh* ewh) { std::unique_ptr<genie_ewh> owned(ewh); }
+
+void genie_ewh_keywords(const genie_ewh* ewh, const uint64_t* code, int32_t* keywords) {
+  ewh->functions->Keywords(code, keywords);
+}
+
+int64_t genie_ewh_query_buckets(const genie_ewh* ewh, int32_t errors) {
+  return ewh->functions->QueryBuckets(errors);
+}
+
+void genie_ewh_query_keywords(const genie_ewh* ewh, const uint64_t* code, int32_t errors, int32_t* keywords) {
+  ewh->functions->QueryKeywords(code, errors, keywords);
 }
 
 }  // extern "C"

@@ -314,4 +314,57 @@ Status CpuCodeScan(const CodeSet& set, const CodeScanRequest& request, int32_t t
   return Status::Ok();
 }
 
+Status RerankCodes(const CodeSet& set, const uint64_t* queries, int32_t n_queries, int32_t k,
+                   Span<int64_t> candidate_offsets, Span<int32_t> candidates, Span<uint8_t> excluded,
+                   int32_t threads, CodeScanResult* out, const CancelCheck& cancel) {
+  if (out == nullptr) return Status::InvalidArgument("RerankCodes: NULL output");
+  if (k < 1) return Status::InvalidArgument("k must be at least 1");
+  if (n_queries < 0 || candidate_offsets.size() != static_cast<std::size_t>(n_queries) + 1)
+    return Status::InvalidArgument("candidate offsets do not match the queries");
+  if (n_queries > 0 && queries == nullptr) return Status::InvalidArgument("NULL query codes");
+  if (!excluded.empty() && excluded.size() != static_cast<std::size_t>(set.size()))
+    return Status::InvalidArgument("excluded flags do not match the code set");
+  for (int32_t q = 0; q < n_queries; ++q) {
+    if (candidate_offsets[q] < 0 || candidate_offsets[q + 1] < candidate_offsets[q] ||
+        static_cast<std::size_t>(candidate_offsets[q + 1]) > candidates.size())
+      return Status::InvalidArgument("candidate offsets are not ascending within the candidates");
+  }
+  GENIE_RETURN_IF_ERROR(CheckCodes(queries, n_queries, set.bits, "a query code"));
+  std::vector<CodeScanResult> parts(static_cast<std::size_t>(n_queries));
+  GENIE_RETURN_IF_ERROR(ParallelFor(
+      n_queries, threads,
+      [&](int64_t q) -> Status {
+        std::vector<int32_t> ids(candidates.begin() + candidate_offsets[q], candidates.begin() + candidate_offsets[q + 1]);
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        const uint64_t* query = queries + static_cast<std::size_t>(q) * static_cast<std::size_t>(set.words);
+        // (distance, id) pairs: sorting them gives the scans' order
+        std::vector<std::pair<int32_t, int32_t>> ranked;
+        ranked.reserve(ids.size());
+        for (int32_t id : ids) {
+          if (id < 0 || id >= set.size()) continue;
+          if (!excluded.empty() && excluded[static_cast<std::size_t>(id)] != 0) continue;
+          ranked.emplace_back(HammingDistance(set.row(id), query, set.words), id);
+        }
+        const std::size_t take = std::min(ranked.size(), static_cast<std::size_t>(k));
+        std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(take), ranked.end());
+        CodeScanResult& r = parts[static_cast<std::size_t>(q)];
+        for (std::size_t i = 0; i < take; ++i) {
+          r.objects.push_back(ranked[i].second);
+          r.distances.push_back(ranked[i].first);
+        }
+        return Status::Ok();
+      },
+      cancel));
+  out->offsets.assign(1, 0);
+  out->objects.clear();
+  out->distances.clear();
+  for (const CodeScanResult& r : parts) {
+    out->objects.insert(out->objects.end(), r.objects.begin(), r.objects.end());
+    out->distances.insert(out->distances.end(), r.distances.begin(), r.distances.end());
+    out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
+  }
+  return Status::Ok();
+}
+
 }  // namespace genie

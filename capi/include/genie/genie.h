@@ -538,6 +538,13 @@ typedef struct genie_code_scan
 	int32_t		k;
 	/* NULL, or one flag per code: nonzero = not a candidate (dead, NULL) */
 	const uint8_t *excluded;
+	/*
+	 * NULL: every code is a candidate.  Otherwise (re-ranking, the EWH
+	 * mode): query q's candidates are candidates[candidate_offsets[q] ..
+	 * candidate_offsets[q + 1]), always on the CPU; duplicates count once.
+	 */
+	const int64_t *candidate_offsets;
+	const int32_t *candidates;
 } genie_code_scan;
 
 /*
@@ -604,6 +611,34 @@ int32_t		genie_lsh_functions_for(double epsilon, double delta);
 genie_status genie_lsh_estimate_width(int32_t family, const float *sample, int32_t count,
 									  int32_t dim, int (*cancel) (void *arg), void *cancel_arg,
 									  double *width, genie_error *err);
+
+/* ---- Error Weighted Hashing for codes (seed 003; genie/ewh.hpp) ---- */
+
+#define GENIE_EWH_MAX_SAMPLE_BITS	24
+#define GENIE_EWH_MAX_ERRORS		3
+
+typedef struct genie_ewh_params
+{
+	int32_t		bits;			/* the codes' length */
+	int32_t		functions;		/* m */
+	int32_t		sample_bits;	/* h: bits each function reads */
+	uint64_t	seed;
+} genie_ewh_params;
+
+typedef struct genie_ewh genie_ewh;
+
+genie_status genie_ewh_create(const genie_ewh_params *params, genie_ewh **ewh, genie_error *err);
+void		genie_ewh_free(genie_ewh *ewh);
+/* functions keywords of a code, i * 2^h + its h bits for function i, ascending */
+void		genie_ewh_keywords(const genie_ewh *ewh, const uint64_t *code, int32_t *keywords);
+/* the buckets a query asks with errors (0..GENIE_EWH_MAX_ERRORS, at most h) */
+int64_t		genie_ewh_query_buckets(const genie_ewh *ewh, int32_t errors);
+/*
+ * Their keywords: function by function, r = 0..errors within a function,
+ * C(h, r) buckets at r errors.
+ */
+void		genie_ewh_query_keywords(const genie_ewh *ewh, const uint64_t *code, int32_t errors,
+									 int32_t *keywords);
 
 #ifdef __cplusplus
 }

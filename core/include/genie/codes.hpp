@@ -104,4 +104,12 @@ void SelectNearestCodes(const uint16_t* distances, int32_t n, const uint32_t* co
 Status CpuCodeScan(const CodeSet& set, const CodeScanRequest& request, int32_t threads,
                    CodeScanResult* out, const CancelCheck& cancel = CancelCheck());
 
+// Re-ranking (the EWH mode): per query q, the candidates
+// candidates[candidate_offsets[q] .. candidate_offsets[q + 1]) by Hamming
+// distance, the best k by (distance, id).  Candidates out of range or
+// excluded are skipped; duplicates count once.
+Status RerankCodes(const CodeSet& set, const uint64_t* queries, int32_t n_queries, int32_t k,
+                   Span<int64_t> candidate_offsets, Span<int32_t> candidates, Span<uint8_t> excluded,
+                   int32_t threads, CodeScanResult* out, const CancelCheck& cancel = CancelCheck());
+
 }  // namespace genie
