@@ -29,6 +29,12 @@ static const struct config_enum_entry genie_vector_search_options[] = {
 	{NULL, 0, false}
 };
 
+static const struct config_enum_entry genie_bit_search_options[] = {
+	{"exact", GENIE_BIT_SEARCH_EXACT, false},
+	{"ewh", GENIE_BIT_SEARCH_EWH, false},
+	{NULL, 0, false}
+};
+
 static const struct config_enum_entry genie_device_options[] = {
 	{"auto", GENIE_DEVICE_SETTING_AUTO, false},
 	{"cpu", GENIE_DEVICE_SETTING_CPU, false},
@@ -140,6 +146,27 @@ _PG_init(void)
 							"Rows of the highest LSH match count that genie.vector_search = lsh re-ranks by distance.",
 							"More candidates give a higher recall and cost more time.",
 							&genie_lsh_candidates,
+							1000, 1, INT_MAX,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("genie.bit_search",
+							 "How genie_bit_ops indexes answer ORDER BY code <-> q and genie_hamming_knn.",
+							 "exact counts the distance to every stored code and gives exactly what a "
+							 "sequential scan gives; ewh re-ranks the genie.ewh_candidates rows of the "
+							 "highest Error Weighted Hashing score: approximate, on indexes built "
+							 "WITH (m = ...).",
+							 &genie_bit_search_setting,
+							 GENIE_BIT_SEARCH_EXACT,
+							 genie_bit_search_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("genie.ewh_candidates",
+							"Rows of the highest EWH score that genie.bit_search = ewh re-ranks by Hamming distance.",
+							"More candidates give a higher recall and cost more time.",
+							&genie_ewh_candidates,
 							1000, 1, INT_MAX,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);

@@ -31,6 +31,8 @@
 #include "utils/syscache.h"
 
 #include "am/genie_am.h"
+#include "search/genie_search_values.h"
+#include "types/genie_bit.h"
 #include "types/rows/genie_row_build.h"
 
 PG_FUNCTION_INFO_V1(genie_handler);
@@ -67,13 +69,22 @@ genie_init_reloptions(void)
 					   genie_lsh_family_values, GENIE_LSH_E2LSH,
 					   "Valid values are \"e2lsh\" and \"rbh\".", AccessExclusiveLock);
 	add_int_reloption(genie_relopt_kind, "m",
-					  "LSH functions of a genie_vector_ops index (0: none, exact search only; -1: Equation 9 for epsilon = delta = 0.06), fixed when the index is built",
+					  "LSH functions of a genie_vector_ops index (0: none, exact search only; -1: Equation 9 for epsilon = delta = 0.06), EWH functions of a genie_bit_ops index (-1 or 0: none), fixed when the index is built",
 					  -1, -1, 100000, AccessExclusiveLock);
+	add_int_reloption(genie_relopt_kind, "sample_bits",
+					  "Bits each EWH function of a genie_bit_ops index reads (h; at most the codes' length), fixed when the index is built",
+					  GENIE_EWH_DEFAULT_SAMPLE_BITS, 1, GENIE_EWH_MAX_SAMPLE_BITS, AccessExclusiveLock);
+	add_int_reloption(genie_relopt_kind, "errors",
+					  "Bit errors up to which genie.bit_search = ewh asks each function's buckets (e)",
+					  GENIE_EWH_DEFAULT_ERRORS, 0, GENIE_EWH_MAX_ERRORS, ShareUpdateExclusiveLock);
+	add_string_reloption(genie_relopt_kind, "weights",
+						 "Weights alpha_0, .., alpha_e of EWH buckets at 0 to e errors, as '3,2,1' (default: e + 1 - r)",
+						 NULL, genie_validate_ewh_weights, ShareUpdateExclusiveLock);
 	add_real_reloption(genie_relopt_kind, "width",
 					   "LSH width of a genie_vector_ops index (E2LSH bucket width, RBH kernel width; 0: estimated from the table), fixed when the index is built",
 					   0.0, 0.0, 1e300, AccessExclusiveLock);
 	add_int_reloption(genie_relopt_kind, "seed",
-					  "Seed that draws the LSH functions of a genie_vector_ops index, fixed when the index is built",
+					  "Seed that draws the LSH functions of a genie_vector_ops index or the EWH functions of a genie_bit_ops index, fixed when the index is built",
 					  0, 0, INT_MAX, AccessExclusiveLock);
 	add_string_reloption(genie_relopt_kind, "attributes",
 						 "Columns a genie_row_ops index encodes, each optionally with bounds lo..hi (default: every column of a supported type)",
@@ -94,6 +105,9 @@ genie_options(Datum reloptions, bool validate)
 		{"m", RELOPT_TYPE_INT, offsetof(GenieOptions, functions)},
 		{"width", RELOPT_TYPE_REAL, offsetof(GenieOptions, width)},
 		{"seed", RELOPT_TYPE_INT, offsetof(GenieOptions, seed)},
+		{"sample_bits", RELOPT_TYPE_INT, offsetof(GenieOptions, sample_bits)},
+		{"errors", RELOPT_TYPE_INT, offsetof(GenieOptions, errors)},
+		{"weights", RELOPT_TYPE_STRING, offsetof(GenieOptions, weights)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, genie_relopt_kind,
@@ -117,11 +131,32 @@ ordering_strategy(Oid opno, Oid opfamily)
 }
 
 /*
+ * False when the settings ask the approximate mode of a distance ordering
+ * (genie.vector_search = lsh, genie.bit_search = ewh) of an index built
+ * without its keywords (m = 0): the scan would raise an error, and another
+ * index of the column, or a sequential scan, can answer.
+ */
+static bool
+approximate_serves(Relation index)
+{
+	const GenieTypeInfo *info = genie_opclass_type(index);
+	GenieMetaPageData meta;
+
+	if (info->approximate_query == NULL)
+		return true;
+	if (!genie_search_approximate(info->encoding == GENIE_ENCODING_CODE ? GENIE_VALUES_CODES :
+								  GENIE_VALUES_VECTORS))
+		return true;
+	genie_read_meta(index, &meta);
+	return meta.vectors.functions > 0;
+}
+
+/*
  * False when the index's type says that a scan of it could not serve one of
  * the path's orderings (an n-gram index with n other than 3 asked to order by
  * text <~> text, a row index given a genie_ranges query made for another
- * index, both folded at plan time when they can be): the scan would raise an
- * error, and a sequential scan can answer.
+ * index, both folded at plan time when they can be), or approximate_serves
+ * says so: the scan would raise an error, and a sequential scan can answer.
  */
 static bool
 index_serves(PlannerInfo *root, IndexPath *path)
@@ -134,6 +169,11 @@ index_serves(PlannerInfo *root, IndexPath *path)
 	if (path->indexorderbys == NIL)
 		return true;
 	index = index_open(path->indexinfo->indexoid, NoLock);
+	if (!approximate_serves(index))
+	{
+		index_close(index, NoLock);
+		return false;
+	}
 	/* only a type with a plan check makes planning read the index */
 	if (genie_opclass_type(index)->plan_serves != NULL)
 	{

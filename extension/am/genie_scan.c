@@ -25,12 +25,14 @@
  * and returns them in that order with their true distances, k' growing as
  * for counts; the executor's recheck then finds nothing to reorder.
  *
- * ORDER BY v <-> query on a vector index does the same with the k' nearest
- * vectors (the same VALUES phase): exact distances, rechecked for nothing.
- * With genie.vector_search = lsh the rows of each k' are the LSH candidates
- * re-ranked, so the order across two k' may step back (approximate, and
- * not rechecked); once the candidates run out, the rest of the rows follow
- * by exact distance, so that no row is ever left out.
+ * ORDER BY v <-> query on a vector index (and code <-> query on a code
+ * index) does the same with the k' nearest vectors (codes) in the same
+ * VALUES phase: exact distances, rechecked for nothing.  With
+ * genie.vector_search = lsh (genie.bit_search = ewh) the rows of each k' are
+ * the LSH (EWH) candidates re-ranked, so the order across two k' may step
+ * back (approximate, and not rechecked); once the candidates run out, the
+ * rest of the rows follow by exact distance, so that no row is ever left
+ * out.
  *
  *-------------------------------------------------------------------------
  */
@@ -73,7 +75,7 @@ typedef struct GenieScanOpaqueData
 	GenieSearchResult result;
 	GenieValueBatch values_query;	/* the VALUES phase's query: text or vector */
 	GenieValueRows values;		/* the VALUES phase's rows */
-	bool		vector_lsh;		/* the VALUES phase counts LSH keywords */
+	bool		approximate;	/* the VALUES phase counts LSH keywords or EWH buckets */
 	const char *query_text;		/* the <%> argument as UTF-8, or NULL */
 	int64		query_size;
 	int64		query_text_offsets[2];
@@ -205,7 +207,7 @@ search_values(GenieScanOpaque so)
 	MemoryContext old = MemoryContextSwitchTo(so->cxt);
 
 	genie_value_rows_free(&so->values);
-	genie_search_values(so->entry, &so->values_query, so->vector_lsh ? &so->orderby.query : NULL,
+	genie_search_values(so->entry, &so->values_query, so->approximate ? &so->orderby.query : NULL,
 						so->k, &so->values);
 	so->position = 0;
 	MemoryContextSwitchTo(old);
@@ -285,37 +287,35 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 		so->phase = GENIE_SCAN_MATCHES;
 		return;
 	}
-	if (so->orderby.vector != NULL)
+	if (so->orderby.vector != NULL || so->orderby.code != NULL)
 	{
 		so->k = first_k(scan, entry);
-		so->vector_lsh = genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH;
-		if (so->vector_lsh)
+		so->values_query.n = 1;
+		if (so->orderby.vector != NULL)
+		{
+			so->values_query.kind = GENIE_VALUES_VECTORS;
+			so->values_query.vectors = so->orderby.vector;
+			so->values_query.dim = so->orderby.vector_dim;
+		}
+		else
+		{
+			so->values_query.kind = GENIE_VALUES_CODES;
+			so->values_query.codes = so->orderby.code;
+			so->values_query.dim = so->orderby.code_bits;
+		}
+		so->approximate = genie_search_approximate(so->values_query.kind);
+		if (so->approximate)
 		{
 			GenieIndexType type;
 			MemoryContext old = MemoryContextSwitchTo(so->cxt);
 
 			genie_profile_push(GENIE_PHASE_QUERY);
 			genie_index_type(scan->indexRelation, &type);
-			so->orderby.query = type.info->approximate_query(scan->indexRelation, so->orderby.vector,
-															  so->orderby.vector_dim);
+			so->orderby.query = type.info->approximate_query(scan->indexRelation,
+															  &so->values_query, 0);
 			genie_profile_pop();
 			MemoryContextSwitchTo(old);
 		}
-		so->values_query.kind = GENIE_VALUES_VECTORS;
-		so->values_query.n = 1;
-		so->values_query.vectors = so->orderby.vector;
-		so->values_query.dim = so->orderby.vector_dim;
-		so->phase = GENIE_SCAN_VALUES;
-		search_values(so);
-		return;
-	}
-	if (so->orderby.code != NULL)
-	{
-		so->k = first_k(scan, entry);
-		so->values_query.kind = GENIE_VALUES_CODES;
-		so->values_query.n = 1;
-		so->values_query.codes = so->orderby.code;
-		so->values_query.dim = so->orderby.code_bits;
 		so->phase = GENIE_SCAN_VALUES;
 		search_values(so);
 		return;
@@ -420,16 +420,16 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 					so->position++;
 					if (was_returned(so, id))
 						continue;
-					/* exact distances are rechecked for nothing; LSH batches may step back */
-					emit_at_distance(scan, so, id, distance, !so->vector_lsh);
+					/* exact distances are rechecked for nothing; approximate batches may step back */
+					emit_at_distance(scan, so, id, distance, !so->approximate);
 					return true;
 				}
 				if (so->values.offsets[1] < so->k || so->k >= entry->n_objects)
 				{
-					if (so->vector_lsh && so->k < entry->n_objects)
+					if (so->approximate && so->k < entry->n_objects)
 					{
-						/* the LSH candidates ran out: the rest by exact distance */
-						so->vector_lsh = false;
+						/* the candidates ran out: the rest by exact distance */
+						so->approximate = false;
 						search_values(so);
 						break;
 					}

@@ -109,20 +109,24 @@ static void
 knn_search(GenieCachedIndex *entry, void *arg)
 {
 	KnnSearch  *s = arg;
-	GenieQuery **lsh = NULL;
+	GenieQuery **approximate = NULL;
 	int			nq = s->batch.n;
-	int			dim = s->batch.dim;
 
-	if (genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH && s->batch.kind == GENIE_VALUES_VECTORS)
+	/* LSH keywords of vectors, EWH buckets of codes */
+	if (genie_search_approximate(s->batch.kind))
 	{
 		genie_profile_push(GENIE_PHASE_QUERY);
-		lsh = palloc(sizeof(GenieQuery *) * nq);
+		approximate = palloc(sizeof(GenieQuery *) * nq);
 		for (int q = 0; q < nq; q++)
-			lsh[q] = s->type.info->approximate_query(s->index, s->batch.vectors + (Size) q * dim, dim);
+		{
+			approximate[q] = s->type.info->approximate_query(s->index, &s->batch, q);
+			if ((q & 1023) == 1023)
+				CHECK_FOR_INTERRUPTS();
+		}
 		genie_profile_pop();
 	}
-	genie_search_values_visible(entry, s->heap, GetActiveSnapshot(), &s->batch, lsh, s->k,
-								&s->rows, s->tids);
+	genie_search_values_visible(entry, s->heap, GetActiveSnapshot(), &s->batch, approximate,
+								s->k, &s->rows, s->tids);
 }
 
 /*

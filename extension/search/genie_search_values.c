@@ -18,10 +18,11 @@
  * never start CUDA: while the service is away they scan on the CPU.
  *
  * LSH (vectors, genie.vector_search = lsh, the caller passes the queries'
- * LSH keywords): the genie.lsh_candidates objects of the highest LSH match
- * count (genie_search, through the genie service when it runs) re-ranked
- * by their exact distance in this backend: approximate, as GENIE section
- * IV.
+ * LSH keywords) and EWH (codes, genie.bit_search = ewh, the queries' EWH
+ * buckets): the genie.lsh_candidates or genie.ewh_candidates objects of the
+ * highest match count (genie_search, through the genie service when it
+ * runs) re-ranked by their exact distance in this backend: approximate, as
+ * GENIE section IV and the EWH paper.
  *
  * genie_search_values_visible keeps the rows visible to a snapshot,
  * widening k while invisible rows take places.
@@ -42,6 +43,22 @@
 
 int			genie_vector_search_setting = GENIE_VECTOR_SEARCH_EXACT;
 int			genie_lsh_candidates = 1000;
+int			genie_bit_search_setting = GENIE_BIT_SEARCH_EXACT;
+int			genie_ewh_candidates = 1000;
+
+bool
+genie_search_approximate(GenieValuesKind kind)
+{
+	switch (kind)
+	{
+		case GENIE_VALUES_VECTORS:
+			return genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH;
+		case GENIE_VALUES_CODES:
+			return genie_bit_search_setting == GENIE_BIT_SEARCH_EWH;
+		default:
+			return false;
+	}
+}
 
 /* ---- scans ---- */
 
@@ -166,14 +183,17 @@ scan_in_process(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k
 }
 
 /*
- * The LSH mode (vectors): each query's top genie.lsh_candidates (at least
- * k) objects by match count, re-ranked by distance on the CPU.
+ * The approximate modes: each query's top candidates (at least k) objects
+ * by match count (LSH keywords of vectors, EWH buckets of codes, weighted),
+ * re-ranked by distance on the CPU.
  */
 static void
-search_lsh(GenieCachedIndex *entry, const GenieValueBatch *queries, GenieQuery **lsh, int32 k,
-		   GenieValueRows *rows)
+search_approximate(GenieCachedIndex *entry, const GenieValueBatch *queries,
+				   GenieQuery **approximate, int32 k, GenieValueRows *rows)
 {
-	int32		candidates = (int32) Min(Max((int64) genie_lsh_candidates, (int64) k),
+	bool		codes = queries->kind == GENIE_VALUES_CODES;
+	int32		setting = codes ? genie_ewh_candidates : genie_lsh_candidates;
+	int32		candidates = (int32) Min(Max((int64) setting, (int64) k),
 										 (int64) Max(entry->n_objects, 1));
 	GenieQueryBatch batch;
 	GenieSearchResult counted;
@@ -183,21 +203,24 @@ search_lsh(GenieCachedIndex *entry, const GenieValueBatch *queries, GenieQuery *
 	genie_status status;
 
 	for (int q = 0; q < queries->n; q++)
-		if (lsh[q] == NULL)
+		if (approximate[q] == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("genie index \"%s\" has no LSH keywords: it was built with m = 0",
-							get_rel_name(entry->index_oid)),
+					 errmsg("genie index \"%s\" has no %s keywords: it was built with m = 0",
+							get_rel_name(entry->index_oid), codes ? "EWH" : "LSH"),
+					 codes ?
+					 errhint("SET genie.bit_search = 'exact', or rebuild the index WITH (m = 16) for EWH keywords.") :
 					 errhint("SET genie.vector_search = 'exact', or rebuild the index with m > 0.")));
-	genie_query_batch_init(&batch, lsh, queries->n);
+	genie_query_batch_init(&batch, approximate, queries->n);
 	genie_search(entry, &batch, candidates, &counted);
-	/* the re-ranking reads every vector here; the flags of the skipped objects come with them */
+	/* the re-ranking reads every value here; the flags of the skipped objects come with them */
 	set = genie_cache_values(entry);
 	genie_profile_push(GENIE_PHASE_ENGINE);
 	status = scan_set(set, GENIE_ENGINE_CPU, queries, k, entry->excluded, &counted, &found, &err);
 	genie_profile_pop();
 	if (status != GENIE_OK)
-		genie_report_error(&err, "genie: re-ranking LSH candidates");
+		genie_report_error(&err, codes ? "genie: re-ranking EWH candidates" :
+						   "genie: re-ranking LSH candidates");
 	genie_search_free(&counted);
 	take_found(&found, NULL, rows);
 }
@@ -347,7 +370,7 @@ scan_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, in
 }
 
 void
-genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries, GenieQuery **lsh,
+genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries, GenieQuery **approximate,
 					int32 k, GenieValueRows *rows)
 {
 	Assert(queries->kind == entry->values_kind);
@@ -373,8 +396,8 @@ genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries, Gen
 						get_rel_name(entry->index_oid),
 						queries->kind == GENIE_VALUES_CODES ? "codes" : "vectors", entry->value_dim),
 				 errhint("The index was emptied and took a new length from a concurrent insert.")));
-	if (lsh != NULL)
-		search_lsh(entry, queries, lsh, k, rows);
+	if (approximate != NULL)
+		search_approximate(entry, queries, approximate, k, rows);
 	else if (!genie_service_configured() || !scan_through_service(entry, queries, k, rows))
 		scan_in_process(entry, queries, k, rows);
 }
@@ -463,18 +486,19 @@ collected_sorted(const RowCollector *c, int q, int64 n)
  * Rounds of searches until every query of queries_in (n_short of them) has
  * k visible rows or its search ran out.  Each query keeps its first base[q]
  * collected rows (NULL: none) and adds the found rows not among them
- * (skip[q], sorted, base[q] of them).  With lsh, a query whose candidates
- * ran out short of k (rows of LSH count 0 are never candidates) goes into
+ * (skip[q], sorted, base[q] of them).  With approximate queries, a query
+ * whose candidates ran out short of k (rows of match count 0 are never
+ * candidates) goes into
  * ran_out (*n_ran_out of them), for the exact rest.
  */
 static void
 collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBatch *queries,
-			   GenieQuery **lsh, int32 k, int32 kprime, RowCollector *collected,
+			   GenieQuery **approximate, int32 k, int32 kprime, RowCollector *collected,
 			   const int *queries_in, int n_short, const int64 *base, int32 *const *skip,
 			   int *ran_out, int *n_ran_out)
 {
 	int			nq = queries->n;
-	GenieQuery **sub_lsh = palloc0(sizeof(GenieQuery *) * Max(nq, 1));
+	GenieQuery **sub_approximate = palloc0(sizeof(GenieQuery *) * Max(nq, 1));
 	/* the rounds narrow their own list; the caller's stays as given */
 	int		   *short_of_k = palloc(sizeof(int) * Max(n_short, 1));
 
@@ -492,11 +516,13 @@ collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBat
 		if (!whole)
 		{
 			genie_value_batch_select(queries, short_of_k, n_short, &sub);
-			if (lsh != NULL)
+			if (approximate != NULL)
 				for (int i = 0; i < n_short; i++)
-					sub_lsh[i] = lsh[short_of_k[i]];
+					sub_approximate[i] = approximate[short_of_k[i]];
 		}
-		genie_search_values(entry, &sub, lsh == NULL ? NULL : whole ? lsh : sub_lsh, kprime, &found);
+		genie_search_values(entry, &sub,
+							approximate == NULL ? NULL : whole ? approximate : sub_approximate,
+							kprime, &found);
 		if (!whole)
 			genie_value_batch_free_copy(&sub);
 		genie_profile_push(GENIE_PHASE_VISIBILITY);
@@ -525,7 +551,7 @@ collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBat
 				if (kprime < entry->n_objects)
 					short_of_k[still++] = q;
 			}
-			else if (lsh != NULL)
+			else if (approximate != NULL)
 				ran_out[(*n_ran_out)++] = q;
 			CHECK_FOR_INTERRUPTS();
 		}
@@ -534,13 +560,13 @@ collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBat
 		n_short = still;
 		kprime = genie_search_wider_k(kprime, entry->n_objects);
 	}
-	pfree(sub_lsh);
+	pfree(sub_approximate);
 	pfree(short_of_k);
 }
 
 void
 genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
-							const GenieValueBatch *queries, GenieQuery **lsh, int32 k,
+							const GenieValueBatch *queries, GenieQuery **approximate, int32 k,
 							GenieValueRows *rows, ItemPointerData **tids)
 {
 	int			nq = queries->n;
@@ -555,7 +581,8 @@ genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot sna
 	collector_begin(&collected, nq, k, tids);
 	for (int i = 0; i < nq; i++)
 		short_of_k[i] = i;
-	collect_rounds(entry, &vs, queries, lsh, k, kprime, &collected, short_of_k, nq, NULL, NULL,
+	collect_rounds(entry, &vs, queries, approximate, k, kprime, &collected, short_of_k, nq,
+				   NULL, NULL,
 				   ran_out, &n_ran_out);
 
 	/*

@@ -5,7 +5,9 @@
  *	  edit distance over the strings of a genie_ngram_ops index with
  *	  store_strings (genie_similar, ORDER BY text <%> query), by Euclidean
  *	  distance over the vectors of a genie_vector_ops index (genie_knn,
- *	  ORDER BY v <-> query), one path for both kinds.
+ *	  ORDER BY v <-> query), by Hamming distance over the codes of a
+ *	  genie_bit_ops index (genie_hamming_knn, ORDER BY code <-> query), one
+ *	  path for all kinds.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,6 +26,22 @@ typedef enum GenieVectorSearchSetting
 extern int	genie_vector_search_setting;
 extern int	genie_lsh_candidates;
 
+/* genie.bit_search: how code indexes answer */
+typedef enum GenieBitSearchSetting
+{
+	GENIE_BIT_SEARCH_EXACT,		/* every stored code, exact */
+	GENIE_BIT_SEARCH_EWH		/* EWH candidates re-ranked: approximate */
+} GenieBitSearchSetting;
+
+extern int	genie_bit_search_setting;
+extern int	genie_ewh_candidates;
+
+/*
+ * Whether the settings ask the approximate mode of this kind of values:
+ * genie.vector_search = lsh for vectors, genie.bit_search = ewh for codes.
+ */
+extern bool genie_search_approximate(GenieValuesKind kind);
+
 /*
  * The k nearest values of each query (queries->kind must be the entry's
  * values_kind) over every object of the entry's version that is not dead
@@ -31,13 +49,14 @@ extern int	genie_lsh_candidates;
  * genie service when genie is preloaded (its main values there, the
  * pending ones here, merged), else on the engine genie.device asks for,
  * the CPU when the GPU runs out of memory unless genie.device = gpu.
- * Exact, except for vectors with lsh (genie.vector_search = lsh; lsh[q]
- * the queries' LSH keywords, GenieOrderBy.query, an error when one is
- * NULL: the index has none): the top genie.lsh_candidates by LSH match
- * count re-ranked.  Honours cancel.
+ * Exact, except with approximate (genie_search_approximate; approximate[q]
+ * query q's match-count query from the type's approximate_query, an error
+ * when one is NULL: the index has none): the top genie.lsh_candidates
+ * (vectors) or genie.ewh_candidates (codes) by match count re-ranked by
+ * distance.  Honours cancel.
  */
 extern void genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries,
-								GenieQuery **lsh, int32 k, GenieValueRows *rows);
+								GenieQuery **approximate, int32 k, GenieValueRows *rows);
 
 /*
  * The same restricted to rows of heap visible to snapshot: each query's k
@@ -48,7 +67,7 @@ extern void genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *
  */
 extern void genie_search_values_visible(GenieCachedIndex *entry, Relation heap,
 										Snapshot snapshot, const GenieValueBatch *queries,
-										GenieQuery **lsh, int32 k, GenieValueRows *rows,
+										GenieQuery **approximate, int32 k, GenieValueRows *rows,
 										ItemPointerData **tids);
 
 /* Frees rows' arrays (a widening round's, before asking again). */

@@ -332,12 +332,13 @@ genie_value_set_scan(const GenieValueSet *set, genie_engine_kind device,
 	{
 		genie_code_scan scan;
 
-		Assert(candidates == NULL);
 		memset(&scan, 0, sizeof(scan));
 		scan.n_queries = queries->n;
 		scan.queries = queries->codes;
 		scan.k = k;
 		scan.excluded = excluded;
+		scan.candidate_offsets = candidate_offsets;
+		scan.candidates = candidates;
 		return genie_codes_scan(set->codes, device, options, &scan, &found->codes, err);
 	}
 	else

@@ -207,6 +207,11 @@ typedef struct GenieDictionaryEntry
  * Code indexes (genie_bit_ops, genie_bit.c) keep their codes' length in
  * bits as dimensions (a code is a point of Hamming space), the rest zero.
  */
+/*
+ * A vector index's schema; a code index (GENIE_ENCODING_CODE) keeps its
+ * codes' bits as dimensions, its EWH functions as functions and the bits
+ * each reads (h, at most the codes' bits when they are known) as buckets.
+ */
 typedef struct GenieVectorSchema
 {
 	int32		dimensions;		/* 0 until the first vector (built on an empty table) */
@@ -289,10 +294,18 @@ typedef struct GenieOptions
 	int			attributes;		/* genie_row_ops: offset of the attribute list, or 0 */
 	bool		store_strings;	/* genie_ngram_ops: keep the strings (build only) */
 	int			family;			/* genie_vector_ops: GENIE_LSH_* (build only) */
-	int			functions;		/* genie_vector_ops: m, -1 Equation 9 (build only) */
+	int			functions;		/* m: LSH functions (genie_vector_ops, -1 Equation 9), EWH
+								 * functions (genie_bit_ops, -1 none) (build only) */
 	double		width;			/* genie_vector_ops: LSH width, 0 estimated (build only) */
-	int			seed;			/* genie_vector_ops: draws the LSH functions (build only) */
+	int			seed;			/* draws the LSH or EWH functions (build only) */
+	int			sample_bits;	/* genie_bit_ops: h, bits each EWH function reads (build only) */
+	int			errors;			/* genie_bit_ops: e, EWH buckets asked up to e errors (queries) */
+	int			weights;		/* genie_bit_ops: offset of the alpha_r list, or 0 (queries) */
 } GenieOptions;
+
+/* genie_bit_ops: EWH's defaults (README, "Binary codes") */
+#define GENIE_EWH_DEFAULT_SAMPLE_BITS 16
+#define GENIE_EWH_DEFAULT_ERRORS	2
 
 
 /* genie_storage.c: pages and chains */

@@ -8,10 +8,19 @@
  * A code index stores every row's code, its bit string's bytes as bit(n)
  * keeps them (the values chain and the pending records), which the exact
  * Hamming search reads (search/genie_search_values.c: the CPU engine's
- * popcount scan, or the GPU's); it has no keywords.  The codes' length in
- * bits is fixed by the first code (at build, or at the first insert into an
- * index built on an empty table) and kept in the metapage as the schema's
- * dimensions, as a vector index keeps its dimension.
+ * popcount scan, or the GPU's).  The codes' length in bits is fixed by the
+ * first code (at build, or at the first insert into an index built on an
+ * empty table) and kept in the metapage as the schema's dimensions, as a
+ * vector index keeps its dimension.
+ *
+ * Built WITH (m = ...), the index also keeps each code's Error Weighted
+ * Hashing keywords (genie/ewh.hpp: one per function, i * 2^h + the h bits
+ * function i reads), in the postings like any keyword, and
+ * genie.bit_search = ewh answers from them: each function's buckets within
+ * e errors weighted alpha_r (approximate_query), the highest scores
+ * re-ranked by Hamming distance.  m, h (sample_bits) and the seed are the
+ * schema's, fixed at build; e (errors) and the weights are read from the
+ * index's options at each query, so ALTER INDEX ... SET changes them.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,6 +29,7 @@
 #include "access/generic_xlog.h"
 #include "fmgr.h"
 #include "port/pg_bitutils.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/varbit.h"
 
@@ -87,12 +97,218 @@ genie_code_check_queries(Relation index, int32 bits)
 		check_length(index, meta.vectors.dimensions, bits, "the query code");
 }
 
+/* ---- Error Weighted Hashing ---- */
+
+#define GENIE_EWH_CACHE 4
+
+/* the functions of the last few schemas this backend used: drawing them costs m x bits steps */
+typedef struct EwhCacheEntry
+{
+	genie_ewh_params params;
+	genie_ewh  *ewh;
+	uint64		last_used;
+} EwhCacheEntry;
+
+static EwhCacheEntry ewh_cache[GENIE_EWH_CACHE];
+static uint64 ewh_clock = 0;
+
+/* The EWH functions of a schema for codes of bits bits (h at most bits). */
+static genie_ewh *
+schema_ewh(const GenieVectorSchema *schema, int32 bits)
+{
+	EwhCacheEntry *victim = &ewh_cache[0];
+	genie_ewh_params params;
+	genie_error err;
+
+	memset(&params, 0, sizeof(params));
+	params.bits = bits;
+	params.functions = schema->functions;
+	params.sample_bits = Min(schema->buckets, bits);
+	params.seed = schema->seed;
+	for (int i = 0; i < GENIE_EWH_CACHE; i++)
+	{
+		EwhCacheEntry *e = &ewh_cache[i];
+
+		if (e->ewh != NULL && memcmp(&e->params, &params, sizeof(params)) == 0)
+		{
+			e->last_used = ++ewh_clock;
+			return e->ewh;
+		}
+		if (e->ewh == NULL || (victim->ewh != NULL && e->last_used < victim->last_used))
+			victim = e;
+	}
+	genie_ewh_free(victim->ewh);
+	victim->ewh = NULL;
+	GENIE_CHECK(genie_ewh_create(&params, &victim->ewh, &err), &err, "genie: EWH functions");
+	victim->params = params;
+	victim->last_used = ++ewh_clock;
+	return victim->ewh;
+}
+
+/* A code's bytes as the C API's words (the bytes beyond the code zero), palloc'd. */
+static uint64 *
+code_words(VarBit *code, int32 bits)
+{
+	uint64	   *words = palloc0(sizeof(uint64) * genie_code_words(bits));
+
+	memcpy(words, VARBITS(code), VARBITBYTES(code));
+	return words;
+}
+
+/* The EWH keywords of a code of bits bits: none when the schema has no functions. */
+static int32 *
+ewh_keywords(const GenieVectorSchema *schema, VarBit *code, int32 bits, int *n)
+{
+	int32	   *keywords = palloc(sizeof(int32) * Max(schema->functions, 1));
+	uint64	   *words;
+
+	*n = 0;
+	if (schema->functions == 0)
+		return keywords;
+	words = code_words(code, bits);
+	genie_ewh_keywords(schema_ewh(schema, bits), words, keywords);
+	pfree(words);
+	*n = schema->functions;
+	return keywords;
+}
+
+/* The weights of '3,2,1' into out (at most GENIE_EWH_MAX_ERRORS + 1); -1 when malformed. */
+static int
+parse_weights(const char *value, int32 *out)
+{
+	const char *p = value;
+	int			n = 0;
+
+	for (;;)
+	{
+		char	   *end;
+		long		w;
+
+		while (*p == ' ')
+			p++;
+		errno = 0;
+		w = strtol(p, &end, 10);
+		if (end == p || errno != 0 || w < 1 || w > GENIE_QUERY_MAX_WEIGHT ||
+			n > GENIE_EWH_MAX_ERRORS)
+			return -1;
+		out[n++] = (int32) w;
+		p = end;
+		while (*p == ' ')
+			p++;
+		if (*p == '\0')
+			return n;
+		if (*p++ != ',')
+			return -1;
+	}
+}
+
+void
+genie_validate_ewh_weights(const char *value)
+{
+	int32		w[GENIE_EWH_MAX_ERRORS + 1];
+
+	if (value != NULL && parse_weights(value, w) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for genie parameter \"weights\": \"%s\"", value),
+				 errdetail("Give 1 to %d integers from 1 to %d separated by commas, alpha_0 first, as '3,2,1'.",
+						   GENIE_EWH_MAX_ERRORS + 1, GENIE_QUERY_MAX_WEIGHT)));
+}
+
+/*
+ * The errors and weights a query of an index with h-bit functions asks,
+ * from its options: e no more than h (a function has no value beyond h
+ * errors); the weights given, which must be one per error count, or e + 1
+ * - r.
+ */
+static int
+ewh_query_settings(Relation index, int32 h, int32 *weights)
+{
+	GenieOptions *opts = (GenieOptions *) index->rd_options;
+	int			errors = opts != NULL ? opts->errors : GENIE_EWH_DEFAULT_ERRORS;
+	const char *given = opts != NULL && opts->weights != 0 ? (const char *) opts + opts->weights : NULL;
+
+	errors = Min(errors, h);
+	if (given != NULL)
+	{
+		int			n = parse_weights(given, weights);
+
+		if (n < errors + 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("genie index \"%s\" has %d EWH weights for %d errors",
+							RelationGetRelationName(index), Max(n, 0), errors),
+					 errhint("Give one weight per error count 0 to %d: ALTER INDEX %s SET (weights = '...'), or RESET (weights) for e + 1 - r.",
+							 errors, RelationGetRelationName(index))));
+		return errors;
+	}
+	for (int r = 0; r <= errors; r++)
+		weights[r] = errors + 1 - r;
+	return errors;
+}
+
+static int32
+binomial(int32 n, int32 r)
+{
+	int64		c = 1;
+
+	for (int32 i = 1; i <= r; i++)
+		c = c * (n - r + i) / i;
+	return (int32) c;
+}
+
+/*
+ * The EWH query of code q of queries: for each function, one item per
+ * error count r <= e holding the C(h, r) buckets at r errors from the
+ * query's own, of weight alpha_r; NULL when the index has no EWH keywords.
+ */
+static GenieQuery *
+code_approximate_query(Relation index, const GenieValueBatch *queries, int q)
+{
+	GenieMetaPageData meta;
+	GenieVectorSchema *schema = &meta.vectors;
+	int32		bits = queries->dim;
+	int32		weights[GENIE_EWH_MAX_ERRORS + 1];
+	int32		h;
+	int			errors;
+	genie_ewh  *ewh;
+	int32	   *keywords;
+	int64		at = 0;
+	GenieQueryBuilder b;
+	GenieQuery *query;
+
+	genie_read_meta(index, &meta);
+	if (schema->functions == 0 || schema->dimensions == 0)
+		return NULL;
+	check_length(index, schema->dimensions, bits, "the query code");
+	h = Min(schema->buckets, bits);
+	errors = ewh_query_settings(index, h, weights);
+	ewh = schema_ewh(schema, bits);
+	keywords = palloc(sizeof(int32) * genie_ewh_query_buckets(ewh, errors));
+	genie_ewh_query_keywords(ewh, queries->codes + (Size) q * genie_code_words(bits), errors,
+							 keywords);
+	genie_query_builder_init(&b);
+	for (int32 i = 0; i < schema->functions; i++)
+		for (int r = 0; r <= errors; r++)
+		{
+			int32		count = binomial(h, r);
+
+			genie_query_builder_begin_item(&b, weights[r]);
+			for (int32 j = 0; j < count; j++, at++)
+				genie_query_builder_add_range(&b, keywords[at], keywords[at]);
+		}
+	query = genie_query_builder_finish(&b);
+	pfree(keywords);
+	return query;
+}
+
 /* ---- building ---- */
 
 typedef struct CodeBuild
 {
 	Relation	index;
 	int32		bits;			/* the first code's */
+	GenieVectorSchema schema;	/* the EWH parameters */
 } CodeBuild;
 
 static void
@@ -104,9 +320,22 @@ code_build_encoding(Relation index, GenieEncoding *encoding)
 static void *
 code_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool scan)
 {
+	GenieOptions *opts = (GenieOptions *) index->rd_options;
 	CodeBuild  *b = palloc0(sizeof(CodeBuild));
+	GenieVectorSchema *s = &b->schema;
 
 	b->index = index;
+	s->functions = opts != NULL ? Max(opts->functions, 0) : 0;
+	s->buckets = opts != NULL ? opts->sample_bits : GENIE_EWH_DEFAULT_SAMPLE_BITS;
+	s->seed = opts != NULL ? (uint64) opts->seed : 0;
+	/* keywords i * 2^h + value stay within int32 */
+	if (((int64) s->functions << s->buckets) - 1 > PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("genie_bit_ops: m * 2^sample_bits must be at most 2^31"),
+				 errdetail("m is %d and sample_bits %d.", s->functions, s->buckets),
+				 errhint("Use at most %d functions of %d bits.",
+						 (int) ((INT64CONST(1) << 31) >> s->buckets), s->buckets)));
 	return b;
 }
 
@@ -119,15 +348,16 @@ code_build_value(void *state, Datum value, int *n)
 	if (b->bits == 0)
 		b->bits = bits;
 	check_length(b->index, b->bits, bits, "a code of the table");
-	*n = 0;
-	return palloc(sizeof(int32));
+	return ewh_keywords(&b->schema, DatumGetVarBitP(value), bits, n);
 }
 
 static void
 code_build_finish(void *state, GenieMetaPageData *meta)
 {
-	memset(&meta->vectors, 0, sizeof(meta->vectors));
-	meta->vectors.dimensions = ((CodeBuild *) state)->bits;
+	CodeBuild  *b = (CodeBuild *) state;
+
+	meta->vectors = b->schema;
+	meta->vectors.dimensions = b->bits;
 }
 
 /* ---- the other callbacks ---- */
@@ -146,13 +376,13 @@ static int32 *
 code_encode_value(Relation index, const GenieEncoding *encoding, Datum value, int *n)
 {
 	GenieMetaPageData meta;
+	VarBit	   *code = DatumGetVarBitP(value);
+	int32		bits = genie_code_bits(code, "an indexed code");
 
 	genie_read_meta(index, &meta);
 	/* an index built on an empty table takes the first code's length (insert_prepare) */
-	(void) check_insert_length(index, meta.vectors.dimensions, meta.n_objects,
-							   genie_code_bits(DatumGetVarBitP(value), "an indexed code"));
-	*n = 0;
-	return palloc(sizeof(int32));
+	(void) check_insert_length(index, meta.vectors.dimensions, meta.n_objects, bits);
+	return ewh_keywords(&meta.vectors, code, bits, n);
 }
 
 static void
@@ -203,6 +433,7 @@ static const GenieTypeInfo code_type = {
 	.encode_value = code_encode_value,
 	.insert_prepare = code_insert_prepare,
 	.encode_query = code_encode_query,
+	.approximate_query = code_approximate_query,
 };
 
 /* support function 1 of genie_bit_ops */

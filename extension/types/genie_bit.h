@@ -23,4 +23,7 @@ extern int32 genie_code_bits(VarBit *code, const char *what);
  */
 extern void genie_code_check_queries(Relation index, int32 bits);
 
+/* The reloption weights: an error unless 1 to 4 integers in [1, 1000000], as '3,2,1'. */
+extern void genie_validate_ewh_weights(const char *value);
+
 #endif							/* GENIE_BIT_H */

@@ -30,6 +30,7 @@
 #include "access/stratnum.h"
 #include "nodes/execnodes.h"
 
+#include "service/genie_values.h"
 #include "types/genie_query.h"
 #include "storage/genie_storage.h"
 
@@ -55,7 +56,8 @@ typedef struct GenieOrderBy
 	/*
 	 * A vector query (genie_vector_ops): its elements, ordered by distance
 	 * over the stored vectors (query is NULL: approximate_query gives the LSH
-	 * keywords when genie.vector_search = lsh asks for them).
+	 * keywords when genie.vector_search = lsh asks for them; the EWH buckets
+	 * of a code when genie.bit_search = ewh does).
 	 */
 	float	   *vector;
 	int32		vector_dim;
@@ -135,12 +137,13 @@ typedef struct GenieTypeInfo
 								StrategyNumber strategy, Datum query, bool query_known);
 
 	/*
-	 * For a type ordered by a distance over its stored values (vectors): the
-	 * match-count query whose top rows approximate the nearest (the LSH
-	 * keywords of a query vector of dim elements), or NULL when the index
-	 * has none.  NULL: the type has no such query.
+	 * For a type ordered by a distance over its stored values: the
+	 * match-count query whose top rows approximate the nearest values of
+	 * query q of queries (the LSH keywords of a vector, the EWH buckets of a
+	 * code, weighted), or NULL when the index has none.  NULL: the type has
+	 * no such query.
 	 */
-	GenieQuery *(*approximate_query) (Relation index, const float *vector, int dim);
+	GenieQuery *(*approximate_query) (Relation index, const GenieValueBatch *queries, int q);
 } GenieTypeInfo;
 
 /* A built index's encoding and the type that reads it. */

@@ -437,9 +437,11 @@ vector_encode_query(Relation index, const GenieEncoding *encoding, StrategyNumbe
 
 /* the LSH keywords of a query vector, as one item each */
 static GenieQuery *
-vector_approximate_query(Relation index, const float *v, int dim)
+vector_approximate_query(Relation index, const GenieValueBatch *queries, int q)
 {
 	GenieVectorSchema schema;
+	int			dim = queries->dim;
+	const float *v = queries->vectors + (Size) q * dim;
 	int			n;
 	int32	   *keywords;
 	GenieQuery *query;
