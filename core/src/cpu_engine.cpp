@@ -432,7 +432,7 @@ class CpuEngine final : public HostIndexEngine {
     // Compiling against the whole index validates the batch and checks the
     // score bound once, whatever the number of parts.
     CompiledBatch compiled;
-    GENIE_RETURN_IF_ERROR(CompileBatch(index, batch, &compiled));
+    GENIE_RETURN_IF_ERROR(CompileBatchParallel(index, batch, threads_, &compiled, cancel_));
     if (cancel_.requested()) return Status::Cancelled();
 
     int32_t parts = 1;

@@ -139,6 +139,9 @@ Status EwhFunctions::AddQuery(const uint64_t* code, int32_t errors, Span<int32_t
   for (int32_t i = 0; i < params_.functions; ++i) {
     for (int32_t r = 0; r <= errors; ++r) {
       const std::size_t count = static_cast<std::size_t>(EwhBinomial(h, r));
+      // ascending, as CompileBatch wants an item's ranges (it sorts them otherwise)
+      std::sort(keywords.begin() + static_cast<std::ptrdiff_t>(at),
+                keywords.begin() + static_cast<std::ptrdiff_t>(at + count));
       ranges.clear();
       for (std::size_t j = 0; j < count; ++j) ranges.push_back({keywords[at + j], keywords[at + j]});
       at += count;

@@ -6,6 +6,8 @@
 #include <new>
 #include <string>
 
+#include "genie/parallel.hpp"
+
 namespace genie {
 
 void QueryBatch::AddKeywordQuery(Span<int32_t> keywords) {
@@ -112,6 +114,30 @@ Status ValidateBatch(const genie_query_batch& batch) {
   return Status::Ok();
 }
 
+namespace {
+
+// The largest sum of weights over one keyword position of (position,
+// weight) pairs: open addressing, linear probing, in a table kept by the
+// caller between queries.
+int64_t MaxSummedWeight(const std::vector<std::pair<int64_t, int64_t>>& pairs,
+                        std::vector<std::pair<int64_t, int64_t>>* table) {
+  std::size_t capacity = 16;
+  while (capacity < pairs.size() * 2) capacity *= 2;
+  table->assign(capacity, {-1, 0});
+  const std::size_t mask = capacity - 1;
+  int64_t best = 0;
+  for (const auto& p : pairs) {
+    std::size_t at = static_cast<std::size_t>(static_cast<uint64_t>(p.first) * 0x9E3779B97F4A7C15ULL >> 20) & mask;
+    while ((*table)[at].first != -1 && (*table)[at].first != p.first) at = (at + 1) & mask;
+    (*table)[at].first = p.first;
+    (*table)[at].second += p.second;
+    best = std::max(best, (*table)[at].second);
+  }
+  return best;
+}
+
+}  // namespace
+
 Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
                     CompiledBatch* out) {
   return CompileBatch(index, batch, out, static_cast<int64_t>(index.split_length()));
@@ -139,11 +165,15 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
     std::vector<KeywordRange> merged;
     // (keyword position, weight change) at the ends of each covered span
     std::vector<std::pair<int64_t, int64_t>> weight_events;
+    // (keyword position, weight) of the ranges that cover a few keywords
+    std::vector<std::pair<int64_t, int64_t>> single_keywords;
+    std::vector<std::pair<int64_t, int64_t>> weight_table;
     constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
     for (std::size_t q = 0; q < n_queries; ++q) {
       int64_t bound = 0;  // saturates just above INT32_MAX
       weight_events.clear();
+      single_keywords.clear();
       bool have_hint = false;  // KeywordSpanFrom: where the last range's keywords began
       int32_t hint_lo = 0;
       std::size_t hint_at = 0;
@@ -155,7 +185,9 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
         for (int64_t r = r_begin; r < r_end; ++r) {
           merged.push_back({batch.ranges_lo[r], batch.ranges_hi[r]});
         }
-        if (merged.size() > 1) {  // most items are one range (a keyword)
+        if (merged.size() > 1 &&  // most items are one range (a keyword), many come sorted
+            !std::is_sorted(merged.begin(), merged.end(),
+                            [](const KeywordRange& a, const KeywordRange& b) { return a.lo < b.lo; })) {
           std::sort(merged.begin(), merged.end(),
                     [](const KeywordRange& a, const KeywordRange& b) { return a.lo < b.lo; });
         }
@@ -197,8 +229,12 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
           hint_at = first;
           if (first == last) continue;
           covered += static_cast<int64_t>(last - first);
-          weight_events.push_back({static_cast<int64_t>(first), weight});
-          weight_events.push_back({static_cast<int64_t>(last), -static_cast<int64_t>(weight)});
+          if (last - first <= 8) {  // a few keywords (ranges of one item merge neighbours)
+            for (std::size_t at = first; at < last; ++at) single_keywords.push_back({static_cast<int64_t>(at), weight});
+          } else {
+            weight_events.push_back({static_cast<int64_t>(first), weight});
+            weight_events.push_back({static_cast<int64_t>(last), -static_cast<int64_t>(weight)});
+          }
           const int64_t b = list_offsets[first], e = list_offsets[last];
           if (span_end > span_begin && b == span_end) {
             span_end = e;
@@ -221,13 +257,24 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
       // It is the tighter one for heavily weighted disjoint items.
       // Items over ascending disjoint keywords (LSH, most keyword sets) give
       // their events in order already: the check is linear, the sort is not.
-      if (!std::is_sorted(weight_events.begin(), weight_events.end())) {
-        std::sort(weight_events.begin(), weight_events.end());
-      }
       int64_t keyword_weight = 0, max_keyword_weight = 0;
-      for (const auto& event : weight_events) {
-        keyword_weight += event.second;
-        max_keyword_weight = std::max(max_keyword_weight, keyword_weight);
+      if (weight_events.empty()) {
+        // items of single keywords (LSH, EWH's buckets): each keyword's
+        // weight summed in a hash table, where sorting thousands of events
+        // would cost more than the rest of the compilation
+        max_keyword_weight = MaxSummedWeight(single_keywords, &weight_table);
+      } else {
+        for (const auto& one : single_keywords) {
+          weight_events.push_back({one.first, one.second});
+          weight_events.push_back({one.first + 1, -one.second});
+        }
+        if (!std::is_sorted(weight_events.begin(), weight_events.end())) {
+          std::sort(weight_events.begin(), weight_events.end());
+        }
+        for (const auto& event : weight_events) {
+          keyword_weight += event.second;
+          max_keyword_weight = std::max(max_keyword_weight, keyword_weight);
+        }
       }
       if (max_keyword_weight <= kInt32Max) {
         bound = std::min(bound, max_keyword_weight * bound_cap);
@@ -248,6 +295,70 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
   } catch (const std::exception& e) {
     return Status::Internal(std::string("batch compilation failed: ") + e.what());
   }
+}
+
+genie_query_batch SubBatch(const genie_query_batch& batch, int32_t q_begin, int32_t q_end,
+                           SubBatchStorage* storage) {
+  const int64_t i0 = batch.query_offsets[q_begin], i1 = batch.query_offsets[q_end];
+  const int64_t r0 = batch.item_offsets[i0];
+  storage->query_offsets.resize(static_cast<std::size_t>(q_end - q_begin) + 1);
+  storage->item_offsets.resize(static_cast<std::size_t>(i1 - i0) + 1);
+  for (int64_t j = 0; j <= q_end - q_begin; ++j)
+    storage->query_offsets[static_cast<std::size_t>(j)] = batch.query_offsets[q_begin + j] - i0;
+  for (int64_t j = 0; j <= i1 - i0; ++j)
+    storage->item_offsets[static_cast<std::size_t>(j)] = batch.item_offsets[i0 + j] - r0;
+  genie_query_batch sub{};
+  sub.n_queries = q_end - q_begin;
+  sub.query_offsets = storage->query_offsets.data();
+  sub.item_offsets = storage->item_offsets.data();
+  sub.item_weights = batch.item_weights ? batch.item_weights + i0 : nullptr;
+  sub.ranges_lo = batch.ranges_lo ? batch.ranges_lo + r0 : nullptr;
+  sub.ranges_hi = batch.ranges_hi ? batch.ranges_hi + r0 : nullptr;
+  return sub;
+}
+
+Status CompileBatchParallel(const InvertedIndex& index, const genie_query_batch& batch, int32_t threads,
+                            CompiledBatch* out, const CancelCheck& cancel) {
+  const int32_t workers = ResolveThreads(threads);
+  const int32_t nq = batch.n_queries;
+  // small batches: one thread is quicker than handing work out
+  if (workers <= 1 || nq < 32) return CompileBatch(index, batch, out);
+  if (out == nullptr) return Status::InvalidArgument("compiled batch output is NULL");
+  GENIE_RETURN_IF_ERROR(ValidateBatch(batch));
+  const int32_t per_chunk = std::max<int32_t>(8, (nq + workers * 4 - 1) / (workers * 4));
+  const int32_t n_chunks = (nq + per_chunk - 1) / per_chunk;
+  std::vector<CompiledBatch> chunks(static_cast<std::size_t>(n_chunks));
+  Status status = ParallelFor(
+      n_chunks, workers,
+      [&](int64_t c) -> Status {
+        const int32_t q0 = static_cast<int32_t>(c) * per_chunk, q1 = std::min(nq, q0 + per_chunk);
+        SubBatchStorage storage;
+        return CompileBatch(index, SubBatch(batch, q0, q1, &storage), &chunks[static_cast<std::size_t>(c)]);
+      },
+      cancel);
+  // an invalid query is reported with the batch's own query number
+  if (status.code() == GENIE_INVALID_ARGUMENT) return CompileBatch(index, batch, out);
+  GENIE_RETURN_IF_ERROR(status);
+  try {
+    CompiledBatch joined;
+    std::size_t slices = 0;
+    for (const CompiledBatch& chunk : chunks) slices += chunk.slices.size();
+    joined.slices.reserve(slices);
+    joined.max_score.reserve(static_cast<std::size_t>(nq));
+    joined.query_slice_offsets.reserve(static_cast<std::size_t>(nq) + 1);
+    for (const CompiledBatch& chunk : chunks) {
+      const int64_t base = static_cast<int64_t>(joined.slices.size());
+      joined.slices.insert(joined.slices.end(), chunk.slices.begin(), chunk.slices.end());
+      joined.max_score.insert(joined.max_score.end(), chunk.max_score.begin(), chunk.max_score.end());
+      for (std::size_t j = 1; j < chunk.query_slice_offsets.size(); ++j)
+        joined.query_slice_offsets.push_back(base + chunk.query_slice_offsets[j]);
+      joined.total_postings += chunk.total_postings;
+    }
+    *out = std::move(joined);
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory compiling a batch of " + std::to_string(nq) + " queries");
+  }
+  return Status::Ok();
 }
 
 }  // namespace genie

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <random>
 #include <vector>
 
 #include "genie/engine.hpp"
@@ -397,6 +398,82 @@ TEST(CompileBound, DisjointHeavyItemsUseTheKeywordWeightBound) {
   ASSERT_EQ(results.hits.size(), 2u);
   EXPECT_EQ(results.hits[0].score, 2000000000);  // object 1: keywords 1000..2999, two items
   EXPECT_EQ(results.hits[1].score, 1000000000);
+}
+
+}  // namespace
+}  // namespace genie
+
+namespace genie {
+namespace {
+
+// Single-keyword items summed by the hash table: the same keyword in several
+// items adds up, distinct keywords do not.
+TEST(CompileBound, SingleKeywordItemsSumPerKeyword) {
+  testing::Csr csr;
+  csr.Add({1});
+  csr.Add({2});
+  csr.Add({4});
+  InvertedIndex index;
+  ASSERT_TRUE(InvertedIndex::Build(csr.offsets, csr.keywords, IndexOptions{}, &index).ok());
+  QueryBatch batch;
+  batch.BeginQuery();
+  batch.AddItem(std::vector<KeywordRange>{{4, 4}, {1, 1}}, 5);
+  batch.AddItem(std::vector<KeywordRange>{{2, 2}}, 7);
+  batch.AddItem(std::vector<KeywordRange>{{1, 1}}, 2);  // keyword 1: 5 + 2
+  batch.AddItem(std::vector<KeywordRange>{{2, 2}}, 3);  // keyword 2: 7 + 3, the most
+  CompiledBatch compiled;
+  ASSERT_TRUE(CompileBatch(index, batch.View(), &compiled).ok());
+  // max_object_keywords (1) x the most weight on one keyword (10), below
+  // the sum over items (22)
+  EXPECT_EQ(compiled.max_score[0], 10);
+}
+
+// The parallel compilation gives CompileBatch's result, whatever the mix of
+// wide ranges, single keywords, weights and empty queries.
+TEST(CompileBatchParallel, EqualsCompileBatch) {
+  std::mt19937 rng(17);
+  testing::Csr csr;
+  for (int o = 0; o < 3000; ++o) {
+    std::vector<int32_t> kw;
+    for (int j = 0; j < 12; ++j) kw.push_back(static_cast<int32_t>(rng() % 5000));
+    csr.Add(kw);
+  }
+  IndexOptions options;
+  options.split_length = 7;
+  InvertedIndex index;
+  ASSERT_TRUE(InvertedIndex::Build(csr.offsets, csr.keywords, options, &index).ok());
+  QueryBatch batch;
+  for (int q = 0; q < 300; ++q) {
+    batch.BeginQuery();
+    const int items = q % 17 == 0 ? 0 : 1 + static_cast<int>(rng() % 40);
+    for (int i = 0; i < items; ++i) {
+      std::vector<KeywordRange> ranges;
+      for (int r = 0; r < 1 + static_cast<int>(rng() % 3); ++r) {
+        const int32_t lo = static_cast<int32_t>(rng() % 5200);
+        ranges.push_back({lo, q % 3 == 0 ? lo : lo + static_cast<int32_t>(rng() % 30)});
+      }
+      batch.AddItem(ranges, 1 + static_cast<int32_t>(rng() % 9));
+    }
+  }
+  CompiledBatch serial, parallel;
+  ASSERT_TRUE(CompileBatch(index, batch.View(), &serial).ok());
+  ASSERT_TRUE(CompileBatchParallel(index, batch.View(), 4, &parallel).ok());
+  EXPECT_EQ(serial.query_slice_offsets, parallel.query_slice_offsets);
+  EXPECT_EQ(serial.max_score, parallel.max_score);
+  EXPECT_EQ(serial.total_postings, parallel.total_postings);
+  ASSERT_EQ(serial.slices.size(), parallel.slices.size());
+  for (std::size_t i = 0; i < serial.slices.size(); ++i) {
+    EXPECT_EQ(serial.slices[i].begin, parallel.slices[i].begin);
+    EXPECT_EQ(serial.slices[i].end, parallel.slices[i].end);
+    EXPECT_EQ(serial.slices[i].weight, parallel.slices[i].weight);
+    EXPECT_EQ(serial.slices[i].list, parallel.slices[i].list);
+  }
+  // a bad query is reported with its number in the whole batch
+  QueryBatch bad = batch;
+  bad.item_weights[bad.item_weights.size() - 1] = 0;
+  Status s = CompileBatchParallel(index, bad.View(), 4, &parallel);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), CompileBatch(index, bad.View(), &serial).message());
 }
 
 }  // namespace

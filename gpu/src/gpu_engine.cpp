@@ -104,23 +104,8 @@ Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& ba
   out->chunks.assign(static_cast<std::size_t>(n_chunks), CompiledBatch());
   Status status = ParallelFor(n_chunks, threads, [&](int64_t c) -> Status {
     const int64_t q0 = q_begin + c * per_chunk, q1 = std::min<int64_t>(q_end, q0 + per_chunk);
-    const int64_t i0 = batch.query_offsets[q0], i1 = batch.query_offsets[q1];
-    const int64_t r0 = batch.item_offsets[i0];
-    std::vector<int64_t> query_offsets(static_cast<std::size_t>(q1 - q0 + 1));
-    std::vector<int64_t> item_offsets(static_cast<std::size_t>(i1 - i0 + 1));
-    for (int64_t j = 0; j <= q1 - q0; ++j) {
-      query_offsets[static_cast<std::size_t>(j)] = batch.query_offsets[q0 + j] - i0;
-    }
-    for (int64_t j = 0; j <= i1 - i0; ++j) {
-      item_offsets[static_cast<std::size_t>(j)] = batch.item_offsets[i0 + j] - r0;
-    }
-    genie_query_batch sub{};
-    sub.n_queries = static_cast<int32_t>(q1 - q0);
-    sub.query_offsets = query_offsets.data();
-    sub.item_offsets = item_offsets.data();
-    sub.item_weights = batch.item_weights ? batch.item_weights + i0 : nullptr;
-    sub.ranges_lo = batch.ranges_lo ? batch.ranges_lo + r0 : nullptr;
-    sub.ranges_hi = batch.ranges_hi ? batch.ranges_hi + r0 : nullptr;
+    SubBatchStorage storage;
+    const genie_query_batch sub = SubBatch(batch, static_cast<int32_t>(q0), static_cast<int32_t>(q1), &storage);
     return CompileBatch(index, sub, &out->chunks[static_cast<std::size_t>(c)], split_length);
   }, cancel);
   if (!status.ok()) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "genie/types.h"
+#include "genie/cancel.hpp"
 #include "genie/index.hpp"
 #include "genie/span.hpp"
 #include "genie/status.hpp"
@@ -78,5 +79,22 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch, 
 constexpr int64_t kUnsplitSlices = INT64_MAX;
 Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch, CompiledBatch* out,
                     int64_t split_length);
+
+// Queries [q_begin, q_end) of a valid batch as a batch of their own: its
+// offsets rebased into storage, its weights and ranges pointing into batch.
+struct SubBatchStorage {
+  std::vector<int64_t> query_offsets;
+  std::vector<int64_t> item_offsets;
+};
+genie_query_batch SubBatch(const genie_query_batch& batch, int32_t q_begin, int32_t q_end,
+                           SubBatchStorage* storage);
+
+// CompileBatch on up to `threads` threads (0: every core), chunks of
+// queries compiled apart and joined: the same result.  A query of many
+// items (EWH asks thousands of buckets) costs a cache miss or two per
+// item in the keyword directory, so a large batch's compilation is worth
+// spreading; cancel is polled between chunks.
+Status CompileBatchParallel(const InvertedIndex& index, const genie_query_batch& batch, int32_t threads,
+                            CompiledBatch* out, const CancelCheck& cancel = CancelCheck());
 
 }  // namespace genie
