@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Writes binary codes of Fashion-MNIST images as a PostgreSQL text COPY file of
-(id int4, code bit(n)) rows, for bench/run-code-bench: --binary gives 784-bit
+(id int4, code bit(n)) rows, for bench/run-code-bench, or with --packed as
+packed rows (ceil(n / 8) bytes each, first bit in the high-order bit, the
+layout of bit(n)) for bench/ewh_bench: --binary gives 784-bit
 codes (pixel > 127), --simhash B gives B-bit SimHash codes (the signs of B
 fixed random Gaussian projections of the pixel vector, --seed).  Ids count
 from 1.  Needs numpy.
 
-  code_copy.py --idx FILE (--binary | --simhash B) [--limit N] [--seed S] OUT.copy
+  code_copy.py --idx FILE (--binary | --simhash B) [--limit N] [--seed S] [--packed] OUT
 """
 import argparse
 
@@ -19,6 +21,7 @@ def main():
     ap.add_argument("--simhash", type=int, default=0)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--seed", type=int, default=20261126)
+    ap.add_argument("--packed", action="store_true")
     ap.add_argument("out")
     a = ap.parse_args()
     with open(a.idx, "rb") as f:
@@ -32,6 +35,10 @@ def main():
         bits = (X.astype(np.float32) @ P) > 0
     else:
         bits = X > 127
+    if a.packed:
+        with open(a.out, "wb") as f:
+            f.write(np.packbits(bits, axis=1).tobytes())
+        return
     chars = np.where(bits, ord("1"), ord("0")).astype(np.uint8)
     with open(a.out, "wb") as f:
         for i, row in enumerate(chars, 1):

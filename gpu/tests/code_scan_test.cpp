@@ -5,11 +5,14 @@
 // span several groups, and a budget too small for the set.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "genie/code_fixture.hpp"
 #include "genie/codes.hpp"
+#include "genie/engine.hpp"
+#include "genie/ewh.hpp"
 #include "genie/gpu_code_scan.hpp"
 #include "gpu_test_util.hpp"
 
@@ -93,6 +96,55 @@ TEST(GpuCodeScan, RefusesASetBeyondTheBudget) {
   const CodeSet set = MakeCodeSet(512, RandomCodes(&rng, 100000, 512));
   std::unique_ptr<GpuCodeSet> gpu;
   EXPECT_EQ(GpuCodeSet::Create(set, 0, 1u << 20, &gpu).code(), GENIE_DEVICE_OUT_OF_MEMORY);
+}
+
+}  // namespace
+}  // namespace genie
+
+namespace genie {
+namespace {
+
+// Error Weighted Hashing's weighted buckets on the GPU engine: the same
+// candidates and scores as the CPU engine (which ewh_test.cpp checks
+// against the paper's score), for e = 0 to 3 and a batch in several groups.
+TEST(GpuEwh, CountsLikeTheCpuEngine) {
+  SKIP_WITHOUT_GPU();
+  const int32_t bits = 512, m = 16, h = 16, n = 60000, nq = 300;
+  std::mt19937_64 rng(31);
+  const std::vector<uint64_t> codes = testing::RandomCodes(&rng, n, bits);
+  const std::vector<uint64_t> queries = testing::PlantedQueries(&rng, codes, bits, nq, 30);
+  const int32_t words = WordsForBits(bits);
+  std::unique_ptr<EwhFunctions> f;
+  ASSERT_TRUE(EwhFunctions::Create({bits, m, h, 5}, &f).ok());
+  std::vector<int32_t> keywords(static_cast<std::size_t>(n) * m);
+  std::vector<int64_t> offsets(n + 1);
+  for (int32_t o = 0; o < n; ++o) {
+    f->Keywords(codes.data() + static_cast<std::size_t>(o) * words, keywords.data() + static_cast<std::size_t>(o) * m);
+    offsets[o + 1] = static_cast<int64_t>(o + 1) * m;
+  }
+  auto index = std::make_shared<InvertedIndex>();
+  ASSERT_TRUE(InvertedIndex::Build(offsets, keywords, IndexOptions{}, index.get()).ok());
+  Status status;
+  auto gpu = MakeGpuEngine(EngineOptions(), &status);
+  ASSERT_NE(gpu, nullptr) << status.message();
+  auto cpu = MakeCpuEngine(EngineOptions());
+  ASSERT_TRUE(gpu->Upload(index).ok());
+  ASSERT_TRUE(cpu->Upload(index).ok());
+  for (int32_t e = 0; e <= 3; ++e) {
+    QueryBatch batch;
+    for (int32_t q = 0; q < nq; ++q)
+      ASSERT_TRUE(f->AddQuery(queries.data() + static_cast<std::size_t>(q) * words, e, EwhDefaultWeights(e), &batch).ok());
+    for (int32_t k : {10, 1000}) {
+      TopKResults want, got;
+      ASSERT_TRUE(cpu->Search(batch.View(), k, &want).ok());
+      ASSERT_TRUE(gpu->Search(batch.View(), k, &got).ok());
+      ASSERT_EQ(want.query_offsets, got.query_offsets) << "e " << e << " k " << k;
+      for (std::size_t i = 0; i < want.hits.size(); ++i) {
+        ASSERT_EQ(want.hits[i].object, got.hits[i].object) << "e " << e << " k " << k << " hit " << i;
+        ASSERT_EQ(want.hits[i].score, got.hits[i].score);
+      }
+    }
+  }
 }
 
 }  // namespace
