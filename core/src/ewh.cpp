@@ -107,16 +107,22 @@ void EwhFunctions::QueryKeywords(const uint64_t* code, int32_t errors, int32_t* 
     const uint32_t base = static_cast<uint32_t>(i) << h;
     const uint32_t v = Value(code, i);
     *out++ = static_cast<int32_t>(base | v);
+    int32_t* group = out;
     if (e >= 1)
       for (int32_t a = 0; a < h; ++a) *out++ = static_cast<int32_t>(base | (v ^ (1u << a)));
+    std::sort(group, out);  // each group ascending: what an item's ranges should be
+    group = out;
     if (e >= 2)
       for (int32_t a = 0; a < h; ++a)
         for (int32_t b = a + 1; b < h; ++b) *out++ = static_cast<int32_t>(base | (v ^ (1u << a) ^ (1u << b)));
+    std::sort(group, out);
+    group = out;
     if (e >= 3)
       for (int32_t a = 0; a < h; ++a)
         for (int32_t b = a + 1; b < h; ++b)
           for (int32_t c = b + 1; c < h; ++c)
             *out++ = static_cast<int32_t>(base | (v ^ (1u << a) ^ (1u << b) ^ (1u << c)));
+    std::sort(group, out);
   }
 }
 
@@ -139,9 +145,6 @@ Status EwhFunctions::AddQuery(const uint64_t* code, int32_t errors, Span<int32_t
   for (int32_t i = 0; i < params_.functions; ++i) {
     for (int32_t r = 0; r <= errors; ++r) {
       const std::size_t count = static_cast<std::size_t>(EwhBinomial(h, r));
-      // ascending, as CompileBatch wants an item's ranges (it sorts them otherwise)
-      std::sort(keywords.begin() + static_cast<std::ptrdiff_t>(at),
-                keywords.begin() + static_cast<std::ptrdiff_t>(at + count));
       ranges.clear();
       for (std::size_t j = 0; j < count; ++j) ranges.push_back({keywords[at + j], keywords[at + j]});
       at += count;

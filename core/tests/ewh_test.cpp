@@ -104,6 +104,7 @@ TEST(Ewh, QueryBucketsAreTheValuesWithinEErrors) {
       std::set<int32_t> seen;
       for (int32_t r = 0; r <= e; ++r)
         for (int64_t j = 0; j < EwhBinomial(10, r); ++j, ++at) {
+          if (j > 0) EXPECT_LT(kw[at - 1], kw[at]);  // each group ascending
           EXPECT_EQ(kw[at] >> 10, i);
           EXPECT_EQ(__builtin_popcount((static_cast<uint32_t>(kw[at]) & 1023u) ^ own), r);
           EXPECT_TRUE(seen.insert(kw[at]).second);  // no bucket twice

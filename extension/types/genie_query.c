@@ -135,7 +135,13 @@ genie_query_builder_finish(GenieQueryBuilder *b)
 		GenieKeywordRange *r = b->ranges + item->first_range;
 		int			first = out;
 
-		qsort(r, item->n_ranges, sizeof(GenieKeywordRange), keyword_range_cmp);
+		bool		sorted = true;
+
+		/* many callers give them in order (EWH's buckets): a check is cheaper than qsort */
+		for (int j = 1; j < item->n_ranges && sorted; j++)
+			sorted = keyword_range_cmp(&r[j - 1], &r[j]) <= 0;
+		if (!sorted)
+			qsort(r, item->n_ranges, sizeof(GenieKeywordRange), keyword_range_cmp);
 		for (int j = 0; j < item->n_ranges; j++)
 		{
 			/* merge overlapping or adjacent ranges; compare in 64 bits */

@@ -635,7 +635,7 @@ void		genie_ewh_keywords(const genie_ewh *ewh, const uint64_t *code, int32_t *ke
 int64_t		genie_ewh_query_buckets(const genie_ewh *ewh, int32_t errors);
 /*
  * Their keywords: function by function, r = 0..errors within a function,
- * C(h, r) buckets at r errors.
+ * C(h, r) buckets at r errors, each group ascending.
  */
 void		genie_ewh_query_keywords(const genie_ewh *ewh, const uint64_t *code, int32_t errors,
 									 int32_t *keywords);

@@ -60,7 +60,8 @@ class EwhFunctions {
   int64_t QueryBuckets(int32_t errors) const;
 
   // Those buckets' keywords, function by function, r ascending within a
-  // function, C(h, r) of them at r errors; errors in [0, kMaxEwhErrors].
+  // function, C(h, r) of them at r errors, each group ascending (as an
+  // item's ranges are best given); errors in [0, kMaxEwhErrors].
   void QueryKeywords(const uint64_t* code, int32_t errors, int32_t* out) const;
 
   // Appends the query of a code to batch: one item per (function, r) with
