@@ -188,6 +188,7 @@ $primary->safe_psql('postgres', q{
 	CREATE TABLE codes (id int, code bit(96));
 	INSERT INTO codes SELECT i, ('x' || substr(md5(i::text), 1, 24))::bit(96) FROM generate_series(1, 3000) i;
 	CREATE INDEX codes_c ON codes USING genie (code);
+	CREATE INDEX codes_ewh ON codes USING genie (code) WITH (m = 8, sample_bits = 12);
 	CREATE TABLE late_codes (id int, code varbit);
 	CREATE INDEX late_codes_c ON late_codes USING genie (code);
 	INSERT INTO late_codes SELECT i, ('x' || substr(md5(i::text), 1, 5))::bit(20)::varbit FROM generate_series(1, 400) i;
@@ -222,6 +223,18 @@ is($standby->safe_psql('postgres', q{
 	   IS DISTINCT FROM (SELECT array_agg(d ORDER BY d) FROM
 	       (SELECT bit_count(code # qq.q)::float8 AS d FROM codes WHERE code IS NOT NULL ORDER BY 1 LIMIT 8) t)}), '0',
 	'stored codes: the standby\'s answers equal a sequential scan by bit_count');
+# EWH keywords (built, pending, merged by VACUUM, pending again) replay like
+# any postings: the standby's candidates, rows and distances are the primary's
+my $ewh_query = q{
+	SET genie.bit_search = ewh;
+	SET genie.ewh_candidates = 40;
+	SELECT string_agg(query_no || ':' || ctid || ':' || distance, ',' ORDER BY query_no, distance, ctid)
+	FROM genie_hamming_knn('codes_ewh', ARRAY(SELECT ('x' || substr(md5((n * 11)::text), 1, 24))::bit(96)
+	                                          FROM generate_series(1, 10) n), 6)
+};
+my $primary_ewh = $primary->safe_psql('postgres', $ewh_query);
+like($primary_ewh, qr/^(?:\d+:\(\d+,\d+\):\d+,?){60}$/, 'EWH: the primary answers ten queries with six rows each');
+is($standby->safe_psql('postgres', $ewh_query), $primary_ewh, 'EWH: the standby gives the primary\'s rows');
 
 # An index of on-disk format 4, as genie 0.3.0 wrote it (int32 postings, the
 # shorter metapage; genie.write_format = 4 makes one): the primary and the
