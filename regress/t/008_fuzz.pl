@@ -46,6 +46,7 @@ $node->safe_psql('postgres', q{
 	INSERT INTO codes SELECT i, CASE WHEN i % 40 = 0 THEN NULL ELSE ('x' || substr(md5(i::text), 1, 5))::bit(20)::varbit END
 	FROM generate_series(1, 300) i;
 	CREATE INDEX codes_c ON codes USING genie (code);
+	CREATE INDEX codes_ewh ON codes USING genie (code) WITH (m = 4, sample_bits = 8);
 	CREATE TABLE saved (r genie_ranges);
 	INSERT INTO saved SELECT genie_ranges('people_r', '{"age": [30, 40], "city": "Oslo"}');
 	CREATE ROLE smith LOGIN;

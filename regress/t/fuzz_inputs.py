@@ -170,6 +170,20 @@ def set_predicate():
     return ("SELECT 1", ())
 
 
+EWH_WEIGHTS = ["'3,2,1'", "'1'", "'4,2,1,1'", "'0'", "'a,b'", "''", "'5,4,3,2,1'", "'1000001'", "' 2 , 1 '",
+               "'2,'", "'-1'", "'99999999999999999999'"]
+
+
+def ewh_search():
+    """Error Weighted Hashing with random settings, on the EWH index and on one without keywords."""
+    conn.execute("SELECT set_config('genie.bit_search', %s, false)", (rng.choice(["ewh", "ewh", "exact"]),))
+    conn.execute("SELECT set_config('genie.ewh_candidates', %s, false)", (str(rng.choice([1, 3, 50, 100000])),))
+    if rng.random() < 0.5:
+        return ("SELECT id FROM codes ORDER BY code <-> %s::varbit LIMIT %s", (bit_text(), rng.choice([1, 5, 1000])))
+    return ("SELECT count(*) FROM genie_hamming_knn(%s, ARRAY[%s::varbit, %s::varbit]::bit[], %s)",
+            (rng.choice(["codes_ewh", "codes_ewh", "codes_c"]), bit_text(), bit_text(), small_k()))
+
+
 STATEMENTS = {
     "set predicates": set_predicate,
     "genie_query text": lambda: ("SELECT %s::genie_query::text", (query_text(),)),
@@ -211,6 +225,9 @@ STATEMENTS = {
     "genie_knn_from bit": lambda: ("SELECT count(*) FROM genie_knn_from(%s, %s, %s)",
                                    (rng.choice(["codes_c", "vecs_v"]), maybe_mutate(rng.choice(CODE_FROM_QUERIES)),
                                     small_k())),
+    "EWH": lambda: ewh_search(),
+    "ALTER INDEX EWH": lambda: (f"ALTER INDEX codes_ewh SET (errors = {rng.choice([-1, 0, 1, 2, 3, 4, big_int()])}, "
+                                f"weights = {rng.choice(EWH_WEIGHTS)})", ()),
     "genie_profile": lambda: (rng.choice(["SELECT count(*) FROM genie_profile()", "SELECT genie_profile_reset()",
                                           "SET genie.profile = on", "SET genie.profile = off"]), ()),
     "genie_match_count": lambda: ("SELECT genie_match_count(%s::int4[], %s::genie_query)",
