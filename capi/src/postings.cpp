@@ -8,6 +8,7 @@
 
 #include "genie/genie.h"
 #include "genie/postings_codec.hpp"
+#include "genie/radix_sort.hpp"
 #include "genie/set_match.hpp"
 #include "capi_util.hpp"
 
@@ -15,6 +16,13 @@ using genie::capi::Guarded;
 
 size_t genie_postings_pack_bound(int64_t count) {
   return count <= 0 ? 0 : genie::PackedPostingsBound(static_cast<std::size_t>(count));
+}
+
+genie_status genie_sort_int64(int64_t* keys, size_t n, int32_t threads, int (*cancel)(void*), void* cancel_arg,
+                              genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    return genie::RadixSortInt64(keys, n, threads, genie::CancelCheck{cancel, cancel_arg});
+  });
 }
 
 genie_status genie_postings_pack(const int32_t* ids, int64_t count, uint8_t* out, size_t* written,

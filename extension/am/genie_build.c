@@ -2,7 +2,8 @@
  *
  * genie_build.c
  *	  Building a genie index: scan the table, sort (keyword, object) pairs
- *	  within maintenance_work_mem (tuplesort spills sorted runs to disk and
+ *	  within maintenance_work_mem (in memory on every core while they fit
+ *	  in half of it, else tuplesort, which spills sorted runs to disk and
  *	  merges them), and write the Position Map and List Array as chains.
  *
  *-------------------------------------------------------------------------
@@ -26,6 +27,7 @@
 #include "utils/tuplesort.h"
 
 #include "am/genie_am.h"
+#include "search/genie_search.h"
 #include "storage/genie_content.h"
 
 /* build phases, reported through pg_stat_progress_create_index */
@@ -33,9 +35,22 @@
 #define GENIE_PHASE_SORT		3
 #define GENIE_PHASE_WRITE		4
 
+/*
+ * The pairs stay in memory, unsorted, while they take at most half of the
+ * work memory, and are then sorted by the core's parallel radix sort (its
+ * scratch copy takes the other half): an index of millions of rows sorts
+ * its pairs on every core (genie.cpu_threads) in a fraction of tuplesort's
+ * time.  Beyond that they move to tuplesort, which spills to disk.
+ */
 struct GeniePostingsSorter
 {
-	Tuplesortstate *sort;
+	Tuplesortstate *sort;		/* NULL while the pairs are in memory */
+	MemoryContext cxt;			/* of the sorter: the callers add pairs from shorter-lived ones */
+	int			work_mem_kb;
+	int64	   *held;			/* the pairs in memory */
+	int64		n_held;
+	int64		held_room;
+	int64		next;			/* once sorted: the next held pair to give */
 	int64		pairs;
 };
 
@@ -55,17 +70,95 @@ genie_sorter_begin(int work_mem_kb)
 {
 	GeniePostingsSorter *sorter = palloc0(sizeof(GeniePostingsSorter));
 
-	sorter->sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false,
-										 work_mem_kb, NULL, TUPLESORT_NONE);
+	sorter->work_mem_kb = work_mem_kb;
+	sorter->cxt = CurrentMemoryContext;
 	return sorter;
+}
+
+/* The pairs held in memory go to tuplesort, and the rest will follow them. */
+static void
+sorter_spill(GeniePostingsSorter *sorter)
+{
+	MemoryContext old = MemoryContextSwitchTo(sorter->cxt);
+
+	sorter->sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false,
+										 sorter->work_mem_kb, NULL, TUPLESORT_NONE);
+	MemoryContextSwitchTo(old);
+	for (int64 i = 0; i < sorter->n_held; i++)
+		tuplesort_putdatum(sorter->sort, Int64GetDatum(sorter->held[i]), false);
+	if (sorter->held)
+		pfree(sorter->held);
+	sorter->held = NULL;
+	sorter->n_held = sorter->held_room = 0;
 }
 
 void
 genie_sorter_add(GeniePostingsSorter *sorter, const int32 *keywords, int n, int32 object_id)
 {
-	for (int i = 0; i < n; i++)
-		tuplesort_putdatum(sorter->sort, Int64GetDatum(pair_key(keywords[i], object_id)), false);
+	if (sorter->sort == NULL && sorter->n_held + n > sorter->held_room)
+	{
+		/* half the work memory for the pairs, half for the sort's scratch copy */
+		int64		limit = (int64) sorter->work_mem_kb * 1024 / 2 / (int64) sizeof(int64);
+		int64		room = Max(sorter->held_room * 2, (int64) 65536);
+
+		room = Min(room, limit);
+		if (sorter->n_held + n > room)
+			sorter_spill(sorter);
+		else
+		{
+			sorter->held = sorter->held
+				? repalloc_huge(sorter->held, sizeof(int64) * room)
+				: MemoryContextAllocExtended(sorter->cxt, sizeof(int64) * room, MCXT_ALLOC_HUGE);
+			sorter->held_room = room;
+		}
+	}
+	if (sorter->sort == NULL)
+	{
+		for (int i = 0; i < n; i++)
+			sorter->held[sorter->n_held++] = pair_key(keywords[i], object_id);
+	}
+	else
+	{
+		for (int i = 0; i < n; i++)
+			tuplesort_putdatum(sorter->sort, Int64GetDatum(pair_key(keywords[i], object_id)), false);
+	}
 	sorter->pairs += n;
+}
+
+/* Sorts the pairs; then sorter_next gives them in order. */
+static void
+sorter_sort(GeniePostingsSorter *sorter)
+{
+	genie_error err;
+
+	if (sorter->sort != NULL)
+	{
+		tuplesort_performsort(sorter->sort);
+		return;
+	}
+	GENIE_CHECK(genie_sort_int64(sorter->held, (size_t) sorter->n_held, genie_cpu_threads,
+								 genie_cancel_requested, NULL, &err),
+				&err, "genie: sorting the index's postings");
+	sorter->next = 0;
+}
+
+static bool
+sorter_next(GeniePostingsSorter *sorter, int64 *key)
+{
+	Datum		value;
+	bool		isnull;
+
+	if (sorter->sort == NULL)
+	{
+		if (sorter->next >= sorter->n_held)
+			return false;
+		*key = sorter->held[sorter->next++];
+		return true;
+	}
+	if (!tuplesort_getdatum(sorter->sort, true, &value, &isnull, NULL))
+		return false;
+	*key = DatumGetInt64(value);
+	return true;
 }
 
 /* Packs one keyword's postings (ids[0..n)) onto the postings chain. */
@@ -115,10 +208,9 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 	Size		ids_room = 0;
 	uint8	   *packed = NULL;
 	Size		packed_room = 0;
-	Datum		value;
-	bool		isnull;
+	int64		key;
 
-	tuplesort_performsort(sorter->sort);
+	sorter_sort(sorter);
 
 	genie_chain_writer_init(&keyword_writer, index, GENIE_PAGE_KEYWORDS,
 							sizeof(GenieKeywordEntry), wal);
@@ -127,9 +219,8 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 	genie_chain_writer_init(&postings_writer, index, GENIE_PAGE_POSTINGS,
 							out->format >= 5 ? 1 : sizeof(int32), wal);
 
-	while (tuplesort_getdatum(sorter->sort, true, &value, &isnull, NULL))
+	while (sorter_next(sorter, &key))
 	{
-		int64		key = DatumGetInt64(value);
 		int32		keyword = (int32) ((uint64) key >> 32);
 		int32		object_id = (int32) (key & 0xFFFFFFFF);
 
@@ -172,8 +263,12 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 
 	out->keywords = genie_chain_writer_finish(&keyword_writer);
 	out->postings = genie_chain_writer_finish(&postings_writer);
-	tuplesort_end(sorter->sort);
+	if (sorter->sort != NULL)
+		tuplesort_end(sorter->sort);
 	sorter->sort = NULL;
+	if (sorter->held)
+		pfree(sorter->held);
+	sorter->held = NULL;
 	if (ids)
 		pfree(ids);
 	if (packed)
