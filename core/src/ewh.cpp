@@ -62,11 +62,14 @@ Status EwhFunctions::Create(const EwhParams& params, std::unique_ptr<EwhFunction
   f->shifts_.resize(total);
   uint64_t state = params.seed ^ 0x45574821ULL;  // "EWH!": apart from the vector LSH draws
   std::vector<uint32_t> pool(static_cast<std::size_t>(params.bits));
+  for (int32_t p = 0; p < params.bits; ++p) pool[static_cast<std::size_t>(p)] = static_cast<uint32_t>(p);
+  std::vector<uint32_t> picks(static_cast<std::size_t>(params.sample_bits));
   for (int32_t i = 0; i < params.functions; ++i) {
-    // h distinct positions: a partial Fisher-Yates shuffle of [0, b)
-    for (int32_t p = 0; p < params.bits; ++p) pool[static_cast<std::size_t>(p)] = static_cast<uint32_t>(p);
+    // h distinct positions: a partial Fisher-Yates shuffle of [0, b), undone
+    // afterwards (m x h steps, where refilling the pool would be m x b)
     for (int32_t j = 0; j < params.sample_bits; ++j) {
       const uint32_t pick = static_cast<uint32_t>(j) + Below(&state, static_cast<uint32_t>(params.bits - j));
+      picks[static_cast<std::size_t>(j)] = pick;
       std::swap(pool[static_cast<std::size_t>(j)], pool[pick]);
       const uint32_t position = pool[static_cast<std::size_t>(j)];
       const std::size_t at = static_cast<std::size_t>(i) * static_cast<std::size_t>(params.sample_bits) +
@@ -74,6 +77,8 @@ Status EwhFunctions::Create(const EwhParams& params, std::unique_ptr<EwhFunction
       f->bytes_[at] = position / 8;
       f->shifts_[at] = static_cast<uint8_t>(7 - position % 8);
     }
+    for (int32_t j = params.sample_bits - 1; j >= 0; --j)
+      std::swap(pool[static_cast<std::size_t>(j)], pool[picks[static_cast<std::size_t>(j)]]);
   }
   *out = std::move(f);
   return Status::Ok();
@@ -94,7 +99,12 @@ void EwhFunctions::Keywords(const uint64_t* code, int32_t* out) const {
     out[i] = static_cast<int32_t>((static_cast<uint32_t>(i) << params_.sample_bits) | Value(code, i));
 }
 
+int32_t EwhFunctions::ErrorsAsked(int32_t errors) const {
+  return std::clamp(errors, 0, std::min(params_.sample_bits, kMaxEwhErrors));
+}
+
 int64_t EwhFunctions::QueryBuckets(int32_t errors) const {
+  errors = ErrorsAsked(errors);
   int64_t per_function = 0;
   for (int32_t r = 0; r <= errors; ++r) per_function += EwhBinomial(params_.sample_bits, r);
   return per_function * params_.functions;
@@ -102,7 +112,7 @@ int64_t EwhFunctions::QueryBuckets(int32_t errors) const {
 
 void EwhFunctions::QueryKeywords(const uint64_t* code, int32_t errors, int32_t* out) const {
   const int32_t h = params_.sample_bits;
-  const int32_t e = std::min(errors, h);
+  const int32_t e = ErrorsAsked(errors);
   for (int32_t i = 0; i < params_.functions; ++i) {
     const uint32_t base = static_cast<uint32_t>(i) << h;
     const uint32_t v = Value(code, i);

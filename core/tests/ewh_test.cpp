@@ -104,7 +104,9 @@ TEST(Ewh, QueryBucketsAreTheValuesWithinEErrors) {
       std::set<int32_t> seen;
       for (int32_t r = 0; r <= e; ++r)
         for (int64_t j = 0; j < EwhBinomial(10, r); ++j, ++at) {
-          if (j > 0) EXPECT_LT(kw[at - 1], kw[at]);  // each group ascending
+          if (j > 0) {
+            EXPECT_LT(kw[at - 1], kw[at]);  // each group ascending
+          }
           EXPECT_EQ(kw[at] >> 10, i);
           EXPECT_EQ(__builtin_popcount((static_cast<uint32_t>(kw[at]) & 1023u) ^ own), r);
           EXPECT_TRUE(seen.insert(kw[at]).second);  // no bucket twice
@@ -164,6 +166,22 @@ TEST(Ewh, EngineCountIsThePapersScore) {
       }
     }
   }
+}
+
+TEST(Ewh, ErrorsOutOfRangeAreClampedAlike) {
+  auto f = Make(64, 3, 4);
+  const uint64_t q = 0x0123456789ABCDEFull;
+  for (int32_t e : {-5, -1, 0, 3, 4, 9}) {
+    const int64_t n = f->QueryBuckets(e);
+    // as many keywords written as counted (a guard beyond them stays untouched)
+    std::vector<int32_t> kw(static_cast<std::size_t>(n) + 1, -7);
+    f->QueryKeywords(&q, e, kw.data());
+    EXPECT_EQ(kw.back(), -7) << "errors " << e;
+    EXPECT_EQ(n, f->QueryBuckets(f->ErrorsAsked(e)));
+  }
+  EXPECT_EQ(f->ErrorsAsked(-1), 0);
+  EXPECT_EQ(f->ErrorsAsked(9), 3);
+  EXPECT_EQ(Make(64, 3, 2)->ErrorsAsked(3), 2);  // no more errors than bits
 }
 
 TEST(Ewh, AddQueryRejectsBadErrorsAndWeights) {

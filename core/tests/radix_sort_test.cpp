@@ -38,6 +38,14 @@ TEST(RadixSortInt64, EqualsStdSort) {
     }
   }
   ExpectSorts({INT64_MAX, INT64_MIN, 0, -1, 1, INT64_MIN, INT64_MAX}, 2);
+  // non-negative keys in few digits, on several threads: passes skipped, an
+  // odd number of them (three: digits 0, 1 and 2) and an even one (two)
+  for (uint64_t high : {1000, 0}) {
+    std::vector<int64_t> keys(200003);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      keys[i] = static_cast<int64_t>(((high ? rng() % high : 0) << 32) | (rng() % 100000));
+    for (int32_t threads : {2, 5}) ExpectSorts(keys, threads);
+  }
 }
 
 TEST(RadixSortInt64, CancelStopsIt) {

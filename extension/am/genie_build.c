@@ -101,7 +101,7 @@ genie_sorter_add(GeniePostingsSorter *sorter, const int32 *keywords, int n, int3
 		int64		limit = (int64) sorter->work_mem_kb * 1024 / 2 / (int64) sizeof(int64);
 		int64		room = Max(sorter->held_room * 2, (int64) 65536);
 
-		room = Min(room, limit);
+		room = Min(Max(room, sorter->n_held + n), limit);
 		if (sorter->n_held + n > room)
 			sorter_spill(sorter);
 		else
@@ -136,10 +136,20 @@ sorter_sort(GeniePostingsSorter *sorter)
 		tuplesort_performsort(sorter->sort);
 		return;
 	}
-	GENIE_CHECK(genie_sort_int64(sorter->held, (size_t) sorter->n_held, genie_cpu_threads,
-								 genie_cancel_requested, NULL, &err),
-				&err, "genie: sorting the index's postings");
-	sorter->next = 0;
+	switch (genie_sort_int64(sorter->held, (size_t) sorter->n_held, genie_cpu_threads,
+							 genie_cancel_requested, NULL, &err))
+	{
+		case GENIE_OK:
+			sorter->next = 0;
+			break;
+		case GENIE_OUT_OF_MEMORY:
+			/* no room for the scratch copy (it failed before touching the pairs): tuplesort */
+			sorter_spill(sorter);
+			tuplesort_performsort(sorter->sort);
+			break;
+		default:
+			genie_report_error(&err, "genie: sorting the index's postings");
+	}
 }
 
 static bool

@@ -426,9 +426,13 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 				}
 				if (so->values.offsets[1] < so->k || so->k >= entry->n_objects)
 				{
-					if (so->approximate && so->k < entry->n_objects)
+					/*
+					 * Fewer rows than asked: the candidates ran out (rows of
+					 * match count 0 are never candidates), whatever k is, so
+					 * the rest follow by exact distance.
+					 */
+					if (so->approximate && so->values.offsets[1] < so->k)
 					{
-						/* the candidates ran out: the rest by exact distance */
 						so->approximate = false;
 						search_values(so);
 						break;

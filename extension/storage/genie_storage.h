@@ -209,8 +209,9 @@ typedef struct GenieDictionaryEntry
  */
 /*
  * A vector index's schema; a code index (GENIE_ENCODING_CODE) keeps its
- * codes' bits as dimensions, its EWH functions as functions and the bits
- * each reads (h, at most the codes' bits when they are known) as buckets.
+ * codes' bits as dimensions, its EWH functions as functions and its
+ * sample_bits as buckets (each function reads min(buckets, dimensions)
+ * bits).
  */
 typedef struct GenieVectorSchema
 {

@@ -288,6 +288,8 @@ code_approximate_query(Relation index, const GenieValueBatch *queries, int q)
 	genie_ewh_query_keywords(ewh, queries->codes + (Size) q * genie_code_words(bits), errors,
 							 keywords);
 	genie_query_builder_init(&b);
+	/* thousands of buckets a query: the limits of a typed genie_query are not this query's */
+	b.limited = false;
 	for (int32 i = 0; i < schema->functions; i++)
 		for (int r = 0; r <= errors; r++)
 		{
@@ -298,6 +300,9 @@ code_approximate_query(Relation index, const GenieValueBatch *queries, int q)
 				genie_query_builder_add_range(&b, keywords[at], keywords[at]);
 		}
 	query = genie_query_builder_finish(&b);
+	/* a batch builds thousands of these in one context */
+	pfree(b.items);
+	pfree(b.ranges);
 	pfree(keywords);
 	return query;
 }

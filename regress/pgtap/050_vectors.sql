@@ -7,7 +7,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(52);
+SELECT plan(53);
 
 -- the oracle: the distance in plain SQL, float8, element order
 CREATE FUNCTION pg_temp.l2(a real[], b real[]) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
@@ -218,6 +218,14 @@ INSERT INTO vo2 SELECT i, ARRAY[sin(i), cos(i * 3), i % 17]::real[] FROM generat
 CREATE INDEX vo2_v ON vo2 USING genie (v) WITH (m = 8);
 SELECT is((SELECT count(DISTINCT ctid) FROM genie_knn('vo2_v', '{0,0,0}', 20000)), 10000::int8,
           'k beyond the table: every row once, the candidates and then the rest');
+-- an index scan over fewer rows than its first search asks: the candidates
+-- run out at k = every row, and the rest still follow by exact distance
+CREATE TABLE vo4 (id int, v real[]);
+INSERT INTO vo4 SELECT i, ARRAY[i, i % 3, 0]::real[] FROM generate_series(1, 40) i;
+CREATE INDEX vo4_v ON vo4 USING genie (v) WITH (family = rbh, m = 5);
+SELECT results_eq($$SELECT v <-> '{1000,-1000,3}' FROM vo4 ORDER BY v <-> '{1000,-1000,3}' LIMIT 10$$,
+                  $$SELECT d FROM (SELECT (v <-> '{1000,-1000,3}') + 0 AS d FROM vo4) s ORDER BY d LIMIT 10$$,
+                  'ORDER BY on a small index whose LSH candidates run out: the exact nearest rows');
 
 -- two queries whose candidates run out in different rounds (the far one at
 -- once, the near one after invisible rows made it widen), then an exact

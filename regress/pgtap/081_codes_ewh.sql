@@ -7,7 +7,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(30);
+SELECT plan(31);
 
 CREATE FUNCTION pg_temp.r32() RETURNS bit(32) LANGUAGE sql VOLATILE AS $$
   SELECT (floor(random() * 4294967296)::bigint)::bit(32)
@@ -80,6 +80,10 @@ SELECT results_eq(
   $$SELECT distance FROM genie_hamming_knn('few_code', ARRAY[(SELECT q FROM qs WHERE qid = 1)], 10) ORDER BY 1$$,
   $$SELECT bit_count(code # (SELECT q FROM qs WHERE qid = 1))::float8 FROM few ORDER BY 1 LIMIT 10$$,
   'its rows are the exact nearest once the candidates ran out');
+SELECT results_eq(
+  $$SELECT code <-> (SELECT q FROM qs WHERE qid = 1) FROM few ORDER BY code <-> (SELECT q FROM qs WHERE qid = 1) LIMIT 10$$,
+  $$SELECT bit_count(code # (SELECT q FROM qs WHERE qid = 1))::float8 FROM few ORDER BY 1 LIMIT 10$$,
+  'ORDER BY on an index of fewer rows than one search asks: the exact rest once the candidates ran out');
 
 -- e and the weights are read at each query
 ALTER INDEX items_ewh SET (errors = 0);

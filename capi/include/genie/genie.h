@@ -147,8 +147,9 @@ genie_status genie_postings_unpack(const uint8_t *in, size_t size, int32_t n_key
  * An index build's (keyword, object) pairs, sorted in memory: keys[0..n)
  * ascending as signed integers, on up to threads threads (0: every core),
  * with a scratch copy of n keys (GENIE_OUT_OF_MEMORY when it cannot be
- * had); cancel (may be NULL) is polled between passes and every million
- * keys a thread (on GENIE_CANCELLED the keys are left in any order).
+ * had, before any key changed); cancel (may be NULL) is polled between
+ * passes and every million keys a thread (on GENIE_CANCELLED the keys are
+ * left changed: discard them).
  */
 genie_status genie_sort_int64(int64_t *keys, size_t n, int32_t threads, int (*cancel) (void *arg),
 							  void *cancel_arg, genie_error *err);

@@ -56,12 +56,16 @@ class EwhFunctions {
   // out[i] = i * 2^h + Value(code, i) for i in [0, m): ascending.
   void Keywords(const uint64_t* code, int32_t* out) const;
 
-  // The buckets a query asks with e errors: m * sum over r <= e of C(h, r).
+  // The errors a query may ask: errors within [0, min(h, kMaxEwhErrors)].
+  int32_t ErrorsAsked(int32_t errors) const;
+
+  // The buckets a query asks with e = ErrorsAsked(errors) errors: m * sum
+  // over r <= e of C(h, r).
   int64_t QueryBuckets(int32_t errors) const;
 
-  // Those buckets' keywords, function by function, r ascending within a
-  // function, C(h, r) of them at r errors, each group ascending (as an
-  // item's ranges are best given); errors in [0, kMaxEwhErrors].
+  // Those buckets' keywords (QueryBuckets(errors) of them), function by
+  // function, r ascending within a function, C(h, r) of them at r errors,
+  // each group ascending (as an item's ranges are best given).
   void QueryKeywords(const uint64_t* code, int32_t errors, int32_t* out) const;
 
   // Appends the query of a code to batch: one item per (function, r) with

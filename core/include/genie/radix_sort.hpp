@@ -19,8 +19,9 @@
 namespace genie {
 
 // Sorts keys[0..n) ascending on up to `threads` threads (0: every core),
-// with a scratch copy of n keys (OutOfMemory when it cannot be had).
-// cancel is polled between passes and every million keys of a thread.
+// with a scratch copy of n keys (OutOfMemory when it cannot be had, before
+// any key changed).  cancel is polled between passes and every million
+// keys of a thread; Cancelled leaves the keys changed (discard them).
 Status RadixSortInt64(int64_t* keys, std::size_t n, int32_t threads, const CancelCheck& cancel = CancelCheck());
 
 }  // namespace genie
