@@ -6,17 +6,11 @@
 #include <string>
 
 #include "genie/codes.hpp"
+#include "genie/lsh.hpp"
 
 namespace genie {
 
 namespace {
-
-uint64_t SplitMix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 // A uniform draw in [0, n) without modulo bias (Lemire's rejection).
 uint32_t Below(uint64_t* state, uint32_t n) {

@@ -7,7 +7,6 @@
 #include <string>
 
 namespace genie {
-namespace {
 
 uint64_t SplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
@@ -15,6 +14,8 @@ uint64_t SplitMix64(uint64_t* state) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
 }
+
+namespace {
 
 // xoshiro256** (Blackman and Vigna), seeded through SplitMix64.
 class Random {

@@ -80,6 +80,10 @@ double LshCollisionProbability(LshFamily family, double width, double distance);
 Status EstimateLshWidth(LshFamily family, const float* sample, int32_t count, int32_t dim,
                         const CancelCheck& cancel, double* width);
 
+// SplitMix64 (Steele, Lea and Flood): the next of a seeded sequence, the
+// same on every machine (the LSH draws' seeding, EWH's bit positions).
+uint64_t SplitMix64(uint64_t* state);
+
 // MurmurHash3_x86_32 (Austin Appleby, public domain), the paper's re-hash.
 uint32_t MurmurHash3(const void* key, std::size_t size, uint32_t seed);
 
