@@ -16,7 +16,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 MODULE_big = genie
 EXTENSION_DIRS = extension extension/profile extension/storage extension/service extension/types \
-	extension/types/rows extension/search extension/am extension/functions extension/worker
+	extension/types/rows extension/types/documents extension/search extension/am extension/functions extension/worker
 OBJS = $(patsubst %.c,%.o,$(foreach d,$(EXTENSION_DIRS),$(wildcard $(d)/*.c)))
 MODULEDIR = extension
 DATA = sql/genie.control $(wildcard sql/genie--*.sql)

@@ -20,6 +20,7 @@
 #include "search/genie_search_values.h"
 #include "service/genie_service.h"
 #include "storage/genie_pending.h"
+#include "types/documents/genie_document.h"
 
 PG_MODULE_MAGIC;
 
@@ -170,6 +171,16 @@ _PG_init(void)
 							1000, 1, INT_MAX,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("genie.document_weights",
+							   "The weights of the weight classes D, C, B and A in a genie_tsvector_ops score.",
+							   "Four integers from 0 to 1000 in ts_rank's order, e.g. '{1, 2, 4, 10}'; "
+							   "a lexeme counts with the weight of its highest class in the document. "
+							   "The default counts every shared word once.",
+							   &genie_document_weights_setting,
+							   "{1, 1, 1, 1}",
+							   PGC_USERSET, 0,
+							   genie_document_weights_check, genie_document_weights_assign, NULL);
 
 	genie_init_reloptions();
 	genie_service_register();

@@ -360,7 +360,7 @@ reclaim_pages(IndexVacuumInfo *info)
 	mark_chain(index, meta.keywords, reachable, npages);
 	mark_chain(index, meta.postings, reachable, npages);
 	mark_chain(index, meta.pending, reachable, npages);
-	if (meta.encoding.kind == GENIE_ENCODING_ROW)
+	if (GENIE_ENCODING_HAS_DICTIONARY(meta.encoding.kind))
 		mark_chain(index, meta.rows.dictionary, reachable, npages);
 	if (meta.values_stored)
 		mark_chain(index, meta.values, reachable, npages);

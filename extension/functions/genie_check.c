@@ -123,7 +123,7 @@ check_meta_and_chains(Relation index, const GenieMetaPageData *meta)
 	check_chain(index, "keyword", meta->keywords, GENIE_PAGE_KEYWORDS, owner, npages);
 	check_chain(index, "postings", meta->postings, GENIE_PAGE_POSTINGS, owner, npages);
 	check_chain(index, "pending", meta->pending, GENIE_PAGE_PENDING, owner, npages);
-	if (meta->encoding.kind == GENIE_ENCODING_ROW)
+	if (GENIE_ENCODING_HAS_DICTIONARY(meta->encoding.kind))
 		check_chain(index, "dictionary", meta->rows.dictionary, GENIE_PAGE_DICTIONARY, owner, npages);
 	pfree(owner);
 }

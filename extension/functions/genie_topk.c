@@ -16,6 +16,7 @@
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -70,7 +71,7 @@ genie_topk(PG_FUNCTION_ARGS)
 	int16		elem_len;
 	bool		elem_byval;
 	char		elem_align;
-	bool		row_queries;
+	const char *called;
 
 	if (k < 1)
 		ereport(ERROR,
@@ -87,8 +88,17 @@ genie_topk(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	genie_profile_push(GENIE_PHASE_QUERY);
-	/* genie_query[], or genie_ranges[] for a row index */
-	row_queries = ARR_ELEMTYPE(array) == genie_ranges_type(fcinfo->flinfo->fn_oid);
+	/*
+	 * One C function behind three SQL names, told apart by the queries' type:
+	 * genie_query[], genie_ranges[] (a row index), tsquery[] or tsvector[]
+	 * (an index of documents).
+	 */
+	if (ARR_ELEMTYPE(array) == genie_ranges_type(fcinfo->flinfo->fn_oid))
+		called = "genie_ranges_topk";
+	else if (ARR_ELEMTYPE(array) == TSQUERYOID || ARR_ELEMTYPE(array) == TSVECTOROID)
+		called = "genie_document_topk";
+	else
+		called = "genie_topk";
 	get_typlenbyvalalign(ARR_ELEMTYPE(array), &elem_len, &elem_byval, &elem_align);
 	deconstruct_array(array, ARR_ELEMTYPE(array), elem_len, elem_byval, elem_align,
 					  &elems, &nulls, &nq);
@@ -115,11 +125,11 @@ genie_topk(PG_FUNCTION_ARGS)
 
 		/* each type answers batches through one function: say which */
 		genie_index_type(index, &type);
-		if (strcmp(type.info->batch_function, row_queries ? "genie_ranges_topk" : "genie_topk") != 0)
+		if (strcmp(type.info->batch_function, called) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 					 errmsg("%s cannot search genie index \"%s\", which is of operator class %s",
-							row_queries ? "genie_ranges_topk" : "genie_topk",
+							called,
 							RelationGetRelationName(index), type.info->opclass),
 					 errhint("Use %s() for this index.", type.info->batch_function)));
 

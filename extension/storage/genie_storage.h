@@ -82,6 +82,11 @@ extern int	genie_write_format;
 #define GENIE_ENCODING_ROW		3	/* genie_row_ops: one (attribute, bucket) per column */
 #define GENIE_ENCODING_VECTOR	4	/* genie_vector_ops: LSH keywords of real[] vectors */
 #define GENIE_ENCODING_CODE		5	/* genie_bit_ops: binary codes, no keywords (exact search) */
+#define GENIE_ENCODING_DOCUMENT	6	/* genie_tsvector_ops: (lexeme, weight class) per word */
+
+/* The encodings whose values get codes from a dictionary chain (rows.dictionary). */
+#define GENIE_ENCODING_HAS_DICTIONARY(kind) \
+	((kind) == GENIE_ENCODING_ROW || (kind) == GENIE_ENCODING_DOCUMENT)
 
 typedef struct GenieEncoding
 {
@@ -250,7 +255,7 @@ typedef struct GenieMetaPageData
 	GenieChain	postings;
 	GenieChain	pending;
 	GenieEncoding encoding;
-	GenieRowSchema rows;		/* GENIE_ENCODING_ROW only */
+	GenieRowSchema rows;		/* GENIE_ENCODING_ROW and _DOCUMENT: the dictionary */
 
 	/*
 	 * Stored values: every object's value as bytes, kept in the index so that

@@ -17,8 +17,10 @@
  * The types: genie_int4.c (int4[] keyword sets, genie_int4_ops),
  * genie_ngram.c (text as ordered n-grams, genie_ngram_ops), genie_rows.c
  * (whole rows as range tuples, genie_row_ops), genie_vector.c (real[]
- * vectors by Euclidean distance, with LSH keywords, genie_vector_ops) and
- * genie_bit.c (bit(n) codes by Hamming distance, genie_bit_ops).
+ * vectors by Euclidean distance, with LSH keywords, genie_vector_ops),
+ * genie_bit.c (bit(n) codes by Hamming distance, genie_bit_ops) and
+ * documents/genie_document.c (tsvector documents by shared words,
+ * genie_tsvector_ops).
  *
  *-------------------------------------------------------------------------
  */

@@ -236,6 +236,34 @@ my $primary_ewh = $primary->safe_psql('postgres', $ewh_query);
 like($primary_ewh, qr/^(?:\d+:\(\d+,\d+\):\d+,?){60}$/, 'EWH: the primary answers ten queries with six rows each');
 is($standby->safe_psql('postgres', $ewh_query), $primary_ewh, 'EWH: the standby gives the primary\'s rows');
 
+# Documents (genie_tsvector_ops): lexemes first seen after the build append
+# to the dictionary (one WAL record each), and the standby ranks as the
+# primary and as a sequential scan
+$primary->safe_psql('postgres', q{
+	CREATE TABLE notes (id int, doc tsvector);
+	INSERT INTO notes SELECT i, to_tsvector('simple', 'w' || i % 13 || ' w' || i % 31 || ' x' || i % 5)
+	FROM generate_series(1, 2000) i;
+	CREATE INDEX notes_d ON notes USING genie (doc);
+	INSERT INTO notes SELECT i, setweight(to_tsvector('simple', 'new' || i % 17 || ' w' || i % 13), 'A')
+	FROM generate_series(2001, 2300) i;
+	DELETE FROM notes WHERE id % 9 = 0;});
+my $document_query = q{
+	SET enable_seqscan = off;
+	SELECT string_agg(s, ';') FROM (
+	  SELECT (SELECT string_agg((-(doc <~> q))::text, ',') FROM (SELECT doc FROM notes ORDER BY doc <~> q LIMIT 8) x) AS s
+	  FROM (SELECT ('new' || n || ' | w' || n || ' | x' || n % 5)::tsquery AS q FROM generate_series(1, 20) n) qq) y};
+my $document_truth = q{
+	SET enable_indexscan = off; SET enable_bitmapscan = off;
+	SELECT string_agg(s, ';') FROM (
+	  SELECT (SELECT string_agg(c::text, ',') FROM (SELECT genie_match_count(doc, q) AS c FROM notes ORDER BY 1 DESC LIMIT 8) x) AS s
+	  FROM (SELECT ('new' || n || ' | w' || n || ' | x' || n % 5)::tsquery AS q FROM generate_series(1, 20) n) qq) y};
+my $document_expected = $primary->safe_psql('postgres', $document_truth);
+like($document_expected, qr/^(?:\d+(?:,\d+){7};){19}\d+(?:,\d+){7}$/, 'documents: eight scores for each of 20 queries');
+$primary->wait_for_catchup($standby, 'replay');
+is($primary->safe_psql('postgres', $document_query), $document_expected, 'documents: the primary ranks as a sequential scan');
+is($standby->safe_psql('postgres', $document_query), $document_expected, 'documents: so does the standby, new lexemes included');
+check_index($standby, 'notes_d', 'documents, standby');
+
 # An index of on-disk format 4, as genie 0.3.0 wrote it (int32 postings, the
 # shorter metapage; genie.write_format = 4 makes one): the primary and the
 # standby read it, its set predicates and orderings equal a sequential scan,

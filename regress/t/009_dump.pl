@@ -1,5 +1,5 @@
 # pg_dump and pg_restore, custom and plain format, of a database with every
-# kind of genie index (int4[] sets, n-grams, rows, vectors, codes), a genie_query column and
+# kind of genie index (int4[] sets, n-grams, rows, vectors, codes, documents), a genie_query column and
 # a genie_ranges column (whose index the restore creates only after the
 # data: the values wait unbound and are made against it when used): every
 # row and every index comes back, the indexes pass genie_index_check, and
@@ -55,6 +55,12 @@ $node->safe_psql('src', q{
 	CREATE INDEX codes_ewh ON codes USING genie (code) WITH (m = 6, sample_bits = 12, seed = 5, errors = 1, weights = '3,1');
 	INSERT INTO codes SELECT i, ('x' || substr(md5((i % 9)::text), 1, 16))::bit(64) FROM generate_series(3001, 3040) i;
 	DELETE FROM codes WHERE id % 11 = 0;
+	CREATE TABLE notes (id int, body text);
+	INSERT INTO notes SELECT i, CASE WHEN i % 30 = 0 THEN NULL ELSE 'w' || i % 13 || ' w' || i % 29 || ' note' || i % 7 END
+	FROM generate_series(1, 1500) i;
+	CREATE INDEX notes_d ON notes USING genie (to_tsvector('simple', body));
+	INSERT INTO notes SELECT i, 'later' || i % 5 || ' w3' FROM generate_series(1501, 1550) i;
+	DELETE FROM notes WHERE id % 8 = 0;
 	CREATE TABLE saved (id int, r genie_ranges);
 	INSERT INTO saved SELECT a, genie_ranges('people_r', format('{"age": [%s, %s], "city": "Oslo"}', a, a + 3)::jsonb)
 	FROM generate_series(20, 60, 10) a;
@@ -123,6 +129,13 @@ my $answers = q{
 	  SELECT 'hamming ' || count(*) || ' ' || sum(distance) FROM
 	    genie_hamming_knn('codes_c', ARRAY[('x' || md5('a'))::bit(64), ('x' || md5('b'))::bit(64)], 7)
 	  UNION ALL
+	  SELECT 'documents ' || string_agg(id || ':' || s, ',' ORDER BY s, id) FROM
+	    (SELECT id, to_tsvector('simple', body) <~> 'w3 | note2 | later1'::tsquery AS s FROM notes
+	     ORDER BY to_tsvector('simple', body) <~> 'w3 | note2 | later1'::tsquery LIMIT 12) g
+	  UNION ALL
+	  SELECT 'document batch ' || count(*) || ' ' || sum(score) FROM
+	    genie_document_topk('notes_d', ARRAY['w1 | later2'::tsquery, 'note1 & w5'::tsquery], 30)
+	  UNION ALL
 	  SELECT 'vector info ' || dimensions || ' ' || family || ' ' || functions || ' ' || width || ' ' || seed
 	  FROM genie_vector_info('vecs_v')
 	  UNION ALL
@@ -144,7 +157,7 @@ my $ewh_answers = q{SET genie.bit_search = ewh; SET genie.ewh_candidates = 5000;
 	FROM genie_hamming_knn('codes_ewh', ARRAY[('x' || md5('a'))::bit(64), ('x' || md5('c'))::bit(64)], 9)};
 my $ewh_before = $node->safe_psql('src', $ewh_answers);
 like($ewh_before, qr/^(?:[12]:\d+,?){18}$/, 'the EWH index answers two queries with nine rows each');
-my $counts = "SELECT (SELECT count(*) FROM docs) || '/' || (SELECT count(*) FROM words) || '/' || (SELECT count(*) FROM people) || '/' || (SELECT count(*) FROM saved) || '/' || (SELECT count(*) FROM vecs) || '/' || (SELECT count(*) FROM codes)";
+my $counts = "SELECT (SELECT count(*) FROM docs) || '/' || (SELECT count(*) FROM words) || '/' || (SELECT count(*) FROM people) || '/' || (SELECT count(*) FROM saved) || '/' || (SELECT count(*) FROM vecs) || '/' || (SELECT count(*) FROM codes) || '/' || (SELECT count(*) FROM notes)";
 my $rows_before = $node->safe_psql('src', $counts);
 
 my $dir = PostgreSQL::Test::Utils::tempdir;
@@ -176,7 +189,7 @@ for my $format ('custom', 'plain')
 		SELECT count(*) || ':' || coalesce(sum(id), 0) FROM docs WHERE tags @> '{3}'"),
 		$node->safe_psql($target, "SET enable_seqscan = off; SELECT count(*) || ':' || coalesce(sum(id), 0) FROM docs WHERE tags @> '{3}'"),
 		"$format: tags @> q through the index equals the sequential scan");
-	for my $index (qw(docs_tags words_w people_r vecs_v codes_ewh))
+	for my $index (qw(docs_tags words_w people_r vecs_v codes_ewh notes_d))
 	{
 		my ($ret, $out, $err) = $node->psql($target, "SELECT genie_index_check('$index', true)");
 		is($ret . $err, '0', "$format: $index passes genie_index_check");

@@ -425,61 +425,12 @@ genie_row_build_keywords(GenieRowBuild *b, Datum row, int *n)
 							GENIE_ROW_ENCODE_BUILD, n);
 }
 
-/* Writes the dictionary (without WAL: the build logs every page after) and fills schema. */
+/* Writes the dictionary and fills schema. */
 void
 genie_row_build_finish(GenieRowBuild *b, GenieRowSchema *schema)
 {
-	GenieRowDictionary *d = b->dictionary;
-	Buffer		buf = InvalidBuffer;
-	Page		page = NULL;
-	uint32		offset = 0;
-
-	*schema = d->schema;
-	schema->dictionary.head = schema->dictionary.tail = InvalidBlockNumber;
-	schema->dictionary.pages = 0;
-	for (int32 i = 0; i < d->n_entries; i++)
-	{
-		GenieRowCode *e = d->order[i];
-		Size		size = INTALIGN(sizeof(GenieDictionaryEntry) + e->key.length);
-		GenieDictionaryEntry *out;
-
-		if (page == NULL || GENIE_PAGE_CAPACITY - offset < size)
-		{
-			Buffer		newbuf = genie_new_buffer(b->index);
-
-			genie_init_page(BufferGetPage(newbuf), GENIE_PAGE_DICTIONARY);
-			if (page != NULL)
-			{
-				GeniePageGetOpaque(page)->next = BufferGetBlockNumber(newbuf);
-				MarkBufferDirty(buf);
-				UnlockReleaseBuffer(buf);
-			}
-			else
-				schema->dictionary.head = BufferGetBlockNumber(newbuf);
-			buf = newbuf;
-			page = BufferGetPage(buf);
-			offset = 0;
-			schema->dictionary.pages++;
-		}
-		out = (GenieDictionaryEntry *) (GeniePageGetData(page) + offset);
-		memset(out, 0, size);
-		out->code = e->code;
-		out->slot = e->key.slot;
-		out->length = e->key.length;
-		memcpy((char *) out + sizeof(GenieDictionaryEntry), e->key.bytes, e->key.length);
-		offset += size;
-		GeniePageGetOpaque(page)->n_entries = offset;
-		((PageHeader) page)->pd_lower = (GeniePageGetData(page) + offset) - (char *) page;
-	}
-	if (page != NULL)
-	{
-		schema->dictionary.tail = BufferGetBlockNumber(buf);
-		MarkBufferDirty(buf);
-		UnlockReleaseBuffer(buf);
-	}
-	schema->n_dictionary = d->n_entries;
-	schema->dictionary_tail_bytes = offset;
+	genie_row_dictionary_write(b->index, b->dictionary, schema);
 	MemoryContextDelete(b->tmpcxt);
-	MemoryContextDelete(d->cxt);
+	MemoryContextDelete(b->dictionary->cxt);
 }
 

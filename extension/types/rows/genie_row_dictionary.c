@@ -310,6 +310,18 @@ genie_row_index_dictionary(Relation index, const GenieRowSchema *schema)
 	return d;
 }
 
+/* The dictionary's schema of an index that has one (rows, documents). */
+void
+genie_dictionary_schema(Relation index, GenieRowSchema *schema)
+{
+	GenieMetaPageData meta;
+
+	genie_read_meta(index, &meta);
+	if (!GENIE_ENCODING_HAS_DICTIONARY(meta.encoding.kind))
+		elog(ERROR, "genie index \"%s\" has no dictionary", RelationGetRelationName(index));
+	*schema = meta.rows;
+}
+
 void
 genie_row_schema(Relation index, GenieRowSchema *schema)
 {
@@ -420,6 +432,110 @@ dictionary_append(Relation index, GenieRowDictionary *d, int slot, const char *b
 	return code;
 }
 
+/*
+ * The code of a value; one missing from the dictionary is added to it: in
+ * memory while building, on disk at an insert (GENIE_ROW_ENCODE_CHECK: an
+ * error, the index lacks it).
+ */
+int32
+genie_row_dictionary_code(Relation index, GenieRowDictionary *d, int slot, const char *bytes,
+						  int length, GenieRowEncodeMode mode)
+{
+	int32		code = genie_row_dictionary_lookup(d, slot, bytes, length);
+
+	if (code >= 0)
+		return code;
+	if (mode == GENIE_ROW_ENCODE_BUILD)
+		return genie_row_dictionary_add_building(index, d, slot, bytes, length);
+	if (mode == GENIE_ROW_ENCODE_CHECK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("genie index \"%s\": a value of attribute %d of a row is missing from the dictionary",
+						RelationGetRelationName(index), slot + 1),
+				 errhint("REINDEX the index.")));
+	GENIE_CONTENT_LOCK_SHARE(index);
+	code = dictionary_append(index, d, slot, bytes, length);
+	GENIE_CONTENT_UNLOCK_SHARE(index);
+	return code;
+}
+
+/* Writes a built dictionary (without WAL: the build logs every page after) and fills schema. */
+void
+genie_row_dictionary_write(Relation index, GenieRowDictionary *d, GenieRowSchema *schema)
+{
+	Buffer		buf = InvalidBuffer;
+	Page		page = NULL;
+	uint32		offset = 0;
+
+	*schema = d->schema;
+	schema->dictionary.head = schema->dictionary.tail = InvalidBlockNumber;
+	schema->dictionary.pages = 0;
+	for (int32 i = 0; i < d->n_entries; i++)
+	{
+		GenieRowCode *e = d->order[i];
+		Size		size = INTALIGN(sizeof(GenieDictionaryEntry) + e->key.length);
+		GenieDictionaryEntry *out;
+
+		if (page == NULL || GENIE_PAGE_CAPACITY - offset < size)
+		{
+			Buffer		newbuf = genie_new_buffer(index);
+
+			genie_init_page(BufferGetPage(newbuf), GENIE_PAGE_DICTIONARY);
+			if (page != NULL)
+			{
+				GeniePageGetOpaque(page)->next = BufferGetBlockNumber(newbuf);
+				MarkBufferDirty(buf);
+				UnlockReleaseBuffer(buf);
+			}
+			else
+				schema->dictionary.head = BufferGetBlockNumber(newbuf);
+			buf = newbuf;
+			page = BufferGetPage(buf);
+			offset = 0;
+			schema->dictionary.pages++;
+		}
+		out = (GenieDictionaryEntry *) (GeniePageGetData(page) + offset);
+		memset(out, 0, size);
+		out->code = e->code;
+		out->slot = e->key.slot;
+		out->length = e->key.length;
+		memcpy((char *) out + sizeof(GenieDictionaryEntry), e->key.bytes, e->key.length);
+		offset += size;
+		GeniePageGetOpaque(page)->n_entries = offset;
+		((PageHeader) page)->pd_lower = (GeniePageGetData(page) + offset) - (char *) page;
+	}
+	if (page != NULL)
+	{
+		schema->dictionary.tail = BufferGetBlockNumber(buf);
+		MarkBufferDirty(buf);
+		UnlockReleaseBuffer(buf);
+	}
+	schema->n_dictionary = d->n_entries;
+	schema->dictionary_tail_bytes = offset;
+}
+
+/* The backend's dictionary of an index, for encoding a value in mode. */
+GenieRowDictionary *
+genie_row_dictionary_of(Relation index, GenieRowEncodeMode mode)
+{
+	GenieRowDictionary *d = genie_row_cached_dictionary(index);
+
+	/*
+	 * A cached dictionary serves as it is (a DROP flags it, a rebuild changes
+	 * the relfilenode): codes never change, and a value it lacks goes to
+	 * dictionary_append, which catches up under the metapage lock.
+	 */
+	if (d == NULL || mode == GENIE_ROW_ENCODE_CHECK)
+	{
+		GenieRowSchema schema;
+
+		/* a check reads the dictionary up to the metapage's committed end */
+		genie_dictionary_schema(index, &schema);
+		d = genie_row_index_dictionary(index, &schema);
+	}
+	return d;
+}
+
 /* ---- encoding rows ---- */
 
 static void
@@ -496,24 +612,7 @@ genie_row_encode(Relation index, GenieRowDictionary *d, TupleDesc desc, Oid rowt
 			bytes = genie_row_value_bytes(a->type, value, &length);
 			check_value_length(index, slot, length);
 		}
-		code = genie_row_dictionary_lookup(d, slot, bytes, length);
-		if (code < 0)
-		{
-			if (mode == GENIE_ROW_ENCODE_BUILD)
-				code = genie_row_dictionary_add_building(index, d, slot, bytes, length);
-			else if (mode == GENIE_ROW_ENCODE_CHECK)
-				ereport(ERROR,
-						(errcode(ERRCODE_INDEX_CORRUPTED),
-						 errmsg("genie index \"%s\": a value of attribute %d of a row is missing from the dictionary",
-								RelationGetRelationName(index), slot + 1),
-						 errhint("REINDEX the index.")));
-			else
-			{
-				GENIE_CONTENT_LOCK_SHARE(index);
-				code = dictionary_append(index, d, slot, bytes, length);
-				GENIE_CONTENT_UNLOCK_SHARE(index);
-			}
-		}
+		code = genie_row_dictionary_code(index, d, slot, bytes, length, mode);
 		keywords[count++] = GENIE_ROW_KEYWORD(slot, code);
 	}
 	*n = count;
@@ -523,23 +622,10 @@ genie_row_encode(Relation index, GenieRowDictionary *d, TupleDesc desc, Oid rowt
 int32 *
 genie_row_keywords(Relation index, Datum row, GenieRowEncodeMode mode, int *n)
 {
-	GenieRowDictionary *d = genie_row_cached_dictionary(index);
+	GenieRowDictionary *d = genie_row_dictionary_of(index, mode);
 	Relation	heap;
 	int32	   *keywords;
 
-	/*
-	 * A cached dictionary serves as it is (a DROP flags it, a rebuild changes
-	 * the relfilenode): codes never change, and a value it lacks goes to
-	 * dictionary_append, which catches up under the metapage lock.
-	 */
-	if (d == NULL || mode == GENIE_ROW_ENCODE_CHECK)
-	{
-		GenieRowSchema schema;
-
-		/* a check reads the dictionary up to the metapage's committed end */
-		genie_row_schema(index, &schema);
-		d = genie_row_index_dictionary(index, &schema);
-	}
 	/* the caller holds a lock on the table: its descriptor stays */
 	heap = relation_open(index->rd_index->indrelid, NoLock);
 	keywords = genie_row_encode(index, d, RelationGetDescr(heap), heap->rd_rel->reltype, row, mode, n);

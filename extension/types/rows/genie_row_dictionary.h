@@ -73,6 +73,16 @@ typedef enum GenieRowEncodeMode
 	GENIE_ROW_ENCODE_CHECK		/* an error: the index lacks it (genie_index_check) */
 } GenieRowEncodeMode;
 
+/* The dictionary's schema of an index that has one (rows, documents). */
+extern void genie_dictionary_schema(Relation index, GenieRowSchema *schema);
+/* The code of a value; one the dictionary lacks is added in mode's way. */
+extern int32 genie_row_dictionary_code(Relation index, GenieRowDictionary *d, int slot,
+									   const char *bytes, int length, GenieRowEncodeMode mode);
+/* Writes a built dictionary (no WAL: the build logs every page) and fills schema. */
+extern void genie_row_dictionary_write(Relation index, GenieRowDictionary *d, GenieRowSchema *schema);
+/* The backend's dictionary of a built index, for encoding a value in mode. */
+extern GenieRowDictionary *genie_row_dictionary_of(Relation index, GenieRowEncodeMode mode);
+
 /* One keyword per non-NULL attribute. */
 extern int32 *genie_row_encode(Relation index, GenieRowDictionary *d, TupleDesc desc,
 							   Oid rowtype, Datum row, GenieRowEncodeMode mode, int *n);

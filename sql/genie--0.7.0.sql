@@ -603,3 +603,62 @@ CREATE FUNCTION genie_hamming_knn(index regclass, queries bit[], k int4)
 RETURNS TABLE (query_no int4, ctid tid, distance float8)
 AS 'MODULE_PATHNAME', 'genie_hamming_knn'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+-- ---- Short documents: genie_tsvector_ops on tsvector (GENIE section V-B) ----
+
+-- The score an index of documents gives a document for a query: over the
+-- query's terms (a tsquery's distinct lexemes outside any NOT, with their
+-- weight restrictions; a tsvector's lexemes), the weight
+-- (genie.document_weights) of the class each term has in the document, its
+-- highest (a lexeme without positions is of class D).  With the default
+-- weights, the number of shared words.  STABLE: it reads the setting.
+CREATE FUNCTION genie_match_count(document tsvector, query tsquery) RETURNS int4
+AS 'MODULE_PATHNAME', 'genie_match_count_document'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION genie_match_count(document tsvector, query tsvector) RETURNS int4
+AS 'MODULE_PATHNAME', 'genie_match_count_document'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION genie_negated_match_count(tsvector, tsquery) RETURNS float8
+AS 'MODULE_PATHNAME', 'genie_negated_match_count_document'
+LANGUAGE C STABLE STRICT PARALLEL SAFE COST 10;
+
+CREATE FUNCTION genie_negated_match_count(tsvector, tsvector) RETURNS float8
+AS 'MODULE_PATHNAME', 'genie_negated_match_count_document'
+LANGUAGE C STABLE STRICT PARALLEL SAFE COST 10;
+
+-- ORDER BY doc <~> query: the best score first (negated).  RUM's <=>,
+-- GIN's @@ and pg_trgm's operators live beside these in one schema.
+CREATE OPERATOR <~> (
+    LEFTARG = tsvector, RIGHTARG = tsquery,
+    FUNCTION = genie_negated_match_count
+);
+
+CREATE OPERATOR <~> (
+    LEFTARG = tsvector, RIGHTARG = tsvector,
+    FUNCTION = genie_negated_match_count,
+    COMMUTATOR = '<~>'
+);
+
+CREATE FUNCTION genie_document_support(internal) RETURNS internal
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR CLASS genie_tsvector_ops
+DEFAULT FOR TYPE tsvector USING genie AS
+    OPERATOR 1 <~> (tsvector, tsquery) FOR ORDER BY float_ops,
+    OPERATOR 2 <~> (tsvector, tsvector) FOR ORDER BY float_ops,
+    FUNCTION 1 genie_document_support(internal);
+
+-- genie_topk for an index of documents: per query (query_no is its 1-based
+-- position) the k best visible rows of a positive score, best first, in one
+-- engine call.  Queries as tsquery[] or as query documents (tsvector[]).
+CREATE FUNCTION genie_document_topk(index regclass, queries tsquery[], k int4)
+RETURNS TABLE (query_no int4, ctid tid, score int4)
+AS 'MODULE_PATHNAME', 'genie_topk'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+CREATE FUNCTION genie_document_topk(index regclass, queries tsvector[], k int4)
+RETURNS TABLE (query_no int4, ctid tid, score int4)
+AS 'MODULE_PATHNAME', 'genie_topk'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;

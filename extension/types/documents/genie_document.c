@@ -1,0 +1,519 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_document.c
+ *	  Short documents (genie_tsvector_ops, GENIE section V-B): a tsvector's
+ *	  lexemes are its keywords, and documents are ranked by the words they
+ *	  share with a query, a tsquery or a whole query document (tsvector).
+ *
+ * Each distinct lexeme gets a code from the index's dictionary (the row
+ * index's dictionary chain, types/rows/genie_row_dictionary.c: built with
+ * the index, appended to by inserts of new lexemes, never renumbered), and
+ * a document gives one keyword per lexeme, code << 2 | class, where class
+ * is the lexeme's highest weight class in the document (D = 0 ... A = 3, as
+ * tsvector stores them; a lexeme without positions is of class D).
+ *
+ * The score of a document for a query is the sum, over the query's terms,
+ * of genie.document_weights[class] for each term the document contains in
+ * an allowed class.  The terms of a tsquery are its distinct lexemes, less
+ * those under a NOT; a weight restriction ('cat:AB') allows only those
+ * classes; the operators themselves (&, |, <->) do not change the score
+ * (to require them, add WHERE doc @@ query).  The terms of a tsvector are
+ * its lexemes, in any class.  With the default weights (all 1) the score is
+ * the number of shared words, the inner product of the binary word vectors
+ * the paper ranks tweets by.  genie_match_count(tsvector, query) computes
+ * the same score without the index: the oracle of every test.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "tsearch/ts_type.h"
+#include "tsearch/ts_utils.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "types/documents/genie_document.h"
+#include "types/genie_type.h"
+#include "types/rows/genie_row_dictionary.h"
+
+PG_FUNCTION_INFO_V1(genie_document_support);
+PG_FUNCTION_INFO_V1(genie_match_count_document);
+PG_FUNCTION_INFO_V1(genie_negated_match_count_document);
+
+#define DOCUMENT_CLASSES		4
+#define DOCUMENT_ALL_CLASSES	0x0F
+#define DOCUMENT_KEYWORD(code, class) ((int32) (((uint32) (code) << 2) | (uint32) (class)))
+/* tsvector's own bound on a lexeme (MAXSTRLEN), within a dictionary entry's uint16 */
+#define DOCUMENT_MAX_LEXEME_BYTES	2047
+
+/* genie.document_weights, by class: D, C, B, A (the order of ts_rank's weights) */
+char	   *genie_document_weights_setting = NULL;
+static int32 document_weights[DOCUMENT_CLASSES] = {1, 1, 1, 1};
+
+/* ---- genie.document_weights ---- */
+
+/* Parses "{d, c, b, a}" (braces optional) into four weights; false with a message. */
+static bool
+parse_weights(const char *value, int32 *weights, char **message)
+{
+	const char *p = value;
+	int			n = 0;
+	bool		any = false;
+
+	while (isspace((unsigned char) *p))
+		p++;
+	if (*p == '{')
+		p++;
+	for (;;)
+	{
+		char	   *end;
+		long		w;
+
+		while (isspace((unsigned char) *p))
+			p++;
+		errno = 0;
+		w = strtol(p, &end, 10);
+		if (end == p || errno != 0)
+		{
+			*message = psprintf("\"%s\" is not a list of four integer weights", value);
+			return false;
+		}
+		if (w < 0 || w > GENIE_DOCUMENT_MAX_WEIGHT)
+		{
+			*message = psprintf("weight %ld is out of range 0 to %d", w, GENIE_DOCUMENT_MAX_WEIGHT);
+			return false;
+		}
+		if (n == DOCUMENT_CLASSES)
+		{
+			*message = psprintf("\"%s\" has more than four weights", value);
+			return false;
+		}
+		weights[n++] = (int32) w;
+		any |= w > 0;
+		p = end;
+		while (isspace((unsigned char) *p))
+			p++;
+		if (*p == ',')
+		{
+			p++;
+			continue;
+		}
+		break;
+	}
+	if (*p == '}')
+		p++;
+	while (isspace((unsigned char) *p))
+		p++;
+	if (*p != '\0' || n != DOCUMENT_CLASSES)
+	{
+		*message = psprintf("\"%s\" is not a list of four integer weights", value);
+		return false;
+	}
+	if (!any)
+	{
+		*message = pstrdup("at least one weight must be positive");
+		return false;
+	}
+	return true;
+}
+
+bool
+genie_document_weights_check(char **newval, void **extra, GucSource source)
+{
+	int32		weights[DOCUMENT_CLASSES];
+	char	   *message = NULL;
+	int32	   *copy;
+
+	if (!parse_weights(*newval, weights, &message))
+	{
+		GUC_check_errmsg("%s", message);
+		GUC_check_errhint("Give the weights of classes D, C, B and A, as ts_rank does: '{1, 1, 1, 1}' or '{1, 2, 4, 10}'.");
+		return false;
+	}
+	copy = malloc(sizeof(weights));	/* the GUC machinery frees it with free() */
+	if (copy == NULL)
+		return false;
+	memcpy(copy, weights, sizeof(weights));
+	*extra = copy;
+	return true;
+}
+
+void
+genie_document_weights_assign(const char *newval, void *extra)
+{
+	memcpy(document_weights, extra, sizeof(document_weights));
+}
+
+/* ---- a query's terms ---- */
+
+typedef struct DocumentTerm
+{
+	char	   *lexeme;
+	int			length;
+	uint8		classes;		/* bit 1 << class for each class it counts in */
+} DocumentTerm;
+
+static int
+term_order(const void *a, const void *b)
+{
+	const DocumentTerm *x = a;
+	const DocumentTerm *y = b;
+
+	return tsCompareString(x->lexeme, x->length, y->lexeme, y->length, false);
+}
+
+/*
+ * The terms of a tsquery: its operands outside any NOT, one term per
+ * distinct lexeme (the union of their weight restrictions), in
+ * tsCompareString order.  The tree is walked with a stack: a tsquery can be
+ * as deep as it is long.
+ */
+static DocumentTerm *
+tsquery_terms(TSQuery query, int *n)
+{
+	QueryItem  *items = GETQUERY(query);
+	char	   *operands = GETOPERAND(query);
+	DocumentTerm *terms = palloc(sizeof(DocumentTerm) * Max(query->size, 1));
+	int32	   *stack = palloc(sizeof(int32) * Max(query->size, 1));
+	int			depth = 0;
+	int			count = 0;
+	int			kept = 0;
+
+	if (query->size > 0)
+		stack[depth++] = 0;
+	while (depth > 0)
+	{
+		int32		i = stack[--depth];
+		QueryItem  *item = &items[i];
+
+		CHECK_FOR_INTERRUPTS();
+		if (item->type == QI_VAL)
+		{
+			QueryOperand *op = &item->qoperand;
+
+			if (op->prefix)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("genie does not rank documents by a prefix (\"%.*s:*\")",
+								(int) op->length, operands + op->distance),
+						 errhint("Write out the lexemes to rank by; a prefix can still filter rows with WHERE document @@ query.")));
+			terms[count].lexeme = operands + op->distance;
+			terms[count].length = op->length;
+			terms[count].classes = op->weight != 0 ? op->weight : DOCUMENT_ALL_CLASSES;
+			count++;
+		}
+		else if (item->qoperator.oper != OP_NOT)
+		{
+			/* both operands; a NOT's operand does not count */
+			stack[depth++] = i + 1;
+			stack[depth++] = i + item->qoperator.left;
+		}
+	}
+	pfree(stack);
+	if (count > 1)
+		qsort(terms, count, sizeof(DocumentTerm), term_order);
+	for (int i = 0; i < count; i++)
+	{
+		if (kept > 0 && term_order(&terms[kept - 1], &terms[i]) == 0)
+			terms[kept - 1].classes |= terms[i].classes;
+		else
+			terms[kept++] = terms[i];
+	}
+	*n = kept;
+	return terms;
+}
+
+/* The terms of a query document: each lexeme, in any class. */
+static DocumentTerm *
+tsvector_terms(TSVector query, int *n)
+{
+	WordEntry  *entries = ARRPTR(query);
+	DocumentTerm *terms = palloc(sizeof(DocumentTerm) * Max(query->size, 1));
+
+	for (int i = 0; i < query->size; i++)
+	{
+		terms[i].lexeme = STRPTR(query) + entries[i].pos;
+		terms[i].length = entries[i].len;
+		terms[i].classes = DOCUMENT_ALL_CLASSES;
+	}
+	*n = query->size;
+	return terms;
+}
+
+/* The terms of a query of either type; the query's detoasted copy stays with them. */
+static DocumentTerm *
+document_terms(Datum query, Oid type, int *n)
+{
+	if (type == TSQUERYOID)
+		return tsquery_terms(DatumGetTSQuery(query), n);
+	if (type == TSVECTOROID)
+		return tsvector_terms(DatumGetTSVector(query), n);
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("a genie document query must be a tsquery or a tsvector, not %s",
+					format_type_be(type))));
+	return NULL;				/* keep the compiler quiet */
+}
+
+/* A lexeme's class in a document: its highest position's weight, D without positions. */
+static int
+entry_class(TSVector doc, WordEntry *entry)
+{
+	int			npos = POSDATALEN(doc, entry);
+	WordEntryPos *pos = POSDATAPTR(doc, entry);
+	int			class = 0;
+
+	for (int i = 0; i < npos && class < DOCUMENT_CLASSES - 1; i++)
+		class = Max(class, WEP_GETWEIGHT(pos[i]));
+	return class;
+}
+
+/* ---- scoring without the index (the oracle) ---- */
+
+static int32
+document_score(TSVector doc, const DocumentTerm *terms, int n)
+{
+	WordEntry  *entries = ARRPTR(doc);
+	int64		score = 0;
+
+	for (int t = 0; t < n; t++)
+	{
+		int			lo = 0;
+		int			hi = doc->size;
+
+		/* the entries are in tsCompareString order */
+		while (lo < hi)
+		{
+			int			mid = lo + (hi - lo) / 2;
+			int			cmp = tsCompareString(STRPTR(doc) + entries[mid].pos, entries[mid].len,
+											  terms[t].lexeme, terms[t].length, false);
+
+			if (cmp == 0)
+			{
+				int			class = entry_class(doc, &entries[mid]);
+
+				if (terms[t].classes & (1 << class))
+					score += document_weights[class];
+				break;
+			}
+			if (cmp < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	if (score > PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("a document's score is out of range for int4"),
+				 errhint("Lower genie.document_weights.")));
+	return (int32) score;
+}
+
+/* The score of argument 0 (a tsvector) for argument 1 (a tsquery or tsvector). */
+static int32
+score_arguments(FunctionCallInfo fcinfo)
+{
+	TSVector	doc = PG_GETARG_TSVECTOR(0);
+	int			n;
+	DocumentTerm *terms = document_terms(PG_GETARG_DATUM(1),
+										 get_fn_expr_argtype(fcinfo->flinfo, 1), &n);
+	int32		score = document_score(doc, terms, n);
+
+	pfree(terms);
+	PG_FREE_IF_COPY(doc, 0);
+	return score;
+}
+
+/*
+ * genie_match_count(document tsvector, query tsquery | tsvector) -> int4:
+ * the score an index of documents gives the document.  STABLE: it reads
+ * genie.document_weights.
+ */
+Datum
+genie_match_count_document(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(score_arguments(fcinfo));
+}
+
+/* tsvector <~> tsquery | tsvector: the negated score (index scans order ascending) */
+Datum
+genie_negated_match_count_document(PG_FUNCTION_ARGS)
+{
+	int32		score = score_arguments(fcinfo);
+
+	PG_RETURN_FLOAT8(score == 0 ? 0.0 : -(float8) score);
+}
+
+/* ---- the index's keywords ---- */
+
+static int32 *
+document_keywords(Relation index, GenieRowDictionary *d, Datum value, GenieRowEncodeMode mode,
+				  int *n)
+{
+	TSVector	doc = DatumGetTSVector(value);
+	WordEntry  *entries = ARRPTR(doc);
+	int32	   *keywords = palloc(sizeof(int32) * Max(doc->size, 1));
+
+	for (int i = 0; i < doc->size; i++)
+	{
+		int32		code;
+
+		if ((i & 4095) == 4095)
+			CHECK_FOR_INTERRUPTS();
+		if (entries[i].len > DOCUMENT_MAX_LEXEME_BYTES)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("a lexeme of %d bytes is too long for genie index \"%s\"",
+							(int) entries[i].len, RelationGetRelationName(index))));
+		code = genie_row_dictionary_code(index, d, 0, STRPTR(doc) + entries[i].pos,
+										 entries[i].len, mode);
+		keywords[i] = DOCUMENT_KEYWORD(code, entry_class(doc, &entries[i]));
+	}
+	*n = doc->size;
+	if ((Pointer) doc != DatumGetPointer(value))
+		pfree(doc);
+	return keywords;
+}
+
+/* ---- the type's callbacks ---- */
+
+static void
+document_build_encoding(Relation index, GenieEncoding *encoding)
+{
+	/* the dictionary goes to the metapage's schema (build_finish) */
+}
+
+/* A build's state: the dictionary it makes. */
+typedef struct DocumentBuild
+{
+	Relation	index;
+	GenieRowDictionary *dictionary;
+} DocumentBuild;
+
+static void *
+document_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool scan)
+{
+	DocumentBuild *b = palloc(sizeof(DocumentBuild));
+	GenieRowSchema schema;
+
+	memset(&schema, 0, sizeof(schema));
+	schema.n_attributes = 1;
+	schema.attributes[0].attnum = 1;
+	schema.attributes[0].mode = GENIE_ROW_VALUES;
+	schema.attributes[0].type = TEXTOID;
+	schema.schema_id = ((uint64) GetCurrentTimestamp() << 16) ^ (uint64) MyProcPid ^
+		((uint64) RelationGetRelid(index) << 40);
+	schema.dictionary.head = schema.dictionary.tail = InvalidBlockNumber;
+	b->index = index;
+	b->dictionary = genie_row_dictionary_create(CurrentMemoryContext, index, &schema);
+	return b;
+}
+
+static int32 *
+document_build_value(void *state, Datum value, int *n)
+{
+	DocumentBuild *b = state;
+
+	return document_keywords(b->index, b->dictionary, value, GENIE_ROW_ENCODE_BUILD, n);
+}
+
+static void
+document_build_finish(void *state, GenieMetaPageData *meta)
+{
+	DocumentBuild *b = state;
+
+	genie_row_dictionary_write(b->index, b->dictionary, &meta->rows);
+	MemoryContextDelete(b->dictionary->cxt);
+	pfree(b);
+}
+
+static int32 *
+document_encode_value(Relation index, const GenieEncoding *encoding, Datum value, int *n)
+{
+	return document_keywords(index, genie_row_dictionary_of(index, GENIE_ROW_ENCODE_INSERT),
+							 value, GENIE_ROW_ENCODE_INSERT, n);
+}
+
+static int32 *
+document_encode_check(Relation index, const GenieEncoding *encoding, Datum value, int *n)
+{
+	return document_keywords(index, genie_row_dictionary_of(index, GENIE_ROW_ENCODE_CHECK),
+							 value, GENIE_ROW_ENCODE_CHECK, n);
+}
+
+/*
+ * A query as items: per term the dictionary knows, one item per distinct
+ * weight among its allowed classes, holding the keyword of each such class.
+ * A term no document has ever held scores nothing and is left out.  The
+ * dictionary is caught up with the metapage first, so every lexeme of a row
+ * the statement can see is in it.
+ */
+static void
+document_encode_query(Relation index, const GenieEncoding *encoding, StrategyNumber strategy,
+					  Datum value, Oid type, GenieOrderBy *out)
+{
+	GenieRowSchema schema;
+	GenieRowDictionary *d;
+	GenieQueryBuilder b;
+	int			n;
+	DocumentTerm *terms = document_terms(value, type, &n);
+
+	genie_dictionary_schema(index, &schema);
+	d = genie_row_index_dictionary(index, &schema);
+	genie_query_builder_init(&b);
+	b.limited = false;			/* whatever the sequential scan can score */
+	for (int t = 0; t < n; t++)
+	{
+		int32		code = genie_row_dictionary_lookup(d, 0, terms[t].lexeme, terms[t].length);
+		uint8		done = 0;
+
+		if (code < 0)
+			continue;
+		for (int c = 0; c < DOCUMENT_CLASSES; c++)
+		{
+			int32		w = document_weights[c];
+
+			if (!(terms[t].classes & (1 << c)) || (done & (1 << c)) || w == 0)
+				continue;
+			genie_query_builder_begin_item(&b, w);
+			for (int c2 = c; c2 < DOCUMENT_CLASSES; c2++)
+				if ((terms[t].classes & (1 << c2)) && document_weights[c2] == w)
+				{
+					genie_query_builder_add_range(&b, DOCUMENT_KEYWORD(code, c2),
+												  DOCUMENT_KEYWORD(code, c2));
+					done |= 1 << c2;
+				}
+		}
+	}
+	memset(out, 0, sizeof(*out));
+	out->query = genie_query_builder_finish(&b);
+	pfree(terms);
+}
+
+static const GenieTypeInfo document_type = {
+	.encoding = GENIE_ENCODING_DOCUMENT,
+	.name = "document",
+	.opclass = "genie_tsvector_ops",
+	.batch_function = "genie_document_topk",
+	.build_encoding = document_build_encoding,
+	.build_begin = document_build_begin,
+	.build_value = document_build_value,
+	.build_finish = document_build_finish,
+	.encode_value = document_encode_value,
+	.encode_check = document_encode_check,
+	.encode_query = document_encode_query,
+};
+
+/* support function 1 of genie_tsvector_ops */
+Datum
+genie_document_support(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_POINTER(&document_type);
+}
