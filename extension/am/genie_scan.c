@@ -250,7 +250,13 @@ genie_scan_note_limit(Oid index, double limit_tuples)
 /*
  * How many rows the first search asks for: genie.scan_batch_size, or the
  * planner's LIMIT when that is smaller (never fewer than 1, never more
- * than the objects).
+ * than the objects).  A LIMIT gets a margin for the rows the caller may
+ * not see: each pending row is an insert or an update, and an update
+ * leaves its old version in the main postings, invisible but still
+ * counted, so a fraction f of pending rows costs about f of the top rows.
+ * A second search costs a whole engine call; a few more rows in the
+ * first cost next to nothing, so the margin is twice the expected loss,
+ * plus two.
  */
 static int32
 first_k(IndexScanDesc scan, GenieCachedIndex *entry)
@@ -261,7 +267,14 @@ first_k(IndexScanDesc scan, GenieCachedIndex *entry)
 	for (int i = 0; i < n_limit_hints; i++)
 		if (limit_hints[i].index == index && limit_hints[i].limit >= 1 &&
 			limit_hints[i].limit < (double) k)
-			k = (int32) ceil(limit_hints[i].limit);
+		{
+			double		limit = limit_hints[i].limit;
+			int32		pending = entry->n_objects - entry->n_main_objects;
+
+			if (pending > 0)
+				limit += 2.0 + 2.0 * limit * pending / Max(entry->n_objects, 1);
+			k = (int32) Min(ceil(limit), (double) k);
+		}
 	return Min(k, Max(entry->n_objects, 1));
 }
 
