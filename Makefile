@@ -1,6 +1,6 @@
 # genie: the C++/CUDA libraries are built by CMake into $(BUILD_DIR); the
 # PostgreSQL module is built by PGXS from extension/'s sources (one folder
-# per concern, see the README's Layout) and links them.
+# per concern, see docs/LAYOUT.md) and links them.
 #
 # Targets: all (default), install, installcheck (the pgTAP suites against a
 # running server: PGHOST, PGPORT, PGUSER, PGDATABASE as for psql), demo,

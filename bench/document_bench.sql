@@ -1,6 +1,7 @@
 -- Short documents: genie_tsvector_ops against GIN and RUM, in one session
 -- (bench/run-document-bench):
---   psql -v file=corpus.tsv -v queries=1000 -v sample=100 -v rum=1 [-v baselines=0] -f bench/document_bench.sql
+--   psql -v file=corpus.tsv -v queries=1000 -v sample=100 -v rum=1 [-v baselines=0] [-v neardup=N]
+--        -f bench/document_bench.sql
 -- The corpus (bench/document_corpus.py, one document a line) becomes
 -- to_tsvector('english', body), three times: docs with a genie index,
 -- docs_gin with GIN and docs_rum with RUM (rum_tsvector_ops), so that each
@@ -18,6 +19,8 @@
 --   rum            WHERE doc @@ q ORDER BY doc <=> q (RUM's ranking)
 --   seqscan        ORDER BY genie_match_count(doc, q) DESC (the oracle)
 --   genie batch    genie_document_topk of all queries of a kind, k = 10
+-- then near duplicates: for each of the first :neardup documents, its 5
+-- most similar (genie_document_topk, k = 6: itself and five others).
 -- For query documents, q is the OR of the document's lexemes for GIN and
 -- RUM.  The slow methods run the first :sample queries of each kind
 -- (baselines=0 leaves GIN and RUM out: a second mode of the same build).  Each
@@ -30,6 +33,7 @@
 \if :{?rum} \else \set rum 1 \endif
 \if :{?updates} \else \set updates 10000 \endif
 \if :{?baselines} \else \set baselines 1 \endif
+\if :{?neardup} \else \set neardup 10000 \endif
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS genie;
 \if :rum
@@ -165,14 +169,18 @@ SELECT doc_run('rum', g, :sample, ARRAY['1 lexeme', '2-3 lexemes', '8-12 lexemes
 \endif
 SELECT doc_run('seqscan', 1, least(:sample, 20), ARRAY['1 lexeme', '2-3 lexemes', '8-12 lexemes', 'query document']);
 
-\echo == ms a query: the median over 3 rounds of the mean of each round (batch: the call's ms / queries)
+\echo == ms a query: the median over 3 rounds of the mean of each round, and of its p50 and p95 (batch: the ms of the call over its queries)
 CREATE TABLE doc_rounds AS
-SELECT method, kind, round, sum(queries) AS queries, avg(ms) AS mean_ms
+SELECT method, kind, round, sum(queries) AS queries, avg(ms) AS mean_ms,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50_ms,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY ms) AS p95_ms
 FROM doc_results WHERE method <> 'genie batch' GROUP BY 1, 2, 3
 UNION ALL
-SELECT method, kind, round, queries, ms FROM doc_results WHERE method = 'genie batch';
+SELECT method, kind, round, queries, ms, NULL, NULL FROM doc_results WHERE method = 'genie batch';
 SELECT kind, method, max(queries) AS queries,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY mean_ms)::numeric, 3) AS ms,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY p50_ms)::numeric, 3) AS p50_ms,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY p95_ms)::numeric, 3) AS p95_ms,
        round(min(mean_ms)::numeric, 3) AS min_ms, round(max(mean_ms)::numeric, 3) AS max_ms,
        round((1000 / percentile_cont(0.5) WITHIN GROUP (ORDER BY mean_ms))::numeric, 0) AS queries_per_s
 FROM doc_rounds GROUP BY 1, 2 ORDER BY 1, 4;
@@ -192,6 +200,23 @@ SELECT r.method, count(*) AS compared,
 FROM doc_results r JOIN doc_results o ON o.qid = r.qid AND o.method = 'seqscan'
 WHERE r.method IN ('genie', 'gin + count', 'gin + ts_rank', 'rum') AND r.round = 1
 GROUP BY 1 ORDER BY 1;
+
+\echo == near duplicates: for each of the first :neardup documents its 5 most similar (genie_document_topk, k = 6 with itself), 3 rounds
+CREATE FUNCTION doc_neardup(n int, round int) RETURNS TABLE (round int, documents int, ms float8, found_itself bigint)
+LANGUAGE plpgsql AS $$
+DECLARE vs tsvector[]; lens int[]; t0 timestamptz; t float8;
+BEGIN
+  SELECT array_agg(doc ORDER BY id), array_agg(length(doc) ORDER BY id) INTO vs, lens
+  FROM (SELECT id, doc FROM docs WHERE length(doc) > 0 ORDER BY id LIMIT n) x;
+  t0 := clock_timestamp();
+  CREATE TEMP TABLE nd ON COMMIT DROP AS SELECT * FROM genie_document_topk('docs_genie', vs, 6);
+  t := extract(epoch FROM clock_timestamp() - t0) * 1000;
+  -- each document's best row shares all its words: itself, or an identical document
+  RETURN QUERY SELECT doc_neardup.round, cardinality(vs), t,
+    (SELECT count(*) FROM (SELECT query_no, max(score) AS best FROM nd GROUP BY 1) b WHERE b.best = lens[b.query_no]);
+END $$;
+SELECT round, documents, round(ms::numeric, 1) AS ms, round((ms / documents)::numeric, 4) AS ms_a_document, found_itself
+FROM generate_series(1, 3) g, LATERAL doc_neardup(:neardup, g);
 
 \echo == :updates updates (pending rows), then VACUUM: genie ms a query (the median of 3 rounds, each a mean)
 SELECT setseed(0.5);

@@ -50,12 +50,28 @@ DEFAULT FOR TYPE tsvector USING genie AS
 -- genie_topk for an index of documents: per query (query_no is its 1-based
 -- position) the k best visible rows of a positive score, best first, in one
 -- engine call.  Queries as tsquery[] or as query documents (tsvector[]).
-CREATE FUNCTION genie_document_topk(index regclass, queries tsquery[], k int4)
+-- With idf, each term's weight is times its inverse document frequency in
+-- the index (genie_document_weights shows it): a TF-IDF-like ranking.
+CREATE FUNCTION genie_document_topk(index regclass, queries tsquery[], k int4, idf bool DEFAULT false)
 RETURNS TABLE (query_no int4, ctid tid, score int4)
 AS 'MODULE_PATHNAME', 'genie_topk'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
-CREATE FUNCTION genie_document_topk(index regclass, queries tsvector[], k int4)
+CREATE FUNCTION genie_document_topk(index regclass, queries tsvector[], k int4, idf bool DEFAULT false)
 RETURNS TABLE (query_no int4, ctid tid, score int4)
 AS 'MODULE_PATHNAME', 'genie_topk'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+-- Per term of a query, the documents of the index that hold it (rows
+-- deleted since the last VACUUM included) and its idf weight:
+-- greatest(1, floor(100 * ln(1 + (n - documents + 0.5) / (documents + 0.5)) + 0.5))
+-- for the index's n documents (BM25's idf, times 100).
+CREATE FUNCTION genie_document_weights(index regclass, query tsquery)
+RETURNS TABLE (lexeme text, documents int8, weight int4)
+AS 'MODULE_PATHNAME', 'genie_document_weights'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+CREATE FUNCTION genie_document_weights(index regclass, query tsvector)
+RETURNS TABLE (lexeme text, documents int8, weight int4)
+AS 'MODULE_PATHNAME', 'genie_document_weights'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;

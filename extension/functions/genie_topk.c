@@ -31,6 +31,7 @@
 #include "utils/syscache.h"
 
 #include "search/genie_search.h"
+#include "types/documents/genie_document.h"
 #include "types/rows/genie_ranges.h"
 #include "profile/genie_profile.h"
 
@@ -62,6 +63,8 @@ genie_topk(PG_FUNCTION_ARGS)
 	Oid			indexoid = PG_GETARG_OID(0);
 	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(1);
 	int32		k = PG_GETARG_INT32(2);
+	/* genie_document_topk's idf (STRICT: not NULL) */
+	bool		idf = PG_NARGS() > 3 && PG_GETARG_BOOL(3);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	heap;
 	Relation	index;
@@ -143,8 +146,11 @@ genie_topk(PG_FUNCTION_ARGS)
 		{
 			GenieOrderBy orderby;
 
-			type.info->encode_query(index, &type.encoding, GENIE_MATCH_STRATEGY, elems[i],
-									 ARR_ELEMTYPE(array), &orderby);
+			if (idf)
+				orderby.query = genie_document_query(index, elems[i], ARR_ELEMTYPE(array), true);
+			else
+				type.info->encode_query(index, &type.encoding, GENIE_MATCH_STRATEGY, elems[i],
+										 ARR_ELEMTYPE(array), &orderby);
 			s.queries[i] = orderby.query;
 		}
 		genie_profile_pop();

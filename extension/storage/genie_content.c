@@ -20,9 +20,9 @@
 
 bool		genie_content_version_gone = false;
 
-/* The main Position Map and List Array as of meta. */
+/* The main Position Map (keywords and their postings counts) as of meta. */
 static void
-read_main_postings(Relation index, const GenieMetaPageData *meta, GenieIndexContent *content)
+read_position_map(Relation index, const GenieMetaPageData *meta, GenieIndexContent *content)
 {
 	int64		count;
 	GenieKeywordEntry *keyword_entries;
@@ -50,6 +50,15 @@ read_main_postings(Relation index, const GenieMetaPageData *meta, GenieIndexCont
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("genie index \"%s\" has inconsistent postings counts",
 						RelationGetRelationName(index))));
+}
+
+/* The main Position Map and List Array as of meta. */
+static void
+read_main_postings(Relation index, const GenieMetaPageData *meta, GenieIndexContent *content)
+{
+	int64		count;
+
+	read_position_map(index, meta, content);
 	if (meta->postings_codec == GENIE_POSTINGS_INT32)
 		content->postings = genie_chain_read(index, meta->postings, sizeof(int32),
 											 meta->n_postings, &count);
@@ -117,6 +126,16 @@ copy_counts(const GenieMetaPageData *meta, GenieIndexContent *content)
 	content->vectors = meta->vectors;
 }
 
+/* What read_content reads of the main postings beside the objects and the pending list. */
+typedef enum ContentParts
+{
+	READ_OBJECTS,				/* nothing more */
+	READ_POSITION_MAP,			/* the keywords and their postings counts */
+	READ_POSTINGS				/* and the List Array */
+} ContentParts;
+
+static void read_content(Relation index, GenieIndexContent *content, ContentParts parts);
+
 /*
  * Reads the index as of the metapage's state when it starts (without the
  * main Position Map and List Array unless with_postings).  The caller's
@@ -125,6 +144,19 @@ copy_counts(const GenieMetaPageData *meta, GenieIndexContent *content)
  */
 void
 genie_read_content(Relation index, GenieIndexContent *content, bool with_postings)
+{
+	read_content(index, content, with_postings ? READ_POSTINGS : READ_OBJECTS);
+}
+
+/* As genie_read_content without the List Array, with the main Position Map. */
+void
+genie_read_content_counts(Relation index, GenieIndexContent *content)
+{
+	read_content(index, content, READ_POSITION_MAP);
+}
+
+static void
+read_content(Relation index, GenieIndexContent *content, ContentParts parts)
 {
 	GenieMetaPageData meta;
 	int64		count;
@@ -144,8 +176,10 @@ genie_read_content(Relation index, GenieIndexContent *content, bool with_posting
 		memcpy(content->objects, main_objects, sizeof(GenieObjectEntry) * count);
 		pfree(main_objects);
 	}
-	if (with_postings)
+	if (parts == READ_POSTINGS)
 		read_main_postings(index, &meta, content);
+	else if (parts == READ_POSITION_MAP)
+		read_position_map(index, &meta, content);
 	genie_pending_read(index, &meta, content);
 	content->n_pages = RelationGetNumberOfBlocks(index);
 	if (BufferIsValid(metabuf))

@@ -25,6 +25,8 @@
 extern bool genie_content_version_gone;
 
 extern void genie_read_content(Relation index, GenieIndexContent *content, bool with_postings);
+/* The same without the List Array but with the main Position Map (keyword counts). */
+extern void genie_read_content_counts(Relation index, GenieIndexContent *content);
 /* Reads only the counts and the main Position Map and List Array, as above. */
 extern void genie_read_main_postings(Relation index, GenieIndexContent *content);
 

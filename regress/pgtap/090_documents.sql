@@ -10,7 +10,9 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(36);
+SELECT plan(41);
+-- JIT would compile the oracles' plans again and again: none here
+SET jit = off;
 
 DO $$ BEGIN PERFORM setseed(0.33); END $$;
 -- titles in class A (every 7th row) or B/C/D, bodies in class D; every 11th
@@ -168,6 +170,61 @@ SELECT is((SELECT array_agg(id ORDER BY id) FROM (SELECT id FROM notes WHERE to_
           (SELECT array_agg(id ORDER BY id) FROM notes WHERE body ~ '\mw1\M' AND body ~ '\mw2\M'),
           'WHERE @@ filters the ranked rows (GIN beside genie)');
 RESET enable_seqscan;
+
+-- RUM (make deps installs it) and pg_trgm on the same columns: no operator
+-- clash, each index serves its own ordering
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+SELECT CASE WHEN EXISTS (SELECT FROM pg_available_extensions WHERE name = 'rum')
+            THEN 'CREATE EXTENSION IF NOT EXISTS rum' ELSE 'SELECT 1' END AS rum_sql \gset
+:rum_sql;
+CREATE FUNCTION pg_temp.rum_plans() RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+  CREATE INDEX notes_trgm ON notes USING gist (body gist_trgm_ops);
+  CREATE INDEX notes_rum ON notes USING rum (to_tsvector('english', body) rum_tsvector_ops);
+  ANALYZE notes;
+  SET LOCAL enable_seqscan = off;
+  RETURN NEXT pg_temp.plan($q$SELECT id FROM notes ORDER BY to_tsvector('english', body) <=> 'w1 | w2'::tsquery LIMIT 5$q$);
+  RETURN NEXT pg_temp.plan($q$SELECT id FROM notes ORDER BY to_tsvector('english', body) <~> 'w1 | w2'::tsquery LIMIT 5$q$);
+  RETURN NEXT pg_temp.plan($q$SELECT id FROM notes ORDER BY body <-> 'w1 w2' LIMIT 5$q$);
+END $$;
+SELECT CASE WHEN NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'rum')
+            THEN skip('postgresql-15-rum is not installed', 1)
+            ELSE is((SELECT array_agg(substring(p FROM 'Index Scan using (\w+)')) FROM pg_temp.rum_plans() p),
+                    '{notes_rum,notes_g,notes_trgm}'::text[],
+                    'RUM <=>, genie <~> and pg_trgm <-> on one column each use their own index') END;
+
+-- inverse document frequencies: a table of its own, built, then new rows
+-- pending (every row visible, none deleted: the index's counts are then the
+-- table's); the oracle counts documents with ts_stat
+CREATE TABLE idf_docs AS SELECT id, doc FROM docs WHERE id <= 3000;
+CREATE INDEX idf_d ON idf_docs USING genie (doc);
+INSERT INTO idf_docs SELECT i, to_tsvector('simple', 'fresh' || (i % 7) || ' w' || (i % 50)) FROM generate_series(9001, 9300) i;
+CREATE TEMP TABLE idf_w AS
+SELECT word, ndoc, greatest(1, floor(100 * ln(1 + (n - ndoc + 0.5) / (ndoc + 0.5)) + 0.5))::int AS w
+FROM ts_stat('SELECT doc FROM idf_docs'), (SELECT count(*) AS n FROM idf_docs WHERE doc IS NOT NULL) c;
+SELECT is((SELECT count(*) FROM vq, LATERAL genie_document_weights('idf_d', vq.q) g
+           LEFT JOIN idf_w ON idf_w.word = g.lexeme
+           WHERE (g.documents, g.weight) IS DISTINCT FROM (coalesce(idf_w.ndoc, 0), coalesce(idf_w.w, greatest(1, floor(100 * ln(1 + ((SELECT count(*) FROM idf_docs WHERE doc IS NOT NULL) + 0.5) / 0.5) + 0.5))::int))),
+          0::bigint, 'genie_document_weights: each term''s documents and weight are those ts_stat gives');
+-- the score with idf, in SQL: per (query document, row) the weights of the
+-- shared words, set-based
+CREATE TEMP TABLE idf_truth AS
+SELECT v.qid, d.ctid AS tid, sum(w.w)::int AS s
+FROM vq v CROSS JOIN LATERAL unnest(tsvector_to_array(v.q)) ql
+JOIN (SELECT ctid, unnest(tsvector_to_array(doc)) AS dl FROM idf_docs) d ON d.dl = ql
+JOIN idf_w w ON w.word = ql
+GROUP BY 1, 2;
+CREATE TEMP TABLE idf_topk AS
+SELECT query_no, ctid AS tid, score FROM genie_document_topk('idf_d', (SELECT array_agg(q ORDER BY qid) FROM vq), 10, idf => true);
+SELECT is((SELECT count(*) FROM idf_topk t LEFT JOIN idf_truth i ON i.qid = t.query_no AND i.tid = t.tid
+           WHERE i.s IS DISTINCT FROM t.score), 0::bigint,
+          'genie_document_topk(idf => true): every score is the idf-weighted count of shared words');
+SELECT is((SELECT count(*) FROM vq WHERE
+             (SELECT array_agg(score ORDER BY score DESC) FROM idf_topk WHERE query_no = vq.qid) IS DISTINCT FROM
+             (SELECT array_agg(s ORDER BY s DESC) FROM (SELECT s FROM idf_truth WHERE qid = vq.qid ORDER BY s DESC LIMIT 10) x)),
+          0::bigint, 'genie_document_topk(idf => true): the top 10 of every row scored that way');
+SELECT throws_ok($$SELECT * FROM genie_document_weights('docs_tags_none', 'w1'::tsquery)$$, '42P01', NULL,
+                 'genie_document_weights of no index is an error');
 
 -- a scan under LIMIT asks for a margin over it when rows are pending: 10% of
 -- the rows updated leave their old versions invisible in the main postings,

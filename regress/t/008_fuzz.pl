@@ -1,6 +1,6 @@
 # Fuzzing, bounded in time and with fixed seeds: genie's input functions and
 # query constructors (regress/t/fuzz_inputs.py: random bytes and mutations of
-# valid texts, JSON and binary forms; vectors, codes, genie_knn_from's
+# valid texts, JSON and binary forms; vectors, codes, documents, genie_knn_from's
 # queries, the profile), then SQLsmith's random queries as an
 # ordinary role that may write the tables, against a database holding every
 # kind of genie index and columns of genie's types.  No backend may die, and
@@ -47,6 +47,12 @@ $node->safe_psql('postgres', q{
 	FROM generate_series(1, 300) i;
 	CREATE INDEX codes_c ON codes USING genie (code);
 	CREATE INDEX codes_ewh ON codes USING genie (code) WITH (m = 4, sample_bits = 8);
+	CREATE TABLE notes (id int, doc tsvector);
+	INSERT INTO notes SELECT i, CASE WHEN i % 60 = 0 THEN NULL
+	                                 ELSE setweight(to_tsvector('simple', 'w' || i % 17 || ' w' || i % 5 || ' ' || left(md5(i::text), 3)),
+	                                                (ARRAY['A', 'B', 'C', 'D'])[1 + i % 4]::"char") END
+	FROM generate_series(1, 300) i;
+	CREATE INDEX notes_d ON notes USING genie (doc);
 	CREATE TABLE saved (r genie_ranges);
 	INSERT INTO saved SELECT genie_ranges('people_r', '{"age": [30, 40], "city": "Oslo"}');
 	CREATE ROLE smith LOGIN;
@@ -85,7 +91,7 @@ my @died = $log =~ /(server process .* was terminated by signal .*)/g;
 is(scalar(@died), 0, 'no backend died') or diag(join("\n", @died));
 my @genie = $log =~ /(genie_\w+)\(/g;
 diag('genie functions in the statements of failed queries: ' . scalar(@genie));
-check_index($node, $_, 'after fuzzing') for qw(docs_tags words_w people_r);
+check_index($node, $_, 'after fuzzing') for qw(docs_tags words_w people_r notes_d);
 
 $node->stop;
 done_testing();

@@ -184,6 +184,27 @@ def ewh_search():
             (rng.choice(["codes_ewh", "codes_ewh", "codes_c"]), bit_text(), bit_text(), small_k()))
 
 
+TSQUERY_TEXTS = ["w1", "w1 & w2", "w1 | !w3", "!w1", "w1:AB | w2:D", "(w1 | w2) <-> w3", "w1 <2> w4", "w1:*",
+                 "'it''s' | w7", "", "w1 & !(w2 | w3)", "nosuch"]
+TSVECTOR_TEXTS = ["w1 w2", "w1:1A w2:2,3B", "'a b':1", "", "w3:1D w4", "x:16383A"]
+
+
+def tsquery_text():
+    if rng.random() < 0.2:
+        return " | ".join(f"w{rng.randint(0, 20)}" for _ in range(rng.randint(1, 300)))
+    return maybe_mutate(rng.choice(TSQUERY_TEXTS))
+
+
+def tsvector_text():
+    return maybe_mutate(rng.choice(TSVECTOR_TEXTS))
+
+
+def document_weights():
+    choices = ["{1,1,1,1}", "{1,2,4,10}", "{0,0,0,1}", "{0,0,0,0}", "{1,2}", "{-1,1,1,1}", "{1,1,1,1001}",
+               "1,1,1,1", "{2147483648,1,1,1}", "{1,1,1,1,1}", ""]
+    return maybe_mutate(rng.choice(choices))
+
+
 STATEMENTS = {
     "set predicates": set_predicate,
     "genie_query text": lambda: ("SELECT %s::genie_query::text", (query_text(),)),
@@ -228,6 +249,17 @@ STATEMENTS = {
     "EWH": lambda: ewh_search(),
     "ALTER INDEX EWH": lambda: (f"ALTER INDEX codes_ewh SET (errors = {rng.choice([-1, 0, 1, 2, 3, 4, big_int()])}, "
                                 f"weights = {rng.choice(EWH_WEIGHTS)})", ()),
+    "ORDER BY tsquery": lambda: ("SELECT id FROM notes ORDER BY doc <~> %s::tsquery LIMIT %s",
+                                 (tsquery_text(), rng.choice([1, 5, 1000]))),
+    "ORDER BY tsvector": lambda: ("SELECT id FROM notes ORDER BY doc <~> %s::tsvector LIMIT %s",
+                                  (tsvector_text(), rng.choice([1, 5, 1000]))),
+    "genie_document_topk": lambda: ("SELECT count(*) FROM genie_document_topk(%s, ARRAY[%s::tsquery, %s::tsquery], %s)",
+                                    (rng.choice(["notes_d", "notes_d", "docs_tags", "people_r"]), tsquery_text(),
+                                     tsquery_text(), small_k())),
+    "genie_match_count tsvector": lambda: ("SELECT genie_match_count(%s::tsvector, %s::tsquery)",
+                                           (tsvector_text(), tsquery_text())),
+    "genie.document_weights": lambda: ("SELECT set_config('genie.document_weights', %s, false)",
+                                       (document_weights(),)),
     "genie_profile": lambda: (rng.choice(["SELECT count(*) FROM genie_profile()", "SELECT genie_profile_reset()",
                                           "SET genie.profile = on", "SET genie.profile = off"]), ()),
     "genie_match_count": lambda: ("SELECT genie_match_count(%s::int4[], %s::genie_query)",

@@ -27,6 +27,9 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
+#include "access/genam.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -37,6 +40,11 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
+#include "access/table.h"
+#include "funcapi.h"
+#include "utils/rls.h"
+#include "storage/genie_content.h"
+#include "genie_utils.h"
 
 #include "types/documents/genie_document.h"
 #include "types/genie_type.h"
@@ -45,6 +53,7 @@
 PG_FUNCTION_INFO_V1(genie_document_support);
 PG_FUNCTION_INFO_V1(genie_match_count_document);
 PG_FUNCTION_INFO_V1(genie_negated_match_count_document);
+PG_FUNCTION_INFO_V1(genie_document_weights);
 
 #define DOCUMENT_CLASSES		4
 #define DOCUMENT_ALL_CLASSES	0x0F
@@ -448,41 +457,160 @@ document_encode_check(Relation index, const GenieEncoding *encoding, Datum value
 							 value, GENIE_ROW_ENCODE_CHECK, n);
 }
 
+/* ---- inverse document frequencies ---- */
+
+/*
+ * A backend's document frequencies of one index, for one content stamp
+ * (every insert and merge gives a new one): per lexeme code, the documents
+ * holding it in any class.  Read from the pages, not from an engine's
+ * copy, so that in-process and service searches weigh alike.  Rows deleted
+ * since the last merge still count, in n_documents too: the index cannot
+ * tell them apart until VACUUM merges it.
+ */
+typedef struct DocumentFrequencies
+{
+	Oid			index;
+	Oid			relfilenode;
+	uint64		stamp;
+	int64		n_documents;	/* objects that are not NULL */
+	int32		n_codes;
+	int32	   *documents;		/* by code */
+	MemoryContext cxt;
+} DocumentFrequencies;
+
+static DocumentFrequencies *frequencies = NULL;
+
+static void
+count_keyword(DocumentFrequencies *f, int32 keyword, int64 n)
+{
+	int32		code = keyword >> 2;
+
+	/* a code the backend's dictionary has not read yet is never asked for */
+	if (code >= 0 && code < f->n_codes)
+		f->documents[code] += (int32) n;
+}
+
+/* The frequencies of the index's current content, read when it changed. */
+static DocumentFrequencies *
+document_frequencies(Relation index, int32 n_codes)
+{
+	uint64		stamp = genie_read_stamp(index);
+	MemoryContext cxt;
+	MemoryContext old;
+	GenieIndexContent content;
+	DocumentFrequencies *f;
+
+	if (frequencies != NULL && frequencies->index == RelationGetRelid(index) &&
+		frequencies->relfilenode == index->rd_node.relNode && frequencies->stamp == stamp &&
+		frequencies->n_codes >= n_codes)
+		return frequencies;
+	if (frequencies != NULL)
+	{
+		MemoryContextDelete(frequencies->cxt);
+		frequencies = NULL;
+	}
+	cxt = AllocSetContextCreate(TopMemoryContext, "genie document frequencies",
+								ALLOCSET_DEFAULT_SIZES);
+	f = MemoryContextAllocZero(cxt, sizeof(DocumentFrequencies));
+	f->cxt = cxt;
+	f->index = RelationGetRelid(index);
+	f->relfilenode = index->rd_node.relNode;
+	f->n_codes = n_codes;
+	f->documents = MemoryContextAllocExtended(cxt, sizeof(int32) * Max(n_codes, 1),
+											  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+
+	/* the content (keyword counts, pending keywords) in a context of its own */
+	old = MemoryContextSwitchTo(AllocSetContextCreate(cxt, "genie content", ALLOCSET_DEFAULT_SIZES));
+	PG_TRY();
+	{
+		GENIE_CONTENT_LOCK_SHARE(index);
+		genie_read_content_counts(index, &content);
+		GENIE_CONTENT_UNLOCK_SHARE(index);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	f->stamp = content.stamp;
+	for (int32 i = 0; i < content.n_keywords; i++)
+		count_keyword(f, content.keywords[i],
+					  content.keyword_offsets[i + 1] - content.keyword_offsets[i]);
+	for (int32 o = content.n_main_objects; o < content.n_objects; o++)
+	{
+		int32		local = o - content.n_main_objects;
+
+		for (int64 j = content.pending_offsets[local]; j < content.pending_offsets[local + 1]; j++)
+			count_keyword(f, content.pending_keywords[j], 1);
+	}
+	for (int32 o = 0; o < content.n_objects; o++)
+		if (!(content.objects[o].flags & GENIE_OBJECT_NULL))
+			f->n_documents++;
+	MemoryContextDelete(MemoryContextSwitchTo(old));
+	frequencies = f;
+	return f;
+}
+
+/*
+ * The inverse document frequency weight of a term held by df of n
+ * documents: BM25's idf, ln(1 + (n - df + 0.5) / (df + 0.5)), times 100,
+ * rounded, at least 1.  SQL computes the same with
+ * greatest(1, floor(100 * ln(1 + (n - df + 0.5) / (df + 0.5)) + 0.5)).
+ */
+static int32
+idf_weight(int64 df, int64 n)
+{
+	double		w = floor(100.0 * log(1.0 + ((double) n - df + 0.5) / ((double) df + 0.5)) + 0.5);
+
+	return (int32) Max(w, 1.0);
+}
+
 /*
  * A query as items: per term the dictionary knows, one item per distinct
- * weight among its allowed classes, holding the keyword of each such class.
- * A term no document has ever held scores nothing and is left out.  The
- * dictionary is caught up with the metapage first, so every lexeme of a row
- * the statement can see is in it.
+ * weight among its allowed classes, holding the keyword of each such class;
+ * with idf, each weight times the term's idf_weight.  A term no document
+ * has ever held scores nothing and is left out.  The dictionary is caught
+ * up with the metapage first, so every lexeme of a row the statement can
+ * see is in it.
  */
-static void
-document_encode_query(Relation index, const GenieEncoding *encoding, StrategyNumber strategy,
-					  Datum value, Oid type, GenieOrderBy *out)
+GenieQuery *
+genie_document_query(Relation index, Datum value, Oid type, bool idf)
 {
 	GenieRowSchema schema;
 	GenieRowDictionary *d;
+	DocumentFrequencies *f = NULL;
 	GenieQueryBuilder b;
 	int			n;
 	DocumentTerm *terms = document_terms(value, type, &n);
+	int64		total = 0;
+	GenieQuery *query;
 
 	genie_dictionary_schema(index, &schema);
 	d = genie_row_index_dictionary(index, &schema);
+	if (idf)
+		f = document_frequencies(index, d->schema.attributes[0].n_values);
 	genie_query_builder_init(&b);
 	b.limited = false;			/* whatever the sequential scan can score */
 	for (int t = 0; t < n; t++)
 	{
 		int32		code = genie_row_dictionary_lookup(d, 0, terms[t].lexeme, terms[t].length);
+		int32		scale = 1;
 		uint8		done = 0;
 
 		if (code < 0)
 			continue;
+		if (f != NULL)
+			scale = idf_weight(code < f->n_codes ? f->documents[code] : 0, f->n_documents);
 		for (int c = 0; c < DOCUMENT_CLASSES; c++)
 		{
 			int32		w = document_weights[c];
 
 			if (!(terms[t].classes & (1 << c)) || (done & (1 << c)) || w == 0)
 				continue;
-			genie_query_builder_begin_item(&b, w);
+			genie_query_builder_begin_item(&b, w * scale);
+			total += (int64) w * scale;
 			for (int c2 = c; c2 < DOCUMENT_CLASSES; c2++)
 				if ((terms[t].classes & (1 << c2)) && document_weights[c2] == w)
 				{
@@ -492,9 +620,80 @@ document_encode_query(Relation index, const GenieEncoding *encoding, StrategyNum
 				}
 		}
 	}
-	memset(out, 0, sizeof(*out));
-	out->query = genie_query_builder_finish(&b);
+	/* the engines count in int32 */
+	if (total > PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a document query of genie index \"%s\" weighs more than an int4 score can hold",
+						RelationGetRelationName(index)),
+				 errhint("Use fewer terms or lower genie.document_weights.")));
+	query = genie_query_builder_finish(&b);
 	pfree(terms);
+	return query;
+}
+
+static void
+document_encode_query(Relation index, const GenieEncoding *encoding, StrategyNumber strategy,
+					  Datum value, Oid type, GenieOrderBy *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->query = genie_document_query(index, value, type, false);
+}
+
+/*
+ * genie_document_weights(index, query tsquery | tsvector) -> (lexeme,
+ * documents, weight): per term of the query, the documents of the index
+ * that hold it and its idf_weight, as genie_document_topk(..., idf => true)
+ * weighs it (times its class's weight).
+ */
+Datum
+genie_document_weights(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	heap;
+	Relation	index;
+	GenieIndexType itype;
+	GenieRowSchema schema;
+	GenieRowDictionary *d;
+	DocumentFrequencies *f;
+	int			n;
+	DocumentTerm *terms;
+
+	InitMaterializedSRF(fcinfo, 0);
+	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_READ);
+	/* the counts include rows that row-level security would hide */
+	if (check_enable_rls(RelationGetRelid(heap), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("genie_document_weights cannot be used on table \"%s\", which has row-level security enabled",
+						RelationGetRelationName(heap))));
+	genie_index_type(index, &itype);
+	if (itype.encoding.kind != GENIE_ENCODING_DOCUMENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("genie index \"%s\" is not an index of documents", RelationGetRelationName(index)),
+				 errhint("Document frequencies are kept by indexes of operator class genie_tsvector_ops.")));
+	terms = document_terms(PG_GETARG_DATUM(1), type, &n);
+	genie_dictionary_schema(index, &schema);
+	d = genie_row_index_dictionary(index, &schema);
+	f = document_frequencies(index, d->schema.attributes[0].n_values);
+	for (int t = 0; t < n; t++)
+	{
+		int32		code = genie_row_dictionary_lookup(d, 0, terms[t].lexeme, terms[t].length);
+		int64		df = code >= 0 && code < f->n_codes ? f->documents[code] : 0;
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = PointerGetDatum(cstring_to_text_with_len(terms[t].lexeme, terms[t].length));
+		values[1] = Int64GetDatum(df);
+		values[2] = Int32GetDatum(idf_weight(df, f->n_documents));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	return (Datum) 0;
 }
 
 static const GenieTypeInfo document_type = {

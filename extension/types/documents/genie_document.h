@@ -12,6 +12,9 @@
 #include "postgres.h"
 
 #include "utils/guc.h"
+#include "utils/rel.h"
+
+#include "types/genie_query.h"
 
 /* the largest weight of a class: 1,000 x the query's terms stays within int4 */
 #define GENIE_DOCUMENT_MAX_WEIGHT	1000
@@ -20,5 +23,12 @@
 extern char *genie_document_weights_setting;
 extern bool genie_document_weights_check(char **newval, void **extra, GucSource source);
 extern void genie_document_weights_assign(const char *newval, void *extra);
+
+/*
+ * A document query (a tsquery or tsvector Datum of type type) as an engine
+ * query of the index; with idf, each term weighed by its inverse document
+ * frequency in the index (genie_document_topk(..., idf => true)).
+ */
+extern GenieQuery *genie_document_query(Relation index, Datum value, Oid type, bool idf);
 
 #endif							/* GENIE_DOCUMENT_H */
