@@ -19,6 +19,7 @@
 --   rum            WHERE doc @@ q ORDER BY doc <=> q (RUM's ranking)
 --   seqscan        ORDER BY genie_match_count(doc, q) DESC (the oracle)
 --   genie batch    genie_document_topk of all queries of a kind, k = 10
+--                  (and with idf => true)
 -- then near duplicates: for each of the first :neardup documents, its 5
 -- most similar (genie_document_topk, k = 6: itself and five others).
 -- For query documents, q is the OR of the document's lexemes for GIN and
@@ -132,19 +133,19 @@ BEGIN
   END LOOP;
 END $$;
 
--- genie_document_topk of all queries of a kind, k = 10: ms a query.
-CREATE FUNCTION doc_batch(round int, kind text) RETURNS void LANGUAGE plpgsql AS $$
+-- genie_document_topk of all queries of a kind, k = 10 (with idf or not): ms a query.
+CREATE FUNCTION doc_batch(round int, kind text, idf bool DEFAULT false) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE t0 timestamptz; n int; qs tsquery[]; vs tsvector[];
 BEGIN
   SELECT array_agg(q ORDER BY qid), array_agg(qdoc ORDER BY qid), count(*) INTO qs, vs, n
   FROM doc_queries WHERE doc_queries.kind = doc_batch.kind;
   t0 := clock_timestamp();
   IF kind = 'query document' THEN
-    PERFORM count(*) FROM genie_document_topk('docs_genie', vs, 10);
+    PERFORM count(*) FROM genie_document_topk('docs_genie', vs, 10, idf);
   ELSE
-    PERFORM count(*) FROM genie_document_topk('docs_genie', qs, 10);
+    PERFORM count(*) FROM genie_document_topk('docs_genie', qs, 10, idf);
   END IF;
-  INSERT INTO doc_results VALUES ('genie batch', kind, round, NULL, n,
+  INSERT INTO doc_results VALUES (CASE WHEN idf THEN 'genie batch, idf' ELSE 'genie batch' END, kind, round, NULL, n,
                                   extract(epoch FROM clock_timestamp() - t0) * 1000 / n, NULL);
 END $$;
 
@@ -158,8 +159,8 @@ SELECT doc_run('rum', 0, 5, ARRAY['1 lexeme']);
 DELETE FROM doc_results;
 
 SELECT doc_run('genie', g, :queries, ARRAY['1 lexeme', '2-3 lexemes', '8-12 lexemes', 'query document']) FROM generate_series(1, 3) g;
-SELECT doc_batch(g, k) FROM generate_series(1, 3) g,
-  unnest(ARRAY['1 lexeme', '2-3 lexemes', '8-12 lexemes', 'query document']) k;
+SELECT doc_batch(g, k, idf) FROM generate_series(1, 3) g,
+  unnest(ARRAY['1 lexeme', '2-3 lexemes', '8-12 lexemes', 'query document']) k, unnest(ARRAY[false, true]) idf;
 \if :baselines
 SELECT doc_run('gin + count', g, :sample, ARRAY['1 lexeme', '2-3 lexemes', '8-12 lexemes', 'query document']) FROM generate_series(1, 3) g;
 SELECT doc_run('gin + ts_rank', g, :sample, ARRAY['1 lexeme', '2-3 lexemes', '8-12 lexemes', 'query document']) FROM generate_series(1, 3) g;
@@ -174,9 +175,9 @@ CREATE TABLE doc_rounds AS
 SELECT method, kind, round, sum(queries) AS queries, avg(ms) AS mean_ms,
        percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50_ms,
        percentile_cont(0.95) WITHIN GROUP (ORDER BY ms) AS p95_ms
-FROM doc_results WHERE method <> 'genie batch' GROUP BY 1, 2, 3
+FROM doc_results WHERE method NOT LIKE 'genie batch%' GROUP BY 1, 2, 3
 UNION ALL
-SELECT method, kind, round, queries, ms, NULL, NULL FROM doc_results WHERE method = 'genie batch';
+SELECT method, kind, round, queries, ms, NULL, NULL FROM doc_results WHERE method LIKE 'genie batch%';
 SELECT kind, method, max(queries) AS queries,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY mean_ms)::numeric, 3) AS ms,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY p50_ms)::numeric, 3) AS p50_ms,
@@ -188,7 +189,7 @@ FROM doc_rounds GROUP BY 1, 2 ORDER BY 1, 4;
 \echo == how many times genie: the methods summed ms over genie summed ms (per query the median of 3 rounds, same queries)
 WITH m AS (
   SELECT method, kind, qid, percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS ms
-  FROM doc_results WHERE method <> 'genie batch' GROUP BY 1, 2, 3)
+  FROM doc_results WHERE method NOT LIKE 'genie batch%' GROUP BY 1, 2, 3)
 SELECT o.kind, o.method, count(*) AS queries,
        round((sum(o.ms) / sum(g.ms))::numeric, 1) AS over_genie
 FROM m o JOIN m g ON g.qid = o.qid AND g.method = 'genie' WHERE o.method <> 'genie'
@@ -202,21 +203,23 @@ WHERE r.method IN ('genie', 'gin + count', 'gin + ts_rank', 'rum') AND r.round =
 GROUP BY 1 ORDER BY 1;
 
 \echo == near duplicates: for each of the first :neardup documents its 5 most similar (genie_document_topk, k = 6 with itself), 3 rounds
-CREATE FUNCTION doc_neardup(n int, round int) RETURNS TABLE (round int, documents int, ms float8, found_itself bigint)
+CREATE FUNCTION doc_neardup(n int, rnd int) RETURNS TABLE (round int, documents int, ms float8, found_itself bigint)
 LANGUAGE plpgsql AS $$
 DECLARE vs tsvector[]; lens int[]; t0 timestamptz; t float8;
 BEGIN
   SELECT array_agg(doc ORDER BY id), array_agg(length(doc) ORDER BY id) INTO vs, lens
   FROM (SELECT id, doc FROM docs WHERE length(doc) > 0 ORDER BY id LIMIT n) x;
   t0 := clock_timestamp();
-  CREATE TEMP TABLE nd ON COMMIT DROP AS SELECT * FROM genie_document_topk('docs_genie', vs, 6);
+  DROP TABLE IF EXISTS nd;
+  CREATE TEMP TABLE nd AS SELECT query_no, score FROM genie_document_topk('docs_genie', vs, 6);
   t := extract(epoch FROM clock_timestamp() - t0) * 1000;
   -- each document's best row shares all its words: itself, or an identical document
-  RETURN QUERY SELECT doc_neardup.round, cardinality(vs), t,
+  RETURN QUERY SELECT rnd, cardinality(vs), t,
     (SELECT count(*) FROM (SELECT query_no, max(score) AS best FROM nd GROUP BY 1) b WHERE b.best = lens[b.query_no]);
 END $$;
-SELECT round, documents, round(ms::numeric, 1) AS ms, round((ms / documents)::numeric, 4) AS ms_a_document, found_itself
-FROM generate_series(1, 3) g, LATERAL doc_neardup(:neardup, g);
+SELECT n.round, n.documents, round(n.ms::numeric, 1) AS ms, round((n.ms / n.documents)::numeric, 4) AS ms_a_document,
+       n.found_itself
+FROM generate_series(1, 3) g, LATERAL doc_neardup(:neardup, g) n;
 
 \echo == :updates updates (pending rows), then VACUUM: genie ms a query (the median of 3 rounds, each a mean)
 SELECT setseed(0.5);
