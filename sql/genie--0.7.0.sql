@@ -613,23 +613,26 @@ LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 -- highest (a lexeme without positions is of class D).  With the default
 -- weights, the number of shared words.  STABLE: it reads the setting.
 CREATE FUNCTION genie_match_count(document tsvector, query tsquery) RETURNS int4
-AS 'MODULE_PATHNAME', 'genie_match_count_document'
+AS 'MODULE_PATHNAME', 'genie_match_count_tsquery'
 LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION genie_match_count(document tsvector, query tsvector) RETURNS int4
-AS 'MODULE_PATHNAME', 'genie_match_count_document'
+AS 'MODULE_PATHNAME', 'genie_match_count_tsvector'
 LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION genie_negated_match_count(tsvector, tsquery) RETURNS float8
-AS 'MODULE_PATHNAME', 'genie_negated_match_count_document'
+AS 'MODULE_PATHNAME', 'genie_negated_match_count_tsquery'
 LANGUAGE C STABLE STRICT PARALLEL SAFE COST 10;
 
 CREATE FUNCTION genie_negated_match_count(tsvector, tsvector) RETURNS float8
-AS 'MODULE_PATHNAME', 'genie_negated_match_count_document'
+AS 'MODULE_PATHNAME', 'genie_negated_match_count_tsvector'
 LANGUAGE C STABLE STRICT PARALLEL SAFE COST 10;
 
 -- ORDER BY doc <~> query: the best score first (negated).  RUM's <=>,
--- GIN's @@ and pg_trgm's operators live beside these in one schema.
+-- GIN's @@ and pg_trgm's operators live beside these in one schema.  An
+-- untyped literal on the right is a tsvector (a query document of words):
+-- cast a query with operators, doc <~> 'cat & !dog'::tsquery.  No
+-- commutator: the classes, and so the weights, are the left document's.
 CREATE OPERATOR <~> (
     LEFTARG = tsvector, RIGHTARG = tsquery,
     FUNCTION = genie_negated_match_count
@@ -637,8 +640,7 @@ CREATE OPERATOR <~> (
 
 CREATE OPERATOR <~> (
     LEFTARG = tsvector, RIGHTARG = tsvector,
-    FUNCTION = genie_negated_match_count,
-    COMMUTATOR = '<~>'
+    FUNCTION = genie_negated_match_count
 );
 
 CREATE FUNCTION genie_document_support(internal) RETURNS internal

@@ -10,7 +10,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(41);
+SELECT plan(43);
 -- JIT would compile the oracles' plans again and again: none here
 SET jit = off;
 
@@ -101,6 +101,7 @@ SELECT is(genie_match_count('w1:1A w2:2B w3:3C w4'::tsvector, 'w1 | w2 | w3 | w4
           'genie.document_weights weighs classes D, C, B, A as ts_rank does');
 RESET genie.document_weights;
 SELECT is(genie_match_count(''::tsvector, 'w1'::tsquery), 0, 'an empty document scores 0');
+SELECT is('w1:1 w2:2'::tsvector <~> 'w1 w2 w3', -2::float8, 'an untyped literal is a query document (a tsvector)');
 
 -- the index against the sequential scan
 SELECT is(pg_temp.mismatches(10), 0::bigint, 'top 10: every tsquery and query document scores as the sequential scan');
@@ -247,6 +248,7 @@ RESET genie.profile;
 SELECT throws_ok($$SELECT 'w1'::tsvector <~> 'w1:*'::tsquery$$, '0A000', NULL, 'a prefix cannot be ranked');
 SELECT throws_ok($$SET genie.document_weights = '{1, 2}'$$, '22023', NULL, 'two weights are refused');
 SELECT throws_ok($$SET genie.document_weights = '{0, 0, 0, 0}'$$, '22023', NULL, 'all-zero weights are refused');
+SELECT throws_ok($$SET genie.document_weights = '{1, 1, 1, 1'$$, '22023', NULL, 'an unclosed brace is refused');
 SELECT throws_ok($$SET genie.document_weights = '{1, 1, 1, 1001}'$$, '22023', NULL, 'a weight over 1000 is refused');
 SELECT throws_ok($$SELECT * FROM genie_document_topk('docs_g', ARRAY['w1'::tsquery], 0)$$, '22023', NULL, 'k = 0 is refused');
 

@@ -51,15 +51,19 @@
 #include "types/rows/genie_row_dictionary.h"
 
 PG_FUNCTION_INFO_V1(genie_document_support);
-PG_FUNCTION_INFO_V1(genie_match_count_document);
-PG_FUNCTION_INFO_V1(genie_negated_match_count_document);
+PG_FUNCTION_INFO_V1(genie_match_count_tsquery);
+PG_FUNCTION_INFO_V1(genie_match_count_tsvector);
+PG_FUNCTION_INFO_V1(genie_negated_match_count_tsquery);
+PG_FUNCTION_INFO_V1(genie_negated_match_count_tsvector);
 PG_FUNCTION_INFO_V1(genie_document_weights);
 
 #define DOCUMENT_CLASSES		4
 #define DOCUMENT_ALL_CLASSES	0x0F
 #define DOCUMENT_KEYWORD(code, class) ((int32) (((uint32) (code) << 2) | (uint32) (class)))
-/* tsvector's own bound on a lexeme (MAXSTRLEN), within a dictionary entry's uint16 */
-#define DOCUMENT_MAX_LEXEME_BYTES	2047
+/*
+ * A lexeme has at most 2,047 bytes (tsvector's 11-bit WordEntry.len): it
+ * always fits a dictionary entry (a uint16 length, on one page).
+ */
 
 /* genie.document_weights, by class: D, C, B, A (the order of ts_rank's weights) */
 char	   *genie_document_weights_setting = NULL;
@@ -74,11 +78,15 @@ parse_weights(const char *value, int32 *weights, char **message)
 	const char *p = value;
 	int			n = 0;
 	bool		any = false;
+	bool		braced = false;
 
 	while (isspace((unsigned char) *p))
 		p++;
 	if (*p == '{')
+	{
+		braced = true;
 		p++;
+	}
 	for (;;)
 	{
 		char	   *end;
@@ -115,8 +123,15 @@ parse_weights(const char *value, int32 *weights, char **message)
 		}
 		break;
 	}
-	if (*p == '}')
+	if (braced)
+	{
+		if (*p != '}')
+		{
+			*message = psprintf("\"%s\" is not a list of four integer weights", value);
+			return false;
+		}
 		p++;
+	}
 	while (isspace((unsigned char) *p))
 		p++;
 	if (*p != '\0' || n != DOCUMENT_CLASSES)
@@ -325,14 +340,13 @@ document_score(TSVector doc, const DocumentTerm *terms, int n)
 	return (int32) score;
 }
 
-/* The score of argument 0 (a tsvector) for argument 1 (a tsquery or tsvector). */
+/* The score of argument 0 (a tsvector) for argument 1, a query of type type. */
 static int32
-score_arguments(FunctionCallInfo fcinfo)
+score_arguments(FunctionCallInfo fcinfo, Oid type)
 {
 	TSVector	doc = PG_GETARG_TSVECTOR(0);
 	int			n;
-	DocumentTerm *terms = document_terms(PG_GETARG_DATUM(1),
-										 get_fn_expr_argtype(fcinfo->flinfo, 1), &n);
+	DocumentTerm *terms = document_terms(PG_GETARG_DATUM(1), type, &n);
 	int32		score = document_score(doc, terms, n);
 
 	pfree(terms);
@@ -340,24 +354,41 @@ score_arguments(FunctionCallInfo fcinfo)
 	return score;
 }
 
+static Datum
+negated(int32 score)
+{
+	return Float8GetDatum(score == 0 ? 0.0 : -(float8) score);
+}
+
 /*
  * genie_match_count(document tsvector, query tsquery | tsvector) -> int4:
  * the score an index of documents gives the document.  STABLE: it reads
- * genie.document_weights.
+ * genie.document_weights.  One C function per query type, so that no call
+ * depends on the caller's expression tree.
  */
 Datum
-genie_match_count_document(PG_FUNCTION_ARGS)
+genie_match_count_tsquery(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(score_arguments(fcinfo));
+	PG_RETURN_INT32(score_arguments(fcinfo, TSQUERYOID));
+}
+
+Datum
+genie_match_count_tsvector(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(score_arguments(fcinfo, TSVECTOROID));
 }
 
 /* tsvector <~> tsquery | tsvector: the negated score (index scans order ascending) */
 Datum
-genie_negated_match_count_document(PG_FUNCTION_ARGS)
+genie_negated_match_count_tsquery(PG_FUNCTION_ARGS)
 {
-	int32		score = score_arguments(fcinfo);
+	return negated(score_arguments(fcinfo, TSQUERYOID));
+}
 
-	PG_RETURN_FLOAT8(score == 0 ? 0.0 : -(float8) score);
+Datum
+genie_negated_match_count_tsvector(PG_FUNCTION_ARGS)
+{
+	return negated(score_arguments(fcinfo, TSVECTOROID));
 }
 
 /* ---- the index's keywords ---- */
@@ -376,11 +407,6 @@ document_keywords(Relation index, GenieRowDictionary *d, Datum value, GenieRowEn
 
 		if ((i & 4095) == 4095)
 			CHECK_FOR_INTERRUPTS();
-		if (entries[i].len > DOCUMENT_MAX_LEXEME_BYTES)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("a lexeme of %d bytes is too long for genie index \"%s\"",
-							(int) entries[i].len, RelationGetRelationName(index))));
 		code = genie_row_dictionary_code(index, d, 0, STRPTR(doc) + entries[i].pos,
 										 entries[i].len, mode);
 		keywords[i] = DOCUMENT_KEYWORD(code, entry_class(doc, &entries[i]));
@@ -511,18 +537,19 @@ document_frequencies(Relation index, int32 n_codes)
 	}
 	cxt = AllocSetContextCreate(TopMemoryContext, "genie document frequencies",
 								ALLOCSET_DEFAULT_SIZES);
-	f = MemoryContextAllocZero(cxt, sizeof(DocumentFrequencies));
-	f->cxt = cxt;
-	f->index = RelationGetRelid(index);
-	f->relfilenode = index->rd_node.relNode;
-	f->n_codes = n_codes;
-	f->documents = MemoryContextAllocExtended(cxt, sizeof(int32) * Max(n_codes, 1),
-											  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-
-	/* the content (keyword counts, pending keywords) in a context of its own */
-	old = MemoryContextSwitchTo(AllocSetContextCreate(cxt, "genie content", ALLOCSET_DEFAULT_SIZES));
+	old = CurrentMemoryContext;
+	/* everything in cxt, which an error deletes: nothing is left in TopMemoryContext */
 	PG_TRY();
 	{
+		f = MemoryContextAllocZero(cxt, sizeof(DocumentFrequencies));
+		f->cxt = cxt;
+		f->index = RelationGetRelid(index);
+		f->relfilenode = index->rd_node.relNode;
+		f->n_codes = n_codes;
+		f->documents = MemoryContextAllocExtended(cxt, sizeof(int32) * Max(n_codes, 1),
+												  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		/* the content (keyword counts, pending keywords) in a context of its own */
+		MemoryContextSwitchTo(AllocSetContextCreate(cxt, "genie content", ALLOCSET_DEFAULT_SIZES));
 		GENIE_CONTENT_LOCK_SHARE(index);
 		genie_read_content_counts(index, &content);
 		GENIE_CONTENT_UNLOCK_SHARE(index);
@@ -597,12 +624,18 @@ genie_document_query(Relation index, Datum value, Oid type, bool idf)
 	{
 		int32		code = genie_row_dictionary_lookup(d, 0, terms[t].lexeme, terms[t].length);
 		int32		scale = 1;
+		int32		best = 0;
 		uint8		done = 0;
 
 		if (code < 0)
 			continue;
 		if (f != NULL)
 			scale = idf_weight(code < f->n_codes ? f->documents[code] : 0, f->n_documents);
+		/* a document holds a lexeme in one class: its best weight is what it can add */
+		for (int c = 0; c < DOCUMENT_CLASSES; c++)
+			if (terms[t].classes & (1 << c))
+				best = Max(best, document_weights[c]);
+		total += (int64) best * scale;
 		for (int c = 0; c < DOCUMENT_CLASSES; c++)
 		{
 			int32		w = document_weights[c];
@@ -610,7 +643,6 @@ genie_document_query(Relation index, Datum value, Oid type, bool idf)
 			if (!(terms[t].classes & (1 << c)) || (done & (1 << c)) || w == 0)
 				continue;
 			genie_query_builder_begin_item(&b, w * scale);
-			total += (int64) w * scale;
 			for (int c2 = c; c2 < DOCUMENT_CLASSES; c2++)
 				if ((terms[t].classes & (1 << c2)) && document_weights[c2] == w)
 				{
