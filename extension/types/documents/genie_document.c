@@ -443,8 +443,7 @@ document_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool s
 	schema.attributes[0].attnum = 1;
 	schema.attributes[0].mode = GENIE_ROW_VALUES;
 	schema.attributes[0].type = TEXTOID;
-	schema.schema_id = ((uint64) GetCurrentTimestamp() << 16) ^ (uint64) MyProcPid ^
-		((uint64) RelationGetRelid(index) << 40);
+	schema.schema_id = genie_row_schema_new_id(index);
 	schema.dictionary.head = schema.dictionary.tail = InvalidBlockNumber;
 	b->index = index;
 	b->dictionary = genie_row_dictionary_create(CurrentMemoryContext, index, &schema);
@@ -605,7 +604,6 @@ idf_weight(int64 df, int64 n)
 GenieQuery *
 genie_document_query(Relation index, Datum value, Oid type, bool idf)
 {
-	GenieRowSchema schema;
 	GenieRowDictionary *d;
 	DocumentFrequencies *f = NULL;
 	GenieQueryBuilder b;
@@ -614,8 +612,7 @@ genie_document_query(Relation index, Datum value, Oid type, bool idf)
 	int64		total = 0;
 	GenieQuery *query;
 
-	genie_dictionary_schema(index, &schema);
-	d = genie_row_index_dictionary(index, &schema);
+	d = genie_dictionary_current(index);
 	if (idf)
 		f = document_frequencies(index, d->schema.attributes[0].n_values);
 	genie_query_builder_init(&b);
@@ -687,7 +684,6 @@ genie_document_weights(PG_FUNCTION_ARGS)
 	Relation	heap;
 	Relation	index;
 	GenieIndexType itype;
-	GenieRowSchema schema;
 	GenieRowDictionary *d;
 	DocumentFrequencies *f;
 	int			n;
@@ -708,8 +704,7 @@ genie_document_weights(PG_FUNCTION_ARGS)
 				 errmsg("genie index \"%s\" is not an index of documents", RelationGetRelationName(index)),
 				 errhint("Document frequencies are kept by indexes of operator class genie_tsvector_ops.")));
 	terms = document_terms(PG_GETARG_DATUM(1), type, &n);
-	genie_dictionary_schema(index, &schema);
-	d = genie_row_index_dictionary(index, &schema);
+	d = genie_dictionary_current(index);
 	f = document_frequencies(index, d->schema.attributes[0].n_values);
 	for (int t = 0; t < n; t++)
 	{

@@ -293,8 +293,7 @@ genie_row_build_begin(Relation heap, Relation index, IndexInfo *indexInfo, bool 
 	}
 
 	schema.n_attributes = n_specs;
-	schema.schema_id = ((uint64) GetCurrentTimestamp() << 16) ^ (uint64) MyProcPid ^
-		((uint64) RelationGetRelid(index) << 40);
+	schema.schema_id = genie_row_schema_new_id(index);
 	schema.dictionary.head = schema.dictionary.tail = InvalidBlockNumber;
 	for (int slot = 0; slot < n_specs; slot++)
 	{

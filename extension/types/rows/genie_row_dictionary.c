@@ -20,6 +20,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 
 #include "types/rows/genie_row_dictionary.h"
 #include "types/rows/genie_row_values.h"
@@ -526,14 +527,26 @@ genie_row_dictionary_of(Relation index, GenieRowEncodeMode mode)
 	 * dictionary_append, which catches up under the metapage lock.
 	 */
 	if (d == NULL || mode == GENIE_ROW_ENCODE_CHECK)
-	{
-		GenieRowSchema schema;
-
-		/* a check reads the dictionary up to the metapage's committed end */
-		genie_dictionary_schema(index, &schema);
-		d = genie_row_index_dictionary(index, &schema);
-	}
+		d = genie_dictionary_current(index);	/* a check reads up to the committed end */
 	return d;
+}
+
+/* The backend's dictionary of an index, caught up with the metapage's committed end. */
+GenieRowDictionary *
+genie_dictionary_current(Relation index)
+{
+	GenieRowSchema schema;
+
+	genie_dictionary_schema(index, &schema);
+	return genie_row_index_dictionary(index, &schema);
+}
+
+/* A new build's schema_id: binds the queries made for it (genie_ranges) to this build. */
+uint64
+genie_row_schema_new_id(Relation index)
+{
+	return ((uint64) GetCurrentTimestamp() << 16) ^ (uint64) MyProcPid ^
+		((uint64) RelationGetRelid(index) << 40);
 }
 
 /* ---- encoding rows ---- */

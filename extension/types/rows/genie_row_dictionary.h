@@ -80,6 +80,10 @@ extern int32 genie_row_dictionary_code(Relation index, GenieRowDictionary *d, in
 									   const char *bytes, int length, GenieRowEncodeMode mode);
 /* Writes a built dictionary (no WAL: the build logs every page) and fills schema. */
 extern void genie_row_dictionary_write(Relation index, GenieRowDictionary *d, GenieRowSchema *schema);
+/* The backend's dictionary of an index, caught up with the metapage's committed end. */
+extern GenieRowDictionary *genie_dictionary_current(Relation index);
+/* A new build's schema_id. */
+extern uint64 genie_row_schema_new_id(Relation index);
 /* The backend's dictionary of a built index, for encoding a value in mode. */
 extern GenieRowDictionary *genie_row_dictionary_of(Relation index, GenieRowEncodeMode mode);
 
