@@ -40,6 +40,21 @@ constexpr int64_t kCancelPollPostings = 1 << 16;
 
 
 
+// After a touched-list overflow the counters are scanned in blocks of this
+// many: a block whose largest counter is below what a pass wants is skipped
+// whole.  The block's maximum is a plain reduction the compiler vectorises,
+// where a histogram of every counter, or a test of each, was 80% of a query
+// document's time on 125k documents (dense scores: mispredicted branches,
+// and increments of the same bucket waiting on each other).
+constexpr std::size_t kScanBlock = 64;
+
+template <typename Counter>
+Counter BlockMax(const Counter* counters, std::size_t n) {
+  Counter max = 0;
+  for (std::size_t i = 0; i < n; ++i) max = std::max(max, counters[i]);
+  return max;
+}
+
 // The touched list holds at most this many objects; a query touching more
 // falls back to scanning all counters, which then costs at most 16 times the
 // postings it scanned anyway.  This bounds the list's memory at n/4 bytes.
@@ -53,7 +68,8 @@ int CounterWidth(int64_t max_score) {
 
 // Bytes one thread holds while scoring objects [0, n).
 uint64_t PerThreadBytes(uint64_t n, int width, uint64_t histogram_entries) {
-  return n * static_cast<uint64_t>(width) + 2 * sizeof(int32_t) * TouchedCapacity(n) +
+  return (n + n / kScanBlock + 1) * static_cast<uint64_t>(width) +
+         2 * sizeof(int32_t) * TouchedCapacity(n) +
          sizeof(uint32_t) * histogram_entries;
 }
 
@@ -180,14 +196,47 @@ class QueryScorer {
   // Counts scores, finds the threshold score t such that fewer than k objects
   // score above it, takes everything above t and the lowest-numbered objects
   // at t.  Linear in the candidates plus max_score.
+  //
+  // After an overflow, the scores are dense and a histogram of every counter
+  // is bound by its increments of the same few buckets.  So the counters'
+  // block maxima come first: if k blocks reach a score f, at least k objects
+  // score f or more, so t >= f, and only blocks whose maximum reaches f can
+  // hold an object the selection takes or a count it reads (buckets >= f).
   void SelectByHistogram(int64_t max_score, std::vector<Hit>* out) {
     const auto buckets = static_cast<std::size_t>(max_score) + 1;
     if (histogram_.size() < buckets) histogram_.resize(buckets);
-    std::fill(histogram_.begin(), histogram_.begin() + static_cast<std::ptrdiff_t>(buckets), 0u);
+    const auto clear_histogram = [&] {
+      std::fill(histogram_.begin(), histogram_.begin() + static_cast<std::ptrdiff_t>(buckets), 0u);
+    };
     const Counter* counters = counters_.data();
+    Counter floor = 1;  // the blocks visited reach it
     if (overflow_) {
-      for (std::size_t o = 0; o < n_; ++o) ++histogram_[counters[o]];
+      const std::size_t blocks = (n_ + kScanBlock - 1) / kScanBlock;
+      block_max_.resize(blocks);
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t first = b * kScanBlock;
+        block_max_[b] = BlockMax(counters + first, std::min(n_, first + kScanBlock) - first);
+      }
+      if (blocks >= k_) {
+        clear_histogram();
+        for (Counter m : block_max_) ++histogram_[m];
+        std::size_t reached = 0;
+        for (std::size_t s = buckets - 1; s >= 1; --s) {
+          reached += histogram_[s];
+          if (reached >= k_) {
+            floor = static_cast<Counter>(s);
+            break;
+          }
+        }
+      }
+      clear_histogram();
+      for (std::size_t b = 0; b < blocks; ++b) {
+        if (block_max_[b] < floor) continue;
+        const std::size_t first = b * kScanBlock, end = std::min(n_, first + kScanBlock);
+        for (std::size_t o = first; o < end; ++o) ++histogram_[counters[o]];
+      }
     } else {
+      clear_histogram();
       for (std::size_t i = 0; i < n_touched_; ++i) ++histogram_[counters[touched_[i]]];
     }
 
@@ -203,22 +252,31 @@ class QueryScorer {
     }
     const std::size_t need_at_threshold = threshold == 0 ? 0 : k_ - above;
 
-    ties_.clear();
-    std::size_t taken = 0;
-    const bool ascending = overflow_;
-    ForEachCandidate([&](int32_t o, Counter c) {
-      if (c > threshold) {
-        out->push_back({o, static_cast<int32_t>(c)});
-      } else if (c == threshold) {
-        if (!ascending) {
-          ties_.push_back(o);
-        } else if (taken < need_at_threshold) {
-          out->push_back({o, static_cast<int32_t>(c)});
-          ++taken;
+    if (overflow_) {
+      // Ascending object order, so the ties taken are the lowest-numbered.
+      // Only blocks reaching the threshold (>= floor) are visited; the
+      // counters are then reset in one pass.
+      const auto wanted = static_cast<Counter>(std::max<int64_t>(threshold, 1));
+      std::size_t taken = 0;
+      for (std::size_t b = 0; b < block_max_.size(); ++b) {
+        if (block_max_[b] < wanted) continue;
+        const std::size_t first = b * kScanBlock, end = std::min(n_, first + kScanBlock);
+        for (std::size_t o = first; o < end; ++o) {
+          const Counter c = counters[o];
+          if (c > threshold || (c == threshold && c != 0 && taken++ < need_at_threshold))
+            out->push_back({static_cast<int32_t>(o), static_cast<int32_t>(c)});
         }
       }
-    });
-    if (!ascending) {
+      std::fill(counters_.begin(), counters_.end(), Counter{0});
+    } else {
+      // The touched list is in first-touch order: the ties are ranked apart.
+      ties_.clear();
+      ForEachCandidate([&](int32_t o, Counter c) {
+        if (c > threshold)
+          out->push_back({o, static_cast<int32_t>(c)});
+        else if (c == threshold)
+          ties_.push_back(o);
+      });
       if (ties_.size() > need_at_threshold) {
         std::nth_element(ties_.begin(), ties_.begin() + static_cast<std::ptrdiff_t>(need_at_threshold),
                          ties_.end());
@@ -259,6 +317,7 @@ class QueryScorer {
   bool overflow_ = false;
   std::vector<uint32_t> histogram_;
   std::vector<int32_t> ties_;
+  std::vector<Counter> block_max_;  // after an overflow, each block's largest counter
 };
 
 template <typename Counter>

@@ -394,6 +394,37 @@ TEST(Engines, TiesAtTheThresholdFromTheTouchedList) {
   ExpectEnginesMatch(csr, batch, {1, 2, 3, 10, 25, 41, 50}, {kDefaultSplitLength}, true);
 }
 
+TEST(Engines, SparseBlocksAfterAnOverflow) {
+  // More objects touched than the touched list holds, spread so that most
+  // 64-counter blocks are all zero or all below the threshold, some blocks
+  // hold one hit at their last counter, and the last block is partial:
+  // selection skips blocks and must still take every score above the
+  // threshold and the lowest-numbered ties, with counters of each width.
+  Csr csr;
+  const int32_t n = 64 * 97 + 13;
+  for (int32_t o = 0; o < n; ++o) {
+    std::vector<int32_t> keywords;
+    if (o % 5 == 0) keywords.push_back(1);                      // many score low
+    if (o % 64 == 63 || o == n - 1) keywords.push_back(2);       // one per block
+    if (o % 640 == 17) keywords.push_back(3);                    // a few score high
+    if (keywords.empty()) keywords.push_back(4);
+    csr.Add(keywords);
+  }
+  for (int32_t weight : {1, 200, 70000}) {
+    SCOPED_TRACE(::testing::Message() << "weight " << weight);
+    QueryBatch batch;
+    batch.BeginQuery();
+    batch.AddItem(std::vector<KeywordRange>{{1, 1}});
+    batch.AddItem(std::vector<KeywordRange>{{2, 2}}, weight);
+    batch.AddItem(std::vector<KeywordRange>{{3, 3}}, 2 * weight);
+    batch.BeginQuery();  // only the one-per-block objects
+    batch.AddItem(std::vector<KeywordRange>{{2, 2}}, weight);
+    batch.BeginQuery();  // ties everywhere: every fifth object
+    batch.AddItem(std::vector<KeywordRange>{{1, 1}});
+    ExpectEnginesMatch(csr, batch, {1, 3, 11, 99, 500, n}, {kDefaultSplitLength}, true);
+  }
+}
+
 TEST(Engines, EdgeCaseBatchesAndIndexes) {
   DataSpec data;
   data.objects = 60;
