@@ -328,6 +328,7 @@ typedef struct PostingsAsk
 	GenieQueryBatch *batch;
 	int32		k;
 	genie_results *out;			/* palloc'd arrays */
+	GenieServiceOverlap *overlap;	/* or NULL */
 } PostingsAsk;
 
 static GenieServiceOutcome
@@ -339,7 +340,8 @@ ask_postings(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool
 	GenieServiceOutcome outcome;
 
 	outcome = genie_service_search(&entry->main_key, entry->index_oid, genie_device_setting,
-								   &a->batch->batch, a->k, out, engine, device_fallback, err);
+								   &a->batch->batch, a->k, out, engine, device_fallback,
+								   a->overlap, err);
 	if (outcome != GENIE_SERVICE_OK)
 	{
 		/* a part may have come back before the rest failed */
@@ -357,13 +359,13 @@ ask_postings(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool
 /*
  * The main postings' top k through the genie service, into *out (palloc'd
  * arrays); false when the service is away and the backend should search
- * in-process.
+ * in-process.  overlap (or NULL) runs while the service searches.
  */
 static bool
 search_through_service(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
-					   genie_results *out)
+					   genie_results *out, GenieServiceOverlap *overlap)
 {
-	PostingsAsk ask = {batch, k, out};
+	PostingsAsk ask = {batch, k, out, overlap};
 
 	return genie_search_through_service(entry, ask_postings, genie_cache_ship_main, &ask,
 										"the postings", "search");
@@ -408,75 +410,140 @@ copy_results(const genie_results *r, GenieSearchResult *result)
 	memcpy(result->scores, r->scores, sizeof(int32) * n);
 }
 
+/* The pending list's top k, as genie_search takes it. */
+typedef struct PendingSearch
+{
+	GenieCachedIndex *entry;
+	GenieQueryBatch *batch;
+	int32		k;
+	genie_results **results;	/* core-allocated, the caller frees it */
+} PendingSearch;
+
+static void
+search_pending(PendingSearch *p)
+{
+	genie_error err;
+
+	ensure_pending_engine(p->entry);
+	GENIE_CHECK(genie_engine_search(p->entry->pending_engine, &p->batch->batch, p->k,
+									p->results, &err),
+				&err, "genie search of the pending list");
+}
+
+/* search_pending while the service searches (a GenieServiceOverlap) */
+static void
+search_pending_meanwhile(void *arg)
+{
+	genie_profile_push(GENIE_PHASE_PENDING);
+	search_pending(arg);
+	genie_profile_pop();
+}
+
+/*
+ * What genie_search holds: core-allocated results, freed however it is
+ * left, and the service's answer (palloc'd arrays).
+ */
+typedef struct SearchParts
+{
+	genie_results *main_results;
+	genie_results *pending_results;
+	genie_results *merged;
+	genie_results service_results;
+	bool		by_service;
+} SearchParts;
+
+static void
+search_parts(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
+			 GenieSearchResult *result, SearchParts *parts)
+{
+	genie_error err;
+	genie_status status;
+	const genie_results *main_part = &parts->service_results;
+	bool		has_pending = entry->n_objects != entry->n_main_objects;
+	PendingSearch pending = {entry, batch, k, &parts->pending_results};
+
+	/*
+	 * The pending list is searched by this backend while the service
+	 * searches the main postings (with 10,000 pending documents it costs
+	 * about as much as the round trip), or after the main search
+	 * in-process.
+	 */
+	GenieServiceOverlap overlap = {search_pending_meanwhile, &pending, false};
+
+	if (genie_service_configured())
+		parts->by_service = search_through_service(entry, batch, k, &parts->service_results,
+												   has_pending ? &overlap : NULL);
+	if (!parts->by_service)
+	{
+		ensure_main_engine(entry);
+		genie_profile_push(GENIE_PHASE_ENGINE);
+		status = genie_engine_search(entry->main_engine, &batch->batch, k,
+									 &parts->main_results, &err);
+		if (genie_search_cpu_fallback(status, &err, "search"))
+			status = search_main_on_cpu(entry, batch, k, &parts->main_results, &err);
+		genie_profile_pop();
+		if (status != GENIE_OK)
+			genie_report_error(&err, "genie search");
+		main_part = parts->main_results;
+	}
+
+	if (!has_pending)
+		copy_results(main_part, result);
+	else
+	{
+		const genie_results *both[2];
+		int32		part_first_object[2] = {0, entry->n_main_objects};
+
+		/* the merge is charged to pending only where the search is too */
+		if (!overlap.done)
+		{
+			genie_profile_push(GENIE_PHASE_PENDING);
+			search_pending(&pending);
+		}
+		both[0] = main_part;
+		both[1] = parts->pending_results;
+		GENIE_CHECK(genie_results_merge(both, part_first_object, 2, k, &parts->merged, &err),
+					&err, "genie search: merging the pending list");
+		copy_results(parts->merged, result);
+		if (!overlap.done)
+			genie_profile_pop();
+	}
+}
+
+static void
+free_parts(SearchParts *parts)
+{
+	genie_results_free(parts->main_results);
+	genie_results_free(parts->pending_results);
+	genie_results_free(parts->merged);
+	parts->main_results = parts->pending_results = parts->merged = NULL;
+}
+
 void
 genie_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 			 GenieSearchResult *result)
 {
-	/* core-allocated results, freed however this function is left */
-	genie_results *volatile main_results = NULL;
-	genie_results *volatile pending_results = NULL;
-	genie_results *volatile merged = NULL;
-	genie_results service_results;	/* palloc'd arrays */
-	volatile bool by_service = false;
+	SearchParts parts;
 
-	memset(&service_results, 0, sizeof(service_results));
-	if (genie_service_configured())
-		by_service = search_through_service(entry, batch, k, &service_results);
-	if (!by_service)
-		ensure_main_engine(entry);
+	memset(&parts, 0, sizeof(parts));
 	PG_TRY();
 	{
-		genie_error err;
-		genie_status status;
-		const genie_results *main_part = &service_results;
-
-		if (!by_service)
-		{
-			genie_profile_push(GENIE_PHASE_ENGINE);
-			status = genie_engine_search(entry->main_engine, &batch->batch, k,
-										 (genie_results **) &main_results, &err);
-			if (genie_search_cpu_fallback(status, &err, "search"))
-				status = search_main_on_cpu(entry, batch, k, (genie_results **) &main_results, &err);
-			genie_profile_pop();
-			if (status != GENIE_OK)
-				genie_report_error(&err, "genie search");
-			main_part = main_results;
-		}
-
-		if (entry->n_objects == entry->n_main_objects)
-			copy_results(main_part, result);
-		else
-		{
-			const genie_results *parts[2];
-			int32		part_first_object[2] = {0, entry->n_main_objects};
-
-			genie_profile_push(GENIE_PHASE_PENDING);
-			ensure_pending_engine(entry);
-			GENIE_CHECK(genie_engine_search(entry->pending_engine, &batch->batch, k,
-											(genie_results **) &pending_results, &err),
-						&err, "genie search of the pending list");
-			parts[0] = main_part;
-			parts[1] = pending_results;
-			GENIE_CHECK(genie_results_merge(parts, part_first_object, 2, k,
-											(genie_results **) &merged, &err),
-						&err, "genie search: merging the pending list");
-			copy_results(merged, result);
-			genie_profile_pop();
-		}
+		search_parts(entry, batch, k, result, &parts);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
-		genie_results_free(main_results);
-		genie_results_free(pending_results);
-		genie_results_free(merged);
+		free_parts(&parts);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	if (by_service)
-	{
-		pfree(service_results.query_offsets);
-		pfree(service_results.objects);
-		pfree(service_results.scores);
-	}
+	free_parts(&parts);
+	/* the service's answer, palloc'd */
+	if (parts.service_results.query_offsets != NULL)
+		pfree(parts.service_results.query_offsets);
+	if (parts.service_results.objects != NULL)
+		pfree(parts.service_results.objects);
+	if (parts.service_results.scores != NULL)
+		pfree(parts.service_results.scores);
 }
 
 void

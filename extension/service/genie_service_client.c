@@ -153,12 +153,13 @@ withdraw(GenieServiceSlot *slot)
 
 /*
  * Submits the request written at the start of the session's segment and
- * waits for the answer.  UNAVAILABLE when no worker takes requests or the
- * worker went away before answering.  Cancel and statement_timeout
- * withdraw the request and raise the usual error.
+ * waits for the answer, running overlap (when not NULL and not yet done)
+ * in between.  UNAVAILABLE when no worker takes requests or the worker
+ * went away before answering.  Cancel and statement_timeout, and an error
+ * of overlap, withdraw the request and raise the error.
  */
 static GenieServiceOutcome
-call_service(void)
+call_service(GenieServiceOverlap *overlap)
 {
 	GenieServiceShared *sh = genie_service_shared;
 	GenieServiceSlot *slot = my_slot();
@@ -187,6 +188,11 @@ call_service(void)
 
 	PG_TRY();
 	{
+		if (overlap != NULL && !overlap->done)
+		{
+			overlap->done = true;
+			overlap->run(overlap->arg);
+		}
 		for (;;)
 		{
 			bool		gone;
@@ -265,15 +271,16 @@ take_outcome(const GenieResponse *resp, genie_error *err)
 
 /*
  * Submits the request in the segment and returns its answer's outcome; *resp
- * is the answer when the outcome is OK or NOT_RESIDENT.
+ * is the answer when the outcome is OK or NOT_RESIDENT.  overlap: as
+ * call_service.
  */
 static GenieServiceOutcome
-call_for_answer(GenieResponse **resp, genie_error *err)
+call_for_answer(GenieResponse **resp, GenieServiceOverlap *overlap, genie_error *err)
 {
 	GenieServiceOutcome outcome;
 
 	genie_profile_push(GENIE_PHASE_SERVICE);
-	outcome = call_service();
+	outcome = call_service(overlap);
 	if (outcome == GENIE_SERVICE_OK)
 	{
 		*resp = request_response((GenieRequest *) dsm_segment_address(segment));
@@ -346,7 +353,7 @@ send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length,
 		}
 		req->load_total = total;
 		copy_stream(request_payload(req), parts, sizes, n_parts, offset, piece);
-		outcome = call_for_answer(&resp, err);
+		outcome = call_for_answer(&resp, NULL, err);
 		if (outcome != GENIE_SERVICE_OK)
 			return outcome;
 		/* the version was already there, or this was the last piece */
@@ -433,7 +440,7 @@ static GenieServiceOutcome
 search_part(const GenieServiceKey *key, Oid index_oid, int device,
 			const genie_query_batch *batch, int q0, int q1, int32 k,
 			genie_results *out, int64 *capacity, genie_engine_kind *engine,
-			bool *device_fallback, genie_error *err)
+			bool *device_fallback, GenieServiceOverlap *overlap, genie_error *err)
 {
 	int			nq = q1 - q0;
 	int64		item0 = batch->query_offsets[q0];
@@ -480,7 +487,7 @@ search_part(const GenieServiceKey *key, Oid index_oid, int device,
 	p += sizeof(int32) * n_ranges;
 	memcpy(p, batch->ranges_hi + range0, sizeof(int32) * n_ranges);
 
-	outcome = call_for_answer(&resp, err);
+	outcome = call_for_answer(&resp, overlap, err);
 	if (outcome != GENIE_SERVICE_OK)
 		return outcome;
 	*engine = resp->engine;
@@ -497,7 +504,8 @@ search_part(const GenieServiceKey *key, Oid index_oid, int device,
 GenieServiceOutcome
 genie_service_search(const GenieServiceKey *key, Oid index_oid, int device,
 					 const genie_query_batch *batch, int32 k, genie_results *results,
-					 genie_engine_kind *engine, bool *device_fallback, genie_error *err)
+					 genie_engine_kind *engine, bool *device_fallback,
+					 GenieServiceOverlap *overlap, genie_error *err)
 {
 	int32		kk = Min(k, Max(key->n_main_objects, 1));
 	int			per_part = (int) Max((int64) 1, (int64) (MAX_RESPONSE_BYTES / (2 * sizeof(int32) * kk)));
@@ -515,7 +523,7 @@ genie_service_search(const GenieServiceKey *key, Oid index_oid, int device,
 		int			q1 = Min(batch->n_queries, q0 + per_part);
 		GenieServiceOutcome outcome = search_part(key, index_oid, device, batch, q0, q1, k,
 												  results, &capacity, engine,
-												  device_fallback, err);
+												  device_fallback, overlap, err);
 
 		if (outcome != GENIE_SERVICE_OK)
 			return outcome;
@@ -558,7 +566,7 @@ scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
 	genie_value_batch_write(queries, q0, nq, p);
 	memcpy(p + TYPEALIGN(8, qbytes), excluded, sizeof(int32) * n_excluded);
 
-	outcome = call_for_answer(&resp, err);
+	outcome = call_for_answer(&resp, NULL, err);
 	if (outcome != GENIE_SERVICE_OK)
 		return outcome;
 	*engine = resp->engine;
@@ -657,7 +665,7 @@ genie_service_verify(int device, const genie_similar_batch *batch,
 #undef PUT
 
 	*device_fallback = false;
-	outcome = call_for_answer(&resp, err);
+	outcome = call_for_answer(&resp, NULL, err);
 	if (outcome != GENIE_SERVICE_OK)
 		return outcome;
 	*device_fallback = resp->device_fallback;

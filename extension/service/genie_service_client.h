@@ -29,17 +29,32 @@ extern GenieServiceOutcome genie_service_load(const GenieServiceKey *key, Oid in
 											  const int32 *postings, genie_error *err);
 
 /*
+ * Work a backend does while the service answers one of its requests: run
+ * is called once (done is then true), after the request is submitted and
+ * before the backend waits for the answer.  An error it raises withdraws
+ * the request.
+ */
+typedef struct GenieServiceOverlap
+{
+	void		(*run) (void *arg);
+	void	   *arg;
+	bool		done;
+} GenieServiceOverlap;
+
+/*
  * The top k of each query of the batch over the key's main postings, on
  * the engine the device setting (genie.device) asks for.  The arrays of
  * *results are palloc'd (not for genie_results_free).  *engine: the engine
  * that answered; *device_fallback: auto ran out of device memory and the
- * CPU answered.
+ * CPU answered.  overlap (or NULL) runs while the first request is out.
  */
 extern GenieServiceOutcome genie_service_search(const GenieServiceKey *key, Oid index_oid,
 												int device, const genie_query_batch *batch,
 												int32 k, genie_results *results,
 												genie_engine_kind *engine,
-												bool *device_fallback, genie_error *err);
+												bool *device_fallback,
+												GenieServiceOverlap *overlap,
+												genie_error *err);
 
 /*
  * Hands the worker the main objects' stored values of a version
