@@ -27,7 +27,11 @@ typedef struct GenieRowCode
 {
 	GenieRowCodeKey key;
 	int32		code;
+	uint32		hash;
+	char		status;			/* simplehash's */
 } GenieRowCode;
+
+struct row_codes_hash;		/* genie_row_dictionary.c's simplehash */
 
 typedef struct GenieRowDictionary
 {
@@ -36,18 +40,19 @@ typedef struct GenieRowDictionary
 	uint64		schema_id;
 	bool		stale;			/* flagged by a relcache invalidation */
 	MemoryContext cxt;
-	HTAB	   *codes;
+	struct row_codes_hash *codes;	/* (slot, bytes) -> code */
 	GenieRowSchema schema;		/* n_values kept up to date */
 	int32		n_entries;		/* entries read (or, building, made) */
 	BlockNumber block;			/* where reading goes on */
 	uint32		offset;
 	/* numeric VALUES attributes: their (value, code) pairs, for ranges */
+	bool		numeric[GENIE_ROW_MAX_ATTRIBUTES];
 	int32		n_numeric[GENIE_ROW_MAX_ATTRIBUTES];
 	int32		numeric_capacity[GENIE_ROW_MAX_ATTRIBUTES];
 	float8	   *numeric_values[GENIE_ROW_MAX_ATTRIBUTES];
 	int32	   *numeric_codes[GENIE_ROW_MAX_ATTRIBUTES];
 	/* building: the entries in the order they are written */
-	GenieRowCode **order;
+	GenieRowCode *order;
 	int32		order_capacity;
 } GenieRowDictionary;
 
