@@ -7,10 +7,12 @@ turned into spaces), for bench/run-document-bench:
                                International Dictionary of English, ~200k)
   document_corpus.py wordnet   the glosses of wordnet-base's synsets (~117k)
   document_corpus.py packages  the long descriptions of this machine's
-                               package index (apt lists), one per package
+                               package index (its Translation-en lists, in
+                               APT_LISTS or /var/lib/apt/lists), one a package
 """
-import gzip
 import glob
+import gzip
+import os
 import re
 import subprocess
 import sys
@@ -57,13 +59,22 @@ def wordnet():
 
 
 def packages():
+    # The long descriptions are in the Translation-en lists, which apt does
+    # not fetch where Acquire::Languages is "none" (Debian's images); they can
+    # be fetched beside the system's lists, as APT_LISTS says.
+    lists = os.environ.get("APT_LISTS", "/var/lib/apt/lists")
+    paths = sorted(glob.glob(lists + "/*_i18n_Translation-en*"))
+    if not paths:
+        sys.exit("document_corpus.py: no Translation-en lists in %s; fetch them with\n"
+                 "  mkdir -p DIR/partial && apt-get -o Acquire::Languages=en "
+                 "-o Dir::State::Lists=DIR update\nand set APT_LISTS=DIR" % lists)
     seen = set()
-    for path in sorted(glob.glob("/var/lib/apt/lists/*_Packages*")):
+    for path in paths:
         text = subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", path], check=True,
                               capture_output=True).stdout.decode("utf-8", "replace")
         for stanza in text.split("\n\n"):
             m = re.search(r"^Package: (\S+)", stanza, re.M)
-            d = re.search(r"^Description: (.*(?:\n .*)*)", stanza, re.M)
+            d = re.search(r"^Description-en: (.*(?:\n .*)*)", stanza, re.M)
             if not m or not d or m.group(1) in seen:
                 continue
             seen.add(m.group(1))

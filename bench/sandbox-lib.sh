@@ -1,7 +1,7 @@
 # Shared by the bench drivers that run inside scripts/pg-sandbox
 # (bench/service-bench, bench/latency-profile): restarting the sandbox's
 # cluster with genie preloaded or not, device memory, and the three
-# workloads' tables (tags, strings, vectors).  Source it after `cd` to the
+# workloads' tables (tags, strings, vectors, documents).  Source it after `cd` to the
 # repository root, with $work a temporary folder.
 : "${GENIE_SANDBOX_DIR:?run inside scripts/pg-sandbox}"
 pgbin=${PGBIN:-/usr/lib/postgresql/15/bin}
@@ -41,7 +41,8 @@ device_memory_mb() {
 # The tables: svc_docs/svc_queries (ROWS rows of skewed tag sets),
 # svc_words/svc_word_queries (WORDS, default wamerican-insane),
 # svc_vecs/svc_vec_queries (Fashion-MNIST from FMNIST, default the Debian
-# package's).
+# package's), svc_tsdocs/svc_tsqueries (DOCS: a corpus file, .xz allowed,
+# or a corpus name of bench/document_corpus.py; default gcide).
 setup_tags() {
   psql -X -v rows="$1" -f bench/service_bench.sql
 }
@@ -59,4 +60,14 @@ setup_vectors() {
   $py bench/vector_copy.py --idx "$work/t10k.idx" "$work/fm_test.copy"
   chmod 755 "$work"; chmod 644 "$work"/*.copy
   psql -X -v copydir="$work" -v keep_queries="${KEEP_QUERIES:-1000}" -f bench/service_vectors_bench.sql
+}
+setup_documents() {
+  local docs=${DOCS:-gcide}
+  if [ -f "$docs" ]; then
+    case "$docs" in *.xz) xz -dc "$docs" ;; *) cat "$docs" ;; esac > "$work/corpus.tsv"
+  else
+    /usr/bin/python3 bench/document_corpus.py "$docs" > "$work/corpus.tsv"
+  fi
+  chmod 755 "$work"; chmod 644 "$work/corpus.tsv"
+  psql -X -v file="$work/corpus.tsv" -f bench/service_documents_bench.sql
 }
