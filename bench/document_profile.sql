@@ -1,12 +1,15 @@
 -- Where a document statement's time goes before 10,000 updates, while their
 -- rows are pending, and after VACUUM (genie.profile's phases), one session:
---   psql -v file=corpus.tsv [-v queries=300] [-v updates=10000] -f bench/document_profile.sql
+--   psql -v file=corpus.tsv [-v queries=300] [-v updates=10000] [-v fetch=1] -f bench/document_profile.sql
+-- fetch=1 runs bench/document_bench.sql's statement instead (EXECUTE, the
+-- documents fetched and scored by genie_match_count).
 -- The corpus, query documents and updates of bench/document_bench.sql; ORDER
 -- BY doc <~> q LIMIT 10, 3 rounds a state; ms a statement (server side) and
 -- each phase's ms a statement, with the engine and pending calls.
 \set ON_ERROR_STOP 1
 \if :{?queries} \else \set queries 300 \endif
 \if :{?updates} \else \set updates 10000 \endif
+\if :{?fetch} \else \set fetch 0 \endif
 SET client_min_messages = warning;
 SET jit = off;
 CREATE EXTENSION IF NOT EXISTS genie;
@@ -23,19 +26,26 @@ CREATE INDEX docs_genie ON docs USING genie (doc);
 VACUUM ANALYZE docs;
 CREATE TABLE prof (state text, round int, ms float8, phase text, calls int8, phase_ms float8);
 CREATE FUNCTION prof_run(state text, round int) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE r record; t0 timestamptz; x int; t float8; n int;
+DECLARE r record; t0 timestamptz; x int; t float8; n int; s int[];
+  fetch_docs bool := current_setting('prof.fetch')::bool;
 BEGIN
   SET LOCAL enable_seqscan = off;
   PERFORM genie_profile_reset();
   SELECT count(*) INTO n FROM qd;
   t0 := clock_timestamp();
   FOR r IN SELECT * FROM qd ORDER BY qid LOOP
-    SELECT count(*) INTO x FROM (SELECT id FROM docs ORDER BY doc <~> r.q LIMIT 10) s;
+    IF fetch_docs THEN
+      EXECUTE 'SELECT array_agg(genie_match_count(doc, $1)) FROM (SELECT doc FROM docs ORDER BY doc <~> $1 LIMIT 10) t'
+        INTO s USING r.q;
+    ELSE
+      SELECT count(*) INTO x FROM (SELECT id FROM docs ORDER BY doc <~> r.q LIMIT 10) s;
+    END IF;
   END LOOP;
   t := extract(epoch FROM clock_timestamp() - t0) * 1000 / n;
   INSERT INTO prof SELECT state, round, t, p.phase, p.calls, p.total_ms / n FROM genie_profile() p WHERE p.total_ms > 0;
 END $$;
 SET genie.profile = on;
+SELECT set_config('prof.fetch', CASE WHEN :fetch = 1 THEN 'on' ELSE 'off' END, false);
 SELECT prof_run('warm-up', 0);
 SELECT prof_run('1 before the updates', g) FROM generate_series(1, 3) g;
 SELECT setseed(0.5);
