@@ -38,8 +38,6 @@ constexpr int64_t kMaxHistogramScore = 65535;
 // microseconds of counting), never inside the per-posting loop.
 constexpr int64_t kCancelPollPostings = 1 << 16;
 
-
-
 // After a touched-list overflow the counters are scanned in blocks of this
 // many: a block whose largest counter is below what a pass wants is skipped
 // whole.  The block's maximum is a plain reduction the compiler vectorises,
@@ -289,8 +287,13 @@ class QueryScorer {
 
   // Keeps the best k hits seen so far in a heap whose top is the worst of
   // them.  O(candidates log k) time, O(k) memory, any max_score.
+  //
+  // After an overflow the objects come in ascending order, so once the heap
+  // holds k hits a later object must score above the worst of them: a block
+  // whose maximum does not is skipped (as the tile order's selection does),
+  // and the counters are reset by one fill.
   void SelectByHeap(std::vector<Hit>* out) {
-    ForEachCandidate([&](int32_t o, Counter c) {
+    const auto offer = [&](int32_t o, Counter c) {
       const Hit hit{o, static_cast<int32_t>(c)};
       if (out->size() < k_) {
         out->push_back(hit);
@@ -300,7 +303,21 @@ class QueryScorer {
         out->back() = hit;
         std::push_heap(out->begin(), out->end(), HitBefore);
       }
-    });
+    };
+    if (overflow_) {
+      Counter* counters = counters_.data();
+      for (std::size_t first = 0; first < n_; first += kScanBlock) {
+        const std::size_t end = std::min(n_, first + kScanBlock);
+        const Counter top = BlockMax(counters + first, end - first);
+        if (top == 0 || (out->size() == k_ && static_cast<int32_t>(top) <= out->front().score))
+          continue;
+        for (std::size_t o = first; o < end; ++o)
+          if (counters[o] != 0) offer(static_cast<int32_t>(o), counters[o]);
+      }
+      std::fill(counters_.begin(), counters_.end(), Counter{0});
+    } else {
+      ForEachCandidate(offer);
+    }
     std::sort_heap(out->begin(), out->end(), HitBefore);
   }
 
