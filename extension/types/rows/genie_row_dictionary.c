@@ -193,6 +193,12 @@ dictionary_read(Relation index, GenieRowDictionary *d, const GenieRowSchema *sch
 		BlockNumber next;
 		int			n_page;
 
+		/*
+		 * A page at a time the dictionary is consistent (what was read
+		 * stays, the next read goes on from d->block): a million entries
+		 * take over 100 ms.
+		 */
+		CHECK_FOR_INTERRUPTS();
 		if (d->block == InvalidBlockNumber)
 		{
 			d->block = schema->dictionary.head;
