@@ -9,9 +9,11 @@ turned into spaces), for bench/run-document-bench:
   document_corpus.py packages  the long descriptions of this machine's
                                package index (its Translation-en lists, in
                                APT_LISTS or /var/lib/apt/lists), one a package
+  document_corpus.py FILE      a corpus written before (.xz allowed), as it is
 """
 import glob
 import gzip
+import lzma
 import os
 import re
 import subprocess
@@ -82,10 +84,21 @@ def packages():
             yield clean(body)
 
 
+def written(path):
+    # a corpus written before (a host without the packages), .xz or not:
+    # already one document a line
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            yield line.rstrip("\n")
+
+
 def main():
-    corpus = {"gcide": gcide, "wordnet": wordnet, "packages": packages}[sys.argv[1]]
+    name = sys.argv[1]
+    corpora = {"gcide": gcide, "wordnet": wordnet, "packages": packages}
+    corpus = corpora[name]() if name in corpora else written(name)
     out = sys.stdout
-    for body in corpus():
+    for body in corpus:
         if body:
             out.write(body + "\n")
 

@@ -62,12 +62,7 @@ setup_vectors() {
   psql -X -v copydir="$work" -v keep_queries="${KEEP_QUERIES:-1000}" -f bench/service_vectors_bench.sql
 }
 setup_documents() {
-  local docs=${DOCS:-gcide}
-  if [ -f "$docs" ]; then
-    case "$docs" in *.xz) xz -dc "$docs" ;; *) cat "$docs" ;; esac > "$work/corpus.tsv"
-  else
-    /usr/bin/python3 bench/document_corpus.py "$docs" > "$work/corpus.tsv"
-  fi
+  python3 bench/document_corpus.py "${DOCS:-gcide}" > "$work/corpus.tsv"
   chmod 755 "$work"; chmod 644 "$work/corpus.tsv"
   psql -X -v file="$work/corpus.tsv" -f bench/service_documents_bench.sql
 }
