@@ -98,7 +98,10 @@ $node->pgbench(
 	'--no-vacuum --client=3 --jobs=2 --time=5',
 	0,
 	[qr{number of failed transactions: 0 }],
-	[qr{^$}],
+	# Only the check's own notice may come: when VACUUM or REINDEX
+	# CONCURRENTLY holds the table for over 5 s (a slow CI machine) the check
+	# says it left the dead count uncompared instead of waiting.
+	[qr{\A(?:NOTICE:  genie index "cc_idx[^"]*": its dead count was not compared, [^\n]*\n)*\z}],
 	'genie_index_check beside writes, VACUUM and REINDEX CONCURRENTLY',
 	{
 		'genie_check_check' => q{
