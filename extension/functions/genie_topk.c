@@ -32,6 +32,7 @@
 
 #include "search/genie_search.h"
 #include "types/documents/genie_document.h"
+#include "types/documents/genie_document_query.h"
 #include "types/rows/genie_ranges.h"
 #include "profile/genie_profile.h"
 
@@ -93,12 +94,13 @@ genie_topk(PG_FUNCTION_ARGS)
 	genie_profile_push(GENIE_PHASE_QUERY);
 	/*
 	 * One C function behind three SQL names, told apart by the queries' type:
-	 * genie_query[], genie_ranges[] (a row index), tsquery[] or tsvector[]
-	 * (an index of documents).
+	 * genie_query[], genie_ranges[] (a row index), tsquery[], tsvector[] or
+	 * genie_document_query[] (an index of documents).
 	 */
 	if (ARR_ELEMTYPE(array) == genie_ranges_type(fcinfo->flinfo->fn_oid))
 		called = "genie_ranges_topk";
-	else if (ARR_ELEMTYPE(array) == TSQUERYOID || ARR_ELEMTYPE(array) == TSVECTOROID)
+	else if (ARR_ELEMTYPE(array) == TSQUERYOID || ARR_ELEMTYPE(array) == TSVECTOROID ||
+			 ARR_ELEMTYPE(array) == genie_document_query_type(get_func_namespace(fcinfo->flinfo->fn_oid)))
 		called = "genie_document_topk";
 	else
 		called = "genie_topk";
@@ -147,7 +149,7 @@ genie_topk(PG_FUNCTION_ARGS)
 			GenieOrderBy orderby;
 
 			if (idf)
-				orderby.query = genie_document_query(index, elems[i], ARR_ELEMTYPE(array), true);
+				orderby.query = genie_document_engine_query(index, elems[i], ARR_ELEMTYPE(array), true);
 			else
 				type.info->encode_query(index, &type.encoding, GENIE_MATCH_STRATEGY, elems[i],
 										 ARR_ELEMTYPE(array), &orderby);

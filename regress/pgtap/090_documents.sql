@@ -10,7 +10,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(43);
+SELECT plan(61);
 -- JIT would compile the oracles' plans again and again: none here
 SET jit = off;
 
@@ -52,8 +52,8 @@ CREATE TABLE vq (qid int PRIMARY KEY, q tsvector);
 INSERT INTO vq SELECT row_number() OVER (ORDER BY id), doc FROM docs WHERE id % 150 = 1 AND doc IS NOT NULL;
 INSERT INTO vq SELECT count(*) + 1, 'unseen words only' FROM vq;
 
--- The scores of the top k under one plan shape: 'seq' or 'index'.
-CREATE FUNCTION pg_temp.scores(q anyelement, k int, method text) RETURNS int[] LANGUAGE plpgsql AS $$
+-- The scores of the top k of a table under one plan shape: 'seq' or 'index'.
+CREATE FUNCTION pg_temp.scores(q anyelement, k int, method text, tab text DEFAULT 'docs') RETURNS int[] LANGUAGE plpgsql AS $$
 DECLARE r int[];
 BEGIN
   SET LOCAL enable_bitmapscan = off;
@@ -62,8 +62,8 @@ BEGIN
   ELSE
     SET LOCAL enable_indexscan = on; SET LOCAL enable_seqscan = off;
   END IF;
-  EXECUTE format('SELECT array_agg(s) FROM (SELECT genie_match_count(doc, $1) s FROM docs
-                  ORDER BY doc <~> $1 LIMIT %s) x', k) INTO r USING q;
+  EXECUTE format('SELECT array_agg(s) FROM (SELECT genie_match_count(doc, $1) s FROM %I
+                  ORDER BY doc <~> $1 LIMIT %s) x', tab, k) INTO r USING q;
   RETURN r;
 END $$;
 -- Queries whose index top k differs from the sequential scan's.
@@ -226,6 +226,72 @@ SELECT is((SELECT count(*) FROM vq WHERE
           0::bigint, 'genie_document_topk(idf => true): the top 10 of every row scored that way');
 SELECT throws_ok($$SELECT * FROM genie_document_weights('docs_tags_none', 'w1'::tsquery)$$, '42P01', NULL,
                  'genie_document_weights of no index is an error');
+
+-- genie_document_query: the idf weights in the query value, so that ORDER BY
+-- ranks as genie_document_topk(idf => true) and a sequential scan agrees
+SELECT is((SELECT count(*) FROM vq WHERE genie_document_query('idf_d', q)::text IS DISTINCT FROM
+             (SELECT string_agg(quote_literal(lexeme) || '*' || weight, ' ' ORDER BY lexeme COLLATE "C")
+              FROM genie_document_weights('idf_d', vq.q))), 0::bigint,
+          'genie_document_query(index, q) holds each term with the weight genie_document_weights gives');
+SET enable_seqscan = off;
+SELECT matches(pg_temp.plan($$SELECT id FROM idf_docs ORDER BY doc <~> genie_document_query('idf_d', 'w1 | w2'::tsquery) LIMIT 10$$),
+               'Index Scan using idf_d', 'ORDER BY doc <~> genie_document_query(index, q) LIMIT k is a genie index scan');
+RESET enable_seqscan;
+SELECT is((SELECT count(*) FROM vq WHERE
+             (SELECT array_agg(s) FROM unnest(pg_temp.scores(genie_document_query('idf_d', vq.q), 10, 'index', 'idf_docs')) s WHERE s > 0)
+             IS DISTINCT FROM
+             (SELECT array_agg(s ORDER BY s DESC) FROM (SELECT s FROM idf_truth WHERE qid = vq.qid ORDER BY s DESC LIMIT 10) x)),
+          0::bigint, 'ORDER BY doc <~> genie_document_query(index, q): the top 10 by the idf-weighted count of shared words');
+SET genie.document_weights = '{1, 2, 4, 10}';
+SELECT is((SELECT count(*) FROM (SELECT genie_document_query('idf_d', q) AS q FROM tq UNION ALL
+                                 SELECT genie_document_query('idf_d', q) FROM vq) w
+           WHERE pg_temp.scores(w.q, 10, 'index', 'idf_docs') IS DISTINCT FROM pg_temp.scores(w.q, 10, 'seq', 'idf_docs')), 0::bigint,
+          'genie_document_query of every tsquery and query document, class weights {1, 2, 4, 10}: the index scan scores as the sequential scan');
+RESET genie.document_weights;
+SELECT is((SELECT count(*) FROM (
+             (SELECT query_no, ctid AS tid, score FROM genie_document_topk('idf_d',
+                (SELECT array_agg(genie_document_query('idf_d', q) ORDER BY qid) FROM vq), 10)
+              EXCEPT SELECT * FROM idf_topk)
+             UNION ALL
+             (SELECT * FROM idf_topk EXCEPT
+              SELECT query_no, ctid, score FROM genie_document_topk('idf_d',
+                (SELECT array_agg(genie_document_query('idf_d', q) ORDER BY qid) FROM vq), 10))) x), 0::bigint,
+          'genie_document_topk(genie_document_query[]) answers as genie_document_topk(idf => true)');
+SELECT is(genie_match_count('w1:1A w2:2 w3'::tsvector, $$w1*5 w2:A*7 'w3'*2 w9*100$$::genie_document_query), 7,
+          'a term adds its weight where the document holds it in an allowed class');
+SET LOCAL genie.document_weights = '{1, 2, 4, 10}';
+SELECT is(genie_match_count('w1:1A w2:2 w3'::tsvector, $$w1*5 w2:A*7 'w3'*2$$::genie_document_query), 52,
+          'times the weight of its class');
+RESET genie.document_weights;
+SELECT is($$ b  'it''s':ca*3 'x\\y' 'a b'$$::genie_document_query::text, $$'a b'*1 'b'*1 'it''s':AC*3 'x\\y'*1$$,
+          'genie_document_query text is canonical: quoted, sorted, classes and weights written out');
+SELECT is($$'a b'*1 'b'*1 'it''s':AC*3 'x\\y'*1$$::genie_document_query::text::genie_document_query::text,
+          $$'a b'*1 'b'*1 'it''s':AC*3 'x\\y'*1$$, 'its output reads back as itself');
+CREATE TEMP TABLE gdq (q genie_document_query);
+INSERT INTO gdq SELECT genie_document_query('idf_d', q) FROM vq
+  UNION ALL SELECT $$'it''s':ca*3 'x\\y' 'é'*9$$ UNION ALL SELECT '';
+CREATE TEMP TABLE gdq_back (q genie_document_query);
+DO $$ BEGIN
+  EXECUTE format('COPY gdq TO %L (FORMAT binary)', current_setting('data_directory') || '/genie_090_gdq.bin');
+  EXECUTE format('COPY gdq_back FROM %L (FORMAT binary)', current_setting('data_directory') || '/genie_090_gdq.bin');
+END $$;
+SELECT is((SELECT array_agg(q::text ORDER BY q::text) FROM gdq_back), (SELECT array_agg(q::text ORDER BY q::text) FROM gdq),
+          'binary COPY out and in gives the same queries');
+SELECT throws_ok($$SELECT 'w1 w1:A'::genie_document_query$$, '22023', NULL, 'a lexeme given twice is refused');
+SELECT throws_ok($$SELECT 'w1*0'::genie_document_query$$, '22023', NULL, 'a weight of 0 is refused');
+SELECT throws_ok($$SELECT 'w1*1000001'::genie_document_query$$, '22023', NULL, 'a weight over 1,000,000 is refused');
+SELECT throws_ok($$SELECT 'w1:E'::genie_document_query$$, '22P02', NULL, 'a class that is not A to D is refused');
+SELECT throws_ok($$SELECT $q$'w1$q$::genie_document_query$$, '22P02', NULL, 'an unclosed quote is refused');
+SELECT throws_ok($$SELECT genie_document_query('docs', 'w1'::tsquery)$$, '42809', NULL,
+                 'genie_document_query of a table that is not an index is an error');
+SET genie.document_weights = '{1, 1, 1, 1000}';
+SET enable_seqscan = off;
+SELECT throws_ok($$SELECT id FROM idf_docs ORDER BY doc <~> 'w1*1000000 w2*1000000 w3*1000000'::genie_document_query LIMIT 1$$,
+                 '54000', NULL, 'a query that could score past int4 is refused before it is searched');
+RESET enable_seqscan;
+SELECT throws_ok($$SELECT genie_match_count('w1:1A w2:1A w3:1A'::tsvector, 'w1*1000000 w2*1000000 w3*1000000'::genie_document_query)$$,
+                 '22003', NULL, 'and the oracle refuses a score past int4');
+RESET genie.document_weights;
 
 -- a scan under LIMIT asks for a margin over it when rows are pending: 10% of
 -- the rows updated leave their old versions invisible in the main postings,

@@ -112,6 +112,16 @@ my $catalog = q{
 	                 ELSE '' END AS x
 	  FROM pg_depend d LEFT JOIN pg_proc p ON d.classid = 'pg_proc'::regclass AND p.oid = d.objid
 	  WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+	    AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'genie')
+	  -- the operators and support functions of its operator families, which
+	  -- are not members of the extension themselves (an update adds them with
+	  -- ALTER OPERATOR FAMILY)
+	  UNION ALL
+	  SELECT pg_describe_object(m.classid, m.objid, 0)
+	  FROM (SELECT 'pg_amop'::regclass AS classid, oid AS objid, amopfamily AS family FROM pg_amop
+	        UNION ALL SELECT 'pg_amproc'::regclass, oid, amprocfamily FROM pg_amproc) m
+	  JOIN pg_depend d ON d.classid = 'pg_opfamily'::regclass AND d.objid = m.family
+	  WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
 	    AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'genie')) s
 };
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
@@ -124,7 +134,7 @@ is($node->safe_psql('postgres', $catalog), $fresh,
 # The intermediate versions have no full script of their own (only 0.1.0 and
 # the current one do): CREATE EXTENSION of one goes through 0.1.0 and the
 # update scripts, and updating it from there gives the same extension.
-for my $mid ('0.2.0', '0.3.0', '0.4.0', '0.5.0', '0.6.0')
+for my $mid ('0.2.0', '0.3.0', '0.4.0', '0.5.0', '0.6.0', '0.7.0')
 {
 	(my $db = "mid_$mid") =~ s/\./_/g;
 	$node->safe_psql('postgres', "CREATE DATABASE $db");

@@ -30,6 +30,7 @@
 #include <math.h>
 
 #include "access/genam.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -39,6 +40,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "access/table.h"
 #include "funcapi.h"
@@ -47,6 +49,7 @@
 #include "genie_utils.h"
 
 #include "types/documents/genie_document.h"
+#include "types/documents/genie_document_query.h"
 #include "types/genie_type.h"
 #include "types/rows/genie_row_dictionary.h"
 
@@ -56,9 +59,12 @@ PG_FUNCTION_INFO_V1(genie_match_count_tsvector);
 PG_FUNCTION_INFO_V1(genie_negated_match_count_tsquery);
 PG_FUNCTION_INFO_V1(genie_negated_match_count_tsvector);
 PG_FUNCTION_INFO_V1(genie_document_weights);
+PG_FUNCTION_INFO_V1(genie_match_count_weighted);
+PG_FUNCTION_INFO_V1(genie_negated_match_count_weighted);
+PG_FUNCTION_INFO_V1(genie_document_query_of_index);
 
 #define DOCUMENT_CLASSES		4
-#define DOCUMENT_ALL_CLASSES	0x0F
+#define DOCUMENT_ALL_CLASSES	GENIE_DOCUMENT_ALL_CLASSES
 #define DOCUMENT_KEYWORD(code, class) ((int32) (((uint32) (code) << 2) | (uint32) (class)))
 /*
  * A lexeme has at most 2,047 bytes (tsvector's 11-bit WordEntry.len): it
@@ -181,7 +187,16 @@ typedef struct DocumentTerm
 	char	   *lexeme;
 	int			length;
 	uint8		classes;		/* bit 1 << class for each class it counts in */
+	int32		weight;			/* times the class's weight: 1 but in a genie_document_query */
 } DocumentTerm;
+
+/* The three types a query of an index of documents can have. */
+typedef enum DocumentQueryKind
+{
+	DOCUMENT_TSQUERY,
+	DOCUMENT_TSVECTOR,
+	DOCUMENT_WEIGHTED			/* genie_document_query */
+} DocumentQueryKind;
 
 static int
 term_order(const void *a, const void *b)
@@ -230,6 +245,7 @@ tsquery_terms(TSQuery query, int *n)
 			terms[count].lexeme = operands + op->distance;
 			terms[count].length = op->length;
 			terms[count].classes = op->weight != 0 ? op->weight : DOCUMENT_ALL_CLASSES;
+			terms[count].weight = 1;
 			count++;
 		}
 		else if (item->qoperator.oper != OP_NOT)
@@ -265,23 +281,78 @@ tsvector_terms(TSVector query, int *n)
 		terms[i].lexeme = STRPTR(query) + entries[i].pos;
 		terms[i].length = entries[i].len;
 		terms[i].classes = DOCUMENT_ALL_CLASSES;
+		terms[i].weight = 1;
 	}
 	*n = query->size;
 	return terms;
 }
 
-/* The terms of a query of either type; the query's detoasted copy stays with them. */
+/* The terms of a genie_document_query: as it holds them, with their weights. */
 static DocumentTerm *
-document_terms(Datum query, Oid type, int *n)
+weighted_terms(GenieDocumentQuery *query, int *n)
+{
+	char	   *lexemes = GENIE_DOCUMENT_QUERY_LEXEMES(query);
+	DocumentTerm *terms = palloc(sizeof(DocumentTerm) * Max(query->n_terms, 1));
+
+	for (int i = 0; i < query->n_terms; i++)
+	{
+		terms[i].lexeme = lexemes + query->terms[i].offset;
+		terms[i].length = query->terms[i].length;
+		terms[i].classes = query->terms[i].classes;
+		terms[i].weight = query->terms[i].weight;
+	}
+	*n = query->n_terms;
+	return terms;
+}
+
+/* The schema of the index's operator family: the extension's. */
+static Oid
+opfamily_namespace(Relation index)
+{
+	HeapTuple	tuple = SearchSysCache1(OPFAMILYOID, ObjectIdGetDatum(index->rd_opfamily[0]));
+	Oid			ns;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for operator family %u", index->rd_opfamily[0]);
+	ns = ((Form_pg_opfamily) GETSTRUCT(tuple))->opfnamespace;
+	ReleaseSysCache(tuple);
+	return ns;
+}
+
+/*
+ * The kind of a query of type type; ns is the extension's schema, where
+ * genie_document_query is (InvalidOid where only tsquery and tsvector are
+ * taken).
+ */
+static DocumentQueryKind
+query_kind(Oid type, Oid ns)
 {
 	if (type == TSQUERYOID)
-		return tsquery_terms(DatumGetTSQuery(query), n);
+		return DOCUMENT_TSQUERY;
 	if (type == TSVECTOROID)
-		return tsvector_terms(DatumGetTSVector(query), n);
+		return DOCUMENT_TSVECTOR;
+	if (OidIsValid(ns) && type == genie_document_query_type(ns))
+		return DOCUMENT_WEIGHTED;
 	ereport(ERROR,
 			(errcode(ERRCODE_DATATYPE_MISMATCH),
-			 errmsg("a genie document query must be a tsquery or a tsvector, not %s",
+			 errmsg("a genie document query must be a tsquery, a tsvector or a genie_document_query, not %s",
 					format_type_be(type))));
+	return DOCUMENT_TSQUERY;	/* keep the compiler quiet */
+}
+
+/* The terms of a query; the query's detoasted copy stays with them. */
+static DocumentTerm *
+document_terms(Datum query, DocumentQueryKind kind, int *n)
+{
+	switch (kind)
+	{
+		case DOCUMENT_TSQUERY:
+			return tsquery_terms(DatumGetTSQuery(query), n);
+		case DOCUMENT_TSVECTOR:
+			return tsvector_terms(DatumGetTSVector(query), n);
+		case DOCUMENT_WEIGHTED:
+			return weighted_terms(DatumGetGenieDocumentQueryP(query), n);
+	}
 	return NULL;				/* keep the compiler quiet */
 }
 
@@ -323,7 +394,7 @@ document_score(TSVector doc, const DocumentTerm *terms, int n)
 				int			class = entry_class(doc, &entries[mid]);
 
 				if (terms[t].classes & (1 << class))
-					score += document_weights[class];
+					score += (int64) document_weights[class] * terms[t].weight;
 				break;
 			}
 			if (cmp < 0)
@@ -336,17 +407,17 @@ document_score(TSVector doc, const DocumentTerm *terms, int n)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("a document's score is out of range for int4"),
-				 errhint("Lower genie.document_weights.")));
+				 errhint("Lower genie.document_weights or the query's term weights.")));
 	return (int32) score;
 }
 
-/* The score of argument 0 (a tsvector) for argument 1, a query of type type. */
+/* The score of argument 0 (a tsvector) for argument 1, a query of the kind. */
 static int32
-score_arguments(FunctionCallInfo fcinfo, Oid type)
+score_arguments(FunctionCallInfo fcinfo, DocumentQueryKind kind)
 {
 	TSVector	doc = PG_GETARG_TSVECTOR(0);
 	int			n;
-	DocumentTerm *terms = document_terms(PG_GETARG_DATUM(1), type, &n);
+	DocumentTerm *terms = document_terms(PG_GETARG_DATUM(1), kind, &n);
 	int32		score = document_score(doc, terms, n);
 
 	pfree(terms);
@@ -369,26 +440,38 @@ negated(int32 score)
 Datum
 genie_match_count_tsquery(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(score_arguments(fcinfo, TSQUERYOID));
+	PG_RETURN_INT32(score_arguments(fcinfo, DOCUMENT_TSQUERY));
 }
 
 Datum
 genie_match_count_tsvector(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(score_arguments(fcinfo, TSVECTOROID));
+	PG_RETURN_INT32(score_arguments(fcinfo, DOCUMENT_TSVECTOR));
 }
 
-/* tsvector <~> tsquery | tsvector: the negated score (index scans order ascending) */
+Datum
+genie_match_count_weighted(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(score_arguments(fcinfo, DOCUMENT_WEIGHTED));
+}
+
+/* tsvector <~> tsquery | tsvector | genie_document_query: the negated score (index scans order ascending) */
 Datum
 genie_negated_match_count_tsquery(PG_FUNCTION_ARGS)
 {
-	return negated(score_arguments(fcinfo, TSQUERYOID));
+	return negated(score_arguments(fcinfo, DOCUMENT_TSQUERY));
 }
 
 Datum
 genie_negated_match_count_tsvector(PG_FUNCTION_ARGS)
 {
-	return negated(score_arguments(fcinfo, TSVECTOROID));
+	return negated(score_arguments(fcinfo, DOCUMENT_TSVECTOR));
+}
+
+Datum
+genie_negated_match_count_weighted(PG_FUNCTION_ARGS)
+{
+	return negated(score_arguments(fcinfo, DOCUMENT_WEIGHTED));
 }
 
 /* ---- the index's keywords ---- */
@@ -602,13 +685,13 @@ idf_weight(int64 df, int64 n)
  * see is in it.
  */
 GenieQuery *
-genie_document_query(Relation index, Datum value, Oid type, bool idf)
+genie_document_engine_query(Relation index, Datum value, Oid type, bool idf)
 {
 	GenieRowDictionary *d;
 	DocumentFrequencies *f = NULL;
 	GenieQueryBuilder b;
 	int			n;
-	DocumentTerm *terms = document_terms(value, type, &n);
+	DocumentTerm *terms = document_terms(value, query_kind(type, opfamily_namespace(index)), &n);
 	int64		total = 0;
 	GenieQuery *query;
 
@@ -620,26 +703,33 @@ genie_document_query(Relation index, Datum value, Oid type, bool idf)
 	for (int t = 0; t < n; t++)
 	{
 		int32		code = genie_row_dictionary_lookup(d, 0, terms[t].lexeme, terms[t].length);
-		int32		scale = 1;
+		int64		scale = terms[t].weight;
 		int32		best = 0;
 		uint8		done = 0;
 
 		if (code < 0)
 			continue;
 		if (f != NULL)
-			scale = idf_weight(code < f->n_codes ? f->documents[code] : 0, f->n_documents);
+			scale *= idf_weight(code < f->n_codes ? f->documents[code] : 0, f->n_documents);
 		/* a document holds a lexeme in one class: its best weight is what it can add */
 		for (int c = 0; c < DOCUMENT_CLASSES; c++)
 			if (terms[t].classes & (1 << c))
 				best = Max(best, document_weights[c]);
-		total += (int64) best * scale;
+		/* the engines count in int32: checked before any item's weight is formed */
+		total += best * scale;
+		if (total > PG_INT32_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("a document query of genie index \"%s\" weighs more than an int4 score can hold",
+							RelationGetRelationName(index)),
+					 errhint("Use fewer terms, lower term weights or lower genie.document_weights.")));
 		for (int c = 0; c < DOCUMENT_CLASSES; c++)
 		{
 			int32		w = document_weights[c];
 
 			if (!(terms[t].classes & (1 << c)) || (done & (1 << c)) || w == 0)
 				continue;
-			genie_query_builder_begin_item(&b, w * scale);
+			genie_query_builder_begin_item(&b, (int32) (w * scale));
 			for (int c2 = c; c2 < DOCUMENT_CLASSES; c2++)
 				if ((terms[t].classes & (1 << c2)) && document_weights[c2] == w)
 				{
@@ -649,13 +739,6 @@ genie_document_query(Relation index, Datum value, Oid type, bool idf)
 				}
 		}
 	}
-	/* the engines count in int32 */
-	if (total > PG_INT32_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("a document query of genie index \"%s\" weighs more than an int4 score can hold",
-						RelationGetRelationName(index)),
-				 errhint("Use fewer terms or lower genie.document_weights.")));
 	query = genie_query_builder_finish(&b);
 	pfree(terms);
 	return query;
@@ -666,7 +749,32 @@ document_encode_query(Relation index, const GenieEncoding *encoding, StrategyNum
 					  Datum value, Oid type, GenieOrderBy *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->query = genie_document_query(index, value, type, false);
+	out->query = genie_document_engine_query(index, value, type, false);
+}
+
+/*
+ * An index of documents opened to read its document frequencies, for the
+ * function called (which the errors name).
+ */
+static Relation
+open_frequencies(Oid indexoid, Relation *heap, const char *called)
+{
+	Relation	index = genie_open_index(indexoid, heap, GENIE_ACCESS_READ);
+	GenieIndexType itype;
+
+	/* the counts include rows that row-level security would hide */
+	if (check_enable_rls(RelationGetRelid(*heap), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s cannot be used on table \"%s\", which has row-level security enabled",
+						called, RelationGetRelationName(*heap))));
+	genie_index_type(index, &itype);
+	if (itype.encoding.kind != GENIE_ENCODING_DOCUMENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("genie index \"%s\" is not an index of documents", RelationGetRelationName(index)),
+				 errhint("Document frequencies are kept by indexes of operator class genie_tsvector_ops.")));
+	return index;
 }
 
 /*
@@ -683,27 +791,14 @@ genie_document_weights(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	heap;
 	Relation	index;
-	GenieIndexType itype;
 	GenieRowDictionary *d;
 	DocumentFrequencies *f;
 	int			n;
 	DocumentTerm *terms;
 
 	InitMaterializedSRF(fcinfo, 0);
-	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_READ);
-	/* the counts include rows that row-level security would hide */
-	if (check_enable_rls(RelationGetRelid(heap), InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("genie_document_weights cannot be used on table \"%s\", which has row-level security enabled",
-						RelationGetRelationName(heap))));
-	genie_index_type(index, &itype);
-	if (itype.encoding.kind != GENIE_ENCODING_DOCUMENT)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("genie index \"%s\" is not an index of documents", RelationGetRelationName(index)),
-				 errhint("Document frequencies are kept by indexes of operator class genie_tsvector_ops.")));
-	terms = document_terms(PG_GETARG_DATUM(1), type, &n);
+	index = open_frequencies(indexoid, &heap, "genie_document_weights");
+	terms = document_terms(PG_GETARG_DATUM(1), query_kind(type, InvalidOid), &n);
 	d = genie_dictionary_current(index);
 	f = document_frequencies(index, d->schema.attributes[0].n_values);
 	for (int t = 0; t < n; t++)
@@ -721,6 +816,52 @@ genie_document_weights(PG_FUNCTION_ARGS)
 	index_close(index, AccessShareLock);
 	table_close(heap, AccessShareLock);
 	return (Datum) 0;
+}
+
+/*
+ * genie_document_query(index, query tsquery | tsvector, idf bool) ->
+ * genie_document_query: the query's terms, with idf each weighing its
+ * idf_weight in the index (as genie_document_weights gives it), else 1.  A
+ * term no document holds weighs as one held by none.  The weights are
+ * those of the index when the query is made: an ORDER BY computes them
+ * once, and a sequential scan scores with the same numbers.
+ */
+Datum
+genie_document_query_of_index(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	bool		idf = PG_GETARG_BOOL(2);
+	Relation	heap;
+	Relation	index;
+	GenieRowDictionary *d;
+	DocumentFrequencies *f;
+	int			n;
+	DocumentTerm *terms;
+	GenieDocumentTermInput *inputs;
+
+	index = open_frequencies(indexoid, &heap, "genie_document_query");
+	terms = document_terms(PG_GETARG_DATUM(1), query_kind(type, InvalidOid), &n);
+	inputs = palloc(sizeof(GenieDocumentTermInput) * Max(n, 1));
+	d = genie_dictionary_current(index);
+	f = idf ? document_frequencies(index, d->schema.attributes[0].n_values) : NULL;
+	for (int t = 0; t < n; t++)
+	{
+		inputs[t].lexeme = terms[t].lexeme;
+		inputs[t].length = terms[t].length;
+		inputs[t].classes = terms[t].classes;
+		inputs[t].weight = 1;
+		if (f != NULL)
+		{
+			int32		code = genie_row_dictionary_lookup(d, 0, terms[t].lexeme, terms[t].length);
+			int64		df = code >= 0 && code < f->n_codes ? f->documents[code] : 0;
+
+			inputs[t].weight = idf_weight(df, f->n_documents);
+		}
+	}
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	PG_RETURN_POINTER(genie_document_query_make(inputs, n));
 }
 
 static const GenieTypeInfo document_type = {

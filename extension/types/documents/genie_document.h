@@ -25,10 +25,11 @@ extern bool genie_document_weights_check(char **newval, void **extra, GucSource 
 extern void genie_document_weights_assign(const char *newval, void *extra);
 
 /*
- * A document query (a tsquery or tsvector Datum of type type) as an engine
- * query of the index; with idf, each term weighed by its inverse document
- * frequency in the index (genie_document_topk(..., idf => true)).
+ * A document query (a tsquery, tsvector or genie_document_query Datum of
+ * type type) as an engine query of the index; with idf, each term weighed
+ * by its inverse document frequency in the index
+ * (genie_document_topk(..., idf => true)).
  */
-extern GenieQuery *genie_document_query(Relation index, Datum value, Oid type, bool idf);
+extern GenieQuery *genie_document_engine_query(Relation index, Datum value, Oid type, bool idf);
 
 #endif							/* GENIE_DOCUMENT_H */
