@@ -55,6 +55,8 @@ $node->safe_psql('postgres', q{
 	CREATE INDEX notes_d ON notes USING genie (doc);
 	CREATE TABLE saved (r genie_ranges);
 	INSERT INTO saved SELECT genie_ranges('people_r', '{"age": [30, 40], "city": "Oslo"}');
+	CREATE TABLE saved_documents (q genie_document_query);
+	INSERT INTO saved_documents SELECT genie_document_query('notes_d', 'w1 | w3:AB'::tsquery) UNION ALL SELECT 'w2*7 w4:A*1000000';
 	CREATE ROLE smith LOGIN;
 	GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO smith;
 });

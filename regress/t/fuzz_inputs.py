@@ -199,6 +199,30 @@ def tsvector_text():
     return maybe_mutate(rng.choice(TSVECTOR_TEXTS))
 
 
+DOCUMENT_QUERY_TEXTS = ["'w1'*120 'w2':AB*35 w3", "w1", "'it''s':ca*3 'x\\\\y'", "", "w1*1000000 w2*1000000",
+                        "w1:A*0", "'w1", "w1 w1"]
+
+
+def document_query_text():
+    if rng.random() < 0.2:
+        return " ".join(f"w{i}*{rng.choice([1, 7, 10**6, big_int()])}" for i in range(rng.randint(1, 300)))
+    return maybe_mutate(rng.choice(DOCUMENT_QUERY_TEXTS))
+
+
+def binary_document_query():
+    # valid binary forms, then mutated: n_terms, (weight, classes, length, lexeme)*
+    terms = [(rng.choice([1, 5, 10**6, big_int()]), rng.choice([15, 8, 3, 0, 255]),
+              rng.choice([b"w1", b"w2", "é".encode(), b"", b"x" * 3000])) for _ in range(rng.randint(0, 3))]
+    data = len(terms).to_bytes(4, "big", signed=True)
+    for w, classes, lexeme in terms:
+        data += (w % 2**32).to_bytes(4, "big") + bytes([classes]) + len(lexeme).to_bytes(4, "big") + lexeme
+    if rng.random() < 0.5 and data:
+        data = bytearray(data)
+        data[rng.randrange(len(data))] = rng.getrandbits(8)
+        data = bytes(data[:rng.randint(0, len(data))]) if rng.random() < 0.3 else bytes(data)
+    return data
+
+
 def document_weights():
     choices = ["{1,1,1,1}", "{1,2,4,10}", "{0,0,0,1}", "{0,0,0,0}", "{1,2}", "{-1,1,1,1}", "{1,1,1,1001}",
                "1,1,1,1", "{2147483648,1,1,1}", "{1,1,1,1,1}", ""]
@@ -264,6 +288,21 @@ STATEMENTS = {
                                         tsquery_text())),
     "genie_match_count tsvector": lambda: ("SELECT genie_match_count(%s::tsvector, %s::tsquery)",
                                            (tsvector_text(), tsquery_text())),
+    "genie_document_query text": lambda: ("SELECT %s::genie_document_query::text", (document_query_text(),)),
+    "genie_document_query binary": lambda: ("SELECT %s::text", (Raw(binary_document_query(),
+                                                                    OIDS["genie_document_query"]),)),
+    "genie_document_query(index)": lambda: ("SELECT genie_document_query(%s, %s::tsquery, %s)::text",
+                                            (rng.choice(["notes_d", "notes_d", "docs_tags", "people_r", "0"]),
+                                             tsquery_text(), rng.choice([True, False]))),
+    "ORDER BY genie_document_query": lambda: (
+        "SELECT id FROM notes ORDER BY doc <~> " +
+        rng.choice(["%s::genie_document_query", "genie_document_query('notes_d', %s::tsvector)"]) + " LIMIT %s",
+        (rng.choice([document_query_text(), tsvector_text()]), rng.choice([1, 5, 1000]))),
+    "genie_document_topk genie_document_query": lambda: (
+        "SELECT count(*) FROM genie_document_topk(%s, ARRAY[%s::genie_document_query], %s)",
+        (rng.choice(["notes_d", "notes_d", "docs_tags"]), document_query_text(), small_k())),
+    "genie_match_count genie_document_query": lambda: ("SELECT genie_match_count(%s::tsvector, %s::genie_document_query)",
+                                                       (tsvector_text(), document_query_text())),
     "genie.document_weights": lambda: ("SELECT set_config('genie.document_weights', %s, false)",
                                        (document_weights(),)),
     "genie_profile": lambda: (rng.choice(["SELECT count(*) FROM genie_profile()", "SELECT genie_profile_reset()",

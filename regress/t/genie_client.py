@@ -30,4 +30,4 @@ class RawDumper(Dumper):
 def register_raw(conn):
     """Lets conn send Raw values; returns the OIDs of genie's query types."""
     conn.adapters.register_dumper(Raw, RawDumper)
-    return {t: TypeInfo.fetch(conn, t).oid for t in ("genie_query", "genie_ranges")}
+    return {t: TypeInfo.fetch(conn, t).oid for t in ("genie_query", "genie_ranges", "genie_document_query")}
