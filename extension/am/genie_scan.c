@@ -34,6 +34,12 @@
  * rest of the rows follow by exact distance, so that no row is ever left
  * out.
  *
+ * Each search runs in an internal subtransaction (genie_retry_on_version_gone):
+ * when the index's version the scan searched is gone (the genie service let
+ * it go and a merge has renumbered the pages), the scan moves to the current
+ * version, finds the rows it returned there by TID, and searches again, so
+ * a cursor or a long statement never fails for that internal reason.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -202,7 +208,7 @@ search(IndexScanDesc scan, GenieScanOpaque so)
 
 /* The VALUES phase's next k' rows. */
 static void
-search_values(GenieScanOpaque so)
+search_values(IndexScanDesc scan, GenieScanOpaque so)
 {
 	MemoryContext old = MemoryContextSwitchTo(so->cxt);
 
@@ -278,6 +284,117 @@ first_k(IndexScanDesc scan, GenieCachedIndex *entry)
 	return Min(k, Max(entry->n_objects, 1));
 }
 
+static inline bool
+was_returned(GenieScanOpaque so, int32 id)
+{
+	return (so->returned[id >> 3] >> (id & 7)) & 1;
+}
+
+static inline void
+mark_returned(GenieScanOpaque so, int32 id)
+{
+	so->returned[id >> 3] |= (uint8) (1 << (id & 7));
+}
+
+/* WHERE col @> / && / <@ q alone: the matching rows, by object id */
+static void
+search_matches(IndexScanDesc scan, GenieScanOpaque so)
+{
+	MemoryContext old = MemoryContextSwitchTo(so->cxt);
+
+	if (so->matches != NULL)
+		pfree(so->matches);
+	so->matches = NULL;
+	so->n_matches = genie_set_scan_matches(so->entry, scan->keyData, scan->numberOfKeys,
+										   &so->matches);
+	so->position = 0;
+	MemoryContextSwitchTo(old);
+}
+
+/* ---- searches that outlive the index's version ---- */
+
+typedef void (*ScanSearch) (IndexScanDesc scan, GenieScanOpaque so);
+
+typedef struct ScanAttempt
+{
+	IndexScanDesc scan;
+	GenieScanOpaque so;
+	ScanSearch	search;
+} ScanAttempt;
+
+static void
+scan_attempt(void *arg)
+{
+	ScanAttempt *a = arg;
+
+	a->search(a->scan, a->so);
+}
+
+static int
+tid_order(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
+/*
+ * The version the scan searched is gone (the genie service let it go and a
+ * merge has renumbered the pages since): the scan moves to the index's
+ * current entry, which holds every row its snapshot sees (a row it can see
+ * is never vacuumed away under it), with the same scores and distances.
+ * The rows it returned are found there again by TID and marked, so that
+ * the next search goes on after them as a wider search of the same version
+ * would.
+ */
+static void
+scan_moved(void *arg)
+{
+	ScanAttempt *a = arg;
+	GenieScanOpaque so = a->so;
+	GenieCachedIndex *old = so->entry;
+	GenieCachedIndex *entry;
+	MemoryContext prev = MemoryContextSwitchTo(so->cxt);
+	ItemPointerData *tids;
+	int64		n = 0;
+
+	for (int32 id = 0; id < old->n_objects; id++)
+		n += was_returned(so, id);
+	tids = palloc_extended(sizeof(ItemPointerData) * Max(n, 1), MCXT_ALLOC_HUGE);
+	n = 0;
+	for (int32 id = 0; id < old->n_objects; id++)
+		if (was_returned(so, id))
+			tids[n++] = old->objects[id].tid;
+	release_entry(so);
+	entry = genie_cache_get(a->scan->indexRelation);
+	genie_cache_pin(entry);
+	so->entry = entry;
+	pfree(so->returned);
+	so->returned = MemoryContextAllocExtended(so->cxt, entry->n_objects / 8 + 1,
+											  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	if (n > 0)
+	{
+		qsort(tids, n, sizeof(ItemPointerData), tid_order);
+		for (int32 id = 0; id < entry->n_objects; id++)
+		{
+			if ((id & 0xFFFF) == 0xFFFF)
+				CHECK_FOR_INTERRUPTS();
+			if (bsearch(&entry->objects[id].tid, tids, n, sizeof(ItemPointerData), tid_order) != NULL)
+				mark_returned(so, id);
+		}
+	}
+	pfree(tids);
+	so->k = Min(so->k, Max(entry->n_objects, 1));
+	MemoryContextSwitchTo(prev);
+}
+
+/* One of the scan's searches, moved to the current version if its own goes. */
+static void
+run(IndexScanDesc scan, GenieScanOpaque so, ScanSearch search)
+{
+	ScanAttempt a = {scan, so, search};
+
+	genie_retry_on_version_gone(scan_attempt, scan_moved, &a);
+}
+
 static void
 start(IndexScanDesc scan, GenieScanOpaque so)
 {
@@ -291,13 +408,8 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 	if (!so->has_orderby && scan->numberOfKeys > 0)
 	{
 		/* WHERE col @> / && / <@ q alone: the matching rows, by object id */
-		MemoryContext old = MemoryContextSwitchTo(so->cxt);
-
-		so->n_matches = genie_set_scan_matches(entry, scan->keyData, scan->numberOfKeys,
-											   &so->matches);
-		MemoryContextSwitchTo(old);
-		so->position = 0;
 		so->phase = GENIE_SCAN_MATCHES;
+		run(scan, so, search_matches);
 		return;
 	}
 	if (so->orderby.vector != NULL || so->orderby.code != NULL)
@@ -330,7 +442,7 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 			MemoryContextSwitchTo(old);
 		}
 		so->phase = GENIE_SCAN_VALUES;
-		search_values(so);
+		run(scan, so, search_values);
 		return;
 	}
 	if (so->query == NULL)
@@ -349,23 +461,11 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 		so->values_query.text = so->query_text;
 		so->values_query.text_offsets = so->query_text_offsets;
 		so->phase = GENIE_SCAN_VALUES;
-		search_values(so);
+		run(scan, so, search_values);
 		return;
 	}
 	so->phase = GENIE_SCAN_HITS;
-	search(scan, so);
-}
-
-static inline bool
-was_returned(GenieScanOpaque so, int32 id)
-{
-	return (so->returned[id >> 3] >> (id & 7)) & 1;
-}
-
-static inline void
-mark_returned(GenieScanOpaque so, int32 id)
-{
-	so->returned[id >> 3] |= (uint8) (1 << (id & 7));
+	run(scan, so, search);
 }
 
 static void
@@ -447,7 +547,7 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 					if (so->approximate && so->values.offsets[1] < so->k)
 					{
 						so->approximate = false;
-						search_values(so);
+						run(scan, so, search_values);
 						break;
 					}
 					/* every value was returned: then the NULLs */
@@ -456,7 +556,7 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 					break;
 				}
 				so->k = genie_search_wider_k(so->k, entry->n_objects);
-				search_values(so);
+				run(scan, so, search_values);
 				break;
 			case GENIE_SCAN_HITS:
 				{
@@ -481,7 +581,7 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 					}
 					/* the executor wants more than k': search again, 4 times wider */
 					so->k = genie_search_wider_k(so->k, entry->n_objects);
-					search(scan, so);
+					run(scan, so, search);
 					break;
 				}
 			case GENIE_SCAN_ZEROS:

@@ -202,30 +202,37 @@ genie_set_scan_matches(GenieCachedIndex *entry, ScanKey keys, int nkeys, int32 *
 	return kept;
 }
 
+/* A bitmap scan's search, as genie_search_batch_retrying runs it. */
+typedef struct BitmapSearch
+{
+	IndexScanDesc scan;
+	TIDBitmap  *tbm;
+	int64		count;
+} BitmapSearch;
+
+static void
+bitmap_search(GenieCachedIndex *entry, void *arg)
+{
+	BitmapSearch *b = arg;
+	int32	   *ids = NULL;
+
+	/* a second run, on another version, adds the same rows again: a set */
+	b->count = genie_set_scan_matches(entry, b->scan->keyData, b->scan->numberOfKeys, &ids);
+	for (int64 i = 0; i < b->count; i++)
+	{
+		tbm_add_tuples(b->tbm, &entry->objects[ids[i]].tid, 1, false);
+		if ((i & 0xFFFF) == 0xFFFF)
+			CHECK_FOR_INTERRUPTS();
+	}
+	if (ids != NULL)
+		pfree(ids);
+}
+
 int64
 genie_amgetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
-	GenieCachedIndex *entry = genie_cache_get(scan->indexRelation);
-	int32	   *ids = NULL;
-	int64		count = 0;
+	BitmapSearch b = {scan, tbm, 0};
 
-	genie_cache_pin(entry);
-	PG_TRY();
-	{
-		count = genie_set_scan_matches(entry, scan->keyData, scan->numberOfKeys, &ids);
-		for (int64 i = 0; i < count; i++)
-		{
-			tbm_add_tuples(tbm, &entry->objects[ids[i]].tid, 1, false);
-			if ((i & 0xFFFF) == 0xFFFF)
-				CHECK_FOR_INTERRUPTS();
-		}
-	}
-	PG_FINALLY();
-	{
-		genie_cache_unpin(entry);
-	}
-	PG_END_TRY();
-	if (ids != NULL)
-		pfree(ids);
-	return count;
+	genie_search_batch_retrying(scan->indexRelation, bitmap_search, &b);
+	return b.count;
 }

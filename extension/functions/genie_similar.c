@@ -442,17 +442,16 @@ run_rounds(SimilarState *st, SimilarQuery *queries, int nq, int32 k, int32 max_r
 /*
  * genie_similar on an index that stores its strings: one exact scan of
  * every stored string per query (genie_search_values_visible), so every
- * row is exact after one round, whatever the typos.
+ * row is exact after one round, whatever the typos.  The rows are left in
+ * rows and tids.
  */
 static void
-similar_by_scan(FunctionCallInfo fcinfo, SimilarState *st, SimilarQuery *queries, int nq, int32 k)
+similar_by_scan(SimilarState *st, SimilarQuery *queries, int nq, int32 k, GenieValueRows *rows,
+				ItemPointerData **tids)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int64	   *offsets = palloc(sizeof(int64) * (nq + 1));
 	char	   *text;
 	GenieValueBatch batch;
-	GenieValueRows rows;
-	ItemPointerData **tids = palloc(sizeof(ItemPointerData *) * Max(nq, 1));
 
 	offsets[0] = 0;
 	for (int i = 0; i < nq; i++)
@@ -465,34 +464,88 @@ similar_by_scan(FunctionCallInfo fcinfo, SimilarState *st, SimilarQuery *queries
 	batch.n = nq;
 	batch.text = text;
 	batch.text_offsets = offsets;
-	genie_search_values_visible(st->entry, st->heap, GetActiveSnapshot(), &batch, NULL, k, &rows,
+	genie_search_values_visible(st->entry, st->heap, GetActiveSnapshot(), &batch, NULL, k, rows,
 								tids);
-	genie_profile_push(GENIE_PHASE_RESULTS);
-	for (int q = 0; q < nq; q++)
-		for (int64 j = rows.offsets[q]; j < rows.offsets[q + 1]; j++)
-		{
-			Datum		values[5];
-			bool		out_nulls[5] = {false, false, false, false, false};
-
-			values[0] = Int32GetDatum(q + 1);
-			values[1] = PointerGetDatum(&tids[q][j - rows.offsets[q]]);
-			values[2] = Int32GetDatum((int32) rows.distances[j]);	/* a whole number */
-			values[3] = BoolGetDatum(true);
-			values[4] = Int32GetDatum(1);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
-		}
-	genie_profile_pop();
 }
 
-/* The work of genie_similar once the index is open; st->entry is pinned here. */
+/* genie_similar's whole search, as genie_search_batch_retrying runs it. */
+typedef struct SimilarSearch
+{
+	SimilarState *st;
+	SimilarQuery *queries;
+	int			nq;
+	int32		k;
+	int32		candidates;
+	int32		max_rounds;
+	bool		by_scan;		/* stored strings: the result is in rows and tids */
+	GenieValueRows rows;
+	ItemPointerData **tids;
+} SimilarSearch;
+
+/*
+ * One run on the index's entry (pinned by the caller).  A run on another
+ * version, after the first one's went, starts afresh: object ids are the
+ * version's own.
+ */
+static void
+similar_search(GenieCachedIndex *entry, void *arg)
+{
+	SimilarSearch *s = arg;
+	SimilarState *st = s->st;
+	HASHCTL		ctl;
+
+	st->entry = entry;
+	s->by_scan = entry->values_stored;
+	if (s->by_scan)
+	{
+		similar_by_scan(st, s->queries, s->nq, s->k, &s->rows, s->tids);
+		st->entry = NULL;
+		return;
+	}
+	for (int i = 0; i < s->nq; i++)
+	{
+		SimilarQuery *q = &s->queries[i];
+
+		q->K = Max(s->candidates, s->k);
+		q->every_row = false;
+		q->done = false;
+		q->rounds = 0;
+		q->n_rows = 0;
+	}
+	st->arena_used = 0;
+	st->snapshot = GetActiveSnapshot();
+	/*
+	 * The heap fetch and the slot pin buffers: they are made and dropped
+	 * within the run, whose subtransaction owns the pins.
+	 */
+	st->fetch = table_index_fetch_begin(st->heap);
+	st->slot = table_slot_create(st->heap, NULL);
+	st->estate = CreateExecutorState();
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(int32);
+	ctl.entrysize = sizeof(SimilarRow);
+	ctl.hcxt = CurrentMemoryContext;
+	st->rows = hash_create("genie_similar rows", 1024, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	run_rounds(st, s->queries, s->nq, s->k, s->max_rounds);
+
+	hash_destroy(st->rows);
+	st->rows = NULL;
+	FreeExecutorState(st->estate);
+	ExecDropSingleTupleTableSlot(st->slot);
+	table_index_fetch_end(st->fetch);
+	st->entry = NULL;
+}
+
+/* The work of genie_similar once the index is open. */
 static void
 similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, int32 k,
 			 int32 candidates, int32 max_rounds)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SimilarQuery *queries;
-	HASHCTL		ctl;
 	GenieIndexType type;
+	SimilarSearch s;
 
 	genie_index_type(st->index, &type);
 	if (strcmp(type.info->batch_function, "genie_similar") != 0)
@@ -500,8 +553,6 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("genie_similar needs a genie index of operator class genie_ngram_ops"),
 				 errhint("CREATE INDEX ... USING genie (col genie_ngram_ops);")));
-	st->entry = genie_cache_get(st->index);
-	genie_cache_pin(st->entry);
 
 	queries = palloc0(sizeof(SimilarQuery) * Max(nq, 1));
 	for (int i = 0; i < nq; i++)
@@ -512,45 +563,50 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 								 elems[i], TEXTOID, &orderby);
 		queries[i].query = orderby.query;
 		queries[i].text = genie_text_utf8(DatumGetTextPP(elems[i]), &queries[i].size);
-		queries[i].K = Max(candidates, k);
-	}
-	if (st->entry->values_stored)
-	{
-		similar_by_scan(fcinfo, st, queries, nq, k);
-		return;
 	}
 
 	st->call_cxt = CurrentMemoryContext;
-	st->snapshot = GetActiveSnapshot();
-	st->fetch = table_index_fetch_begin(st->heap);
-	st->slot = table_slot_create(st->heap, NULL);
 	st->index_info = BuildIndexInfo(st->index);
-	st->estate = CreateExecutorState();
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(int32);
-	ctl.entrysize = sizeof(SimilarRow);
-	ctl.hcxt = CurrentMemoryContext;
-	st->rows = hash_create("genie_similar rows", 1024, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	memset(&s, 0, sizeof(s));
+	s.st = st;
+	s.queries = queries;
+	s.nq = nq;
+	s.k = k;
+	s.candidates = candidates;
+	s.max_rounds = max_rounds;
+	s.tids = palloc(sizeof(ItemPointerData *) * Max(nq, 1));
+	/* no row reaches the result before the whole search succeeded */
+	genie_search_batch_retrying(st->index, similar_search, &s);
 
-	run_rounds(st, queries, nq, k, max_rounds);
-
+	genie_profile_push(GENIE_PHASE_RESULTS);
 	for (int q = 0; q < nq; q++)
-		for (int32 j = 0; j < queries[q].n_rows; j++)
+	{
+		int64		n = s.by_scan ? s.rows.offsets[q + 1] - s.rows.offsets[q] : queries[q].n_rows;
+
+		for (int64 j = 0; j < n; j++)
 		{
 			Datum		values[5];
 			bool		out_nulls[5] = {false, false, false, false, false};
 
 			values[0] = Int32GetDatum(q + 1);
-			values[1] = PointerGetDatum(&queries[q].tids[j]);
-			values[2] = Int32GetDatum(queries[q].distances[j]);
-			values[3] = BoolGetDatum(queries[q].exact[j]);
-			values[4] = Int32GetDatum(queries[q].rounds);
+			if (s.by_scan)
+			{
+				values[1] = PointerGetDatum(&s.tids[q][j]);
+				values[2] = Int32GetDatum((int32) s.rows.distances[s.rows.offsets[q] + j]);	/* a whole number */
+				values[3] = BoolGetDatum(true);
+				values[4] = Int32GetDatum(1);
+			}
+			else
+			{
+				values[1] = PointerGetDatum(&queries[q].tids[j]);
+				values[2] = Int32GetDatum(queries[q].distances[j]);
+				values[3] = BoolGetDatum(queries[q].exact[j]);
+				values[4] = Int32GetDatum(queries[q].rounds);
+			}
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
 		}
-
-	FreeExecutorState(st->estate);
-	ExecDropSingleTupleTableSlot(st->slot);
-	table_index_fetch_end(st->fetch);
+	}
+	genie_profile_pop();
 }
 
 Datum
@@ -616,16 +672,7 @@ genie_similar(PG_FUNCTION_ARGS)
 						RelationGetRelationName(st.heap)),
 				 errhint("Use ORDER BY ... <%%> ... LIMIT k, which applies the policies.")));
 
-	PG_TRY();
-	{
-		similar_body(fcinfo, &st, elems, nq, k, candidates, max_rounds);
-	}
-	PG_FINALLY();
-	{
-		if (st.entry != NULL)
-			genie_cache_unpin(st.entry);
-	}
-	PG_END_TRY();
+	similar_body(fcinfo, &st, elems, nq, k, candidates, max_rounds);
 
 	index_close(st.index, AccessShareLock);
 	table_close(st.heap, AccessShareLock);

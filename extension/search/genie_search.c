@@ -581,14 +581,14 @@ run_pinned(Relation index, GenieBatchSearch search, void *arg)
 }
 
 void
-genie_search_batch_retrying(Relation index, GenieBatchSearch search, void *arg)
+genie_retry_on_version_gone(GenieAttempt attempt, GenieAttempt moved, void *arg)
 {
 	if (IsInParallelMode())
 	{
-		run_pinned(index, search, arg);
+		attempt(arg);
 		return;
 	}
-	for (int attempt = 1;; attempt++)
+	for (int n = 1;; n++)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
 		ResourceOwner owner = CurrentResourceOwner;
@@ -599,7 +599,7 @@ genie_search_batch_retrying(Relation index, GenieBatchSearch search, void *arg)
 		MemoryContextSwitchTo(cxt);
 		PG_TRY();
 		{
-			run_pinned(index, search, arg);
+			attempt(arg);
 			ReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(cxt);
 			CurrentResourceOwner = owner;
@@ -616,7 +616,7 @@ genie_search_batch_retrying(Relation index, GenieBatchSearch search, void *arg)
 			MemoryContextSwitchTo(cxt);
 			CurrentResourceOwner = owner;
 			if (!gone || edata->sqlerrcode != ERRCODE_T_R_SERIALIZATION_FAILURE ||
-				attempt == GENIE_VERSION_ATTEMPTS)
+				n == GENIE_VERSION_ATTEMPTS)
 				ReThrowError(edata);
 			FreeErrorData(edata);
 			again = true;		/* (a continue here would only leave PG_TRY's block) */
@@ -624,7 +624,34 @@ genie_search_batch_retrying(Relation index, GenieBatchSearch search, void *arg)
 		PG_END_TRY();
 		if (!again)
 			return;
+		if (moved != NULL)
+			moved(arg);
 	}
+}
+
+/* A batch search run pinned on the current entry, as genie_retry_on_version_gone runs it. */
+typedef struct BatchAttempt
+{
+	Relation	index;
+	GenieBatchSearch search;
+	void	   *arg;
+} BatchAttempt;
+
+static void
+batch_attempt(void *arg)
+{
+	BatchAttempt *a = arg;
+
+	run_pinned(a->index, a->search, a->arg);
+}
+
+void
+genie_search_batch_retrying(Relation index, GenieBatchSearch search, void *arg)
+{
+	BatchAttempt a = {index, search, arg};
+
+	/* each run gets the index's current entry itself: nothing to move */
+	genie_retry_on_version_gone(batch_attempt, NULL, &a);
 }
 
 int32

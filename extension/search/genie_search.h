@@ -87,6 +87,15 @@ extern int32 genie_search_wider_k(int32 k, int32 n_objects);
  */
 typedef void (*GenieBatchSearch) (GenieCachedIndex *entry, void *arg);
 extern void genie_search_batch_retrying(Relation index, GenieBatchSearch search, void *arg);
+
+/*
+ * The mechanism under it, for any search: runs attempt(arg) in an internal
+ * subtransaction; when the version it searched is gone (as above), calls
+ * moved(arg) (if not NULL: the caller moves to the index's current entry)
+ * and runs it again, up to three times.  In parallel mode it runs once.
+ */
+typedef void (*GenieAttempt) (void *arg);
+extern void genie_retry_on_version_gone(GenieAttempt attempt, GenieAttempt moved, void *arg);
 extern bool genie_search_exhausted(const GenieSearchResult *result, int q, int32 k,
 								   int32 n_objects);
 
