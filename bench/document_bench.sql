@@ -232,7 +232,7 @@ FROM generate_series(1, 3) g, LATERAL doc_neardup(:neardup, g) n;
 -- The state before the updates is measured again here, not taken from the
 -- figures above: the baselines and the near duplicates ran in between, and
 -- single statements on a GPU host drift by a third over minutes.
-DELETE FROM doc_results WHERE method = 'genie';
+DELETE FROM doc_results WHERE method IN ('genie', 'genie, idf');
 SELECT doc_run('genie', g, :queries, ARRAY['1 lexeme', '2-3 lexemes', '8-12 lexemes', 'query document']) FROM generate_series(0, 3) g;
 UPDATE doc_results SET method = 'genie, before the updates' WHERE method = 'genie';
 SELECT setseed(0.5);
