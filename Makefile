@@ -29,7 +29,7 @@ PG_CPPFLAGS = -I$(CURDIR)/capi/include -I$(CURDIR)/core/include -I$(CURDIR)/exte
 $(OBJS): $(foreach d,$(EXTENSION_DIRS),$(wildcard $(d)/*.h)) capi/include/genie/genie.h core/include/genie/types.h
 
 .DEFAULT_GOAL := all
-.PHONY: demo test genie-libs deps deb
+.PHONY: demo test genie-libs deps deb image
 
 demo:
 	scripts/demo
@@ -43,6 +43,11 @@ deps:
 # dpkg-buildpackage builds in this tree and starts with debian/rules clean,
 # which runs make clean: the build directory goes.  The package files go to
 # dist/ (dpkg-buildpackage writes them to the parent directory).
+# The CPU-only container image genie-cpu (docker/Dockerfile with CUDA=0);
+# scripts/test-image builds and tests it.
+image:
+	BUILD_ONLY=1 scripts/test-image
+
 deb:
 	dpkg-buildpackage -us -uc -b
 	mkdir -p dist
@@ -65,7 +70,7 @@ clean:
 	rm -rf $(BUILD_DIR) $(foreach d,$(EXTENSION_DIRS),$(d)/*.o $(d)/*.bc) genie.so
 else
 
-ifeq ($(filter clean demo test deps deb,$(MAKECMDGOALS)),)
+ifeq ($(filter clean demo test deps deb image,$(MAKECMDGOALS)),)
 # Written by CMake: GENIE_LINK_LIBS (the static libraries, CUDA runtime
 # included) and GENIE_WITH_CUDA.
 -include $(BUILD_DIR)/genie-link.mk
