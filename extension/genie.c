@@ -16,6 +16,7 @@
 #include <limits.h>
 
 #include "am/genie_am.h"
+#include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
 #include "search/genie_search_values.h"
 #include "service/genie_service.h"
@@ -54,6 +55,7 @@ void
 _PG_init(void)
 {
 	genie_profile_init();
+	genie_explain_init();
 	DefineCustomEnumVariable("genie.device",
 							 "Selects the engine that runs genie searches.",
 							 "auto uses the GPU when one is usable and the CPU otherwise; "

@@ -54,6 +54,7 @@
 
 #include "am/genie_am.h"
 #include "search/genie_search_values.h"
+#include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
 
 int			genie_scan_batch_size = 100;
@@ -472,6 +473,7 @@ static void
 emit(IndexScanDesc scan, GenieScanOpaque so, int32 id, int32 score, bool null_distance)
 {
 	mark_returned(so, id);
+	genie_explain_counts.scan_rows++;
 	scan->xs_heaptid = so->entry->objects[id].tid;
 	/* an ordered scan returns every row: the executor applies set predicates */
 	scan->xs_recheck = scan->numberOfKeys > 0;
@@ -501,6 +503,7 @@ emit_at_distance(IndexScanDesc scan, GenieScanOpaque so, int32 id, float8 distan
 				 bool recheck_orderby)
 {
 	mark_returned(so, id);
+	genie_explain_counts.scan_rows++;
 	scan->xs_heaptid = so->entry->objects[id].tid;
 	/* an ordered scan returns every row: the executor applies set predicates */
 	scan->xs_recheck = scan->numberOfKeys > 0;
@@ -620,6 +623,7 @@ genie_amgettuple(IndexScanDesc scan, ScanDirection dir)
 				{
 					scan->xs_heaptid = entry->objects[so->matches[so->position++]].tid;
 					scan->xs_recheck = false;
+					genie_explain_counts.scan_rows++;
 					return true;
 				}
 				so->phase = GENIE_SCAN_DONE;

@@ -164,6 +164,20 @@ profile_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 }
 
 void
+genie_profile_read(double *ms, int64 *calls)
+{
+	memcpy(ms, phase_ms, sizeof(phase_ms));
+	memcpy(calls, phase_calls, sizeof(phase_calls));
+}
+
+void
+genie_profile_restore(const double *ms, const int64 *calls)
+{
+	memcpy(phase_ms, ms, sizeof(phase_ms));
+	memcpy(phase_calls, calls, sizeof(phase_calls));
+}
+
+void
 genie_profile_init(void)
 {
 	DefineCustomBoolVariable("genie.profile",

@@ -47,6 +47,14 @@ extern void genie_profile_pop(void);
  */
 extern void genie_profile_move(GeniePhase to, double ms);
 
+/*
+ * The sums so far, phase by phase (GENIE_N_PHASES each), and setting them
+ * back: EXPLAIN (ANALYZE) profiles its statement without counting it in a
+ * session's genie_profile() that was off.
+ */
+extern void genie_profile_read(double *ms, int64 *calls);
+extern void genie_profile_restore(const double *ms, const int64 *calls);
+
 /* The GUC genie.profile, and forgetting an unfinished phase stack on abort. */
 extern void genie_profile_init(void);
 

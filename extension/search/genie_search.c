@@ -42,6 +42,7 @@
 #include "utils/wait_event.h"
 
 #include "search/genie_search.h"
+#include "profile/genie_explain.h"
 #include "storage/genie_content.h"
 #include "service/genie_service.h"
 #include "service/genie_service_client.h"
@@ -58,6 +59,22 @@ static bool said_cpu_fallback = false;
 static bool said_service_away = false;
 
 /* ---- engines ---- */
+
+static genie_engine_kind ran_engine = GENIE_ENGINE_CPU;
+static bool ran_by_service = false;
+
+void
+genie_search_ran_on(genie_engine_kind engine, bool by_service)
+{
+	ran_engine = engine;
+	ran_by_service = by_service;
+}
+
+void
+genie_search_count(int nq, int64 k, int64 rows)
+{
+	genie_explain_search(nq, k, rows, ran_engine, ran_by_service);
+}
 
 void
 genie_search_engine_options(genie_engine_kind kind, int (*cancel) (void *), void *cancel_arg,
@@ -276,6 +293,7 @@ genie_search_through_service(GenieCachedIndex *entry, GenieServiceAsk ask, Genie
 		outcome = ask(entry, arg, &engine, &device_fallback, &err);
 		if (outcome == GENIE_SERVICE_OK)
 		{
+			genie_search_ran_on(engine, true);
 			genie_search_note_engine(engine, device_fallback, what);
 			return true;
 		}
@@ -479,8 +497,12 @@ search_parts(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 		genie_profile_push(GENIE_PHASE_ENGINE);
 		status = genie_engine_search(entry->main_engine, &batch->batch, k,
 									 &parts->main_results, &err);
+		genie_search_ran_on(genie_engine_get_kind(entry->main_engine), false);
 		if (genie_search_cpu_fallback(status, &err, "search"))
+		{
 			status = search_main_on_cpu(entry, batch, k, &parts->main_results, &err);
+			genie_search_ran_on(GENIE_ENGINE_CPU, false);
+		}
 		genie_profile_pop();
 		if (status != GENIE_OK)
 			genie_report_error(&err, "genie search");
@@ -537,6 +559,7 @@ genie_search(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 	}
 	PG_END_TRY();
 	free_parts(&parts);
+	genie_search_count(batch->batch.n_queries, k, result->query_offsets[batch->batch.n_queries]);
 	/* the service's answer, palloc'd */
 	if (parts.service_results.query_offsets != NULL)
 		pfree(parts.service_results.query_offsets);
@@ -619,6 +642,7 @@ genie_retry_on_version_gone(GenieAttempt attempt, GenieAttempt moved, void *arg)
 				n == GENIE_VERSION_ATTEMPTS)
 				ReThrowError(edata);
 			FreeErrorData(edata);
+			genie_explain_counts.moves++;
 			again = true;		/* (a continue here would only leave PG_TRY's block) */
 		}
 		PG_END_TRY();
@@ -711,6 +735,8 @@ genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, int32 id, Ite
 	*tid = entry->objects[id].tid;
 	visible = table_index_fetch_tuple(vs->fetch, tid, vs->snapshot, vs->slot,
 									  &call_again, &all_dead);
+	genie_explain_counts.heap_fetches++;
+	genie_explain_counts.invisible += !visible;
 	if (vs->known != NULL)
 	{
 		vs->known[id] = visible ? 1 : 2;

@@ -95,6 +95,13 @@ extern void genie_search_batch_retrying(Relation index, GenieBatchSearch search,
  * and runs it again, up to three times.  In parallel mode it runs once.
  */
 typedef void (*GenieAttempt) (void *arg);
+
+/*
+ * Where the last engine search ran (EXPLAIN (ANALYZE), genie_explain.h):
+ * set by the paths that run one, read when the search is counted.
+ */
+extern void genie_search_ran_on(genie_engine_kind engine, bool by_service);
+extern void genie_search_count(int nq, int64 k, int64 rows);
 extern void genie_retry_on_version_gone(GenieAttempt attempt, GenieAttempt moved, void *arg);
 extern bool genie_search_exhausted(const GenieSearchResult *result, int q, int32 k,
 								   int32 n_objects);

@@ -179,6 +179,7 @@ scan_in_process(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k
 	genie_profile_pop();
 	if (status != GENIE_OK)
 		genie_report_error(&err, psprintf("genie: %s", kind_what(queries->kind)));
+	genie_search_ran_on(genie_value_found_device(&found), false);
 	take_found(&found, NULL, rows);
 }
 
@@ -398,8 +399,13 @@ genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries, Gen
 				 errhint("The index was emptied and took a new length from a concurrent insert.")));
 	if (approximate != NULL)
 		search_approximate(entry, queries, approximate, k, rows);
-	else if (!genie_service_configured() || !scan_through_service(entry, queries, k, rows))
-		scan_in_process(entry, queries, k, rows);
+	else
+	{
+		if (!genie_service_configured() || !scan_through_service(entry, queries, k, rows))
+			scan_in_process(entry, queries, k, rows);
+		/* (the approximate modes' search of LSH or EWH keywords is counted by genie_search) */
+		genie_search_count(queries->n, k, rows->offsets[queries->n]);
+	}
 }
 
 /* ---- the visible rows ---- */

@@ -4,11 +4,11 @@
 -- reports its queue wait and engine time), no phase goes negative, an error
 -- in the middle of a search does not upset the next, and
 -- genie_profile_reset() starts over.  The answers stay the sequential
--- scan's.
+-- scan's.  EXPLAIN (ANALYZE) ends with the statement's genie work.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(21);
+SELECT plan(28);
 
 DO $$ BEGIN PERFORM setseed(0.27); END $$;
 CREATE TABLE docs (id int PRIMARY KEY, tags int4[]);
@@ -120,6 +120,41 @@ SELECT genie_profile_reset();
 SELECT count(*) FROM genie_knn_from('vecs_g', 'SELECT pg_temp.caught(v) FROM vecs WHERE id <= 2 ORDER BY id', 3);
 SELECT cmp_ok((SELECT total_ms FROM genie_profile() WHERE phase = 'query'), '>=', 90::float8,
               'a subtransaction aborted inside the query phase leaves that phase open: its sleeps are charged to it');
+
+-- EXPLAIN (ANALYZE): a block of the statement's genie work after the plan
+CREATE FUNCTION pg_temp.explained(sql text, options text DEFAULT 'ANALYZE, COSTS OFF') RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text; out text := '';
+BEGIN
+  FOR line IN EXECUTE format('EXPLAIN (%s) %s', options, sql) LOOP out := out || line || E'\n'; END LOOP;
+  RETURN out;
+END $$;
+SET genie.profile = off;
+SELECT genie_profile_reset();
+SET enable_seqscan = off;
+SET genie.scan_batch_size = 100;
+-- LIMIT 300 over genie.scan_batch_size: k = 100 runs out, the scan searches again 4 times wider
+SELECT matches(pg_temp.explained('SELECT id FROM docs ORDER BY tags <~> ''{4, 9}'' LIMIT 300'),
+               E'Genie Searches: 2\n.*Genie Largest k: 400\n.*Genie Scan Rows: 300\n',
+               'EXPLAIN ANALYZE: two searches, the second with k = 400, 300 rows handed on');
+SELECT matches(pg_temp.explained('SELECT id FROM docs ORDER BY tags <~> ''{4, 9}'' LIMIT 10'),
+               E'Genie Engines: (cpu|gpu), (this backend|genie service)\n.*Genie Engine Time: [0-9.]+ ms',
+               'where the searches ran and the engine time');
+SELECT is((SELECT sum(calls) FROM genie_profile()), 0::numeric,
+          'a session whose genie.profile is off keeps its genie_profile() sums');
+SELECT unalike(pg_temp.explained('SELECT id FROM docs ORDER BY tags <~> ''{4, 9}'' LIMIT 10', 'COSTS OFF'),
+               '%Genie%', 'plain EXPLAIN runs nothing and says nothing of genie');
+SELECT unalike(pg_temp.explained('SELECT count(*) FROM vecs'), '%Genie%',
+               'a statement without genie work gets no block');
+-- a batch function fetches its rows from the heap: deleted rows are invisible
+DELETE FROM docs WHERE id % 3 = 0 AND 4 = ANY (tags);
+SELECT matches(pg_temp.explained('SELECT count(*) FROM genie_topk(''docs_g'', ARRAY[''{4}''::genie_query], 20)'),
+               E'Genie Heap Fetches: [1-9][0-9]*\n.*Genie Invisible Rows: [1-9]',
+               'genie_topk: the heap rows fetched and the deleted ones dropped as invisible');
+SELECT is((SELECT j->1->>'Genie Searches' FROM (SELECT pg_temp.explained('SELECT id FROM docs ORDER BY tags <~> ''{4}'' LIMIT 5',
+                                                                           'ANALYZE, FORMAT JSON')::json AS j) x),
+          '1', 'FORMAT JSON: valid JSON, the genie object beside the plan''s');
+RESET enable_seqscan;
+RESET genie.scan_batch_size;
 
 SELECT * FROM finish();
 ROLLBACK;

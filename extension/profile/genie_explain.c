@@ -1,0 +1,204 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_explain.c
+ *	  EXPLAIN (ANALYZE) of a statement that searched a genie index ends with
+ *	  what a user tunes by: how many engine searches ran (an index scan
+ *	  searches again, four times wider, when its first k runs out), the
+ *	  largest k, where they ran (CPU or GPU, in this backend or through the
+ *	  genie service), the rows the engines returned and those the scans
+ *	  handed on, the heap rows batch functions fetched and found invisible,
+ *	  searches moved to a new index version, and the time of each phase.
+ *
+ * PostgreSQL 15 lets an index access method add nothing to its own plan
+ * node, so this is one block per statement, after the plan (text), or an
+ * object of its own beside the plan's (JSON, YAML, XML), through
+ * ExplainOneQuery_hook.  The hook plans and explains the query exactly as
+ * explain.c does without a hook (or calls the hook installed before it),
+ * with genie.profile on for the statement; a session whose genie.profile
+ * was off keeps its genie_profile() sums as they were.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/explain.h"
+#include "executor/instrument.h"
+#include "lib/stringinfo.h"
+#include "optimizer/optimizer.h"
+#include "tcop/tcopprot.h"
+
+#include "profile/genie_explain.h"
+#include "profile/genie_profile.h"
+
+GenieExplainCounts genie_explain_counts;
+
+static ExplainOneQuery_hook_type prev_explain_one_query = NULL;
+
+void
+genie_explain_search(int nq, int64 k, int64 rows, genie_engine_kind engine, bool by_service)
+{
+	genie_explain_counts.searches++;
+	genie_explain_counts.queries += nq;
+	genie_explain_counts.largest_k = Max(genie_explain_counts.largest_k, k);
+	genie_explain_counts.engine_rows += rows;
+	if (engine == GENIE_ENGINE_GPU)
+		genie_explain_counts.engines |= by_service ? GENIE_EXPLAIN_GPU_SERVICE : GENIE_EXPLAIN_GPU_HERE;
+	else
+		genie_explain_counts.engines |= by_service ? GENIE_EXPLAIN_CPU_SERVICE : GENIE_EXPLAIN_CPU_HERE;
+}
+
+/* What explain.c's ExplainOneQuery does for a query when no hook is set. */
+static void
+explain_one_query(Query *query, int cursorOptions, IntoClause *into, ExplainState *es,
+				  const char *queryString, ParamListInfo params, QueryEnvironment *queryEnv)
+{
+	PlannedStmt *plan;
+	instr_time	planstart;
+	instr_time	planduration;
+	BufferUsage bufusage_start;
+	BufferUsage bufusage;
+
+	if (es->buffers)
+		bufusage_start = pgBufferUsage;
+	INSTR_TIME_SET_CURRENT(planstart);
+	plan = pg_plan_query(query, queryString, cursorOptions, params);
+	INSTR_TIME_SET_CURRENT(planduration);
+	INSTR_TIME_SUBTRACT(planduration, planstart);
+	if (es->buffers)
+	{
+		memset(&bufusage, 0, sizeof(BufferUsage));
+		BufferUsageAccumDiff(&bufusage, &pgBufferUsage, &bufusage_start);
+	}
+	ExplainOnePlan(plan, into, es, queryString, params, queryEnv, &planduration,
+				   es->buffers ? &bufusage : NULL);
+}
+
+static const char *
+engines_text(uint8 engines)
+{
+	StringInfoData s;
+	static const struct
+	{
+		uint8		bit;
+		const char *text;
+	}			names[] = {
+		{GENIE_EXPLAIN_GPU_SERVICE, "gpu, genie service"},
+		{GENIE_EXPLAIN_CPU_SERVICE, "cpu, genie service"},
+		{GENIE_EXPLAIN_GPU_HERE, "gpu, this backend"},
+		{GENIE_EXPLAIN_CPU_HERE, "cpu, this backend"},
+	};
+
+	initStringInfo(&s);
+	for (int i = 0; i < lengthof(names); i++)
+		if (engines & names[i].bit)
+			appendStringInfo(&s, "%s%s", s.len > 0 ? "; " : "", names[i].text);
+	return s.data;
+}
+
+static void
+show(ExplainState *es, const GenieExplainCounts *before, const double *ms_before,
+	 const GenieExplainCounts *now, const double *ms_now)
+{
+	static const struct
+	{
+		GeniePhase	phase;
+		const char *label;
+	}			times[] = {
+		{GENIE_PHASE_QUERY, "Genie Query Time"},
+		{GENIE_PHASE_CACHE, "Genie Cache Time"},
+		{GENIE_PHASE_LOAD, "Genie Load Time"},
+		{GENIE_PHASE_UPLOAD, "Genie Upload Time"},
+		{GENIE_PHASE_SERVICE, "Genie Service Time"},
+		{GENIE_PHASE_QUEUE, "Genie Queue Time"},
+		{GENIE_PHASE_ENGINE, "Genie Engine Time"},
+		{GENIE_PHASE_PENDING, "Genie Pending Time"},
+		{GENIE_PHASE_VISIBILITY, "Genie Visibility Time"},
+	};
+	int64		searches = now->searches - before->searches;
+	int64		heap_fetches = now->heap_fetches - before->heap_fetches;
+	int64		moves = now->moves - before->moves;
+
+	if (searches == 0 && now->scan_rows == before->scan_rows)
+		return;
+	/* text: lines after the plan's; other formats: an object beside the plan's */
+	ExplainOpenGroup("Genie", NULL, true, es);
+	ExplainPropertyInteger("Genie Searches", NULL, searches, es);
+	if (searches > 0)
+	{
+		ExplainPropertyInteger("Genie Queries", NULL, now->queries - before->queries, es);
+		ExplainPropertyInteger("Genie Largest k", NULL, now->largest_k, es);
+		ExplainPropertyText("Genie Engines", engines_text(now->engines), es);
+		ExplainPropertyInteger("Genie Engine Rows", NULL, now->engine_rows - before->engine_rows, es);
+	}
+	ExplainPropertyInteger("Genie Scan Rows", NULL, now->scan_rows - before->scan_rows, es);
+	if (heap_fetches > 0)
+	{
+		ExplainPropertyInteger("Genie Heap Fetches", NULL, heap_fetches, es);
+		ExplainPropertyInteger("Genie Invisible Rows", NULL, now->invisible - before->invisible, es);
+	}
+	if (moves > 0)
+		ExplainPropertyInteger("Genie Version Moves", NULL, moves, es);
+	if (es->timing)
+		for (int i = 0; i < lengthof(times); i++)
+		{
+			double		ms = ms_now[times[i].phase] - ms_before[times[i].phase];
+
+			if (ms > 0 || times[i].phase == GENIE_PHASE_ENGINE)
+				ExplainPropertyFloat(times[i].label, "ms", ms, 3, es);
+		}
+	ExplainCloseGroup("Genie", NULL, true, es);
+}
+
+static void
+genie_explain_one_query(Query *query, int cursorOptions, IntoClause *into, ExplainState *es,
+						const char *queryString, ParamListInfo params, QueryEnvironment *queryEnv)
+{
+	GenieExplainCounts before;
+	GenieExplainCounts now;
+	double		ms_before[GENIE_N_PHASES];
+	int64		calls_before[GENIE_N_PHASES];
+	double		ms_now[GENIE_N_PHASES];
+	int64		calls_now[GENIE_N_PHASES];
+	bool		profiling = genie_profile_enabled;
+
+	if (!es->analyze)
+	{
+		if (prev_explain_one_query)
+			prev_explain_one_query(query, cursorOptions, into, es, queryString, params, queryEnv);
+		else
+			explain_one_query(query, cursorOptions, into, es, queryString, params, queryEnv);
+		return;
+	}
+	genie_profile_read(ms_before, calls_before);
+	/* the statement's largest k, not the session's */
+	before = genie_explain_counts;
+	genie_explain_counts.largest_k = 0;
+	genie_explain_counts.engines = 0;
+	genie_profile_enabled = true;
+	PG_TRY();
+	{
+		if (prev_explain_one_query)
+			prev_explain_one_query(query, cursorOptions, into, es, queryString, params, queryEnv);
+		else
+			explain_one_query(query, cursorOptions, into, es, queryString, params, queryEnv);
+	}
+	PG_FINALLY();
+	{
+		genie_profile_enabled = profiling;
+	}
+	PG_END_TRY();
+	genie_profile_read(ms_now, calls_now);
+	now = genie_explain_counts;
+	genie_explain_counts.largest_k = Max(before.largest_k, now.largest_k);
+	genie_explain_counts.engines |= before.engines;
+	if (!profiling)
+		genie_profile_restore(ms_before, calls_before);
+	show(es, &before, ms_before, &now, ms_now);
+}
+
+void
+genie_explain_init(void)
+{
+	prev_explain_one_query = ExplainOneQuery_hook;
+	ExplainOneQuery_hook = genie_explain_one_query;
+}

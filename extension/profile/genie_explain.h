@@ -1,0 +1,44 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_explain.h
+ *	  What EXPLAIN (ANALYZE) says of a statement's genie work
+ *	  (genie_explain.c): the searches and counts below, kept by the code
+ *	  that does the work, and the time of each phase (genie_profile.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GENIE_EXPLAIN_H
+#define GENIE_EXPLAIN_H
+
+#include "postgres.h"
+
+#include "genie/genie.h"
+
+/* A backend's running counts: EXPLAIN (ANALYZE) shows their growth over its statement. */
+typedef struct GenieExplainCounts
+{
+	int64		searches;		/* engine searches of postings or stored values */
+	int64		queries;		/* queries in them */
+	int64		largest_k;		/* the largest k asked (a maximum, not a sum) */
+	int64		engine_rows;	/* rows the engines returned */
+	int64		scan_rows;		/* rows index scans handed to the executor */
+	int64		heap_fetches;	/* rows batch functions fetched from the heap */
+	int64		invisible;		/* of those, rows the snapshot does not see */
+	int64		moves;			/* searches moved to a new index version */
+	uint8		engines;		/* GENIE_EXPLAIN_* bits: where the searches ran */
+} GenieExplainCounts;
+
+#define GENIE_EXPLAIN_CPU_HERE		0x01
+#define GENIE_EXPLAIN_GPU_HERE		0x02
+#define GENIE_EXPLAIN_CPU_SERVICE	0x04
+#define GENIE_EXPLAIN_GPU_SERVICE	0x08
+
+extern GenieExplainCounts genie_explain_counts;
+
+/* One engine search of nq queries for the top k, returning rows rows, on engine. */
+extern void genie_explain_search(int nq, int64 k, int64 rows, genie_engine_kind engine, bool by_service);
+
+/* Installs the EXPLAIN hook (from _PG_init). */
+extern void genie_explain_init(void);
+
+#endif							/* GENIE_EXPLAIN_H */
