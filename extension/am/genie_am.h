@@ -88,6 +88,15 @@ extern IndexBulkDeleteResult *genie_amvacuumcleanup(IndexVacuumInfo *info,
  */
 extern void genie_merge_pending(Relation index, bool wait);
 
+/*
+ * For an insert whose value's length conflicts with the index's: when the
+ * index holds few objects and every one is a row no transaction can see
+ * (a rolled-back first insert, deleted rows), flags and merges them away
+ * as VACUUM would, leaving the index empty.  Gives up (false) when a VACUUM
+ * or merge is running, or when a row may still be seen.
+ */
+extern bool genie_remove_dead_objects(Relation index, Relation heap);
+
 /* genie_scan.c */
 extern int	genie_scan_batch_size;
 /* From the cost estimate: the LIMIT above an ordered path of the index (-1: none). */

@@ -38,6 +38,9 @@ genie_aminsert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 
 	/* the encoding is fixed at build time: n may differ from the reloption now */
 	genie_index_type(index, &type);
+	if (!isnull[0] && type.info->length_conflict != NULL &&
+		type.info->length_conflict(index, values[0]))
+		(void) genie_remove_dead_objects(index, heapRel);
 	if (!isnull[0])
 	{
 		keywords = type.info->encode_value(index, &type.encoding, values[0], &n);

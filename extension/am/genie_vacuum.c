@@ -11,11 +11,15 @@
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
+#include "access/heapam.h"
+#include "access/tableam.h"
 #include "commands/vacuum.h"
 #include "postmaster/autovacuum.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/indexfsm.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
 #include "utils/memutils.h"
 
 #include "am/genie_am.h"
@@ -426,4 +430,98 @@ genie_amvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	stats->num_pages = RelationGetNumberOfBlocks(index);
 	stats->estimated_count = false;
 	return stats;
+}
+
+/* ---- an insert clearing the dead rows of another length ---- */
+
+/* The most objects an insert checks one by one in the heap. */
+#define GENIE_REMOVE_DEAD_MAX_OBJECTS 10000
+
+typedef struct DeadCheck
+{
+	Relation	heap;
+	BlockNumber nblocks;
+	TransactionId oldest_xmin;
+} DeadCheck;
+
+/*
+ * Whether the heap tuple at tid is dead to every transaction, as VACUUM
+ * would find it: a dead line pointer, or a tuple HeapTupleSatisfiesVacuum
+ * calls dead that no HOT chain continues from (the index object stands
+ * for the chain).  Anything else, or in doubt: not dead.
+ */
+static bool
+tid_dead(ItemPointer tid, void *arg)
+{
+	DeadCheck  *dc = arg;
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	OffsetNumber off = ItemPointerGetOffsetNumber(tid);
+	Buffer		buffer;
+	Page		page;
+	bool		dead = false;
+
+	if (blkno >= dc->nblocks)
+		return false;
+	buffer = ReadBuffer(dc->heap, blkno);
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buffer);
+	if (off >= FirstOffsetNumber && off <= PageGetMaxOffsetNumber(page))
+	{
+		ItemId		lp = PageGetItemId(page, off);
+
+		if (ItemIdIsDead(lp))
+			dead = true;
+		else if (ItemIdIsNormal(lp))
+		{
+			HeapTupleData tuple;
+
+			tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			tuple.t_len = ItemIdGetLength(lp);
+			tuple.t_tableOid = RelationGetRelid(dc->heap);
+			tuple.t_self = *tid;
+			dead = !HeapTupleHeaderIsHotUpdated(tuple.t_data) &&
+				HeapTupleSatisfiesVacuum(&tuple, dc->oldest_xmin, buffer) == HEAPTUPLE_DEAD;
+		}
+	}
+	UnlockReleaseBuffer(buffer);
+	return dead;
+}
+
+bool
+genie_remove_dead_objects(Relation index, Relation heap)
+{
+	GenieMetaPageData meta;
+	IndexVacuumInfo info;
+	DeadCheck	dc;
+	bool		empty = false;
+
+	genie_read_meta(index, &meta);
+	if (meta.n_objects == 0)
+		return true;
+	if (meta.n_objects > GENIE_REMOVE_DEAD_MAX_OBJECTS ||
+		heap->rd_tableam != GetHeapamTableAmRoutine())
+		return false;
+	/*
+	 * As VACUUM's own lock: never beside a VACUUM of the table, never
+	 * waiting (an error releases it with the transaction's locks).
+	 */
+	if (!ConditionalLockRelation(heap, ShareUpdateExclusiveLock))
+		return false;
+	dc.heap = heap;
+	dc.nblocks = RelationGetNumberOfBlocks(heap);
+	dc.oldest_xmin = GetOldestNonRemovableTransactionId(heap);
+	memset(&info, 0, sizeof(info));
+	info.index = index;
+	info.message_level = DEBUG2;
+	info.num_heap_tuples = -1;
+	(void) genie_ambulkdelete(&info, NULL, tid_dead, &dc);
+	genie_read_meta(index, &meta);
+	if (meta.n_dead == meta.n_objects)
+	{
+		genie_merge_pending(index, false);
+		genie_read_meta(index, &meta);
+		empty = meta.n_objects == 0;
+	}
+	UnlockRelation(heap, ShareUpdateExclusiveLock);
+	return empty;
 }

@@ -81,7 +81,7 @@ check_insert_length(Relation index, int32 fixed, int32 n_objects, int32 bits)
 				(errcode(ERRCODE_STRING_DATA_LENGTH_MISMATCH),
 				 errmsg("the code has %d bits, but genie index \"%s\" holds codes of %d bits",
 						bits, RelationGetRelationName(index), fixed),
-				 errhint("An index takes the length of its first code: use bit(%d), or an index per length (a partial index on length(code) works). If the rows of that length are gone, VACUUM the table: an index left with no row takes the next code's length.",
+				 errhint("An index takes the length of its first code: use bit(%d), or an index per length (a partial index on length(code) works). Once no transaction can see a row of that length, an insert of another clears them and the index takes the new one.",
 						 fixed)));
 	return false;
 }
@@ -377,6 +377,16 @@ code_value_bytes(Datum value, size_t *size)
 	return (const char *) VARBITS(code);
 }
 
+static bool
+code_length_conflict(Relation index, Datum value)
+{
+	GenieMetaPageData meta;
+	int32		bits = genie_code_bits(DatumGetVarBitP(value), "an indexed code");
+
+	genie_read_meta(index, &meta);
+	return meta.vectors.dimensions != 0 && bits != meta.vectors.dimensions && meta.n_objects > 0;
+}
+
 static int32 *
 code_encode_value(Relation index, const GenieEncoding *encoding, Datum value, int *n)
 {
@@ -437,6 +447,7 @@ static const GenieTypeInfo code_type = {
 	.values_required = true,
 	.encode_value = code_encode_value,
 	.insert_prepare = code_insert_prepare,
+	.length_conflict = code_length_conflict,
 	.encode_query = code_encode_query,
 	.approximate_query = code_approximate_query,
 };

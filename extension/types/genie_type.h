@@ -122,6 +122,15 @@ typedef struct GenieTypeInfo
 	void		(*insert_prepare) (Relation index, Buffer metabuf, Datum value);
 
 	/*
+	 * At insert, before encode_value: true when the value's length (a
+	 * vector's dimension, a code's bits) differs from the one the index's
+	 * objects fixed, which encode_value would refuse.  The insert then first
+	 * removes the objects of dead rows (genie_remove_dead_objects), after
+	 * which an index left empty takes the new length.  NULL: no such length.
+	 */
+	bool		(*length_conflict) (Relation index, Datum value);
+
+	/*
 	 * An ORDER BY argument of the given strategy and type (not NULL) as a
 	 * query; errors when the index cannot answer it.
 	 */

@@ -200,7 +200,7 @@ check_insert_dimension(Relation index, const GenieVectorSchema *schema, int32 n_
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("the vector has %d dimensions, but genie index \"%s\" holds vectors of %d",
 						dim, RelationGetRelationName(index), schema->dimensions),
-				 errhint("An index takes the dimension of its first vector. If the rows of that dimension are gone (deleted or rolled back), VACUUM the table: an index left with no row takes the next vector's dimension.")));
+				 errhint("An index takes the dimension of its first vector; once no transaction can see a row of that dimension, an insert of another clears them and the index takes the new one.")));
 	return false;
 }
 
@@ -389,6 +389,17 @@ vector_encode_value(Relation index, const GenieEncoding *encoding, Datum value, 
 	return lsh_keywords(&meta.vectors, v, dim, n);
 }
 
+static bool
+vector_length_conflict(Relation index, Datum value)
+{
+	GenieMetaPageData meta;
+	int			dim;
+
+	(void) value_vector(value, &dim);
+	genie_read_meta(index, &meta);
+	return meta.vectors.dimensions != 0 && dim != meta.vectors.dimensions && meta.n_objects > 0;
+}
+
 static void
 vector_insert_prepare(Relation index, Buffer metabuf, Datum value)
 {
@@ -469,6 +480,7 @@ static const GenieTypeInfo vector_type = {
 	.values_required = true,
 	.encode_value = vector_encode_value,
 	.insert_prepare = vector_insert_prepare,
+	.length_conflict = vector_length_conflict,
 	.encode_query = vector_encode_query,
 	.approximate_query = vector_approximate_query,
 };

@@ -13,6 +13,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
+use GenieTest;
 
 my $node = PostgreSQL::Test::Cluster->new('service_vectors');
 $node->init;
@@ -178,20 +179,18 @@ cmp_ok($after, '<', 1.5 * $baseline + 0.5, 'the service dropped the cancelled sc
 is(service_pid(), $pid, 'the service still runs, the same process');
 
 
-# An index takes the dimension of its first vector; once its rows of that
-# dimension are gone (rolled back here) and VACUUM has removed them, the
-# next vector fixes another.  Before that, the error says so.
+# An index takes the dimension of its first vector.  Once no transaction
+# can see a row of that dimension (rolled back, or deleted with no older
+# snapshot left), an insert of another flags and merges those rows away
+# itself, as VACUUM would, and the index takes the new dimension; while one
+# may still be seen, the insert is refused and the error says why.
 $node->safe_psql('postgres', q{
 	CREATE TABLE vd (id int, v real[]);
 	CREATE INDEX vd_v ON vd USING genie (v) WITH (width = 1);
 	BEGIN; INSERT INTO vd VALUES (1, '{1,2,3}'); ROLLBACK;
 });
 my ($dret, $dout, $derr) = $node->psql('postgres', q{INSERT INTO vd VALUES (2, '{1,2,3,4,5}')});
-like($derr, qr/holds vectors of 3.*HINT:  An index takes the dimension of its first vector.*VACUUM the table/s,
-	'before VACUUM: the other dimension is refused, with what to do');
-$node->safe_psql('postgres', 'VACUUM vd');
-($dret, $dout, $derr) = $node->psql('postgres', q{INSERT INTO vd VALUES (2, '{1,2,3,4,5}')});
-is($derr, '', 'after VACUUM removed the rolled-back row, a vector of another dimension goes in');
+is($derr, '', 'after a rolled-back first insert, a vector of another dimension goes in at once (no VACUUM)');
 is($node->safe_psql('postgres', q{
 	INSERT INTO vd VALUES (3, '{5,4,3,2,1}');
 	SET enable_seqscan = off;
@@ -199,7 +198,45 @@ is($node->safe_psql('postgres', q{
 	FROM genie_vector_info('vd_v'), (SELECT id FROM vd ORDER BY v <-> '{1,2,3,4,5}' LIMIT 5) s
 	GROUP BY dimensions}), '5:2,3', 'the index holds 5 dimensions and finds both rows');
 ($dret, $dout, $derr) = $node->psql('postgres', q{INSERT INTO vd VALUES (4, '{1,2,3}')});
-like($derr, qr/holds vectors of 5/, 'with rows in it, the dimension stays');
+like($derr, qr/holds vectors of 5.*HINT:  An index takes the dimension of its first vector/s,
+	'with rows in it, the dimension stays, and the error says why');
+# deleted rows a REPEATABLE READ reader can still see keep the dimension
+my $reader = $node->background_psql('postgres');
+$reader->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+$reader->query_safe('SELECT count(*) FROM vd');
+$node->safe_psql('postgres', 'DELETE FROM vd');
+($dret, $dout, $derr) = $node->psql('postgres', q{INSERT INTO vd VALUES (5, '{1,2,3}')});
+like($derr, qr/holds vectors of 5/, 'deleted rows an open snapshot still sees keep the dimension');
+$reader->query_safe('COMMIT');
+$reader->quit;
+($dret, $dout, $derr) = $node->psql('postgres', q{INSERT INTO vd VALUES (5, '{1,2,3}')});
+is($derr, '', 'once no snapshot sees them, the next insert clears them and takes 3 dimensions');
+is($node->safe_psql('postgres', q{
+	SET enable_seqscan = off;
+	SELECT dimensions || ':' || string_agg(id::text, ',') FROM genie_vector_info('vd_v'),
+	  (SELECT id FROM vd ORDER BY v <-> '{1,2,3}' LIMIT 5) s GROUP BY dimensions}), '3:5',
+	'the index holds 3 dimensions and only the new row');
+check_index($node, 'vd_v', 'after the inserts cleared the rows of other dimensions');
+# a row another session has not committed yet keeps the dimension, the
+# other rows being deleted; once it is rolled back, the next insert clears
+$node->safe_psql('postgres', 'DELETE FROM vd');
+my $writer = $node->background_psql('postgres');
+$writer->query_safe('BEGIN');
+$writer->query_safe(q{INSERT INTO vd VALUES (6, '{4,5,6}')});
+($dret, $dout, $derr) = $node->psql('postgres', q{INSERT INTO vd VALUES (7, '{1,2}')});
+like($derr, qr/holds vectors of 3/, 'a row not yet committed keeps the dimension');
+$writer->query_safe('ROLLBACK');
+$writer->quit;
+($dret, $dout, $derr) = $node->psql('postgres', q{INSERT INTO vd VALUES (7, '{1,2}')});
+is($derr, '', 'rolled back, it is cleared with the deleted row by the next insert');
+# codes: the same for a code's length
+$node->safe_psql('postgres', q{
+	CREATE TABLE cd (id int, c varbit);
+	CREATE INDEX cd_c ON cd USING genie (c);
+	BEGIN; INSERT INTO cd VALUES (1, B'1010'); ROLLBACK;
+});
+($dret, $dout, $derr) = $node->psql('postgres', q{INSERT INTO cd VALUES (2, B'10101010')});
+is($derr, '', 'a code index takes another length after a rolled-back first insert');
 
 
 # Reads never fail because the service lost the version a statement
