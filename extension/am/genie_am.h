@@ -90,10 +90,11 @@ extern void genie_merge_pending(Relation index, bool wait);
 
 /*
  * For an insert whose value's length conflicts with the index's: when the
- * index holds few objects and every one is a row no transaction can see
- * (a rolled-back first insert, deleted rows), flags and merges them away
- * as VACUUM would, leaving the index empty.  Gives up (false) when a VACUUM
- * or merge is running, or when a row may still be seen.
+ * index holds few objects and every one is a row that never was (its
+ * insert rolled back) or that pruning already removed, flags and merges
+ * them away as VACUUM would, leaving the index empty.  Gives up (false)
+ * when a VACUUM or merge is running, or when any row may be seen; deleted
+ * rows are left to VACUUM, which tells standbys first.
  */
 extern bool genie_remove_dead_objects(Relation index, Relation heap);
 

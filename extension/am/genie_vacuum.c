@@ -432,37 +432,32 @@ genie_amvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	return stats;
 }
 
-/* ---- an insert clearing the dead rows of another length ---- */
+/* ---- an insert clearing the rows of another length that never were ---- */
 
 /* The most objects an insert checks one by one in the heap. */
 #define GENIE_REMOVE_DEAD_MAX_OBJECTS 10000
 
-typedef struct DeadCheck
-{
-	Relation	heap;
-	BlockNumber nblocks;
-	TransactionId oldest_xmin;
-} DeadCheck;
-
 /*
- * Whether the heap tuple at tid is dead to every transaction, as VACUUM
- * would find it: a dead line pointer, or a tuple HeapTupleSatisfiesVacuum
- * calls dead that no HOT chain continues from (the index object stands
- * for the chain).  Anything else, or in doubt: not dead.
+ * Whether the row at tid can be seen by no transaction, here or on a
+ * standby, without a record that tells a standby so: its line pointer is
+ * dead (pruning, which logged its conflict horizon, made it so), or its
+ * inserting transaction aborted (HeapTupleSatisfiesVacuum then calls it
+ * dead and sets HEAP_XMIN_INVALID).  A row that was deleted is left to
+ * VACUUM, whose pruning tells the standbys; so is anything else, or in
+ * doubt.  No index lock is held here.
  */
 static bool
-tid_dead(ItemPointer tid, void *arg)
+tid_dead(Relation heap, BlockNumber nblocks, TransactionId oldest_xmin, ItemPointer tid)
 {
-	DeadCheck  *dc = arg;
 	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
 	OffsetNumber off = ItemPointerGetOffsetNumber(tid);
 	Buffer		buffer;
 	Page		page;
 	bool		dead = false;
 
-	if (blkno >= dc->nblocks)
+	if (blkno >= nblocks)
 		return false;
-	buffer = ReadBuffer(dc->heap, blkno);
+	buffer = ReadBuffer(heap, blkno);
 	LockBuffer(buffer, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buffer);
 	if (off >= FirstOffsetNumber && off <= PageGetMaxOffsetNumber(page))
@@ -477,22 +472,50 @@ tid_dead(ItemPointer tid, void *arg)
 
 			tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 			tuple.t_len = ItemIdGetLength(lp);
-			tuple.t_tableOid = RelationGetRelid(dc->heap);
+			tuple.t_tableOid = RelationGetRelid(heap);
 			tuple.t_self = *tid;
-			dead = !HeapTupleHeaderIsHotUpdated(tuple.t_data) &&
-				HeapTupleSatisfiesVacuum(&tuple, dc->oldest_xmin, buffer) == HEAPTUPLE_DEAD;
+			dead = HeapTupleSatisfiesVacuum(&tuple, oldest_xmin, buffer) == HEAPTUPLE_DEAD &&
+				HeapTupleHeaderXminInvalid(tuple.t_data) &&
+				!HeapTupleHeaderIsHotUpdated(tuple.t_data);
 		}
 	}
 	UnlockReleaseBuffer(buffer);
 	return dead;
 }
 
+typedef struct DeadTids
+{
+	ItemPointerData *tids;		/* sorted */
+	int64		n;
+} DeadTids;
+
+static int
+tid_order(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
+/* ambulkdelete's callback: the TIDs found dead beforehand, an in-memory lookup */
+static bool
+tid_in(ItemPointer tid, void *arg)
+{
+	DeadTids   *d = arg;
+
+	return bsearch(tid, d->tids, d->n, sizeof(ItemPointerData), tid_order) != NULL;
+}
+
 bool
 genie_remove_dead_objects(Relation index, Relation heap)
 {
 	GenieMetaPageData meta;
+	GenieIndexContent content;
 	IndexVacuumInfo info;
-	DeadCheck	dc;
+	DeadTids	dead;
+	MemoryContext cxt;
+	MemoryContext old;
+	BlockNumber nblocks;
+	TransactionId oldest_xmin;
+	bool		all = true;
 	bool		empty = false;
 
 	genie_read_meta(index, &meta);
@@ -507,21 +530,46 @@ genie_remove_dead_objects(Relation index, Relation heap)
 	 */
 	if (!ConditionalLockRelation(heap, ShareUpdateExclusiveLock))
 		return false;
-	dc.heap = heap;
-	dc.nblocks = RelationGetNumberOfBlocks(heap);
-	dc.oldest_xmin = GetOldestNonRemovableTransactionId(heap);
-	memset(&info, 0, sizeof(info));
-	info.index = index;
-	info.message_level = DEBUG2;
-	info.num_heap_tuples = -1;
-	(void) genie_ambulkdelete(&info, NULL, tid_dead, &dc);
-	genie_read_meta(index, &meta);
-	if (meta.n_dead == meta.n_objects)
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "genie dead objects", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	GENIE_CONTENT_LOCK_SHARE(index);
+	genie_read_content(index, &content, false);
+	GENIE_CONTENT_UNLOCK_SHARE(index);
+
+	/* the heap is read with no index lock held; one row that may be seen ends it */
+	nblocks = RelationGetNumberOfBlocks(heap);
+	oldest_xmin = GetOldestNonRemovableTransactionId(heap);
+	dead.tids = palloc(sizeof(ItemPointerData) * Max(content.n_objects, 1));
+	dead.n = 0;
+	for (int32 o = 0; o < content.n_objects && all; o++)
 	{
-		genie_merge_pending(index, false);
-		genie_read_meta(index, &meta);
-		empty = meta.n_objects == 0;
+		CHECK_FOR_INTERRUPTS();
+		if (content.objects[o].flags & GENIE_OBJECT_DEAD)
+			continue;
+		if (tid_dead(heap, nblocks, oldest_xmin, &content.objects[o].tid))
+			dead.tids[dead.n++] = content.objects[o].tid;
+		else
+			all = false;
 	}
+	if (all)
+	{
+		qsort(dead.tids, dead.n, sizeof(ItemPointerData), tid_order);
+		memset(&info, 0, sizeof(info));
+		info.index = index;
+		info.message_level = DEBUG2;
+		info.num_heap_tuples = -1;
+		(void) genie_ambulkdelete(&info, NULL, tid_in, &dead);
+		/* an insert since the content was read keeps a live object: no merge */
+		genie_read_meta(index, &meta);
+		if (meta.n_dead == meta.n_objects)
+		{
+			genie_merge_pending(index, false);
+			genie_read_meta(index, &meta);
+			empty = meta.n_objects == 0;
+		}
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
 	UnlockRelation(heap, ShareUpdateExclusiveLock);
 	return empty;
 }

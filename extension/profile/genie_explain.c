@@ -159,6 +159,7 @@ genie_explain_one_query(Query *query, int cursorOptions, IntoClause *into, Expla
 	int64		calls_before[GENIE_N_PHASES];
 	double		ms_now[GENIE_N_PHASES];
 	int64		calls_now[GENIE_N_PHASES];
+	/* set before PG_TRY and only read inside it: safe across its longjmp */
 	bool		profiling = genie_profile_enabled;
 
 	if (!es->analyze)
@@ -170,7 +171,7 @@ genie_explain_one_query(Query *query, int cursorOptions, IntoClause *into, Expla
 		return;
 	}
 	genie_profile_read(ms_before, calls_before);
-	/* the statement's largest k, not the session's */
+	/* the statement's largest k and engines, not the session's */
 	before = genie_explain_counts;
 	genie_explain_counts.largest_k = 0;
 	genie_explain_counts.engines = 0;
@@ -184,15 +185,16 @@ genie_explain_one_query(Query *query, int cursorOptions, IntoClause *into, Expla
 	}
 	PG_FINALLY();
 	{
+		/* the session's state as it was, whether the statement ended or failed */
 		genie_profile_enabled = profiling;
+		genie_profile_read(ms_now, calls_now);
+		now = genie_explain_counts;
+		genie_explain_counts.largest_k = Max(before.largest_k, now.largest_k);
+		genie_explain_counts.engines |= before.engines;
+		if (!profiling)
+			genie_profile_restore(ms_before, calls_before);
 	}
 	PG_END_TRY();
-	genie_profile_read(ms_now, calls_now);
-	now = genie_explain_counts;
-	genie_explain_counts.largest_k = Max(before.largest_k, now.largest_k);
-	genie_explain_counts.engines |= before.engines;
-	if (!profiling)
-		genie_profile_restore(ms_before, calls_before);
 	show(es, &before, ms_before, &now, ms_now);
 }
 

@@ -641,6 +641,10 @@ genie_retry_on_version_gone(GenieAttempt attempt, GenieAttempt moved, void *arg)
 			if (!gone || edata->sqlerrcode != ERRCODE_T_R_SERIALIZATION_FAILURE ||
 				n == GENIE_VERSION_ATTEMPTS)
 				ReThrowError(edata);
+			/* said at DEBUG1: what a test (or a curious administrator) can look for */
+			ereport(DEBUG1,
+					(errmsg_internal("genie: a search moves to its index's current version after: %s",
+									 edata->message)));
 			FreeErrorData(edata);
 			genie_explain_counts.moves++;
 			again = true;		/* (a continue here would only leave PG_TRY's block) */

@@ -81,7 +81,7 @@ check_insert_length(Relation index, int32 fixed, int32 n_objects, int32 bits)
 				(errcode(ERRCODE_STRING_DATA_LENGTH_MISMATCH),
 				 errmsg("the code has %d bits, but genie index \"%s\" holds codes of %d bits",
 						bits, RelationGetRelationName(index), fixed),
-				 errhint("An index takes the length of its first code: use bit(%d), or an index per length (a partial index on length(code) works). Once no transaction can see a row of that length, an insert of another clears them and the index takes the new one.",
+				 errhint("An index takes the length of its first code: use bit(%d), or an index per length (a partial index on length(code) works). Rows of that length whose insert rolled back are cleared by the next insert of another; deleted ones by VACUUM, after which an index left with no row takes the next code's length.",
 						 fixed)));
 	return false;
 }

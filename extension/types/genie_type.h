@@ -126,7 +126,8 @@ typedef struct GenieTypeInfo
 	 * vector's dimension, a code's bits) differs from the one the index's
 	 * objects fixed, which encode_value would refuse.  The insert then first
 	 * removes the objects of dead rows (genie_remove_dead_objects), after
-	 * which an index left empty takes the new length.  NULL: no such length.
+	 * which an index left empty takes the new length (rows whose insert
+	 * rolled back; deleted rows wait for VACUUM).  NULL: no such length.
 	 */
 	bool		(*length_conflict) (Relation index, Datum value);
 

@@ -200,7 +200,7 @@ check_insert_dimension(Relation index, const GenieVectorSchema *schema, int32 n_
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("the vector has %d dimensions, but genie index \"%s\" holds vectors of %d",
 						dim, RelationGetRelationName(index), schema->dimensions),
-				 errhint("An index takes the dimension of its first vector; once no transaction can see a row of that dimension, an insert of another clears them and the index takes the new one.")));
+				 errhint("An index takes the dimension of its first vector. Rows of that dimension whose insert rolled back are cleared by the next insert of another; deleted ones by VACUUM, after which an index left with no row takes the next vector's dimension.")));
 	return false;
 }
 

@@ -23,6 +23,8 @@ shared_preload_libraries = 'genie'
 max_connections = 20
 genie.cpu_threads = 2
 genie.cache_size = '1MB'
+# a search that moves to the current version says so at DEBUG1
+log_min_messages = debug1
 });
 $node->start;
 
@@ -57,6 +59,7 @@ sub cursor_across_a_merge
 	$cursor->query_safe('BEGIN');
 	$cursor->query_safe("DECLARE c NO SCROLL CURSOR FOR $declare");
 	my $first = $cursor->query_safe('FETCH 50 FROM c');
+	my $log_at = -s $node->logfile;
 	$node->safe_psql('postgres', $merge);
 	# the service lets an oversized version go after its search, at its next round of housekeeping
 	ok($node->poll_query_until('postgres', q{SELECT coalesce(host_bytes, 0) <= 1024 * 1024 FROM genie_service_status()}),
@@ -65,6 +68,8 @@ sub cursor_across_a_merge
 	my ($rest, $ret) = eval { $cursor->query('FETCH ALL FROM c') };
 	$ret = 1 unless defined $ret;
 	is($ret, 0, "$name: the cursor goes on after the merge");
+	ok($node->log_contains(qr/genie: a search moves to its index's current version after: genie index "\w+" was merged/, $log_at),
+		"$name: its search did move to the current version (the path under test ran)");
 	# (after an error the session's stderr keeps it: nothing more is sent)
 	$cursor->query_safe('COMMIT') if $ret == 0;
 	eval { $cursor->quit };

@@ -290,6 +290,14 @@ genie_document_query_recv(PG_FUNCTION_ARGS)
 		terms[i].classes = (uint8) pq_getmsgint(buf, 1);
 		terms[i].lexeme = pq_getmsgtext(buf, pq_getmsgint(buf, 4), &nbytes);
 		terms[i].length = nbytes;
+		/* refused here as the binary form's faults; genie_document_query_make checks again */
+		if (terms[i].weight < 1 || terms[i].weight > GENIE_QUERY_MAX_WEIGHT ||
+			terms[i].classes == 0 || (terms[i].classes & ~GENIE_DOCUMENT_ALL_CLASSES) != 0 ||
+			nbytes < 1 || nbytes > GENIE_DOCUMENT_MAX_LEXEME)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("invalid genie_document_query term %d: weight %d, classes %d, %d bytes",
+							i + 1, terms[i].weight, terms[i].classes, nbytes)));
 	}
 	PG_RETURN_POINTER(genie_document_query_make(terms, n));
 }
