@@ -45,6 +45,12 @@ genie_int32_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+int
+genie_tid_cmp(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
 void
 genie_report_error(const genie_error *err, const char *context)
 {

@@ -45,6 +45,9 @@ extern int	genie_cancel_requested(void *arg);
 /* qsort/bsearch order of int32 values, ascending */
 extern int	genie_int32_cmp(const void *a, const void *b);
 
+/* qsort/bsearch order of ItemPointerData (TIDs), as ItemPointerCompare */
+extern int	genie_tid_cmp(const void *a, const void *b);
+
 /*
  * Returns the elements of a one-dimensional int4[] without NULL elements
  * (a pointer into the detoasted array); raises a clear error otherwise.

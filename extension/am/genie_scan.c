@@ -331,12 +331,6 @@ scan_attempt(void *arg)
 	a->search(a->scan, a->so);
 }
 
-static int
-tid_order(const void *a, const void *b)
-{
-	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
-}
-
 /*
  * The version the scan searched is gone (the genie service let it go and a
  * merge has renumbered the pages since): the scan moves to the index's
@@ -373,12 +367,12 @@ scan_moved(void *arg)
 											  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	if (n > 0)
 	{
-		qsort(tids, n, sizeof(ItemPointerData), tid_order);
+		qsort(tids, n, sizeof(ItemPointerData), genie_tid_cmp);
 		for (int32 id = 0; id < entry->n_objects; id++)
 		{
 			if ((id & 0xFFFF) == 0xFFFF)
 				CHECK_FOR_INTERRUPTS();
-			if (bsearch(&entry->objects[id].tid, tids, n, sizeof(ItemPointerData), tid_order) != NULL)
+			if (bsearch(&entry->objects[id].tid, tids, n, sizeof(ItemPointerData), genie_tid_cmp) != NULL)
 				mark_returned(so, id);
 		}
 	}

@@ -489,19 +489,13 @@ typedef struct DeadTids
 	int64		n;
 } DeadTids;
 
-static int
-tid_order(const void *a, const void *b)
-{
-	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
-}
-
 /* ambulkdelete's callback: the TIDs found dead beforehand, an in-memory lookup */
 static bool
 tid_in(ItemPointer tid, void *arg)
 {
 	DeadTids   *d = arg;
 
-	return bsearch(tid, d->tids, d->n, sizeof(ItemPointerData), tid_order) != NULL;
+	return bsearch(tid, d->tids, d->n, sizeof(ItemPointerData), genie_tid_cmp) != NULL;
 }
 
 bool
@@ -553,7 +547,7 @@ genie_remove_dead_objects(Relation index, Relation heap)
 	}
 	if (all)
 	{
-		qsort(dead.tids, dead.n, sizeof(ItemPointerData), tid_order);
+		qsort(dead.tids, dead.n, sizeof(ItemPointerData), genie_tid_cmp);
 		memset(&info, 0, sizeof(info));
 		info.index = index;
 		info.message_level = DEBUG2;

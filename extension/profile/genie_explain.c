@@ -149,6 +149,17 @@ show(ExplainState *es, const GenieExplainCounts *before, const double *ms_before
 	ExplainCloseGroup("Genie", NULL, true, es);
 }
 
+/* The hook installed before genie's, or explain.c's own work. */
+static void
+next(Query *query, int cursorOptions, IntoClause *into, ExplainState *es,
+	 const char *queryString, ParamListInfo params, QueryEnvironment *queryEnv)
+{
+	if (prev_explain_one_query)
+		prev_explain_one_query(query, cursorOptions, into, es, queryString, params, queryEnv);
+	else
+		explain_one_query(query, cursorOptions, into, es, queryString, params, queryEnv);
+}
+
 static void
 genie_explain_one_query(Query *query, int cursorOptions, IntoClause *into, ExplainState *es,
 						const char *queryString, ParamListInfo params, QueryEnvironment *queryEnv)
@@ -164,10 +175,7 @@ genie_explain_one_query(Query *query, int cursorOptions, IntoClause *into, Expla
 
 	if (!es->analyze)
 	{
-		if (prev_explain_one_query)
-			prev_explain_one_query(query, cursorOptions, into, es, queryString, params, queryEnv);
-		else
-			explain_one_query(query, cursorOptions, into, es, queryString, params, queryEnv);
+		next(query, cursorOptions, into, es, queryString, params, queryEnv);
 		return;
 	}
 	genie_profile_read(ms_before, calls_before);
@@ -178,10 +186,7 @@ genie_explain_one_query(Query *query, int cursorOptions, IntoClause *into, Expla
 	genie_profile_enabled = true;
 	PG_TRY();
 	{
-		if (prev_explain_one_query)
-			prev_explain_one_query(query, cursorOptions, into, es, queryString, params, queryEnv);
-		else
-			explain_one_query(query, cursorOptions, into, es, queryString, params, queryEnv);
+		next(query, cursorOptions, into, es, queryString, params, queryEnv);
 	}
 	PG_FINALLY();
 	{

@@ -598,6 +598,20 @@ count_keyword(DocumentFrequencies *f, int32 keyword, int64 n)
 		f->documents[code] += (int32) n;
 }
 
+/* The documents holding the lexeme of code (0 for a code the counts do not know). */
+static int64
+code_documents(const DocumentFrequencies *f, int32 code)
+{
+	return code >= 0 && code < f->n_codes ? f->documents[code] : 0;
+}
+
+/* The documents of the index holding a query term. */
+static int64
+term_documents(GenieRowDictionary *d, const DocumentFrequencies *f, const DocumentTerm *term)
+{
+	return code_documents(f, genie_row_dictionary_lookup(d, 0, term->lexeme, term->length));
+}
+
 /* The frequencies of the index's current content, read when it changed. */
 static DocumentFrequencies *
 document_frequencies(Relation index, int32 n_codes)
@@ -710,7 +724,7 @@ genie_document_engine_query(Relation index, Datum value, Oid type, bool idf)
 		if (code < 0)
 			continue;
 		if (f != NULL)
-			scale *= idf_weight(code < f->n_codes ? f->documents[code] : 0, f->n_documents);
+			scale *= idf_weight(code_documents(f, code), f->n_documents);
 		/* a document holds a lexeme in one class: its best weight is what it can add */
 		for (int c = 0; c < DOCUMENT_CLASSES; c++)
 			if (terms[t].classes & (1 << c))
@@ -803,8 +817,7 @@ genie_document_weights(PG_FUNCTION_ARGS)
 	f = document_frequencies(index, d->schema.attributes[0].n_values);
 	for (int t = 0; t < n; t++)
 	{
-		int32		code = genie_row_dictionary_lookup(d, 0, terms[t].lexeme, terms[t].length);
-		int64		df = code >= 0 && code < f->n_codes ? f->documents[code] : 0;
+		int64		df = term_documents(d, f, &terms[t]);
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
 
@@ -850,14 +863,7 @@ genie_document_query_of_index(PG_FUNCTION_ARGS)
 		inputs[t].lexeme = terms[t].lexeme;
 		inputs[t].length = terms[t].length;
 		inputs[t].classes = terms[t].classes;
-		inputs[t].weight = 1;
-		if (f != NULL)
-		{
-			int32		code = genie_row_dictionary_lookup(d, 0, terms[t].lexeme, terms[t].length);
-			int64		df = code >= 0 && code < f->n_codes ? f->documents[code] : 0;
-
-			inputs[t].weight = idf_weight(df, f->n_documents);
-		}
+		inputs[t].weight = f != NULL ? idf_weight(term_documents(d, f, &terms[t]), f->n_documents) : 1;
 	}
 	index_close(index, AccessShareLock);
 	table_close(heap, AccessShareLock);

@@ -29,6 +29,7 @@
 #include "fmgr.h"
 #include "libpq/pqformat.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "parser/scansup.h"
 #include "tsearch/ts_utils.h"
 #include "utils/builtins.h"
@@ -187,6 +188,9 @@ genie_document_query_in(PG_FUNCTION_ARGS)
 			p++;
 		if (*p == '\0')
 			break;
+		/* an input can hold millions of terms */
+		if ((n & 4095) == 4095)
+			CHECK_FOR_INTERRUPTS();
 		initStringInfo(&lexeme);
 		p = read_lexeme(input, p, &lexeme);
 		if (lexeme.len == 0)
