@@ -387,7 +387,7 @@ run(IndexScanDesc scan, GenieScanOpaque so, ScanSearch search)
 {
 	ScanAttempt a = {scan, so, search};
 
-	genie_retry_on_version_gone(scan_attempt, scan_moved, &a);
+	genie_retry_on_version_gone(scan->indexRelation, scan_attempt, scan_moved, &a);
 }
 
 static void

@@ -604,7 +604,7 @@ run_pinned(Relation index, GenieBatchSearch search, void *arg)
 }
 
 void
-genie_retry_on_version_gone(GenieAttempt attempt, GenieAttempt moved, void *arg)
+genie_retry_on_version_gone(Relation index, GenieAttempt attempt, GenieAttempt moved, void *arg)
 {
 	if (IsInParallelMode())
 	{
@@ -615,8 +615,23 @@ genie_retry_on_version_gone(GenieAttempt attempt, GenieAttempt moved, void *arg)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
 		ResourceOwner owner = CurrentResourceOwner;
+		bool		last = n == GENIE_VERSION_ATTEMPTS;
 		volatile bool again = false;
 
+		/*
+		 * The last attempt holds the content lock in share mode from moving
+		 * to the current version to the end of its search.  A merge takes
+		 * that lock exclusively, so none can renumber the pages under it:
+		 * merges (VACUUM's, a full pending list's) wait for this one search
+		 * instead of the statement failing.  Inserts take it in share mode
+		 * and go on.  Taken here, not by the first attempt, because a
+		 * search usually keeps its version and a merge should not wait on
+		 * every search.  A heavyweight lock: a cancel still ends the wait.
+		 */
+		if (last)
+			GENIE_CONTENT_LOCK_SHARE(index);
+		if (n > 1 && moved != NULL)
+			moved(arg);
 		genie_content_version_gone = false;
 		BeginInternalSubTransaction(NULL);
 		MemoryContextSwitchTo(cxt);
@@ -638,22 +653,25 @@ genie_retry_on_version_gone(GenieAttempt attempt, GenieAttempt moved, void *arg)
 			RollbackAndReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(cxt);
 			CurrentResourceOwner = owner;
-			if (!gone || edata->sqlerrcode != ERRCODE_T_R_SERIALIZATION_FAILURE ||
-				n == GENIE_VERSION_ATTEMPTS)
+			if (last)
+				GENIE_CONTENT_UNLOCK_SHARE(index);
+			if (!gone || edata->sqlerrcode != ERRCODE_T_R_SERIALIZATION_FAILURE || last)
 				ReThrowError(edata);
 			/* said at DEBUG1: what a test (or a curious administrator) can look for */
 			ereport(DEBUG1,
-					(errmsg_internal("genie: a search moves to its index's current version after: %s",
-									 edata->message)));
+					(errmsg_internal("genie: a search moves to its index's current version after attempt %d: %s",
+									 n, edata->message)));
 			FreeErrorData(edata);
 			genie_explain_counts.moves++;
 			again = true;		/* (a continue here would only leave PG_TRY's block) */
 		}
 		PG_END_TRY();
 		if (!again)
+		{
+			if (last)
+				GENIE_CONTENT_UNLOCK_SHARE(index);
 			return;
-		if (moved != NULL)
-			moved(arg);
+		}
 	}
 }
 
@@ -679,7 +697,7 @@ genie_search_batch_retrying(Relation index, GenieBatchSearch search, void *arg)
 	BatchAttempt a = {index, search, arg};
 
 	/* each run gets the index's current entry itself: nothing to move */
-	genie_retry_on_version_gone(batch_attempt, NULL, &a);
+	genie_retry_on_version_gone(index, batch_attempt, NULL, &a);
 }
 
 int32

@@ -80,8 +80,8 @@ extern int32 genie_search_wider_k(int32 k, int32 n_objects);
  * search started with is gone under it (genie_content_version_gone: the
  * genie service lost it and a merge has renumbered the pages since), it
  * runs again on the current version's entry, which holds every row the
- * statement's snapshot sees, up to three times.  A READ COMMITTED read
- * then never fails for that internal reason.  search must leave its
+ * statement's snapshot sees.  The third run holds merges off (below), so
+ * that a READ COMMITTED read never fails for that internal reason.  search must leave its
  * results in memory of the caller's context, not in the function's result
  * yet.  In parallel mode (no subtransaction allowed) it runs once.
  */
@@ -92,9 +92,13 @@ extern void genie_search_batch_retrying(Relation index, GenieBatchSearch search,
  * The mechanism under it, for any search: runs attempt(arg) in an internal
  * subtransaction; when the version it searched is gone (as above), calls
  * moved(arg) (if not NULL: the caller moves to the index's current entry)
- * and runs it again, up to three times.  In parallel mode it runs once.
+ * and runs it again.  The third run takes the index's content lock in
+ * share mode before moved(arg) and keeps it to its end: no merge can take
+ * its version, and merges wait for it.  In parallel mode it runs once.
  */
 typedef void (*GenieAttempt) (void *arg);
+extern void genie_retry_on_version_gone(Relation index, GenieAttempt attempt, GenieAttempt moved,
+										void *arg);
 
 /*
  * Where the last engine search ran (EXPLAIN (ANALYZE), genie_explain.h):
@@ -102,7 +106,6 @@ typedef void (*GenieAttempt) (void *arg);
  */
 extern void genie_search_ran_on(genie_engine_kind engine, bool by_service);
 extern void genie_search_count(int nq, int64 k, int64 rows);
-extern void genie_retry_on_version_gone(GenieAttempt attempt, GenieAttempt moved, void *arg);
 extern bool genie_search_exhausted(const GenieSearchResult *result, int q, int32 k,
 								   int32 n_objects);
 
