@@ -30,6 +30,8 @@
 
 #include "genie_utils.h"
 
+int			genie_cpu_threads = 0;
+
 int
 genie_cancel_requested(void *arg)
 {

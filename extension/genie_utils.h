@@ -42,6 +42,12 @@ extern void genie_report_error(const genie_error *err, const char *context) pg_a
  */
 extern int	genie_cancel_requested(void *arg);
 
+/*
+ * genie.cpu_threads: the host threads a backend's C API calls may use (the
+ * CPU engine, the build's sort, the LSH draws); 0 is every core.
+ */
+extern int	genie_cpu_threads;
+
 /* qsort/bsearch order of int32 values, ascending */
 extern int	genie_int32_cmp(const void *a, const void *b);
 

@@ -201,7 +201,8 @@ genie_status genie_lsh_create(const genie_lsh_params* params, int (*cancel)(void
     p.width = params->width;
     p.seed = params->seed;
     auto owned = std::make_unique<genie_lsh>();
-    GENIE_RETURN_IF_ERROR(genie::LshFunctions::Create(p, &owned->functions, genie::CancelCheck{cancel, cancel_arg}));
+    GENIE_RETURN_IF_ERROR(
+        genie::LshFunctions::Create(p, &owned->functions, genie::CancelCheck{cancel, cancel_arg}, params->threads));
     *lsh = owned.release();
     return genie::Status::Ok();
   });

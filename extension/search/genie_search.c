@@ -51,7 +51,6 @@
 int			genie_device_setting = GENIE_DEVICE_SETTING_AUTO;
 int			genie_device_memory_limit_mb = 0;
 int			genie_gpu_set_min_postings = 16384;
-int			genie_cpu_threads = 0;
 
 #define GENIE_VISIBILITY_CACHE_BYTES ((Size) 256 * 1024 * 1024)
 

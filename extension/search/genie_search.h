@@ -35,7 +35,6 @@ typedef enum GenieDeviceSetting
 extern int	genie_device_setting;
 extern int	genie_device_memory_limit_mb;
 extern int	genie_gpu_set_min_postings;
-extern int	genie_cpu_threads;
 
 /* Engine options from genie.cpu_threads and genie.device_memory_limit. */
 extern void genie_search_engine_options(genie_engine_kind kind, int (*cancel) (void *),

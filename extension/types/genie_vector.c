@@ -155,6 +155,8 @@ schema_lsh(const GenieVectorSchema *schema)
 	params.buckets = schema->buckets;
 	params.width = schema->width;
 	params.seed = schema->seed;
+	/* the draws' logarithms on the CPU engine's threads (same functions for any count) */
+	params.threads = genie_cpu_threads;
 	genie_lsh_free(victim->lsh);
 	victim->lsh = NULL;
 	GENIE_CHECK(genie_lsh_create(&params, genie_cancel_requested, NULL, &victim->lsh, &err),

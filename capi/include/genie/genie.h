@@ -599,13 +599,15 @@ typedef struct genie_lsh_params
 	int32_t		buckets;		/* each function re-hashed into [0, buckets) */
 	double		width;			/* E2LSH: bucket width w; RBH: kernel width sigma */
 	uint64_t	seed;
+	int32_t		threads;		/* for the draws: 0 or less every core; the same functions for any */
 } genie_lsh_params;
 
 typedef struct genie_lsh genie_lsh;
 
 /*
- * Draws params->functions x params->dim numbers (60-90 ns each): cancel
- * (may be NULL) is polled every 4,096 draws.
+ * Draws params->functions x params->dim numbers (about 55 ns of one core
+ * each, spread over params->threads): cancel (may be NULL) is polled every
+ * 4,096 draws.
  */
 genie_status genie_lsh_create(const genie_lsh_params *params, int (*cancel) (void *arg),
 							  void *cancel_arg, genie_lsh **lsh, genie_error *err);

@@ -43,13 +43,22 @@ class LshFunctions {
  public:
   // InvalidArgument for dim, functions or buckets below 1, functions *
   // buckets beyond the int32 keyword range, or a width that is not finite
-  // and positive.  The draws cost about 60-90 ns each (functions x dim of
-  // them, one double each, two for RBH), so the cancel check is polled
-  // every 4,096 draws: Cancelled() within a fraction of a millisecond.
+  // and positive.  functions x dim draws (one double each, two for RBH): the
+  // generator's numbers on this thread, their logarithms on up to `threads`
+  // threads (0 or less: every core), the same functions for any count.
+  // The cancel check is polled every 4,096 draws: Cancelled() within a
+  // fraction of a millisecond.
   static Status Create(const LshParams& params, std::unique_ptr<LshFunctions>* out,
-                       const CancelCheck& cancel = {});
+                       const CancelCheck& cancel = {}, int32_t threads = 1);
 
   const LshParams& params() const { return params_; }
+  // The drawn functions, m x dim in function order (empty for the other
+  // family): E2LSH's projections a_i and offsets b_i, RBH's pitches g and
+  // shifts u.
+  const std::vector<double>& projections() const { return projections_; }
+  const std::vector<double>& offsets() const { return offsets_; }
+  const std::vector<double>& cells() const { return cells_; }
+  const std::vector<double>& shifts() const { return shifts_; }
 
   // out[i] = i * buckets + r_i(h_i(v)) for i in [0, m): ascending, one per
   // function.  v has dim finite elements.
@@ -90,5 +99,7 @@ uint32_t MurmurHash3(const void* key, std::size_t size, uint32_t seed);
 // ln(x) for finite x > 0 from IEEE basic operations only (same bits on
 // every machine), within a few units in the last place of std::log.
 double PortableLog(double x);
+// out[i] = PortableLog(x[i]) for i in [0, n), bit for bit, several at once.
+void PortableLogs(const double* x, double* out, std::size_t n);
 
 }  // namespace genie
