@@ -323,7 +323,7 @@ genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access)
 		 * security or column privileges hide: as pgstattuple, only the
 		 * owner and pg_stat_scan_tables may read them.
 		 */
-		if (!pg_class_ownercheck(heapoid, GetUserId()) &&
+		if (!genie_class_ownercheck(heapoid, GetUserId()) &&
 			!has_privs_of_role(GetUserId(), ROLE_PG_STAT_SCAN_TABLES))
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

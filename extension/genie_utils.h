@@ -22,6 +22,56 @@
 #include "genie/genie.h"
 
 /*
+ * PostgreSQL 15 and 17 from one source.  What 16 renamed: a relation's
+ * storage is a RelFileLocator (a RelFileNode before), the owner check is
+ * object_ownercheck, a qualified name is parsed with an error context, a
+ * counted text is sent without its flag, and a sorted datum is fetched
+ * with a copy flag.  What 17 renamed: a backend's number is its
+ * ProcNumber (MyProcNumber, which also numbers its PGPROC: pgprocno
+ * before), and the autovacuum worker test.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "storage/relfilelocator.h"
+typedef RelFileLocator GenieRelFile;
+#define GENIE_REL_FILE(rel)				((rel)->rd_locator)
+#define GENIE_REL_FILE_NUMBER(rel)		((rel)->rd_locator.relNumber)
+#define GENIE_SMGR_FILE(smgr)			(&(smgr)->smgr_rlocator.locator)
+#define GenieRelFileEquals(a, b)		RelFileLocatorEquals(a, b)
+#define genie_class_ownercheck(relid, role) object_ownercheck(RelationRelationId, (relid), (role))
+#define genie_qualified_name_list(name)	stringToQualifiedNameList((name), NULL)
+#define genie_sendcountedtext(buf, str, len) pq_sendcountedtext((buf), (str), (len))
+#define genie_tuplesort_getdatum(state, value, isnull) \
+	tuplesort_getdatum((state), true, false, (value), (isnull), NULL)
+#else
+#include "storage/relfilenode.h"
+typedef RelFileNode GenieRelFile;
+#define GENIE_REL_FILE(rel)				((rel)->rd_node)
+#define GENIE_REL_FILE_NUMBER(rel)		((rel)->rd_node.relNode)
+#define GENIE_SMGR_FILE(smgr)			(&(smgr)->smgr_rnode.node)
+#define GenieRelFileEquals(a, b)		RelFileNodeEquals(a, b)
+#define genie_class_ownercheck(relid, role) pg_class_ownercheck((relid), (role))
+#define genie_qualified_name_list(name)	stringToQualifiedNameList(name)
+#define genie_sendcountedtext(buf, str, len) pq_sendcountedtext((buf), (str), (len), false)
+#define genie_tuplesort_getdatum(state, value, isnull) \
+	tuplesort_getdatum((state), true, (value), (isnull), NULL)
+#endif
+/* A check hook's extra: what the GUC machinery frees (guc_malloc since 16) */
+#if PG_VERSION_NUM >= 160000
+#define genie_guc_malloc(size)			guc_malloc(LOG, (size))
+#else
+#define genie_guc_malloc(size)			malloc(size)
+#endif
+#if PG_VERSION_NUM >= 170000
+#define GENIE_MY_PROC_NUMBER			MyProcNumber
+#define GENIE_LOCAL_BACKEND(local)		((local) ? MyProcNumber : INVALID_PROC_NUMBER)
+#define genie_am_autovacuum_worker()	AmAutoVacuumWorkerProcess()
+#else
+#define GENIE_MY_PROC_NUMBER			(MyProc->pgprocno)
+#define GENIE_LOCAL_BACKEND(local)		((local) ? MyBackendId : InvalidBackendId)
+#define genie_am_autovacuum_worker()	IsAutoVacuumWorkerProcess()
+#endif
+
+/*
  * Turns a failed C API call into ereport(ERROR).  Status values a user can
  * cause get their own SQLSTATE and a hint; a cancelled call raises the
  * pending cancel (or query_canceled); a broken invariant is elog(ERROR).

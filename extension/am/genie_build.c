@@ -165,7 +165,7 @@ sorter_next(GeniePostingsSorter *sorter, int64 *key)
 		*key = sorter->held[sorter->next++];
 		return true;
 	}
-	if (!tuplesort_getdatum(sorter->sort, true, &value, &isnull, NULL))
+	if (!genie_tuplesort_getdatum(sorter->sort, &value, &isnull))
 		return false;
 	*key = DatumGetInt64(value);
 	return true;
@@ -473,7 +473,7 @@ genie_ambuildempty(Relation index)
 	}
 	PageSetChecksumInplace(metapage, GENIE_METAPAGE_BLKNO);
 	smgrwrite(RelationGetSmgr(index), INIT_FORKNUM, GENIE_METAPAGE_BLKNO, (char *) metapage, true);
-	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
+	log_newpage(GENIE_SMGR_FILE(RelationGetSmgr(index)), INIT_FORKNUM,
 				GENIE_METAPAGE_BLKNO, metapage, true);
 	smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
 	pfree(metapage);

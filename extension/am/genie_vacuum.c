@@ -419,7 +419,7 @@ genie_amvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	 * and the merge happens in a manual VACUUM or when inserts outgrow the
 	 * pending list limit.
 	 */
-	if (!IsAutoVacuumWorkerProcess())
+	if (!genie_am_autovacuum_worker())
 	{
 		genie_merge_pending(index, true);
 		stats->pages_free = reclaim_pages(info);

@@ -47,7 +47,10 @@ genie_explain_search(int nq, int64 k, int64 rows, genie_engine_kind engine, bool
 		genie_explain_counts.engines |= by_service ? GENIE_EXPLAIN_CPU_SERVICE : GENIE_EXPLAIN_CPU_HERE;
 }
 
-/* What explain.c's ExplainOneQuery does for a query when no hook is set. */
+/*
+ * What explain.c's ExplainOneQuery does for a query when no hook is set
+ * (PostgreSQL 17's also measures the planner's memory for EXPLAIN (MEMORY)).
+ */
 static void
 explain_one_query(Query *query, int cursorOptions, IntoClause *into, ExplainState *es,
 				  const char *queryString, ParamListInfo params, QueryEnvironment *queryEnv)
@@ -57,6 +60,18 @@ explain_one_query(Query *query, int cursorOptions, IntoClause *into, ExplainStat
 	instr_time	planduration;
 	BufferUsage bufusage_start;
 	BufferUsage bufusage;
+#if PG_VERSION_NUM >= 170000
+	MemoryContextCounters mem_counters;
+	MemoryContext planner_ctx = NULL;
+	MemoryContext saved_ctx = NULL;
+
+	if (es->memory)
+	{
+		planner_ctx = AllocSetContextCreate(CurrentMemoryContext, "explain analyze planner context",
+											ALLOCSET_DEFAULT_SIZES);
+		saved_ctx = MemoryContextSwitchTo(planner_ctx);
+	}
+#endif
 
 	if (es->buffers)
 		bufusage_start = pgBufferUsage;
@@ -69,8 +84,18 @@ explain_one_query(Query *query, int cursorOptions, IntoClause *into, ExplainStat
 		memset(&bufusage, 0, sizeof(BufferUsage));
 		BufferUsageAccumDiff(&bufusage, &pgBufferUsage, &bufusage_start);
 	}
+#if PG_VERSION_NUM >= 170000
+	if (es->memory)
+	{
+		MemoryContextSwitchTo(saved_ctx);
+		MemoryContextMemConsumed(planner_ctx, &mem_counters);
+	}
+	ExplainOnePlan(plan, into, es, queryString, params, queryEnv, &planduration,
+				   es->buffers ? &bufusage : NULL, es->memory ? &mem_counters : NULL);
+#else
 	ExplainOnePlan(plan, into, es, queryString, params, queryEnv, &planduration,
 				   es->buffers ? &bufusage : NULL);
+#endif
 }
 
 static const char *

@@ -149,9 +149,9 @@ genie_cache_make_key(Relation index, const GenieIndexContent *content, GenieServ
 {
 	memset(key, 0, sizeof(*key));
 	key->database = MyDatabaseId;
-	key->node = index->rd_node;
+	key->node = GENIE_REL_FILE(index);
 	/* temporary relfilenodes are unique only within their backend */
-	key->backend = RelationUsesLocalBuffers(index) ? MyBackendId : InvalidBackendId;
+	key->backend = GENIE_LOCAL_BACKEND(RelationUsesLocalBuffers(index));
 	key->postings_head = content->postings_head;
 	key->main_version = content->main_version;
 	key->n_main_objects = content->n_main_objects;
@@ -233,7 +233,7 @@ load_slot(Relation index)
 		slot->entry = e;
 		e->owner = slot;
 		e->index_oid = RelationGetRelid(index);
-		e->node = index->rd_node;
+		e->node = GENIE_REL_FILE(index);
 		e->stamp = content.stamp;
 		e->encoding = content.encoding;
 		e->n_objects = content.n_objects;
@@ -382,7 +382,7 @@ cache_get(Relation index)
 
 		if (e->index_oid != relid)
 			continue;
-		if (e->stamp == stamp && RelFileNodeEquals(e->node, index->rd_node))
+		if (e->stamp == stamp && GenieRelFileEquals(e->node, GENIE_REL_FILE(index)))
 		{
 			e->last_used = ++use_clock;
 			return e;

@@ -11,7 +11,6 @@
 
 #include "postgres.h"
 
-#include "storage/relfilenode.h"
 #include "utils/relcache.h"
 
 #include "service/genie_service.h"
@@ -22,7 +21,7 @@ extern int	genie_cache_size_mb;
 typedef struct GenieCachedIndex
 {
 	Oid			index_oid;
-	RelFileNode node;
+	GenieRelFile node;
 	uint64		stamp;
 	GenieEncoding encoding;
 	int32		n_objects;

@@ -122,7 +122,7 @@ bool
 genie_service_keys_equal(const GenieServiceKey *a, const GenieServiceKey *b)
 {
 	return a->database == b->database && a->backend == b->backend &&
-		RelFileNodeEquals(a->node, b->node) &&
+		GenieRelFileEquals(a->node, b->node) &&
 		a->postings_head == b->postings_head && a->main_version == b->main_version &&
 		a->n_main_objects == b->n_main_objects &&
 		a->n_keywords == b->n_keywords && a->n_postings == b->n_postings;

@@ -46,11 +46,12 @@
 #include "storage/dsm.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
-#include "storage/relfilenode.h"
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 
 #include "genie/genie.h"
+
+#include "genie_utils.h"
 
 #include "service/genie_values.h"
 
@@ -58,7 +59,7 @@
 typedef struct GenieServiceKey
 {
 	Oid			database;
-	RelFileNode node;
+	GenieRelFile node;
 	int32		backend;		/* temporary indexes: the owning backend's id */
 	BlockNumber postings_head;
 	uint32		main_version;	/* bumped by every merge: see GenieMetaPageData */
@@ -134,7 +135,7 @@ typedef struct GenieServiceShared
 	int64		device_bytes_used;	/* the device's, measured by the worker */
 	int64		device_bytes_total;
 
-	int			n_slots;		/* MaxBackends: indexed by pgprocno */
+	int			n_slots;		/* MaxBackends: indexed by a backend's PGPROC number */
 	GenieServiceSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } GenieServiceShared;
 

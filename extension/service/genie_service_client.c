@@ -42,9 +42,9 @@ my_slot(void)
 {
 	GenieServiceShared *sh = genie_service_shared;
 
-	if (sh == NULL || MyProc == NULL || MyProc->pgprocno < 0 || MyProc->pgprocno >= sh->n_slots)
+	if (sh == NULL || MyProc == NULL || GENIE_MY_PROC_NUMBER < 0 || GENIE_MY_PROC_NUMBER >= sh->n_slots)
 		return NULL;
-	return &sh->slots[MyProc->pgprocno];
+	return &sh->slots[GENIE_MY_PROC_NUMBER];
 }
 
 bool

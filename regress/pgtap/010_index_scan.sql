@@ -165,7 +165,7 @@ SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx', NULL, 5)), 0::bigint
 INSERT INTO docs SELECT 40000 + j, ARRAY(SELECT g FROM generate_series(100000, 100000 + 2500 + j * 700) g)
 FROM generate_series(1, 5) AS j;
 SET LOCAL enable_seqscan = off;
-SELECT is((SELECT array_agg(-s::int) || array_agg(id ORDER BY id) FROM (
+SELECT is((SELECT array_agg(-s::int ORDER BY s) || array_agg(id ORDER BY id) FROM (
              SELECT id, tags <~> ARRAY[100001, 103300, 103900, 104500] AS s FROM docs
              ORDER BY tags <~> ARRAY[100001, 103300, 103900, 104500] LIMIT 5) x),
           ARRAY[4, 4, 4, 3, 1, 40001, 40002, 40003, 40004, 40005],

@@ -166,7 +166,8 @@ genie_document_weights_check(char **newval, void **extra, GucSource source)
 		GUC_check_errhint("Give the weights of classes D, C, B and A, as ts_rank does: '{1, 1, 1, 1}' or '{1, 2, 4, 10}'.");
 		return false;
 	}
-	copy = malloc(sizeof(weights));	/* the GUC machinery frees it with free() */
+	/* the GUC machinery frees it (with free(), or guc_free() since 16) */
+	copy = genie_guc_malloc(sizeof(weights));
 	if (copy == NULL)
 		return false;
 	memcpy(copy, weights, sizeof(weights));
@@ -623,7 +624,7 @@ document_frequencies(Relation index, int32 n_codes)
 	DocumentFrequencies *f;
 
 	if (frequencies != NULL && frequencies->index == RelationGetRelid(index) &&
-		frequencies->relfilenode == index->rd_node.relNode && frequencies->stamp == stamp &&
+		frequencies->relfilenode == GENIE_REL_FILE_NUMBER(index) && frequencies->stamp == stamp &&
 		frequencies->n_codes >= n_codes)
 		return frequencies;
 	if (frequencies != NULL)
@@ -640,7 +641,7 @@ document_frequencies(Relation index, int32 n_codes)
 		f = MemoryContextAllocZero(cxt, sizeof(DocumentFrequencies));
 		f->cxt = cxt;
 		f->index = RelationGetRelid(index);
-		f->relfilenode = index->rd_node.relNode;
+		f->relfilenode = GENIE_REL_FILE_NUMBER(index);
 		f->n_codes = n_codes;
 		f->documents = MemoryContextAllocExtended(cxt, sizeof(int32) * Max(n_codes, 1),
 												  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);

@@ -320,7 +320,7 @@ genie_document_query_send(PG_FUNCTION_ARGS)
 		pq_sendint32(&buf, q->terms[i].weight);
 		pq_sendint8(&buf, q->terms[i].classes);
 		/* the length as converted to the client's encoding, then the bytes */
-		pq_sendcountedtext(&buf, lexemes + q->terms[i].offset, q->terms[i].length, false);
+		genie_sendcountedtext(&buf, lexemes + q->terms[i].offset, q->terms[i].length);
 	}
 	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
 }

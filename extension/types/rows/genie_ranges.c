@@ -360,7 +360,7 @@ ranges_from_text(const char *str, bool missing_ok)
 	if (name[0] != '\0' && strspn(name, "0123456789") == strlen(name))
 		indexoid = DatumGetObjectId(DirectFunctionCall1(regclassin, CStringGetDatum(name)));
 	else
-		indexoid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+		indexoid = RangeVarGetRelid(makeRangeVarFromNameList(genie_qualified_name_list(name)),
 									NoLock, true);
 	if (!OidIsValid(indexoid))
 	{

@@ -76,7 +76,7 @@ genie_row_dictionary_create(MemoryContext parent, Relation index, const GenieRow
 
 	d->cxt = cxt;
 	d->index = RelationGetRelid(index);
-	d->relfilenode = index->rd_node.relNode;
+	d->relfilenode = GENIE_REL_FILE_NUMBER(index);
 	d->schema = *schema;
 	d->schema_id = schema->schema_id;
 	d->block = InvalidBlockNumber;
@@ -318,7 +318,7 @@ genie_row_cached_dictionary(Relation index)
 
 		if (d->index == RelationGetRelid(index))
 		{
-			if (d->relfilenode == index->rd_node.relNode)
+			if (d->relfilenode == GENIE_REL_FILE_NUMBER(index))
 				return d;
 			row_dictionaries = foreach_delete_current(row_dictionaries, lc);
 			MemoryContextDelete(d->cxt);
