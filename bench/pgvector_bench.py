@@ -17,8 +17,10 @@ Reported, one line per method and setting:
     10th distance (ties at the 10th may be any rows), against genie's exact
     genie_knn, which is first checked against pgvector's own exact sequential
     scan (distances equal within 1e-3).
-genie runs in-process on its CPU engine (genie.device = cpu): this machine has no GPU.
-  pgvector_bench.py --train FILE.copy --test FILE.copy [--nq 200] [--runs 3]
+genie runs in-process on each engine of --devices in turn (genie.device; default cpu,
+for machines without a GPU; on the GPU host gpu,cpu), its rows labelled with the engine;
+pgvector runs on the same host's CPU, in the same server and process.
+  pgvector_bench.py --train FILE.copy --test FILE.copy [--nq 200] [--runs 3] [--devices cpu]
 """
 import argparse
 import statistics
@@ -52,12 +54,14 @@ def main():
     ap.add_argument("--test", required=True)
     ap.add_argument("--nq", type=int, default=200)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--devices", default="cpu")
     a = ap.parse_args()
+    devices = a.devices.split(",")
     conn = psycopg.connect(autocommit=True)
     cur = conn.cursor()
     cur.execute("SELECT version()")
     print("# " + cur.fetchone()[0])
-    cur.execute("SET genie.device = cpu")
+    cur.execute("SET genie.device = %s" % devices[0])
     cur.execute("SET maintenance_work_mem = '1GB'")
     for sql in ("CREATE EXTENSION IF NOT EXISTS genie", "CREATE EXTENSION IF NOT EXISTS vector",
                 "CREATE TABLE fm (id int PRIMARY KEY, v real[])", "CREATE TABLE fq (id int PRIMARY KEY, q real[])"):
@@ -140,14 +144,16 @@ def main():
     cur.execute("RESET enable_indexscan")
     cur.execute("RESET enable_bitmapscan")
     cur.execute("SET enable_seqscan = off")
-    cur.execute("SET genie.vector_search = exact")
-    single("genie exact", "-", genie_sql, False)
-    batch("genie_knn exact", "-", knn_batch)
-    cur.execute("SET genie.vector_search = lsh")
-    for c in (100, 300, 1000):
-        cur.execute(f"SET genie.lsh_candidates = {c}")
-        single("genie LSH", f"candidates={c}", genie_sql, False)
-        batch("genie_knn LSH", f"candidates={c}", knn_batch)
+    for dev in devices:
+        cur.execute("SET genie.device = %s" % dev)
+        cur.execute("SET genie.vector_search = exact")
+        single("genie exact, " + dev, "-", genie_sql, False)
+        batch("genie_knn exact, " + dev, "-", knn_batch)
+        cur.execute("SET genie.vector_search = lsh")
+        for c in (100, 300, 1000):
+            cur.execute(f"SET genie.lsh_candidates = {c}")
+            single("genie LSH, " + dev, f"candidates={c}", genie_sql, False)
+            batch("genie_knn LSH, " + dev, f"candidates={c}", knn_batch)
     cur.execute("DROP INDEX fm_ivf")
     for ef in (10, 20, 40, 80, 160, 320):
         cur.execute(f"SET hnsw.ef_search = {ef}")
