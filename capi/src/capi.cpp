@@ -1,6 +1,8 @@
 // The C API (capi/): turns C++ results and failures into status + message.  Every
 // entry point catches everything, so nothing thrown reaches PostgreSQL.
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,7 @@
 #include "genie/engine.hpp"
 #include "genie/genie.h"
 #include "genie/index.hpp"
+#include "genie/parallel.hpp"
 #include "genie/query.hpp"
 #include "genie/sequence.hpp"
 #include "genie/status.hpp"
@@ -125,6 +128,22 @@ genie::Status ToCResults(const genie::TopKResults& found, genie_results** result
   return genie::Status::Ok();
 }
 
+// genie_gpu_prepare's state: one preparation a process, on a thread of its
+// own.  Never destroyed (the thread may outlive static destruction at exit,
+// which is why callers wait for it first).
+struct GpuPreparation {
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool started = false;
+  bool done = false;
+  genie::JoinedThread thread;
+};
+
+GpuPreparation& Preparation() {
+  static auto* preparation = new GpuPreparation();
+  return *preparation;
+}
+
 }  // namespace
 
 extern "C" {
@@ -168,6 +187,42 @@ genie_status genie_list_devices(genie_device_info* devices, size_t capacity, siz
     *count = n;
     return genie::Status::Ok();
   });
+}
+
+void genie_gpu_prepare(int32_t ordinal) {
+#ifdef GENIE_WITH_CUDA
+  try {
+    GpuPreparation& p = Preparation();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    if (p.started) return;
+    p.started = true;
+    const bool running = p.thread.Start([&p, ordinal] {
+      genie::PrepareDevice(ordinal);
+      std::lock_guard<std::mutex> done(p.mutex);
+      p.done = true;
+      p.finished.notify_all();
+    });
+    if (!running) p.done = true;  // no thread: the first search makes the context
+  } catch (...) {
+    // std::system_error from the mutex: nothing was started
+  }
+#else
+  (void)ordinal;
+#endif
+}
+
+int genie_gpu_prepare_wait(int32_t timeout_ms) {
+  try {
+    GpuPreparation& p = Preparation();
+    std::unique_lock<std::mutex> lock(p.mutex);
+    if (!p.started) return 1;
+    return p.finished.wait_for(lock, std::chrono::milliseconds(std::max(timeout_ms, 0)),
+                               [&p] { return p.done; })
+               ? 1
+               : 0;
+  } catch (...) {
+    return 0;
+  }
 }
 
 genie_status genie_match_count_int4(const int32_t* object, size_t object_len, const int32_t* query,

@@ -74,6 +74,26 @@ TEST(CApiDevices, CpuComesFirst) {
   EXPECT_EQ(limited, 1u);
 }
 
+// genie_gpu_prepare: nothing to wait for before it is called; it starts
+// once, ends (with or without a GPU), and the devices and engines work after
+// it as before.
+TEST(CApiDevices, GpuPreparationStartsOnceAndEnds) {
+  EXPECT_EQ(genie_gpu_prepare_wait(0), 1);  // not started in this process
+  genie_gpu_prepare(0);
+  genie_gpu_prepare(0);  // a second call starts nothing
+  ASSERT_EQ(genie_gpu_prepare_wait(60000), 1);
+  EXPECT_EQ(genie_gpu_prepare_wait(0), 1);
+  genie_gpu_prepare(7);  // another ordinal after the first: still nothing
+  EXPECT_EQ(genie_gpu_prepare_wait(0), 1);
+  genie_device_info devices[16];
+  size_t count = 0;
+  genie_error err{};
+  ASSERT_EQ(genie_list_devices(devices, 16, &count, &err), GENIE_OK) << err.message;
+  genie_engine* engine = nullptr;
+  ASSERT_EQ(genie_engine_create(GENIE_ENGINE_AUTO, nullptr, &engine, &err), GENIE_OK) << err.message;
+  genie_engine_free(engine);
+}
+
 TEST(CApiBuild, InfoIsConsistent) {
   genie_build_info info{};
   genie_get_build_info(&info);

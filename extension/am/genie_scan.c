@@ -393,7 +393,10 @@ run(IndexScanDesc scan, GenieScanOpaque so, ScanSearch search)
 static void
 start(IndexScanDesc scan, GenieScanOpaque so)
 {
-	GenieCachedIndex *entry = genie_cache_get(scan->indexRelation);
+	GenieCachedIndex *entry;
+
+	genie_search_prepare_device();
+	entry = genie_cache_get(scan->indexRelation);
 
 	genie_cache_pin(entry);
 	so->entry = entry;

@@ -48,8 +48,6 @@
 #include "service/genie_service_client.h"
 #include "profile/genie_profile.h"
 
-int			genie_device_setting = GENIE_DEVICE_SETTING_AUTO;
-int			genie_device_memory_limit_mb = 0;
 int			genie_gpu_set_min_postings = 16384;
 
 #define GENIE_VISIBILITY_CACHE_BYTES ((Size) 256 * 1024 * 1024)
@@ -73,40 +71,6 @@ void
 genie_search_count(int nq, int64 k, int64 rows)
 {
 	genie_explain_search(nq, k, rows, ran_engine, ran_by_service);
-}
-
-void
-genie_search_engine_options(genie_engine_kind kind, int (*cancel) (void *), void *cancel_arg,
-							genie_engine_options *options)
-{
-	memset(options, 0, sizeof(*options));
-	options->threads = genie_cpu_threads;
-	/* genie.device_memory_limit bounds device memory only */
-	if (kind == GENIE_ENGINE_GPU)
-		options->memory_budget_bytes = (uint64) genie_device_memory_limit_mb * 1024 * 1024;
-	options->cancel = cancel;
-	options->cancel_arg = cancel_arg;
-}
-
-genie_engine_kind
-genie_search_device(void)
-{
-	/* preloaded, a backend searches in-process only while the service is away */
-	if (genie_service_configured())
-		return GENIE_ENGINE_CPU;
-	return genie_device_setting == GENIE_DEVICE_SETTING_CPU ? GENIE_ENGINE_CPU
-		: genie_device_setting == GENIE_DEVICE_SETTING_GPU ? GENIE_ENGINE_GPU : GENIE_ENGINE_AUTO;
-}
-
-bool
-genie_search_cpu_fallback(genie_status status, const genie_error *err, const char *what)
-{
-	if (status != GENIE_DEVICE_OUT_OF_MEMORY || genie_device_setting == GENIE_DEVICE_SETTING_GPU)
-		return false;
-	ereport(NOTICE,
-			(errmsg("genie: the GPU ran out of memory; this %s runs on the CPU", what),
-			 errdetail("%s", err->message)));
-	return true;
 }
 
 /* The options of an engine of this backend: cancel and statement_timeout stop it. */
@@ -586,7 +550,10 @@ genie_search_free(GenieSearchResult *result)
 static void
 run_pinned(Relation index, GenieBatchSearch search, void *arg)
 {
-	GenieCachedIndex *entry = genie_cache_get(index);
+	GenieCachedIndex *entry;
+
+	genie_search_prepare_device();
+	entry = genie_cache_get(index);
 
 	genie_cache_pin(entry);
 	PG_TRY();

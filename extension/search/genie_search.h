@@ -22,23 +22,10 @@
 #include "utils/snapshot.h"
 
 #include "search/genie_cache.h"
+#include "search/genie_search_device.h"
 #include "types/genie_query.h"
 
-/* genie.device: which engine runs searches */
-typedef enum GenieDeviceSetting
-{
-	GENIE_DEVICE_SETTING_AUTO,
-	GENIE_DEVICE_SETTING_CPU,
-	GENIE_DEVICE_SETTING_GPU
-} GenieDeviceSetting;
-
-extern int	genie_device_setting;
-extern int	genie_device_memory_limit_mb;
 extern int	genie_gpu_set_min_postings;
-
-/* Engine options from genie.cpu_threads and genie.device_memory_limit. */
-extern void genie_search_engine_options(genie_engine_kind kind, int (*cancel) (void *),
-										void *cancel_arg, genie_engine_options *options);
 
 /*
  * Per query q, hits [query_offsets[q], query_offsets[q + 1]) of objects and
@@ -196,19 +183,5 @@ extern bool genie_search_through_service(GenieCachedIndex *entry, GenieServiceAs
 										 GenieServiceShip ship, void *arg, const char *held,
 										 const char *what);
 
-/*
- * The engine an in-process scan of stored values runs on: CPU, GPU or
- * AUTO, as genie.device says (the CPU in a preloaded backend, whose
- * service is away).
- */
-extern genie_engine_kind genie_search_device(void);
-
-/*
- * A GPU ran out of memory (status): true, after a NOTICE, when the work
- * (what) should run again on the CPU; false when it should not (another
- * status, or genie.device = gpu, which makes it an error).
- */
-extern bool genie_search_cpu_fallback(genie_status status, const genie_error *err,
-									  const char *what);
 
 #endif							/* GENIE_SEARCH_H */

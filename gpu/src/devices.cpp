@@ -17,6 +17,22 @@ int CudaRuntimeVersion() { return CUDART_VERSION; }
 
 void ReleaseDeviceBlockCache() { gpu::DeviceMemory::ReleaseAllCaches(); }
 
+void PrepareDevice(int ordinal) noexcept {
+  try {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) == cudaSuccess && ordinal >= 0 && ordinal < count) {
+      gpu::DeviceGuard guard;
+      if (guard.Enter(ordinal).ok()) {
+        (void)cudaFree(nullptr);  // makes the primary context
+        (void)gpu::ProbeKernelImage();
+      }
+    }
+  } catch (...) {
+    // a failed allocation of a Status message: the search will meet the same
+  }
+  (void)cudaGetLastError();
+}
+
 std::vector<genie_device_info> ListGpuDevices() {
   std::vector<genie_device_info> devices;
   try {

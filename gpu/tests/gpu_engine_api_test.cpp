@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <thread>
 
 #include "genie/engine.hpp"
 #include "genie/genie.h"
@@ -59,6 +60,20 @@ TEST(GpuEngineApi, BadOrdinalUnavailable) {
   options.device_ordinal = 999;
   EXPECT_EQ(MakeGpuEngine(options, &status), nullptr);
   EXPECT_EQ(status.code(), GENIE_DEVICE_UNAVAILABLE);
+}
+
+// The context made on another thread (as genie_gpu_prepare does in a
+// backend) serves this one; bad ordinals are ignored and leave no error.
+TEST(GpuEngineApi, PrepareDeviceOnAnotherThread) {
+  PrepareDevice(-1);
+  PrepareDevice(999);
+  SKIP_WITHOUT_GPU();
+  std::thread preparing([] { PrepareDevice(0); });
+  preparing.join();
+  Status status;
+  auto engine = MakeGpuEngine(EngineOptions(), &status);
+  ASSERT_NE(engine, nullptr) << status.message();
+  EXPECT_TRUE(status.ok());
 }
 
 }  // namespace

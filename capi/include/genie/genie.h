@@ -59,6 +59,19 @@ void		genie_get_build_info(genie_build_info *info);
 genie_status genie_list_devices(genie_device_info *devices, size_t capacity,
 								size_t *count, genie_error *err);
 
+/*
+ * Starts making the CUDA context of GPU ordinal (and loading genie's kernels
+ * into it) on a thread of its own, once per process, and returns at once:
+ * a backend calls it before it reads an index for a GPU search, so that the
+ * two overlap.  A no-op without CUDA or when already started; failures are
+ * left for the search to meet.  Before the process exits, call
+ * genie_gpu_prepare_wait: the thread must not be inside the CUDA runtime
+ * while it is torn down.
+ */
+void		genie_gpu_prepare(int32_t ordinal);
+/* 1 when the preparation is done or was never started; waits at most timeout_ms. */
+int			genie_gpu_prepare_wait(int32_t timeout_ms);
+
 /* ---- single-object match count ---- */
 
 /*

@@ -20,6 +20,12 @@ std::vector<genie_device_info> ListGpuDevices();
 // the next search allocates anew.
 void ReleaseDeviceBlockCache();
 
+// Makes the CUDA runtime's primary context on GPU `ordinal` and loads genie's
+// kernels into it, so that a first search finds them made; blocks for as
+// long as that takes (a quarter of a second on the H100 hosts).  Any failure
+// is left for the search to meet and report.  Never throws.
+void PrepareDevice(int ordinal) noexcept;
+
 // CUDA runtime version compiled against (e.g. 13000).
 int CudaRuntimeVersion();
 
