@@ -184,5 +184,37 @@ TEST(CpuVectorScan, HonoursCancel) {
   EXPECT_EQ(CpuVectorScan(set, request, 2, &out, cancel).code(), GENIE_CANCELLED);
 }
 
+// CheckFinite screens blocks of 4,096 values: a NaN or an infinity is found
+// wherever it sits (block edges, the last value, a short tail), every finite
+// value (extremes, subnormals, -0) passes, and the message names the kind.
+TEST(CheckFinite, FindsEveryNonFiniteValue) {
+  const std::size_t n = 3 * 4096 + 17;
+  std::vector<float> values(n);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1e6f, 1e6f);
+  for (float& v : values) v = uniform(rng);
+  values[1] = std::numeric_limits<float>::max();
+  values[2] = -std::numeric_limits<float>::max();
+  values[3] = std::numeric_limits<float>::denorm_min();
+  values[4] = -0.0f;
+  EXPECT_TRUE(CheckFinite(values.data(), n, "a vector").ok());
+  EXPECT_TRUE(CheckFinite(values.data(), 0, "a vector").ok());
+  for (std::size_t at : {std::size_t{0}, std::size_t{4095}, std::size_t{4096}, std::size_t{8191},
+                         std::size_t{3 * 4096}, n - 1}) {
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                      -std::numeric_limits<float>::infinity()}) {
+      std::vector<float> copy = values;
+      copy[at] = bad;
+      const Status status = CheckFinite(copy.data(), n, "a vector");
+      ASSERT_FALSE(status.ok()) << at;
+      EXPECT_EQ(status.code(), GENIE_INVALID_ARGUMENT);
+      EXPECT_NE(status.message().find(std::isnan(bad) ? "NaN" : "infinite"), std::string::npos)
+          << status.message();
+      // a count that stops before the bad value does not see it
+      EXPECT_TRUE(CheckFinite(copy.data(), at, "a vector").ok()) << at;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace genie

@@ -202,14 +202,22 @@ load_slot(Relation index)
 	GenieCachedIndex *e;
 	int32		n_pending;
 	bool		service = genie_service_ready();
-	bool		keep_main = !service;
+	bool		keep_main;
 	GenieServiceKey key;
 
 	/* the share content lock keeps merges out while the pages are read */
 	GENIE_CONTENT_LOCK_SHARE(index);
-	genie_read_content(index, &content, !service);
+	genie_read_content(index, &content, false);
+
+	/*
+	 * In-process, the main postings of an index of stored values are read
+	 * when a search first needs them (genie_cache_load_main): an exact scan
+	 * of vectors or codes never does, and a new backend's first exact
+	 * vector statement read LSH keywords it did not use.
+	 */
+	keep_main = !service && !content.values_stored;
 	genie_cache_make_key(index, &content, &key);
-	if (service && !genie_service_resident(&key))
+	if (keep_main || (service && !genie_service_resident(&key)))
 	{
 		genie_read_main_postings(index, &postings);
 		content.keywords = postings.keywords;
