@@ -34,7 +34,8 @@ container_cleanup() {
 # Debian's archive unless the engine already has it (root needed).
 container_debian_base() {
   local suite=$1 image=$2 who=$3 root start
-  "$engine" image exists "$image" 2>/dev/null && return 0
+  # image inspect, not podman's image exists: docker has no such command
+  "$engine" image inspect "$image" >/dev/null 2>&1 && return 0
   root=$(mktemp -d)
   echo "$who: debootstrap $suite into $root"
   start=$(date +%s)

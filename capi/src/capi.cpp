@@ -216,10 +216,14 @@ int genie_gpu_prepare_wait(int32_t timeout_ms) {
     GpuPreparation& p = Preparation();
     std::unique_lock<std::mutex> lock(p.mutex);
     if (!p.started) return 1;
-    return p.finished.wait_for(lock, std::chrono::milliseconds(std::max(timeout_ms, 0)),
-                               [&p] { return p.done; })
-               ? 1
-               : 0;
+    if (!p.finished.wait_for(lock, std::chrono::milliseconds(std::max(timeout_ms, 0)),
+                             [&p] { return p.done; }))
+      return 0;
+    lock.unlock();
+    // done is set just before the thread ends: joined, it has left the CUDA
+    // runtime (its per-thread state included), so exit() may tear it down
+    p.thread.Join();
+    return 1;
   } catch (...) {
     return 0;
   }

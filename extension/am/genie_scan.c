@@ -53,6 +53,7 @@
 #include "utils/memutils.h"
 
 #include "am/genie_am.h"
+#include "search/genie_search_device.h"
 #include "search/genie_search_values.h"
 #include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
@@ -395,7 +396,9 @@ start(IndexScanDesc scan, GenieScanOpaque so)
 {
 	GenieCachedIndex *entry;
 
-	genie_search_prepare_device();
+	/* set predicates alone never search on the GPU: no context for them */
+	if (so->has_orderby)
+		genie_search_prepare_device();
 	entry = genie_cache_get(scan->indexRelation);
 
 	genie_cache_pin(entry);

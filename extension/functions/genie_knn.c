@@ -28,6 +28,7 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
+#include "search/genie_search_device.h"
 #include "search/genie_search_values.h"
 #include "types/genie_bit.h"
 #include "types/genie_vector.h"
@@ -171,6 +172,7 @@ knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *queries, 
 	s.batch = *queries;
 	s.k = k;
 	s.tids = palloc(sizeof(ItemPointerData *) * nq);
+	genie_search_prepare_device();
 	genie_search_batch_retrying(s.index, knn_search, &s);
 
 	genie_profile_push(GENIE_PHASE_RESULTS);

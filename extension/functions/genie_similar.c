@@ -46,6 +46,7 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
+#include "search/genie_search_device.h"
 #include "search/genie_search_values.h"
 #include "types/genie_type.h"
 #include "profile/genie_profile.h"
@@ -576,6 +577,7 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 	s.max_rounds = max_rounds;
 	s.tids = palloc(sizeof(ItemPointerData *) * Max(nq, 1));
 	/* no row reaches the result before the whole search succeeded */
+	genie_search_prepare_device();
 	genie_search_batch_retrying(st->index, similar_search, &s);
 
 	genie_profile_push(GENIE_PHASE_RESULTS);

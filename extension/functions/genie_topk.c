@@ -31,6 +31,7 @@
 #include "utils/syscache.h"
 
 #include "search/genie_search.h"
+#include "search/genie_search_device.h"
 #include "types/documents/genie_document.h"
 #include "types/documents/genie_document_query.h"
 #include "types/rows/genie_ranges.h"
@@ -156,6 +157,7 @@ genie_topk(PG_FUNCTION_ARGS)
 			s.queries[i] = orderby.query;
 		}
 		genie_profile_pop();
+		genie_search_prepare_device();
 		genie_search_batch_retrying(index, topk_search, &s);
 
 		genie_profile_push(GENIE_PHASE_RESULTS);

@@ -27,6 +27,7 @@
 #include "search/genie_cache.h"
 #include "storage/genie_content.h"
 #include "service/genie_service_client.h"
+#include "types/genie_type.h"
 #include "profile/genie_profile.h"
 
 typedef struct CacheSlot
@@ -202,24 +203,43 @@ load_slot(Relation index)
 	GenieCachedIndex *e;
 	int32		n_pending;
 	bool		service = genie_service_ready();
-	bool		keep_main;
-	GenieServiceKey key;
-
-	/* the share content lock keeps merges out while the pages are read */
-	GENIE_CONTENT_LOCK_SHARE(index);
-	genie_read_content(index, &content, false);
 
 	/*
 	 * In-process, the main postings of an index of stored values are read
 	 * when a search first needs them (genie_cache_load_main): an exact scan
 	 * of vectors or codes never does, and a new backend's first exact
-	 * vector statement read LSH keywords it did not use.
+	 * vector statement read LSH keywords it did not use.  Other indexes
+	 * read them in the same pass as the objects.
 	 */
-	keep_main = !service && !content.values_stored;
+	bool		keep_main = !service &&
+		!genie_index_stores_values(index, genie_opclass_type(index));
+	GenieServiceKey key;
+
+	/* the share content lock keeps merges out while the pages are read */
+	GENIE_CONTENT_LOCK_SHARE(index);
+	genie_read_content(index, &content, keep_main);
 	genie_cache_make_key(index, &content, &key);
-	if (keep_main || (service && !genie_service_resident(&key)))
+	if (service && !genie_service_resident(&key))
 	{
+		GenieServiceKey postings_key;
+
 		genie_read_main_postings(index, &postings);
+
+		/*
+		 * Read apart from the objects: on a standby, where the content lock
+		 * keeps no replayed merge out, the two could be of two versions.
+		 */
+		genie_cache_make_key(index, &postings, &postings_key);
+		if (!genie_service_keys_equal(&postings_key, &key))
+		{
+			GENIE_CONTENT_UNLOCK_SHARE(index);
+			genie_content_version_gone = true;
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("genie index \"%s\" was merged while this statement read it",
+							RelationGetRelationName(index)),
+					 errhint("Retry the statement.")));
+		}
 		content.keywords = postings.keywords;
 		content.keyword_offsets = postings.keyword_offsets;
 		content.postings = postings.postings;
@@ -321,7 +341,7 @@ read_main(GenieCachedIndex *entry, GenieIndexContent *content)
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("genie index \"%s\" was merged while this statement searched it",
 						get_rel_name(entry->index_oid)),
-				 errdetail("The genie service lost the index's version that the statement started with."),
+				 errdetail("The index's version that the statement started with is gone."),
 				 errhint("Retry the statement.")));
 	}
 }

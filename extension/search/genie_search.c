@@ -550,10 +550,7 @@ genie_search_free(GenieSearchResult *result)
 static void
 run_pinned(Relation index, GenieBatchSearch search, void *arg)
 {
-	GenieCachedIndex *entry;
-
-	genie_search_prepare_device();
-	entry = genie_cache_get(index);
+	GenieCachedIndex *entry = genie_cache_get(index);
 
 	genie_cache_pin(entry);
 	PG_TRY();

@@ -69,7 +69,10 @@ genie_status genie_list_devices(genie_device_info *devices, size_t capacity,
  * while it is torn down.
  */
 void		genie_gpu_prepare(int32_t ordinal);
-/* 1 when the preparation is done or was never started; waits at most timeout_ms. */
+/*
+ * 1 when the preparation is done (its thread then joined) or was never
+ * started; waits at most timeout_ms.  Call it from one thread only.
+ */
 int			genie_gpu_prepare_wait(int32_t timeout_ms);
 
 /* ---- single-object match count ---- */
