@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <queue>
@@ -266,6 +267,93 @@ Status CpuStringScan(const StringSet& set, const StringScanRequest& request, int
   } catch (...) {
     return Status::Internal("string scan failed");
   }
+}
+
+Status RerankStrings(const StringSet& set, const CodePointStrings& queries, int32_t k,
+                     Span<int64_t> candidate_offsets, Span<int32_t> candidates,
+                     Span<uint8_t> excluded, int32_t threads, StringScanResult* out,
+                     const CancelCheck& cancel) {
+  if (out == nullptr) return Status::InvalidArgument("RerankStrings: NULL output");
+  if (k < 1) return Status::InvalidArgument("k must be at least 1");
+  const int32_t nq = queries.size();
+  if (candidate_offsets.size() != static_cast<std::size_t>(nq) + 1)
+    return Status::InvalidArgument("candidate offsets do not match the queries");
+  if (!excluded.empty() && excluded.size() != static_cast<std::size_t>(set.size()))
+    return Status::InvalidArgument("excluded flags do not match the string set");
+  for (int32_t q = 0; q < nq; ++q) {
+    if (candidate_offsets[q] < 0 || candidate_offsets[q + 1] < candidate_offsets[q] ||
+        candidate_offsets[q + 1] > static_cast<int64_t>(candidates.size()))
+      return Status::InvalidArgument("bad candidate offsets");
+  }
+  struct Ranked {
+    int32_t distance;
+    int32_t length;
+    int32_t id;
+    bool operator<(const Ranked& o) const {
+      return distance != o.distance ? distance < o.distance
+                                    : length != o.length ? length < o.length : id < o.id;
+    }
+  };
+  try {
+    std::vector<std::vector<Ranked>> best(static_cast<std::size_t>(nq));
+    GENIE_RETURN_IF_ERROR(ParallelFor(
+        nq, threads,
+        [&](int64_t q) -> Status {
+          try {
+            std::vector<int32_t> ids(candidates.begin() + candidate_offsets[q],
+                                     candidates.begin() + candidate_offsets[q + 1]);
+            std::sort(ids.begin(), ids.end());
+            ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+            std::vector<Ranked>& r = best[static_cast<std::size_t>(q)];
+            const Span<CodePoint> query = queries.Get(static_cast<int32_t>(q));
+            const int32_t lq = static_cast<int32_t>(query.size());
+            QueryDistance distance(query);
+            // r is a max-heap of the k best so far; once full, a candidate
+            // whose length differs from the query's by more than the k-th
+            // distance cannot enter, and the others are computed capped at it
+            int64_t polled = 0;
+            for (int32_t id : ids) {
+              if (id < 0 || id >= set.size()) continue;
+              if (!excluded.empty() && excluded[static_cast<std::size_t>(id)] != 0) continue;
+              if ((++polled & 63) == 0 && cancel.requested()) return Status::Cancelled();
+              const int32_t length = set.length(id);
+              const bool full = r.size() == static_cast<std::size_t>(k);
+              // uncapped, the distance is at most the longer length
+              const int32_t cap = full ? r.front().distance : std::max(length, lq);
+              if (full && std::abs(length - lq) > cap) continue;
+              const int32_t d = distance(set.strings.Get(id), cap, cancel);
+              if (d == kernel::kStopped) return Status::Cancelled();
+              const Ranked c{d, length, id};
+              if (!full) {
+                r.push_back(c);
+                std::push_heap(r.begin(), r.end());
+              } else if (c < r.front()) {
+                std::pop_heap(r.begin(), r.end());
+                r.back() = c;
+                std::push_heap(r.begin(), r.end());
+              }
+            }
+            std::sort_heap(r.begin(), r.end());
+          } catch (const std::bad_alloc&) {
+            return Status::OutOfMemory("out of host memory re-ranking strings");
+          }
+          return Status::Ok();
+        },
+        cancel));
+    out->offsets.assign(1, 0);
+    out->objects.clear();
+    out->distances.clear();
+    for (const auto& r : best) {
+      for (const Ranked& x : r) {
+        out->objects.push_back(x.id);
+        out->distances.push_back(x.distance);
+      }
+      out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory re-ranking strings");
+  }
+  return Status::Ok();
 }
 
 }  // namespace genie

@@ -79,4 +79,15 @@ Status ValidateStringScanRequest(const StringSet& set, const StringScanRequest& 
 Status CpuStringScan(const StringSet& set, const StringScanRequest& request, int32_t threads,
                      StringScanResult* out, const CancelCheck& cancel = CancelCheck());
 
+// Re-ranking (the permutation index): per query q, only the strings
+// candidates[candidate_offsets[q] .. candidate_offsets[q + 1]), each by its
+// exact Levenshtein distance, the best k in the scan's order (distance,
+// length, id).  Candidates out of range or excluded are skipped;
+// duplicates count once.  On up to `threads` threads, by query; cancel
+// polled every 64 candidates.
+Status RerankStrings(const StringSet& set, const CodePointStrings& queries, int32_t k,
+                     Span<int64_t> candidate_offsets, Span<int32_t> candidates,
+                     Span<uint8_t> excluded, int32_t threads, StringScanResult* out,
+                     const CancelCheck& cancel = CancelCheck());
+
 }  // namespace genie
