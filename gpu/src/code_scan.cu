@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "cuda_util.hpp"
+#include "histogram_select.cuh"
 #include "genie/gpu_code_scan.hpp"
 
 namespace genie {
@@ -51,8 +52,6 @@ constexpr int kQueryBlock = 8;                    // queries a code is read for 
 constexpr int kCodesPerBlock = 4096;              // codes of a distance block
 constexpr int kSharedHistogramBytes = 32 << 10;   // per-block histograms beyond this go global
 constexpr int kSharedQueryBytes = 16 << 10;       // a query block's words
-constexpr int kSelectThreads = 512;
-constexpr int kSelectItems = 8;                   // consecutive codes a thread takes per stretch
 constexpr int kSortThreads = 256;
 constexpr int kSortItems = 8;
 constexpr int kListKeys = kSortThreads * kSortItems;  // a query's list: 2048 keys
@@ -102,19 +101,10 @@ __global__ void DistanceKernel(const uint64_t* __restrict__ codes, int32_t n, in
 #pragma unroll
     for (int g = 0; g < kQueryBlock; ++g) {
       if (g >= nb) break;
-      dist[static_cast<size_t>(q0 + g) * n + id] = skip ? kNoDistance : static_cast<uint16_t>(d[g]);
-      if (skip) continue;
-      if (shared_hist)
-        atomicAdd(sh + g * bins + d[g], 1u);
-      else
-        atomicAdd(hist + static_cast<size_t>(q0 + g) * bins + d[g], 1u);
+      RecordDistance(dist, n, q0 + g, g, id, skip, static_cast<uint32_t>(d[g]), sh, hist, bins, shared_hist);
     }
   }
-  if (shared_hist) {
-    __syncthreads();
-    for (int i = threadIdx.x; i < nb * bins; i += blockDim.x)
-      if (sh[i] != 0) atomicAdd(hist + static_cast<size_t>(q0) * bins + i, sh[i]);
-  }
+  FlushHistograms(sh, hist, q0, nb, bins, shared_hist);
 }
 
 // A query's k-th distance: kd, the codes nearer (nearer) and at it (ties).
@@ -203,91 +193,6 @@ __global__ void SortKernel(const unsigned long long* __restrict__ lists, const K
     }
   }
   if (threadIdx.x == 0) count[q] = take;
-}
-
-using SelectScan = cub::BlockScan<int32_t, kSelectThreads>;
-
-// A block per query of the group (qmap[block], or the block's own number
-// when qmap is NULL): its rows (at most kk) in object id order into
-// ids/dists at q * kk; count[q] receives how many.
-__global__ void SelectKernel(const uint16_t* __restrict__ dist, const uint32_t* __restrict__ hist, int32_t n,
-                             int32_t bits, int32_t k, int32_t kk, const int32_t* __restrict__ qmap,
-                             int32_t* __restrict__ ids, uint16_t* __restrict__ dists,
-                             int32_t* __restrict__ count) {
-  __shared__ typename SelectScan::TempStorage scan_storage;
-  __shared__ int32_t kth_distance, ties_wanted, wanted;
-  __shared__ int32_t ties_before, written;
-  const int q = qmap != nullptr ? qmap[blockIdx.x] : static_cast<int>(blockIdx.x);
-  const uint16_t* d = dist + static_cast<size_t>(q) * n;
-  if (threadIdx.x == 0) {
-    // as FindKthDistance: the smallest distance with k codes at it or nearer
-    const uint32_t* h = hist + static_cast<size_t>(q) * (bits + 1);
-    int64_t nearer = 0;
-    int32_t kd = bits;
-    int64_t at = -1;
-    for (int32_t b = 0; b <= bits; ++b) {
-      if (nearer + h[b] >= k) {
-        kd = b;
-        at = k - nearer;
-        break;
-      }
-      nearer += h[b];
-    }
-    if (at < 0) {  // fewer than k candidates: all of them
-      nearer -= h[bits];
-      at = h[bits];
-    }
-    kth_distance = kd;
-    ties_wanted = static_cast<int32_t>(at);
-    wanted = static_cast<int32_t>(nearer + at);
-    ties_before = 0;
-    written = 0;
-  }
-  __syncthreads();
-  const int32_t kd = kth_distance;
-  for (int64_t base = 0; base < n; base += static_cast<int64_t>(kSelectThreads) * kSelectItems) {
-    if (written == wanted) break;  // every row found: the rest holds none
-    const int64_t first = base + static_cast<int64_t>(threadIdx.x) * kSelectItems;
-    uint16_t v[kSelectItems];
-    int32_t nearer = 0, ties = 0;
-#pragma unroll
-    for (int i = 0; i < kSelectItems; ++i) {
-      v[i] = first + i < n ? d[first + i] : kNoDistance;
-      nearer += v[i] < kd;
-      ties += v[i] == kd;
-    }
-    if (__syncthreads_or(nearer + ties) == 0) continue;
-    // the ties before this thread's, in object id order, decide which are taken
-    int32_t tie_rank, tie_total;
-    SelectScan(scan_storage).ExclusiveSum(ties, tie_rank, tie_total);
-    __syncthreads();
-    tie_rank += ties_before;
-    const int32_t take_ties = max(0, min(ties, ties_wanted - tie_rank));
-    int32_t pos, total;
-    SelectScan(scan_storage).ExclusiveSum(nearer + take_ties, pos, total);
-    pos += written;
-    int32_t taken_ties = 0;
-#pragma unroll
-    for (int i = 0; i < kSelectItems; ++i) {
-      bool take = v[i] < kd;
-      if (v[i] == kd && taken_ties < take_ties) {
-        take = true;
-        ++taken_ties;
-      }
-      if (take) {
-        ids[static_cast<size_t>(q) * kk + pos] = static_cast<int32_t>(first + i);
-        dists[static_cast<size_t>(q) * kk + pos] = v[i];
-        ++pos;
-      }
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      ties_before += tie_total;
-      written += total;
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) count[q] = written;
 }
 
 class GpuCodeSetImpl final : public GpuCodeSet {
