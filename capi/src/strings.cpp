@@ -7,6 +7,10 @@
 
 #include "capi_util.hpp"
 #include "genie/genie.h"
+#include "genie/permutation.hpp"
+#ifdef GENIE_WITH_CUDA
+#include "genie/gpu_permutation.hpp"
+#endif
 #include "genie/string_scan.hpp"
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_string_scan.hpp"
@@ -119,6 +123,17 @@ genie_status genie_strings_scan(genie_strings* strings, genie_engine_kind device
     }
     const genie::EngineOptions engine_options = ToEngineOptions(options);
     genie::StringScanResult found;
+    if (scan->candidate_offsets != nullptr) {
+      const int64_t n_candidates = scan->n_queries > 0 ? scan->candidate_offsets[scan->n_queries] : 0;
+      if (n_candidates < 0 || (n_candidates > 0 && scan->candidates == nullptr))
+        return genie::Status::InvalidArgument("bad candidate list");
+      GENIE_RETURN_IF_ERROR(genie::RerankStrings(
+          strings->set, request.queries, request.k,
+          genie::Span<int64_t>(scan->candidate_offsets, static_cast<size_t>(scan->n_queries) + 1),
+          genie::Span<int32_t>(scan->candidates, static_cast<size_t>(n_candidates)), request.excluded,
+          engine_options.threads, &found, engine_options.cancel));
+      return ToCResults(found, GENIE_ENGINE_CPU, results);
+    }
 #ifdef GENIE_WITH_CUDA
     if (device != GENIE_ENGINE_CPU) {
       genie::GpuStringSet* gpu = nullptr;
@@ -138,6 +153,38 @@ genie_status genie_strings_scan(genie_strings* strings, genie_engine_kind device
     GENIE_RETURN_IF_ERROR(genie::CpuStringScan(strings->set, request, engine_options.threads, &found,
                                                engine_options.cancel));
     return ToCResults(found, GENIE_ENGINE_CPU, results);
+  });
+}
+
+genie_status genie_strings_permutations(const genie_strings* objects, const genie_strings* permutants,
+                                        genie_engine_kind device, const genie_engine_options* options,
+                                        uint8_t* rows, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (objects == nullptr || permutants == nullptr || (rows == nullptr && objects->set.size() > 0))
+      return genie::Status::InvalidArgument("genie_strings_permutations: NULL argument");
+    const int32_t m = permutants->set.size();
+    if (m < 1 || m > genie::kMaxPermutants)
+      return genie::Status::InvalidArgument("permutants must be between 1 and 128");
+    const genie::EngineOptions engine_options = ToEngineOptions(options);
+    const genie::PermutationRows table{m, genie::PermutationStride(m), objects->set.size(), rows};
+    if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_GPU && device != GENIE_ENGINE_AUTO)
+      return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
+    std::memset(rows, 0, static_cast<size_t>(table.n) * static_cast<size_t>(table.stride));
+#ifdef GENIE_WITH_CUDA
+    if (device != GENIE_ENGINE_CPU) {
+      genie::Status status = genie::GpuStringPermutations(objects->set.strings, permutants->set.strings,
+                                                          engine_options.device_ordinal,
+                                                          engine_options.memory_budget_bytes, table,
+                                                          engine_options.cancel);
+      // AUTO without a usable GPU computes on the CPU; every other failure goes to the caller
+      if (status.ok() || device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE) return status;
+    }
+#else
+    if (device == GENIE_ENGINE_GPU)
+      return genie::Status::DeviceUnavailable("genie was built without CUDA support");
+#endif
+    return genie::StringPermutations(objects->set.strings, permutants->set.strings, 0,
+                                     engine_options.threads, table, engine_options.cancel);
   });
 }
 

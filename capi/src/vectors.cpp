@@ -9,6 +9,10 @@
 #include "capi_util.hpp"
 #include "genie/genie.h"
 #include "genie/lsh.hpp"
+#include "genie/permutation.hpp"
+#ifdef GENIE_WITH_CUDA
+#include "genie/gpu_permutation.hpp"
+#endif
 #include "genie/vectors.hpp"
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_vector_scan.hpp"
@@ -227,6 +231,39 @@ genie_status genie_lsh_estimate_width(int32_t family, const float* sample, int32
   return Guarded(err, [&]() -> genie::Status {
     return genie::EstimateLshWidth(static_cast<genie::LshFamily>(family), sample, count, dim,
                                    genie::CancelCheck{cancel, cancel_arg}, width);
+  });
+}
+
+genie_status genie_vectors_permutations(const genie_vectors* objects, const genie_vectors* permutants,
+                                        genie_engine_kind device, const genie_engine_options* options,
+                                        uint8_t* rows, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (objects == nullptr || permutants == nullptr || (rows == nullptr && objects->set.n > 0))
+      return genie::Status::InvalidArgument("genie_vectors_permutations: NULL argument");
+    if (!objects->sealed || !permutants->sealed)
+      return genie::Status::InvalidArgument("genie_vectors_permutations: vectors not sealed");
+    const int32_t m = permutants->set.n;
+    if (m < 1 || m > genie::kMaxPermutants)
+      return genie::Status::InvalidArgument("permutants must be between 1 and 128");
+    const genie::EngineOptions engine_options = ToEngineOptions(options);
+    const genie::PermutationRows table{m, genie::PermutationStride(m), objects->set.n, rows};
+    if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_GPU && device != GENIE_ENGINE_AUTO)
+      return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
+    std::memset(rows, 0, static_cast<size_t>(table.n) * static_cast<size_t>(table.stride));
+#ifdef GENIE_WITH_CUDA
+    if (device != GENIE_ENGINE_CPU) {
+      genie::Status status = genie::GpuVectorPermutations(objects->set, permutants->set, engine_options.device_ordinal,
+                                                          engine_options.memory_budget_bytes, table,
+                                                          engine_options.cancel);
+      // AUTO without a usable GPU computes on the CPU; every other failure goes to the caller
+      if (status.ok() || device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE) return status;
+    }
+#else
+    if (device == GENIE_ENGINE_GPU)
+      return genie::Status::DeviceUnavailable("genie was built without CUDA support");
+#endif
+    return genie::VectorPermutations(objects->set, permutants->set, 0, engine_options.threads, table,
+                                     engine_options.cancel);
   });
 }
 

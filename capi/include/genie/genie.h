@@ -410,6 +410,14 @@ typedef struct genie_string_scan
 	const int32_t *caps;
 	/* NULL, or one flag per string: nonzero = not a candidate (dead). */
 	const uint8_t *excluded;
+	/*
+	 * NULL: the k nearest of every string.  Else re-rank only (the
+	 * permutation index): query q's candidates are
+	 * candidates[candidate_offsets[q] .. candidate_offsets[q + 1]), each by
+	 * its exact distance (caps ignored), always on the CPU.
+	 */
+	const int64_t *candidate_offsets;
+	const int32_t *candidates;
 } genie_string_scan;
 
 /*
@@ -525,6 +533,82 @@ genie_status genie_vectors_scan(genie_vectors *vectors, genie_engine_kind device
 								const genie_engine_options *options,
 								const genie_vector_scan *scan,
 								genie_vector_results **results, genie_error *err);
+
+/* ---- the permutation index (genie/permutation.hpp) ---- */
+
+/*
+ * Each object of an index with m permutants keeps one row: byte j is the
+ * rank of permutant j by its distance to the object (ties by j), and the
+ * row is padded with zeros to genie_permutation_stride(m) bytes.  The
+ * candidates of a query are the objects whose rows are nearest to the
+ * query's by Spearman's footrule (ties by object id).
+ */
+#define GENIE_MAX_PERMUTANTS 128
+int32_t		genie_permutation_stride(int32_t m);
+
+/*
+ * m distinct object ids of [0, n) whose excluded flag is 0 (excluded NULL:
+ * all), drawn from seed alone (SplitMix64): the same objects and seed give
+ * the same ids on every machine.  GENIE_INVALID_ARGUMENT when fewer than m
+ * are eligible.
+ */
+genie_status genie_permutants_choose(int32_t n, const uint8_t *excluded, int32_t m, uint64_t seed,
+									 int32_t *ids, genie_error *err);
+
+/*
+ * The rows of every string of objects (or vector: same dimension) against
+ * the m = count of permutants, into rows (count of objects x stride bytes,
+ * the caller's).  Vectors rank by the squared L2 distance summed in double
+ * in element order, strings by Levenshtein distance.  device: CPU (on
+ * options.threads), GPU (GENIE_DEVICE_UNAVAILABLE without one) or AUTO (the
+ * GPU when usable); both give the same bytes.
+ */
+genie_status genie_strings_permutations(const genie_strings *objects,
+										const genie_strings *permutants,
+										genie_engine_kind device,
+										const genie_engine_options *options, uint8_t *rows,
+										genie_error *err);
+genie_status genie_vectors_permutations(const genie_vectors *objects,
+										const genie_vectors *permutants,
+										genie_engine_kind device,
+										const genie_engine_options *options, uint8_t *rows,
+										genie_error *err);
+
+/*
+ * An index version's rows, n x genie_permutation_stride(m) bytes that the
+ * caller writes through *data (zeros at first) before the first
+ * selection; the GPU copy is made on the first GPU selection and kept
+ * until genie_permutation_rows_free.
+ */
+typedef struct genie_permutation_rows genie_permutation_rows;
+
+genie_status genie_permutation_rows_create(int32_t m, int32_t n, genie_permutation_rows **rows,
+										   uint8_t **data, genie_error *err);
+void		genie_permutation_rows_free(genie_permutation_rows *rows);
+size_t		genie_permutation_rows_device_bytes(const genie_permutation_rows *rows);
+
+typedef struct genie_permutation_candidates
+{
+	int32_t		n_queries;
+	int64_t    *query_offsets;	/* n_queries + 1 */
+	int32_t    *objects;		/* each query's ascending by id */
+	genie_engine_kind device;	/* where the selection ran */
+} genie_permutation_candidates;
+
+void		genie_permutation_candidates_free(genie_permutation_candidates *candidates);
+
+/*
+ * For each of the n_queries rows of queries (same m): the `candidates`
+ * objects of rows of smallest footrule, ties by id, skipping those flagged
+ * in excluded (NULL: none); all eligible ones when fewer.  device: CPU,
+ * GPU (GENIE_DEVICE_UNAVAILABLE without a usable GPU) or AUTO; the CPU and
+ * the GPU give the same lists.  options: threads, device ordinal, memory
+ * budget of a group of queries' footrules, cancel.
+ */
+genie_status genie_permutation_select(genie_permutation_rows *rows, genie_engine_kind device,
+									  const genie_engine_options *options, const uint8_t *excluded,
+									  const uint8_t *queries, int32_t n_queries, int32_t candidates,
+									  genie_permutation_candidates **out, genie_error *err);
 
 /* ---- codes: the exact nearest binary codes by Hamming distance ---- */
 
