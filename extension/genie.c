@@ -18,6 +18,7 @@
 #include "am/genie_am.h"
 #include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
+#include "search/genie_permutation.h"
 #include "search/genie_search_values.h"
 #include "service/genie_service.h"
 #include "storage/genie_pending.h"
@@ -28,6 +29,13 @@ PG_MODULE_MAGIC;
 static const struct config_enum_entry genie_vector_search_options[] = {
 	{"exact", GENIE_VECTOR_SEARCH_EXACT, false},
 	{"lsh", GENIE_VECTOR_SEARCH_LSH, false},
+	{"permutation", GENIE_VECTOR_SEARCH_PERMUTATION, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry genie_text_search_options[] = {
+	{"exact", GENIE_TEXT_SEARCH_EXACT, false},
+	{"permutation", GENIE_TEXT_SEARCH_PERMUTATION, false},
 	{NULL, 0, false}
 };
 
@@ -86,7 +94,7 @@ _PG_init(void)
 							"On-disk format that index builds and merges write (for tests of upgrades).",
 							"5 packs the postings; 4 writes them as int32 as genie 0.3.0 did.",
 							&genie_write_format,
-							GENIE_FORMAT_VERSION, GENIE_FORMAT_VERSION_MIN, GENIE_FORMAT_VERSION,
+							GENIE_FORMAT_WRITTEN, GENIE_FORMAT_VERSION_MIN, GENIE_FORMAT_WRITTEN,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 
@@ -137,7 +145,8 @@ _PG_init(void)
 							 "How genie_vector_ops indexes answer ORDER BY v <-> q and genie_knn.",
 							 "exact scans every stored vector and gives exactly what a sequential "
 							 "scan gives; lsh re-ranks the genie.lsh_candidates rows of the highest "
-							 "LSH match count: approximate.",
+							 "LSH match count, permutation the genie.permutation_fraction of the rows "
+							 "nearest by the permutation index: both approximate.",
 							 &genie_vector_search_setting,
 							 GENIE_VECTOR_SEARCH_EXACT,
 							 genie_vector_search_options,
@@ -152,6 +161,27 @@ _PG_init(void)
 							1000, 1, INT_MAX,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("genie.text_search",
+							 "How genie_ngram_ops indexes that store their strings answer edit distances (ORDER BY w <%> q, genie_similar).",
+							 "exact computes the distance to every stored string; permutation re-ranks "
+							 "the genie.permutation_fraction of the strings nearest by the permutation "
+							 "index (WITH (permutants = m)): approximate.",
+							 &genie_text_search_setting,
+							 GENIE_TEXT_SEARCH_EXACT,
+							 genie_text_search_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("genie.permutation_fraction",
+							 "Fraction of an index's rows that the permutation index re-ranks by distance.",
+							 "A larger fraction gives a higher recall and costs more time; at least k "
+							 "rows are re-ranked.",
+							 &genie_permutation_fraction,
+							 0.05, 0.0, 1.0,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomEnumVariable("genie.bit_search",
 							 "How genie_bit_ops indexes answer ORDER BY code <-> q and genie_hamming_knn.",

@@ -27,6 +27,7 @@
 #include "utils/tuplesort.h"
 
 #include "am/genie_am.h"
+#include "search/genie_permutation.h"
 #include "search/genie_search.h"
 #include "storage/genie_content.h"
 
@@ -439,6 +440,9 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	MarkBufferDirty(metabuf);
 	UnlockReleaseBuffer(metabuf);
 	pfree(metapage);
+
+	/* the permutation index reads the values just written */
+	genie_permutation_build(index, state.type.encoding.kind, state.store_values);
 
 	/* the pages were written without WAL: log them all at once */
 	if (RelationNeedsWAL(index))

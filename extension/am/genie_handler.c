@@ -84,8 +84,11 @@ genie_init_reloptions(void)
 					   "LSH width of a genie_vector_ops index (E2LSH bucket width, RBH kernel width; 0: estimated from the table), fixed when the index is built",
 					   0.0, 0.0, 1e300, AccessExclusiveLock);
 	add_int_reloption(genie_relopt_kind, "seed",
-					  "Seed that draws the LSH functions of a genie_vector_ops index or the EWH functions of a genie_bit_ops index, fixed when the index is built",
+					  "Seed that draws the LSH functions of a genie_vector_ops index, the EWH functions of a genie_bit_ops index, or the permutants of either stored-values index, fixed when the index is built",
 					  0, 0, INT_MAX, AccessExclusiveLock);
+	add_int_reloption(genie_relopt_kind, "permutants",
+					  "Permutants of the permutation index of a genie_vector_ops index or a genie_ngram_ops index that stores its strings (0: none), fixed when the index is built",
+					  0, 0, GENIE_MAX_PERMUTANTS, AccessExclusiveLock);
 	add_string_reloption(genie_relopt_kind, "attributes",
 						 "Columns a genie_row_ops index encodes, each optionally with bounds lo..hi (default: every column of a supported type)",
 						 NULL, genie_validate_attribute_list, AccessExclusiveLock);
@@ -105,6 +108,7 @@ genie_options(Datum reloptions, bool validate)
 		{"m", RELOPT_TYPE_INT, offsetof(GenieOptions, functions)},
 		{"width", RELOPT_TYPE_REAL, offsetof(GenieOptions, width)},
 		{"seed", RELOPT_TYPE_INT, offsetof(GenieOptions, seed)},
+		{"permutants", RELOPT_TYPE_INT, offsetof(GenieOptions, permutants)},
 		{"sample_bits", RELOPT_TYPE_INT, offsetof(GenieOptions, sample_bits)},
 		{"errors", RELOPT_TYPE_INT, offsetof(GenieOptions, errors)},
 		{"weights", RELOPT_TYPE_STRING, offsetof(GenieOptions, weights)},

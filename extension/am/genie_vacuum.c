@@ -23,6 +23,7 @@
 #include "utils/memutils.h"
 
 #include "am/genie_am.h"
+#include "search/genie_permutation.h"
 #include "storage/genie_content.h"
 
 /* Flags dead the live entries of one directory page whose TIDs callback reports. */
@@ -195,6 +196,8 @@ genie_merge_pending(Relation index, bool wait)
 	Buffer		metabuf;
 	GenieIndexContent content;
 	GenieMetaPageData before;
+	GenieMetaPageData permutation;
+	GenieChain	old_rows;
 	int32	   *new_ids;
 	int32		n_live = 0;
 	GeniePostingsSorter *sorter;
@@ -278,6 +281,7 @@ genie_merge_pending(Relation index, bool wait)
 							 (int) (content.pending_offsets[local + 1] - first), new_ids[id]);
 	}
 	genie_sorter_write(sorter, index, true, &written);
+	genie_permutation_merge(index, &before, &content, new_ids, n_live, &permutation, &old_rows);
 
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
@@ -301,6 +305,15 @@ genie_merge_pending(Relation index, bool wait)
 		meta->values = new_values;
 		meta->value_bytes = value_bytes;
 	}
+	/* (genie.write_format = 4, a test hook, writes int32 postings: format 4 then) */
+	if (permutation.permutants > 0 && meta->postings_codec == GENIE_POSTINGS_PACKED)
+		meta->format_version = GENIE_FORMAT_PERMUTATION;
+	meta->permutants = permutation.permutants;
+	meta->permutation_seed = permutation.permutation_seed;
+	meta->permutants_chosen = permutation.permutants_chosen;
+	meta->permutant_bytes = permutation.permutant_bytes;
+	meta->permutant_values = permutation.permutant_values;
+	meta->permutations = permutation.permutations;
 	meta->main_version++;
 	meta->stamp++;
 	GenericXLogFinish(state);
@@ -312,6 +325,8 @@ genie_merge_pending(Relation index, bool wait)
 	genie_free_chain(index, before.pending);
 	if (content.values_stored)
 		genie_free_chain(index, before.values);
+	if (old_rows.pages > 0)
+		genie_free_chain(index, old_rows);
 	GENIE_CONTENT_UNLOCK_EXCLUSIVE(index);
 
 	IndexFreeSpaceMapVacuum(index);
@@ -368,6 +383,11 @@ reclaim_pages(IndexVacuumInfo *info)
 		mark_chain(index, meta.rows.dictionary, reachable, npages);
 	if (meta.values_stored)
 		mark_chain(index, meta.values, reachable, npages);
+	if (meta.permutants_chosen > 0)
+	{
+		mark_chain(index, meta.permutant_values, reachable, npages);
+		mark_chain(index, meta.permutations, reachable, npages);
+	}
 
 	for (BlockNumber blkno = GENIE_METAPAGE_BLKNO + 1; blkno < npages; blkno++)
 	{

@@ -31,6 +31,7 @@
 #include "profile/genie_profile.h"
 
 GenieExplainCounts genie_explain_counts;
+bool		genie_explain_analyzing = false;
 
 static ExplainOneQuery_hook_type prev_explain_one_query = NULL;
 
@@ -45,6 +46,14 @@ genie_explain_search(int nq, int64 k, int64 rows, genie_engine_kind engine, bool
 		genie_explain_counts.engines |= by_service ? GENIE_EXPLAIN_GPU_SERVICE : GENIE_EXPLAIN_GPU_HERE;
 	else
 		genie_explain_counts.engines |= by_service ? GENIE_EXPLAIN_CPU_SERVICE : GENIE_EXPLAIN_CPU_HERE;
+}
+
+void
+genie_explain_permutation(int64 candidates, int64 hits, int64 wanted)
+{
+	genie_explain_counts.permutation_candidates += candidates;
+	genie_explain_counts.permutation_hits += hits;
+	genie_explain_counts.permutation_wanted += wanted;
 }
 
 /*
@@ -163,6 +172,17 @@ show(ExplainState *es, const GenieExplainCounts *before, const double *ms_before
 	}
 	if (moves > 0)
 		ExplainPropertyInteger("Genie Version Moves", NULL, moves, es);
+	if (now->permutation_candidates > before->permutation_candidates)
+	{
+		int64		wanted = now->permutation_wanted - before->permutation_wanted;
+
+		ExplainPropertyInteger("Genie Permutation Candidates", NULL,
+							   now->permutation_candidates - before->permutation_candidates, es);
+		/* the share of the exact search's rows matched: recall@k, ties at the k-th allowed */
+		ExplainPropertyFloat("Genie Permutation Recall", NULL,
+							 wanted > 0 ? (double) (now->permutation_hits - before->permutation_hits) / wanted : 1.0,
+							 3, es);
+	}
 	if (es->timing)
 		for (int i = 0; i < lengthof(times); i++)
 		{
@@ -197,6 +217,7 @@ genie_explain_one_query(Query *query, int cursorOptions, IntoClause *into, Expla
 	int64		calls_now[GENIE_N_PHASES];
 	/* set before PG_TRY and only read inside it: safe across its longjmp */
 	bool		profiling = genie_profile_enabled;
+	bool		analyzing = genie_explain_analyzing;
 
 	if (!es->analyze)
 	{
@@ -209,6 +230,7 @@ genie_explain_one_query(Query *query, int cursorOptions, IntoClause *into, Expla
 	genie_explain_counts.largest_k = 0;
 	genie_explain_counts.engines = 0;
 	genie_profile_enabled = true;
+	genie_explain_analyzing = true;
 	PG_TRY();
 	{
 		next(query, cursorOptions, into, es, queryString, params, queryEnv);
@@ -217,6 +239,7 @@ genie_explain_one_query(Query *query, int cursorOptions, IntoClause *into, Expla
 	{
 		/* the session's state as it was, whether the statement ended or failed */
 		genie_profile_enabled = profiling;
+		genie_explain_analyzing = analyzing;
 		genie_profile_read(ms_now, calls_now);
 		now = genie_explain_counts;
 		genie_explain_counts.largest_k = Max(before.largest_k, now.largest_k);

@@ -25,6 +25,9 @@ typedef struct GenieExplainCounts
 	int64		heap_fetches;	/* rows batch functions fetched from the heap */
 	int64		invisible;		/* of those, rows the snapshot does not see */
 	int64		moves;			/* searches moved to a new index version */
+	int64		permutation_candidates; /* rows the permutation index re-ranked */
+	int64		permutation_hits;	/* its rows no farther than the exact k-th */
+	int64		permutation_wanted; /* the exact search's rows */
 	uint8		engines;		/* GENIE_EXPLAIN_* bits: where the searches ran */
 } GenieExplainCounts;
 
@@ -37,6 +40,19 @@ extern GenieExplainCounts genie_explain_counts;
 
 /* One engine search of nq queries for the top k, returning rows rows, on engine. */
 extern void genie_explain_search(int nq, int64 k, int64 rows, genie_engine_kind engine, bool by_service);
+
+/*
+ * True while EXPLAIN (ANALYZE) runs a statement: the permutation index then
+ * also runs the exact search, to report its recall.
+ */
+extern bool genie_explain_analyzing;
+
+/*
+ * A permutation search that re-ranked candidates rows, of whose rows hits
+ * were no farther than the exact search's k-th of each query, out of
+ * wanted (the exact rows).
+ */
+extern void genie_explain_permutation(int64 candidates, int64 hits, int64 wanted);
 
 /* Installs the EXPLAIN hook (from _PG_init). */
 extern void genie_explain_init(void);

@@ -61,6 +61,8 @@ free_slot(CacheSlot *slot)
 		genie_index_free(e->pending_index);
 		genie_value_set_free(&e->values);	/* its GPU copy included */
 		genie_value_set_free(&e->pending_values);
+		genie_permutation_rows_free(e->permutation_rows);	/* its GPU copy included */
+		genie_value_set_free(&e->permutant_values);
 	}
 	if (slot->cxt != NULL)
 		MemoryContextDelete(slot->cxt);
@@ -184,23 +186,6 @@ ship_main(GenieCachedIndex *e, const GenieIndexContent *content, genie_error *er
 }
 
 /*
- * The statement's version of the index is gone (a merge, replayed on a
- * standby, came between two reads): genie_retry_on_version_gone runs the
- * search again on the current one.
- */
-static void
-version_gone(const char *index_name)
-{
-	genie_content_version_gone = true;
-	ereport(ERROR,
-			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg("genie index \"%s\" was merged while this statement searched it",
-					index_name),
-			 errdetail("The index's version that the statement started with is gone."),
-			 errhint("Retry the statement.")));
-}
-
-/*
  * Reads the index into a new slot.  With the genie service running, the
  * main postings are read only when the service does not hold this version
  * yet, and then handed to it; this backend keeps a copy only when the
@@ -250,7 +235,7 @@ load_slot(Relation index)
 		if (!genie_service_keys_equal(&postings_key, &key))
 		{
 			GENIE_CONTENT_UNLOCK_SHARE(index);
-			version_gone(RelationGetRelationName(index));
+			genie_main_version_gone(RelationGetRelationName(index));
 		}
 		content.keywords = postings.keywords;
 		content.keyword_offsets = postings.keyword_offsets;
@@ -347,7 +332,7 @@ read_main(GenieCachedIndex *entry, GenieIndexContent *content)
 	genie_cache_make_key(index, content, &key);
 	index_close(index, NoLock);
 	if (!genie_service_keys_equal(&key, &entry->main_key))
-		version_gone(get_rel_name(entry->index_oid));
+		genie_main_version_gone(get_rel_name(entry->index_oid));
 }
 
 void

@@ -76,6 +76,17 @@ typedef struct GenieCachedIndex
 	int32	   *excluded_main;
 	int32		n_excluded_main;
 	bool		excluded_main_ready;
+
+	/*
+	 * The permutation index (genie_permutation.c), read when a search
+	 * first needs it (permutation_ready): every object's row, main ones
+	 * from the pages and pending ones computed, with their GPU copy, and
+	 * the permutants' values; permutants 0 when none are chosen.
+	 */
+	bool		permutation_ready;
+	int32		permutants;
+	genie_permutation_rows *permutation_rows;
+	GenieValueSet permutant_values;
 	Size		bytes;
 	uint64		last_used;
 } GenieCachedIndex;

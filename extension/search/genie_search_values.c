@@ -37,8 +37,10 @@
 
 #include "genie_utils.h"
 #include "search/genie_cache_values.h"
+#include "search/genie_permutation.h"
 #include "search/genie_search_values.h"
 #include "service/genie_service_client.h"
+#include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
 
 int			genie_vector_search_setting = GENIE_VECTOR_SEARCH_EXACT;
@@ -55,6 +57,20 @@ genie_search_approximate(GenieValuesKind kind)
 			return genie_vector_search_setting == GENIE_VECTOR_SEARCH_LSH;
 		case GENIE_VALUES_CODES:
 			return genie_bit_search_setting == GENIE_BIT_SEARCH_EWH;
+		default:
+			return false;
+	}
+}
+
+bool
+genie_search_permutation(GenieValuesKind kind)
+{
+	switch (kind)
+	{
+		case GENIE_VALUES_VECTORS:
+			return genie_vector_search_setting == GENIE_VECTOR_SEARCH_PERMUTATION;
+		case GENIE_VALUES_STRINGS:
+			return genie_text_search_setting == GENIE_TEXT_SEARCH_PERMUTATION;
 		default:
 			return false;
 	}
@@ -224,6 +240,116 @@ search_approximate(GenieCachedIndex *entry, const GenieValueBatch *queries,
 						   "genie: re-ranking LSH candidates");
 	genie_search_free(&counted);
 	take_found(&found, NULL, rows);
+}
+
+/*
+ * Under EXPLAIN (ANALYZE): the exact search of the same queries (its time
+ * left out of the phases), and how many of the permutation index's rows are
+ * no farther than each query's exact k-th row.
+ */
+static void
+exact_unprofiled(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
+				 GenieValueRows *exact)
+{
+	bool		profiling = genie_profile_enabled;
+
+	genie_profile_enabled = false;
+	PG_TRY();
+	{
+		scan_in_process(entry, queries, k, exact);
+	}
+	PG_FINALLY();
+	{
+		genie_profile_enabled = profiling;
+	}
+	PG_END_TRY();
+}
+
+static void
+explain_recall(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
+			   const GenieValueRows *rows, int64 candidates)
+{
+	GenieValueRows exact;
+	int64		hits = 0;
+	int64		wanted = 0;
+
+	exact_unprofiled(entry, queries, k, &exact);
+	for (int q = 0; q < queries->n; q++)
+	{
+		int64		n = exact.offsets[q + 1] - exact.offsets[q];
+		float8		kth;
+
+		if (n == 0)
+			continue;
+		kth = exact.distances[exact.offsets[q + 1] - 1];
+		wanted += n;
+		for (int64 r = rows->offsets[q]; r < rows->offsets[q + 1] && r - rows->offsets[q] < n; r++)
+			hits += rows->distances[r] <= kth;
+	}
+	genie_value_rows_free(&exact);
+	genie_explain_permutation(candidates, hits, wanted);
+}
+
+/*
+ * The permutation index: each query's genie.permutation_fraction of the
+ * objects by footrule (on genie.device's engine in-process; the CPU in a
+ * preloaded backend), re-ranked by distance on the CPU.  False when the
+ * index has no permutants chosen.
+ */
+static bool
+search_permutation(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
+				   GenieValueRows *rows)
+{
+	const GenieValueSet *set;
+	uint8	   *query_rows;
+	int32		candidates;
+	genie_permutation_candidates *found_candidates = NULL;
+	genie_engine_options options;
+	genie_engine_kind device = genie_search_device();
+	GenieValueFound found;
+	genie_error err;
+	genie_status status;
+
+	if (!genie_cache_permutations(entry))
+		return false;
+	/* the re-ranking reads every value here, and the flags come with them */
+	set = genie_cache_values(entry);
+	genie_profile_push(GENIE_PHASE_QUERY);
+	query_rows = genie_permutation_query_rows(entry, queries);
+	genie_profile_pop();
+	candidates = genie_permutation_candidate_count(entry, k);
+	genie_profile_push(GENIE_PHASE_ENGINE);
+	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
+								genie_cancel_requested, NULL, &options);
+	status = genie_permutation_select(entry->permutation_rows, device, &options, entry->excluded,
+									  query_rows, queries->n, candidates, &found_candidates, &err);
+	if (genie_search_cpu_fallback(status, &err, "permutation index"))
+	{
+		genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
+		status = genie_permutation_select(entry->permutation_rows, GENIE_ENGINE_CPU, &options,
+										  entry->excluded, query_rows, queries->n, candidates,
+										  &found_candidates, &err);
+	}
+	if (status != GENIE_OK)
+	{
+		genie_profile_pop();
+		genie_report_error(&err, "genie: permutation index");
+	}
+	genie_search_ran_on(found_candidates->device, false);
+	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
+	status = genie_value_set_scan(set, GENIE_ENGINE_CPU, &options, queries, k, entry->excluded,
+								  found_candidates->query_offsets, found_candidates->objects,
+								  &found, &err);
+	genie_permutation_candidates_free(found_candidates);
+	genie_profile_pop();
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie: re-ranking permutation candidates");
+	pfree(query_rows);
+	take_found(&found, NULL, rows);
+	genie_search_count(queries->n, k, rows->offsets[queries->n]);
+	if (genie_explain_analyzing)
+		explain_recall(entry, queries, k, rows, (int64) candidates * queries->n);
+	return true;
 }
 
 /* A scan of the main objects' values, as genie_search_through_service asks it. */
@@ -399,6 +525,9 @@ genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries, Gen
 				 errhint("The index was emptied and took a new length from a concurrent insert.")));
 	if (approximate != NULL)
 		search_approximate(entry, queries, approximate, k, rows);
+	else if (genie_search_permutation(queries->kind) &&
+			 search_permutation(entry, queries, k, rows))
+		return;
 	else
 	{
 		if (!genie_service_configured() || !scan_through_service(entry, queries, k, rows))

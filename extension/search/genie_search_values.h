@@ -20,7 +20,8 @@
 typedef enum GenieVectorSearchSetting
 {
 	GENIE_VECTOR_SEARCH_EXACT,	/* every stored vector, exact */
-	GENIE_VECTOR_SEARCH_LSH		/* LSH candidates re-ranked: approximate */
+	GENIE_VECTOR_SEARCH_LSH,	/* LSH candidates re-ranked: approximate */
+	GENIE_VECTOR_SEARCH_PERMUTATION /* permutation index candidates re-ranked */
 } GenieVectorSearchSetting;
 
 extern int	genie_vector_search_setting;
@@ -43,6 +44,13 @@ extern int	genie_ewh_candidates;
 extern bool genie_search_approximate(GenieValuesKind kind);
 
 /*
+ * Whether the settings ask the permutation index for this kind of values:
+ * genie.vector_search = permutation, genie.text_search = permutation
+ * (genie_permutation.h).
+ */
+extern bool genie_search_permutation(GenieValuesKind kind);
+
+/*
  * The k nearest values of each query (queries->kind must be the entry's
  * values_kind) over every object of the entry's version that is not dead
  * or NULL, visible or not, in (distance, length, id) order: through the
@@ -53,7 +61,9 @@ extern bool genie_search_approximate(GenieValuesKind kind);
  * query q's match-count query from the type's approximate_query, an error
  * when one is NULL: the index has none): the top genie.lsh_candidates
  * (vectors) or genie.ewh_candidates (codes) by match count re-ranked by
- * distance.  Honours cancel.
+ * distance.  With genie.vector_search or genie.text_search = permutation,
+ * the permutation index's candidates (genie_permutation.h) re-ranked by
+ * distance; exact where the index has no permutants.  Honours cancel.
  */
 extern void genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries,
 								GenieQuery **approximate, int32 k, GenieValueRows *rows);

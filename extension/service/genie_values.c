@@ -250,6 +250,23 @@ genie_value_set_free(GenieValueSet *set)
 	set->codes = NULL;
 }
 
+genie_status
+genie_value_set_permutations(const GenieValueSet *objects, const GenieValueSet *permutants,
+							 genie_engine_kind device, const genie_engine_options *options,
+							 uint8 *rows, genie_error *err)
+{
+	Assert(objects->kind == permutants->kind);
+	if (objects->kind == GENIE_VALUES_STRINGS)
+		return genie_strings_permutations(objects->strings, permutants->strings, device, options,
+										  rows, err);
+	if (objects->kind == GENIE_VALUES_VECTORS)
+		return genie_vectors_permutations(objects->vectors, permutants->vectors, device, options,
+										  rows, err);
+	err->status = GENIE_INVALID_ARGUMENT;
+	snprintf(err->message, sizeof(err->message), "codes have no permutation index");
+	return GENIE_INVALID_ARGUMENT;
+}
+
 bool
 genie_value_set_made(const GenieValueSet *set)
 {

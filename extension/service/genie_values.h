@@ -106,6 +106,16 @@ extern void genie_value_set_free(GenieValueSet *set);
 extern bool genie_value_set_made(const GenieValueSet *set);
 extern size_t genie_value_set_host_bytes(const GenieValueSet *set);
 extern size_t genie_value_set_device_bytes(const GenieValueSet *set);
+/*
+ * The permutation index's row of every value of objects against the
+ * permutants (same kind, strings or vectors), into rows (objects' count x
+ * genie_permutation_stride(permutants' count) bytes), on device.
+ */
+extern genie_status genie_value_set_permutations(const GenieValueSet *objects,
+												 const GenieValueSet *permutants,
+												 genie_engine_kind device,
+												 const genie_engine_options *options,
+												 uint8 *rows, genie_error *err);
 /* The vectors' dimension or the codes' bits (0 for strings). */
 extern int32 genie_value_set_dim(const GenieValueSet *set);
 /* The second sort key of value id: a string's length in code points, 0 for a vector or a code. */

@@ -297,6 +297,18 @@ value_stream_page(void *arg, const char *data, Size bytes)
 }
 
 void
+genie_main_version_gone(const char *index_name)
+{
+	genie_content_version_gone = true;
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("genie index \"%s\" was merged while this statement searched it",
+					index_name),
+			 errdetail("The index's version that the statement started with is gone."),
+			 errhint("Retry the statement.")));
+}
+
+void
 genie_read_main_values(Relation index, int32 n_main, uint32 main_version, GenieValueFn each,
 					   void *arg)
 {
@@ -318,12 +330,7 @@ genie_read_main_values(Relation index, int32 n_main, uint32 main_version, GenieV
 	{
 		if (BufferIsValid(metabuf))
 			UnlockReleaseBuffer(metabuf);
-		genie_content_version_gone = true;
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("genie index \"%s\" was merged while this statement searched it",
-						RelationGetRelationName(index)),
-				 errhint("Retry the statement.")));
+		genie_main_version_gone(RelationGetRelationName(index));
 	}
 	vs.n_main = meta.n_main_objects;
 	vs.remaining = meta.value_bytes;
@@ -333,6 +340,26 @@ genie_read_main_values(Relation index, int32 n_main, uint32 main_version, GenieV
 		UnlockReleaseBuffer(metabuf);
 	/* every main object has its record, and nothing follows */
 	if (meta.values_stored && (vs.id != vs.n_main || vs.length_have != 0))
+		value_stream_corrupt(index);
+	if (vs.piece != NULL)
+		pfree(vs.piece);
+}
+
+void
+genie_read_value_chain(Relation index, GenieChain chain, int64 bytes, int32 count,
+					   GenieValueFn each, void *arg)
+{
+	ValueStream vs;
+
+	memset(&vs, 0, sizeof(vs));
+	vs.index = index;
+	vs.each = each;
+	vs.arg = arg;
+	vs.n_main = count;
+	vs.remaining = bytes;
+	if (count > 0)
+		(void) genie_chain_walk(index, chain, 1, bytes, value_stream_page, &vs);
+	if (vs.id != count || vs.length_have != 0)
 		value_stream_corrupt(index);
 	if (vs.piece != NULL)
 		pfree(vs.piece);

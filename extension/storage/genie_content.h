@@ -44,8 +44,24 @@ extern void genie_read_values(Relation index, GenieIndexContent *content);
  * where it goes: ids stay below n_main, and a version other than the
  * caller's (n_main main objects, main_version) is a serialization error.
  */
+/*
+ * The serialization failure of a reader whose version of the main objects
+ * a merge replaced, one replayed on a standby included
+ * (genie_content_version_gone set first: genie_retry_on_version_gone runs
+ * the search again on the current version).
+ */
+extern void genie_main_version_gone(const char *index_name) pg_attribute_noreturn();
+
 typedef void (*GenieValueFn) (void *arg, int32 id, const char *value, int32 length);
 extern void genie_read_main_values(Relation index, int32 n_main, uint32 main_version,
+								   GenieValueFn each, void *arg);
+
+/*
+ * Another chain of value records (the permutation index's permutants):
+ * each(arg, i, value, length) for its count records, an error when the
+ * chain holds another number.  The caller holds the content lock.
+ */
+extern void genie_read_value_chain(Relation index, GenieChain chain, int64 bytes, int32 count,
 								   GenieValueFn each, void *arg);
 
 /* Appends one main object's value record to a values chain being written. */

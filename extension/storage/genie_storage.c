@@ -41,7 +41,7 @@ empty_chain(GenieChain *chain)
 	chain->pages = 0;
 }
 
-int			genie_write_format = GENIE_FORMAT_VERSION;
+int			genie_write_format = GENIE_FORMAT_WRITTEN;
 
 void
 genie_init_metapage(Page page, int32 split_length, const GenieEncoding *encoding)

@@ -17,6 +17,10 @@
  *					update): records of (object id, TID, flags, keywords)
  *	values chain	each main object's stored value (its text, its vector),
  *					when the index keeps them
+ *	permutants		the permutation index's m permutants, value records as
+ *					the values chain's (WITH (permutants = m))
+ *	permutations	m bytes per main object by id: the rank of each
+ *					permutant by its distance to the object
  * A chain is a list of pages linked through GeniePageOpaque.next, from the
  * metapage's head to its tail (a reader stops at the tail: a page beyond it
  * may be left over from an interrupted write).  Any change of content bumps
@@ -55,8 +59,16 @@
 #include "genie_utils.h"
 
 #define GENIE_MAGIC				0x47454E49	/* "GENI" */
-#define GENIE_FORMAT_VERSION	5	/* 2: committed end of the pending list; 3: encoding;
-									 * 4: row schema and dictionary; 5: packed postings */
+#define GENIE_FORMAT_VERSION	6	/* 2: committed end of the pending list; 3: encoding;
+									 * 4: row schema and dictionary; 5: packed postings;
+									 * 6: the permutation index's chains */
+/*
+ * What builds and merges write (genie.write_format's default and most):
+ * format 6 only marks an index with permutants, so that a genie before it,
+ * whose merges would drop the permutation chains, refuses the index.
+ */
+#define GENIE_FORMAT_WRITTEN	5
+#define GENIE_FORMAT_PERMUTATION 6
 #define GENIE_FORMAT_VERSION_MIN 4	/* the oldest format this genie reads */
 
 /*
@@ -103,6 +115,7 @@ typedef struct GenieEncoding
 #define GENIE_PAGE_DELETED		6
 #define GENIE_PAGE_DICTIONARY	7
 #define GENIE_PAGE_VALUES		8
+#define GENIE_PAGE_PERMUTATIONS	9
 
 typedef struct GeniePageOpaqueData
 {
@@ -279,6 +292,21 @@ typedef struct GenieMetaPageData
 	uint32		postings_codec;
 	uint32		postings_pad;
 	int64		postings_bytes; /* of the postings chain, when packed */
+
+	/*
+	 * The permutation index (search/genie_permutation.c), last: metapages
+	 * written before it read zeros, no permutants.  permutants is the m
+	 * asked at build; the permutants are drawn (with permutation_seed) by
+	 * the build or, on an index built with fewer than m objects, by the
+	 * first merge that has them: until then permutants_chosen is 0 and the
+	 * index is searched exactly.
+	 */
+	int32		permutants;
+	int32		permutants_chosen;
+	uint64		permutation_seed;
+	int64		permutant_bytes;	/* of the permutants chain */
+	GenieChain	permutant_values;	/* permutants_chosen value records */
+	GenieChain	permutations;	/* n_main_objects rows of permutants bytes */
 } GenieMetaPageData;
 
 typedef GenieMetaPageData *GenieMetaPage;
@@ -307,6 +335,7 @@ typedef struct GenieOptions
 	int			sample_bits;	/* genie_bit_ops: h, bits each EWH function reads (build only) */
 	int			errors;			/* genie_bit_ops: e, EWH buckets asked up to e errors (queries) */
 	int			weights;		/* genie_bit_ops: offset of the alpha_r list, or 0 (queries) */
+	int			permutants;		/* the permutation index's m, 0 none (build only) */
 } GenieOptions;
 
 /* genie_bit_ops: EWH's defaults (README, "Binary codes") */

@@ -264,6 +264,43 @@ is($primary->safe_psql('postgres', $document_query), $document_expected, 'docume
 is($standby->safe_psql('postgres', $document_query), $document_expected, 'documents: so does the standby, new lexemes included');
 check_index($standby, 'notes_d', 'documents, standby');
 
+# The permutation index (WITH (permutants = m)): its chains written at the
+# build (logged page by page) and rewritten by the merge (GenericXLog),
+# pending rows' rows computed at load; the standby's candidates, rows and
+# distances are the primary's, for vectors and for strings.
+$primary->safe_psql('postgres', q{
+	CREATE TABLE perm_v (id int PRIMARY KEY, v real[]);
+	INSERT INTO perm_v SELECT i, ARRAY[sin(i), cos(i * 0.7), sin(i * 0.13), cos(i * 0.31)]::real[]
+	FROM generate_series(1, 3000) i;
+	CREATE INDEX perm_v_idx ON perm_v USING genie (v genie_vector_ops) WITH (permutants = 12, m = 0, seed = 3);
+	CREATE TABLE perm_w (id int PRIMARY KEY, w text);
+	INSERT INTO perm_w SELECT i, substr(md5(i::text), 1, 5 + i % 6) FROM generate_series(1, 3000) i;
+	CREATE INDEX perm_w_idx ON perm_w USING genie (w genie_ngram_ops) WITH (permutants = 16);
+	INSERT INTO perm_v SELECT i, ARRAY[sin(i), cos(i * 0.7), sin(i * 0.13), cos(i * 0.31)]::real[]
+	FROM generate_series(3001, 3400) i;
+	INSERT INTO perm_w SELECT i, substr(md5(i::text), 1, 5 + i % 6) FROM generate_series(3001, 3400) i;
+	DELETE FROM perm_v WHERE id % 10 = 0;
+	DELETE FROM perm_w WHERE id % 10 = 0;
+});
+my $perm_query = q{
+	SET genie.vector_search = permutation; SET genie.text_search = permutation;
+	SET genie.permutation_fraction = 0.05;
+	SELECT (SELECT string_agg(query_no || ':' || ctid || ':' || round(distance::numeric, 6), ',' ORDER BY query_no, distance, ctid)
+	        FROM genie_knn('perm_v_idx', ARRAY(SELECT ARRAY[sin(n), cos(n), 0.5, 0.25]::real[] FROM generate_series(1, 8) n), 5))
+	    || '|' ||
+	       (SELECT string_agg(query_no || ':' || ctid || ':' || distance, ',' ORDER BY query_no, distance, ctid)
+	        FROM genie_similar('perm_w_idx', ARRAY(SELECT substr(md5((n * 7)::text), 2, 7) FROM generate_series(1, 8) n), 5))
+};
+$primary->wait_for_catchup($standby, 'replay');
+my $primary_perm = $primary->safe_psql('postgres', $perm_query);
+like($primary_perm, qr/^(?:\d+:\(\d+,\d+\):[\d.]+,?){40}\|(?:\d+:\(\d+,\d+\):\d+,?){40}$/,
+	'permutation index: the primary answers eight queries of each kind with five rows each');
+is($standby->safe_psql('postgres', $perm_query), $primary_perm, 'permutation index: the standby gives the primary\'s rows (pending rows)');
+$primary->safe_psql('postgres', 'VACUUM perm_v; VACUUM perm_w');
+$primary->wait_for_catchup($standby, 'replay');
+$primary_perm = $primary->safe_psql('postgres', $perm_query);
+is($standby->safe_psql('postgres', $perm_query), $primary_perm, 'permutation index: and after the merge');
+
 # An index of on-disk format 4, as genie 0.3.0 wrote it (int32 postings, the
 # shorter metapage; genie.write_format = 4 makes one): the primary and the
 # standby read it, its set predicates and orderings equal a sequential scan,
