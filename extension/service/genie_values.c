@@ -336,13 +336,14 @@ genie_value_set_scan(const GenieValueSet *set, genie_engine_kind device,
 	{
 		genie_string_scan scan;
 
-		Assert(candidates == NULL);
 		memset(&scan, 0, sizeof(scan));
 		scan.n_queries = queries->n;
 		scan.query_text = queries->text;
 		scan.query_text_offsets = queries->text_offsets;
 		scan.k = k;
 		scan.excluded = excluded;
+		scan.candidate_offsets = candidate_offsets;
+		scan.candidates = candidates;
 		return genie_strings_scan(set->strings, device, options, &scan, &found->strings, err);
 	}
 	else if (set->kind == GENIE_VALUES_CODES)

@@ -124,8 +124,8 @@ extern int32 genie_value_set_length(const GenieValueSet *set, int32 id);
 /*
  * The k nearest values of set to each query, skipping the objects flagged
  * in excluded (NULL: none), on device (CPU, GPU or AUTO; nothing falls back:
- * GENIE_DEVICE_OUT_OF_MEMORY goes to the caller).  With candidates (vectors
- * and codes: the LSH and EWH re-ranks, always on the CPU) only query q's
+ * GENIE_DEVICE_OUT_OF_MEMORY goes to the caller).  With candidates (the
+ * LSH, EWH and permutation re-ranks, always on the CPU) only query q's
  * candidates[candidate_offsets[q] .. candidate_offsets[q + 1]).
  */
 extern genie_status genie_value_set_scan(const GenieValueSet *set, genie_engine_kind device,

@@ -3,13 +3,17 @@
 //
 // Device layout: the rows, stride bytes each (a multiple of 16), resident
 // for the life of the copy.  Per group of queries:
-//   FootruleKernel  a block of kQueryBlock queries (their rows in shared
-//                   memory) against a stretch of objects, a thread an
-//                   object: the footrule of each (query, object) as sums of
-//                   byte differences (__vsadu4), one uint16 per pair
+//   FootruleKernel  a block of up to kQueryBlock queries (their rows in
+//                   shared memory) against a stretch of objects, a thread
+//                   an object: the footrule of each (query, object) as sums
+//                   of byte differences (__vsadu4), one uint16 per pair
 //                   (kNoDistance for an excluded object), counted in the
-//                   query's histogram of footrules (shared memory when it
-//                   fits, else global atomics);
+//                   block's histogram of each query in shared memory, added
+//                   to the query's at the end.  Footrules crowd around their
+//                   mean, so counting straight into global memory would
+//                   serialise on a few bins: the block takes as many queries
+//                   as their histograms fit kSharedHistogramBytes (one at
+//                   m = 128, whose 8,193 bins take 32 KB);
 //   SelectKernel    (histogram_select.cuh) a block per query: the objects
 //                   below its cut and the first ones at it, in id order.
 #include <cuda_runtime_api.h>
@@ -37,13 +41,14 @@ constexpr uint64_t kDefaultGroupBytes = 256ull << 20;
 
 // grid: (object blocks, query blocks).  foot: gn x n, hist: gn x bins, zeroed.
 __global__ void FootruleKernel(const uint4* __restrict__ rows, int32_t n, int32_t vecs,
-                               const uint4* __restrict__ queries, int32_t gn,
+                               const uint4* __restrict__ queries, int32_t gn, int qb,
                                const uint8_t* __restrict__ excluded, uint16_t* __restrict__ foot,
-                               uint32_t* __restrict__ hist, int32_t bins, bool shared_hist) {
+                               uint32_t* __restrict__ hist, int32_t bins) {
+  constexpr bool shared_hist = true;
   extern __shared__ uint4 shared_rows[];
-  uint32_t* sh = reinterpret_cast<uint32_t*>(shared_rows + kQueryBlock * vecs);
-  const int q0 = blockIdx.y * kQueryBlock;
-  const int nb = min(kQueryBlock, gn - q0);
+  uint32_t* sh = reinterpret_cast<uint32_t*>(shared_rows + qb * vecs);
+  const int q0 = blockIdx.y * qb;
+  const int nb = min(qb, gn - q0);
   for (int i = threadIdx.x; i < nb * vecs; i += blockDim.x)
     shared_rows[i] = queries[static_cast<size_t>(q0) * vecs + i];
   if (shared_hist)
@@ -148,20 +153,20 @@ class GpuPermutationRowsImpl final : public GpuPermutationRows {
     GENIE_RETURN_IF_ERROR(d_hist.Allocate(static_cast<std::size_t>(group) * bins, "permutation histograms"));
     GENIE_RETURN_IF_ERROR(d_ids.Allocate(static_cast<std::size_t>(group) * kk, "permutation candidates"));
     GENIE_RETURN_IF_ERROR(d_count.Allocate(static_cast<std::size_t>(group), "permutation candidate counts"));
-    const std::size_t hist_bytes = static_cast<std::size_t>(kQueryBlock) * bins * 4;
-    const bool shared_hist = hist_bytes <= kSharedHistogramBytes;
-    const std::size_t shared_bytes = static_cast<std::size_t>(kQueryBlock) * stride_ + (shared_hist ? hist_bytes : 0);
+    // the queries of a block: as many as their histograms fit in shared memory
+    const int qb = std::max(1, std::min(kQueryBlock, kSharedHistogramBytes / (bins * 4)));
+    const std::size_t shared_bytes = static_cast<std::size_t>(qb) * (stride_ + static_cast<std::size_t>(bins) * 4);
     std::vector<int32_t> ids, counts;
     for (int32_t g0 = 0; g0 < nq; g0 += group) {
       if (cancel.requested()) return Status::Cancelled();
       const int32_t gn = std::min(group, nq - g0);
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_hist.get(), 0, static_cast<std::size_t>(gn) * bins * 4));
       const dim3 grid(static_cast<unsigned>((n_ + kObjectsPerBlock - 1) / kObjectsPerBlock),
-                      static_cast<unsigned>((gn + kQueryBlock - 1) / kQueryBlock));
+                      static_cast<unsigned>((gn + qb - 1) / qb));
       FootruleKernel<<<grid, kFootruleThreads, shared_bytes>>>(
           reinterpret_cast<const uint4*>(rows_.get()), n_, vecs,
-          reinterpret_cast<const uint4*>(d_queries.get() + static_cast<std::size_t>(g0) * stride_), gn,
-          excluded.empty() ? nullptr : d_excluded.get(), d_foot.get(), d_hist.get(), bins, shared_hist);
+          reinterpret_cast<const uint4*>(d_queries.get() + static_cast<std::size_t>(g0) * stride_), gn, qb,
+          excluded.empty() ? nullptr : d_excluded.get(), d_foot.get(), d_hist.get(), bins);
       GENIE_CUDA_CHECK_LAUNCH("FootruleKernel");
       SelectKernel<<<static_cast<unsigned>(gn), kSelectThreads>>>(d_foot.get(), d_hist.get(), n_, bits, kk, kk,
                                                                   nullptr, d_ids.get(), nullptr, d_count.get());

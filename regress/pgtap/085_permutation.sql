@@ -12,7 +12,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 CREATE EXTENSION IF NOT EXISTS fuzzystrmatch;
-SELECT plan(29);
+SELECT plan(30);
 
 DO $$ BEGIN PERFORM setseed(0.1414); END $$;
 -- 8 dimensions, 40 clusters of 100 points, 30 queries near cluster members
@@ -138,6 +138,13 @@ SELECT is((SELECT count(*) FROM pg_temp.similar_w(5) g JOIN words USING (id) JOI
            WHERE g.d <> levenshtein(w, q)), 0::bigint, 'strings, fraction 0.1: every distance is levenshtein()');
 SELECT is((SELECT count(*) FROM pg_temp.similar_w(1) g JOIN qw USING (qid) WHERE g.d <= 1), 20::bigint,
           'strings, fraction 0.1: every one-typo query finds a word within distance 1');
+-- only the candidates are re-ranked: with one candidate a query (fraction 0, k = 1)
+-- some queries of four typos miss a nearest word, which the exact search finds
+SET genie.permutation_fraction = 0;
+SELECT cmp_ok((SELECT (e->>'Genie Permutation Recall')::float8 FROM pg_temp.explained(
+                 'SELECT * FROM genie_similar(''words_perm'', (SELECT array_agg(overlay(q placing ''zzzz'' from 2 for 4) ORDER BY qid) FROM qw), 1)') e),
+              '<', 1::float8, 'strings, one candidate a query: the re-rank reads the candidates alone');
+SET genie.permutation_fraction = 0.1;
 SELECT is((SELECT w <%> (SELECT q FROM qw WHERE qid = 3) FROM words
            ORDER BY w <%> (SELECT q FROM qw WHERE qid = 3) LIMIT 1), 1::float8, 'ORDER BY w <%> q in the permutation mode');
 
