@@ -15,6 +15,9 @@
 #   vectors-gauss   the same at 1M and 4.5M x 128 of the LSH workload's mixture
 #              (bench/gen_lsh_workload.py --vectors)
 #              (FMNIST_METHODS, GAUSS_N, GAUSS_METHODS, GAUSS_1M_METHODS narrow the vector runs)
+#   permutation  permutation_bench (the permutation index against the exact scans)
+#              on wamerican-insane (.bundle/dict), Fashion-MNIST (.bundle/fmnist) and
+#              the package descriptions (.bundle/packages.tsv.xz); PERM_RUNS runs each
 # Logs go to $OUT (or ./device-out).
 set -u
 OUT=${OUT:-./device-out}
@@ -91,6 +94,27 @@ for stage in $stages; do
         log "torch rc=$?"
         grep -E "^(RESULT|CHECK|DATA)" "$OUT/vectors-$n.txt" | cut -c1-400 | tee -a "$OUT/summary.txt"
       done
+      ;;
+    permutation)
+      fmnist
+      words=/usr/share/dict/american-english-insane
+      [ -f $words ] || { xz -dc .bundle/dict/american-english-insane.xz > /tmp/words; words=/tmp/words; }
+      [ -f /tmp/packages.tsv ] || [ ! -f .bundle/packages.tsv.xz ] || xz -dc .bundle/packages.tsv.xz > /tmp/packages.tsv
+      pb=$BIN/permutation_bench
+      [ -x "$pb" ] || { devbin; pb=/tmp/devbin/permutation_bench; }
+      runs=${PERM_RUNS:-3}
+      log "permutation_bench words"
+      $pb words $words 1024 0 $runs 16,32,64 0.002,0.005,0.01,0.02 > "$OUT/permutation-words.txt" 2>&1
+      log "rc=$?"
+      log "permutation_bench fmnist"
+      $pb fmnist /tmp/fm 1000 0 $runs 16,32,64 0.005,0.01,0.02,0.05,0.1 > "$OUT/permutation-fmnist.txt" 2>&1
+      log "rc=$?"
+      if [ -f /tmp/packages.tsv ]; then
+        log "permutation_bench packages"
+        $pb packages /tmp/packages.tsv 256 0 $runs 16,64 0.02,0.05,0.1,0.2 > "$OUT/permutation-packages.txt" 2>&1
+        log "rc=$?"
+      fi
+      grep -hE "MISMATCH|^exact|rows of" "$OUT"/permutation-*.txt | tee -a "$OUT/summary.txt"
       ;;
     tests)
       log "tests"
