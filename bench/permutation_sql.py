@@ -17,7 +17,10 @@ Reported per engine of --devices (genie.device, in-process):
     (genie.text_search / genie.vector_search = exact) and permutation at each
     fraction, with recall@10 against the exact rows (a row counts when it is no
     farther than the exact tenth);
-  batch: every query in one statement (genie_similar, genie_knn).
+  batch: every query in one statement (genie_similar, genie_knn);
+  baselines: pg_trgm's GiST index (its C nearest by trigram distance re-ranked
+    by levenshtein(), single statements, on the first engine's pass) for
+    words, genie's LSH (genie.vector_search = lsh) for vectors.
   permutation_sql.py --words FILE --train COPY --test COPY [--nq 200] [--runs 3]
                      [--devices cpu] [--m 64] [--fractions 0.002,0.01,0.05]
 """
@@ -102,6 +105,50 @@ def run_kind(cur, label, table, index, column, opclass, extra, single_sql, batch
               f"batch {batch:.1f} ms ({len(queries) * 1000 / batch:.0f} queries/s, {exact_batch / batch:.2f}x exact)",
               flush=True)
     cur.execute(f"RESET {setting}")
+    return exact_single, exact_batch, truth
+
+
+def baselines_words(cur, words, truth, exact_single, a, device):
+    """pg_trgm's GiST index re-ranked by levenshtein(): the C nearest by trigram
+    distance, the 10 nearest of those by edit distance (a user's exact-ish recipe)."""
+    if device != a.devices.split(",")[0]:
+        return
+    cur.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    cur.execute("CREATE EXTENSION IF NOT EXISTS fuzzystrmatch")
+    ms, _ = timed(cur, "CREATE INDEX pw_trgm ON pw USING gist (w gist_trgm_ops)")
+    print(f"words pg_trgm build (GiST): {ms / 1000:.2f} s", flush=True)
+    for c in (100, 1000):
+        sql = ("SELECT id, levenshtein(w, %s) d FROM (SELECT id, w FROM pw ORDER BY w <-> %s LIMIT " + str(c) +
+               ") s ORDER BY d, id LIMIT 10")
+        cur.execute(sql, (words[0], words[0]))
+        single, found = [], {}
+        for _ in range(a.runs):
+            t0 = time.perf_counter()
+            for i, q in enumerate(words):
+                cur.execute(sql, (q, q))
+                found[i] = [r[1] for r in cur.fetchall()]
+            single.append((time.perf_counter() - t0) * 1000.0 / len(words))
+        ms = statistics.median(single)
+        print(f"words pg_trgm GiST, {c} candidates re-ranked by levenshtein(): recall@10 {recall(found, truth):.3f}, "
+              f"single {ms:.3f} ms ({exact_single / ms:.2f}x genie exact on {a.devices.split(',')[0]})", flush=True)
+    cur.execute("DROP INDEX pw_trgm")
+
+
+def baselines_vectors(cur, vectors, vector_batch, truth, exact_single, exact_batch, a, device):
+    """genie's own LSH (genie.vector_search = lsh) on an index with LSH keywords."""
+    cur.execute("DROP INDEX IF EXISTS pv_idx")
+    ms, _ = timed(cur, "CREATE INDEX pv_idx ON pv USING genie (v genie_vector_ops)")
+    print(f"vectors {device} build with LSH keywords (m from Equation 9): {ms / 1000:.2f} s", flush=True)
+    for c in (1000, 3000):
+        cur.execute(f"SET genie.lsh_candidates = {c}")
+        single, batch, found = search_runs(cur, "SELECT id, v <-> %s::real[] FROM pv ORDER BY v <-> %s::real[] LIMIT 10",
+                                           "SELECT count(*) FROM genie_knn('pv_idx', %s::real[], 10)", vector_batch,
+                                           vectors, a.runs, "genie.vector_search", "lsh")
+        print(f"vectors {device} LSH {c} candidates: recall@10 {recall(found, truth):.3f}, single {single:.3f} ms "
+              f"({exact_single / single:.2f}x exact), batch {batch:.1f} ms ({len(vectors) * 1000 / batch:.0f} queries/s, "
+              f"{exact_batch / batch:.2f}x exact)", flush=True)
+    cur.execute("RESET genie.lsh_candidates")
+    cur.execute("RESET genie.vector_search")
 
 
 def main():
@@ -140,12 +187,15 @@ def main():
           f"{cur.execute('SELECT count(*) FROM pv').fetchone()[0]} rows, {a.nq} queries, k {K}, {a.runs} runs", flush=True)
     for device in a.devices.split(","):
         cur.execute(f"SET genie.device = {device}")
-        run_kind(cur, "words", "pw", "pw_idx", "w", "genie_ngram_ops", "",
-                 "SELECT id, w <%%> %s FROM pw ORDER BY w <%%> %s LIMIT 10",
-                 "SELECT count(*) FROM genie_similar('pw_idx', %s, 10)", words, words, a, device)
-        run_kind(cur, "vectors", "pv", "pv_idx", "v", "genie_vector_ops", "m = 0",
-                 "SELECT id, v <-> %s::real[] FROM pv ORDER BY v <-> %s::real[] LIMIT 10",
-                 "SELECT count(*) FROM genie_knn('pv_idx', %s::real[], 10)", vector_batch, vectors, a, device)
+        single, _, truth = run_kind(cur, "words", "pw", "pw_idx", "w", "genie_ngram_ops", "",
+                                    "SELECT id, w <%%> %s FROM pw ORDER BY w <%%> %s LIMIT 10",
+                                    "SELECT count(*) FROM genie_similar('pw_idx', %s, 10)", words, words, a, device)
+        baselines_words(cur, words, truth, single, a, device)
+        single, batch, truth = run_kind(cur, "vectors", "pv", "pv_idx", "v", "genie_vector_ops", "m = 0",
+                                        "SELECT id, v <-> %s::real[] FROM pv ORDER BY v <-> %s::real[] LIMIT 10",
+                                        "SELECT count(*) FROM genie_knn('pv_idx', %s::real[], 10)", vector_batch,
+                                        vectors, a, device)
+        baselines_vectors(cur, vectors, vector_batch, truth, single, batch, a, device)
 
 
 if __name__ == "__main__":

@@ -466,6 +466,9 @@ genie_ambuildempty(Relation index)
 	genie_type_for_build(index, &type);
 	genie_init_metapage(metapage, genie_split_length(index), &type.encoding);
 	GeniePageGetMeta(metapage)->values_stored = genie_index_stores_values(index, type.info) ? 1 : 0;
+	/* the permutation index's options: its first merge with m objects draws the permutants */
+	genie_permutation_build_empty(index, type.encoding.kind, GeniePageGetMeta(metapage)->values_stored != 0,
+								  GeniePageGetMeta(metapage));
 	if (type.info->build_begin != NULL)
 	{
 		/* what the options give without reading the table (a row index's attributes) */

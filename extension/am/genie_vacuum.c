@@ -197,7 +197,7 @@ genie_merge_pending(Relation index, bool wait)
 	GenieIndexContent content;
 	GenieMetaPageData before;
 	GenieMetaPageData permutation;
-	GenieChain	old_rows;
+	GenieChain	old_chains[2];
 	int32	   *new_ids;
 	int32		n_live = 0;
 	GeniePostingsSorter *sorter;
@@ -281,7 +281,7 @@ genie_merge_pending(Relation index, bool wait)
 							 (int) (content.pending_offsets[local + 1] - first), new_ids[id]);
 	}
 	genie_sorter_write(sorter, index, true, &written);
-	genie_permutation_merge(index, &before, &content, new_ids, n_live, &permutation, &old_rows);
+	genie_permutation_merge(index, &before, &content, new_ids, n_live, &permutation, old_chains);
 
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
@@ -325,8 +325,9 @@ genie_merge_pending(Relation index, bool wait)
 	genie_free_chain(index, before.pending);
 	if (content.values_stored)
 		genie_free_chain(index, before.values);
-	if (old_rows.pages > 0)
-		genie_free_chain(index, old_rows);
+	for (int i = 0; i < 2; i++)
+		if (old_chains[i].pages > 0)
+			genie_free_chain(index, old_chains[i]);
 	GENIE_CONTENT_UNLOCK_EXCLUSIVE(index);
 
 	IndexFreeSpaceMapVacuum(index);

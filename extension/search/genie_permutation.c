@@ -218,21 +218,15 @@ excluded_of(const GenieIndexContent *content, int32 first, int32 n)
 	return excluded;
 }
 
-void
-genie_permutation_build(Relation index, int16 encoding_kind, bool values_stored)
+/* The index's permutants option (0: none), checked against what can have them. */
+static int32
+permutants_option(Relation index, int16 encoding_kind, bool values_stored)
 {
 	GenieOptions *opts = (GenieOptions *) index->rd_options;
 	int32		m = opts != NULL ? opts->permutants : 0;
-	GenieIndexContent content;
-	GenieValueBatch batch;
-	GenieMetaPageData fields;
-	Buffer		metabuf;
-	GenieMetaPage meta;
-	MemoryContext cxt;
-	MemoryContext old;
 
 	if (m == 0)
-		return;
+		return 0;
 	if (encoding_kind != GENIE_ENCODING_VECTOR && encoding_kind != GENIE_ENCODING_NGRAM)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -248,7 +242,37 @@ genie_permutation_build(Relation index, int16 encoding_kind, bool values_stored)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("permutants needs an index that stores its strings"),
 				 errhint("Build the index with store_strings = on (the default).")));
+	return m;
+}
 
+void
+genie_permutation_build_empty(Relation index, int16 encoding_kind, bool values_stored,
+							  GenieMetaPageData *meta)
+{
+	int32		m = permutants_option(index, encoding_kind, values_stored);
+
+	if (m == 0)
+		return;
+	meta->format_version = GENIE_FORMAT_PERMUTATION;
+	meta->permutants = m;
+	meta->permutation_seed = (uint64) ((GenieOptions *) index->rd_options)->seed;
+}
+
+void
+genie_permutation_build(Relation index, int16 encoding_kind, bool values_stored)
+{
+	GenieOptions *opts = (GenieOptions *) index->rd_options;
+	int32		m = permutants_option(index, encoding_kind, values_stored);
+	GenieIndexContent content;
+	GenieValueBatch batch;
+	GenieMetaPageData fields;
+	Buffer		metabuf;
+	GenieMetaPage meta;
+	MemoryContext cxt;
+	MemoryContext old;
+
+	if (m == 0)
+		return;
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "genie permutation build",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(cxt);
@@ -339,6 +363,7 @@ read_permutants(Relation index, const GenieMetaPageData *meta, GenieValuesKind k
 /* Copies a permutations chain's rows into rows of stride bytes. */
 typedef struct RowCopy
 {
+	Relation	index;
 	uint8	   *rows;
 	int32		m;
 	int32		stride;
@@ -353,8 +378,23 @@ copy_rows(void *arg, const char *data, Size bytes)
 
 	for (Size at = 0; at + c->m <= bytes; at += c->m)
 	{
+		uint64		seen[2] = {0, 0};
+
 		if (c->next >= c->capacity)
 			elog(ERROR, "genie: a permutations chain longer than its objects");
+		/* a permutation of 0 .. m - 1, or the footrule's histogram would overflow */
+		for (int32 j = 0; j < c->m; j++)
+		{
+			uint8		r = (uint8) data[at + j];
+
+			if (r >= c->m || (seen[r >> 6] & (UINT64CONST(1) << (r & 63))))
+				ereport(ERROR,
+						(errcode(ERRCODE_INDEX_CORRUPTED),
+						 errmsg("genie index \"%s\" has a corrupt permutation at object %lld",
+								RelationGetRelationName(c->index), (long long) c->next),
+						 errhint("REINDEX the index.")));
+			seen[r >> 6] |= UINT64CONST(1) << (r & 63);
+		}
 		memcpy(c->rows + c->next * c->stride, data + at, c->m);
 		c->next++;
 	}
@@ -363,8 +403,8 @@ copy_rows(void *arg, const char *data, Size bytes)
 static void
 read_rows(Relation index, const GenieMetaPageData *meta, int32 n, uint8 *rows)
 {
-	RowCopy		c = {rows, meta->permutants_chosen, genie_permutation_stride(meta->permutants_chosen),
-	0, n};
+	RowCopy		c = {index, rows, meta->permutants_chosen,
+	genie_permutation_stride(meta->permutants_chosen), 0, n};
 
 	if (genie_chain_walk(index, meta->permutations, meta->permutants_chosen, n, copy_rows, &c) != n ||
 		c.next != n)
@@ -378,7 +418,7 @@ read_rows(Relation index, const GenieMetaPageData *meta, int32 n, uint8 *rows)
 void
 genie_permutation_merge(Relation index, const GenieMetaPageData *before,
 						const GenieIndexContent *content, const int32 *new_ids, int32 n_live,
-						GenieMetaPageData *meta, GenieChain *old_rows)
+						GenieMetaPageData *meta, GenieChain *old_chains)
 {
 	GenieValuesKind kind = kind_of(before->encoding.kind);
 	int32		m = before->permutants;
@@ -397,10 +437,29 @@ genie_permutation_merge(Relation index, const GenieMetaPageData *before,
 	meta->permutant_bytes = before->permutant_bytes;
 	meta->permutant_values = before->permutant_values;
 	meta->permutations = before->permutations;
-	old_rows->head = old_rows->tail = InvalidBlockNumber;
-	old_rows->pages = 0;
+	for (int i = 0; i < 2; i++)
+	{
+		old_chains[i].head = old_chains[i].tail = InvalidBlockNumber;
+		old_chains[i].pages = 0;
+	}
 	if (m == 0 || (kind == GENIE_VALUES_VECTORS && dim == 0))
 		return;
+	if (before->permutants_chosen > 0 && n_live == 0)
+	{
+		/*
+		 * An emptied index: an insert may give it vectors of another
+		 * dimension, which the permutants' could not be compared with.  The
+		 * next merge with m objects draws new ones.
+		 */
+		meta->permutants_chosen = 0;
+		meta->permutant_bytes = 0;
+		meta->permutant_values.head = meta->permutant_values.tail = InvalidBlockNumber;
+		meta->permutant_values.pages = 0;
+		meta->permutations = meta->permutant_values;
+		old_chains[0] = before->permutations;
+		old_chains[1] = before->permutant_values;
+		return;
+	}
 	if (before->permutants_chosen == 0)
 	{
 		/* the first merge with m objects draws them among the live ones */
@@ -449,7 +508,7 @@ genie_permutation_merge(Relation index, const GenieMetaPageData *before,
 			CHECK_FOR_INTERRUPTS();
 	}
 	meta->permutations = genie_chain_writer_finish(&w);
-	*old_rows = before->permutations;
+	old_chains[0] = before->permutations;
 }
 
 bool
@@ -457,6 +516,8 @@ genie_cache_permutations(GenieCachedIndex *entry)
 {
 	Relation	index;
 	GenieMetaPageData meta;
+	/* the metapage held through the reads on a standby; volatile across PG_TRY */
+	volatile Buffer metabuf = InvalidBuffer;
 	genie_permutation_rows *rows = NULL;
 	uint8	   *data;
 	genie_error err;
@@ -473,7 +534,11 @@ genie_cache_permutations(GenieCachedIndex *entry)
 	GENIE_CONTENT_LOCK_SHARE(index);
 	PG_TRY();
 	{
-		genie_read_meta(index, &meta);
+		Buffer		held;
+
+		/* (an error while it is locked: the abort releases the buffer's lock and pin) */
+		genie_read_meta_for_content(index, &meta, &held);
+		metabuf = held;
 		if (meta.n_main_objects != entry->n_main_objects ||
 			meta.main_version != entry->main_key.main_version)
 			genie_main_version_gone(RelationGetRelationName(index));
@@ -489,6 +554,8 @@ genie_cache_permutations(GenieCachedIndex *entry)
 	}
 	PG_FINALLY();
 	{
+		if (BufferIsValid(metabuf))
+			UnlockReleaseBuffer(metabuf);
 		GENIE_CONTENT_UNLOCK_SHARE(index);
 	}
 	PG_END_TRY();

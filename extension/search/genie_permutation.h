@@ -35,13 +35,18 @@ extern void genie_permutation_build(Relation index, int16 encoding_kind, bool va
  * At a merge, under the exclusive content lock, with before (the old
  * metapage), content (its values read) and the objects' new ids: the
  * permutation fields of the new metapage in meta (WAL-logged chains), the
- * live objects' rows (old rows kept, pending ones computed); *old_rows
- * receives the chain to free once the metapage points past it.
+ * live objects' rows (old rows kept, pending ones computed; an emptied
+ * index drops its permutants); old_chains[0 .. 1] receive the chains to
+ * free once the metapage points past them (empty ones: none).
  */
 extern void genie_permutation_merge(Relation index, const GenieMetaPageData *before,
 									const GenieIndexContent *content, const int32 *new_ids,
 									int32 n_live, GenieMetaPageData *meta,
-									GenieChain *old_rows);
+									GenieChain *old_chains);
+
+/* The permutation fields of an unlogged index's empty metapage (its init fork). */
+extern void genie_permutation_build_empty(Relation index, int16 encoding_kind, bool values_stored,
+										  GenieMetaPageData *meta);
 
 /*
  * The entry's permutation index, read once (a version since gone is a

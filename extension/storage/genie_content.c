@@ -95,8 +95,8 @@ read_main_postings(Relation index, const GenieMetaPageData *meta, GenieIndexCont
  * WAL record that touches the metapage and other pages registers the
  * metapage first, so replay takes the locks in the order this reader does.
  */
-static void
-read_meta_for_content(Relation index, GenieMetaPageData *meta, Buffer *metabuf)
+void
+genie_read_meta_for_content(Relation index, GenieMetaPageData *meta, Buffer *metabuf)
 {
 	*metabuf = InvalidBuffer;
 	if (RecoveryInProgress())
@@ -163,7 +163,7 @@ read_content(Relation index, GenieIndexContent *content, ContentParts parts)
 	Buffer		metabuf;
 
 	memset(content, 0, sizeof(*content));
-	read_meta_for_content(index, &meta, &metabuf);
+	genie_read_meta_for_content(index, &meta, &metabuf);
 	copy_counts(&meta, content);
 
 	content->objects = genie_alloc_huge(sizeof(GenieObjectEntry) * content->n_objects);
@@ -193,7 +193,7 @@ genie_read_main_postings(Relation index, GenieIndexContent *content)
 	Buffer		metabuf;
 
 	memset(content, 0, sizeof(*content));
-	read_meta_for_content(index, &meta, &metabuf);
+	genie_read_meta_for_content(index, &meta, &metabuf);
 	copy_counts(&meta, content);
 	read_main_postings(index, &meta, content);
 	if (BufferIsValid(metabuf))
@@ -320,7 +320,7 @@ genie_read_main_values(Relation index, int32 n_main, uint32 main_version, GenieV
 	vs.index = index;
 	vs.each = each;
 	vs.arg = arg;
-	read_meta_for_content(index, &meta, &metabuf);
+	genie_read_meta_for_content(index, &meta, &metabuf);
 	/*
 	 * The caller sized its output for this version's main objects: another
 	 * one (a merge since, or on a standby one replayed since the caller read
@@ -395,7 +395,7 @@ genie_read_values(Relation index, GenieIndexContent *content)
 
 	if (!content->values_stored)
 		return;
-	read_meta_for_content(index, &meta, &metabuf);
+	genie_read_meta_for_content(index, &meta, &metabuf);
 	if (BufferIsValid(metabuf))
 		UnlockReleaseBuffer(metabuf);
 	/* the records hold a length word per object: the values are shorter than the chain */

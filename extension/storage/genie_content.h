@@ -57,6 +57,14 @@ extern void genie_read_main_values(Relation index, int32 n_main, uint32 main_ver
 								   GenieValueFn each, void *arg);
 
 /*
+ * A copy of the metapage for a reader of several chains: on a standby (where
+ * the content lock excludes nothing) the metapage stays share-locked in
+ * *metabuf until the caller releases it, so that replay of a merge waits;
+ * elsewhere *metabuf is InvalidBuffer.
+ */
+extern void genie_read_meta_for_content(Relation index, GenieMetaPageData *meta, Buffer *metabuf);
+
+/*
  * Another chain of value records (the permutation index's permutants):
  * each(arg, i, value, length) for its count records, an error when the
  * chain holds another number.  The caller holds the content lock.

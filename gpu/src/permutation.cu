@@ -136,8 +136,11 @@ class GpuPermutationRowsImpl final : public GpuPermutationRows {
     const uint64_t budget = memory_budget_bytes > 0 ? memory_budget_bytes : kDefaultGroupBytes;
     const uint64_t per_query = static_cast<uint64_t>(n_) * 2 + static_cast<uint64_t>(bins) * 4 +
                                static_cast<uint64_t>(kk) * 4 + static_cast<uint64_t>(stride_) + 8;
+    // (a grid's y dimension: at most 65,535 blocks of queries)
+    const uint64_t most = std::min<uint64_t>(static_cast<uint64_t>(nq), budget / per_query);
+    const int32_t qb_most = std::max(1, std::min(kQueryBlock, kSharedHistogramBytes / (bins * 4)));
     const int32_t group = static_cast<int32_t>(
-        std::max<uint64_t>(1, std::min<uint64_t>(static_cast<uint64_t>(nq), budget / per_query)));
+        std::max<uint64_t>(1, std::min<uint64_t>(most, 65535ull * static_cast<uint64_t>(qb_most))));
     DeviceGuard guard;
     GENIE_RETURN_IF_ERROR(guard.Enter(device_));
     DeviceBlockScope blocks;  // the small buffers are reused
@@ -154,7 +157,7 @@ class GpuPermutationRowsImpl final : public GpuPermutationRows {
     GENIE_RETURN_IF_ERROR(d_ids.Allocate(static_cast<std::size_t>(group) * kk, "permutation candidates"));
     GENIE_RETURN_IF_ERROR(d_count.Allocate(static_cast<std::size_t>(group), "permutation candidate counts"));
     // the queries of a block: as many as their histograms fit in shared memory
-    const int qb = std::max(1, std::min(kQueryBlock, kSharedHistogramBytes / (bins * 4)));
+    const int qb = qb_most;
     const std::size_t shared_bytes = static_cast<std::size_t>(qb) * (stride_ + static_cast<std::size_t>(bins) * 4);
     std::vector<int32_t> ids, counts;
     for (int32_t g0 = 0; g0 < nq; g0 += group) {

@@ -301,6 +301,28 @@ $primary->wait_for_catchup($standby, 'replay');
 $primary_perm = $primary->safe_psql('postgres', $perm_query);
 is($standby->safe_psql('postgres', $perm_query), $primary_perm, 'permutation index: and after the merge');
 
+# An emptied index drops its permutants at the merge (an insert may then give
+# it vectors of another dimension), and the next merge with m rows draws new
+# ones of the new dimension; the standby follows.
+$primary->safe_psql('postgres', q{
+	CREATE TABLE perm_e (id int PRIMARY KEY, v real[]);
+	INSERT INTO perm_e SELECT i, ARRAY[i, i * 2, 1]::real[] FROM generate_series(1, 40) i;
+	CREATE INDEX perm_e_idx ON perm_e USING genie (v genie_vector_ops) WITH (permutants = 8, m = 0);
+	DELETE FROM perm_e;
+});
+$primary->safe_psql('postgres', 'VACUUM perm_e');
+$primary->safe_psql('postgres', 'INSERT INTO perm_e SELECT i, ARRAY[i, 0, 0, 0, 1]::real[] FROM generate_series(1, 40) i');
+$primary->safe_psql('postgres', 'VACUUM perm_e');
+my $perm_e_query = q{
+	SET genie.vector_search = permutation; SET genie.permutation_fraction = 1;
+	SELECT string_agg(id::text, ',' ORDER BY n) FROM (SELECT id, row_number() OVER () n FROM
+	  (SELECT id FROM perm_e ORDER BY v <-> ARRAY[3.2, 0, 0, 0, 1]::real[] LIMIT 3) s) s2
+};
+$primary->wait_for_catchup($standby, 'replay');
+is($primary->safe_psql('postgres', $perm_e_query), '3,4,2',
+	'permutation index: emptied, given a new dimension and merged, it answers exactly at fraction 1');
+is($standby->safe_psql('postgres', $perm_e_query), '3,4,2', 'permutation index: so does the standby');
+
 # An index of on-disk format 4, as genie 0.3.0 wrote it (int32 postings, the
 # shorter metapage; genie.write_format = 4 makes one): the primary and the
 # standby read it, its set predicates and orderings equal a sequential scan,
