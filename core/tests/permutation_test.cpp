@@ -22,6 +22,7 @@ namespace genie {
 namespace {
 
 using testing::RandomPermutationTable;
+using testing::ReferencePermutationSelect;
 
 TEST(Permutation, PermutantsAreReproducibleDistinctAndEligible) {
   std::vector<uint8_t> excluded(1000, 0);

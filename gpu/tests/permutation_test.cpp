@@ -25,6 +25,7 @@ namespace genie {
 namespace {
 
 using testing::RandomPermutationTable;
+using testing::ReferencePermutationSelect;
 
 TEST(GpuPermutation, SelectionEqualsTheCpuAndTheOracle) {
   SKIP_WITHOUT_GPU();

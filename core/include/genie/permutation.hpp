@@ -126,11 +126,4 @@ Status CpuPermutationSelect(const PermutationRows& objects, const PermutationRow
                             Span<uint8_t> excluded, int32_t candidates, int32_t threads,
                             PermutationCandidates* out, const CancelCheck& cancel = CancelCheck());
 
-// What the GPU's selection must equal, one query at a time: footrules of
-// every object, sorted by (footrule, id), the first `candidates` eligible,
-// ascending by id.  The tests' oracle.
-void ReferencePermutationSelect(const PermutationRows& objects, const uint8_t* query,
-                                Span<uint8_t> excluded, int32_t candidates,
-                                std::vector<int32_t>* out);
-
 }  // namespace genie
