@@ -87,6 +87,8 @@ content_batch(const GenieIndexContent *content, GenieValuesKind kind, int32 dim,
 			else if (size != 0)
 				elog(ERROR, "genie: a stored vector of %lld bytes where %d dimensions need %d",
 					 (long long) size, dim, (int) sizeof(float) * dim);
+			if ((i & 0xFFFF) == 0)
+				CHECK_FOR_INTERRUPTS();
 		}
 		batch->vectors = matrix;
 		batch->dim = dim;
