@@ -1,0 +1,163 @@
+// The List of Clusters and the List of Superclusters (seed 004: Barrientos,
+// Gomez, Tenllado, Prieto, Zezula, "Multi-level clustering on metric spaces
+// using a multi-GPU platform"): an index of a metric space that answers a
+// range query (q, r), every object u with d(q, u) <= r, exactly, while
+// skipping whole clusters by the triangle inequality.  One structure for
+// both of genie's metrics: Euclidean distance on vectors (L2Distance) and
+// edit distance on strings (code points).
+//
+// Build (the paper's, section 2.1, fixed cluster size K).  The first
+// centre is the list's first object (the lowest id: reproducible); a
+// cluster is its centre and the K - 1 objects nearest to it among those not
+// yet in a cluster (ties by id); the next centre is the object not yet in a
+// cluster whose distances to the previous centres have the largest sum (the
+// heuristic the paper and Chavez and Navarro found best; ties by id).  The
+// List of Superclusters (section 2.2) first builds such a list with
+// clusters of K * N objects, the superclusters, then a list of clusters of
+// K inside each, whose first centre is the supercluster's own.  Without
+// superclusters (N = 0) the list is stored as one supercluster that no
+// query prunes, so there is one search for both.
+//
+// Each cluster keeps two radii: `radius`, the largest distance from the
+// centre to a member, and `outside`, the smallest distance from the centre
+// to an object left for later clusters of the same list (+infinity when
+// none is left; at least radius).  Search (section 2.1): a cluster whose
+// ball cannot meet the query's, d(q, c) > radius + r, is skipped; once the
+// query's ball lies strictly inside `outside`, d(q, c) + r < outside, no
+// later cluster of that list can hold an answer and the list stops there.
+// The paper's stop test uses the covering radius; `outside` is what makes
+// it hold with ties at the radius (an object as far as the radius may be
+// left for a later cluster) and is never smaller.
+//
+// Exactness.  Answers are decided by the metric's own exact distance,
+// the one the SQL operators return; the pruning tests compare distances
+// that may each carry a rounding error (L2Distance is a double sum, off by
+// at most about dim * 2^-53 relative), so each test gives away a margin of
+// 1e-9 relative (kPruneSlack) and can only search more than it must, never
+// less.  Edit distances are whole numbers and the margin never moves them.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "genie/cancel.hpp"
+#include "genie/sequence.hpp"
+#include "genie/span.hpp"
+#include "genie/status.hpp"
+#include "genie/vectors.hpp"
+
+namespace genie {
+
+// The relative margin of every pruning test (see above).
+constexpr double kPruneSlack = 1e-9;
+
+// Limits of the storage parameters.
+constexpr int32_t kMinClusterSize = 2;
+constexpr int32_t kMaxClusterSize = 1 << 16;
+constexpr int32_t kMaxSuperclusterClusters = 1 << 12;
+
+// One cluster of either level: members [begin, begin + count) of the
+// list's members, its centre first for a cluster (a supercluster's centre
+// is the first member of its first cluster).
+struct Cluster {
+  int32_t centre = 0;
+  int32_t count = 0;
+  int64_t begin = 0;
+  double radius = 0;   // no member is farther from the centre
+  double outside = 0;  // no object of a later cluster of the same list is nearer
+};
+
+// A supercluster: its own ball, and clusters [first_cluster, first_cluster
+// + n_clusters) of the list, whose members are exactly its members.
+struct Supercluster {
+  Cluster ball;
+  int32_t first_cluster = 0;
+  int32_t n_clusters = 0;
+};
+
+struct ClusterList {
+  int32_t n_objects = 0;              // the ids members may name: [0, n_objects)
+  int32_t cluster_size = 0;           // K
+  int32_t supercluster_clusters = 0;  // N; 0: one supercluster that nothing prunes
+  std::vector<int32_t> members;       // object ids, by supercluster, then cluster
+  std::vector<Cluster> clusters;
+  std::vector<Supercluster> superclusters;
+};
+
+// Distances between the objects being listed (thread-safe: the build asks
+// from several threads).  out[i] = d(a, objects[i]), exact.
+class ObjectMetric {
+ public:
+  virtual ~ObjectMetric() = default;
+  virtual void Distances(int32_t a, const int32_t* objects, int64_t n, double* out) const = 0;
+};
+
+// One query's distance to objects (one per query and thread): the exact
+// distance when it is at most cap, else any value above cap.
+class QueryMetric {
+ public:
+  virtual ~QueryMetric() = default;
+  virtual double Distance(int32_t object, double cap) = 0;
+};
+using QueryMetricFactory = std::function<std::unique_ptr<QueryMetric>(int32_t query)>;
+
+// The metrics of genie's two kinds of values (the sets must outlive them).
+std::unique_ptr<ObjectMetric> VectorObjectMetric(const VectorSet& set);
+std::unique_ptr<ObjectMetric> StringObjectMetric(const CodePointStrings& strings);
+// queries: n_queries * set.dim floats; strings: the query strings.
+QueryMetricFactory VectorQueryMetrics(const VectorSet& set, const float* queries);
+QueryMetricFactory StringQueryMetrics(const CodePointStrings& strings,
+                                      const CodePointStrings& queries,
+                                      const CancelCheck& cancel);
+
+// Lists the objects whose excluded flag is zero (excluded empty: all of
+// [0, n_objects)), clusters of cluster_size, superclusters of
+// supercluster_clusters clusters (0: none), on up to `threads` threads;
+// cancel is polled between pieces of work.  InvalidArgument for sizes out
+// of range.
+Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint8_t> excluded,
+                        int32_t cluster_size, int32_t supercluster_clusters, int32_t threads,
+                        ClusterList* out, const CancelCheck& cancel = CancelCheck());
+
+// The list of every object in one cluster of unbounded radius: what a range
+// search reads without a List of Clusters (every object, no pruning).
+ClusterList WholeList(int32_t n_objects);
+
+// A list as it was stored: every member an object id in range, each at most
+// once, clusters covering the members in order, superclusters covering the
+// clusters, radii not NaN.  InvalidArgument (a corrupt list) otherwise.
+Status CheckClusterList(const ClusterList& list);
+
+// The serialised form (little-endian, fixed widths; what the index pages
+// hold) and back (CheckClusterList applied).
+std::vector<uint8_t> SerializeClusterList(const ClusterList& list);
+Status DeserializeClusterList(const uint8_t* data, std::size_t size, ClusterList* out);
+
+struct RangeRequest {
+  int32_t n_queries = 0;
+  double radius = 0;  // >= 0, not NaN
+  // Empty, or one per object: nonzero = not an answer (dead, NULL).
+  Span<uint8_t> excluded;
+};
+
+// Per query q: rows [offsets[q], offsets[q + 1]) by (distance, object id)
+// ascending, every listed object within the radius; and what the search
+// read, summed over the queries.
+struct RangeResult {
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> objects;
+  std::vector<double> distances;
+  int64_t distances_computed = 0;
+  int64_t superclusters_discarded = 0;
+  int64_t clusters_discarded = 0;
+};
+
+// The range search on up to `threads` threads: a batch by query, a single
+// query by stripes of superclusters.  cancel is polled every few hundred
+// distances.
+Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics,
+                      const RangeRequest& request, int32_t threads, RangeResult* out,
+                      const CancelCheck& cancel = CancelCheck());
+
+}  // namespace genie

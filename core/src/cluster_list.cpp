@@ -1,0 +1,601 @@
+// The List of Clusters and of Superclusters on the CPU (see
+// genie/cluster_list.hpp): the build, the stored form, the range search.
+#include "genie/cluster_list.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "genie/parallel.hpp"
+#include "query_distance.hpp"
+
+namespace genie {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// The build computes a centre's distances in pieces of this many objects.
+constexpr int64_t kBuildPiece = 2048;
+// A whole list (no clusters built) groups this many objects a supercluster,
+// the unit a single query's search is striped by.
+constexpr int32_t kWholePiece = 16384;
+// cancel is polled every kPollDistances distances.
+constexpr int32_t kPollDistances = 256;
+
+// x widened by the pruning margin: a distance above it is above x whatever
+// the roundings.
+double Loose(double x) { return x + kPruneSlack * (x + 1.0); }
+
+// ---- metrics ----
+
+class VectorObjects final : public ObjectMetric {
+ public:
+  explicit VectorObjects(const VectorSet& set) : set_(set) {}
+  void Distances(int32_t a, const int32_t* objects, int64_t n, double* out) const override {
+    const float* x = set_.row(a);
+    for (int64_t i = 0; i < n; ++i) out[i] = L2Distance(x, set_.row(objects[i]), set_.dim);
+  }
+
+ private:
+  const VectorSet& set_;
+};
+
+class StringObjects final : public ObjectMetric {
+ public:
+  explicit StringObjects(const CodePointStrings& strings) : strings_(strings) {}
+  void Distances(int32_t a, const int32_t* objects, int64_t n, double* out) const override {
+    const Span<CodePoint> centre = strings_.Get(a);
+    QueryDistance distance(centre);
+    for (int64_t i = 0; i < n; ++i) {
+      const Span<CodePoint> s = strings_.Get(objects[i]);
+      // an edit distance never exceeds the longer length: that cap is none
+      const int32_t cap = static_cast<int32_t>(std::max(centre.size(), s.size()));
+      out[i] = distance(s, cap, CancelCheck());
+    }
+  }
+
+ private:
+  const CodePointStrings& strings_;
+};
+
+// A query vector: a float32 pass with a proven bound (genie/vectors.hpp)
+// rules most objects out before their exact L2Distance.
+class VectorQuery final : public QueryMetric {
+ public:
+  VectorQuery(const VectorSet& set, const float* query) : set_(set), query_(query) {
+    e_ = (static_cast<double>(set.dim) + 8.0) * 0x1p-23;
+    a_ = (static_cast<double>(set.dim) + 1.0) * 0x1p-148;
+  }
+  double Distance(int32_t object, double cap) override {
+    const float* x = set_.row(object);
+    if (std::isfinite(cap)) {
+      // s <= cap^2 (1 + e) covers the double sum's and the root's roundings
+      const double threshold = cap * cap * (1.0 + e_) * (1.0 + e_) + a_;
+      const float s32 = SquaredL2Float32(query_, x, set_.dim);
+      // (an overflow to infinity proves nothing: the exact distance decides)
+      if (std::isfinite(s32) && static_cast<double>(s32) > threshold) return kInf;
+    }
+    return L2Distance(query_, x, set_.dim);
+  }
+
+ private:
+  const VectorSet& set_;
+  const float* query_;
+  double e_ = 0;
+  double a_ = 0;
+};
+
+class StringQuery final : public QueryMetric {
+ public:
+  StringQuery(const CodePointStrings& strings, Span<CodePoint> query, const CancelCheck& cancel)
+      : strings_(strings), query_(query), distance_(query), cancel_(cancel) {}
+  double Distance(int32_t object, double cap) override {
+    const Span<CodePoint> s = strings_.Get(object);
+    const int64_t longer = static_cast<int64_t>(std::max(query_.size(), s.size()));
+    const int32_t icap = cap >= static_cast<double>(longer) ? static_cast<int32_t>(longer)
+                                                            : static_cast<int32_t>(std::floor(cap));
+    const int64_t gap = static_cast<int64_t>(query_.size()) - static_cast<int64_t>(s.size());
+    if (gap > icap || -gap > icap) return static_cast<double>(icap) + 1.0;  // the length filter
+    const int32_t d = distance_(s, icap, cancel_);
+    if (d == kernel::kStopped) return kInf;  // the search polls cancel itself right after
+    return d;
+  }
+
+ private:
+  const CodePointStrings& strings_;
+  Span<CodePoint> query_;
+  QueryDistance distance_;
+  CancelCheck cancel_;
+};
+
+// ---- build ----
+
+// One list of clusters of `size` over ids (ascending), its first centre
+// ids[first]: clusters appended to *clusters (begin counted from base),
+// their members to *members.
+Status BuildList(const ObjectMetric& metric, std::vector<int32_t> ids, std::size_t first,
+                 int32_t size, int32_t threads, int64_t base, std::vector<Cluster>* clusters,
+                 std::vector<int32_t>* members, const CancelCheck& cancel) {
+  std::vector<double> sums(ids.size(), 0.0);
+  std::vector<double> d(ids.size());
+  std::vector<std::size_t> others;
+  std::vector<uint8_t> taken;
+  std::size_t centre = first;
+  while (!ids.empty()) {
+    if (cancel.requested()) return Status::Cancelled();
+    const int32_t c = ids[centre];
+    const int64_t n = static_cast<int64_t>(ids.size());
+    const int64_t pieces = (n + kBuildPiece - 1) / kBuildPiece;
+    auto piece = [&](int64_t p) {
+      const int64_t lo = p * kBuildPiece;
+      const int64_t hi = std::min(n, lo + kBuildPiece);
+      metric.Distances(c, ids.data() + lo, hi - lo, d.data() + lo);
+      return Status::Ok();
+    };
+    if (threads > 1 && pieces > 1) {
+      Status s = ParallelFor(pieces, threads, piece, cancel);
+      if (!s.ok()) return s;
+    } else {
+      for (int64_t p = 0; p < pieces; ++p) piece(p);
+    }
+    d[centre] = 0.0;
+
+    // the centre and its size - 1 nearest others, by (distance, id)
+    others.clear();
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      if (i != centre) others.push_back(i);
+    const std::size_t take = std::min(others.size(), static_cast<std::size_t>(size) - 1);
+    auto nearer = [&](std::size_t x, std::size_t y) {
+      return d[x] != d[y] ? d[x] < d[y] : ids[x] < ids[y];
+    };
+    if (take < others.size())
+      std::nth_element(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(take),
+                       others.end(), nearer);
+    std::sort(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(take), nearer);
+    Cluster cluster;
+    cluster.centre = c;
+    cluster.count = static_cast<int32_t>(take + 1);
+    cluster.begin = base + static_cast<int64_t>(members->size());
+    cluster.radius = take > 0 ? d[others[take - 1]] : 0.0;
+    cluster.outside = kInf;
+    for (std::size_t j = take; j < others.size(); ++j)
+      cluster.outside = std::min(cluster.outside, d[others[j]]);
+    members->push_back(c);
+    taken.assign(ids.size(), 0);
+    taken[centre] = 1;
+    for (std::size_t j = 0; j < take; ++j) {
+      members->push_back(ids[others[j]]);
+      taken[others[j]] = 1;
+    }
+    clusters->push_back(cluster);
+
+    // the rest, still ascending; the next centre has the largest sum of
+    // distances to the centres so far (the first of equal sums: lowest id)
+    std::size_t kept = 0;
+    std::size_t best = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (taken[i]) continue;
+      ids[kept] = ids[i];
+      sums[kept] = sums[i] + d[i];
+      if (sums[kept] > sums[best]) best = kept;
+      ++kept;
+    }
+    ids.resize(kept);
+    sums.resize(kept);
+    d.resize(kept);
+    centre = best;
+  }
+  return Status::Ok();
+}
+
+void PutBytes(std::vector<uint8_t>* out, const void* p, std::size_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(p);
+  out->insert(out->end(), b, b + n);
+}
+
+template <typename T>
+void Put(std::vector<uint8_t>* out, T v) {
+  PutBytes(out, &v, sizeof(v));
+}
+
+class Reader {
+ public:
+  Reader(const uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (size_ - at_ < sizeof(T)) return false;
+    std::memcpy(v, data_ + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  std::size_t left() const { return size_ - at_; }
+
+ private:
+  const uint8_t* data_;
+  std::size_t size_;
+  std::size_t at_ = 0;
+};
+
+constexpr uint32_t kMagic = 0x43534c47;  // "GLSC"
+constexpr uint32_t kFormat = 1;
+
+void PutCluster(std::vector<uint8_t>* out, const Cluster& c) {
+  Put(out, c.centre);
+  Put(out, c.count);
+  Put(out, c.begin);
+  Put(out, c.radius);
+  Put(out, c.outside);
+}
+
+bool GetCluster(Reader* r, Cluster* c) {
+  return r->Get(&c->centre) && r->Get(&c->count) && r->Get(&c->begin) && r->Get(&c->radius) &&
+         r->Get(&c->outside);
+}
+
+// ---- search ----
+
+struct Hit {
+  double distance;
+  int32_t object;
+  bool operator<(const Hit& o) const {
+    return distance != o.distance ? distance < o.distance : object < o.object;
+  }
+};
+
+struct Counts {
+  int64_t distances = 0;
+  int64_t superclusters_discarded = 0;
+  int64_t clusters_discarded = 0;
+};
+
+// Superclusters [from, to) of one query (r its radius); *stop_at: no
+// supercluster after it can hold an answer (shared by a query's stripes).
+Status SearchStripe(const ClusterList& list, QueryMetric* metric, double r, Span<uint8_t> excluded,
+                    int32_t from, int32_t to, std::atomic<int32_t>* stop_at,
+                    std::vector<Hit>* hits, Counts* counts, const CancelCheck& cancel) {
+  int32_t since_poll = 0;
+  auto count = [&]() {
+    ++counts->distances;
+    if (++since_poll < kPollDistances) return false;
+    since_poll = 0;
+    return cancel.requested();
+  };
+  for (int32_t s = from; s < to; ++s) {
+    if (s > stop_at->load(std::memory_order_relaxed)) break;
+    const Supercluster& sc = list.superclusters[static_cast<std::size_t>(s)];
+    const bool bounded = std::isfinite(sc.ball.radius);
+    double ds = 0;
+    if (bounded) {
+      const double limit = Loose(sc.ball.radius + r);
+      ds = metric->Distance(sc.ball.centre, limit);
+      if (count()) return Status::Cancelled();
+      if (ds > limit) {
+        ++counts->superclusters_discarded;
+        continue;
+      }
+    }
+    const int32_t last = sc.first_cluster + sc.n_clusters;
+    for (int32_t ci = sc.first_cluster; ci < last; ++ci) {
+      const Cluster& c = list.clusters[static_cast<std::size_t>(ci)];
+      double dc = kInf;
+      const bool pruned_by_centre = std::isfinite(c.radius);
+      if (pruned_by_centre) {
+        const double limit = Loose(c.radius + r);
+        dc = metric->Distance(c.centre, limit);
+        if (count()) return Status::Cancelled();
+        if (dc > limit) {
+          ++counts->clusters_discarded;
+          continue;
+        }
+      }
+      const int64_t end = c.begin + c.count;
+      for (int64_t at = c.begin; at < end; ++at) {
+        const int32_t o = list.members[static_cast<std::size_t>(at)];
+        if (!excluded.empty() && excluded[static_cast<std::size_t>(o)] != 0) continue;
+        double d;
+        if (o == c.centre && pruned_by_centre) {
+          d = dc;  // exact: it is within its limit, which is at least r
+        } else {
+          d = metric->Distance(o, r);
+          if (count()) return Status::Cancelled();
+        }
+        if (d <= r) hits->push_back(Hit{d, o});
+      }
+      // the query's ball inside what no later cluster of this list reaches
+      if (pruned_by_centre && Loose(dc + r) < c.outside) break;
+    }
+    if (bounded && Loose(ds + r) < sc.ball.outside) {
+      int32_t seen = stop_at->load(std::memory_order_relaxed);
+      while (s < seen && !stop_at->compare_exchange_weak(seen, s, std::memory_order_relaxed)) {
+      }
+      break;
+    }
+  }
+  return cancel.requested() ? Status::Cancelled() : Status::Ok();
+}
+
+}  // namespace
+
+std::unique_ptr<ObjectMetric> VectorObjectMetric(const VectorSet& set) {
+  return std::make_unique<VectorObjects>(set);
+}
+
+std::unique_ptr<ObjectMetric> StringObjectMetric(const CodePointStrings& strings) {
+  return std::make_unique<StringObjects>(strings);
+}
+
+QueryMetricFactory VectorQueryMetrics(const VectorSet& set, const float* queries) {
+  return [&set, queries](int32_t q) -> std::unique_ptr<QueryMetric> {
+    return std::make_unique<VectorQuery>(
+        set, queries + static_cast<std::size_t>(q) * static_cast<std::size_t>(set.dim));
+  };
+}
+
+QueryMetricFactory StringQueryMetrics(const CodePointStrings& strings,
+                                      const CodePointStrings& queries,
+                                      const CancelCheck& cancel) {
+  return [&strings, &queries, cancel](int32_t q) -> std::unique_ptr<QueryMetric> {
+    return std::make_unique<StringQuery>(strings, queries.Get(q), cancel);
+  };
+}
+
+Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint8_t> excluded,
+                        int32_t cluster_size, int32_t supercluster_clusters, int32_t threads,
+                        ClusterList* out, const CancelCheck& cancel) {
+  if (out == nullptr) return Status::InvalidArgument("BuildClusterList: NULL output");
+  if (n_objects < 0) return Status::InvalidArgument("a negative number of objects");
+  if (cluster_size < kMinClusterSize || cluster_size > kMaxClusterSize)
+    return Status::InvalidArgument("cluster_size must be between " +
+                                   std::to_string(kMinClusterSize) + " and " +
+                                   std::to_string(kMaxClusterSize));
+  if (supercluster_clusters < 0 || supercluster_clusters > kMaxSuperclusterClusters)
+    return Status::InvalidArgument("supercluster_clusters must be between 0 and " +
+                                   std::to_string(kMaxSuperclusterClusters));
+  if (!excluded.empty() && excluded.size() != static_cast<std::size_t>(n_objects))
+    return Status::InvalidArgument("excluded flags of another size than the objects");
+  threads = ResolveThreads(threads);
+  ClusterList list;
+  list.n_objects = n_objects;
+  list.cluster_size = cluster_size;
+  list.supercluster_clusters = supercluster_clusters;
+  std::vector<int32_t> ids;
+  for (int32_t i = 0; i < n_objects; ++i)
+    if (excluded.empty() || excluded[static_cast<std::size_t>(i)] == 0) ids.push_back(i);
+  if (ids.empty()) {
+    *out = std::move(list);
+    return Status::Ok();
+  }
+  if (supercluster_clusters == 0) {
+    Status s = BuildList(metric, std::move(ids), 0, cluster_size, threads, 0, &list.clusters,
+                         &list.members, cancel);
+    if (!s.ok()) return s;
+    Supercluster all;
+    all.ball.centre = list.members[0];
+    all.ball.count = static_cast<int32_t>(list.members.size());
+    all.ball.radius = kInf;  // nothing prunes it
+    all.ball.outside = kInf;
+    all.n_clusters = static_cast<int32_t>(list.clusters.size());
+    list.superclusters.push_back(all);
+    *out = std::move(list);
+    return Status::Ok();
+  }
+  const int64_t ball_size = static_cast<int64_t>(cluster_size) * supercluster_clusters;
+  std::vector<Cluster> balls;
+  std::vector<int32_t> top_members;
+  Status s = BuildList(metric, std::move(ids), 0,
+                       static_cast<int32_t>(std::min<int64_t>(ball_size, n_objects)), threads, 0,
+                       &balls, &top_members, cancel);
+  if (!s.ok()) return s;
+  // each supercluster's own list, its first centre the supercluster's
+  std::vector<std::vector<Cluster>> inner(balls.size());
+  std::vector<std::vector<int32_t>> inner_members(balls.size());
+  s = ParallelFor(
+      static_cast<int64_t>(balls.size()), threads,
+      [&](int64_t b) {
+        const Cluster& ball = balls[static_cast<std::size_t>(b)];
+        std::vector<int32_t> own(top_members.begin() + ball.begin,
+                                 top_members.begin() + ball.begin + ball.count);
+        std::sort(own.begin(), own.end());
+        const std::size_t first = static_cast<std::size_t>(
+            std::lower_bound(own.begin(), own.end(), ball.centre) - own.begin());
+        return BuildList(metric, std::move(own), first, cluster_size, 1, ball.begin,
+                         &inner[static_cast<std::size_t>(b)],
+                         &inner_members[static_cast<std::size_t>(b)], cancel);
+      },
+      cancel);
+  if (!s.ok()) return s;
+  for (std::size_t b = 0; b < balls.size(); ++b) {
+    Supercluster sc;
+    sc.ball = balls[b];
+    sc.first_cluster = static_cast<int32_t>(list.clusters.size());
+    sc.n_clusters = static_cast<int32_t>(inner[b].size());
+    list.superclusters.push_back(sc);
+    list.clusters.insert(list.clusters.end(), inner[b].begin(), inner[b].end());
+    list.members.insert(list.members.end(), inner_members[b].begin(), inner_members[b].end());
+  }
+  *out = std::move(list);
+  return Status::Ok();
+}
+
+ClusterList WholeList(int32_t n_objects) {
+  ClusterList list;
+  list.n_objects = n_objects;
+  list.members.resize(static_cast<std::size_t>(std::max(n_objects, 0)));
+  for (int32_t i = 0; i < n_objects; ++i) list.members[static_cast<std::size_t>(i)] = i;
+  for (int32_t at = 0; at < n_objects; at += kWholePiece) {
+    Cluster c;
+    c.centre = at;
+    c.begin = at;
+    c.count = std::min(kWholePiece, n_objects - at);
+    c.radius = kInf;  // no pruning and (outside 0) no stop: every object is read
+    c.outside = 0;
+    Supercluster sc;
+    sc.ball = c;
+    sc.first_cluster = static_cast<int32_t>(list.clusters.size());
+    sc.n_clusters = 1;
+    list.clusters.push_back(c);
+    list.superclusters.push_back(sc);
+  }
+  return list;
+}
+
+Status CheckClusterList(const ClusterList& list) {
+  auto corrupt = [](const std::string& what) {
+    return Status::InvalidArgument("a corrupt list of clusters: " + what);
+  };
+  if (list.n_objects < 0 || list.members.size() > static_cast<std::size_t>(list.n_objects))
+    return corrupt("more members than objects");
+  std::vector<uint8_t> seen(static_cast<std::size_t>(list.n_objects), 0);
+  for (int32_t o : list.members) {
+    if (o < 0 || o >= list.n_objects) return corrupt("a member out of range");
+    if (seen[static_cast<std::size_t>(o)]) return corrupt("a member listed twice");
+    seen[static_cast<std::size_t>(o)] = 1;
+  }
+  auto check_ball = [&](const Cluster& c, int64_t begin) {
+    return c.begin == begin && c.count >= 1 &&
+           c.begin + c.count <= static_cast<int64_t>(list.members.size()) &&
+           list.members[static_cast<std::size_t>(c.begin)] == c.centre && !std::isnan(c.radius) &&
+           !std::isnan(c.outside) && c.radius >= 0 && c.outside >= 0;
+  };
+  int64_t at = 0;
+  for (const Cluster& c : list.clusters) {
+    if (!check_ball(c, at)) return corrupt("a cluster out of order");
+    at += c.count;
+  }
+  if (at != static_cast<int64_t>(list.members.size())) return corrupt("members in no cluster");
+  int64_t next_cluster = 0;
+  for (const Supercluster& sc : list.superclusters) {
+    if (sc.first_cluster != next_cluster || sc.n_clusters < 1 ||
+        sc.first_cluster + static_cast<int64_t>(sc.n_clusters) >
+            static_cast<int64_t>(list.clusters.size()))
+      return corrupt("a supercluster out of order");
+    const Cluster& first = list.clusters[static_cast<std::size_t>(sc.first_cluster)];
+    const Cluster& last = list.clusters[static_cast<std::size_t>(sc.first_cluster + sc.n_clusters - 1)];
+    if (!check_ball(sc.ball, first.begin) || sc.ball.count != last.begin + last.count - first.begin)
+      return corrupt("a supercluster's members");
+    next_cluster += sc.n_clusters;
+  }
+  if (next_cluster != static_cast<int64_t>(list.clusters.size()))
+    return corrupt("clusters in no supercluster");
+  return Status::Ok();
+}
+
+std::vector<uint8_t> SerializeClusterList(const ClusterList& list) {
+  std::vector<uint8_t> out;
+  out.reserve(32 + list.superclusters.size() * 40 + list.clusters.size() * 32 +
+              list.members.size() * 4);
+  Put(&out, kMagic);
+  Put(&out, kFormat);
+  Put(&out, list.n_objects);
+  Put(&out, list.cluster_size);
+  Put(&out, list.supercluster_clusters);
+  Put(&out, static_cast<int32_t>(list.superclusters.size()));
+  Put(&out, static_cast<int32_t>(list.clusters.size()));
+  Put(&out, static_cast<int32_t>(list.members.size()));
+  for (const Supercluster& sc : list.superclusters) {
+    PutCluster(&out, sc.ball);
+    Put(&out, sc.first_cluster);
+    Put(&out, sc.n_clusters);
+  }
+  for (const Cluster& c : list.clusters) PutCluster(&out, c);
+  PutBytes(&out, list.members.data(), list.members.size() * sizeof(int32_t));
+  return out;
+}
+
+Status DeserializeClusterList(const uint8_t* data, std::size_t size, ClusterList* out) {
+  Reader r(data, size);
+  uint32_t magic = 0;
+  uint32_t format = 0;
+  int32_t n_super = 0;
+  int32_t n_clusters = 0;
+  int32_t n_members = 0;
+  ClusterList list;
+  if (!r.Get(&magic) || !r.Get(&format) || magic != kMagic || format != kFormat)
+    return Status::InvalidArgument("a corrupt list of clusters: not a list of clusters");
+  if (!r.Get(&list.n_objects) || !r.Get(&list.cluster_size) ||
+      !r.Get(&list.supercluster_clusters) || !r.Get(&n_super) || !r.Get(&n_clusters) ||
+      !r.Get(&n_members) || n_super < 0 || n_clusters < 0 || n_members < 0 ||
+      r.left() != static_cast<std::size_t>(n_super) * 40 + static_cast<std::size_t>(n_clusters) * 32 +
+                       static_cast<std::size_t>(n_members) * 4)
+    return Status::InvalidArgument("a corrupt list of clusters: its sizes");
+  list.superclusters.resize(static_cast<std::size_t>(n_super));
+  for (Supercluster& sc : list.superclusters)
+    if (!GetCluster(&r, &sc.ball) || !r.Get(&sc.first_cluster) || !r.Get(&sc.n_clusters))
+      return Status::InvalidArgument("a corrupt list of clusters: truncated");
+  list.clusters.resize(static_cast<std::size_t>(n_clusters));
+  for (Cluster& c : list.clusters)
+    if (!GetCluster(&r, &c)) return Status::InvalidArgument("a corrupt list of clusters: truncated");
+  list.members.resize(static_cast<std::size_t>(n_members));
+  for (int32_t& m : list.members)
+    if (!r.Get(&m)) return Status::InvalidArgument("a corrupt list of clusters: truncated");
+  Status s = CheckClusterList(list);
+  if (!s.ok()) return s;
+  *out = std::move(list);
+  return Status::Ok();
+}
+
+Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics,
+                      const RangeRequest& request, int32_t threads, RangeResult* out,
+                      const CancelCheck& cancel) {
+  if (out == nullptr) return Status::InvalidArgument("CpuRangeSearch: NULL output");
+  if (std::isnan(request.radius) || request.radius < 0)
+    return Status::InvalidArgument("the radius must be a number at least 0");
+  if (request.n_queries < 0) return Status::InvalidArgument("a negative number of queries");
+  if (!request.excluded.empty() &&
+      request.excluded.size() != static_cast<std::size_t>(list.n_objects))
+    return Status::InvalidArgument("excluded flags of another size than the objects");
+  threads = ResolveThreads(threads);
+  const int32_t nq = request.n_queries;
+  const int32_t n_super = static_cast<int32_t>(list.superclusters.size());
+  // a batch by query; fewer queries than threads: each by stripes of superclusters
+  const int32_t stripes =
+      nq >= threads ? 1 : std::max(1, std::min(n_super, (threads + nq - 1) / std::max(nq, 1)));
+  const int64_t units = static_cast<int64_t>(nq) * stripes;
+  std::vector<std::vector<Hit>> hits(static_cast<std::size_t>(units));
+  std::vector<Counts> counts(static_cast<std::size_t>(units));
+  std::vector<std::atomic<int32_t>> stop_at(static_cast<std::size_t>(std::max(nq, 1)));
+  for (auto& s : stop_at) s.store(n_super);
+  Status s = ParallelFor(
+      units, threads,
+      [&](int64_t u) {
+        const int32_t q = static_cast<int32_t>(u / stripes);
+        const int32_t stripe = static_cast<int32_t>(u % stripes);
+        const int32_t from = static_cast<int32_t>(static_cast<int64_t>(n_super) * stripe / stripes);
+        const int32_t to = static_cast<int32_t>(static_cast<int64_t>(n_super) * (stripe + 1) / stripes);
+        std::unique_ptr<QueryMetric> metric = metrics(q);
+        return SearchStripe(list, metric.get(), request.radius, request.excluded, from, to,
+                            &stop_at[static_cast<std::size_t>(q)],
+                            &hits[static_cast<std::size_t>(u)],
+                            &counts[static_cast<std::size_t>(u)], cancel);
+      },
+      cancel);
+  if (!s.ok()) return s;
+  RangeResult result;
+  result.offsets.assign(1, 0);
+  std::vector<Hit> merged;
+  for (int32_t q = 0; q < nq; ++q) {
+    merged.clear();
+    for (int32_t stripe = 0; stripe < stripes; ++stripe) {
+      const std::size_t u = static_cast<std::size_t>(q) * static_cast<std::size_t>(stripes) +
+                            static_cast<std::size_t>(stripe);
+      merged.insert(merged.end(), hits[u].begin(), hits[u].end());
+      std::vector<Hit>().swap(hits[u]);
+      result.distances_computed += counts[u].distances;
+      result.superclusters_discarded += counts[u].superclusters_discarded;
+      result.clusters_discarded += counts[u].clusters_discarded;
+    }
+    std::sort(merged.begin(), merged.end());
+    for (const Hit& h : merged) {
+      result.objects.push_back(h.object);
+      result.distances.push_back(h.distance);
+    }
+    result.offsets.push_back(static_cast<int64_t>(result.objects.size()));
+  }
+  *out = std::move(result);
+  return Status::Ok();
+}
+
+}  // namespace genie

@@ -1,0 +1,292 @@
+// Tests of the List of Clusters and of Superclusters on the CPU: the built
+// structure against its definition (every member within its cluster's
+// radius, every later object no nearer than `outside`, each object listed
+// once), range answers against brute force by the exact distances
+// (vectors of every shape, with ties at the radius and duplicates; strings
+// by the reference Levenshtein), with and without superclusters, the whole
+// list, excluded objects, batches and single queries in stripes, the stored
+// form and its corruptions, cancel, and that pruning reads less.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "genie/cluster_list.hpp"
+#include "genie/string_scan_fixture.hpp"
+#include "genie/vector_fixture.hpp"
+
+namespace genie {
+namespace {
+
+using testing::MakeSet;
+using testing::MutateWord;
+using testing::NearbyQueries;
+using testing::RandomVectors;
+using testing::RandomWords;
+using testing::VectorShape;
+
+// The oracle: every object not excluded (and listed) within r by the exact distance.
+template <typename Dist>
+RangeResult BruteForce(int32_t n, int32_t nq, double r, const std::vector<uint8_t>& excluded,
+                       const std::vector<uint8_t>& unlisted, Dist dist) {
+  RangeResult out;
+  for (int32_t q = 0; q < nq; ++q) {
+    std::vector<std::pair<double, int32_t>> hits;
+    for (int32_t o = 0; o < n; ++o) {
+      if ((!excluded.empty() && excluded[static_cast<std::size_t>(o)]) ||
+          (!unlisted.empty() && unlisted[static_cast<std::size_t>(o)]))
+        continue;
+      const double d = dist(q, o);
+      if (d <= r) hits.emplace_back(d, o);
+    }
+    std::sort(hits.begin(), hits.end());
+    for (const auto& h : hits) {
+      out.distances.push_back(h.first);
+      out.objects.push_back(h.second);
+    }
+    out.offsets.push_back(static_cast<int64_t>(out.objects.size()));
+  }
+  return out;
+}
+
+void ExpectSame(const RangeResult& want, const RangeResult& got, const char* what) {
+  ASSERT_EQ(want.offsets, got.offsets) << what;
+  EXPECT_EQ(want.objects, got.objects) << what;
+  EXPECT_EQ(want.distances, got.distances) << what;
+}
+
+// The definition of the structure, checked by brute force.
+template <typename Dist>
+void ExpectWellBuilt(const ClusterList& list, const std::vector<uint8_t>& unlisted, Dist dist) {
+  ASSERT_TRUE(CheckClusterList(list).ok());
+  std::vector<uint8_t> listed(static_cast<std::size_t>(list.n_objects), 0);
+  for (int32_t o : list.members) listed[static_cast<std::size_t>(o)] = 1;
+  for (int32_t o = 0; o < list.n_objects; ++o)
+    EXPECT_EQ(listed[static_cast<std::size_t>(o)] != 0,
+              unlisted.empty() || unlisted[static_cast<std::size_t>(o)] == 0)
+        << o;
+  auto check_level = [&](const Cluster& c, int64_t list_end) {
+    for (int64_t at = c.begin; at < c.begin + c.count; ++at)
+      EXPECT_LE(dist(c.centre, list.members[static_cast<std::size_t>(at)]), c.radius);
+    for (int64_t at = c.begin + c.count; at < list_end; ++at)
+      EXPECT_GE(dist(c.centre, list.members[static_cast<std::size_t>(at)]), c.outside);
+    EXPECT_GE(c.outside, c.radius);
+  };
+  for (const Supercluster& sc : list.superclusters) {
+    const int64_t end = sc.ball.begin + sc.ball.count;
+    if (std::isfinite(sc.ball.radius)) check_level(sc.ball, static_cast<int64_t>(list.members.size()));
+    for (int32_t i = sc.first_cluster; i < sc.first_cluster + sc.n_clusters; ++i)
+      check_level(list.clusters[static_cast<std::size_t>(i)], end);
+  }
+}
+
+struct VectorCase {
+  VectorShape shape;
+  int32_t supercluster_clusters;
+};
+
+class ClusterListVectors : public ::testing::TestWithParam<VectorCase> {};
+
+TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
+  const VectorCase c = GetParam();
+  std::mt19937 rng(20261127u + static_cast<uint32_t>(c.shape) * 7u +
+                   static_cast<uint32_t>(c.supercluster_clusters));
+  const int32_t n = 1500, dim = 12, nq = 24;
+  VectorSet set = MakeSet(dim, n, RandomVectors(&rng, c.shape, n, dim));
+  const std::vector<float> queries = NearbyQueries(&rng, set.values, n, dim, nq, 0.05f);
+  std::vector<uint8_t> unlisted(static_cast<std::size_t>(n), 0);
+  for (int32_t i = 3; i < n; i += 11) unlisted[static_cast<std::size_t>(i)] = 1;
+
+  auto object_metric = VectorObjectMetric(set);
+  ClusterList list;
+  ASSERT_TRUE(BuildClusterList(*object_metric, n, unlisted, 16, c.supercluster_clusters, 2, &list).ok());
+  auto between = [&](int32_t a, int32_t b) { return L2Distance(set.row(a), set.row(b), dim); };
+  ExpectWellBuilt(list, unlisted, between);
+  auto to_query = [&](int32_t q, int32_t o) {
+    return L2Distance(queries.data() + static_cast<std::size_t>(q) * dim, set.row(o), dim);
+  };
+
+  // radii: 0, a tie with an object's distance (the boundary), and wider ones
+  std::vector<double> radii{0.0, to_query(1, 7), to_query(2, 100)};
+  std::vector<double> all;
+  for (int32_t o = 0; o < n; ++o) all.push_back(to_query(0, o));
+  std::sort(all.begin(), all.end());
+  radii.push_back(all[15]);
+  radii.push_back(all[300]);
+  std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);
+  for (int32_t i = 0; i < n; i += 13) excluded[static_cast<std::size_t>(i)] = 1;
+  for (double r : radii) {
+    for (int32_t threads : {1, 3}) {
+      RangeRequest request;
+      request.n_queries = nq;
+      request.radius = r;
+      request.excluded = excluded;
+      RangeResult got;
+      ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data()), request, threads, &got).ok());
+      ExpectSame(BruteForce(n, nq, r, excluded, unlisted, to_query), got, "list");
+      // the whole list (no clusters) reads every object: it answers the same
+      ClusterList whole = WholeList(n);
+      RangeResult all_rows;
+      ASSERT_TRUE(CpuRangeSearch(whole, VectorQueryMetrics(set, queries.data()), request, threads, &all_rows).ok());
+      ExpectSame(BruteForce(n, nq, r, excluded, {}, to_query), all_rows, "whole");
+      // one query alone, in stripes of superclusters
+      RangeRequest one = request;
+      one.n_queries = 1;
+      RangeResult single;
+      ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data() + 5 * dim), one, 4, &single).ok());
+      auto from_five = [&](int32_t, int32_t o) { return to_query(5, o); };
+      ExpectSame(BruteForce(n, 1, r, excluded, unlisted, from_five), single, "single");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ClusterListVectors,
+    ::testing::Values(VectorCase{VectorShape::kGaussian, 0}, VectorCase{VectorShape::kGaussian, 4},
+                      VectorCase{VectorShape::kSmallIntegers, 4},
+                      VectorCase{VectorShape::kDuplicates, 3}, VectorCase{VectorShape::kTiny, 4},
+                      VectorCase{VectorShape::kHuge, 2}),
+    [](const ::testing::TestParamInfo<VectorCase>& i) {
+      std::string name = testing::ShapeName(i.param.shape);
+      std::replace(name.begin(), name.end(), '-', '_');  // gtest names: letters, digits, _
+      return name + "_n" + std::to_string(i.param.supercluster_clusters);
+    });
+
+TEST(ClusterList, StringRangeAnswersEqualReferenceLevenshtein) {
+  std::mt19937 rng(77);
+  const int32_t n = 1200, nq = 30;
+  CodePointStrings strings = RandomWords(&rng, n, 14);
+  CodePointStrings queries;
+  for (int32_t q = 0; q < nq; ++q) {
+    Span<CodePoint> w = strings.Get(static_cast<int32_t>(rng() % n));
+    queries.Add(MutateWord(&rng, std::vector<CodePoint>(w.begin(), w.end()), q % 3));
+  }
+  std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);
+  for (int32_t i = 5; i < n; i += 9) excluded[static_cast<std::size_t>(i)] = 1;
+  auto between = [&](int32_t a, int32_t b) {
+    return static_cast<double>(LevenshteinReference(strings.Get(a), strings.Get(b)));
+  };
+  auto to_query = [&](int32_t q, int32_t o) {
+    return static_cast<double>(LevenshteinReference(queries.Get(q), strings.Get(o)));
+  };
+  for (int32_t nsuper : {0, 3}) {
+    auto metric = StringObjectMetric(strings);
+    ClusterList list;
+    ASSERT_TRUE(BuildClusterList(*metric, n, {}, 12, nsuper, 2, &list).ok());
+    ExpectWellBuilt(list, {}, between);
+    for (double r : {0.0, 1.0, 2.0, 3.0, 2.5}) {
+      RangeRequest request;
+      request.n_queries = nq;
+      request.radius = r;
+      request.excluded = excluded;
+      RangeResult got;
+      ASSERT_TRUE(CpuRangeSearch(list, StringQueryMetrics(strings, queries, CancelCheck()), request, 2, &got).ok());
+      ExpectSame(BruteForce(n, nq, r, excluded, {}, to_query), got, "strings");
+    }
+  }
+}
+
+TEST(ClusterList, PruningReadsLessThanEveryObject) {
+  std::mt19937 rng(5);
+  const int32_t n = 20000, dim = 8, nq = 50;
+  VectorSet set = MakeSet(dim, n, RandomVectors(&rng, VectorShape::kGaussian, n, dim));
+  const std::vector<float> queries = NearbyQueries(&rng, set.values, n, dim, nq, 0.01f);
+  auto metric = VectorObjectMetric(set);
+  ClusterList list;
+  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 64, 8, 0, &list).ok());
+  RangeRequest request;
+  request.n_queries = nq;
+  request.radius = 0.5;
+  RangeResult got;
+  ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data()), request, 0, &got).ok());
+  EXPECT_GT(got.superclusters_discarded, 0);
+  EXPECT_GT(got.clusters_discarded, 0);
+  // the Gaussian clusters are far apart: each query reads a small part
+  EXPECT_LT(got.distances_computed, static_cast<int64_t>(n) * nq / 4) << got.distances_computed;
+  EXPECT_GE(got.offsets[nq], nq / 5);  // the copies of data vectors at least
+}
+
+TEST(ClusterList, StoredFormRoundTripsAndRejectsCorruption) {
+  std::mt19937 rng(9);
+  const int32_t n = 700, dim = 4;
+  VectorSet set = MakeSet(dim, n, RandomVectors(&rng, VectorShape::kGaussian, n, dim));
+  auto metric = VectorObjectMetric(set);
+  ClusterList list;
+  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 8, 4, 2, &list).ok());
+  const std::vector<uint8_t> bytes = SerializeClusterList(list);
+  ClusterList back;
+  ASSERT_TRUE(DeserializeClusterList(bytes.data(), bytes.size(), &back).ok());
+  EXPECT_EQ(back.members, list.members);
+  ASSERT_EQ(back.clusters.size(), list.clusters.size());
+  EXPECT_EQ(back.superclusters.size(), list.superclusters.size());
+  EXPECT_EQ(SerializeClusterList(back), bytes);
+
+  // truncated, a duplicated member, a member out of range, a NaN radius
+  EXPECT_EQ(DeserializeClusterList(bytes.data(), bytes.size() - 4, &back).code(), GENIE_INVALID_ARGUMENT);
+  std::vector<uint8_t> bad = bytes;
+  std::copy_n(bytes.end() - 8, 4, bad.end() - 4);
+  EXPECT_EQ(DeserializeClusterList(bad.data(), bad.size(), &back).code(), GENIE_INVALID_ARGUMENT);
+  bad = bytes;
+  const int32_t huge = n + 5;
+  std::copy_n(reinterpret_cast<const uint8_t*>(&huge), 4, bad.end() - 4);
+  EXPECT_EQ(DeserializeClusterList(bad.data(), bad.size(), &back).code(), GENIE_INVALID_ARGUMENT);
+  ClusterList nan_radius = list;
+  nan_radius.clusters[1].radius = std::nan("");
+  EXPECT_EQ(CheckClusterList(nan_radius).code(), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(DeserializeClusterList(bytes.data(), 3, &back).code(), GENIE_INVALID_ARGUMENT);
+}
+
+TEST(ClusterList, EdgeCasesAndBadArguments) {
+  std::mt19937 rng(3);
+  VectorSet set = MakeSet(3, 50, RandomVectors(&rng, VectorShape::kGaussian, 50, 3));
+  auto metric = VectorObjectMetric(set);
+  ClusterList list;
+  EXPECT_EQ(BuildClusterList(*metric, 50, {}, 1, 0, 1, &list).code(), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(BuildClusterList(*metric, 50, {}, 8, -1, 1, &list).code(), GENIE_INVALID_ARGUMENT);
+  // every object excluded: an empty list, which answers nothing
+  std::vector<uint8_t> none(50, 1);
+  ASSERT_TRUE(BuildClusterList(*metric, 50, none, 8, 2, 1, &list).ok());
+  EXPECT_TRUE(list.members.empty());
+  RangeRequest request;
+  request.n_queries = 1;
+  request.radius = 1e30;
+  RangeResult got;
+  ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, set.row(0)), request, 1, &got).ok());
+  EXPECT_EQ(got.offsets, (std::vector<int64_t>{0, 0}));
+  // clusters larger than the set: one cluster, one supercluster; an infinite radius finds all
+  ASSERT_TRUE(BuildClusterList(*metric, 50, {}, 64, 4, 1, &list).ok());
+  EXPECT_EQ(list.clusters.size(), 1u);
+  request.radius = std::numeric_limits<double>::infinity();
+  ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, set.row(0)), request, 1, &got).ok());
+  EXPECT_EQ(got.offsets[1], 50);
+  request.radius = -1;
+  EXPECT_EQ(CpuRangeSearch(list, VectorQueryMetrics(set, set.row(0)), request, 1, &got).code(), GENIE_INVALID_ARGUMENT);
+  request.radius = std::nan("");
+  EXPECT_EQ(CpuRangeSearch(list, VectorQueryMetrics(set, set.row(0)), request, 1, &got).code(), GENIE_INVALID_ARGUMENT);
+}
+
+TEST(ClusterList, CancelStopsBuildAndSearch) {
+  std::mt19937 rng(4);
+  const int32_t n = 5000, dim = 16;
+  VectorSet set = MakeSet(dim, n, RandomVectors(&rng, VectorShape::kGaussian, n, dim));
+  auto metric = VectorObjectMetric(set);
+  CancelCheck cancel;
+  cancel.fn = [](void*) { return 1; };
+  ClusterList list;
+  EXPECT_EQ(BuildClusterList(*metric, n, {}, 16, 4, 2, &list, cancel).code(), GENIE_CANCELLED);
+  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 16, 4, 2, &list).ok());
+  RangeRequest request;
+  request.n_queries = 8;
+  request.radius = 100;
+  RangeResult got;
+  EXPECT_EQ(CpuRangeSearch(list, VectorQueryMetrics(set, set.values.data()), request, 2, &got, cancel).code(),
+            GENIE_CANCELLED);
+}
+
+}  // namespace
+}  // namespace genie
