@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "capi_util.hpp"
+#include "cluster_list.hpp"
 #include "genie/genie.h"
 #include "genie/permutation.hpp"
 #ifdef GENIE_WITH_CUDA
@@ -185,6 +186,38 @@ genie_status genie_strings_permutations(const genie_strings* objects, const geni
 #endif
     return genie::StringPermutations(objects->set.strings, permutants->set.strings, 0,
                                      engine_options.threads, table, engine_options.cancel);
+  });
+}
+
+}  // extern "C"
+
+extern "C" {
+
+genie_status genie_strings_cluster_list(const genie_strings* objects, const uint8_t* excluded,
+                                        int32_t cluster_size, int32_t supercluster_clusters,
+                                        const genie_engine_options* options,
+                                        genie_cluster_list** list, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (objects == nullptr) return genie::Status::InvalidArgument("genie_strings_cluster_list: NULL set");
+    auto metric = genie::StringObjectMetric(objects->set.strings);
+    return genie::capi::BuildClusterListHandle(*metric, objects->set.size(), excluded, cluster_size,
+                                               supercluster_clusters, options, list);
+  });
+}
+
+genie_status genie_strings_within(genie_strings* strings, genie_engine_kind device,
+                                  const genie_engine_options* options, const genie_range_scan* scan,
+                                  genie_range_results** results, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (strings == nullptr || scan == nullptr || results == nullptr)
+      return genie::Status::InvalidArgument("genie_strings_within: NULL argument");
+    if (scan->n_queries < 0) return genie::Status::InvalidArgument("negative number of queries");
+    genie::CodePointStrings queries;
+    GENIE_RETURN_IF_ERROR(AddStrings(scan->query_text, scan->query_text_offsets, scan->n_queries, &queries));
+    const genie::EngineOptions engine_options = ToEngineOptions(options);
+    return genie::capi::RangeSearchHandle(
+        strings->set.size(), genie::StringQueryMetrics(strings->set.strings, queries, engine_options.cancel),
+        device, options, scan, results);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "capi_util.hpp"
+#include "cluster_list.hpp"
 #include "genie/genie.h"
 #include "genie/lsh.hpp"
 #include "genie/permutation.hpp"
@@ -264,6 +265,43 @@ genie_status genie_vectors_permutations(const genie_vectors* objects, const geni
 #endif
     return genie::VectorPermutations(objects->set, permutants->set, 0, engine_options.threads, table,
                                      engine_options.cancel);
+  });
+}
+
+}  // extern "C"
+
+extern "C" {
+
+genie_status genie_vectors_cluster_list(const genie_vectors* objects, const uint8_t* excluded,
+                                        int32_t cluster_size, int32_t supercluster_clusters,
+                                        const genie_engine_options* options,
+                                        genie_cluster_list** list, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (objects == nullptr) return genie::Status::InvalidArgument("genie_vectors_cluster_list: NULL set");
+    if (!objects->sealed)
+      return genie::Status::InvalidArgument("genie_vectors_cluster_list: the set is not sealed");
+    auto metric = genie::VectorObjectMetric(objects->set);
+    return genie::capi::BuildClusterListHandle(*metric, objects->set.size(), excluded, cluster_size,
+                                               supercluster_clusters, options, list);
+  });
+}
+
+genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind device,
+                                  const genie_engine_options* options, const genie_range_scan* scan,
+                                  genie_range_results** results, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (vectors == nullptr || scan == nullptr || results == nullptr)
+      return genie::Status::InvalidArgument("genie_vectors_within: NULL argument");
+    if (!vectors->sealed) return genie::Status::InvalidArgument("genie_vectors_within: the set is not sealed");
+    if (scan->n_queries < 0) return genie::Status::InvalidArgument("negative number of queries");
+    if (scan->n_queries > 0 && scan->queries == nullptr)
+      return genie::Status::InvalidArgument("genie_vectors_within: NULL queries");
+    const genie::VectorSet& set = vectors->set;
+    GENIE_RETURN_IF_ERROR(genie::CheckFinite(
+        scan->queries, static_cast<std::size_t>(scan->n_queries) * static_cast<std::size_t>(set.dim),
+        "a query vector"));
+    return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries), device,
+                                          options, scan, results);
   });
 }
 

@@ -534,6 +534,88 @@ genie_status genie_vectors_scan(genie_vectors *vectors, genie_engine_kind device
 								const genie_vector_scan *scan,
 								genie_vector_results **results, genie_error *err);
 
+/* ---- range search and the List of Clusters (genie/cluster_list.hpp) ---- */
+
+/*
+ * A List of Clusters, or of Superclusters, over the objects of a string or
+ * vector set (object id = position): built by genie_strings_cluster_list or
+ * genie_vectors_cluster_list, or loaded from its stored form.
+ */
+typedef struct genie_cluster_list genie_cluster_list;
+
+/*
+ * Lists the objects whose excluded flag is zero (excluded NULL: all) in
+ * clusters of cluster_size (2 .. 65536) grouped in superclusters of
+ * supercluster_clusters clusters (0: a plain List of Clusters), on the CPU
+ * (options: threads, cancel).
+ */
+genie_status genie_strings_cluster_list(const genie_strings *objects, const uint8_t *excluded,
+										int32_t cluster_size, int32_t supercluster_clusters,
+										const genie_engine_options *options,
+										genie_cluster_list **list, genie_error *err);
+genie_status genie_vectors_cluster_list(const genie_vectors *objects, const uint8_t *excluded,
+										int32_t cluster_size, int32_t supercluster_clusters,
+										const genie_engine_options *options,
+										genie_cluster_list **list, genie_error *err);
+void		genie_cluster_list_free(genie_cluster_list *list);
+/* The stored form: its size, then the bytes (what index pages hold). */
+size_t		genie_cluster_list_stored_size(const genie_cluster_list *list);
+void		genie_cluster_list_store(const genie_cluster_list *list, void *out);
+/* Back from the stored form, checked: GENIE_INVALID_ARGUMENT when corrupt. */
+genie_status genie_cluster_list_load(const void *data, size_t size, genie_cluster_list **list,
+									 genie_error *err);
+int32_t		genie_cluster_list_objects(const genie_cluster_list *list);	/* ids it may name */
+int32_t		genie_cluster_list_clusters(const genie_cluster_list *list);
+int32_t		genie_cluster_list_superclusters(const genie_cluster_list *list);
+size_t		genie_cluster_list_memory_bytes(const genie_cluster_list *list);
+
+typedef struct genie_range_scan
+{
+	int32_t		n_queries;
+	const char *query_text;		/* strings: UTF-8 */
+	const int64_t *query_text_offsets;	/* strings: n_queries + 1 */
+	const float *queries;		/* vectors: n_queries * dim, finite */
+	double		radius;			/* >= 0: every object within it, the boundary included */
+	/* NULL, or one flag per object: nonzero = not an answer (dead, NULL) */
+	const uint8_t *excluded;
+	/* NULL: every object is read; else the list of the set's objects that prunes */
+	const genie_cluster_list *list;
+} genie_range_scan;
+
+/*
+ * Per query q, rows [query_offsets[q], query_offsets[q + 1]) of objects and
+ * distances by (distance, object id) ascending, every object within the
+ * radius (edit distances are whole numbers), and what the search read.
+ */
+typedef struct genie_range_results
+{
+	int32_t		n_queries;
+	int64_t    *query_offsets;
+	int32_t    *objects;
+	double	   *distances;
+	genie_engine_kind device;	/* where the search ran */
+	int64_t		distances_computed; /* all queries' */
+	int64_t		superclusters_discarded;
+	int64_t		clusters_discarded;
+} genie_range_results;
+
+void		genie_range_results_free(genie_range_results *results);
+
+/*
+ * Every object within the radius of each query, exact (the distances of
+ * genie_strings_scan and genie_vectors_scan).  The range search runs on the
+ * CPU engine: device CPU or AUTO; GPU is GENIE_DEVICE_UNAVAILABLE.
+ * options: threads, cancel.
+ */
+genie_status genie_strings_within(genie_strings *strings, genie_engine_kind device,
+								  const genie_engine_options *options,
+								  const genie_range_scan *scan, genie_range_results **results,
+								  genie_error *err);
+genie_status genie_vectors_within(genie_vectors *vectors, genie_engine_kind device,
+								  const genie_engine_options *options,
+								  const genie_range_scan *scan, genie_range_results **results,
+								  genie_error *err);
+
 /* ---- the permutation index (genie/permutation.hpp) ---- */
 
 /*

@@ -1,0 +1,127 @@
+// The C API of the List of Clusters and of range search (genie_cluster_list_*,
+// genie_range_results_free); genie_strings_within and genie_vectors_within
+// live beside their sets and meet here.
+#include "cluster_list.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+#include <vector>
+
+using genie::capi::Guarded;
+using genie::capi::ToEngineOptions;
+
+namespace genie {
+namespace capi {
+
+Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, const uint8_t* excluded,
+                              int32_t cluster_size, int32_t supercluster_clusters,
+                              const genie_engine_options* options, genie_cluster_list** out) {
+  if (out == nullptr) return Status::InvalidArgument("genie_*_cluster_list: NULL output");
+  const EngineOptions engine_options = ToEngineOptions(options);
+  auto handle = std::unique_ptr<genie_cluster_list>(new (std::nothrow) genie_cluster_list);
+  if (handle == nullptr) return Status::OutOfMemory("out of host memory for a list of clusters");
+  GENIE_RETURN_IF_ERROR(BuildClusterList(
+      metric, n_objects,
+      excluded != nullptr ? Span<uint8_t>(excluded, static_cast<std::size_t>(n_objects)) : Span<uint8_t>(),
+      cluster_size, supercluster_clusters, engine_options.threads, &handle->list,
+      engine_options.cancel));
+  *out = handle.release();
+  return Status::Ok();
+}
+
+Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
+                         genie_engine_kind device, const genie_engine_options* options,
+                         const genie_range_scan* scan, genie_range_results** out) {
+  if (device == GENIE_ENGINE_GPU)
+    return Status::DeviceUnavailable("range search runs on the CPU engine");
+  if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO)
+    return Status::InvalidArgument("device must be CPU, GPU or AUTO");
+  if (scan->list != nullptr && scan->list->list.n_objects != n_objects)
+    return Status::InvalidArgument("the list of clusters is of another set: " +
+                                   std::to_string(scan->list->list.n_objects) + " objects, not " +
+                                   std::to_string(n_objects));
+  const EngineOptions engine_options = ToEngineOptions(options);
+  RangeRequest request;
+  request.n_queries = scan->n_queries;
+  request.radius = scan->radius;
+  if (scan->excluded != nullptr)
+    request.excluded = Span<uint8_t>(scan->excluded, static_cast<std::size_t>(n_objects));
+  RangeResult found;
+  if (scan->list != nullptr) {
+    GENIE_RETURN_IF_ERROR(CpuRangeSearch(scan->list->list, metrics, request, engine_options.threads,
+                                         &found, engine_options.cancel));
+  } else {
+    const ClusterList whole = WholeList(n_objects);
+    GENIE_RETURN_IF_ERROR(
+        CpuRangeSearch(whole, metrics, request, engine_options.threads, &found, engine_options.cancel));
+  }
+  genie_range_results* res = nullptr;
+  GENIE_RETURN_IF_ERROR(CopyScanRows(found, GENIE_ENGINE_CPU, genie_range_results_free, &res));
+  res->distances_computed = found.distances_computed;
+  res->superclusters_discarded = found.superclusters_discarded;
+  res->clusters_discarded = found.clusters_discarded;
+  *out = res;
+  return Status::Ok();
+}
+
+}  // namespace capi
+}  // namespace genie
+
+extern "C" {
+
+void genie_cluster_list_free(genie_cluster_list* list) { delete list; }
+
+size_t genie_cluster_list_stored_size(const genie_cluster_list* list) {
+  return list == nullptr ? 0 : genie::SerializeClusterList(list->list).size();
+}
+
+void genie_cluster_list_store(const genie_cluster_list* list, void* out) {
+  if (list == nullptr || out == nullptr) return;
+  const std::vector<uint8_t> bytes = genie::SerializeClusterList(list->list);
+  std::memcpy(out, bytes.data(), bytes.size());
+}
+
+genie_status genie_cluster_list_load(const void* data, size_t size, genie_cluster_list** list,
+                                     genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (list == nullptr || (data == nullptr && size > 0))
+      return genie::Status::InvalidArgument("genie_cluster_list_load: NULL argument");
+    auto handle = std::unique_ptr<genie_cluster_list>(new (std::nothrow) genie_cluster_list);
+    if (handle == nullptr) return genie::Status::OutOfMemory("out of host memory for a list of clusters");
+    GENIE_RETURN_IF_ERROR(
+        genie::DeserializeClusterList(static_cast<const uint8_t*>(data), size, &handle->list));
+    *list = handle.release();
+    return genie::Status::Ok();
+  });
+}
+
+int32_t genie_cluster_list_objects(const genie_cluster_list* list) {
+  return list == nullptr ? 0 : list->list.n_objects;
+}
+
+int32_t genie_cluster_list_clusters(const genie_cluster_list* list) {
+  return list == nullptr ? 0 : static_cast<int32_t>(list->list.clusters.size());
+}
+
+int32_t genie_cluster_list_superclusters(const genie_cluster_list* list) {
+  return list == nullptr ? 0 : static_cast<int32_t>(list->list.superclusters.size());
+}
+
+size_t genie_cluster_list_memory_bytes(const genie_cluster_list* list) {
+  if (list == nullptr) return 0;
+  return sizeof(*list) + list->list.members.capacity() * sizeof(int32_t) +
+         list->list.clusters.capacity() * sizeof(genie::Cluster) +
+         list->list.superclusters.capacity() * sizeof(genie::Supercluster);
+}
+
+void genie_range_results_free(genie_range_results* results) {
+  if (results == nullptr) return;
+  std::free(results->query_offsets);
+  std::free(results->objects);
+  std::free(results->distances);
+  std::free(results);
+}
+
+}  // extern "C"

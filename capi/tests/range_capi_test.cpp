@@ -1,0 +1,146 @@
+// The C API of range search and the List of Clusters: strings and vectors
+// within a radius with and without a list (the same rows, and the list
+// reads fewer objects), the stored form through bytes and back, hand-checked
+// edit distances at the boundary, and the errors a caller can cause, as
+// statuses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "genie/genie.h"
+
+namespace {
+
+struct Rows {
+  std::vector<int64_t> offsets;
+  std::vector<int32_t> objects;
+  std::vector<double> distances;
+  int64_t distances_computed = 0;
+};
+
+Rows Take(genie_range_results* r) {
+  Rows out;
+  out.offsets.assign(r->query_offsets, r->query_offsets + r->n_queries + 1);
+  out.objects.assign(r->objects, r->objects + out.offsets.back());
+  out.distances.assign(r->distances, r->distances + out.offsets.back());
+  out.distances_computed = r->distances_computed;
+  EXPECT_EQ(r->device, GENIE_ENGINE_CPU);
+  genie_range_results_free(r);
+  return out;
+}
+
+TEST(CApiRange, StringsWithinARadius) {
+  std::string text;
+  std::vector<int64_t> offsets{0};
+  for (const char* w : {"kitten", "sitting", "mitten", "bitten", "kitchen", "written", "smitten", "sit",
+                        "kit", "knitting", "fitting", "sitter", "kitty", ""}) {
+    text += w;
+    offsets.push_back(static_cast<int64_t>(text.size()));
+  }
+  const int32_t n = static_cast<int32_t>(offsets.size()) - 1;
+  genie_error err{};
+  genie_strings* set = nullptr;
+  ASSERT_EQ(genie_strings_create(text.data(), offsets.data(), n, &set, &err), GENIE_OK);
+  genie_cluster_list* list = nullptr;
+  ASSERT_EQ(genie_strings_cluster_list(set, nullptr, 3, 2, nullptr, &list, &err), GENIE_OK) << err.message;
+  EXPECT_EQ(genie_cluster_list_objects(list), n);
+  EXPECT_GE(genie_cluster_list_clusters(list), 5);
+
+  // through the stored form
+  std::vector<uint8_t> bytes(genie_cluster_list_stored_size(list));
+  genie_cluster_list_store(list, bytes.data());
+  genie_cluster_list* loaded = nullptr;
+  ASSERT_EQ(genie_cluster_list_load(bytes.data(), bytes.size(), &loaded, &err), GENIE_OK) << err.message;
+
+  const std::string q = "kitten";
+  const int64_t qoff[2] = {0, static_cast<int64_t>(q.size())};
+  genie_range_scan scan{};
+  scan.n_queries = 1;
+  scan.query_text = q.data();
+  scan.query_text_offsets = qoff;
+  scan.radius = 1;
+  scan.list = loaded;
+  genie_range_results* r = nullptr;
+  ASSERT_EQ(genie_strings_within(set, GENIE_ENGINE_AUTO, nullptr, &scan, &r, &err), GENIE_OK) << err.message;
+  Rows got = Take(r);
+  // kitten 0; mitten, bitten 1 (by id); kitchen is 2 away, sitting 3
+  EXPECT_EQ(got.objects, (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_EQ(got.distances, (std::vector<double>{0, 1, 1}));
+  scan.radius = 2;
+  scan.list = nullptr;
+  ASSERT_EQ(genie_strings_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK);
+  Rows whole = Take(r);
+  scan.list = loaded;
+  ASSERT_EQ(genie_strings_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK);
+  EXPECT_EQ(Take(r).objects, whole.objects);
+  // + kitchen, written, smitten, sitter, kitty at 2
+  EXPECT_EQ(whole.objects, (std::vector<int32_t>{0, 2, 3, 4, 5, 6, 11, 12}));
+
+  // errors: the GPU, a negative radius, a list of another set, corrupt bytes
+  EXPECT_EQ(genie_strings_within(set, GENIE_ENGINE_GPU, nullptr, &scan, &r, &err), GENIE_DEVICE_UNAVAILABLE);
+  scan.radius = -1;
+  EXPECT_EQ(genie_strings_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
+  scan.radius = NAN;
+  EXPECT_EQ(genie_strings_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
+  genie_strings* fewer = nullptr;
+  ASSERT_EQ(genie_strings_create(text.data(), offsets.data(), n - 1, &fewer, &err), GENIE_OK);
+  scan.radius = 1;
+  EXPECT_EQ(genie_strings_within(fewer, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
+  bytes[bytes.size() - 1] ^= 0x7f;
+  genie_cluster_list* bad = nullptr;
+  EXPECT_EQ(genie_cluster_list_load(bytes.data(), bytes.size(), &bad, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(genie_strings_cluster_list(set, nullptr, 1, 0, nullptr, &bad, &err), GENIE_INVALID_ARGUMENT);
+  genie_cluster_list_free(list);
+  genie_cluster_list_free(loaded);
+  genie_strings_free(set);
+  genie_strings_free(fewer);
+}
+
+TEST(CApiRange, VectorsWithinARadius) {
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int32_t n = 3000, dim = 6, nq = 10;
+  std::vector<float> values(static_cast<size_t>(n) * dim);
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t j = 0; j < dim; ++j) values[static_cast<size_t>(i) * dim + j] = 10.0f * (i % 7) + normal(rng);
+  genie_error err{};
+  genie_vectors* set = nullptr;
+  ASSERT_EQ(genie_vectors_create(values.data(), n, dim, &set, &err), GENIE_OK);
+  std::vector<uint8_t> excluded(static_cast<size_t>(n), 0);
+  excluded[0] = 1;
+  genie_cluster_list* list = nullptr;
+  ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 4, nullptr, &list, &err), GENIE_OK) << err.message;
+  std::vector<float> queries(values.begin(), values.begin() + nq * dim);
+  genie_range_scan scan{};
+  scan.n_queries = nq;
+  scan.queries = queries.data();
+  scan.radius = genie_l2_distance(values.data(), values.data() + 7 * dim, dim);  // a tie at the boundary
+  scan.excluded = excluded.data();
+  genie_range_results* r = nullptr;
+  ASSERT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK) << err.message;
+  Rows whole = Take(r);
+  scan.list = list;
+  ASSERT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK);
+  Rows pruned = Take(r);
+  EXPECT_EQ(pruned.offsets, whole.offsets);
+  EXPECT_EQ(pruned.objects, whole.objects);
+  EXPECT_EQ(pruned.distances, whole.distances);
+  EXPECT_LT(pruned.distances_computed, whole.distances_computed / 2);
+  // object 7 is within the radius of query 0 exactly; object 0 is excluded
+  bool seven = false;
+  for (int64_t i = whole.offsets[0]; i < whole.offsets[1]; ++i) {
+    seven = seven || whole.objects[static_cast<size_t>(i)] == 7;
+    EXPECT_NE(whole.objects[static_cast<size_t>(i)], 0);
+  }
+  EXPECT_TRUE(seven);
+  queries[3] = NAN;
+  EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
+  genie_cluster_list_free(list);
+  genie_vectors_free(set);
+}
+
+}  // namespace
