@@ -40,46 +40,6 @@ PG_FUNCTION_INFO_V1(genie_knn_from);
 
 #define GENIE_KNN_MAX_K	(1 << 30)
 
-/* Every one of count query elements (dim a query, the first query's number first + 1) finite. */
-static void
-check_finite(const float *values, int64 count, int dim, int64 first)
-{
-	for (int64 i = 0; i < count; i++)
-		if (isnan(values[i]) || isinf(values[i]))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("queries must not contain %s", isnan(values[i]) ? "NaN" : "infinity"),
-					 errdetail("Query %lld, element %lld.", (long long) (first + i / dim + 1),
-							   (long long) (i % dim + 1))));
-}
-
-/*
- * The query vectors of a real[][] (one per row) or of a real[] (one
- * query): finite, without NULLs; *nq and *dim receive the shape.
- */
-static float *
-query_vectors(ArrayType *array, int *nq, int *dim)
-{
-	float	   *values = (float *) ARR_DATA_PTR(array);
-	int64		n;
-
-	if (ARR_ELEMTYPE(array) != FLOAT4OID)
-		elog(ERROR, "genie_knn: queries are not a real[]");
-	if (ARR_NDIM(array) > 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("queries must be a two-dimensional array, one query vector per row")));
-	if (array_contains_nulls(array))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("queries must not contain NULL elements")));
-	*nq = ARR_NDIM(array) == 2 ? ARR_DIMS(array)[0] : (ARR_NDIM(array) == 1 ? 1 : 0);
-	*dim = ARR_NDIM(array) == 2 ? ARR_DIMS(array)[1] : (ARR_NDIM(array) == 1 ? ARR_DIMS(array)[0] : 0);
-	n = (int64) *nq * *dim;
-	check_finite(values, n, *dim, 0);
-	return values;
-}
-
 /* The checks of k, both functions'. */
 static void
 check_k(int32 k)
@@ -210,7 +170,7 @@ genie_knn(PG_FUNCTION_ARGS)
 	/* the array is read (detoasted) here: for large batches, most of a call's time */
 	genie_profile_push(GENIE_PHASE_QUERY);
 	array = PG_GETARG_ARRAYTYPE_P(1);
-	queries = query_vectors(array, &nq, &dim);
+	queries = genie_vector_queries(array, &nq, &dim);
 	genie_profile_pop();
 	memset(&batch, 0, sizeof(batch));
 	batch.kind = GENIE_VALUES_VECTORS;
@@ -332,7 +292,7 @@ add_query_row(QueryRows *qr, Datum value, bool isnull)
 				 errmsg("the queries have %d and %d dimensions", qr->dim, dim),
 				 errdetail("Row %d of the query differs from the first row.", qr->n + 1)));
 	v = (const float *) ARR_DATA_PTR(array);
-	check_finite(v, dim, Max(dim, 1), qr->n);
+	genie_vector_check_finite(v, dim, Max(dim, 1), qr->n);
 	if ((int64) (qr->n + 1) * dim > qr->capacity)
 	{
 		qr->capacity = Max(qr->capacity * 2, (int64) (qr->n + 1) * Max(dim, 1));

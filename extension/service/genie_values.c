@@ -454,3 +454,28 @@ genie_value_found_free(GenieValueFound *found)
 	found->vectors = NULL;
 	found->codes = NULL;
 }
+
+genie_status
+genie_value_set_within(const GenieValueSet *set, const genie_engine_options *options,
+					   const GenieValueBatch *queries, double radius, const uint8 *excluded,
+					   const genie_cluster_list *list, genie_range_results **results,
+					   genie_error *err)
+{
+	genie_range_scan scan;
+
+	Assert(queries->kind == set->kind);
+	memset(&scan, 0, sizeof(scan));
+	scan.n_queries = queries->n;
+	scan.radius = radius;
+	scan.excluded = excluded;
+	scan.list = list;
+	if (set->kind == GENIE_VALUES_STRINGS)
+	{
+		scan.query_text = queries->text;
+		scan.query_text_offsets = queries->text_offsets;
+		return genie_strings_within(set->strings, GENIE_ENGINE_CPU, options, &scan, results, err);
+	}
+	Assert(set->kind == GENIE_VALUES_VECTORS);
+	scan.queries = queries->vectors;
+	return genie_vectors_within(set->vectors, GENIE_ENGINE_CPU, options, &scan, results, err);
+}

@@ -135,6 +135,17 @@ extern genie_status genie_value_set_scan(const GenieValueSet *set, genie_engine_
 										 const int32 *candidates, GenieValueFound *found,
 										 genie_error *err);
 
+/*
+ * Every value of set within radius of each query (strings or vectors),
+ * skipping the objects flagged in excluded (NULL: none), pruned by list
+ * (NULL: every object is read), on the CPU engine.
+ */
+extern genie_status genie_value_set_within(const GenieValueSet *set,
+										   const genie_engine_options *options,
+										   const GenieValueBatch *queries, double radius,
+										   const uint8 *excluded, const genie_cluster_list *list,
+										   genie_range_results **results, genie_error *err);
+
 /* A scan's rows: queries, query offsets, row i's object and distance, where it ran. */
 extern int32 genie_value_found_queries(const GenieValueFound *found);
 extern const int64 *genie_value_found_offsets(const GenieValueFound *found);

@@ -540,3 +540,43 @@ genie_lsh_functions(PG_FUNCTION_ARGS)
 				 errdetail("Smaller values need thousands of functions; give m directly.")));
 	PG_RETURN_INT32(genie_lsh_functions_for(epsilon, delta));
 }
+
+/* Every one of count query elements (dim a query, the first query's number first + 1) finite. */
+void
+genie_vector_check_finite(const float *values, int64 count, int dim, int64 first)
+{
+	for (int64 i = 0; i < count; i++)
+		if (isnan(values[i]) || isinf(values[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("queries must not contain %s", isnan(values[i]) ? "NaN" : "infinity"),
+					 errdetail("Query %lld, element %lld.", (long long) (first + i / dim + 1),
+							   (long long) (i % dim + 1))));
+}
+
+/*
+ * The query vectors of a real[][] (one per row) or of a real[] (one
+ * query): finite, without NULLs; *nq and *dim receive the shape.
+ */
+float *
+genie_vector_queries(ArrayType *array, int *nq, int *dim)
+{
+	float	   *values = (float *) ARR_DATA_PTR(array);
+	int64		n;
+
+	if (ARR_ELEMTYPE(array) != FLOAT4OID)
+		elog(ERROR, "genie: queries are not a real[]");
+	if (ARR_NDIM(array) > 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("queries must be a two-dimensional array, one query vector per row")));
+	if (array_contains_nulls(array))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("queries must not contain NULL elements")));
+	*nq = ARR_NDIM(array) == 2 ? ARR_DIMS(array)[0] : (ARR_NDIM(array) == 1 ? 1 : 0);
+	*dim = ARR_NDIM(array) == 2 ? ARR_DIMS(array)[1] : (ARR_NDIM(array) == 1 ? ARR_DIMS(array)[0] : 0);
+	n = (int64) *nq * *dim;
+	genie_vector_check_finite(values, n, *dim, 0);
+	return values;
+}

@@ -1,0 +1,130 @@
+-- Range queries (genie_within, issue 30): every row within a radius of each
+-- query, against the sequential scan with the distance operator (vectors)
+-- and levenshtein() (strings), as sets and in (query_no, distance, ctid)
+-- order: radius 0, a radius equal to a row's distance (the boundary is
+-- included), wider ones, an infinite one; duplicates and a NULL row; rows
+-- inserted after the build (pending), deleted, merged; words with
+-- non-ASCII letters; and the errors a user can cause.
+CREATE EXTENSION IF NOT EXISTS pgtap;
+BEGIN;
+CREATE EXTENSION genie;
+CREATE EXTENSION IF NOT EXISTS fuzzystrmatch;
+SELECT plan(28);
+
+DO $$ BEGIN PERFORM setseed(0.2718); END $$;
+-- 6 dimensions, 20 clusters of 50 points, two exact duplicates, a NULL row
+CREATE TABLE centres AS SELECT c, array_agg((random() * 20 - 10)::real ORDER BY d) AS v
+FROM generate_series(1, 20) c, generate_series(1, 6) d GROUP BY c;
+CREATE TABLE pts (id int PRIMARY KEY, v real[]);
+INSERT INTO pts SELECT (c - 1) * 50 + i, (SELECT array_agg(x + (random() - 0.5)::real ORDER BY o)
+                                          FROM unnest(v) WITH ORDINALITY u(x, o))
+FROM centres, generate_series(1, 50) i;
+INSERT INTO pts SELECT 5000 + id, v FROM pts WHERE id IN (7, 8);
+INSERT INTO pts VALUES (99999, NULL);
+CREATE TABLE qv AS SELECT qid, (SELECT array_agg(x + ((random() - 0.5) * 0.2)::real ORDER BY o)
+                                FROM unnest(v) WITH ORDINALITY u(x, o)) AS q
+FROM (SELECT qid, v FROM generate_series(1, 20) qid JOIN pts ON pts.id = qid * 47) s;
+-- query 21 is row 7 itself: distance 0 to it and to its duplicate
+INSERT INTO qv SELECT 21, v FROM pts WHERE id = 7;
+CREATE INDEX pts_idx ON pts USING genie (v genie_vector_ops) WITH (m = 0);
+
+CREATE FUNCTION pg_temp.seq_v(r float8) RETURNS TABLE (qid int, id int, d float8) LANGUAGE sql AS $$
+  SELECT qid, id, v <-> q FROM qv, pts WHERE v IS NOT NULL AND v <-> q <= r
+$$;
+CREATE FUNCTION pg_temp.within_v(r float8) RETURNS TABLE (qid int, id int, d float8) LANGUAGE sql AS $$
+  SELECT g.query_no, t.id, g.distance
+  FROM genie_within('pts_idx', (SELECT array_agg(q ORDER BY qid) FROM qv), r) g JOIN pts t ON t.ctid = g.ctid
+$$;
+-- the rows that only one side has, both ways
+CREATE FUNCTION pg_temp.diff_v(r float8) RETURNS bigint LANGUAGE sql AS $$
+  SELECT (SELECT count(*) FROM (SELECT * FROM pg_temp.within_v(r) EXCEPT ALL SELECT * FROM pg_temp.seq_v(r)) a)
+       + (SELECT count(*) FROM (SELECT * FROM pg_temp.seq_v(r) EXCEPT ALL SELECT * FROM pg_temp.within_v(r)) b)
+$$;
+
+SELECT is(pg_temp.diff_v(0), 0::bigint, 'radius 0: the rows equal to a query');
+SELECT is((SELECT array_agg(id ORDER BY id) FROM pg_temp.within_v(0) WHERE qid = 21), ARRAY[7, 5007],
+          'radius 0: the query row and its duplicate');
+SELECT is(pg_temp.diff_v(0.8), 0::bigint, 'radius 0.8: the sequential scan''s rows and distances');
+SELECT is(pg_temp.diff_v(3), 0::bigint, 'radius 3: the sequential scan''s rows and distances');
+SELECT cmp_ok((SELECT count(*) FROM pg_temp.within_v(3)), '>', 200::bigint, 'radius 3 finds many rows');
+-- the boundary: a radius equal to the distance of query 1 to row 60
+SELECT is((SELECT count(*) FROM pg_temp.within_v((SELECT v <-> q FROM pts, qv WHERE id = 60 AND qid = 1))
+           WHERE qid = 1 AND id = 60), 1::bigint, 'a row at exactly the radius is an answer');
+SELECT is(pg_temp.diff_v((SELECT v <-> q FROM pts, qv WHERE id = 60 AND qid = 1)), 0::bigint,
+          'radius equal to a row''s distance: the sequential scan''s rows');
+SELECT is((SELECT count(*) FROM pg_temp.within_v('infinity')), 21 * 1002::bigint,
+          'an infinite radius: every row with a vector, for every query');
+-- the order: query_no, distance, ctid
+SELECT ok((SELECT bool_and(ok) FROM (SELECT (query_no, distance, ctid) >= lag((query_no, distance, ctid))
+                                               OVER (ORDER BY n) IS NOT FALSE AS ok
+                                     FROM (SELECT g.*, row_number() OVER () n
+                                           FROM genie_within('pts_idx', (SELECT array_agg(q ORDER BY qid) FROM qv), 3) g) s) o),
+          'rows come in (query_no, distance, ctid) order');
+SELECT is((SELECT count(*) FROM genie_within('pts_idx', (SELECT q FROM qv WHERE qid = 3), 2)),
+          (SELECT count(*) FROM pg_temp.seq_v(2) WHERE qid = 3), 'a real[] is one query');
+
+-- pending rows, deletes, the merge
+INSERT INTO pts SELECT 10000 + c * 10 + i, (SELECT array_agg(x + (random() - 0.5)::real ORDER BY o)
+                                   FROM unnest(v) WITH ORDINALITY u(x, o))
+FROM centres, generate_series(1, 5) i WHERE c <= 10;
+DELETE FROM pts WHERE id % 9 = 0;
+SELECT is(pg_temp.diff_v(1.5), 0::bigint, 'pending rows and deletes: the sequential scan''s rows');
+SELECT is((SELECT count(*) FROM pg_temp.within_v(1.5) WHERE id % 9 = 0), 0::bigint, 'no deleted row');
+SELECT cmp_ok((SELECT count(*) FROM pg_temp.within_v(1.5) WHERE id >= 10000), '>', 0::bigint,
+              'pending rows are answers');
+SELECT is((SELECT count(*) FROM genie_within('pts_idx', '{}'::real[], 1)), 0::bigint, 'no queries, no rows');
+SELECT is((SELECT count(*) FROM genie_within('pts_idx', (SELECT q FROM qv WHERE qid = 3), NULL)), 0::bigint,
+          'a NULL radius: no rows');
+
+-- errors a user can cause
+SELECT throws_ok($$SELECT * FROM genie_within('pts_idx', (SELECT q FROM qv WHERE qid = 3), -1)$$, '22023',
+                 'the radius must be at least 0', 'a negative radius');
+SELECT throws_ok($$SELECT * FROM genie_within('pts_idx', (SELECT q FROM qv WHERE qid = 3), 'NaN')$$, '22023',
+                 'the radius must be at least 0', 'a NaN radius');
+SELECT throws_ok($$SELECT * FROM genie_within('pts_idx', '{1,2,Infinity,4,5,6}'::real[], 1)$$, '22000',
+                 'queries must not contain infinity', 'an infinite coordinate');
+SELECT throws_like($$SELECT * FROM genie_within('pts_idx', '{1,2,3}'::real[], 1)$$,
+                   '%has 3 dimensions, but genie index "pts_idx" holds vectors of 6%', 'another dimension');
+SELECT throws_ok($$SELECT * FROM genie_within('pts_idx', ARRAY['abc'], 1)$$, '42809', NULL,
+                 'text queries against a vector index');
+
+-- strings: hex words of 3 to 8 letters, words with non-ASCII letters, typos as queries
+CREATE TABLE words (id int PRIMARY KEY, w text);
+INSERT INTO words SELECT i, substr(md5(i::text), 1, 3 + i % 6) FROM generate_series(1, 3000) i;
+INSERT INTO words VALUES (4001, 'café'), (4002, 'cafe'), (4003, 'caff'), (4004, '日本語'), (4005, '日本'),
+                         (4006, ''), (4007, NULL);
+CREATE INDEX words_idx ON words USING genie (w genie_ngram_ops);
+CREATE TABLE qw AS SELECT qid, overlay(w placing 'z' from 1 + qid % 3 for 1) AS q
+FROM (SELECT id AS qid, w FROM words WHERE id % 150 = 0) s;
+INSERT INTO qw VALUES (9001, 'cafè'), (9002, '日本'), (9003, '');
+
+CREATE FUNCTION pg_temp.diff_w(r int) RETURNS bigint LANGUAGE sql AS $$
+  WITH got AS (SELECT g.query_no AS n, t.id, g.distance AS d
+               FROM genie_within('words_idx', (SELECT array_agg(q ORDER BY qid) FROM qw), r) g
+               JOIN words t ON t.ctid = g.ctid),
+       want AS (SELECT n, id, levenshtein(w, q)::float8 AS d
+                FROM (SELECT row_number() OVER (ORDER BY qid)::int AS n, q FROM qw) qq, words
+                WHERE w IS NOT NULL AND levenshtein(w, q) <= r)
+  SELECT (SELECT count(*) FROM (SELECT * FROM got EXCEPT ALL SELECT * FROM want) a)
+       + (SELECT count(*) FROM (SELECT * FROM want EXCEPT ALL SELECT * FROM got) b)
+$$;
+SELECT is(pg_temp.diff_w(0), 0::bigint, 'edit distance 0: levenshtein()''s rows');
+SELECT is(pg_temp.diff_w(1), 0::bigint, 'edit distance 1: levenshtein()''s rows');
+SELECT is(pg_temp.diff_w(2), 0::bigint, 'edit distance 2: levenshtein()''s rows');
+SELECT is((SELECT array_agg(t.w ORDER BY g.distance, g.ctid) FROM genie_within('words_idx', ARRAY['cafè'], 1) g
+           JOIN words t ON t.ctid = g.ctid), ARRAY['café', 'cafe', 'caff'], 'code points: è is one edit from é, e and f');
+DELETE FROM words WHERE id % 7 = 0;
+INSERT INTO words SELECT 5000 + i, substr(md5((i * 13)::text), 2, 4 + i % 3) FROM generate_series(1, 200) i;
+SELECT is(pg_temp.diff_w(2), 0::bigint, 'after deletes and pending inserts: levenshtein()''s rows');
+-- inserts beyond a small pending list merge it (VACUUM cannot run in the test's transaction)
+SET LOCAL genie.pending_list_limit = 64;
+INSERT INTO words SELECT 6000 + i, substr(md5((i * 7)::text), 3, 3 + i % 4) FROM generate_series(1, 1500) i;
+SELECT ok((SELECT pending_rows < 1500 FROM genie_index_info('words_idx')), 'the inserts merged the pending list');
+SELECT is(pg_temp.diff_w(2), 0::bigint, 'after the merge: levenshtein()''s rows');
+
+CREATE INDEX words_plain ON words USING genie (w genie_ngram_ops) WITH (store_strings = off);
+SELECT throws_ok($$SELECT * FROM genie_within('words_plain', ARRAY['abc'], 1)$$, '0A000',
+                 'genie index "words_plain" does not store its strings', 'an index without its strings');
+
+SELECT * FROM finish();
+ROLLBACK;
