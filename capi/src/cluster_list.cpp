@@ -38,7 +38,7 @@ Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
     return Status::DeviceUnavailable("range search runs on the CPU engine");
   if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO)
     return Status::InvalidArgument("device must be CPU, GPU or AUTO");
-  if (scan->list != nullptr && scan->list->list.n_objects != n_objects)
+  if (scan->list != nullptr && scan->list->list.n_objects > n_objects)
     return Status::InvalidArgument("the list of clusters is of another set: " +
                                    std::to_string(scan->list->list.n_objects) + " objects, not " +
                                    std::to_string(n_objects));
@@ -46,6 +46,7 @@ Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
   RangeRequest request;
   request.n_queries = scan->n_queries;
   request.radius = scan->radius;
+  request.n_objects = n_objects;
   if (scan->excluded != nullptr)
     request.excluded = Span<uint8_t>(scan->excluded, static_cast<std::size_t>(n_objects));
   RangeResult found;

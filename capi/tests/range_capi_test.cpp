@@ -90,6 +90,18 @@ TEST(CApiRange, StringsWithinARadius) {
   ASSERT_EQ(genie_strings_create(text.data(), offsets.data(), n - 1, &fewer, &err), GENIE_OK);
   scan.radius = 1;
   EXPECT_EQ(genie_strings_within(fewer, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
+  // a list of the first 8 words (an index's main rows): the other 6 are read one by one
+  genie_strings* first8 = nullptr;
+  ASSERT_EQ(genie_strings_create(text.data(), offsets.data(), 8, &first8, &err), GENIE_OK);
+  genie_cluster_list* head = nullptr;
+  ASSERT_EQ(genie_strings_cluster_list(first8, nullptr, 3, 0, nullptr, &head, &err), GENIE_OK);
+  scan.radius = 2;
+  scan.list = head;
+  ASSERT_EQ(genie_strings_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK) << err.message;
+  EXPECT_EQ(Take(r).objects, whole.objects);
+  genie_cluster_list_free(head);
+  genie_strings_free(first8);
+  scan.list = loaded;
   bytes[bytes.size() - 1] ^= 0x7f;
   genie_cluster_list* bad = nullptr;
   EXPECT_EQ(genie_cluster_list_load(bytes.data(), bytes.size(), &bad, &err), GENIE_INVALID_ARGUMENT);

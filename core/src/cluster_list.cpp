@@ -317,6 +317,30 @@ Status SearchStripe(const ClusterList& list, QueryMetric* metric, double r, Span
   return cancel.requested() ? Status::Cancelled() : Status::Ok();
 }
 
+// Objects [first, first + count) of n_objects in clusters of unbounded
+// radius, each its own supercluster: read one by one, none pruned.
+ClusterList WholeRange(int32_t first, int32_t count, int32_t n_objects) {
+  ClusterList list;
+  list.n_objects = n_objects;
+  list.members.resize(static_cast<std::size_t>(std::max(count, 0)));
+  for (int32_t i = 0; i < count; ++i) list.members[static_cast<std::size_t>(i)] = first + i;
+  for (int32_t at = 0; at < count; at += kWholePiece) {
+    Cluster c;
+    c.centre = first + at;
+    c.begin = at;
+    c.count = std::min(kWholePiece, count - at);
+    c.radius = kInf;  // no pruning and (outside 0) no stop: every object is read
+    c.outside = 0;
+    Supercluster sc;
+    sc.ball = c;
+    sc.first_cluster = static_cast<int32_t>(list.clusters.size());
+    sc.n_clusters = 1;
+    list.clusters.push_back(c);
+    list.superclusters.push_back(sc);
+  }
+  return list;
+}
+
 }  // namespace
 
 std::unique_ptr<ObjectMetric> VectorObjectMetric(const VectorSet& set) {
@@ -420,27 +444,7 @@ Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint
   return Status::Ok();
 }
 
-ClusterList WholeList(int32_t n_objects) {
-  ClusterList list;
-  list.n_objects = n_objects;
-  list.members.resize(static_cast<std::size_t>(std::max(n_objects, 0)));
-  for (int32_t i = 0; i < n_objects; ++i) list.members[static_cast<std::size_t>(i)] = i;
-  for (int32_t at = 0; at < n_objects; at += kWholePiece) {
-    Cluster c;
-    c.centre = at;
-    c.begin = at;
-    c.count = std::min(kWholePiece, n_objects - at);
-    c.radius = kInf;  // no pruning and (outside 0) no stop: every object is read
-    c.outside = 0;
-    Supercluster sc;
-    sc.ball = c;
-    sc.first_cluster = static_cast<int32_t>(list.clusters.size());
-    sc.n_clusters = 1;
-    list.clusters.push_back(c);
-    list.superclusters.push_back(sc);
-  }
-  return list;
-}
+ClusterList WholeList(int32_t n_objects) { return WholeRange(0, n_objects, n_objects); }
 
 Status CheckClusterList(const ClusterList& list) {
   auto corrupt = [](const std::string& what) {
@@ -544,15 +548,20 @@ Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics
   if (std::isnan(request.radius) || request.radius < 0)
     return Status::InvalidArgument("the radius must be a number at least 0");
   if (request.n_queries < 0) return Status::InvalidArgument("a negative number of queries");
-  if (!request.excluded.empty() &&
-      request.excluded.size() != static_cast<std::size_t>(list.n_objects))
+  const int32_t n_objects = request.n_objects < 0 ? list.n_objects : request.n_objects;
+  if (n_objects < list.n_objects)
+    return Status::InvalidArgument("the list names more objects than are searched");
+  if (!request.excluded.empty() && request.excluded.size() != static_cast<std::size_t>(n_objects))
     return Status::InvalidArgument("excluded flags of another size than the objects");
   threads = ResolveThreads(threads);
+  // the objects past the list's, read one by one after it (never skipped by its stops)
+  const ClusterList tail = WholeRange(list.n_objects, n_objects - list.n_objects, n_objects);
   const int32_t nq = request.n_queries;
   const int32_t n_super = static_cast<int32_t>(list.superclusters.size());
+  const int32_t n_tail = static_cast<int32_t>(tail.superclusters.size());
   // a batch by query; fewer queries than threads: each by stripes of superclusters
-  const int32_t stripes =
-      nq >= threads ? 1 : std::max(1, std::min(n_super, (threads + nq - 1) / std::max(nq, 1)));
+  const int32_t stripes = nq >= threads ? 1
+      : std::max(1, std::min(n_super + n_tail, (threads + nq - 1) / std::max(nq, 1)));
   const int64_t units = static_cast<int64_t>(nq) * stripes;
   std::vector<std::vector<Hit>> hits(static_cast<std::size_t>(units));
   std::vector<Counts> counts(static_cast<std::size_t>(units));
@@ -563,13 +572,22 @@ Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics
       [&](int64_t u) {
         const int32_t q = static_cast<int32_t>(u / stripes);
         const int32_t stripe = static_cast<int32_t>(u % stripes);
-        const int32_t from = static_cast<int32_t>(static_cast<int64_t>(n_super) * stripe / stripes);
-        const int32_t to = static_cast<int32_t>(static_cast<int64_t>(n_super) * (stripe + 1) / stripes);
+        // stripe's share of the list's superclusters and of the tail's
+        auto share = [&](int32_t n, int32_t* from, int32_t* to) {
+          *from = static_cast<int32_t>(static_cast<int64_t>(n) * stripe / stripes);
+          *to = static_cast<int32_t>(static_cast<int64_t>(n) * (stripe + 1) / stripes);
+        };
+        int32_t from, to;
         std::unique_ptr<QueryMetric> metric = metrics(q);
-        return SearchStripe(list, metric.get(), request.radius, request.excluded, from, to,
-                            &stop_at[static_cast<std::size_t>(q)],
-                            &hits[static_cast<std::size_t>(u)],
-                            &counts[static_cast<std::size_t>(u)], cancel);
+        std::vector<Hit>* h = &hits[static_cast<std::size_t>(u)];
+        Counts* c = &counts[static_cast<std::size_t>(u)];
+        share(n_super, &from, &to);
+        GENIE_RETURN_IF_ERROR(SearchStripe(list, metric.get(), request.radius, request.excluded, from,
+                                           to, &stop_at[static_cast<std::size_t>(q)], h, c, cancel));
+        std::atomic<int32_t> never(n_tail);
+        share(n_tail, &from, &to);
+        return SearchStripe(tail, metric.get(), request.radius, request.excluded, from, to, &never,
+                            h, c, cancel);
       },
       cancel);
   if (!s.ok()) return s;

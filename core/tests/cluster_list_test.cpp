@@ -110,6 +110,8 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
   auto to_query = [&](int32_t q, int32_t o) {
     return L2Distance(queries.data() + static_cast<std::size_t>(q) * dim, set.row(o), dim);
   };
+  ClusterList head;
+  ASSERT_TRUE(BuildClusterList(*object_metric, n - 300, {}, 16, c.supercluster_clusters, 2, &head).ok());
 
   // radii: 0, a tie with an object's distance (the boundary), and wider ones
   std::vector<double> radii{0.0, to_query(1, 7), to_query(2, 100)};
@@ -141,6 +143,12 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data() + 5 * dim), one, 4, &single).ok());
       auto from_five = [&](int32_t, int32_t o) { return to_query(5, o); };
       ExpectSame(BruteForce(n, 1, r, excluded, unlisted, from_five), single, "single");
+      // a list of the first objects only (an index's main rows): the rest are read one by one
+      RangeRequest with_tail = request;
+      with_tail.n_objects = n;
+      RangeResult tail_rows;
+      ASSERT_TRUE(CpuRangeSearch(head, VectorQueryMetrics(set, queries.data()), with_tail, threads, &tail_rows).ok());
+      ExpectSame(BruteForce(n, nq, r, excluded, {}, to_query), tail_rows, "list and tail");
     }
   }
 }
@@ -266,6 +274,10 @@ TEST(ClusterList, EdgeCasesAndBadArguments) {
   EXPECT_EQ(got.offsets[1], 50);
   request.radius = -1;
   EXPECT_EQ(CpuRangeSearch(list, VectorQueryMetrics(set, set.row(0)), request, 1, &got).code(), GENIE_INVALID_ARGUMENT);
+  request.radius = 1;
+  request.n_objects = 40;  // fewer objects than the list names
+  EXPECT_EQ(CpuRangeSearch(list, VectorQueryMetrics(set, set.row(0)), request, 1, &got).code(), GENIE_INVALID_ARGUMENT);
+  request.n_objects = -1;
   request.radius = std::nan("");
   EXPECT_EQ(CpuRangeSearch(list, VectorQueryMetrics(set, set.row(0)), request, 1, &got).code(), GENIE_INVALID_ARGUMENT);
 }

@@ -578,7 +578,11 @@ typedef struct genie_range_scan
 	double		radius;			/* >= 0: every object within it, the boundary included */
 	/* NULL, or one flag per object: nonzero = not an answer (dead, NULL) */
 	const uint8_t *excluded;
-	/* NULL: every object is read; else the list of the set's objects that prunes */
+	/*
+	 * NULL: every object is read; else a list of the set's first objects
+	 * (genie_cluster_list_objects of them; the rest, an index's pending
+	 * rows, are read one by one) that prunes.
+	 */
 	const genie_cluster_list *list;
 } genie_range_scan;
 

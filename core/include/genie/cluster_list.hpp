@@ -137,6 +137,9 @@ Status DeserializeClusterList(const uint8_t* data, std::size_t size, ClusterList
 struct RangeRequest {
   int32_t n_queries = 0;
   double radius = 0;  // >= 0, not NaN
+  // The objects searched: the list's and, past them, objects it does not
+  // name (an index's pending rows), each read (< 0: the list's alone).
+  int32_t n_objects = -1;
   // Empty, or one per object: nonzero = not an answer (dead, NULL).
   Span<uint8_t> excluded;
 };
