@@ -27,6 +27,7 @@
 #include "utils/tuplesort.h"
 
 #include "am/genie_am.h"
+#include "search/genie_clusters.h"
 #include "search/genie_permutation.h"
 #include "search/genie_search.h"
 #include "storage/genie_content.h"
@@ -443,6 +444,7 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	/* the permutation index reads the values just written */
 	genie_permutation_build(index, state.type.encoding.kind, state.store_values);
+	genie_clusters_build(index, state.type.encoding.kind, state.store_values);
 
 	/* the pages were written without WAL: log them all at once */
 	if (RelationNeedsWAL(index))
@@ -469,6 +471,8 @@ genie_ambuildempty(Relation index)
 	/* the permutation index's options: its first merge with m objects draws the permutants */
 	genie_permutation_build_empty(index, type.encoding.kind, GeniePageGetMeta(metapage)->values_stored != 0,
 								  GeniePageGetMeta(metapage));
+	genie_clusters_build_empty(index, type.encoding.kind, GeniePageGetMeta(metapage)->values_stored != 0,
+							   GeniePageGetMeta(metapage));
 	if (type.info->build_begin != NULL)
 	{
 		/* what the options give without reading the table (a row index's attributes) */

@@ -89,6 +89,15 @@ genie_init_reloptions(void)
 	add_int_reloption(genie_relopt_kind, "permutants",
 					  "Permutants of the permutation index of a genie_vector_ops index or a genie_ngram_ops index that stores its strings (0: none), fixed when the index is built",
 					  0, 0, GENIE_MAX_PERMUTANTS, AccessExclusiveLock);
+	add_bool_reloption(genie_relopt_kind, "cluster_list",
+					   "Whether a genie_vector_ops index or a genie_ngram_ops index that stores its strings keeps a List of Clusters for range queries, fixed when the index is built",
+					   false, AccessExclusiveLock);
+	add_int_reloption(genie_relopt_kind, "cluster_size",
+					  "Objects in each cluster of the List of Clusters, fixed when the index is built",
+					  GENIE_DEFAULT_CLUSTER_SIZE, 2, 65536, AccessExclusiveLock);
+	add_int_reloption(genie_relopt_kind, "supercluster_clusters",
+					  "Clusters in each supercluster of the List of Superclusters (0: a plain List of Clusters), fixed when the index is built",
+					  GENIE_DEFAULT_SUPERCLUSTER_CLUSTERS, 0, 4096, AccessExclusiveLock);
 	add_string_reloption(genie_relopt_kind, "attributes",
 						 "Columns a genie_row_ops index encodes, each optionally with bounds lo..hi (default: every column of a supported type)",
 						 NULL, genie_validate_attribute_list, AccessExclusiveLock);
@@ -109,6 +118,9 @@ genie_options(Datum reloptions, bool validate)
 		{"width", RELOPT_TYPE_REAL, offsetof(GenieOptions, width)},
 		{"seed", RELOPT_TYPE_INT, offsetof(GenieOptions, seed)},
 		{"permutants", RELOPT_TYPE_INT, offsetof(GenieOptions, permutants)},
+		{"cluster_list", RELOPT_TYPE_BOOL, offsetof(GenieOptions, cluster_list)},
+		{"cluster_size", RELOPT_TYPE_INT, offsetof(GenieOptions, cluster_size)},
+		{"supercluster_clusters", RELOPT_TYPE_INT, offsetof(GenieOptions, supercluster_clusters)},
 		{"sample_bits", RELOPT_TYPE_INT, offsetof(GenieOptions, sample_bits)},
 		{"errors", RELOPT_TYPE_INT, offsetof(GenieOptions, errors)},
 		{"weights", RELOPT_TYPE_STRING, offsetof(GenieOptions, weights)},

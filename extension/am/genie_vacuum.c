@@ -23,6 +23,7 @@
 #include "utils/memutils.h"
 
 #include "am/genie_am.h"
+#include "search/genie_clusters.h"
 #include "search/genie_permutation.h"
 #include "storage/genie_content.h"
 
@@ -196,8 +197,8 @@ genie_merge_pending(Relation index, bool wait)
 	Buffer		metabuf;
 	GenieIndexContent content;
 	GenieMetaPageData before;
-	GenieMetaPageData permutation;
-	GenieChain	old_chains[2];
+	GenieMetaPageData permutation;	/* the permutation and cluster-list fields */
+	GenieChain	old_chains[3];
 	int32	   *new_ids;
 	int32		n_live = 0;
 	GeniePostingsSorter *sorter;
@@ -282,6 +283,7 @@ genie_merge_pending(Relation index, bool wait)
 	}
 	genie_sorter_write(sorter, index, true, &written);
 	genie_permutation_merge(index, &before, &content, new_ids, n_live, &permutation, old_chains);
+	genie_clusters_merge(index, &before, &content, new_ids, n_live, &permutation, &old_chains[2]);
 
 	metabuf = ReadBuffer(index, GENIE_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
@@ -314,6 +316,12 @@ genie_merge_pending(Relation index, bool wait)
 	meta->permutant_bytes = permutation.permutant_bytes;
 	meta->permutant_values = permutation.permutant_values;
 	meta->permutations = permutation.permutations;
+	if (permutation.cluster_size > 0 && meta->postings_codec == GENIE_POSTINGS_PACKED)
+		meta->format_version = GENIE_FORMAT_CLUSTERS;
+	meta->cluster_size = permutation.cluster_size;
+	meta->supercluster_clusters = permutation.supercluster_clusters;
+	meta->cluster_list_bytes = permutation.cluster_list_bytes;
+	meta->cluster_list = permutation.cluster_list;
 	meta->main_version++;
 	meta->stamp++;
 	GenericXLogFinish(state);
@@ -325,7 +333,7 @@ genie_merge_pending(Relation index, bool wait)
 	genie_free_chain(index, before.pending);
 	if (content.values_stored)
 		genie_free_chain(index, before.values);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if (old_chains[i].pages > 0)
 			genie_free_chain(index, old_chains[i]);
 	GENIE_CONTENT_UNLOCK_EXCLUSIVE(index);
@@ -389,6 +397,8 @@ reclaim_pages(IndexVacuumInfo *info)
 		mark_chain(index, meta.permutant_values, reachable, npages);
 		mark_chain(index, meta.permutations, reachable, npages);
 	}
+	if (meta.cluster_list_bytes > 0)
+		mark_chain(index, meta.cluster_list, reachable, npages);
 
 	for (BlockNumber blkno = GENIE_METAPAGE_BLKNO + 1; blkno < npages; blkno++)
 	{

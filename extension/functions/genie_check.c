@@ -125,6 +125,15 @@ check_meta_and_chains(Relation index, const GenieMetaPageData *meta)
 	check_chain(index, "pending", meta->pending, GENIE_PAGE_PENDING, owner, npages);
 	if (GENIE_ENCODING_HAS_DICTIONARY(meta->encoding.kind))
 		check_chain(index, "dictionary", meta->rows.dictionary, GENIE_PAGE_DICTIONARY, owner, npages);
+	if (meta->values_stored)
+		check_chain(index, "values", meta->values, GENIE_PAGE_VALUES, owner, npages);
+	if (meta->permutants_chosen > 0)
+	{
+		check_chain(index, "permutants", meta->permutant_values, GENIE_PAGE_VALUES, owner, npages);
+		check_chain(index, "permutations", meta->permutations, GENIE_PAGE_PERMUTATIONS, owner, npages);
+	}
+	if (meta->cluster_list_bytes > 0)
+		check_chain(index, "cluster list", meta->cluster_list, GENIE_PAGE_CLUSTERS, owner, npages);
 	pfree(owner);
 }
 

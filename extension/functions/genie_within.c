@@ -8,9 +8,11 @@
  *	  index that stores its strings.  The boundary is included: a row at
  *	  exactly the radius is an answer.
  *
- * The search (genie/cluster_list.hpp) reads every stored value of the
- * index's version, pending rows included, on the CPU engine in this backend
- * (beside the service too, which holds no range search); a float32 pass with a proven bound (vectors) or the length
+ * The search (genie/cluster_list.hpp) runs on the CPU engine in this
+ * backend (beside the service too, which holds no range search): over the
+ * index's List of Clusters when it keeps one (WITH (cluster_list = on):
+ * clusters and superclusters that cannot meet a query's ball are skipped),
+ * else over every stored value, and over each pending row; a float32 pass with a proven bound (vectors) or the length
  * filter and a capped distance (strings) rules most out before their exact
  * distance.  Rows come in (query_no, distance, ctid) order.
  *
@@ -34,8 +36,10 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
+#include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
 #include "search/genie_cache_values.h"
+#include "search/genie_clusters.h"
 #include "search/genie_search.h"
 #include "search/genie_search_device.h"
 #include "types/genie_vector.h"
@@ -97,7 +101,7 @@ add_row(WithinSearch *s, int32 query, ItemPointer tid, float8 distance)
  */
 static void
 search_set(WithinSearch *s, GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueSet *set,
-		   const uint8 *excluded)
+		   const uint8 *excluded, const genie_cluster_list *list)
 {
 	genie_engine_options options;
 	genie_range_results *found = NULL;
@@ -105,10 +109,14 @@ search_set(WithinSearch *s, GenieCachedIndex *entry, GenieVisibility *vs, const 
 
 	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
 	genie_profile_push(GENIE_PHASE_ENGINE);
-	if (genie_value_set_within(set, &options, &s->batch, s->radius, excluded, NULL, &found, &err) != GENIE_OK)
+	if (genie_value_set_within(set, &options, &s->batch, s->radius, excluded, list, &found, &err) != GENIE_OK)
 		genie_report_error(&err, "genie: range search");
 	genie_profile_pop();
 	genie_search_ran_on(GENIE_ENGINE_CPU, false);
+	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], GENIE_ENGINE_CPU,
+						 false);
+	genie_explain_range(found->distances_computed, found->superclusters_discarded,
+						found->clusters_discarded);
 	genie_profile_push(GENIE_PHASE_VISIBILITY);
 	PG_TRY();
 	{
@@ -138,6 +146,7 @@ within_search(GenieCachedIndex *entry, void *arg)
 {
 	WithinSearch *s = arg;
 	const GenieValueSet *set;
+	const genie_cluster_list *list;
 	GenieVisibility vs;
 
 	s->n_rows = 0;				/* a retry starts over */
@@ -150,10 +159,15 @@ within_search(GenieCachedIndex *entry, void *arg)
 				 errmsg("the query has %d dimensions, but genie index \"%s\" now holds vectors of %d",
 						s->batch.dim, get_rel_name(entry->index_oid), entry->value_dim),
 				 errhint("The index was emptied and took a new length from a concurrent insert.")));
-	/* every object's values, pending ones included; excluded is made with them */
+	/*
+	 * every object's values, pending ones included (excluded is made with
+	 * them); the list of clusters, when the index keeps one, names the main
+	 * objects, and the pending ones are read one by one
+	 */
 	set = genie_cache_values(entry);
+	list = genie_cache_clusters(entry);
 	genie_visibility_begin(&vs, entry, s->heap, GetActiveSnapshot(), s->batch.n);
-	search_set(s, entry, &vs, set, entry->excluded);
+	search_set(s, entry, &vs, set, entry->excluded, list);
 	genie_visibility_end(&vs);
 }
 

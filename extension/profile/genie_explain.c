@@ -56,6 +56,14 @@ genie_explain_permutation(int64 candidates, int64 hits, int64 wanted)
 	genie_explain_counts.permutation_wanted += wanted;
 }
 
+void
+genie_explain_range(int64 distances, int64 superclusters_discarded, int64 clusters_discarded)
+{
+	genie_explain_counts.range_distances += distances;
+	genie_explain_counts.range_superclusters_discarded += superclusters_discarded;
+	genie_explain_counts.range_clusters_discarded += clusters_discarded;
+}
+
 /*
  * What explain.c's ExplainOneQuery does for a query when no hook is set
  * (PostgreSQL 17's also measures the planner's memory for EXPLAIN (MEMORY)).
@@ -182,6 +190,15 @@ show(ExplainState *es, const GenieExplainCounts *before, const double *ms_before
 		ExplainPropertyFloat("Genie Permutation Recall", NULL,
 							 wanted > 0 ? (double) (now->permutation_hits - before->permutation_hits) / wanted : 1.0,
 							 3, es);
+	}
+	if (now->range_distances > before->range_distances)
+	{
+		ExplainPropertyInteger("Genie Range Distances", NULL,
+							   now->range_distances - before->range_distances, es);
+		ExplainPropertyInteger("Genie Discarded Superclusters", NULL,
+							   now->range_superclusters_discarded - before->range_superclusters_discarded, es);
+		ExplainPropertyInteger("Genie Discarded Clusters", NULL,
+							   now->range_clusters_discarded - before->range_clusters_discarded, es);
 	}
 	if (es->timing)
 		for (int i = 0; i < lengthof(times); i++)

@@ -28,6 +28,9 @@ typedef struct GenieExplainCounts
 	int64		permutation_candidates; /* rows the permutation index re-ranked */
 	int64		permutation_hits;	/* its rows no farther than the exact k-th */
 	int64		permutation_wanted; /* the exact search's rows */
+	int64		range_distances;	/* distances range queries computed */
+	int64		range_superclusters_discarded;	/* superclusters their lists skipped */
+	int64		range_clusters_discarded;	/* clusters their lists skipped */
 	uint8		engines;		/* GENIE_EXPLAIN_* bits: where the searches ran */
 } GenieExplainCounts;
 
@@ -53,6 +56,10 @@ extern bool genie_explain_analyzing;
  * wanted (the exact rows).
  */
 extern void genie_explain_permutation(int64 candidates, int64 hits, int64 wanted);
+
+/* A range search that computed distances and skipped superclusters and clusters. */
+extern void genie_explain_range(int64 distances, int64 superclusters_discarded,
+								int64 clusters_discarded);
 
 /* Installs the EXPLAIN hook (from _PG_init). */
 extern void genie_explain_init(void);

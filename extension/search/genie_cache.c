@@ -63,6 +63,7 @@ free_slot(CacheSlot *slot)
 		genie_value_set_free(&e->pending_values);
 		genie_permutation_rows_free(e->permutation_rows);	/* its GPU copy included */
 		genie_value_set_free(&e->permutant_values);
+		genie_cluster_list_free(e->cluster_list);
 	}
 	if (slot->cxt != NULL)
 		MemoryContextDelete(slot->cxt);
@@ -434,4 +435,35 @@ genie_cache_get(Relation index)
 	entry = cache_get(index);
 	genie_profile_pop();
 	return entry;
+}
+
+void
+genie_cache_read_version(GenieCachedIndex *entry, GenieVersionRead read, void *arg)
+{
+	Relation	index = index_open(entry->index_oid, NoLock);
+	GenieMetaPageData meta;
+	/* the metapage held through the reads on a standby; volatile across PG_TRY */
+	volatile Buffer metabuf = InvalidBuffer;
+
+	GENIE_CONTENT_LOCK_SHARE(index);
+	PG_TRY();
+	{
+		Buffer		held;
+
+		/* (an error while it is locked: the abort releases the buffer's lock and pin) */
+		genie_read_meta_for_content(index, &meta, &held);
+		metabuf = held;
+		if (meta.n_main_objects != entry->n_main_objects ||
+			meta.main_version != entry->main_key.main_version)
+			genie_main_version_gone(RelationGetRelationName(index));
+		read(index, &meta, arg);
+	}
+	PG_FINALLY();
+	{
+		if (BufferIsValid(metabuf))
+			UnlockReleaseBuffer(metabuf);
+		GENIE_CONTENT_UNLOCK_SHARE(index);
+	}
+	PG_END_TRY();
+	index_close(index, NoLock);
 }

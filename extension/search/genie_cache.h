@@ -87,6 +87,14 @@ typedef struct GenieCachedIndex
 	int32		permutants;
 	genie_permutation_rows *permutation_rows;
 	GenieValueSet permutant_values;
+
+	/*
+	 * The List of Clusters of the main objects (genie_clusters.c), read when
+	 * a range query first needs it (clusters_ready); NULL when the index
+	 * keeps none.
+	 */
+	bool		clusters_ready;
+	genie_cluster_list *cluster_list;
 	Size		bytes;
 	uint64		last_used;
 } GenieCachedIndex;
@@ -122,6 +130,17 @@ extern void genie_cache_make_key(Relation index, const GenieIndexContent *conten
  * A pinned entry stays valid (not freed) when it is evicted or invalidated;
  * unpin in a PG_FINALLY or memory context callback so that aborts unpin too.
  */
+/*
+ * Runs read(index, meta, arg) for chains the entry loads after its main
+ * content (the permutation index, the List of Clusters): with the index's
+ * content lock share-held and, on a standby, its metapage share-locked (a
+ * replayed merge could free the chains mid-read), once the metapage is
+ * checked to be still of the entry's version (else the version-gone error,
+ * a serialization failure).
+ */
+typedef void (*GenieVersionRead) (Relation index, const GenieMetaPageData *meta, void *arg);
+extern void genie_cache_read_version(GenieCachedIndex *entry, GenieVersionRead read, void *arg);
+
 extern void genie_cache_pin(GenieCachedIndex *entry);
 extern void genie_cache_unpin(GenieCachedIndex *entry);
 

@@ -53,49 +53,6 @@ kind_of(int16 encoding_kind)
 }
 
 /*
- * Values [first, first + n) of content as a batch (strings in place,
- * vectors copied into a matrix, a NULL one zero).
- */
-static void
-content_batch(const GenieIndexContent *content, GenieValuesKind kind, int32 dim, int32 first,
-			  int32 n, GenieValueBatch *batch)
-{
-	memset(batch, 0, sizeof(*batch));
-	batch->kind = kind;
-	batch->n = n;
-	if (kind == GENIE_VALUES_STRINGS)
-	{
-		int64	   *offsets = palloc_extended(sizeof(int64) * ((Size) n + 1), MCXT_ALLOC_HUGE);
-
-		for (int32 i = 0; i <= n; i++)
-			offsets[i] = content->value_offsets[first + i] - content->value_offsets[first];
-		batch->text = content->value_data + content->value_offsets[first];
-		batch->text_offsets = offsets;
-	}
-	else
-	{
-		float	   *matrix = palloc_extended(sizeof(float) * (Size) Max(n, 1) * dim,
-											 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-
-		for (int32 i = 0; i < n; i++)
-		{
-			int64		at = content->value_offsets[first + i];
-			int64		size = content->value_offsets[first + i + 1] - at;
-
-			if (size == (int64) sizeof(float) * dim)
-				memcpy(matrix + (Size) i * dim, content->value_data + at, size);
-			else if (size != 0)
-				elog(ERROR, "genie: a stored vector of %lld bytes where %d dimensions need %d",
-					 (long long) size, dim, (int) sizeof(float) * dim);
-			if ((i & 0xFFFF) == 0)
-				CHECK_FOR_INTERRUPTS();
-		}
-		batch->vectors = matrix;
-		batch->dim = dim;
-	}
-}
-
-/*
  * The rows of every value of batch against permutants, into rows: on the
  * GPU where an in-process search would run there (genie.device) when
  * on_device, else on the CPU (the few rows of queries and pending objects).
@@ -209,17 +166,6 @@ choose_and_write(Relation index, const GenieValueBatch *batch, const uint8 *excl
 	return true;
 }
 
-/* Excluded flags of objects [first, first + n) of content: NULL or dead. */
-static uint8 *
-excluded_of(const GenieIndexContent *content, int32 first, int32 n)
-{
-	uint8	   *excluded = palloc_extended(Max(n, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-
-	for (int32 i = 0; i < n; i++)
-		excluded[i] = (content->objects[first + i].flags & (GENIE_OBJECT_NULL | GENIE_OBJECT_DEAD)) != 0;
-	return excluded;
-}
-
 /* The index's permutants option (0: none), checked against what can have them. */
 static int32
 permutants_option(Relation index, int16 encoding_kind, bool values_stored)
@@ -229,22 +175,30 @@ permutants_option(Relation index, int16 encoding_kind, bool values_stored)
 
 	if (m == 0)
 		return 0;
+	genie_check_metric_option("permutants", psprintf("permutants = %d", m), encoding_kind,
+							  values_stored);
+	return m;
+}
+
+void
+genie_check_metric_option(const char *option, const char *written, int16 encoding_kind,
+						  bool values_stored)
+{
 	if (encoding_kind != GENIE_ENCODING_VECTOR && encoding_kind != GENIE_ENCODING_NGRAM)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("permutants needs an index of genie_vector_ops or genie_ngram_ops"),
-				 errhint("Remove WITH (permutants = %d).", m)));
+				 errmsg("%s needs an index of genie_vector_ops or genie_ngram_ops", option),
+				 errhint("Remove WITH (%s).", written)));
 	if (genie_write_format < 5)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("permutants needs genie.write_format 5 or later"),
+				 errmsg("%s needs genie.write_format 5 or later", option),
 				 errhint("RESET genie.write_format.")));
 	if (!values_stored)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("permutants needs an index that stores its strings"),
+				 errmsg("%s needs an index that stores its strings", option),
 				 errhint("Build the index with store_strings = on (the default).")));
-	return m;
 }
 
 void
@@ -283,9 +237,9 @@ genie_permutation_build(Relation index, int16 encoding_kind, bool values_stored)
 	memset(&fields, 0, sizeof(fields));
 	if (!(encoding_kind == GENIE_ENCODING_VECTOR && content.vectors.dimensions == 0))
 	{
-		content_batch(&content, kind_of(encoding_kind), content.vectors.dimensions, 0,
+		genie_value_batch_from_content(&content, kind_of(encoding_kind), content.vectors.dimensions, 0,
 					  content.n_main_objects, &batch);
-		(void) choose_and_write(index, &batch, excluded_of(&content, 0, content.n_main_objects), m,
+		(void) choose_and_write(index, &batch, genie_content_excluded(&content, 0, content.n_main_objects), m,
 								(uint64) opts->seed, false, &fields);
 	}
 	MemoryContextSwitchTo(old);
@@ -467,7 +421,7 @@ genie_permutation_merge(Relation index, const GenieMetaPageData *before,
 		/* the first merge with m objects draws them among the live ones */
 		int32	   *live = palloc_extended(sizeof(int32) * Max(n_live, 1), MCXT_ALLOC_HUGE);
 		GenieValueBatch all;
-		uint8	   *excluded = excluded_of(content, 0, content->n_objects);
+		uint8	   *excluded = genie_content_excluded(content, 0, content->n_objects);
 		uint8	   *live_excluded = palloc_extended(Max(n_live, 1), MCXT_ALLOC_HUGE);
 
 		for (int32 id = 0; id < content->n_objects; id++)
@@ -476,7 +430,7 @@ genie_permutation_merge(Relation index, const GenieMetaPageData *before,
 				live[new_ids[id]] = id;
 				live_excluded[new_ids[id]] = excluded[id];
 			}
-		content_batch(content, kind, dim, 0, content->n_objects, &all);
+		genie_value_batch_from_content(content, kind, dim, 0, content->n_objects, &all);
 		genie_value_batch_select(&all, live, n_live, &batch);
 		(void) choose_and_write(index, &batch, live_excluded, m, before->permutation_seed, true, meta);
 		return;
@@ -490,7 +444,7 @@ genie_permutation_merge(Relation index, const GenieMetaPageData *before,
 	read_permutants(index, before, kind, &permutants);
 	PG_TRY();
 	{
-		content_batch(content, kind, dim, content->n_main_objects, n_pending, &batch);
+		genie_value_batch_from_content(content, kind, dim, content->n_main_objects, n_pending, &batch);
 		rows_of(&batch, &permutants, pending_rows, true);
 	}
 	PG_FINALLY();
@@ -513,17 +467,37 @@ genie_permutation_merge(Relation index, const GenieMetaPageData *before,
 	old_chains[0] = before->permutations;
 }
 
+/* What read_version reads for genie_cache_permutations. */
+typedef struct PermutationRead
+{
+	GenieCachedIndex *entry;
+	int32		chosen;			/* out: the permutants chosen, 0 none */
+	uint8	   *data;			/* out: the rows (the entry's) */
+} PermutationRead;
+
+static void
+read_version(Relation index, const GenieMetaPageData *meta, void *arg)
+{
+	PermutationRead *r = arg;
+	genie_permutation_rows *rows = NULL;
+	genie_error err;
+
+	r->chosen = meta->permutants_chosen;
+	if (meta->permutants_chosen == 0)
+		return;
+	GENIE_CHECK(genie_permutation_rows_create(meta->permutants_chosen, r->entry->n_objects,
+											  &rows, &r->data, &err),
+				&err, "genie: permutation rows");
+	r->entry->permutation_rows = rows;
+	read_rows(index, meta, r->entry->n_main_objects, r->data);
+	read_permutants(index, meta, r->entry->values_kind, &r->entry->permutant_values);
+}
+
 bool
 genie_cache_permutations(GenieCachedIndex *entry)
 {
-	Relation	index;
-	GenieMetaPageData meta;
-	/* the metapage held through the reads on a standby; volatile across PG_TRY */
-	volatile Buffer metabuf = InvalidBuffer;
-	genie_permutation_rows *rows = NULL;
-	uint8	   *data;
+	PermutationRead r = {entry, 0, NULL};
 	genie_error err;
-	int32		stride;
 
 	if (entry->permutation_ready)
 		return entry->permutants > 0;
@@ -532,50 +506,21 @@ genie_cache_permutations(GenieCachedIndex *entry)
 	entry->permutation_rows = NULL;
 	genie_value_set_free(&entry->permutant_values);
 	genie_profile_push(GENIE_PHASE_LOAD);
-	index = index_open(entry->index_oid, NoLock);
-	GENIE_CONTENT_LOCK_SHARE(index);
-	PG_TRY();
-	{
-		Buffer		held;
-
-		/* (an error while it is locked: the abort releases the buffer's lock and pin) */
-		genie_read_meta_for_content(index, &meta, &held);
-		metabuf = held;
-		if (meta.n_main_objects != entry->n_main_objects ||
-			meta.main_version != entry->main_key.main_version)
-			genie_main_version_gone(RelationGetRelationName(index));
-		if (meta.permutants_chosen > 0)
-		{
-			GENIE_CHECK(genie_permutation_rows_create(meta.permutants_chosen, entry->n_objects,
-													  &rows, &data, &err),
-						&err, "genie: permutation rows");
-			entry->permutation_rows = rows;
-			read_rows(index, &meta, entry->n_main_objects, data);
-			read_permutants(index, &meta, entry->values_kind, &entry->permutant_values);
-		}
-	}
-	PG_FINALLY();
-	{
-		if (BufferIsValid(metabuf))
-			UnlockReleaseBuffer(metabuf);
-		GENIE_CONTENT_UNLOCK_SHARE(index);
-	}
-	PG_END_TRY();
-	index_close(index, NoLock);
-	if (meta.permutants_chosen > 0 && entry->n_objects > entry->n_main_objects)
+	genie_cache_read_version(entry, read_version, &r);
+	if (r.chosen > 0 && entry->n_objects > entry->n_main_objects)
 	{
 		/* the pending objects' rows, which the pages do not hold */
 		const GenieValueSet *pending = genie_cache_pending_values(entry);
 		genie_engine_options options;
+		int32		stride = genie_permutation_stride(r.chosen);
 
-		stride = genie_permutation_stride(meta.permutants_chosen);
 		genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
 		GENIE_CHECK(genie_value_set_permutations(pending, &entry->permutant_values, GENIE_ENGINE_CPU,
-												 &options, data + (Size) entry->n_main_objects * stride,
+												 &options, r.data + (Size) entry->n_main_objects * stride,
 												 &err),
 					&err, "genie: permutation rows of pending objects");
 	}
-	entry->permutants = meta.permutants_chosen;
+	entry->permutants = r.chosen;
 	entry->bytes += (Size) entry->n_objects * genie_permutation_stride(Max(entry->permutants, 1));
 	entry->permutation_ready = true;
 	genie_profile_pop();

@@ -44,6 +44,15 @@ extern void genie_permutation_merge(Relation index, const GenieMetaPageData *bef
 									int32 n_live, GenieMetaPageData *meta,
 									GenieChain *old_chains);
 
+/*
+ * An error unless an index of encoding_kind (storing its values or not) can
+ * have what a metric option asks (the permutation index, the List of
+ * Clusters): a vector index, or an n-gram index that stores its strings.
+ * written is the option as a user writes it, for the hint.
+ */
+extern void genie_check_metric_option(const char *option, const char *written,
+									  int16 encoding_kind, bool values_stored);
+
 /* The permutation fields of an unlogged index's empty metapage (its init fork). */
 extern void genie_permutation_build_empty(Relation index, int16 encoding_kind, bool values_stored,
 										  GenieMetaPageData *meta);

@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "utils/memutils.h"
 
 #include "service/genie_values.h"
@@ -478,4 +479,71 @@ genie_value_set_within(const GenieValueSet *set, const genie_engine_options *opt
 	Assert(set->kind == GENIE_VALUES_VECTORS);
 	scan.queries = queries->vectors;
 	return genie_vectors_within(set->vectors, GENIE_ENGINE_CPU, options, &scan, results, err);
+}
+
+/*
+ * Values [first, first + n) of content as a batch (strings in place,
+ * vectors copied into a matrix, a NULL one zero).
+ */
+void
+genie_value_batch_from_content(const GenieIndexContent *content, GenieValuesKind kind, int32 dim,
+							   int32 first, int32 n, GenieValueBatch *batch)
+{
+	memset(batch, 0, sizeof(*batch));
+	batch->kind = kind;
+	batch->n = n;
+	if (kind == GENIE_VALUES_STRINGS)
+	{
+		int64	   *offsets = palloc_extended(sizeof(int64) * ((Size) n + 1), MCXT_ALLOC_HUGE);
+
+		for (int32 i = 0; i <= n; i++)
+			offsets[i] = content->value_offsets[first + i] - content->value_offsets[first];
+		batch->text = content->value_data + content->value_offsets[first];
+		batch->text_offsets = offsets;
+	}
+	else
+	{
+		float	   *matrix = palloc_extended(sizeof(float) * (Size) Max(n, 1) * dim,
+											 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+
+		for (int32 i = 0; i < n; i++)
+		{
+			int64		at = content->value_offsets[first + i];
+			int64		size = content->value_offsets[first + i + 1] - at;
+
+			if (size == (int64) sizeof(float) * dim)
+				memcpy(matrix + (Size) i * dim, content->value_data + at, size);
+			else if (size != 0)
+				elog(ERROR, "genie: a stored vector of %lld bytes where %d dimensions need %d",
+					 (long long) size, dim, (int) sizeof(float) * dim);
+			if ((i & 0xFFFF) == 0)
+				CHECK_FOR_INTERRUPTS();
+		}
+		batch->vectors = matrix;
+		batch->dim = dim;
+	}
+}
+
+/* Excluded flags of objects [first, first + n) of content: NULL or dead. */
+uint8 *
+genie_content_excluded(const GenieIndexContent *content, int32 first, int32 n)
+{
+	uint8	   *excluded = palloc_extended(Max(n, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+
+	for (int32 i = 0; i < n; i++)
+		excluded[i] = (content->objects[first + i].flags & (GENIE_OBJECT_NULL | GENIE_OBJECT_DEAD)) != 0;
+	return excluded;
+}
+
+genie_status
+genie_value_set_cluster_list(const GenieValueSet *set, const uint8 *excluded, int32 cluster_size,
+							 int32 supercluster_clusters, const genie_engine_options *options,
+							 genie_cluster_list **list, genie_error *err)
+{
+	if (set->kind == GENIE_VALUES_STRINGS)
+		return genie_strings_cluster_list(set->strings, excluded, cluster_size, supercluster_clusters,
+										  options, list, err);
+	Assert(set->kind == GENIE_VALUES_VECTORS);
+	return genie_vectors_cluster_list(set->vectors, excluded, cluster_size, supercluster_clusters,
+									  options, list, err);
 }

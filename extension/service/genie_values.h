@@ -21,6 +21,7 @@
 #include "postgres.h"
 
 #include "genie/genie.h"
+#include "storage/genie_content.h"
 
 typedef enum GenieValuesKind
 {
@@ -145,6 +146,26 @@ extern genie_status genie_value_set_within(const GenieValueSet *set,
 										   const GenieValueBatch *queries, double radius,
 										   const uint8 *excluded, const genie_cluster_list *list,
 										   genie_range_results **results, genie_error *err);
+
+/*
+ * Values [first, first + n) of an index's content as a batch (strings in
+ * place, vectors copied into a palloc'd matrix of dim columns, a NULL
+ * one zero).
+ */
+extern void genie_value_batch_from_content(const GenieIndexContent *content, GenieValuesKind kind,
+										   int32 dim, int32 first, int32 n, GenieValueBatch *batch);
+
+/* Excluded flags (palloc'd) of objects [first, first + n) of content: NULL or dead. */
+extern uint8 *genie_content_excluded(const GenieIndexContent *content, int32 first, int32 n);
+
+/*
+ * A List of Clusters (of superclusters of supercluster_clusters clusters;
+ * 0: none) of set's objects whose excluded flag is zero, on the CPU.
+ */
+extern genie_status genie_value_set_cluster_list(const GenieValueSet *set, const uint8 *excluded,
+												 int32 cluster_size, int32 supercluster_clusters,
+												 const genie_engine_options *options,
+												 genie_cluster_list **list, genie_error *err);
 
 /* A scan's rows: queries, query offsets, row i's object and distance, where it ran. */
 extern int32 genie_value_found_queries(const GenieValueFound *found);

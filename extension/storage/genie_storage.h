@@ -59,9 +59,10 @@
 #include "genie_utils.h"
 
 #define GENIE_MAGIC				0x47454E49	/* "GENI" */
-#define GENIE_FORMAT_VERSION	6	/* 2: committed end of the pending list; 3: encoding;
+#define GENIE_FORMAT_VERSION	7	/* 2: committed end of the pending list; 3: encoding;
 									 * 4: row schema and dictionary; 5: packed postings;
-									 * 6: the permutation index's chains */
+									 * 6: the permutation index's chains; 7: the list
+									 * of clusters */
 /*
  * What builds and merges write (genie.write_format's default and most):
  * format 6 only marks an index with permutants, so that a genie before it,
@@ -69,6 +70,8 @@
  */
 #define GENIE_FORMAT_WRITTEN	5
 #define GENIE_FORMAT_PERMUTATION 6
+/* and format 7 an index with a list of clusters (a genie before it would drop it) */
+#define GENIE_FORMAT_CLUSTERS	7
 #define GENIE_FORMAT_VERSION_MIN 4	/* the oldest format this genie reads */
 
 /*
@@ -116,6 +119,7 @@ typedef struct GenieEncoding
 #define GENIE_PAGE_DICTIONARY	7
 #define GENIE_PAGE_VALUES		8
 #define GENIE_PAGE_PERMUTATIONS	9
+#define GENIE_PAGE_CLUSTERS		10
 
 typedef struct GeniePageOpaqueData
 {
@@ -307,6 +311,18 @@ typedef struct GenieMetaPageData
 	int64		permutant_bytes;	/* of the permutants chain */
 	GenieChain	permutant_values;	/* permutants_chosen value records */
 	GenieChain	permutations;	/* n_main_objects rows of permutants bytes */
+
+	/*
+	 * The List of Clusters (search/genie_clusters.c), last: metapages written
+	 * before it read zeros, no list.  cluster_size is 0 unless the index was
+	 * built WITH (cluster_list = on); cluster_list_bytes 0 while the list is
+	 * empty (no main object with a value).  The chain holds the list's stored
+	 * form (genie_cluster_list_store), naming the main objects by id.
+	 */
+	int32		cluster_size;
+	int32		supercluster_clusters;
+	int64		cluster_list_bytes;
+	GenieChain	cluster_list;
 } GenieMetaPageData;
 
 typedef GenieMetaPageData *GenieMetaPage;
@@ -336,7 +352,14 @@ typedef struct GenieOptions
 	int			errors;			/* genie_bit_ops: e, EWH buckets asked up to e errors (queries) */
 	int			weights;		/* genie_bit_ops: offset of the alpha_r list, or 0 (queries) */
 	int			permutants;		/* the permutation index's m, 0 none (build only) */
+	bool		cluster_list;	/* the List of Clusters (build only) */
+	int			cluster_size;	/* its K (build only) */
+	int			supercluster_clusters;	/* its N, 0 no superclusters (build only) */
 } GenieOptions;
+
+/* The List of Clusters' defaults: the paper's cluster size, superclusters of 16 */
+#define GENIE_DEFAULT_CLUSTER_SIZE	256
+#define GENIE_DEFAULT_SUPERCLUSTER_CLUSTERS 16
 
 /* genie_bit_ops: EWH's defaults (README, "Binary codes") */
 #define GENIE_EWH_DEFAULT_SAMPLE_BITS 16

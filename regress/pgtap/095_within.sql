@@ -3,13 +3,14 @@
 -- and levenshtein() (strings), as sets and in (query_no, distance, ctid)
 -- order: radius 0, a radius equal to a row's distance (the boundary is
 -- included), wider ones, an infinite one; duplicates and a NULL row; rows
--- inserted after the build (pending), deleted, merged; words with
+-- inserted after the build (pending), deleted, merged; the same through
+-- indexes that keep a List of Clusters or of Superclusters; words with
 -- non-ASCII letters; and the errors a user can cause.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 CREATE EXTENSION IF NOT EXISTS fuzzystrmatch;
-SELECT plan(28);
+SELECT plan(43);
 
 DO $$ BEGIN PERFORM setseed(0.2718); END $$;
 -- 6 dimensions, 20 clusters of 50 points, two exact duplicates, a NULL row
@@ -27,18 +28,25 @@ FROM (SELECT qid, v FROM generate_series(1, 20) qid JOIN pts ON pts.id = qid * 4
 -- query 21 is row 7 itself: distance 0 to it and to its duplicate
 INSERT INTO qv SELECT 21, v FROM pts WHERE id = 7;
 CREATE INDEX pts_idx ON pts USING genie (v genie_vector_ops) WITH (m = 0);
+-- the List of Superclusters (clusters of 8, 4 a supercluster) and a plain List of Clusters
+CREATE INDEX pts_lsc ON pts USING genie (v genie_vector_ops)
+  WITH (m = 0, cluster_list = on, cluster_size = 8, supercluster_clusters = 4);
+CREATE INDEX pts_lc ON pts USING genie (v genie_vector_ops)
+  WITH (m = 0, cluster_list = on, cluster_size = 16, supercluster_clusters = 0);
 
 CREATE FUNCTION pg_temp.seq_v(r float8) RETURNS TABLE (qid int, id int, d float8) LANGUAGE sql AS $$
   SELECT qid, id, v <-> q FROM qv, pts WHERE v IS NOT NULL AND v <-> q <= r
 $$;
-CREATE FUNCTION pg_temp.within_v(r float8) RETURNS TABLE (qid int, id int, d float8) LANGUAGE sql AS $$
+CREATE FUNCTION pg_temp.within_v(r float8, idx text DEFAULT 'pts_idx') RETURNS TABLE (qid int, id int, d float8)
+LANGUAGE sql AS $$
   SELECT g.query_no, t.id, g.distance
-  FROM genie_within('pts_idx', (SELECT array_agg(q ORDER BY qid) FROM qv), r) g JOIN pts t ON t.ctid = g.ctid
+  FROM genie_within(idx::regclass, (SELECT array_agg(q ORDER BY qid) FROM qv), r) g JOIN pts t ON t.ctid = g.ctid
 $$;
--- the rows that only one side has, both ways
+-- the rows that only one side has, both ways, summed over the three indexes
 CREATE FUNCTION pg_temp.diff_v(r float8) RETURNS bigint LANGUAGE sql AS $$
-  SELECT (SELECT count(*) FROM (SELECT * FROM pg_temp.within_v(r) EXCEPT ALL SELECT * FROM pg_temp.seq_v(r)) a)
-       + (SELECT count(*) FROM (SELECT * FROM pg_temp.seq_v(r) EXCEPT ALL SELECT * FROM pg_temp.within_v(r)) b)
+  SELECT sum((SELECT count(*) FROM (SELECT * FROM pg_temp.within_v(r, idx) EXCEPT ALL SELECT * FROM pg_temp.seq_v(r)) a)
+           + (SELECT count(*) FROM (SELECT * FROM pg_temp.seq_v(r) EXCEPT ALL SELECT * FROM pg_temp.within_v(r, idx)) b))::bigint
+  FROM unnest(ARRAY['pts_idx', 'pts_lsc', 'pts_lc']) idx
 $$;
 
 SELECT is(pg_temp.diff_v(0), 0::bigint, 'radius 0: the rows equal to a query');
@@ -63,15 +71,47 @@ SELECT ok((SELECT bool_and(ok) FROM (SELECT (query_no, distance, ctid) >= lag((q
 SELECT is((SELECT count(*) FROM genie_within('pts_idx', (SELECT q FROM qv WHERE qid = 3), 2)),
           (SELECT count(*) FROM pg_temp.seq_v(2) WHERE qid = 3), 'a real[] is one query');
 
+-- EXPLAIN (ANALYZE): the lists compute fewer distances than reading every row
+CREATE FUNCTION pg_temp.explained(q text) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE j json;
+BEGIN
+  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO j;
+  RETURN (j::jsonb)->1;
+END $$;
+CREATE FUNCTION pg_temp.range_distances(idx text, r float8) RETURNS bigint LANGUAGE sql AS $$
+  SELECT (e->>'Genie Range Distances')::bigint FROM pg_temp.explained(
+    format('SELECT * FROM genie_within(%L, (SELECT array_agg(q ORDER BY qid) FROM qv), %s)', idx, r)) e
+$$;
+SELECT is(pg_temp.range_distances('pts_idx', 0.5), 21 * 1002::bigint, 'without a list every row is read');
+SELECT cmp_ok(pg_temp.range_distances('pts_lsc', 0.5), '<', 21 * 1002 / 3::bigint,
+              'the List of Superclusters computes a third of the distances or fewer');
+SELECT cmp_ok(pg_temp.range_distances('pts_lc', 0.5), '<', 21 * 1002 / 3::bigint,
+              'so does the plain List of Clusters');
+SELECT cmp_ok((SELECT (e->>'Genie Discarded Superclusters')::bigint FROM pg_temp.explained(
+                 'SELECT * FROM genie_within(''pts_lsc'', (SELECT array_agg(q ORDER BY qid) FROM qv), 0.5)') e),
+              '>', 0::bigint, 'EXPLAIN (ANALYZE) reports discarded superclusters');
+
 -- pending rows, deletes, the merge
 INSERT INTO pts SELECT 10000 + c * 10 + i, (SELECT array_agg(x + (random() - 0.5)::real ORDER BY o)
                                    FROM unnest(v) WITH ORDINALITY u(x, o))
 FROM centres, generate_series(1, 5) i WHERE c <= 10;
 DELETE FROM pts WHERE id % 9 = 0;
 SELECT is(pg_temp.diff_v(1.5), 0::bigint, 'pending rows and deletes: the sequential scan''s rows');
+SELECT lives_ok($$SELECT genie_index_check('pts_lsc')$$, 'genie_index_check of a list of clusters');
 SELECT is((SELECT count(*) FROM pg_temp.within_v(1.5) WHERE id % 9 = 0), 0::bigint, 'no deleted row');
 SELECT cmp_ok((SELECT count(*) FROM pg_temp.within_v(1.5) WHERE id >= 10000), '>', 0::bigint,
               'pending rows are answers');
+-- inserts beyond a small pending list merge it: the list is built again over the live rows
+SET LOCAL genie.pending_list_limit = 64;
+INSERT INTO pts SELECT 20000 + c * 1000 + i, (SELECT array_agg(x + (random() - 0.5)::real ORDER BY o)
+                                   FROM unnest(v) WITH ORDINALITY u(x, o))
+FROM centres, generate_series(1, 150) i;
+RESET genie.pending_list_limit;
+SELECT ok((SELECT pending_rows < 3000 FROM genie_index_info('pts_lsc')), 'the inserts merged the pending list');
+SELECT is(pg_temp.diff_v(1.5), 0::bigint, 'after the merge: the sequential scan''s rows');
+SELECT is(pg_temp.diff_v(0.3), 0::bigint, 'after the merge, radius 0.3: the sequential scan''s rows');
+SELECT is((SELECT format_version FROM genie_index_info('pts_lsc')), 7, 'an index with a list is format 7');
+SELECT lives_ok($$SELECT genie_index_check('pts_lsc')$$, 'genie_index_check after the merge');
 SELECT is((SELECT count(*) FROM genie_within('pts_idx', '{}'::real[], 1)), 0::bigint, 'no queries, no rows');
 SELECT is((SELECT count(*) FROM genie_within('pts_idx', (SELECT q FROM qv WHERE qid = 3), NULL)), 0::bigint,
           'a NULL radius: no rows');
@@ -94,13 +134,14 @@ INSERT INTO words SELECT i, substr(md5(i::text), 1, 3 + i % 6) FROM generate_ser
 INSERT INTO words VALUES (4001, 'café'), (4002, 'cafe'), (4003, 'caff'), (4004, '日本語'), (4005, '日本'),
                          (4006, ''), (4007, NULL);
 CREATE INDEX words_idx ON words USING genie (w genie_ngram_ops);
+CREATE INDEX words_lsc ON words USING genie (w genie_ngram_ops) WITH (cluster_list = on, cluster_size = 16);
 CREATE TABLE qw AS SELECT qid, overlay(w placing 'z' from 1 + qid % 3 for 1) AS q
 FROM (SELECT id AS qid, w FROM words WHERE id % 150 = 0) s;
 INSERT INTO qw VALUES (9001, 'cafè'), (9002, '日本'), (9003, '');
 
-CREATE FUNCTION pg_temp.diff_w(r int) RETURNS bigint LANGUAGE sql AS $$
+CREATE FUNCTION pg_temp.diff_w(r int, idx text DEFAULT 'words_idx') RETURNS bigint LANGUAGE sql AS $$
   WITH got AS (SELECT g.query_no AS n, t.id, g.distance AS d
-               FROM genie_within('words_idx', (SELECT array_agg(q ORDER BY qid) FROM qw), r) g
+               FROM genie_within(idx::regclass, (SELECT array_agg(q ORDER BY qid) FROM qw), r) g
                JOIN words t ON t.ctid = g.ctid),
        want AS (SELECT n, id, levenshtein(w, q)::float8 AS d
                 FROM (SELECT row_number() OVER (ORDER BY qid)::int AS n, q FROM qw) qq, words
@@ -111,6 +152,8 @@ $$;
 SELECT is(pg_temp.diff_w(0), 0::bigint, 'edit distance 0: levenshtein()''s rows');
 SELECT is(pg_temp.diff_w(1), 0::bigint, 'edit distance 1: levenshtein()''s rows');
 SELECT is(pg_temp.diff_w(2), 0::bigint, 'edit distance 2: levenshtein()''s rows');
+SELECT is(pg_temp.diff_w(1, 'words_lsc') + pg_temp.diff_w(2, 'words_lsc') + pg_temp.diff_w(3, 'words_lsc'), 0::bigint,
+          'a list of clusters of words, distances 1 to 3: levenshtein()''s rows');
 SELECT is((SELECT array_agg(t.w ORDER BY g.distance, g.ctid) FROM genie_within('words_idx', ARRAY['cafè'], 1) g
            JOIN words t ON t.ctid = g.ctid), ARRAY['café', 'cafe', 'caff'], 'code points: è is one edit from é, e and f');
 DELETE FROM words WHERE id % 7 = 0;
@@ -121,10 +164,18 @@ SET LOCAL genie.pending_list_limit = 64;
 INSERT INTO words SELECT 6000 + i, substr(md5((i * 7)::text), 3, 3 + i % 4) FROM generate_series(1, 1500) i;
 SELECT ok((SELECT pending_rows < 1500 FROM genie_index_info('words_idx')), 'the inserts merged the pending list');
 SELECT is(pg_temp.diff_w(2), 0::bigint, 'after the merge: levenshtein()''s rows');
+SELECT is(pg_temp.diff_w(2, 'words_lsc'), 0::bigint, 'after the merge, the list of clusters: levenshtein()''s rows');
 
 CREATE INDEX words_plain ON words USING genie (w genie_ngram_ops) WITH (store_strings = off);
 SELECT throws_ok($$SELECT * FROM genie_within('words_plain', ARRAY['abc'], 1)$$, '0A000',
                  'genie index "words_plain" does not store its strings', 'an index without its strings');
+SELECT throws_ok($$CREATE INDEX ON words USING genie (w genie_ngram_ops) WITH (store_strings = off, cluster_list = on)$$,
+                 '0A000', 'cluster_list needs an index that stores its strings', 'a list needs the strings');
+CREATE TABLE tags (t int4[]);
+SELECT throws_ok($$CREATE INDEX ON tags USING genie (t) WITH (cluster_list = on)$$, '0A000',
+                 'cluster_list needs an index of genie_vector_ops or genie_ngram_ops', 'a list needs a metric');
+SELECT throws_like($$CREATE INDEX ON pts USING genie (v) WITH (cluster_list = on, cluster_size = 1)$$,
+                   '%cluster_size%', 'clusters of at least two');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -323,6 +323,56 @@ is($primary->safe_psql('postgres', $perm_e_query), '3,4,2',
 	'permutation index: emptied, given a new dimension and merged, it answers exactly at fraction 1');
 is($standby->safe_psql('postgres', $perm_e_query), '3,4,2', 'permutation index: so does the standby');
 
+# The List of Clusters (WITH (cluster_list = on)): its chain written at the
+# build (logged page by page) and built again by the merge (GenericXLog);
+# the standby's range answers are the primary's and the sequential scan's,
+# with pending rows and after the merge.
+$primary->safe_psql('postgres', q{
+	CREATE TABLE lsc_v (id int PRIMARY KEY, v real[]);
+	INSERT INTO lsc_v SELECT i, ARRAY[sin(i), cos(i * 0.7), sin(i * 0.13), cos(i * 0.31)]::real[]
+	FROM generate_series(1, 3000) i;
+	CREATE INDEX lsc_v_idx ON lsc_v USING genie (v genie_vector_ops)
+	  WITH (m = 0, cluster_list = on, cluster_size = 16, supercluster_clusters = 4);
+	CREATE TABLE lsc_w (id int PRIMARY KEY, w text);
+	INSERT INTO lsc_w SELECT i, substr(md5(i::text), 1, 5 + i % 6) FROM generate_series(1, 3000) i;
+	CREATE INDEX lsc_w_idx ON lsc_w USING genie (w genie_ngram_ops) WITH (cluster_list = on, cluster_size = 32);
+	INSERT INTO lsc_v SELECT i, ARRAY[sin(i), cos(i * 0.7), sin(i * 0.13), cos(i * 0.31)]::real[]
+	FROM generate_series(3001, 3400) i;
+	INSERT INTO lsc_w SELECT i, substr(md5(i::text), 1, 5 + i % 6) FROM generate_series(3001, 3400) i;
+	DELETE FROM lsc_v WHERE id % 10 = 0;
+	DELETE FROM lsc_w WHERE id % 10 = 0;
+});
+my $lsc_probe_v = q{ARRAY(SELECT ARRAY[sin(n), cos(n), 0.5, 0.25]::real[] FROM generate_series(1, 8) n)};
+my $lsc_probe_w = q{ARRAY(SELECT substr(md5((n * 7)::text), 2, 7) FROM generate_series(1, 8) n)};
+my $lsc_query = qq{
+	SELECT (SELECT string_agg(query_no || ':' || ctid || ':' || distance, ',' ORDER BY query_no, distance, ctid)
+	        FROM genie_within('lsc_v_idx', $lsc_probe_v, 0.5))
+	    || '|' ||
+	       (SELECT string_agg(query_no || ':' || ctid || ':' || distance, ',' ORDER BY query_no, distance, ctid)
+	        FROM genie_within('lsc_w_idx', $lsc_probe_w, 4))
+};
+my $lsc_truth = qq{
+	SELECT (SELECT string_agg(n || ':' || ctid || ':' || (v <-> q), ',' ORDER BY n, v <-> q, ctid)
+	        FROM (SELECT n, ARRAY[sin(n), cos(n), 0.5, 0.25]::real[] AS q FROM generate_series(1, 8) n) p, lsc_v
+	        WHERE v <-> q <= 0.5)
+	    || '|' ||
+	       (SELECT string_agg(n || ':' || ctid || ':' || genie_edit_distance(w, q), ',' ORDER BY n, genie_edit_distance(w, q), ctid)
+	        FROM unnest($lsc_probe_w) WITH ORDINALITY p(q, n), lsc_w WHERE genie_edit_distance(w, q) <= 4)
+};
+$primary->wait_for_catchup($standby, 'replay');
+my $lsc_want = $primary->safe_psql('postgres', $lsc_truth);
+my ($lsc_v_rows, $lsc_w_rows) = map { scalar(() = /:\(/g) } split /\|/, $lsc_want;
+ok(($lsc_v_rows // 0) >= 20 && ($lsc_w_rows // 0) >= 20,
+	"list of clusters: the sequential scan finds rows of both kinds ($lsc_v_rows vectors, $lsc_w_rows strings)");
+is($primary->safe_psql('postgres', $lsc_query), $lsc_want, 'list of clusters: the primary answers as the sequential scan (pending rows)');
+is($standby->safe_psql('postgres', $lsc_query), $lsc_want, 'list of clusters: so does the standby');
+$primary->safe_psql('postgres', 'VACUUM lsc_v; VACUUM lsc_w');
+$primary->wait_for_catchup($standby, 'replay');
+$lsc_want = $primary->safe_psql('postgres', $lsc_truth);
+is($primary->safe_psql('postgres', $lsc_query), $lsc_want, 'list of clusters: after the merge, the primary');
+is($standby->safe_psql('postgres', $lsc_query), $lsc_want, 'list of clusters: after the merge, the standby');
+check_index($standby, 'lsc_v_idx', 'list of clusters, standby');
+
 # An index of on-disk format 4, as genie 0.3.0 wrote it (int32 postings, the
 # shorter metapage; genie.write_format = 4 makes one): the primary and the
 # standby read it, its set predicates and orderings equal a sequential scan,

@@ -22,6 +22,9 @@ $node->safe_psql('postgres', q{
 	CREATE TABLE words (id int, w text);
 	INSERT INTO words SELECT i, left(md5(i::text), 3 + i % 9) FROM generate_series(1, 3000) AS i;
 	CREATE INDEX words_w_idx ON words USING genie (w genie_ngram_ops) WITH (n = 2);
+	-- a List of Clusters, built again by every merge during the inserts
+	CREATE INDEX words_lsc_idx ON words USING genie (w genie_ngram_ops)
+	  WITH (cluster_list = on, cluster_size = 64, supercluster_clusters = 8);
 });
 
 # inserts in the background, each its own transaction
@@ -85,6 +88,21 @@ is($node->safe_psql('postgres', q{SET enable_seqscan = off; SET genie.device = '
 my $rows = $node->safe_psql('postgres', 'SELECT count(*) FROM docs');
 ok($rows > 3000, "rows survived the crash ($rows)");
 check_index_matches_seqscan($node, 'after kill -9 and restart');
+
+# the list of clusters answers range queries as the sequential scan does
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM (
+	  (SELECT query_no, ctid, distance FROM genie_within('words_lsc_idx', ARRAY['a1b2c', 'ffff0', '9e3d'], 2)
+	   EXCEPT ALL
+	   SELECT n::int, ctid, levenshtein(w, q)::float8 FROM unnest(ARRAY['a1b2c', 'ffff0', '9e3d']) WITH ORDINALITY p(q, n), words
+	   WHERE levenshtein(w, q) <= 2)
+	  UNION ALL
+	  (SELECT n::int, ctid, levenshtein(w, q)::float8 FROM unnest(ARRAY['a1b2c', 'ffff0', '9e3d']) WITH ORDINALITY p(q, n), words
+	   WHERE levenshtein(w, q) <= 2
+	   EXCEPT ALL
+	   SELECT query_no, ctid, distance FROM genie_within('words_lsc_idx', ARRAY['a1b2c', 'ffff0', '9e3d'], 2))) d}),
+	'0', 'the list of clusters answers range queries as the sequential scan after the crash');
+check_index($node, 'words_lsc_idx', 'list of clusters after the crash');
 
 # the n-gram index keeps its encoding (n = 2) and answers exactly
 is($node->safe_psql('postgres', q{SELECT encoding || ' ' || ngram_length FROM genie_index_info('words_w_idx')}),
