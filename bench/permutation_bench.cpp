@@ -29,25 +29,15 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "genie/genie.h"
 
 namespace {
 
-double Now() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-void Check(genie_status s, const genie_error& err, const char* what) {
-  if (s != GENIE_OK) {
-    std::fprintf(stderr, "%s failed: %s\n", what, err.message);
-    std::exit(2);
-  }
-}
+using genie_bench::Check;
+using genie_bench::Median;
+using genie_bench::Now;
+using genie_bench::ReadIdx;
 
 struct Csr {
   std::string text;
@@ -214,22 +204,6 @@ std::vector<std::string> Split(const std::string& s) {
   std::stringstream ss(s);
   for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
   return out;
-}
-
-std::vector<float> ReadIdx(const std::string& path, int32_t* count, int32_t* dim) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    std::fprintf(stderr, "cannot open %s\n", path.c_str());
-    std::exit(2);
-  }
-  unsigned char h[16];
-  f.read(reinterpret_cast<char*>(h), 16);
-  auto be = [&](int i) { return (h[i] << 24) | (h[i + 1] << 16) | (h[i + 2] << 8) | h[i + 3]; };
-  *count = be(4);
-  *dim = be(8) * be(12);
-  std::vector<unsigned char> bytes(static_cast<size_t>(*count) * *dim);
-  f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  return std::vector<float>(bytes.begin(), bytes.end());
 }
 
 std::string Mutate(std::string w, int32_t percent, std::mt19937* rng) {

@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "genie/genie.h"
 
 #ifdef GENIE_BENCH_FAISS
@@ -68,21 +69,7 @@ bool Wants(const Args& a, const std::string& method) {
 }
 
 // An idx3-ubyte file (MNIST's format): big-endian header, then bytes.
-std::vector<float> ReadIdx(const std::string& path, int32_t* count, int32_t* dim) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    std::fprintf(stderr, "cannot open %s\n", path.c_str());
-    std::exit(2);
-  }
-  unsigned char h[16];
-  f.read(reinterpret_cast<char*>(h), 16);
-  auto be = [&](int i) { return (h[i] << 24) | (h[i + 1] << 16) | (h[i + 2] << 8) | h[i + 3]; };
-  *count = be(4);
-  *dim = be(8) * be(12);
-  std::vector<unsigned char> bytes(static_cast<size_t>(*count) * *dim);
-  f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  return std::vector<float>(bytes.begin(), bytes.end());
-}
+using genie_bench::ReadIdx;
 
 std::vector<float> ReadF32(const std::string& path, int32_t dim, int32_t* count) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);

@@ -33,10 +33,11 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
 
 Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          genie_engine_kind device, const genie_engine_options* options,
-                         const genie_range_scan* scan, genie_range_results** out) {
-  if (device == GENIE_ENGINE_GPU)
-    return Status::DeviceUnavailable("range search runs on the CPU engine");
-  if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO)
+                         const genie_range_scan* scan, const RangeDevicePass& device_pass,
+                         genie_range_results** out) {
+  if (device_pass == nullptr && device == GENIE_ENGINE_GPU)
+    return Status::DeviceUnavailable("no usable GPU for this range search");
+  if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO && device != GENIE_ENGINE_GPU)
     return Status::InvalidArgument("device must be CPU, GPU or AUTO");
   if (scan->list != nullptr && scan->list->list.n_objects > n_objects)
     return Status::InvalidArgument("the list of clusters is of another set: " +
@@ -49,17 +50,33 @@ Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
   request.n_objects = n_objects;
   if (scan->excluded != nullptr)
     request.excluded = Span<uint8_t>(scan->excluded, static_cast<std::size_t>(n_objects));
+  // without a list every object is read: as a whole list on the CPU; on
+  // the device, past an empty list (the plan's one item a query)
+  ClusterList whole;
+  if (scan->list == nullptr && device_pass == nullptr) whole = WholeList(n_objects);
+  const ClusterList& list = scan->list != nullptr ? scan->list->list : whole;
   RangeResult found;
-  if (scan->list != nullptr) {
-    GENIE_RETURN_IF_ERROR(CpuRangeSearch(scan->list->list, metrics, request, engine_options.threads,
-                                         &found, engine_options.cancel));
-  } else {
-    const ClusterList whole = WholeList(n_objects);
+  genie_engine_kind ran_on = GENIE_ENGINE_CPU;
+  if (device_pass != nullptr) {
+    RangePlan plan;
     GENIE_RETURN_IF_ERROR(
-        CpuRangeSearch(whole, metrics, request, engine_options.threads, &found, engine_options.cancel));
+        PlanRangeSearch(list, metrics, request, engine_options.threads, &plan, engine_options.cancel));
+    std::vector<RangeCandidate> candidates;
+    GENIE_RETURN_IF_ERROR(device_pass(plan, &candidates));
+    GENIE_RETURN_IF_ERROR(FinishRangeSearch(metrics, request, std::move(candidates), engine_options.threads,
+                                            &found, engine_options.cancel));
+    // the centres here, every member of the plan's items there
+    found.distances_computed += plan.distances_computed;
+    for (const RangeItem& item : plan.items) found.distances_computed += item.count;
+    found.superclusters_discarded = plan.superclusters_discarded;
+    found.clusters_discarded = plan.clusters_discarded;
+    ran_on = GENIE_ENGINE_GPU;
+  } else {
+    GENIE_RETURN_IF_ERROR(
+        CpuRangeSearch(list, metrics, request, engine_options.threads, &found, engine_options.cancel));
   }
   genie_range_results* res = nullptr;
-  GENIE_RETURN_IF_ERROR(CopyScanRows(found, GENIE_ENGINE_CPU, genie_range_results_free, &res));
+  GENIE_RETURN_IF_ERROR(CopyScanRows(found, ran_on, genie_range_results_free, &res));
   res->distances_computed = found.distances_computed;
   res->superclusters_discarded = found.superclusters_discarded;
   res->clusters_discarded = found.clusters_discarded;
@@ -113,6 +130,7 @@ int32_t genie_cluster_list_superclusters(const genie_cluster_list* list) {
 size_t genie_cluster_list_memory_bytes(const genie_cluster_list* list) {
   if (list == nullptr) return 0;
   return sizeof(*list) + list->list.members.capacity() * sizeof(int32_t) +
+         list->member_rows.capacity() * sizeof(float) +
          list->list.clusters.capacity() * sizeof(genie::Cluster) +
          list->list.superclusters.capacity() * sizeof(genie::Supercluster);
 }

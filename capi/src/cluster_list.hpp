@@ -6,8 +6,25 @@
 #include "genie/cluster_list.hpp"
 #include "genie/genie.h"
 
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+#ifdef GENIE_WITH_CUDA
+#include "genie/gpu_vector_scan.hpp"
+#endif
+
 struct genie_cluster_list {
   genie::ClusterList list;
+  // A vector set's rows in the list's member order (genie::MemberRows),
+  // made by the first CPU search of that set; rows_of says which set.
+  std::mutex rows_mutex;
+  const void* rows_of = nullptr;
+  std::vector<float> member_rows;
+#ifdef GENIE_WITH_CUDA
+  std::mutex gpu_mutex;  // the members' device copy is made on first use
+  std::unique_ptr<genie::GpuClusterMembers> gpu;
+#endif
 };
 
 namespace genie {
@@ -18,11 +35,19 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
                               int32_t cluster_size, int32_t supercluster_clusters,
                               const genie_engine_options* options, genie_cluster_list** out);
 
-// genie_*_within once the queries' metrics are made: checks the device and
-// the list against the set's n_objects, searches on the CPU.
+// A device pass over a plan's members (GpuVectorSet::RangeCandidates with
+// its set, queries and the list's members bound), or empty without one.
+using RangeDevicePass =
+    std::function<Status(const RangePlan& plan, std::vector<RangeCandidate>* out)>;
+
+// genie_*_within once the queries' metrics are made: checks the list
+// against the set's n_objects; with a device pass, plans on the CPU, runs
+// the pass and finishes on the CPU (device GPU in the results), else
+// searches on the CPU (device must then be CPU or AUTO).
 Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          genie_engine_kind device, const genie_engine_options* options,
-                         const genie_range_scan* scan, genie_range_results** out);
+                         const genie_range_scan* scan, const RangeDevicePass& device_pass,
+                         genie_range_results** out);
 
 }  // namespace capi
 }  // namespace genie

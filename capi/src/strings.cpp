@@ -215,9 +215,10 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
     genie::CodePointStrings queries;
     GENIE_RETURN_IF_ERROR(AddStrings(scan->query_text, scan->query_text_offsets, scan->n_queries, &queries));
     const genie::EngineOptions engine_options = ToEngineOptions(options);
+    // (edit distances have no device pass yet: the CPU engine answers)
     return genie::capi::RangeSearchHandle(
         strings->set.size(), genie::StringQueryMetrics(strings->set.strings, queries, engine_options.cancel),
-        device, options, scan, results);
+        device, options, scan, nullptr, results);
   });
 }
 

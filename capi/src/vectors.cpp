@@ -300,8 +300,53 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
     GENIE_RETURN_IF_ERROR(genie::CheckFinite(
         scan->queries, static_cast<std::size_t>(scan->n_queries) * static_cast<std::size_t>(set.dim),
         "a query vector"));
-    return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries), device,
-                                          options, scan, results);
+    genie::capi::RangeDevicePass device_pass;
+#ifdef GENIE_WITH_CUDA
+    if (device != GENIE_ENGINE_CPU) {
+      const genie::EngineOptions engine_options = ToEngineOptions(options);
+      genie::GpuVectorSet* gpu = nullptr;
+      genie::Status status = GpuCopy(vectors, engine_options, &gpu);
+      // AUTO without a usable GPU searches on the CPU; every other failure goes to the caller
+      if (!status.ok() && (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE)) return status;
+      if (status.ok() && gpu->parts() > 1 && device == GENIE_ENGINE_GPU)
+        return genie::Status::DeviceOutOfMemory("the vectors exceed the device memory budget: a range search "
+                                                "on the GPU needs them resident");
+      const genie::GpuClusterMembers* members = nullptr;
+      if (status.ok() && gpu->parts() == 1 && scan->list != nullptr) {
+        genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
+        std::lock_guard<std::mutex> lock(list->gpu_mutex);
+        if (list->gpu == nullptr || list->gpu->device() != engine_options.device_ordinal) {
+          list->gpu.reset();
+          GENIE_RETURN_IF_ERROR(genie::GpuClusterMembers::Create(list->list.members, engine_options.device_ordinal,
+                                                                 &list->gpu));
+        }
+        members = list->gpu.get();
+      }
+      if (status.ok() && gpu->parts() == 1) {
+        device_pass = [gpu, scan, members, &engine_options](const genie::RangePlan& plan,
+                                                           std::vector<genie::RangeCandidate>* out) {
+          return gpu->RangeCandidates(scan->queries, scan->n_queries, scan->radius, plan, members, out,
+                                      engine_options.cancel);
+        };
+      }
+      return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries),
+                                            device_pass != nullptr ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU, options,
+                                            scan, device_pass, results);
+    }
+#endif
+    // the CPU reads each cluster's rows contiguously, from a copy in the list's order
+    const float* member_rows = nullptr;
+    if (scan->list != nullptr) {
+      genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
+      std::lock_guard<std::mutex> lock(list->rows_mutex);
+      if (list->rows_of != vectors && list->list.n_objects <= set.size()) {
+        list->member_rows = genie::MemberRows(set, list->list);
+        list->rows_of = vectors;
+      }
+      member_rows = list->rows_of == vectors ? list->member_rows.data() : nullptr;
+    }
+    return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries, member_rows),
+                                          device, options, scan, device_pass, results);
   });
 }
 

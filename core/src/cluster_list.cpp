@@ -26,8 +26,9 @@ constexpr int32_t kWholePiece = 16384;
 constexpr int32_t kPollDistances = 256;
 
 // x widened by the pruning margin: a distance above it is above x whatever
-// the roundings.
-double Loose(double x) { return x + kPruneSlack * (x + 1.0); }
+// the roundings (relative: the distances' errors are; the 1e-300 covers
+// the double sum's underflow, far below any float32 input's square).
+double Loose(double x) { return x + kPruneSlack * x + 1e-300; }
 
 // ---- metrics ----
 
@@ -65,12 +66,29 @@ class StringObjects final : public ObjectMetric {
 // rules most objects out before their exact L2Distance.
 class VectorQuery final : public QueryMetric {
  public:
-  VectorQuery(const VectorSet& set, const float* query) : set_(set), query_(query) {
+  VectorQuery(const VectorSet& set, const float* query, const float* member_rows)
+      : set_(set), query_(query), member_rows_(member_rows) {
     e_ = (static_cast<double>(set.dim) + 8.0) * 0x1p-23;
     a_ = (static_cast<double>(set.dim) + 1.0) * 0x1p-148;
   }
-  double Distance(int32_t object, double cap) override {
-    const float* x = set_.row(object);
+  double Distance(int32_t object, double cap) override { return RowDistance(set_.row(object), cap); }
+  int64_t Within(const int32_t* members, int64_t begin, int64_t count, double r, Span<uint8_t> excluded,
+                 bool listed, std::vector<std::pair<double, int32_t>>* out) override {
+    if (!listed || member_rows_ == nullptr) return QueryMetric::Within(members, begin, count, r, excluded, listed, out);
+    const std::size_t dim = static_cast<std::size_t>(set_.dim);
+    int64_t computed = 0;
+    for (int64_t at = begin; at < begin + count; ++at) {
+      const int32_t o = members[at];
+      if (!excluded.empty() && excluded[static_cast<std::size_t>(o)] != 0) continue;
+      const double d = RowDistance(member_rows_ + static_cast<std::size_t>(at) * dim, r);
+      ++computed;
+      if (d <= r) out->emplace_back(d, o);
+    }
+    return computed;
+  }
+
+ private:
+  double RowDistance(const float* x, double cap) const {
     if (std::isfinite(cap)) {
       // s <= cap^2 (1 + e) covers the double sum's and the root's roundings
       const double threshold = cap * cap * (1.0 + e_) * (1.0 + e_) + a_;
@@ -81,9 +99,9 @@ class VectorQuery final : public QueryMetric {
     return L2Distance(query_, x, set_.dim);
   }
 
- private:
   const VectorSet& set_;
   const float* query_;
+  const float* member_rows_;
   double e_ = 0;
   double a_ = 0;
 };
@@ -251,11 +269,14 @@ struct Counts {
   int64_t clusters_discarded = 0;
 };
 
-// Superclusters [from, to) of one query (r its radius); *stop_at: no
+// Superclusters [from, to) of one query (r its radius): the clusters its
+// ball may meet, each handed to scan(cluster, dc) (dc: the exact distance
+// to the centre when the cluster is bounded, else infinity); *stop_at: no
 // supercluster after it can hold an answer (shared by a query's stripes).
-Status SearchStripe(const ClusterList& list, QueryMetric* metric, double r, Span<uint8_t> excluded,
-                    int32_t from, int32_t to, std::atomic<int32_t>* stop_at,
-                    std::vector<Hit>* hits, Counts* counts, const CancelCheck& cancel) {
+template <typename Scan>
+Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, int32_t from, int32_t to,
+                  std::atomic<int32_t>* stop_at, Counts* counts, const CancelCheck& cancel,
+                  Scan&& scan) {
   int32_t since_poll = 0;
   auto count = [&]() {
     ++counts->distances;
@@ -291,19 +312,7 @@ Status SearchStripe(const ClusterList& list, QueryMetric* metric, double r, Span
           continue;
         }
       }
-      const int64_t end = c.begin + c.count;
-      for (int64_t at = c.begin; at < end; ++at) {
-        const int32_t o = list.members[static_cast<std::size_t>(at)];
-        if (!excluded.empty() && excluded[static_cast<std::size_t>(o)] != 0) continue;
-        double d;
-        if (o == c.centre && pruned_by_centre) {
-          d = dc;  // exact: it is within its limit, which is at least r
-        } else {
-          d = metric->Distance(o, r);
-          if (count()) return Status::Cancelled();
-        }
-        if (d <= r) hits->push_back(Hit{d, o});
-      }
+      GENIE_RETURN_IF_ERROR(scan(c, dc));
       // the query's ball inside what no later cluster of this list reaches
       if (pruned_by_centre && Loose(dc + r) < c.outside) break;
     }
@@ -315,6 +324,26 @@ Status SearchStripe(const ClusterList& list, QueryMetric* metric, double r, Span
     }
   }
   return cancel.requested() ? Status::Cancelled() : Status::Ok();
+}
+
+// The same, reading each member of the clusters met (listed: list is the
+// one the metric was made for): its hits.
+Status SearchStripe(const ClusterList& list, QueryMetric* metric, double r, Span<uint8_t> excluded,
+                    bool listed, int32_t from, int32_t to, std::atomic<int32_t>* stop_at,
+                    std::vector<Hit>* hits, Counts* counts, const CancelCheck& cancel) {
+  std::vector<std::pair<double, int32_t>> found;
+  return WalkStripe(list, metric, r, from, to, stop_at, counts, cancel,
+                    [&](const Cluster& c, double) -> Status {
+    // in pieces, cancel polled between them
+    for (int64_t at = c.begin; at < c.begin + c.count; at += kPollDistances) {
+      const int64_t n = std::min<int64_t>(kPollDistances, c.begin + c.count - at);
+      found.clear();
+      counts->distances += metric->Within(list.members.data(), at, n, r, excluded, listed, &found);
+      for (const auto& f : found) hits->push_back(Hit{f.first, f.second});
+      if (cancel.requested()) return Status::Cancelled();
+    }
+    return Status::Ok();
+  });
 }
 
 // Objects [first, first + count) of n_objects in clusters of unbounded
@@ -341,6 +370,19 @@ ClusterList WholeRange(int32_t first, int32_t count, int32_t n_objects) {
   return list;
 }
 
+// The request against the list: a radius, objects at least the list's, flags of their number.
+Status CheckRangeRequest(const ClusterList& list, const RangeRequest& request) {
+  if (std::isnan(request.radius) || request.radius < 0)
+    return Status::InvalidArgument("the radius must be a number at least 0");
+  if (request.n_queries < 0) return Status::InvalidArgument("a negative number of queries");
+  const int32_t n_objects = request.n_objects < 0 ? list.n_objects : request.n_objects;
+  if (n_objects < list.n_objects)
+    return Status::InvalidArgument("the list names more objects than are searched");
+  if (!request.excluded.empty() && request.excluded.size() != static_cast<std::size_t>(n_objects))
+    return Status::InvalidArgument("excluded flags of another size than the objects");
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::unique_ptr<ObjectMetric> VectorObjectMetric(const VectorSet& set) {
@@ -351,11 +393,33 @@ std::unique_ptr<ObjectMetric> StringObjectMetric(const CodePointStrings& strings
   return std::make_unique<StringObjects>(strings);
 }
 
-QueryMetricFactory VectorQueryMetrics(const VectorSet& set, const float* queries) {
-  return [&set, queries](int32_t q) -> std::unique_ptr<QueryMetric> {
+QueryMetricFactory VectorQueryMetrics(const VectorSet& set, const float* queries,
+                                      const float* member_rows) {
+  return [&set, queries, member_rows](int32_t q) -> std::unique_ptr<QueryMetric> {
     return std::make_unique<VectorQuery>(
-        set, queries + static_cast<std::size_t>(q) * static_cast<std::size_t>(set.dim));
+        set, queries + static_cast<std::size_t>(q) * static_cast<std::size_t>(set.dim), member_rows);
   };
+}
+
+std::vector<float> MemberRows(const VectorSet& set, const ClusterList& list) {
+  const std::size_t dim = static_cast<std::size_t>(set.dim);
+  std::vector<float> rows(list.members.size() * dim);
+  for (std::size_t at = 0; at < list.members.size(); ++at)
+    std::copy_n(set.row(list.members[at]), dim, rows.begin() + static_cast<std::ptrdiff_t>(at * dim));
+  return rows;
+}
+
+int64_t QueryMetric::Within(const int32_t* members, int64_t begin, int64_t count, double r,
+                            Span<uint8_t> excluded, bool, std::vector<std::pair<double, int32_t>>* out) {
+  int64_t computed = 0;
+  for (int64_t at = begin; at < begin + count; ++at) {
+    const int32_t o = members[at];
+    if (!excluded.empty() && excluded[static_cast<std::size_t>(o)] != 0) continue;
+    const double d = Distance(o, r);
+    ++computed;
+    if (d <= r) out->emplace_back(d, o);
+  }
+  return computed;
 }
 
 QueryMetricFactory StringQueryMetrics(const CodePointStrings& strings,
@@ -545,14 +609,8 @@ Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics
                       const RangeRequest& request, int32_t threads, RangeResult* out,
                       const CancelCheck& cancel) {
   if (out == nullptr) return Status::InvalidArgument("CpuRangeSearch: NULL output");
-  if (std::isnan(request.radius) || request.radius < 0)
-    return Status::InvalidArgument("the radius must be a number at least 0");
-  if (request.n_queries < 0) return Status::InvalidArgument("a negative number of queries");
+  GENIE_RETURN_IF_ERROR(CheckRangeRequest(list, request));
   const int32_t n_objects = request.n_objects < 0 ? list.n_objects : request.n_objects;
-  if (n_objects < list.n_objects)
-    return Status::InvalidArgument("the list names more objects than are searched");
-  if (!request.excluded.empty() && request.excluded.size() != static_cast<std::size_t>(n_objects))
-    return Status::InvalidArgument("excluded flags of another size than the objects");
   threads = ResolveThreads(threads);
   // the objects past the list's, read one by one after it (never skipped by its stops)
   const ClusterList tail = WholeRange(list.n_objects, n_objects - list.n_objects, n_objects);
@@ -582,12 +640,12 @@ Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics
         std::vector<Hit>* h = &hits[static_cast<std::size_t>(u)];
         Counts* c = &counts[static_cast<std::size_t>(u)];
         share(n_super, &from, &to);
-        GENIE_RETURN_IF_ERROR(SearchStripe(list, metric.get(), request.radius, request.excluded, from,
-                                           to, &stop_at[static_cast<std::size_t>(q)], h, c, cancel));
+        GENIE_RETURN_IF_ERROR(SearchStripe(list, metric.get(), request.radius, request.excluded, true,
+                                           from, to, &stop_at[static_cast<std::size_t>(q)], h, c, cancel));
         std::atomic<int32_t> never(n_tail);
         share(n_tail, &from, &to);
-        return SearchStripe(tail, metric.get(), request.radius, request.excluded, from, to, &never,
-                            h, c, cancel);
+        return SearchStripe(tail, metric.get(), request.radius, request.excluded, false, from, to,
+                            &never, h, c, cancel);
       },
       cancel);
   if (!s.ok()) return s;
@@ -609,6 +667,112 @@ Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics
     for (const Hit& h : merged) {
       result.objects.push_back(h.object);
       result.distances.push_back(h.distance);
+    }
+    result.offsets.push_back(static_cast<int64_t>(result.objects.size()));
+  }
+  *out = std::move(result);
+  return Status::Ok();
+}
+
+Status PlanRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics,
+                       const RangeRequest& request, int32_t threads, RangePlan* out,
+                       const CancelCheck& cancel) {
+  if (out == nullptr) return Status::InvalidArgument("PlanRangeSearch: NULL output");
+  GENIE_RETURN_IF_ERROR(CheckRangeRequest(list, request));
+  const int32_t n_objects = request.n_objects < 0 ? list.n_objects : request.n_objects;
+  const int32_t nq = request.n_queries;
+  const int32_t n_super = static_cast<int32_t>(list.superclusters.size());
+  std::vector<std::vector<RangeItem>> items(static_cast<std::size_t>(nq));
+  std::vector<Counts> counts(static_cast<std::size_t>(nq));
+  Status s = ParallelFor(
+      nq, ResolveThreads(threads),
+      [&](int64_t qi) {
+        const int32_t q = static_cast<int32_t>(qi);
+        std::unique_ptr<QueryMetric> metric = metrics(q);
+        std::atomic<int32_t> stop_at(n_super);
+        std::vector<RangeItem>* mine = &items[static_cast<std::size_t>(q)];
+        GENIE_RETURN_IF_ERROR(WalkStripe(list, metric.get(), request.radius, 0, n_super, &stop_at,
+                                         &counts[static_cast<std::size_t>(q)], cancel,
+                                         [&](const Cluster& c, double) {
+          // clusters met one after another read as one range
+          if (!mine->empty() && mine->back().listed && mine->back().begin + mine->back().count == c.begin &&
+              mine->back().count <= INT32_MAX - c.count) {
+            mine->back().count += c.count;
+          } else {
+            mine->push_back(RangeItem{q, c.count, c.begin, true});
+          }
+          return Status::Ok();
+        }));
+        if (n_objects > list.n_objects)
+          mine->push_back(RangeItem{q, n_objects - list.n_objects, list.n_objects, false});
+        return Status::Ok();
+      },
+      cancel);
+  if (!s.ok()) return s;
+  RangePlan plan;
+  for (int32_t q = 0; q < nq; ++q) {
+    plan.items.insert(plan.items.end(), items[static_cast<std::size_t>(q)].begin(),
+                      items[static_cast<std::size_t>(q)].end());
+    plan.distances_computed += counts[static_cast<std::size_t>(q)].distances;
+    plan.superclusters_discarded += counts[static_cast<std::size_t>(q)].superclusters_discarded;
+    plan.clusters_discarded += counts[static_cast<std::size_t>(q)].clusters_discarded;
+  }
+  *out = std::move(plan);
+  return Status::Ok();
+}
+
+Status FinishRangeSearch(const QueryMetricFactory& metrics, const RangeRequest& request,
+                         std::vector<RangeCandidate> candidates, int32_t threads, RangeResult* out,
+                         const CancelCheck& cancel) {
+  if (out == nullptr) return Status::InvalidArgument("FinishRangeSearch: NULL output");
+  if (std::isnan(request.radius) || request.radius < 0)
+    return Status::InvalidArgument("the radius must be a number at least 0");
+  const int32_t nq = request.n_queries;
+  std::sort(candidates.begin(), candidates.end(), [](const RangeCandidate& a, const RangeCandidate& b) {
+    return a.query != b.query ? a.query < b.query : a.object < b.object;
+  });
+  candidates.erase(std::unique(candidates.begin(), candidates.end(),
+                               [](const RangeCandidate& a, const RangeCandidate& b) {
+                                 return a.query == b.query && a.object == b.object;
+                               }),
+                   candidates.end());
+  std::vector<std::size_t> first(static_cast<std::size_t>(nq) + 1, 0);
+  for (const RangeCandidate& c : candidates) {
+    if (c.query < 0 || c.query >= nq) return Status::Internal("a range candidate of no query");
+    if (!request.excluded.empty() && (c.object < 0 || static_cast<std::size_t>(c.object) >= request.excluded.size()))
+      return Status::Internal("a range candidate of no object");
+    ++first[static_cast<std::size_t>(c.query) + 1];
+  }
+  for (int32_t q = 0; q < nq; ++q) first[static_cast<std::size_t>(q) + 1] += first[static_cast<std::size_t>(q)];
+  std::vector<std::vector<Hit>> hits(static_cast<std::size_t>(nq));
+  Status s = ParallelFor(
+      nq, ResolveThreads(threads),
+      [&](int64_t qi) {
+        const std::size_t q = static_cast<std::size_t>(qi);
+        if (first[q] == first[q + 1]) return Status::Ok();
+        std::unique_ptr<QueryMetric> metric;
+        for (std::size_t i = first[q]; i < first[q + 1] && metric == nullptr; ++i)
+          if (std::isnan(candidates[i].distance)) metric = metrics(static_cast<int32_t>(qi));
+        for (std::size_t i = first[q]; i < first[q + 1]; ++i) {
+          const int32_t o = candidates[i].object;
+          if (!request.excluded.empty() && request.excluded[static_cast<std::size_t>(o)] != 0) continue;
+          const double d = std::isnan(candidates[i].distance) ? metric->Distance(o, request.radius)
+                                                               : candidates[i].distance;
+          if (d <= request.radius) hits[q].push_back(Hit{d, o});
+          if ((i & 1023) == 1023 && cancel.requested()) return Status::Cancelled();
+        }
+        std::sort(hits[q].begin(), hits[q].end());
+        return Status::Ok();
+      },
+      cancel);
+  if (!s.ok()) return s;
+  RangeResult result;
+  result.offsets.assign(1, 0);
+  for (const RangeCandidate& c : candidates) result.distances_computed += std::isnan(c.distance) ? 1 : 0;
+  for (const std::vector<Hit>& h : hits) {
+    for (const Hit& x : h) {
+      result.objects.push_back(x.object);
+      result.distances.push_back(x.distance);
     }
     result.offsets.push_back(static_cast<int64_t>(result.objects.size()));
   }

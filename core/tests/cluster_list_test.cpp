@@ -131,6 +131,12 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       RangeResult got;
       ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data()), request, threads, &got).ok());
       ExpectSame(BruteForce(n, nq, r, excluded, unlisted, to_query), got, "list");
+      // the list's members read from their rows stored in its order
+      const std::vector<float> rows = MemberRows(set, list);
+      RangeResult from_rows;
+      ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data(), rows.data()), request, threads,
+                                 &from_rows).ok());
+      ExpectSame(got, from_rows, "member rows");
       // the whole list (no clusters) reads every object: it answers the same
       ClusterList whole = WholeList(n);
       RangeResult all_rows;
@@ -147,8 +153,24 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       RangeRequest with_tail = request;
       with_tail.n_objects = n;
       RangeResult tail_rows;
-      ASSERT_TRUE(CpuRangeSearch(head, VectorQueryMetrics(set, queries.data()), with_tail, threads, &tail_rows).ok());
+      const std::vector<float> head_rows = MemberRows(set, head);
+      ASSERT_TRUE(CpuRangeSearch(head, VectorQueryMetrics(set, queries.data(), head_rows.data()), with_tail, threads,
+                                 &tail_rows).ok());
       ExpectSame(BruteForce(n, nq, r, excluded, {}, to_query), tail_rows, "list and tail");
+      // the plan another engine reads (every member of its items a candidate), finished here
+      RangePlan plan;
+      ASSERT_TRUE(PlanRangeSearch(head, VectorQueryMetrics(set, queries.data()), with_tail, threads, &plan).ok());
+      std::vector<RangeCandidate> candidates;
+      for (const RangeItem& item : plan.items)
+        for (int64_t i = item.begin; i < item.begin + item.count; ++i)
+          candidates.push_back(RangeCandidate{
+              item.query, item.listed ? head.members[static_cast<std::size_t>(i)] : static_cast<int32_t>(i),
+              std::nan("")});
+      RangeResult finished;
+      ASSERT_TRUE(FinishRangeSearch(VectorQueryMetrics(set, queries.data()), with_tail, candidates, threads,
+                                    &finished).ok());
+      ExpectSame(tail_rows, finished, "plan and finish");
+      if (r == radii[0]) EXPECT_LT(candidates.size(), static_cast<std::size_t>(n) * nq / 2);
     }
   }
 }

@@ -8,8 +8,10 @@
  *	  index that stores its strings.  The boundary is included: a row at
  *	  exactly the radius is an answer.
  *
- * The search (genie/cluster_list.hpp) runs on the CPU engine in this
- * backend (beside the service too, which holds no range search): over the
+ * The search (genie/cluster_list.hpp) runs in this backend (beside the
+ * service too, which holds no range search), vectors on the engine
+ * genie.device asks for (on the GPU the CPU plans from the list's centres
+ * and the device reads the members), strings on the CPU engine: over the
  * index's List of Clusters when it keeps one (WITH (cluster_list = on):
  * clusters and superclusters that cannot meet a query's ball are skipped),
  * else over every stored value, and over each pending row; a float32 pass with a proven bound (vectors) or the length
@@ -103,18 +105,28 @@ static void
 search_set(WithinSearch *s, GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueSet *set,
 		   const uint8 *excluded, const genie_cluster_list *list)
 {
+	/* edit distances have no device pass: the CPU engine answers them */
+	genie_engine_kind device = s->batch.kind == GENIE_VALUES_VECTORS ? genie_search_device() : GENIE_ENGINE_CPU;
 	genie_engine_options options;
 	genie_range_results *found = NULL;
 	genie_error err;
+	genie_status status;
 
-	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
+	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
+								genie_cancel_requested, NULL, &options);
 	genie_profile_push(GENIE_PHASE_ENGINE);
-	if (genie_value_set_within(set, &options, &s->batch, s->radius, excluded, list, &found, &err) != GENIE_OK)
+	status = genie_value_set_within(set, device, &options, &s->batch, s->radius, excluded, list, &found, &err);
+	if (genie_search_cpu_fallback(status, &err, "range search"))
+	{
+		genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
+		status = genie_value_set_within(set, GENIE_ENGINE_CPU, &options, &s->batch, s->radius, excluded,
+										list, &found, &err);
+	}
+	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: range search");
 	genie_profile_pop();
-	genie_search_ran_on(GENIE_ENGINE_CPU, false);
-	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], GENIE_ENGINE_CPU,
-						 false);
+	genie_search_ran_on(found->device, false);
+	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false);
 	genie_explain_range(found->distances_computed, found->superclusters_discarded,
 						found->clusters_discarded);
 	genie_profile_push(GENIE_PHASE_VISIBILITY);
@@ -218,6 +230,8 @@ within_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *querie
 		genie_vector_check_queries(index, queries->dim);
 	s.batch = *queries;
 	s.radius = radius;
+	if (queries->kind == GENIE_VALUES_VECTORS)
+		genie_search_prepare_device();
 	genie_search_batch_retrying(index, within_search, &s);
 
 	genie_profile_push(GENIE_PHASE_RESULTS);

@@ -457,7 +457,8 @@ genie_value_found_free(GenieValueFound *found)
 }
 
 genie_status
-genie_value_set_within(const GenieValueSet *set, const genie_engine_options *options,
+genie_value_set_within(const GenieValueSet *set, genie_engine_kind device,
+					   const genie_engine_options *options,
 					   const GenieValueBatch *queries, double radius, const uint8 *excluded,
 					   const genie_cluster_list *list, genie_range_results **results,
 					   genie_error *err)
@@ -478,7 +479,7 @@ genie_value_set_within(const GenieValueSet *set, const genie_engine_options *opt
 	}
 	Assert(set->kind == GENIE_VALUES_VECTORS);
 	scan.queries = queries->vectors;
-	return genie_vectors_within(set->vectors, GENIE_ENGINE_CPU, options, &scan, results, err);
+	return genie_vectors_within(set->vectors, device, options, &scan, results, err);
 }
 
 /*

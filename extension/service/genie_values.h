@@ -139,9 +139,11 @@ extern genie_status genie_value_set_scan(const GenieValueSet *set, genie_engine_
 /*
  * Every value of set within radius of each query (strings or vectors),
  * skipping the objects flagged in excluded (NULL: none), pruned by list
- * (NULL: every object is read), on the CPU engine.
+ * (NULL: every object is read; else a list of the first objects, the rest
+ * read one by one), on device (vectors: CPU, GPU or AUTO, nothing falls
+ * back; strings: the CPU).
  */
-extern genie_status genie_value_set_within(const GenieValueSet *set,
+extern genie_status genie_value_set_within(const GenieValueSet *set, genie_engine_kind device,
 										   const genie_engine_options *options,
 										   const GenieValueBatch *queries, double radius,
 										   const uint8 *excluded, const genie_cluster_list *list,

@@ -51,6 +51,7 @@
 
 #include "cuda_util.hpp"
 #include "genie/gpu_vector_scan.hpp"
+#include "range_search.hpp"
 
 namespace genie {
 namespace gpu {
@@ -462,6 +463,23 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       return Status::OutOfMemory("out of host memory in the GPU vector scan");
     } catch (const std::exception& e) {
       return Status::Internal(std::string("GPU vector scan failed: ") + e.what());
+    }
+  }
+
+  Status RangeCandidates(const float* queries, int32_t n_queries, double radius, const RangePlan& plan,
+                         const GpuClusterMembers* members, std::vector<RangeCandidate>* out,
+                         const CancelCheck& cancel) override {
+    if (out == nullptr) return Status::InvalidArgument("GpuVectorSet::RangeCandidates: NULL output");
+    if (!resident()) return Status::InvalidArgument("a range search on the GPU needs the set resident");
+    if (members != nullptr && members->device() != device_)
+      return Status::InvalidArgument("the list's members are on another device");
+    try {
+      DeviceGuard guard;
+      GENIE_RETURN_IF_ERROR(guard.Enter(device_));
+      return RangeOnDevice(rows_.get(), dimp_, dim_, queries, n_queries, radius, plan,
+                           members != nullptr ? members->data() : nullptr, out, cancel);
+    } catch (const std::bad_alloc&) {
+      return Status::OutOfMemory("out of host memory in the GPU range search");
     }
   }
 

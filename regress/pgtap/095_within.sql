@@ -82,7 +82,9 @@ CREATE FUNCTION pg_temp.range_distances(idx text, r float8) RETURNS bigint LANGU
   SELECT (e->>'Genie Range Distances')::bigint FROM pg_temp.explained(
     format('SELECT * FROM genie_within(%L, (SELECT array_agg(q ORDER BY qid) FROM qv), %s)', idx, r)) e
 $$;
-SELECT is(pg_temp.range_distances('pts_idx', 0.5), 21 * 1002::bigint, 'without a list every row is read');
+-- (the CPU engine skips the NULL row's object; the GPU reads every member of its plan)
+SELECT ok(pg_temp.range_distances('pts_idx', 0.5) BETWEEN 21 * 1002 AND 21 * 1003,
+          'without a list every row is read');
 SELECT cmp_ok(pg_temp.range_distances('pts_lsc', 0.5), '<', 21 * 1002 / 3::bigint,
               'the List of Superclusters computes a third of the distances or fewer');
 SELECT cmp_ok(pg_temp.range_distances('pts_lc', 0.5), '<', 21 * 1002 / 3::bigint,

@@ -598,7 +598,7 @@ typedef struct genie_range_results
 	int32_t    *objects;
 	double	   *distances;
 	genie_engine_kind device;	/* where the search ran */
-	int64_t		distances_computed; /* all queries' */
+	int64_t		distances_computed; /* all queries' (the GPU counts excluded members it read) */
 	int64_t		superclusters_discarded;
 	int64_t		clusters_discarded;
 } genie_range_results;
@@ -607,9 +607,13 @@ void		genie_range_results_free(genie_range_results *results);
 
 /*
  * Every object within the radius of each query, exact (the distances of
- * genie_strings_scan and genie_vectors_scan).  The range search runs on the
- * CPU engine: device CPU or AUTO; GPU is GENIE_DEVICE_UNAVAILABLE.
- * options: threads, cancel.
+ * genie_strings_scan and genie_vectors_scan), the same rows on every
+ * engine.  Vectors: device CPU, GPU (GENIE_DEVICE_UNAVAILABLE without a
+ * usable GPU; GENIE_DEVICE_OUT_OF_MEMORY when the set is beyond the device
+ * budget) or AUTO (the GPU when usable and the set fits, else the CPU);
+ * on the GPU the CPU plans (the list's centres) and the device reads the
+ * members.  Strings: the CPU engine (GPU is GENIE_DEVICE_UNAVAILABLE).
+ * options: threads, device ordinal, memory budget, cancel.
  */
 genie_status genie_strings_within(genie_strings *strings, genie_engine_kind device,
 								  const genie_engine_options *options,

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "genie/cancel.hpp"
@@ -99,6 +100,14 @@ class QueryMetric {
  public:
   virtual ~QueryMetric() = default;
   virtual double Distance(int32_t object, double cap) = 0;
+  // The objects members[begin .. begin + count) of a list within r, by
+  // their exact distances, appended to out as (distance, object); excluded
+  // ones skipped; how many distances were computed.  listed: members is the
+  // list the metric was made for (a vector metric may then read the rows
+  // stored in its order).
+  virtual int64_t Within(const int32_t* members, int64_t begin, int64_t count, double r,
+                      Span<uint8_t> excluded, bool listed,
+                      std::vector<std::pair<double, int32_t>>* out);
 };
 using QueryMetricFactory = std::function<std::unique_ptr<QueryMetric>(int32_t query)>;
 
@@ -106,7 +115,13 @@ using QueryMetricFactory = std::function<std::unique_ptr<QueryMetric>(int32_t qu
 std::unique_ptr<ObjectMetric> VectorObjectMetric(const VectorSet& set);
 std::unique_ptr<ObjectMetric> StringObjectMetric(const CodePointStrings& strings);
 // queries: n_queries * set.dim floats; strings: the query strings.
-QueryMetricFactory VectorQueryMetrics(const VectorSet& set, const float* queries);
+// member_rows: NULL, or the rows of a list's members in its order
+// (MemberRows), which the list's scans then read contiguously, as the
+// paper stores each cluster, instead of gathering the rows by id.
+QueryMetricFactory VectorQueryMetrics(const VectorSet& set, const float* queries,
+                                      const float* member_rows = nullptr);
+// The set's rows of list's members, in the list's order.
+std::vector<float> MemberRows(const VectorSet& set, const ClusterList& list);
 QueryMetricFactory StringQueryMetrics(const CodePointStrings& strings,
                                       const CodePointStrings& queries,
                                       const CancelCheck& cancel);
@@ -162,5 +177,48 @@ struct RangeResult {
 Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics,
                       const RangeRequest& request, int32_t threads, RangeResult* out,
                       const CancelCheck& cancel = CancelCheck());
+
+// ---- a range search whose members another engine reads (the GPU) ----
+
+// Members one query must read: the list's members [begin, begin + count)
+// when listed, else the objects [begin, begin + count) past the list.
+struct RangeItem {
+  int32_t query = 0;
+  int32_t count = 0;
+  int64_t begin = 0;
+  bool listed = true;
+};
+
+struct RangePlan {
+  std::vector<RangeItem> items;
+  int64_t distances_computed = 0;  // to centres
+  int64_t superclusters_discarded = 0;
+  int64_t clusters_discarded = 0;
+};
+
+// What CpuRangeSearch reads, without reading a member: per query the
+// clusters its ball may meet (their centres' distances computed here, on
+// the CPU, as the paper's CPU threads discard superclusters), then the
+// objects past the list, in pieces.
+Status PlanRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics,
+                       const RangeRequest& request, int32_t threads, RangePlan* out,
+                       const CancelCheck& cancel = CancelCheck());
+
+// A member that another pass could not rule out for a query, with its
+// exact distance when that pass computed it (the metric's, to the bit), else NaN.
+struct RangeCandidate {
+  int32_t query;
+  int32_t object;
+  double distance;
+};
+
+// The exact end of such a search (every answer among the candidates;
+// duplicates allowed): each candidate's distance (by the metric where it
+// has none), those within the radius and not excluded, in CpuRangeSearch's
+// rows and order; distances_computed counts those computed here (the
+// other fields are the caller's).
+Status FinishRangeSearch(const QueryMetricFactory& metrics, const RangeRequest& request,
+                         std::vector<RangeCandidate> candidates, int32_t threads, RangeResult* out,
+                         const CancelCheck& cancel = CancelCheck());
 
 }  // namespace genie

@@ -7,12 +7,27 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "genie/cancel.hpp"
+#include "genie/cluster_list.hpp"
+#include "genie/span.hpp"
 #include "genie/status.hpp"
 #include "genie/vectors.hpp"
 
 namespace genie {
+
+// A List of Clusters' members (genie/cluster_list.hpp) on one device, for
+// range searches of the sets whose list it is; made once per list.
+class GpuClusterMembers {
+ public:
+  static Status Create(Span<int32_t> members, int32_t device_ordinal,
+                       std::unique_ptr<GpuClusterMembers>* out);
+  virtual ~GpuClusterMembers() = default;
+  virtual int32_t device() const = 0;
+  virtual const int32_t* data() const = 0;  // a device pointer
+  virtual std::size_t device_bytes() const = 0;
+};
 
 class GpuVectorSet {
  public:
@@ -40,6 +55,19 @@ class GpuVectorSet {
   virtual std::size_t device_bytes() const = 0;
   // Parts a scan streams the set in (1 when the set is resident).
   virtual int32_t parts() const = 0;
+
+  // Range search's device pass (genie/cluster_list.hpp): for each item of
+  // plan (the CPU's discarding done), every member it names is read by a
+  // warp in a float32 pass with the CPU's proven bound, and those that may
+  // be within radius get their L2Distance on the device, to the bit; the
+  // ones within radius are appended to out with it (excluded ones too: the
+  // caller drops them).  members: the list's on this device (NULL when no
+  // item is listed).  A resident set only (parts() == 1; else
+  // InvalidArgument).  cancel is polled between groups of items.
+  virtual Status RangeCandidates(const float* queries, int32_t n_queries, double radius,
+                                 const RangePlan& plan, const GpuClusterMembers* members,
+                                 std::vector<RangeCandidate>* out,
+                                 const CancelCheck& cancel = CancelCheck()) = 0;
 };
 
 }  // namespace genie

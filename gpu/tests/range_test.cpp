@@ -1,0 +1,134 @@
+// Range search on the GPU against the CPU engine and brute force, through
+// the C API: vectors of every shape (Gaussian clusters, small integers with
+// exact ties, duplicates, tiny and huge values), radius 0, a radius equal to
+// a row's distance, wider ones and an infinite one; with a List of
+// Superclusters, a plain List of Clusters, no list, and a list of the first
+// objects only (the rest read as pending rows); excluded objects; one query
+// and batches; more answers than the device's first buffer holds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "genie/genie.h"
+#include "genie/vector_fixture.hpp"
+#include "gpu_test_util.hpp"
+
+namespace genie {
+namespace {
+
+using testing::NearbyQueries;
+using testing::RandomVectors;
+using testing::VectorShape;
+
+struct Rows {
+  std::vector<int64_t> offsets;
+  std::vector<int32_t> objects;
+  std::vector<double> distances;
+  genie_engine_kind device = GENIE_ENGINE_AUTO;
+};
+
+Rows Within(genie_vectors* set, genie_engine_kind device, const std::vector<float>& queries, int32_t nq,
+            double radius, const uint8_t* excluded, const genie_cluster_list* list) {
+  genie_range_scan scan{};
+  scan.n_queries = nq;
+  scan.queries = queries.data();
+  scan.radius = radius;
+  scan.excluded = excluded;
+  scan.list = list;
+  genie_range_results* r = nullptr;
+  genie_error err{};
+  Rows out;
+  EXPECT_EQ(genie_vectors_within(set, device, nullptr, &scan, &r, &err), GENIE_OK) << err.message;
+  if (r == nullptr) return out;
+  out.offsets.assign(r->query_offsets, r->query_offsets + r->n_queries + 1);
+  out.objects.assign(r->objects, r->objects + out.offsets.back());
+  out.distances.assign(r->distances, r->distances + out.offsets.back());
+  out.device = r->device;
+  genie_range_results_free(r);
+  return out;
+}
+
+void ExpectSame(const Rows& cpu, const Rows& gpu, const std::string& what) {
+  EXPECT_EQ(cpu.device, GENIE_ENGINE_CPU) << what;
+  EXPECT_EQ(gpu.device, GENIE_ENGINE_GPU) << what;
+  ASSERT_EQ(cpu.offsets, gpu.offsets) << what;
+  EXPECT_EQ(cpu.objects, gpu.objects) << what;
+  EXPECT_EQ(cpu.distances, gpu.distances) << what;
+}
+
+TEST(GpuRange, VectorsEqualTheCpuEngine) {
+  SKIP_WITHOUT_GPU();
+  for (VectorShape shape : {VectorShape::kGaussian, VectorShape::kSmallIntegers, VectorShape::kDuplicates,
+                            VectorShape::kTiny, VectorShape::kHuge}) {
+    std::mt19937 rng(400u + static_cast<uint32_t>(shape));
+    const int32_t n = 9000, dim = shape == VectorShape::kGaussian ? 37 : 12, nq = 40;
+    std::vector<float> values = RandomVectors(&rng, shape, n, dim);
+    std::vector<float> queries = NearbyQueries(&rng, values, n, dim, nq, 0.05f);
+    genie_error err{};
+    genie_vectors* set = nullptr;
+    ASSERT_EQ(genie_vectors_create(values.data(), n, dim, &set, &err), GENIE_OK);
+    genie_vectors* head = nullptr;  // the first objects: a list of them, the rest pending
+    ASSERT_EQ(genie_vectors_create(values.data(), n - 700, dim, &head, &err), GENIE_OK);
+    genie_cluster_list *lsc = nullptr, *lc = nullptr, *partial = nullptr;
+    ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 8, nullptr, &lsc, &err), GENIE_OK);
+    ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 64, 0, nullptr, &lc, &err), GENIE_OK);
+    ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 32, 4, nullptr, &partial, &err), GENIE_OK);
+    std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);
+    for (int32_t i = 0; i < n; i += 7) excluded[static_cast<std::size_t>(i)] = 1;
+    std::vector<double> all;
+    for (int32_t o = 0; o < n; ++o) all.push_back(genie_l2_distance(queries.data(), values.data() + o * dim, dim));
+    std::sort(all.begin(), all.end());
+    for (double r : {0.0, all[9], all[90], all[900], std::numeric_limits<double>::infinity()}) {
+      for (const genie_cluster_list* list : {static_cast<const genie_cluster_list*>(nullptr),
+                                             static_cast<const genie_cluster_list*>(lsc),
+                                             static_cast<const genie_cluster_list*>(lc),
+                                             static_cast<const genie_cluster_list*>(partial)}) {
+        const std::string what = std::string("shape ") + testing::ShapeName(shape) + " radius " +
+                                 std::to_string(r) + (list == nullptr ? " no list" : list == lsc ? " lsc"
+                                                      : list == lc ? " lc" : " partial");
+        Rows cpu = Within(set, GENIE_ENGINE_CPU, queries, nq, r, excluded.data(), list);
+        ExpectSame(cpu, Within(set, GENIE_ENGINE_GPU, queries, nq, r, excluded.data(), list), what);
+        std::vector<float> one(queries.begin() + 3 * dim, queries.begin() + 4 * dim);
+        ExpectSame(Within(set, GENIE_ENGINE_CPU, one, 1, r, nullptr, list),
+                   Within(set, GENIE_ENGINE_AUTO, one, 1, r, nullptr, list), what + " single");
+      }
+    }
+    genie_cluster_list_free(lsc);
+    genie_cluster_list_free(lc);
+    genie_cluster_list_free(partial);
+    genie_vectors_free(set);
+    genie_vectors_free(head);
+  }
+}
+
+TEST(GpuRange, ManyAnswersAndTheBoundary) {
+  SKIP_WITHOUT_GPU();
+  // 200,000 answers (beyond the first buffer of 65,536) and a tie at the radius
+  const int32_t n = 50000, dim = 4, nq = 4;
+  std::vector<float> values(static_cast<std::size_t>(n) * dim);
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t j = 0; j < dim; ++j) values[static_cast<std::size_t>(i) * dim + j] = static_cast<float>((i * (j + 3)) % 11);
+  std::vector<float> queries(values.begin(), values.begin() + nq * dim);
+  genie_error err{};
+  genie_vectors* set = nullptr;
+  ASSERT_EQ(genie_vectors_create(values.data(), n, dim, &set, &err), GENIE_OK);
+  const double r = genie_l2_distance(values.data(), values.data() + 5 * dim, dim);
+  Rows cpu = Within(set, GENIE_ENGINE_CPU, queries, nq, 1e9, nullptr, nullptr);
+  Rows gpu = Within(set, GENIE_ENGINE_GPU, queries, nq, 1e9, nullptr, nullptr);
+  EXPECT_EQ(cpu.offsets.back(), static_cast<int64_t>(n) * nq);
+  ExpectSame(cpu, gpu, "every row");
+  cpu = Within(set, GENIE_ENGINE_CPU, queries, nq, r, nullptr, nullptr);
+  gpu = Within(set, GENIE_ENGINE_GPU, queries, nq, r, nullptr, nullptr);
+  ExpectSame(cpu, gpu, "boundary");
+  EXPECT_NE(std::find(gpu.objects.begin(), gpu.objects.begin() + gpu.offsets[1], 5),
+            gpu.objects.begin() + gpu.offsets[1]) << "the row at exactly the radius";
+  genie_vectors_free(set);
+}
+
+}  // namespace
+}  // namespace genie
