@@ -30,6 +30,7 @@
 #define GENIE_STRATEGY_OVERLAPS		3	/* && */
 #define GENIE_STRATEGY_CONTAINS		4	/* @> */
 #define GENIE_STRATEGY_CONTAINED_BY	5	/* <@ */
+#define GENIE_STRATEGY_WITHIN		6	/* value <@ genie_ball(q, r): range search */
 
 /* genie_set_scan.c */
 extern int64 genie_set_scan_matches(GenieCachedIndex *entry, ScanKey keys, int nkeys, int32 **ids);

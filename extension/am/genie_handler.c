@@ -344,14 +344,14 @@ genie_amvalidate(Oid opclassoid)
 
 		if (oprform->amoppurpose == AMOP_SEARCH)
 		{
-			/* the set predicates of int4[] (genie_set_scan.c) */
+			/* the set predicates of int4[] and the range predicates (genie_set_scan.c) */
 			if (oprform->amopstrategy < GENIE_STRATEGY_OVERLAPS ||
-				oprform->amopstrategy > GENIE_STRATEGY_CONTAINED_BY ||
+				oprform->amopstrategy > GENIE_STRATEGY_WITHIN ||
 				get_op_rettype(oprform->amopopr) != BOOLOID)
 			{
 				ereport(INFO,
 						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-						 errmsg("genie operator class \"%s\" has search operator %s with strategy %d: only && (3), @> (4) and <@ (5) returning boolean are served",
+						 errmsg("genie operator class \"%s\" has search operator %s with strategy %d: only && (3), @> (4), <@ (5) and <@ of a ball (6) returning boolean are served",
 								opclassname, format_operator(oprform->amopopr),
 								oprform->amopstrategy)));
 				result = false;

@@ -27,6 +27,9 @@
 #include "utils/memutils.h"
 
 #include "am/genie_am.h"
+#include "search/genie_search_range.h"
+#include "types/genie_ball.h"
+#include "types/genie_vector.h"
 
 /*
  * The query array's non-NULL elements (any number of dimensions, as the
@@ -123,6 +126,66 @@ intersect_ids(int32 *a, int64 na, const int32 *b, int64 nb)
 }
 
 /*
+ * The objects in a ball (value <@ genie_ball(q, r)), ascending: a range
+ * search of the stored values (search/genie_search_range.c); NULL when none.
+ */
+static int32 *
+match_ball(GenieCachedIndex *entry, ScanKey key, int64 *count)
+{
+	bool		vectors = entry->values_kind == GENIE_VALUES_VECTORS;
+	GenieBall	ball;
+	GenieValueBatch batch;
+	genie_range_results *found;
+	int64		offsets[2];
+	int32	   *ids;
+	int64		n;
+
+	genie_ball_read(key->sk_argument, vectors, &ball);
+	if (ball.isnull)
+		return NULL;
+	memset(&batch, 0, sizeof(batch));
+	batch.n = 1;
+	if (vectors)
+	{
+		int			nq;
+
+		batch.kind = GENIE_VALUES_VECTORS;
+		batch.vectors = genie_vector_queries(DatumGetArrayTypeP(ball.center), &nq, &batch.dim);
+		if (nq != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("the centre of a ball must be one vector, a one-dimensional real[]")));
+	}
+	else
+	{
+		text	   *t = DatumGetTextPP(ball.center);
+
+		batch.kind = GENIE_VALUES_STRINGS;
+		batch.text = VARDATA_ANY(t);
+		offsets[0] = 0;
+		offsets[1] = VARSIZE_ANY_EXHDR(t);
+		batch.text_offsets = offsets;
+	}
+	found = genie_search_range(entry, &batch, ball.radius);
+	if (found == NULL)
+		return NULL;
+	n = found->query_offsets[1];
+	ids = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+	if (ids != NULL)
+		memcpy(ids, found->objects, sizeof(int32) * n);
+	genie_range_results_free(found);
+	if (ids == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Failed on %lld rows in a ball.", (long long) n)));
+	/* (distance, id) order to id order, for the intersections */
+	qsort(ids, n, sizeof(int32), genie_int32_cmp);
+	*count = n;
+	return ids;
+}
+
+/*
  * The objects of one predicate: the main part's, then the pending part's
  * (their ids follow the main ones), ascending; NULL when none.
  */
@@ -139,6 +202,8 @@ match_key(GenieCachedIndex *entry, ScanKey key, int64 *count)
 	/* a strict operator with a NULL argument holds for no row */
 	if (key->sk_flags & SK_ISNULL)
 		return NULL;
+	if (key->sk_strategy == GENIE_STRATEGY_WITHIN)
+		return match_ball(entry, key, count);
 	predicate = predicate_of(key->sk_strategy);
 	keywords = query_elements(key->sk_argument, &n, &has_null);
 	if (predicate == GENIE_SET_CONTAINS && has_null)

@@ -38,12 +38,10 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
-#include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
-#include "search/genie_cache_values.h"
-#include "search/genie_clusters.h"
 #include "search/genie_search.h"
 #include "search/genie_search_device.h"
+#include "search/genie_search_range.h"
 #include "types/genie_vector.h"
 
 PG_FUNCTION_INFO_V1(genie_within_vectors);
@@ -97,53 +95,34 @@ add_row(WithinSearch *s, int32 query, ItemPointer tid, float8 distance)
 	s->n_rows++;
 }
 
-/*
- * The answers of set (the entry's objects) that are visible, added to s;
- * the C API's result is freed on every path.
- */
 static void
-search_set(WithinSearch *s, GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueSet *set,
-		   const uint8 *excluded, const genie_cluster_list *list)
+within_search(GenieCachedIndex *entry, void *arg)
 {
-	/* edit distances have no device pass: the CPU engine answers them */
-	genie_engine_kind device = s->batch.kind == GENIE_VALUES_VECTORS ? genie_search_device() : GENIE_ENGINE_CPU;
-	genie_engine_options options;
-	genie_range_results *found = NULL;
-	genie_error err;
-	genie_status status;
+	WithinSearch *s = arg;
+	genie_range_results *found;
+	GenieVisibility vs;
 
-	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
-								genie_cancel_requested, NULL, &options);
-	genie_profile_push(GENIE_PHASE_ENGINE);
-	status = genie_value_set_within(set, device, &options, &s->batch, s->radius, excluded, list, &found, &err);
-	if (genie_search_cpu_fallback(status, &err, "range search"))
-	{
-		genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
-		status = genie_value_set_within(set, GENIE_ENGINE_CPU, &options, &s->batch, s->radius, excluded,
-										list, &found, &err);
-	}
-	if (status != GENIE_OK)
-		genie_report_error(&err, "genie: range search");
-	genie_profile_pop();
-	genie_search_ran_on(found->device, false);
-	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false);
-	genie_explain_range(found->distances_computed, found->superclusters_discarded,
-						found->clusters_discarded);
+	s->n_rows = 0;				/* a retry starts over */
+	found = genie_search_range(entry, &s->batch, s->radius);
+	if (found == NULL)
+		return;
 	genie_profile_push(GENIE_PHASE_VISIBILITY);
 	PG_TRY();
 	{
+		genie_visibility_begin(&vs, entry, s->heap, GetActiveSnapshot(), s->batch.n);
 		for (int32 q = 0; q < found->n_queries; q++)
 		{
 			for (int64 i = found->query_offsets[q]; i < found->query_offsets[q + 1]; i++)
 			{
 				ItemPointerData tid;
 
-				if (genie_object_visible(vs, entry, found->objects[i], &tid))
+				if (genie_object_visible(&vs, entry, found->objects[i], &tid))
 					add_row(s, q, &tid, found->distances[i]);
 				if ((i & 4095) == 4095)
 					CHECK_FOR_INTERRUPTS();
 			}
 		}
+		genie_visibility_end(&vs);
 	}
 	PG_FINALLY();
 	{
@@ -151,36 +130,6 @@ search_set(WithinSearch *s, GenieCachedIndex *entry, GenieVisibility *vs, const 
 	}
 	PG_END_TRY();
 	genie_profile_pop();
-}
-
-static void
-within_search(GenieCachedIndex *entry, void *arg)
-{
-	WithinSearch *s = arg;
-	const GenieValueSet *set;
-	const genie_cluster_list *list;
-	GenieVisibility vs;
-
-	s->n_rows = 0;				/* a retry starts over */
-	if (entry->n_objects == 0 ||
-		(s->batch.kind == GENIE_VALUES_VECTORS && entry->value_dim == 0))
-		return;
-	if (s->batch.kind == GENIE_VALUES_VECTORS && s->batch.dim != entry->value_dim)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("the query has %d dimensions, but genie index \"%s\" now holds vectors of %d",
-						s->batch.dim, get_rel_name(entry->index_oid), entry->value_dim),
-				 errhint("The index was emptied and took a new length from a concurrent insert.")));
-	/*
-	 * every object's values, pending ones included (excluded is made with
-	 * them); the list of clusters, when the index keeps one, names the main
-	 * objects, and the pending ones are read one by one
-	 */
-	set = genie_cache_values(entry);
-	list = genie_cache_clusters(entry);
-	genie_visibility_begin(&vs, entry, s->heap, GetActiveSnapshot(), s->batch.n);
-	search_set(s, entry, &vs, set, entry->excluded, list);
-	genie_visibility_end(&vs);
 }
 
 /* Opens the index for genie_within, checked against the queries' kind. */

@@ -19,6 +19,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 
+#include "types/genie_ngram.h"
 #include "types/genie_type.h"
 
 PG_FUNCTION_INFO_V1(genie_ngram_support);
@@ -209,8 +210,8 @@ genie_ngrams(PG_FUNCTION_ARGS)
 										  TYPALIGN_INT));
 }
 
-static int32
-edit_distance(text *a, text *b)
+int32
+genie_text_edit_distance(text *a, text *b)
 {
 	TextPair	pair = text_pair_utf8(a, b);
 	int32		distance;
@@ -238,12 +239,12 @@ edit_distance(text *a, text *b)
 Datum
 genie_edit_distance_text(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(edit_distance(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1)));
+	PG_RETURN_INT32(genie_text_edit_distance(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1)));
 }
 
 /* text <%> text: the same distance as float8, the type ordering operators return */
 Datum
 genie_edit_distance_float8(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_FLOAT8((float8) edit_distance(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1)));
+	PG_RETURN_FLOAT8((float8) genie_text_edit_distance(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1)));
 }

@@ -1,7 +1,8 @@
 -- Range queries (genie_within, issue 30): every row within a radius of each
 -- query, against the sequential scan with the distance operator (vectors)
 -- and levenshtein() (strings), as sets and in (query_no, distance, ctid)
--- order: radius 0, a radius equal to a row's distance (the boundary is
+-- order, and the predicate v <@ genie_ball(q, r) in bitmap and plain index
+-- scans, joins and LATERAL: radius 0, a radius equal to a row's distance (the boundary is
 -- included), wider ones, an infinite one; duplicates and a NULL row; rows
 -- inserted after the build (pending), deleted, merged; the same through
 -- indexes that keep a List of Clusters or of Superclusters; words with
@@ -10,7 +11,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 CREATE EXTENSION IF NOT EXISTS fuzzystrmatch;
-SELECT plan(43);
+SELECT plan(53);
 
 DO $$ BEGIN PERFORM setseed(0.2718); END $$;
 -- 6 dimensions, 20 clusters of 50 points, two exact duplicates, a NULL row
@@ -71,6 +72,10 @@ SELECT ok((SELECT bool_and(ok) FROM (SELECT (query_no, distance, ctid) >= lag((q
 SELECT is((SELECT count(*) FROM genie_within('pts_idx', (SELECT q FROM qv WHERE qid = 3), 2)),
           (SELECT count(*) FROM pg_temp.seq_v(2) WHERE qid = 3), 'a real[] is one query');
 
+CREATE FUNCTION pg_temp.explain_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || q;
+END $$;
 -- EXPLAIN (ANALYZE): the lists compute fewer distances than reading every row
 CREATE FUNCTION pg_temp.explained(q text) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE j json;
@@ -130,6 +135,46 @@ SELECT throws_like($$SELECT * FROM genie_within('pts_idx', '{1,2,3}'::real[], 1)
 SELECT throws_ok($$SELECT * FROM genie_within('pts_idx', ARRAY['abc'], 1)$$, '42809', NULL,
                  'text queries against a vector index');
 
+-- the range predicate v <@ genie_ball(q, r): an index answers it with the sequential scan's rows
+CREATE FUNCTION pg_temp.ball_rows(r float8, via text) RETURNS TABLE (qid int, id int) LANGUAGE plpgsql AS $$
+BEGIN
+  IF via = 'seq' THEN
+    SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off;
+  ELSE
+    SET LOCAL enable_seqscan = off;
+    IF via = 'index' THEN SET LOCAL enable_bitmapscan = off; END IF;
+  END IF;
+  RETURN QUERY SELECT qv.qid, s.id FROM qv, LATERAL (SELECT p.id FROM pts p WHERE p.v <@ genie_ball(qv.q, r)) s;
+  SET LOCAL enable_indexscan = on; SET LOCAL enable_bitmapscan = on; SET LOCAL enable_seqscan = on;
+END $$;
+SELECT is((SELECT count(*) FROM (SELECT * FROM pg_temp.ball_rows(1.5, 'bitmap')
+                                 EXCEPT ALL SELECT * FROM pg_temp.ball_rows(1.5, 'seq')) a)
+        + (SELECT count(*) FROM (SELECT * FROM pg_temp.ball_rows(1.5, 'seq')
+                                 EXCEPT ALL SELECT * FROM pg_temp.ball_rows(1.5, 'bitmap')) b),
+          0::bigint, 'v <@ genie_ball(q, r) in a LATERAL join: bitmap scans give the sequential scan''s rows');
+SELECT is((SELECT count(*) FROM (SELECT * FROM pg_temp.ball_rows(0.8, 'index')
+                                 EXCEPT ALL SELECT * FROM pg_temp.ball_rows(0.8, 'seq')) a)
+        + (SELECT count(*) FROM (SELECT * FROM pg_temp.ball_rows(0.8, 'seq')
+                                 EXCEPT ALL SELECT * FROM pg_temp.ball_rows(0.8, 'index')) b),
+          0::bigint, 'and so do plain index scans');
+SELECT cmp_ok((SELECT count(*) FROM pg_temp.ball_rows(1.5, 'seq')), '>', 100::bigint, 'the balls hold rows');
+SET enable_seqscan = off;
+SELECT ok((SELECT string_agg(l.l, ' ') FROM pg_temp.explain_lines(
+             'SELECT id FROM pts WHERE v <@ genie_ball((SELECT q FROM qv WHERE qid = 4), 1.0) AND id % 2 = 0') l(l)) ~ 'Bitmap Index Scan on pts_(idx|lsc|lc)',
+          'the planner takes an index for the predicate');
+SELECT is((SELECT array_agg(id ORDER BY id) FROM pts
+           WHERE v <@ genie_ball((SELECT q FROM qv WHERE qid = 4), 1.0) AND id % 2 = 0),
+          (SELECT array_agg(id ORDER BY id) FROM pts
+           WHERE genie_l2_distance(v, (SELECT q FROM qv WHERE qid = 4)) <= 1.0 AND id % 2 = 0),
+          'with another predicate: the rows within the distance');
+SELECT is((SELECT count(*) FROM pts WHERE v <@ genie_ball((SELECT q FROM qv WHERE qid = 4), NULL)), 0::bigint,
+          'a NULL radius holds no row');
+SELECT throws_ok($$SELECT count(*) FROM pts WHERE v <@ genie_ball((SELECT q FROM qv WHERE qid = 4), -1)$$, '22023',
+                 'the radius must be at least 0', 'a negative radius through the index');
+RESET enable_seqscan;
+SELECT throws_ok($$SELECT genie_vector_in_ball('{1,2}', genie_ball('{1,2}'::real[], 'NaN'))$$, '22023',
+                 'the radius must be at least 0', 'a NaN radius without the index');
+
 -- strings: hex words of 3 to 8 letters, words with non-ASCII letters, typos as queries
 CREATE TABLE words (id int PRIMARY KEY, w text);
 INSERT INTO words SELECT i, substr(md5(i::text), 1, 3 + i % 6) FROM generate_series(1, 3000) i;
@@ -156,6 +201,12 @@ SELECT is(pg_temp.diff_w(1), 0::bigint, 'edit distance 1: levenshtein()''s rows'
 SELECT is(pg_temp.diff_w(2), 0::bigint, 'edit distance 2: levenshtein()''s rows');
 SELECT is(pg_temp.diff_w(1, 'words_lsc') + pg_temp.diff_w(2, 'words_lsc') + pg_temp.diff_w(3, 'words_lsc'), 0::bigint,
           'a list of clusters of words, distances 1 to 3: levenshtein()''s rows');
+SET enable_seqscan = off;
+SELECT is((SELECT array_agg(w ORDER BY w) FROM words WHERE w <@ genie_ball('cafè', 1)), ARRAY['cafe', 'caff', 'café'],
+          'w <@ genie_ball(q, r) through the index: edit distance in characters');
+SELECT is((SELECT count(*) FROM qw, words WHERE w <@ genie_ball(q, 2)),
+          (SELECT count(*) FROM qw, words WHERE levenshtein(w, q) <= 2), 'a join on w <@ genie_ball(q, 2)');
+RESET enable_seqscan;
 SELECT is((SELECT array_agg(t.w ORDER BY g.distance, g.ctid) FROM genie_within('words_idx', ARRAY['cafè'], 1) g
            JOIN words t ON t.ctid = g.ctid), ARRAY['café', 'cafe', 'caff'], 'code points: è is one edit from é, e and f');
 DELETE FROM words WHERE id % 7 = 0;

@@ -1,0 +1,74 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_search_range.c
+ *	  Range search of an index that stores its values (genie/cluster_list.hpp):
+ *	  every object within a radius, in this backend (beside the service too,
+ *	  which holds no range search).
+ *
+ * Vectors run on the engine genie.device asks for: on the GPU the CPU walks
+ * the index's List of Clusters (its centres, the paper's discarding) and the
+ * device reads the members left; strings run on the CPU engine.  Without a
+ * list every stored value is read; pending rows always are.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/lsyscache.h"
+
+#include "profile/genie_explain.h"
+#include "profile/genie_profile.h"
+#include "search/genie_cache_values.h"
+#include "search/genie_clusters.h"
+#include "search/genie_search.h"
+#include "search/genie_search_device.h"
+#include "search/genie_search_range.h"
+
+genie_range_results *
+genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, double radius)
+{
+	/* edit distances have no device pass: the CPU engine answers them */
+	genie_engine_kind device = queries->kind == GENIE_VALUES_VECTORS ? genie_search_device() : GENIE_ENGINE_CPU;
+	const GenieValueSet *set;
+	const genie_cluster_list *list;
+	genie_engine_options options;
+	genie_range_results *found = NULL;
+	genie_error err;
+	genie_status status;
+
+	if (entry->n_objects == 0 || queries->n == 0 ||
+		(queries->kind == GENIE_VALUES_VECTORS && entry->value_dim == 0))
+		return NULL;
+	if (queries->kind == GENIE_VALUES_VECTORS && queries->dim != entry->value_dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("the query has %d dimensions, but genie index \"%s\" now holds vectors of %d",
+						queries->dim, get_rel_name(entry->index_oid), entry->value_dim),
+				 errhint("The index was emptied and took a new length from a concurrent insert.")));
+	/*
+	 * every object's values, pending ones included (excluded is made with
+	 * them); the list of clusters, when the index keeps one, names the main
+	 * objects, and the pending ones are read one by one
+	 */
+	set = genie_cache_values(entry);
+	list = genie_cache_clusters(entry);
+	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
+								genie_cancel_requested, NULL, &options);
+	genie_profile_push(GENIE_PHASE_ENGINE);
+	status = genie_value_set_within(set, device, &options, queries, radius, entry->excluded, list, &found,
+									&err);
+	if (genie_search_cpu_fallback(status, &err, "range search"))
+	{
+		genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
+		status = genie_value_set_within(set, GENIE_ENGINE_CPU, &options, queries, radius, entry->excluded,
+										list, &found, &err);
+	}
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie: range search");
+	genie_profile_pop();
+	genie_search_ran_on(found->device, false);
+	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false);
+	genie_explain_range(found->distances_computed, found->superclusters_discarded,
+						found->clusters_discarded);
+	return found;
+}
