@@ -129,8 +129,12 @@ int32_t genie_cluster_list_superclusters(const genie_cluster_list* list) {
 
 size_t genie_cluster_list_memory_bytes(const genie_cluster_list* list) {
   if (list == nullptr) return 0;
-  return sizeof(*list) + list->list.members.capacity() * sizeof(int32_t) +
-         list->member_rows.capacity() * sizeof(float) +
+  std::size_t rows = 0;
+  {
+    std::lock_guard<std::mutex> lock(const_cast<genie_cluster_list*>(list)->rows_mutex);
+    if (list->member_rows != nullptr) rows = list->member_rows->capacity() * sizeof(float);
+  }
+  return sizeof(*list) + list->list.members.capacity() * sizeof(int32_t) + rows +
          list->list.clusters.capacity() * sizeof(genie::Cluster) +
          list->list.superclusters.capacity() * sizeof(genie::Supercluster);
 }

@@ -17,13 +17,15 @@
 struct genie_cluster_list {
   genie::ClusterList list;
   // A vector set's rows in the list's member order (genie::MemberRows),
-  // made by the first CPU search of that set; rows_of says which set.
+  // made by the first CPU search of that set; rows_of says which set.  A
+  // search holds its own reference, so that another one replacing them (a
+  // search of another set) frees nothing it reads.
   std::mutex rows_mutex;
   const void* rows_of = nullptr;
-  std::vector<float> member_rows;
+  std::shared_ptr<const std::vector<float>> member_rows;
 #ifdef GENIE_WITH_CUDA
-  std::mutex gpu_mutex;  // the members' device copy is made on first use
-  std::unique_ptr<genie::GpuClusterMembers> gpu;
+  std::mutex gpu_mutex;  // the members' device copy is made on first use; shared as the rows
+  std::shared_ptr<genie::GpuClusterMembers> gpu;
 #endif
 };
 

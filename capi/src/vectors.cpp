@@ -311,21 +311,22 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
       if (status.ok() && gpu->parts() > 1 && device == GENIE_ENGINE_GPU)
         return genie::Status::DeviceOutOfMemory("the vectors exceed the device memory budget: a range search "
                                                 "on the GPU needs them resident");
-      const genie::GpuClusterMembers* members = nullptr;
+      std::shared_ptr<genie::GpuClusterMembers> members;
       if (status.ok() && gpu->parts() == 1 && scan->list != nullptr) {
         genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
         std::lock_guard<std::mutex> lock(list->gpu_mutex);
         if (list->gpu == nullptr || list->gpu->device() != engine_options.device_ordinal) {
-          list->gpu.reset();
-          GENIE_RETURN_IF_ERROR(genie::GpuClusterMembers::Create(list->list.members, engine_options.device_ordinal,
-                                                                 &list->gpu));
+          std::unique_ptr<genie::GpuClusterMembers> made;
+          GENIE_RETURN_IF_ERROR(
+              genie::GpuClusterMembers::Create(list->list.members, engine_options.device_ordinal, &made));
+          list->gpu = std::move(made);
         }
-        members = list->gpu.get();
+        members = list->gpu;  // this search's reference
       }
       if (status.ok() && gpu->parts() == 1) {
         device_pass = [gpu, scan, members, &engine_options](const genie::RangePlan& plan,
                                                            std::vector<genie::RangeCandidate>* out) {
-          return gpu->RangeCandidates(scan->queries, scan->n_queries, scan->radius, plan, members, out,
+          return gpu->RangeCandidates(scan->queries, scan->n_queries, scan->radius, plan, members.get(), out,
                                       engine_options.cancel);
         };
       }
@@ -335,18 +336,21 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
     }
 #endif
     // the CPU reads each cluster's rows contiguously, from a copy in the list's order
-    const float* member_rows = nullptr;
+    std::shared_ptr<const std::vector<float>> member_rows;  // this search's reference
     if (scan->list != nullptr) {
       genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
       std::lock_guard<std::mutex> lock(list->rows_mutex);
       if (list->rows_of != vectors && list->list.n_objects <= set.size()) {
-        list->member_rows = genie::MemberRows(set, list->list);
+        auto rows = std::make_shared<std::vector<float>>();
+        GENIE_RETURN_IF_ERROR(genie::MemberRows(set, list->list, rows.get(), ToEngineOptions(options).cancel));
+        list->member_rows = std::move(rows);
         list->rows_of = vectors;
       }
-      member_rows = list->rows_of == vectors ? list->member_rows.data() : nullptr;
+      if (list->rows_of == vectors) member_rows = list->member_rows;
     }
-    return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries, member_rows),
-                                          device, options, scan, device_pass, results);
+    return genie::capi::RangeSearchHandle(
+        set.size(), genie::VectorQueryMetrics(set, scan->queries, member_rows ? member_rows->data() : nullptr),
+        device, options, scan, device_pass, results);
   });
 }
 

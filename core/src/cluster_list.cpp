@@ -35,9 +35,11 @@ double Loose(double x) { return x + kPruneSlack * x + 1e-300; }
 class VectorObjects final : public ObjectMetric {
  public:
   explicit VectorObjects(const VectorSet& set) : set_(set) {}
-  void Distances(int32_t a, const int32_t* objects, int64_t n, double* out) const override {
+  bool Distances(int32_t a, const int32_t* objects, int64_t n, double* out,
+                 const CancelCheck&) const override {
     const float* x = set_.row(a);
     for (int64_t i = 0; i < n; ++i) out[i] = L2Distance(x, set_.row(objects[i]), set_.dim);
+    return true;
   }
 
  private:
@@ -47,15 +49,21 @@ class VectorObjects final : public ObjectMetric {
 class StringObjects final : public ObjectMetric {
  public:
   explicit StringObjects(const CodePointStrings& strings) : strings_(strings) {}
-  void Distances(int32_t a, const int32_t* objects, int64_t n, double* out) const override {
+  bool Distances(int32_t a, const int32_t* objects, int64_t n, double* out,
+                 const CancelCheck& cancel) const override {
     const Span<CodePoint> centre = strings_.Get(a);
     QueryDistance distance(centre);
     for (int64_t i = 0; i < n; ++i) {
       const Span<CodePoint> s = strings_.Get(objects[i]);
       // an edit distance never exceeds the longer length: that cap is none
       const int32_t cap = static_cast<int32_t>(std::max(centre.size(), s.size()));
-      out[i] = distance(s, cap, CancelCheck());
+      const int32_t d = distance(s, cap, cancel);
+      if (d == kernel::kStopped) return false;
+      out[i] = d;
+      // long strings: every 64 distances (a short one costs nanoseconds)
+      if ((i & 63) == 63 && cancel.requested()) return false;
     }
+    return true;
   }
 
  private:
@@ -150,14 +158,17 @@ Status BuildList(const ObjectMetric& metric, std::vector<int32_t> ids, std::size
     auto piece = [&](int64_t p) {
       const int64_t lo = p * kBuildPiece;
       const int64_t hi = std::min(n, lo + kBuildPiece);
-      metric.Distances(c, ids.data() + lo, hi - lo, d.data() + lo);
-      return Status::Ok();
+      return metric.Distances(c, ids.data() + lo, hi - lo, d.data() + lo, cancel) ? Status::Ok()
+                                                                               : Status::Cancelled();
     };
     if (threads > 1 && pieces > 1) {
       Status s = ParallelFor(pieces, threads, piece, cancel);
       if (!s.ok()) return s;
     } else {
-      for (int64_t p = 0; p < pieces; ++p) piece(p);
+      for (int64_t p = 0; p < pieces; ++p) {
+        GENIE_RETURN_IF_ERROR(piece(p));
+        if (cancel.requested()) return Status::Cancelled();
+      }
     }
     d[centre] = 0.0;
 
@@ -401,12 +412,15 @@ QueryMetricFactory VectorQueryMetrics(const VectorSet& set, const float* queries
   };
 }
 
-std::vector<float> MemberRows(const VectorSet& set, const ClusterList& list) {
+Status MemberRows(const VectorSet& set, const ClusterList& list, std::vector<float>* out,
+                  const CancelCheck& cancel) {
   const std::size_t dim = static_cast<std::size_t>(set.dim);
-  std::vector<float> rows(list.members.size() * dim);
-  for (std::size_t at = 0; at < list.members.size(); ++at)
-    std::copy_n(set.row(list.members[at]), dim, rows.begin() + static_cast<std::ptrdiff_t>(at * dim));
-  return rows;
+  out->assign(list.members.size() * dim, 0.0f);
+  for (std::size_t at = 0; at < list.members.size(); ++at) {
+    std::copy_n(set.row(list.members[at]), dim, out->begin() + static_cast<std::ptrdiff_t>(at * dim));
+    if ((at & 0xFFFF) == 0xFFFF && cancel.requested()) return Status::Cancelled();
+  }
+  return Status::Ok();
 }
 
 int64_t QueryMetric::Within(const int32_t* members, int64_t begin, int64_t count, double r,

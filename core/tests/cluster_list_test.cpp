@@ -132,7 +132,8 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data()), request, threads, &got).ok());
       ExpectSame(BruteForce(n, nq, r, excluded, unlisted, to_query), got, "list");
       // the list's members read from their rows stored in its order
-      const std::vector<float> rows = MemberRows(set, list);
+      std::vector<float> rows;
+      ASSERT_TRUE(MemberRows(set, list, &rows).ok());
       RangeResult from_rows;
       ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data(), rows.data()), request, threads,
                                  &from_rows).ok());
@@ -153,7 +154,8 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       RangeRequest with_tail = request;
       with_tail.n_objects = n;
       RangeResult tail_rows;
-      const std::vector<float> head_rows = MemberRows(set, head);
+      std::vector<float> head_rows;
+      ASSERT_TRUE(MemberRows(set, head, &head_rows).ok());
       ASSERT_TRUE(CpuRangeSearch(head, VectorQueryMetrics(set, queries.data(), head_rows.data()), with_tail, threads,
                                  &tail_rows).ok());
       ExpectSame(BruteForce(n, nq, r, excluded, {}, to_query), tail_rows, "list and tail");
@@ -170,7 +172,9 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       ASSERT_TRUE(FinishRangeSearch(VectorQueryMetrics(set, queries.data()), with_tail, candidates, threads,
                                     &finished).ok());
       ExpectSame(tail_rows, finished, "plan and finish");
-      if (r == radii[0]) EXPECT_LT(candidates.size(), static_cast<std::size_t>(n) * nq / 2);
+      if (r == radii[0]) {
+        EXPECT_LT(candidates.size(), static_cast<std::size_t>(n) * nq / 2);
+      }
     }
   }
 }

@@ -217,6 +217,44 @@ index_serves(PlannerInfo *root, IndexPath *path)
 }
 
 /*
+ * False when one of the path's predicates is a range predicate (value <@
+ * genie_ball(q, r)) and the index does not store its values (an n-gram
+ * index built with store_strings = off): the scan could not answer it, and
+ * a sequential scan can.
+ */
+static bool
+predicates_served(IndexPath *path)
+{
+	ListCell   *lc;
+	bool		has_ball = false;
+	bool		serves = true;
+
+	foreach(lc, path->indexclauses)
+	{
+		IndexClause *iclause = lfirst_node(IndexClause, lc);
+		ListCell   *lq;
+
+		foreach(lq, iclause->indexquals)
+		{
+			Expr	   *clause = lfirst_node(RestrictInfo, lq)->clause;
+
+			if (IsA(clause, OpExpr) &&
+				get_op_opfamily_strategy(((OpExpr *) clause)->opno,
+										 path->indexinfo->opfamily[0]) == GENIE_STRATEGY_WITHIN)
+				has_ball = true;
+		}
+	}
+	if (has_ball)
+	{
+		Relation	index = index_open(path->indexinfo->indexoid, NoLock);
+
+		serves = genie_index_stores_values(index, genie_opclass_type(index));
+		index_close(index, NoLock);
+	}
+	return serves;
+}
+
+/*
  * Set predicates (WHERE tags @> q, && q, <@ q) without an ORDER BY: the
  * rows come from the postings in memory, one pass over the query's lists,
  * so the work grows with the rows they hold, about the rows selected.  The
@@ -266,6 +304,14 @@ genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	double		pages = Max(path->indexinfo->pages, 1.0);
 
 	*indexCorrelation = 0.0;
+	if (!predicates_served(path))
+	{
+		*indexStartupCost = disable_cost * 1000.0;
+		*indexTotalCost = disable_cost * 1000.0;
+		*indexSelectivity = 1.0;
+		*indexPages = pages;
+		return;
+	}
 	if (path->indexorderbys == NIL && path->indexclauses != NIL)
 	{
 		set_scan_cost(root, path, loop_count, indexStartupCost, indexTotalCost,

@@ -29,7 +29,6 @@
 #include "am/genie_am.h"
 #include "search/genie_search_range.h"
 #include "types/genie_ball.h"
-#include "types/genie_vector.h"
 
 /*
  * The query array's non-NULL elements (any number of dimensions, as the
@@ -143,27 +142,30 @@ match_ball(GenieCachedIndex *entry, ScanKey key, int64 *count)
 	genie_ball_read(key->sk_argument, vectors, &ball);
 	if (ball.isnull)
 		return NULL;
+	/* (the planner prices such an index out: see genie_amcostestimate) */
+	if (!entry->values_stored)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("genie index \"%s\" does not store its strings", get_rel_name(entry->index_oid)),
+				 errhint("Rebuild it with store_strings = on (the default), or let a sequential scan answer.")));
 	memset(&batch, 0, sizeof(batch));
 	batch.n = 1;
 	if (vectors)
 	{
-		int			nq;
-
+		/* the operator's own checks, so that no plan answers what another refuses */
 		batch.kind = GENIE_VALUES_VECTORS;
-		batch.vectors = genie_vector_queries(DatumGetArrayTypeP(ball.center), &nq, &batch.dim);
-		if (nq != 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("the centre of a ball must be one vector, a one-dimensional real[]")));
+		batch.vectors = genie_float4_array_values(DatumGetArrayTypeP(ball.center), "the ball's centre",
+												  &batch.dim);
 	}
 	else
 	{
-		text	   *t = DatumGetTextPP(ball.center);
+		size_t		size;
 
 		batch.kind = GENIE_VALUES_STRINGS;
-		batch.text = VARDATA_ANY(t);
+		/* the stored strings are UTF-8 whatever the database's encoding */
+		batch.text = genie_text_utf8(DatumGetTextPP(ball.center), &size);
 		offsets[0] = 0;
-		offsets[1] = VARSIZE_ANY_EXHDR(t);
+		offsets[1] = (int64) size;
 		batch.text_offsets = offsets;
 	}
 	found = genie_search_range(entry, &batch, ball.radius);

@@ -267,13 +267,17 @@ genie_within_strings(PG_FUNCTION_ARGS)
 	for (int i = 0; i < nq; i++)
 	{
 		text		   *t;
+		const char *utf8;
+		size_t		size;
 
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("queries must not contain NULL elements")));
 		t = DatumGetTextPP(elems[i]);
-		appendBinaryStringInfo(&buf, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+		/* the stored strings are UTF-8 whatever the database's encoding */
+		utf8 = genie_text_utf8(t, &size);
+		appendBinaryStringInfo(&buf, utf8, (int) size);
 		offsets[i + 1] = buf.len;
 		if ((i & 4095) == 4095)
 			CHECK_FOR_INTERRUPTS();

@@ -95,6 +95,7 @@ typedef struct GenieCachedIndex
 	 */
 	bool		clusters_ready;
 	genie_cluster_list *cluster_list;
+	Size		cluster_list_bytes; /* of it, in bytes; counted in bytes (a search's row copy grows it) */
 	Size		bytes;
 	uint64		last_used;
 } GenieCachedIndex;

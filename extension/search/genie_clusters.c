@@ -268,7 +268,8 @@ genie_cache_clusters(GenieCachedIndex *entry)
 			corrupt_list(entry, detail);
 		}
 		entry->cluster_list = list;
-		entry->bytes += genie_cluster_list_memory_bytes(list);
+		entry->cluster_list_bytes = genie_cluster_list_memory_bytes(list);
+		entry->bytes += entry->cluster_list_bytes;
 		pfree(r.data);
 	}
 	entry->clusters_ready = true;

@@ -66,6 +66,17 @@ genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, doub
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: range search");
 	genie_profile_pop();
+	if (list != NULL)
+	{
+		/* the first CPU search copied the rows in the list's order: the cache counts them */
+		Size		now = genie_cluster_list_memory_bytes(list);
+
+		if (now > entry->cluster_list_bytes)
+		{
+			entry->bytes += now - entry->cluster_list_bytes;
+			entry->cluster_list_bytes = now;
+		}
+	}
 	genie_search_ran_on(found->device, false);
 	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false);
 	genie_explain_range(found->distances_computed, found->superclusters_discarded,

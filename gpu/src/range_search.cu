@@ -41,8 +41,8 @@ namespace {
 
 constexpr int kRangeThreads = 256;  // 8 warps
 constexpr int32_t kChunkMembers = 1024;
-// chunks launched between polls of cancel
-constexpr int64_t kChunksPerLaunch = 1 << 16;
+// chunks launched between polls of cancel: 8M members, a few ms at 784 dimensions
+constexpr int64_t kChunksPerLaunch = 1 << 13;
 
 struct Chunk {
   int64_t begin;   // into the members, or the first object when not listed

@@ -11,7 +11,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 CREATE EXTENSION IF NOT EXISTS fuzzystrmatch;
-SELECT plan(53);
+SELECT plan(54);
 
 DO $$ BEGIN PERFORM setseed(0.2718); END $$;
 -- 6 dimensions, 20 clusters of 50 points, two exact duplicates, a NULL row
@@ -220,6 +220,12 @@ SELECT is(pg_temp.diff_w(2), 0::bigint, 'after the merge: levenshtein()''s rows'
 SELECT is(pg_temp.diff_w(2, 'words_lsc'), 0::bigint, 'after the merge, the list of clusters: levenshtein()''s rows');
 
 CREATE INDEX words_plain ON words USING genie (w genie_ngram_ops) WITH (store_strings = off);
+-- an index without its strings cannot answer the predicate: the planner leaves it to a sequential scan
+DROP INDEX words_idx, words_lsc;
+SET enable_seqscan = off;
+SELECT is((SELECT array_agg(w ORDER BY w) FROM words WHERE w <@ genie_ball('cafè', 1)), ARRAY['cafe', 'caff', 'café'],
+          'w <@ genie_ball(q, r) beside an index without its strings: the sequential scan''s rows');
+RESET enable_seqscan;
 SELECT throws_ok($$SELECT * FROM genie_within('words_plain', ARRAY['abc'], 1)$$, '0A000',
                  'genie index "words_plain" does not store its strings', 'an index without its strings');
 SELECT throws_ok($$CREATE INDEX ON words USING genie (w genie_ngram_ops) WITH (store_strings = off, cluster_list = on)$$,

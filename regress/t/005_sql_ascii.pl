@@ -63,5 +63,22 @@ is($node->safe_psql('bytes', q{
 is($node->safe_psql('bytes', q{SELECT live_rows FROM genie_index_info('w_s')}), '1554',
 	'every row is in the index, the inserts after the build too');
 
+# Range queries on bytes: genie_within and w <@ genie_ball(q, r) through the
+# index, with and without a List of Clusters, equal levenshtein()'s rows.
+$node->safe_psql('bytes', q{CREATE INDEX w_lsc ON w USING genie (s genie_ngram_ops) WITH (cluster_list = on, cluster_size = 16)});
+my $range_truth = $node->safe_psql('bytes', q{
+	SELECT array_agg(id ORDER BY id) FROM w WHERE levenshtein(s, E'caf\xe9a') <= 2});
+like($range_truth, qr/^\{\d+(,\d+)+\}$/, 'the words within 2 of the query are several');
+for my $idx ('w_s', 'w_lsc')
+{
+	is($node->safe_psql('bytes', qq{
+		SELECT array_agg(w.id ORDER BY w.id) FROM genie_within('$idx', ARRAY[E'caf\\xe9a'], 2) g JOIN w ON w.ctid = g.ctid}),
+		$range_truth, "genie_within through $idx equals levenshtein() on bytes");
+}
+is($node->safe_psql('bytes', q{
+	SET enable_seqscan = off;
+	SELECT array_agg(id ORDER BY id) FROM w WHERE s <@ genie_ball(E'caf\xe9a', 2)}),
+	$range_truth, 's <@ genie_ball(q, r) through an index equals levenshtein() on bytes');
+
 $node->stop;
 done_testing();

@@ -87,11 +87,13 @@ struct ClusterList {
 };
 
 // Distances between the objects being listed (thread-safe: the build asks
-// from several threads).  out[i] = d(a, objects[i]), exact.
+// from several threads).  out[i] = d(a, objects[i]), exact; false when
+// cancel asked to stop on the way (long strings poll it inside one distance).
 class ObjectMetric {
  public:
   virtual ~ObjectMetric() = default;
-  virtual void Distances(int32_t a, const int32_t* objects, int64_t n, double* out) const = 0;
+  virtual bool Distances(int32_t a, const int32_t* objects, int64_t n, double* out,
+                         const CancelCheck& cancel) const = 0;
 };
 
 // One query's distance to objects (one per query and thread): the exact
@@ -120,8 +122,10 @@ std::unique_ptr<ObjectMetric> StringObjectMetric(const CodePointStrings& strings
 // paper stores each cluster, instead of gathering the rows by id.
 QueryMetricFactory VectorQueryMetrics(const VectorSet& set, const float* queries,
                                       const float* member_rows = nullptr);
-// The set's rows of list's members, in the list's order.
-std::vector<float> MemberRows(const VectorSet& set, const ClusterList& list);
+// The set's rows of list's members, in the list's order, into *out;
+// cancel is polled every 65,536 rows.
+Status MemberRows(const VectorSet& set, const ClusterList& list, std::vector<float>* out,
+                  const CancelCheck& cancel = CancelCheck());
 QueryMetricFactory StringQueryMetrics(const CodePointStrings& strings,
                                       const CodePointStrings& queries,
                                       const CancelCheck& cancel);
