@@ -46,6 +46,7 @@ $node->safe_psql('src', q{
 	  ARRAY(SELECT round((random() * 10)::numeric, 2)::real FROM generate_series(1, 16) g WHERE i > 0) END
 	FROM generate_series(1, 2000) i;
 	CREATE INDEX vecs_v ON vecs USING genie (v) WITH (m = 32, width = 2.5, seed = 11);
+	CREATE INDEX vecs_lsc ON vecs USING genie (v) WITH (m = 0, cluster_list = on, cluster_size = 16, supercluster_clusters = 4);
 	INSERT INTO vecs SELECT i, ARRAY(SELECT (i % 7)::real FROM generate_series(1, 16)) FROM generate_series(3001, 3050) i;
 	DELETE FROM vecs WHERE id % 9 = 0;
 	CREATE TABLE codes (id int, code bit(64));
@@ -123,6 +124,9 @@ my $answers = q{
 	  SELECT 'knn ' || count(*) || ' ' || sum(distance) FROM
 	    genie_knn('vecs_v', ARRAY[array_fill(1::real, ARRAY[16]), array_fill(9::real, ARRAY[16])], 7)
 	  UNION ALL
+	  SELECT 'within ' || count(*) || ' ' || sum(distance) FROM
+	    genie_within('vecs_lsc', ARRAY[array_fill(5::real, ARRAY[16])], 9.5)
+	  UNION ALL
 	  SELECT 'codes ' || string_agg(id || ':' || d, ',' ORDER BY d, id) FROM
 	    (SELECT id, code <-> ('x' || md5('q'))::bit(64) AS d FROM codes ORDER BY code <-> ('x' || md5('q'))::bit(64) LIMIT 12) f
 	  UNION ALL
@@ -189,7 +193,7 @@ for my $format ('custom', 'plain')
 		SELECT count(*) || ':' || coalesce(sum(id), 0) FROM docs WHERE tags @> '{3}'"),
 		$node->safe_psql($target, "SET enable_seqscan = off; SELECT count(*) || ':' || coalesce(sum(id), 0) FROM docs WHERE tags @> '{3}'"),
 		"$format: tags @> q through the index equals the sequential scan");
-	for my $index (qw(docs_tags words_w people_r vecs_v codes_ewh notes_d))
+	for my $index (qw(docs_tags words_w people_r vecs_v vecs_lsc codes_ewh notes_d))
 	{
 		my ($ret, $out, $err) = $node->psql($target, "SELECT genie_index_check('$index', true)");
 		is($ret . $err, '0', "$format: $index passes genie_index_check");
