@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "genie/engine.hpp"
+#include "genie/parallel.hpp"
 
 namespace genie {
 
@@ -24,28 +25,50 @@ std::vector<std::pair<int32_t, int32_t>> PlanObjectParts(int32_t num_objects, in
 
 void MergePartResults(const std::vector<TopKResults>& parts,
                       const std::vector<std::pair<int32_t, int32_t>>& ranges, int32_t k,
-                      TopKResults* out) {
+                      TopKResults* out, int32_t threads) {
   TopKResults merged;
   const std::size_t n_parts = std::min(parts.size(), ranges.size());
   const int32_t n_queries = n_parts > 0 ? parts[0].num_queries() : 0;
-  const auto keep = static_cast<std::size_t>(std::max<int32_t>(k, 0));
-  merged.query_offsets.reserve(static_cast<std::size_t>(n_queries) + 1);
-
-  std::vector<Hit> candidates;
+  const auto keep = static_cast<int64_t>(std::max<int32_t>(k, 0));
+  // each query's merged length, then the hits in place: a part's hits are
+  // already in output order (score, then id; its ids shifted by its first
+  // object keep their order), so a query takes the best head among the
+  // parts k times instead of sorting every part's hits
+  merged.query_offsets.assign(static_cast<std::size_t>(n_queries) + 1, 0);
   for (int32_t q = 0; q < n_queries; ++q) {
-    candidates.clear();
-    for (std::size_t p = 0; p < n_parts; ++p) {
-      if (q >= parts[p].num_queries()) continue;
-      for (const Hit& hit : parts[p].Query(q)) {
-        candidates.push_back({hit.object + ranges[p].first, hit.score});
+    int64_t total = 0;
+    for (std::size_t p = 0; p < n_parts; ++p)
+      if (q < parts[p].num_queries()) total += static_cast<int64_t>(parts[p].Query(q).size());
+    merged.query_offsets[static_cast<std::size_t>(q) + 1] = merged.query_offsets[static_cast<std::size_t>(q)] + std::min(keep, total);
+  }
+  merged.hits.resize(static_cast<std::size_t>(merged.query_offsets.back()));
+  auto merge_query = [&](int64_t qi) {
+    const auto q = static_cast<int32_t>(qi);
+    std::vector<std::size_t> head(n_parts, 0);
+    Hit* to = merged.hits.data() + merged.query_offsets[static_cast<std::size_t>(q)];
+    const int64_t count = merged.query_offsets[static_cast<std::size_t>(q) + 1] - merged.query_offsets[static_cast<std::size_t>(q)];
+    for (int64_t i = 0; i < count; ++i) {
+      std::size_t best = n_parts;
+      Hit best_hit{0, 0};
+      for (std::size_t p = 0; p < n_parts; ++p) {
+        if (q >= parts[p].num_queries()) continue;
+        const Span<Hit> hits = parts[p].Query(q);
+        if (head[p] >= hits.size()) continue;
+        const Hit h{hits[head[p]].object + ranges[p].first, hits[head[p]].score};
+        if (best == n_parts || HitBefore(h, best_hit)) {
+          best = p;
+          best_hit = h;
+        }
       }
+      to[i] = best_hit;
+      ++head[best];
     }
-    const std::size_t take = std::min(keep, candidates.size());
-    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(take),
-                      candidates.end(), HitBefore);
-    merged.hits.insert(merged.hits.end(), candidates.begin(),
-                       candidates.begin() + static_cast<std::ptrdiff_t>(take));
-    merged.query_offsets.push_back(static_cast<int64_t>(merged.hits.size()));
+    return Status::Ok();
+  };
+  if (threads > 1 && n_queries > 1) {
+    (void)ParallelFor(n_queries, threads, merge_query);  // merge_query never fails
+  } else {
+    for (int32_t q = 0; q < n_queries; ++q) (void)merge_query(q);
   }
   *out = std::move(merged);
 }

@@ -48,8 +48,8 @@ bool StartBlocked(std::vector<std::thread>* threads, Fn&& fn) noexcept {
 // Workers kept for the life of the process: starting threads costs tens of
 // microseconds each, which small batches (the genie service runs a call
 // per handful of queries) would pay on every call.  One job at a time; a
-// caller that finds the pool busy (a nested or concurrent call) starts
-// threads of its own instead.  The pool is never destroyed: its threads
+// caller that finds the pool busy (a nested or concurrent call) tries the
+// next pool (RunOnAPool).  The pool is never destroyed: its threads
 // sleep on a condition variable and end with the process.
 class Pool {
  public:
@@ -106,9 +106,29 @@ class Pool {
   uint64_t generation_ = 0;
 };
 
-Pool& ThePool() {
-  static Pool* pool = new Pool();  // never destroyed: see Pool
-  return *pool;
+// A few pools, made as concurrent callers first need them: the GPUs of a
+// device group each prepare their part at once (genie/multi_device.hpp),
+// and a caller that found the only pool busy started and joined dozens of
+// threads on every call (on 4 GPUs that tripled each one's host phases).
+constexpr int kPools = 8;
+
+bool RunOnAPool(int32_t helpers, const std::function<void()>& worker) noexcept {
+  static std::atomic<Pool*> pools[kPools] = {};
+  static std::mutex making;
+  for (auto& slot : pools) {
+    Pool* pool = slot.load(std::memory_order_acquire);
+    if (pool == nullptr) {
+      std::lock_guard<std::mutex> lock(making);
+      pool = slot.load(std::memory_order_acquire);
+      if (pool == nullptr) {
+        pool = new (std::nothrow) Pool();  // never destroyed: see Pool
+        if (pool == nullptr) return false;
+        slot.store(pool, std::memory_order_release);
+      }
+    }
+    if (pool->Run(helpers, worker)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -118,9 +138,9 @@ void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept
     worker();
     return;
   }
-  if (ThePool().Run(threads - 1, worker)) return;
+  if (RunOnAPool(threads - 1, worker)) return;
 
-  // The pool is busy: threads of this call's own, joined however it ends
+  // Every pool is busy: threads of this call's own, joined however it ends
   // (a joinable std::thread destroyed unjoined would terminate the backend).
   std::vector<std::thread> pool;
   struct Joiner {

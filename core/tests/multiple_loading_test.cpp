@@ -97,9 +97,11 @@ TEST(MergePartResults, SlicedSearchEqualsWholeSearch) {
         auto part = std::make_shared<InvertedIndex>(index->SliceObjects(begin, end));
         parts.push_back(testing::Search(*reference, part, batch.View(), k));
       }
-      TopKResults merged;
-      MergePartResults(parts, ranges, k, &merged);
-      EXPECT_TRUE(SameResults(whole, merged)) << "k " << k << ", parts " << n_parts;
+      for (int32_t threads : {1, 4}) {
+        TopKResults merged;
+        MergePartResults(parts, ranges, k, &merged, threads);
+        EXPECT_TRUE(SameResults(whole, merged)) << "k " << k << ", parts " << n_parts << ", threads " << threads;
+      }
     }
   }
 }

@@ -38,6 +38,10 @@ inline bool HitBefore(const Hit& a, const Hit& b) {
 struct EngineOptions {
   int32_t threads = 0;                 // 0: hardware concurrency
   int32_t device_ordinal = 0;
+  // Several GPUs (genie/multi_device.hpp): bit i names CUDA device i; 0 is
+  // device_ordinal alone.  placement: a genie::Placement.
+  uint64_t device_mask = 0;
+  int32_t placement = 0;
   uint64_t memory_budget_bytes = 0;    // 0: engine default (see genie_engine_options)
   // The CPU engine's order (core/src/cpu_tiles.cpp).  0: the engine's
   // choice, tile by tile for a batch of 8 queries or more over at least two
@@ -107,8 +111,10 @@ std::unique_ptr<Engine> MakeCpuEngine(const EngineOptions& options);
 // of the parts, and the merge of per-part results (object ids local to each
 // part) into the global top-k.
 std::vector<std::pair<int32_t, int32_t>> PlanObjectParts(int32_t num_objects, int32_t num_parts);
+// Each part's hits must be in output order (as every engine returns them);
+// threads > 1 merges queries on that many threads.
 void MergePartResults(const std::vector<TopKResults>& parts,
                       const std::vector<std::pair<int32_t, int32_t>>& ranges, int32_t k,
-                      TopKResults* out);
+                      TopKResults* out, int32_t threads = 1);
 
 }  // namespace genie

@@ -19,9 +19,9 @@
 namespace genie {
 
 // Runs worker() on up to `threads` threads, the calling thread included,
-// and returns when every one has finished.  The other threads come from a
-// pool kept for the life of the process (a call that finds it busy starts
-// its own).  When no more threads can be started, the ones running do all
+// and returns when every one has finished.  The other threads come from
+// pools kept for the life of the process, one a concurrent caller (up to 8;
+// beyond, a call starts threads of its own).  When no more threads can be started, the ones running do all
 // the work.  worker must not throw.
 void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept;
 

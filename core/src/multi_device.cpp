@@ -1,0 +1,343 @@
+// Several devices behind one engine: placement, the split of a batch among
+// replicas, the exact merge of shards, and what happens when a device fails
+// (see genie/multi_device.hpp).
+#include "genie/multi_device.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <new>
+
+#include "genie/parallel.hpp"
+
+namespace genie {
+
+PlacementPlan PlanPlacement(Placement requested, uint64_t index_bytes, int32_t n_objects,
+                            const std::vector<uint64_t>& capacities) {
+  PlacementPlan plan;
+  const int32_t devices = static_cast<int32_t>(capacities.size());
+  uint64_t smallest = 0;
+  bool limited = false;
+  for (uint64_t c : capacities) {
+    if (c == 0) continue;  // no limit
+    smallest = limited ? std::min(smallest, c) : c;
+    limited = true;
+  }
+  plan.sharded = devices > 1 && (requested == Placement::kShard ||
+                                 (requested == Placement::kAuto && limited && index_bytes > smallest));
+  if (plan.sharded) {
+    plan.ranges = PlanObjectParts(n_objects, devices);
+  } else {
+    plan.ranges.assign(static_cast<std::size_t>(std::max(devices, 1)), {0, std::max(n_objects, 0)});
+  }
+  return plan;
+}
+
+std::vector<std::pair<int32_t, int32_t>> SplitQueries(int32_t n_queries, int32_t members) {
+  if (n_queries <= 0) return {};
+  return PlanObjectParts(n_queries, members);
+}
+
+genie_query_batch SliceQueryBatch(const genie_query_batch& batch, int32_t first, int32_t end,
+                                  QueryBatchSlice* storage) {
+  const int64_t item0 = batch.query_offsets[first];
+  const int64_t item_end = batch.query_offsets[end];
+  const int64_t range0 = batch.item_offsets[item0];
+  storage->query_offsets.resize(static_cast<std::size_t>(end - first) + 1);
+  for (int32_t q = first; q <= end; ++q)
+    storage->query_offsets[static_cast<std::size_t>(q - first)] = batch.query_offsets[q] - item0;
+  storage->item_offsets.resize(static_cast<std::size_t>(item_end - item0) + 1);
+  for (int64_t i = item0; i <= item_end; ++i)
+    storage->item_offsets[static_cast<std::size_t>(i - item0)] = batch.item_offsets[i] - range0;
+  genie_query_batch slice;
+  slice.n_queries = end - first;
+  slice.query_offsets = storage->query_offsets.data();
+  slice.item_offsets = storage->item_offsets.data();
+  slice.item_weights = batch.item_weights != nullptr ? batch.item_weights + item0 : nullptr;
+  slice.ranges_lo = batch.ranges_lo + range0;
+  slice.ranges_hi = batch.ranges_hi + range0;
+  return slice;
+}
+
+std::vector<Status> RunEachConcurrently(int32_t n, const std::function<Status(int32_t)>& fn) {
+  std::vector<Status> statuses(static_cast<std::size_t>(std::max(n, 0)));
+  auto run = [&](int32_t i) noexcept {
+    try {
+      statuses[static_cast<std::size_t>(i)] = fn(i);
+    } catch (const std::bad_alloc&) {
+      statuses[static_cast<std::size_t>(i)] = Status::OutOfMemory("out of host memory on a device's thread");
+    } catch (const std::exception& e) {
+      statuses[static_cast<std::size_t>(i)] = Status::Internal(std::string("a device's thread failed: ") + e.what());
+    } catch (...) {
+      statuses[static_cast<std::size_t>(i)] = Status::Internal("a device's thread failed");
+    }
+  };
+  if (n <= 0) return statuses;
+  {
+    std::vector<JoinedThread> threads(static_cast<std::size_t>(n - 1));
+    std::vector<int32_t> inline_too;
+    for (int32_t i = 1; i < n; ++i)
+      if (!threads[static_cast<std::size_t>(i - 1)].Start([&run, i] { run(i); })) inline_too.push_back(i);
+    run(0);
+    for (int32_t i : inline_too) run(i);
+  }  // joined here
+  return statuses;
+}
+
+MultiDeviceEngine::MultiDeviceEngine(std::vector<DeviceMember> members, HostEngineMaker make_host,
+                                     Placement placement, int32_t threads)
+    : make_host_(std::move(make_host)), placement_(placement), threads_(ResolveThreads(threads)) {
+  slots_.resize(members.size());
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    slots_[i].member = std::move(members[i]);
+    slots_[i].report.device = slots_[i].member.device;
+  }
+}
+
+genie_engine_kind MultiDeviceEngine::kind() const {
+  return slots_.empty() || slots_[0].member.engine == nullptr ? GENIE_ENGINE_CPU : slots_[0].member.engine->kind();
+}
+
+bool MultiDeviceEngine::sharded() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sharded_;
+}
+
+std::vector<DeviceReport> MultiDeviceEngine::Report() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<DeviceReport> out;
+  for (const Slot& s : slots_) out.push_back(s.report);
+  return out;
+}
+
+void MultiDeviceEngine::DropMember(Slot* slot, const Status& why) {
+  slot->report.dropped = true;
+  slot->report.failure = why.message();
+  if (slot->member.engine != nullptr) (void)slot->member.engine->Drop();  // frees what it can
+}
+
+Status MultiDeviceEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
+  if (index == nullptr) return Status::InvalidArgument("cannot upload a NULL index");
+  if (slots_.empty()) return Status::InvalidArgument("a device group needs at least one device");
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<uint64_t> capacities;
+  std::vector<Slot*> live;
+  for (Slot& s : slots_) {
+    if (s.report.dropped) continue;
+    live.push_back(&s);
+    capacities.push_back(s.member.capacity_bytes);
+  }
+  const PlacementPlan plan = PlanPlacement(placement_, index->MemoryBytes(), index->num_objects(),
+                                           std::vector<uint64_t>(capacities.begin(), capacities.end()));
+  // a device dropped before gets no part: the plan spreads the index over
+  // the members left
+  index_ = index;
+  sharded_ = plan.sharded;
+  whole_host_.reset();
+  const std::size_t n_ranges = plan.ranges.size();
+  for (Slot& s : slots_) {
+    s.part.reset();
+    s.host.reset();
+    s.range = {0, 0};
+    s.report.sharded = sharded_;
+    s.report.first_object = s.report.end_object = 0;
+    s.report.index_bytes = 0;
+  }
+  for (std::size_t i = 0; i < live.size() && i < n_ranges; ++i) {
+    Slot* s = live[i];
+    s->range = plan.ranges[i];
+    s->part = sharded_ ? std::make_shared<const InvertedIndex>(index->SliceObjects(s->range.first, s->range.second))
+                       : index;
+    s->report.first_object = s->range.first;
+    s->report.end_object = s->range.second;
+    s->report.index_bytes = s->part->MemoryBytes();
+  }
+  std::vector<Slot*> given;
+  for (Slot* s : live)
+    if (s->part != nullptr) given.push_back(s);
+  const std::vector<Status> statuses = RunEachConcurrently(
+      static_cast<int32_t>(given.size()), [&](int32_t i) { return given[static_cast<std::size_t>(i)]->member.engine->Upload(given[static_cast<std::size_t>(i)]->part); });
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    if (statuses[i].ok()) continue;
+    if (!DeviceFailed(statuses[i])) {
+      for (Slot* s : given) (void)s->member.engine->Drop();
+      index_.reset();
+      return statuses[i];
+    }
+    DropMember(given[i], statuses[i]);
+  }
+  return Status::Ok();
+}
+
+Status MultiDeviceEngine::Drop() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Status first;
+  for (Slot& s : slots_) {
+    if (!s.report.dropped && s.part != nullptr) {
+      Status st = s.member.engine->Drop();
+      if (!st.ok() && first.ok()) first = st;
+    }
+    s.part.reset();
+    s.host.reset();
+  }
+  whole_host_.reset();
+  index_.reset();
+  return first;
+}
+
+// The host engine that takes over a dropped member's part.
+Status MultiDeviceEngine::HostFor(Slot* slot, Engine** out) {
+  if (slot->host == nullptr) {
+    std::unique_ptr<Engine> host = make_host_();
+    if (host == nullptr) return Status::Internal("no host engine to take over a failed device");
+    GENIE_RETURN_IF_ERROR(host->Upload(slot->part));
+    slot->host = std::move(host);
+  }
+  *out = slot->host.get();
+  return Status::Ok();
+}
+
+Status MultiDeviceEngine::HostSearch(Slot* slot, const genie_query_batch& batch, int32_t k, TopKResults* out) {
+  Engine* host = nullptr;
+  GENIE_RETURN_IF_ERROR(HostFor(slot, &host));
+  return host->Search(batch, k, out);
+}
+
+Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+  for (;;) {
+    std::vector<Slot*> live;
+    for (Slot& s : slots_)
+      if (!s.report.dropped && s.part != nullptr) live.push_back(&s);
+    if (live.empty()) {
+      if (whole_host_ == nullptr) {
+        std::unique_ptr<Engine> host = make_host_();
+        if (host == nullptr) return Status::Internal("no host engine to take over the failed devices");
+        GENIE_RETURN_IF_ERROR(host->Upload(index_));
+        whole_host_ = std::move(host);
+      }
+      return whole_host_->Search(batch, k, out);
+    }
+    const auto pieces = SplitQueries(batch.n_queries, static_cast<int32_t>(live.size()));
+    if (pieces.size() <= 1) {
+      // one piece: no threads, no copies (the floor of a lone query)
+      const auto t0 = std::chrono::steady_clock::now();
+      Status st = live[0]->member.engine->Search(batch, k, out);
+      if (DeviceFailed(st)) {
+        DropMember(live[0], st);
+        continue;
+      }
+      live[0]->report.searches += 1;
+      live[0]->report.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return st;
+    }
+    std::vector<QueryBatchSlice> storage(pieces.size());
+    std::vector<TopKResults> parts(pieces.size());
+    std::vector<double> seconds(pieces.size(), 0.0);
+    const std::vector<Status> statuses =
+        RunEachConcurrently(static_cast<int32_t>(pieces.size()), [&](int32_t i) {
+          const auto t0 = std::chrono::steady_clock::now();
+          const auto u = static_cast<std::size_t>(i);
+          const genie_query_batch slice = SliceQueryBatch(batch, pieces[u].first, pieces[u].second, &storage[u]);
+          Status st = live[u]->member.engine->Search(slice, k, &parts[u]);
+          seconds[u] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          return st;
+        });
+    bool dropped = false;
+    for (std::size_t i = 0; i < statuses.size(); ++i) {
+      if (DeviceFailed(statuses[i])) {
+        DropMember(live[i], statuses[i]);
+        dropped = true;
+      }
+    }
+    for (const Status& st : statuses)
+      if (!st.ok() && !DeviceFailed(st)) return st;
+    if (dropped) continue;  // the whole batch again on the members left: simple, and rare
+    TopKResults merged;
+    merged.query_offsets.reserve(static_cast<std::size_t>(batch.n_queries) + 1);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const int64_t base = static_cast<int64_t>(merged.hits.size());
+      merged.hits.insert(merged.hits.end(), parts[i].hits.begin(), parts[i].hits.end());
+      for (std::size_t q = 1; q < parts[i].query_offsets.size(); ++q)
+        merged.query_offsets.push_back(base + parts[i].query_offsets[q]);
+      live[i]->report.searches += 1;
+      live[i]->report.seconds += seconds[i];
+    }
+    *out = std::move(merged);
+    return Status::Ok();
+  }
+}
+
+Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+  std::vector<Slot*> shards;
+  for (Slot& s : slots_)
+    if (s.part != nullptr) shards.push_back(&s);
+  std::vector<TopKResults> parts(shards.size());
+  std::vector<double> seconds(shards.size(), 0.0);
+  auto search = [&](int32_t i) {
+    const auto u = static_cast<std::size_t>(i);
+    Slot* s = shards[u];
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = s->report.dropped ? HostSearch(s, batch, k, &parts[u]) : s->member.engine->Search(batch, k, &parts[u]);
+    seconds[u] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+  };
+  std::vector<Status> statuses = RunEachConcurrently(static_cast<int32_t>(shards.size()), search);
+  for (std::size_t i = 0; i < statuses.size(); ++i) {
+    if (DeviceFailed(statuses[i]) && !shards[i]->report.dropped) {
+      DropMember(shards[i], statuses[i]);
+      statuses[i] = search(static_cast<int32_t>(i));  // its shard on the host
+    }
+  }
+  for (const Status& st : statuses) GENIE_RETURN_IF_ERROR(st);
+  std::vector<std::pair<int32_t, int32_t>> ranges;
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    ranges.push_back(shards[i]->range);
+    shards[i]->report.searches += 1;
+    shards[i]->report.seconds += seconds[i];
+  }
+  MergePartResults(parts, ranges, k, out, threads_);
+  return Status::Ok();
+}
+
+Status MultiDeviceEngine::Search(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+  if (out == nullptr) return Status::InvalidArgument("NULL results");
+  GENIE_RETURN_IF_ERROR(ValidateK(k));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (index_ == nullptr) return Status::InvalidArgument("no index uploaded");
+  if (batch.n_queries < 0) return Status::InvalidArgument("negative number of queries");
+  if (batch.n_queries > 0 && (batch.query_offsets == nullptr || batch.item_offsets == nullptr))
+    return Status::InvalidArgument("NULL query offsets");
+  return sharded_ ? SearchSharded(batch, k, out) : SearchReplicated(batch, k, out);
+}
+
+Status MultiDeviceEngine::MatchSet(SetPredicate predicate, Span<int32_t> keywords, Span<int32_t> object_sizes,
+                                   std::vector<int32_t>* out) {
+  if (out == nullptr) return Status::InvalidArgument("NULL output");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (index_ == nullptr) return Status::InvalidArgument("no index uploaded");
+  out->clear();
+  for (Slot& s : slots_) {
+    if (s.part == nullptr) continue;
+    const int32_t first = s.range.first;
+    const std::size_t count = static_cast<std::size_t>(s.range.second - first);
+    Span<int32_t> sizes;
+    if (object_sizes.size() > 0) {
+      if (object_sizes.size() < static_cast<std::size_t>(s.range.second))
+        return Status::InvalidArgument("object sizes shorter than the index");
+      sizes = Span<int32_t>(object_sizes.data() + first, count);
+    }
+    std::vector<int32_t> found;
+    Status st = s.report.dropped ? Status::DeviceUnavailable("dropped") : s.member.engine->MatchSet(predicate, keywords, sizes, &found);
+    if (DeviceFailed(st)) {
+      if (!s.report.dropped) DropMember(&s, st);
+      Engine* host = nullptr;
+      GENIE_RETURN_IF_ERROR(HostFor(&s, &host));
+      st = host->MatchSet(predicate, keywords, sizes, &found);
+    }
+    GENIE_RETURN_IF_ERROR(st);
+    for (int32_t id : found) out->push_back(id + first);
+    if (!sharded_) return Status::Ok();  // one replica answers for all
+  }
+  return Status::Ok();
+}
+
+}  // namespace genie

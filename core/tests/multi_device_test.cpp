@@ -1,0 +1,256 @@
+// A device group (genie/multi_device.hpp) with CPU engines standing in for
+// the devices: replicated and sharded answers equal one CPU engine's hit
+// for hit (ties at the k-th score, k beyond a shard), and a device that
+// fails at upload or mid-batch leaves every answer exact.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "genie/multi_device.hpp"
+#include "genie/set_match.hpp"
+#include "genie/test_util.hpp"
+
+namespace genie {
+namespace {
+
+using testing::Csr;
+using testing::DataSpec;
+using testing::MakeIndex;
+using testing::QuerySpec;
+using testing::RandomBatch;
+using testing::RandomCsr;
+using testing::SameResults;
+using Ranges = std::vector<std::pair<int32_t, int32_t>>;
+
+// A CPU engine that fails like a lost GPU: at upload, or from its nth search on.
+class FailingEngine final : public Engine {
+ public:
+  FailingEngine(int fail_upload, int fail_from_search, Status failure = Status::DeviceError("the device fell off the bus"))
+      : inner_(testing::MakeCpu(1)), fail_upload_(fail_upload), fail_from_(fail_from_search), failure_(std::move(failure)) {}
+  genie_engine_kind kind() const override { return GENIE_ENGINE_GPU; }
+  Status Upload(std::shared_ptr<const InvertedIndex> index) override {
+    if (fail_upload_) return failure_;
+    return inner_->Upload(std::move(index));
+  }
+  Status Drop() override { return inner_->Drop(); }
+  Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override {
+    if (fail_from_ >= 0 && searches_++ >= fail_from_) return failure_;
+    return inner_->Search(batch, k, out);
+  }
+  Status MatchSet(SetPredicate p, Span<int32_t> keywords, Span<int32_t> sizes, std::vector<int32_t>* out) override {
+    if (fail_from_ >= 0 && searches_++ >= fail_from_) return failure_;
+    return inner_->MatchSet(p, keywords, sizes, out);
+  }
+
+ private:
+  std::unique_ptr<Engine> inner_;
+  int fail_upload_;
+  int fail_from_;
+  int searches_ = 0;
+  Status failure_;
+};
+
+std::unique_ptr<MultiDeviceEngine> Group(int32_t devices, Placement placement, std::vector<std::unique_ptr<Engine>> engines = {}) {
+  std::vector<DeviceMember> members;
+  for (int32_t d = 0; d < devices; ++d) {
+    DeviceMember m;
+    m.device = d;
+    m.engine = d < static_cast<int32_t>(engines.size()) && engines[static_cast<std::size_t>(d)] != nullptr
+                   ? std::move(engines[static_cast<std::size_t>(d)])
+                   : testing::MakeCpu(1);
+    members.push_back(std::move(m));
+  }
+  return std::make_unique<MultiDeviceEngine>(std::move(members), [] { return testing::MakeCpu(1); }, placement);
+}
+
+TEST(PlanPlacement, ReplicatesWhatFitsAndShardsTheRest) {
+  PlacementPlan p = PlanPlacement(Placement::kAuto, 100, 10, {1000, 1000});
+  EXPECT_FALSE(p.sharded);
+  EXPECT_EQ(p.ranges, (Ranges{{0, 10}, {0, 10}}));
+  p = PlanPlacement(Placement::kAuto, 1500, 10, {1000, 2000});  // beyond the smallest
+  EXPECT_TRUE(p.sharded);
+  EXPECT_EQ(p.ranges, (Ranges{{0, 5}, {5, 10}}));
+  p = PlanPlacement(Placement::kShard, 1, 9, {0, 0, 0});
+  EXPECT_TRUE(p.sharded);
+  EXPECT_EQ(p.ranges, (Ranges{{0, 3}, {3, 6}, {6, 9}}));
+  p = PlanPlacement(Placement::kReplicate, 5000, 9, {1000, 1000});  // each streams it
+  EXPECT_FALSE(p.sharded);
+  p = PlanPlacement(Placement::kAuto, 1ull << 40, 9, {0, 0});  // no limits: fits
+  EXPECT_FALSE(p.sharded);
+  p = PlanPlacement(Placement::kShard, 5000, 9, {1000});  // one device: nothing to shard over
+  EXPECT_FALSE(p.sharded);
+  p = PlanPlacement(Placement::kShard, 10, 2, {0, 0, 0, 0});  // fewer objects than devices
+  EXPECT_EQ(p.ranges, (Ranges{{0, 1}, {1, 2}}));
+}
+
+TEST(SliceQueryBatch, SlicesSearchedApartEqualTheWholeBatch) {
+  Csr csr = RandomCsr(5, DataSpec{});
+  auto index = MakeIndex(csr);
+  QuerySpec spec;
+  spec.queries = 17;
+  spec.max_weight = 3;
+  QueryBatch batch = RandomBatch(6, spec);
+  auto reference = MakeReferenceEngine();
+  TopKResults whole = testing::Search(*reference, index, batch.View(), 7);
+  for (int32_t pieces : {1, 2, 5, 17}) {
+    TopKResults joined;
+    for (auto [first, end] : SplitQueries(17, pieces)) {
+      QueryBatchSlice storage;
+      TopKResults part = testing::Search(*reference, index, SliceQueryBatch(batch.View(), first, end, &storage), 7);
+      const auto base = static_cast<int64_t>(joined.hits.size());
+      for (std::size_t q = 1; q < part.query_offsets.size(); ++q) joined.query_offsets.push_back(base + part.query_offsets[q]);
+      joined.hits.insert(joined.hits.end(), part.hits.begin(), part.hits.end());
+    }
+    EXPECT_TRUE(SameResults(whole, joined)) << pieces << " pieces";
+  }
+  EXPECT_TRUE(SplitQueries(0, 4).empty());
+}
+
+// Every placement and number of devices against one CPU engine: skewed
+// data over few keywords (many ties at the k-th score), k from 1 to beyond
+// a shard's objects, batches of 0, 1 and many queries, weights.
+TEST(MultiDeviceEngine, EqualsOneEngineHitForHit) {
+  DataSpec data;
+  data.objects = 997;
+  data.universe = 40;
+  Csr csr = RandomCsr(11, data);
+  auto index = MakeIndex(csr, 64);
+  auto one = testing::MakeCpu(2);
+  for (int32_t queries : {0, 1, 3, 40}) {
+    QuerySpec spec;
+    spec.queries = queries;
+    spec.max_weight = 3;
+    spec.lo_max = 40;
+    QueryBatch batch = RandomBatch(12 + queries, spec);
+    for (int32_t k : {1, 10, 300, 2000}) {
+      TopKResults expected = testing::Search(*one, index, batch.View(), k);
+      for (Placement placement : {Placement::kReplicate, Placement::kShard}) {
+        for (int32_t devices : {1, 2, 3, 4}) {
+          auto group = Group(devices, placement);
+          TopKResults got = testing::Search(*group, index, batch.View(), k);
+          EXPECT_TRUE(SameResults(expected, got)) << "queries " << queries << " k " << k << " devices " << devices
+                                                  << (placement == Placement::kShard ? " sharded" : " replicated");
+          EXPECT_EQ(group->sharded(), placement == Placement::kShard && devices > 1);
+        }
+      }
+    }
+  }
+}
+
+TEST(MultiDeviceEngine, ShardsWhenTheIndexOutgrowsADevice) {
+  Csr csr = RandomCsr(21, DataSpec{});
+  auto index = MakeIndex(csr);
+  std::vector<DeviceMember> members;
+  for (int32_t d = 0; d < 3; ++d) {
+    DeviceMember m;
+    m.device = d;
+    m.capacity_bytes = index->MemoryBytes() / 2;  // a third of it fits each
+    m.engine = testing::MakeCpu(1);
+    members.push_back(std::move(m));
+  }
+  MultiDeviceEngine group(std::move(members), [] { return testing::MakeCpu(1); }, Placement::kAuto);
+  ASSERT_TRUE(group.Upload(index).ok());
+  EXPECT_TRUE(group.sharded());
+  const auto report = group.Report();
+  ASSERT_EQ(report.size(), 3u);
+  EXPECT_EQ(report[0].first_object, 0);
+  EXPECT_EQ(report[2].end_object, index->num_objects());
+  EXPECT_EQ(report[1].first_object, report[0].end_object);
+  for (const auto& r : report) EXPECT_LT(r.index_bytes, index->MemoryBytes());
+}
+
+// A device lost at upload, at the first search or at a later one: the
+// answers stay those of one engine, and the group says which device went.
+TEST(MultiDeviceEngine, AFailedDeviceIsDroppedAndItsWorkRedone) {
+  Csr csr = RandomCsr(31, DataSpec{});
+  auto index = MakeIndex(csr);
+  QuerySpec spec;
+  spec.queries = 25;
+  QueryBatch batch = RandomBatch(32, spec);
+  auto one = testing::MakeCpu(1);
+  TopKResults expected = testing::Search(*one, index, batch.View(), 10);
+  for (Placement placement : {Placement::kReplicate, Placement::kShard}) {
+    for (int fail_upload : {0, 1}) {
+      for (int fail_from : {0, 1}) {
+        if (fail_upload && fail_from) continue;
+        std::vector<std::unique_ptr<Engine>> engines;
+        engines.push_back(nullptr);
+        engines.push_back(std::make_unique<FailingEngine>(fail_upload, fail_upload ? -1 : fail_from));
+        engines.push_back(nullptr);
+        auto group = Group(3, placement, std::move(engines));
+        ASSERT_TRUE(group->Upload(index).ok());
+        for (int round = 0; round < 3; ++round) {
+          TopKResults got;
+          ASSERT_TRUE(group->Search(batch.View(), 10, &got).ok());
+          EXPECT_TRUE(SameResults(expected, got)) << "round " << round;
+        }
+        const auto report = group->Report();
+        EXPECT_TRUE(report[1].dropped);
+        EXPECT_FALSE(report[0].dropped);
+        EXPECT_NE(report[1].failure.find("bus"), std::string::npos);
+      }
+    }
+  }
+  // every device lost: the host answers alone
+  for (Placement placement : {Placement::kReplicate, Placement::kShard}) {
+    std::vector<std::unique_ptr<Engine>> engines;
+    for (int d = 0; d < 2; ++d) engines.push_back(std::make_unique<FailingEngine>(0, 0, Status::DeviceUnavailable("gone")));
+    auto group = Group(2, placement, std::move(engines));
+    TopKResults got = testing::Search(*group, index, batch.View(), 10);
+    EXPECT_TRUE(SameResults(expected, got));
+    for (const auto& r : group->Report()) EXPECT_TRUE(r.dropped);
+  }
+}
+
+TEST(MultiDeviceEngine, OtherFailuresGoToTheCaller) {
+  Csr csr = RandomCsr(41, DataSpec{});
+  auto index = MakeIndex(csr);
+  QueryBatch batch = RandomBatch(42, QuerySpec{});
+  for (Placement placement : {Placement::kReplicate, Placement::kShard}) {
+    std::vector<std::unique_ptr<Engine>> engines;
+    engines.push_back(std::make_unique<FailingEngine>(0, 0, Status::Cancelled()));
+    auto group = Group(2, placement, std::move(engines));
+    ASSERT_TRUE(group->Upload(index).ok());
+    TopKResults got;
+    EXPECT_EQ(group->Search(batch.View(), 5, &got).code(), GENIE_CANCELLED);
+    EXPECT_FALSE(group->Report()[0].dropped);
+    EXPECT_EQ(group->Search(batch.View(), 0, &got).code(), GENIE_INVALID_ARGUMENT);
+  }
+  auto empty = Group(2, Placement::kShard);
+  TopKResults got;
+  EXPECT_EQ(empty->Search(batch.View(), 5, &got).code(), GENIE_INVALID_ARGUMENT);  // nothing uploaded
+}
+
+TEST(MultiDeviceEngine, SetPredicatesEqualOneIndex) {
+  DataSpec data;
+  data.objects = 601;
+  data.universe = 30;
+  Csr csr = RandomCsr(51, data);
+  auto index = MakeIndex(csr);
+  std::vector<int32_t> sizes;
+  ASSERT_TRUE(ObjectSizes(*index, CancelCheck(), &sizes).ok());
+  const std::vector<std::vector<int32_t>> queries = {{}, {-50}, {-50, -49}, {-48, -40, -30, -49, -50, -47}};
+  for (Placement placement : {Placement::kReplicate, Placement::kShard}) {
+    for (int fail : {-1, 0}) {
+      std::vector<std::unique_ptr<Engine>> engines;
+      engines.push_back(nullptr);
+      engines.push_back(std::make_unique<FailingEngine>(0, fail));
+      auto group = Group(3, placement, std::move(engines));
+      ASSERT_TRUE(group->Upload(index).ok());
+      for (const auto& q : queries) {
+        for (SetPredicate p : {SetPredicate::kContains, SetPredicate::kOverlaps, SetPredicate::kContainedBy}) {
+          std::vector<int32_t> expected, got;
+          ASSERT_TRUE(MatchSet(*index, p, Span<int32_t>(q.data(), q.size()), Span<int32_t>(sizes.data(), sizes.size()),
+                               CancelCheck(), &expected).ok());
+          ASSERT_TRUE(group->MatchSet(p, Span<int32_t>(q.data(), q.size()), Span<int32_t>(sizes.data(), sizes.size()), &got).ok());
+          EXPECT_EQ(expected, got) << "predicate " << static_cast<int>(p) << " of " << q.size() << " keywords";
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace genie
