@@ -26,6 +26,7 @@
 #include "genie/sequence.hpp"
 #include "genie/status.hpp"
 #include "capi_util.hpp"
+#include "genie/multi_device.hpp"
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_edit_distance.hpp"
 #include "genie/gpu_engine.hpp"
@@ -41,6 +42,9 @@ struct genie_engine {
 };
 
 using genie::capi::AddStrings;
+using genie::capi::GpuDevices;
+using genie::capi::GroupDevice;
+using genie::capi::GroupDevices;
 using genie::capi::CheckText;
 using genie::capi::Guarded;
 using genie::capi::Report;
@@ -79,25 +83,41 @@ genie_device_info CpuDeviceInfo() {
   return info;
 }
 
-// The GPU probe initialises the CUDA runtime, so it runs once per process.
-const std::vector<genie_device_info>& GpuDevices() {
-  static std::once_flag once;
-  static std::vector<genie_device_info> devices;
-#ifdef GENIE_WITH_CUDA
-  std::call_once(once, [] { devices = genie::ListGpuDevices(); });
-#else
-  std::call_once(once, [] {});
-#endif
-  return devices;
-}
 
-
-genie::Status MakeGpu(const genie::EngineOptions& options, std::unique_ptr<genie::Engine>* out) {
+genie::Status MakeGpu(const genie::EngineOptions& group_options, std::unique_ptr<genie::Engine>* out) {
 #ifdef GENIE_WITH_CUDA
+  genie::EngineOptions options = group_options;
+  const std::vector<GroupDevice> group = GroupDevices(&options);
   genie::Status status;
-  *out = genie::MakeGpuEngine(options, &status);
-  if (*out == nullptr && status.ok()) status = genie::Status::Internal("GPU engine creation failed");
-  return status;
+  if (group.empty()) {
+    *out = genie::MakeGpuEngine(options, &status);
+    if (*out == nullptr && status.ok()) status = genie::Status::Internal("GPU engine creation failed");
+    return status;
+  }
+  std::vector<genie::DeviceMember> members;
+  // the GPUs prepare their parts at once: the host's cores shared among them
+  const int32_t threads = std::max<int32_t>(1, genie::ResolveThreads(options.threads) / static_cast<int32_t>(group.size()));
+  for (const GroupDevice& d : group) {
+    genie::EngineOptions one = options;
+    one.device_ordinal = d.ordinal;
+    one.threads = threads;
+    genie::DeviceMember member;
+    member.device = d.ordinal;
+    member.capacity_bytes = d.capacity_bytes;
+    member.engine = genie::MakeGpuEngine(one, &status);
+    if (member.engine == nullptr) {
+      // a GPU the probe called usable that will not make an engine is left out
+      if (genie::DeviceFailed(status)) continue;
+      return status.ok() ? genie::Status::Internal("GPU engine creation failed") : status;
+    }
+    members.push_back(std::move(member));
+  }
+  if (members.empty()) return status;
+  const genie::EngineOptions host = options;
+  *out = std::make_unique<genie::MultiDeviceEngine>(
+      std::move(members), [host] { return genie::MakeCpuEngine(host); },
+      static_cast<genie::Placement>(options.placement), options.threads);
+  return genie::Status::Ok();
 #else
   (void)options;
   out->reset();
@@ -145,6 +165,43 @@ GpuPreparation& Preparation() {
 }
 
 }  // namespace
+
+namespace genie {
+namespace capi {
+
+// The GPU probe initialises the CUDA runtime, so it runs once per process.
+const std::vector<genie_device_info>& GpuDevices() {
+  static std::once_flag once;
+  static std::vector<genie_device_info> devices;
+#ifdef GENIE_WITH_CUDA
+  std::call_once(once, [] { devices = genie::ListGpuDevices(); });
+#else
+  std::call_once(once, [] {});
+#endif
+  return devices;
+}
+
+std::vector<GroupDevice> GroupDevices(EngineOptions* options) {
+  std::vector<GroupDevice> group;
+  const uint64_t mask = options->device_mask;
+  if (mask == 0) return group;
+  for (const genie_device_info& d : GpuDevices()) {
+    if (!d.usable || d.ordinal < 0 || d.ordinal >= 64 || (mask & (uint64_t{1} << d.ordinal)) == 0) continue;
+    const uint64_t capacity = options->memory_budget_bytes != 0 ? options->memory_budget_bytes
+                                                                : d.free_memory_bytes / 10 * 9;
+    group.push_back({d.ordinal, capacity});
+  }
+  if (group.size() <= 1) {
+    int32_t first = 0;
+    while (first < 63 && (mask & (uint64_t{1} << first)) == 0) ++first;
+    options->device_ordinal = group.empty() ? first : group[0].ordinal;
+    group.clear();
+  }
+  return group;
+}
+
+}  // namespace capi
+}  // namespace genie
 
 extern "C" {
 
@@ -559,6 +616,10 @@ genie_status genie_results_merge(const genie_results* const* parts, const int32_
               std::to_string(end - begin) + " objects before the next part)");
         r.hits[static_cast<size_t>(i)] = {object, part->scores[i]};
       }
+      // MergePartResults takes each part's hits in output order; a caller's may not be
+      for (int32_t q = 0; q < n_queries; ++q)
+        std::sort(r.hits.begin() + r.query_offsets[static_cast<size_t>(q)],
+                  r.hits.begin() + r.query_offsets[static_cast<size_t>(q) + 1], genie::HitBefore);
     }
     genie::TopKResults out;
     // Uses each range's begin; the ends were only checked here.

@@ -101,6 +101,8 @@ inline genie::EngineOptions ToEngineOptions(const genie_engine_options* options)
   if (options != nullptr) {
     out.threads = options->threads;
     out.device_ordinal = options->device_ordinal;
+    out.device_mask = options->device_mask;
+    out.placement = options->placement;
     out.memory_budget_bytes = options->memory_budget_bytes;
     out.cancel.fn = options->cancel;
     out.cancel.arg = options->cancel_arg;
@@ -126,6 +128,23 @@ inline genie::Status AddStrings(const char* text, const int64_t* offsets, int64_
   }
   return genie::Status::Ok();
 }
+
+// The GPUs the CUDA runtime sees, probed once per process (empty without
+// CUDA support or a driver).
+const std::vector<genie_device_info>& GpuDevices();
+
+// One GPU of a device group and what an index copy may take on it.
+struct GroupDevice {
+  int32_t ordinal;
+  uint64_t capacity_bytes;
+};
+
+// The usable GPUs options->device_mask names, when more than one: a device
+// group.  Otherwise empty, and a mask that names one GPU (usable or not)
+// becomes options->device_ordinal, so that a single GPU's path runs (and
+// reports an unusable one).  Capacity: the memory budget, else 90% of the
+// free memory the probe saw.
+std::vector<GroupDevice> GroupDevices(EngineOptions* options);
 
 }  // namespace capi
 }  // namespace genie

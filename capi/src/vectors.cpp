@@ -2,6 +2,8 @@
 // genie_lsh_*).
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "cluster_list.hpp"
 #include "genie/genie.h"
 #include "genie/lsh.hpp"
+#include "genie/multi_device.hpp"
 #include "genie/permutation.hpp"
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_permutation.hpp"
@@ -22,16 +25,40 @@
 using genie::capi::Guarded;
 using genie::capi::ToEngineOptions;
 
+#ifdef GENIE_WITH_CUDA
+namespace {
+
+// One GPU's part of a vector set spread over several (genie/multi_device.hpp).
+struct VectorCopy {
+  int32_t device = 0;
+  std::pair<int32_t, int32_t> range{0, 0};
+  std::unique_ptr<genie::VectorSet> slice;  // a shard's own rows; null when replicated
+  std::unique_ptr<genie::GpuVectorSet> gpu;
+  std::atomic<bool> dropped{false};
+};
+
+struct VectorGroup {
+  uint64_t mask = 0;
+  int32_t placement = 0;
+  uint64_t budget = 0;
+  bool sharded = false;
+  std::vector<std::unique_ptr<VectorCopy>> copies;
+};
+
+}  // namespace
+#endif
+
 struct genie_vectors {
   genie::VectorSet set;
   // genie_vectors_create_unsealed: rows the caller is still writing; no
   // scan until genie_vectors_seal checked them
   bool sealed = true;
 #ifdef GENIE_WITH_CUDA
-  std::mutex gpu_mutex;  // the GPU copy is made on first use
+  mutable std::mutex gpu_mutex;  // the GPU copies are made on first use
   std::unique_ptr<genie::GpuVectorSet> gpu;
   int32_t gpu_device = -1;
   uint64_t gpu_budget = 0;
+  std::unique_ptr<VectorGroup> group;  // several GPUs: made on first use too
 #endif
 };
 
@@ -61,6 +88,106 @@ genie::Status GpuCopy(genie_vectors* vectors, const genie::EngineOptions& option
     vectors->gpu_budget = options.memory_budget_bytes;
   }
   *out = vectors->gpu.get();
+  return genie::Status::Ok();
+}
+
+// The set's copies on the GPUs of a device group, made on first use: whole
+// on each when it fits the smallest budget (or placement asks), else one
+// contiguous shard each.  A GPU that fails to take its copy is dropped.
+genie::Status GroupCopies(genie_vectors* vectors, const std::vector<genie::capi::GroupDevice>& devices,
+                          const genie::EngineOptions& options, VectorGroup** out) {
+  std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
+  VectorGroup* g = vectors->group.get();
+  if (g != nullptr && g->mask == options.device_mask && g->placement == options.placement &&
+      g->budget == options.memory_budget_bytes) {
+    *out = g;
+    return genie::Status::Ok();
+  }
+  vectors->group.reset();
+  const genie::VectorSet& set = vectors->set;
+  auto made = std::make_unique<VectorGroup>();
+  made->mask = options.device_mask;
+  made->placement = options.placement;
+  made->budget = options.memory_budget_bytes;
+  std::vector<uint64_t> capacities;
+  for (const auto& d : devices) capacities.push_back(d.capacity_bytes);
+  const uint64_t set_bytes = static_cast<uint64_t>(set.values.size()) * sizeof(float);
+  const genie::PlacementPlan plan =
+      genie::PlanPlacement(static_cast<genie::Placement>(options.placement), set_bytes, set.n, capacities);
+  made->sharded = plan.sharded;
+  for (std::size_t i = 0; i < devices.size() && i < plan.ranges.size(); ++i) {
+    auto copy = std::make_unique<VectorCopy>();
+    copy->device = devices[i].ordinal;
+    copy->range = plan.ranges[i];
+    if (plan.sharded) {
+      copy->slice = std::make_unique<genie::VectorSet>();
+      copy->slice->dim = set.dim;
+      copy->slice->n = copy->range.second - copy->range.first;
+      copy->slice->values.assign(set.row(copy->range.first), set.row(copy->range.second));
+    }
+    const genie::Status status = genie::GpuVectorSet::Create(plan.sharded ? *copy->slice : set, copy->device,
+                                                             options.memory_budget_bytes, &copy->gpu);
+    if (!status.ok()) {
+      if (!genie::DeviceFailed(status)) return status;
+      copy->dropped = true;
+    }
+    made->copies.push_back(std::move(copy));
+  }
+  vectors->group = std::move(made);
+  *out = vectors->group.get();
+  return genie::Status::Ok();
+}
+
+// A scan over a device group: every shard answers every query (a dropped
+// one on the CPU) and the rows are merged; or the queries are split among
+// the replicas (a dropped one's piece redone on the CPU).
+genie::Status GroupScan(const genie::VectorSet& set, VectorGroup* g, const genie::EngineOptions& options,
+                        const genie::VectorScanRequest& request, genie::VectorScanResult* out, int32_t* parts) {
+  *parts = 1;
+  for (const auto& c : g->copies)
+    if (c->gpu != nullptr) *parts = std::max(*parts, c->gpu->parts());
+  auto scan = [&](VectorCopy* c, const genie::VectorSet& rows, const genie::VectorScanRequest& r,
+                  genie::VectorScanResult* found) {
+    if (!c->dropped) {
+      genie::Status st = c->gpu->Scan(rows, r, found, options.cancel);
+      if (!genie::DeviceFailed(st)) return st;
+      c->dropped = true;  // for good: later scans go to the CPU or the others
+    }
+    return genie::CpuVectorScan(rows, r, options.threads, found, options.cancel);
+  };
+  if (g->sharded) {
+    const auto n = static_cast<int32_t>(g->copies.size());
+    std::vector<genie::VectorScanResult> found(g->copies.size());
+    std::vector<int32_t> first(g->copies.size());
+    const auto statuses = genie::RunEachConcurrently(n, [&](int32_t i) {
+      VectorCopy* c = g->copies[static_cast<std::size_t>(i)].get();
+      genie::VectorScanRequest r = request;
+      if (request.excluded.size() > 0)
+        r.excluded = genie::Span<uint8_t>(request.excluded.data() + c->range.first,
+                                          static_cast<std::size_t>(c->range.second - c->range.first));
+      first[static_cast<std::size_t>(i)] = c->range.first;
+      return scan(c, *c->slice, r, &found[static_cast<std::size_t>(i)]);
+    });
+    for (const auto& st : statuses) GENIE_RETURN_IF_ERROR(st);
+    genie::MergeScanShards(found, first, request.k, out);
+    return genie::Status::Ok();
+  }
+  std::vector<VectorCopy*> live;
+  for (const auto& c : g->copies)
+    if (!c->dropped) live.push_back(c.get());
+  if (live.empty()) return genie::CpuVectorScan(set, request, options.threads, out, options.cancel);
+  const auto pieces = genie::SplitQueries(request.n_queries, static_cast<int32_t>(live.size()));
+  if (pieces.size() <= 1) return scan(live[0], set, request, out);
+  std::vector<genie::VectorScanResult> found(pieces.size());
+  const auto statuses = genie::RunEachConcurrently(static_cast<int32_t>(pieces.size()), [&](int32_t i) {
+    const auto u = static_cast<std::size_t>(i);
+    genie::VectorScanRequest r = request;
+    r.queries = request.queries + static_cast<std::size_t>(pieces[u].first) * static_cast<std::size_t>(set.dim);
+    r.n_queries = pieces[u].second - pieces[u].first;
+    return scan(live[u], set, r, &found[u]);
+  });
+  for (const auto& st : statuses) GENIE_RETURN_IF_ERROR(st);
+  genie::JoinQueryRanges(found, out);
   return genie::Status::Ok();
 }
 #endif
@@ -121,7 +248,13 @@ size_t genie_vectors_memory_bytes(const genie_vectors* vectors) {
 
 size_t genie_vectors_device_bytes(const genie_vectors* vectors) {
 #ifdef GENIE_WITH_CUDA
-  if (vectors != nullptr && vectors->gpu != nullptr) return vectors->gpu->device_bytes();
+  if (vectors == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
+  std::size_t bytes = vectors->gpu != nullptr ? vectors->gpu->device_bytes() : 0;
+  if (vectors->group != nullptr)
+    for (const auto& c : vectors->group->copies)
+      if (c->gpu != nullptr) bytes += c->gpu->device_bytes();
+  return bytes;
 #endif
   (void)vectors;
   return 0;
@@ -176,8 +309,17 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
     }
 #ifdef GENIE_WITH_CUDA
     if (device != GENIE_ENGINE_CPU) {
+      genie::EngineOptions one = engine_options;
+      const auto group = genie::capi::GroupDevices(&one);
+      if (!group.empty()) {
+        VectorGroup* g = nullptr;
+        GENIE_RETURN_IF_ERROR(GroupCopies(vectors, group, engine_options, &g));
+        int32_t parts = 1;
+        GENIE_RETURN_IF_ERROR(GroupScan(set, g, engine_options, request, &found, &parts));
+        return ToCResults(found, GENIE_ENGINE_GPU, parts, results);
+      }
       genie::GpuVectorSet* gpu = nullptr;
-      genie::Status status = GpuCopy(vectors, engine_options, &gpu);
+      genie::Status status = GpuCopy(vectors, one, &gpu);
       if (status.ok()) {
         GENIE_RETURN_IF_ERROR(gpu->Scan(set, request, &found, engine_options.cancel));
         return ToCResults(found, GENIE_ENGINE_GPU, gpu->parts(), results);

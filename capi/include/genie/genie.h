@@ -232,10 +232,29 @@ genie_status genie_results_merge(const genie_results *const *parts,
 
 typedef struct genie_engine genie_engine;
 
+typedef enum genie_placement
+{
+	GENIE_PLACEMENT_AUTO = 0,	/* replicated when it fits every GPU, else sharded */
+	GENIE_PLACEMENT_REPLICATE = 1,
+	GENIE_PLACEMENT_SHARD = 2
+} genie_placement;
+
 typedef struct genie_engine_options
 {
 	int32_t		threads;		/* CPU threads; 0 = hardware concurrency */
 	int32_t		device_ordinal; /* CUDA device; default 0 */
+	/*
+	 * Several GPUs: bit i names CUDA device i (0: device_ordinal alone).
+	 * When it names more than one usable GPU, an engine, a vector set's scan
+	 * and a string set's scan spread over them: an index that fits each
+	 * one's budget is replicated (a batch's queries split among the copies),
+	 * a larger one, or any with placement GENIE_PLACEMENT_SHARD, is sharded
+	 * (contiguous object ranges, each GPU answering every query for its
+	 * range, the top-k merged exactly).  A GPU that fails is dropped and its
+	 * work redone on the others or the CPU (genie_engine_devices says so).
+	 */
+	uint64_t	device_mask;
+	int32_t		placement;		/* genie_placement */
 	/*
 	 * Memory budget in bytes for the index plus a batch's search state (device
 	 * memory for the GPU engine, host memory for the CPU engines); 0 = the
