@@ -45,6 +45,13 @@ static const struct config_enum_entry genie_bit_search_options[] = {
 	{NULL, 0, false}
 };
 
+static const struct config_enum_entry genie_placement_options[] = {
+	{"auto", GENIE_PLACEMENT_AUTO, false},
+	{"replicate", GENIE_PLACEMENT_REPLICATE, false},
+	{"shard", GENIE_PLACEMENT_SHARD, false},
+	{NULL, 0, false}
+};
+
 static const struct config_enum_entry genie_device_options[] = {
 	{"auto", GENIE_DEVICE_SETTING_AUTO, false},
 	{"cpu", GENIE_DEVICE_SETTING_CPU, false},
@@ -72,6 +79,29 @@ _PG_init(void)
 							 GENIE_DEVICE_SETTING_AUTO,
 							 genie_device_options,
 							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomStringVariable("genie.devices",
+							   "The GPUs genie may use: all, none, or CUDA device numbers separated by commas.",
+							   "With several, an index is replicated on each or sharded over them "
+							   "(genie.placement); the genie service reads it when it starts.",
+							   &genie_devices_setting,
+							   "all",
+							   PGC_SUSET,
+							   GUC_LIST_INPUT,
+							   genie_devices_check, genie_devices_assign, NULL);
+
+	DefineCustomEnumVariable("genie.placement",
+							 "How an index is spread over several GPUs.",
+							 "auto replicates an index that fits every GPU's memory budget and shards "
+							 "a larger one; replicate puts a whole copy on each GPU (batches split "
+							 "among them); shard gives each GPU a contiguous range of the rows, whose "
+							 "top-k are merged exactly.",
+							 &genie_placement_setting,
+							 GENIE_PLACEMENT_AUTO,
+							 genie_placement_options,
+							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
 

@@ -13,13 +13,14 @@
 #include "utils/builtins.h"
 
 #include "genie_utils.h"
+#include "search/genie_search_device.h"
 
 PG_FUNCTION_INFO_V1(genie_devices);
 PG_FUNCTION_INFO_V1(genie_version);
 
 /*
  * genie_devices() -> setof (kind, ordinal, name, memory_bytes,
- *		free_memory_bytes, compute_capability, processors, usable, note)
+ *		free_memory_bytes, compute_capability, processors, usable, note, in_use)
  */
 Datum
 genie_devices(PG_FUNCTION_ARGS)
@@ -40,8 +41,8 @@ genie_devices(PG_FUNCTION_ARGS)
 	for (size_t i = 0; i < count; i++)
 	{
 		const genie_device_info *d = &devices[i];
-		Datum		values[9];
-		bool		nulls[9] = {false};
+		Datum		values[10];
+		bool		nulls[10] = {false};
 
 		values[0] = CStringGetTextDatum(d->kind == GENIE_DEVICE_GPU ? "gpu" : "cpu");
 		values[1] = Int32GetDatum(d->ordinal);
@@ -58,6 +59,9 @@ genie_devices(PG_FUNCTION_ARGS)
 			values[8] = CStringGetTextDatum(d->note);
 		else
 			nulls[8] = true;
+		/* genie.devices leaves a GPU out; the CPU engine is always there */
+		values[9] = BoolGetDatum(d->kind != GENIE_DEVICE_GPU ||
+								 (d->usable && genie_device_in_use(d->ordinal)));
 		if (d->kind == GENIE_DEVICE_GPU && d->usable)
 			any_gpu = true;
 

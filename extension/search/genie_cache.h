@@ -49,6 +49,8 @@ typedef struct GenieCachedIndex
 	genie_engine *main_engine;
 	genie_engine *pending_engine;
 	int			engine_setting;
+	uint64		engine_devices;		/* genie.devices and genie.placement it was made for */
+	int			engine_placement;
 
 	/*
 	 * The stored values of every object of this version (values_kind says

@@ -117,6 +117,8 @@ make_main_engine(genie_index *index)
 	/* preloaded, a backend searches in-process only while the service is away */
 	if (genie_service_configured())
 		return make_engine(GENIE_ENGINE_CPU, index, false);
+	if (genie_search_device() == GENIE_ENGINE_CPU)
+		return make_engine(GENIE_ENGINE_CPU, index, false);	/* genie.devices = none */
 	switch (genie_device_setting)
 	{
 		case GENIE_DEVICE_SETTING_CPU:
@@ -141,11 +143,20 @@ make_main_engine(genie_index *index)
 	}
 }
 
+/* Whether the entry's engine was made for genie.device, genie.devices and genie.placement as they are. */
+static bool
+engine_current(const GenieCachedIndex *entry)
+{
+	return entry->engine_setting == genie_device_setting &&
+		entry->engine_devices == genie_device_mask &&
+		entry->engine_placement == genie_placement_setting;
+}
+
 /* Makes the entry's main engine for the current genie.device, replacing another. */
 static void
 ensure_main_engine(GenieCachedIndex *entry)
 {
-	if (entry->main_engine != NULL && entry->engine_setting == genie_device_setting)
+	if (entry->main_engine != NULL && engine_current(entry))
 		return;
 	genie_engine_free(entry->main_engine);	/* device memory included */
 	entry->main_engine = NULL;
@@ -155,6 +166,8 @@ ensure_main_engine(GenieCachedIndex *entry)
 	entry->main_engine = make_main_engine(entry->main_index);
 	genie_profile_pop();
 	entry->engine_setting = genie_device_setting;
+	entry->engine_devices = genie_device_mask;
+	entry->engine_placement = genie_placement_setting;
 }
 
 static void
@@ -178,7 +191,7 @@ genie_search_match_set(GenieCachedIndex *entry, genie_set_predicate predicate,
 	if (genie_device_setting == GENIE_DEVICE_SETTING_GPU)
 		ensure_main_engine(entry);
 	else if (genie_device_setting != GENIE_DEVICE_SETTING_AUTO || entry->main_engine == NULL ||
-			 entry->engine_setting != genie_device_setting)
+			 !engine_current(entry))
 		return -1;				/* auto does not make a GPU engine for a set scan */
 	if (genie_engine_get_kind(entry->main_engine) != GENIE_ENGINE_GPU)
 		return -1;

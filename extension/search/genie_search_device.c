@@ -18,6 +18,93 @@
 
 int			genie_device_setting = GENIE_DEVICE_SETTING_AUTO;
 int			genie_device_memory_limit_mb = 0;
+char	   *genie_devices_setting = NULL;
+uint64		genie_device_mask = ~UINT64CONST(0);
+int			genie_placement_setting = GENIE_PLACEMENT_AUTO;
+
+/*
+ * genie.devices: 'all', 'none', or CUDA ordinals (0 to 63) separated by
+ * commas.  The mask goes to assign through *extra.
+ */
+bool
+genie_devices_check(char **newval, void **extra, GucSource source)
+{
+	uint64		mask = 0;
+	const char *p = *newval;
+	char	   *trimmed;
+	uint64	   *out;
+
+	while (*p == ' ')
+		p++;
+	trimmed = pstrdup(p);
+	for (int i = (int) strlen(trimmed) - 1; i >= 0 && trimmed[i] == ' '; i--)
+		trimmed[i] = '\0';
+	if (pg_strcasecmp(trimmed, "all") == 0)
+		mask = ~UINT64CONST(0);
+	else if (pg_strcasecmp(trimmed, "none") == 0)
+		mask = 0;
+	else
+	{
+		char	   *item = trimmed;
+
+		for (;;)
+		{
+			char	   *end;
+			long		ordinal;
+
+			while (*item == ' ')
+				item++;
+			errno = 0;
+			ordinal = strtol(item, &end, 10);
+			if (end == item || errno != 0 || ordinal < 0 || ordinal > 63)
+			{
+				GUC_check_errdetail("\"%s\" is not 'all', 'none' or a list of CUDA device numbers from 0 to 63.",
+									*newval);
+				pfree(trimmed);
+				return false;
+			}
+			mask |= UINT64CONST(1) << ordinal;
+			while (*end == ' ')
+				end++;
+			if (*end == '\0')
+				break;
+			if (*end != ',')
+			{
+				GUC_check_errdetail("\"%s\" is not 'all', 'none' or a list of CUDA device numbers from 0 to 63.",
+									*newval);
+				pfree(trimmed);
+				return false;
+			}
+			item = end + 1;
+		}
+	}
+	pfree(trimmed);
+	/* PostgreSQL 15 frees a check hook's extra with free() */
+	out = (uint64 *) malloc(sizeof(uint64));
+	if (out == NULL)
+	{
+		GUC_check_errdetail("out of memory");
+		return false;
+	}
+	*out = mask;
+	*extra = out;
+	return true;
+}
+
+void
+genie_devices_assign(const char *newval, void *extra)
+{
+	genie_device_mask = *(uint64 *) extra;
+}
+
+int
+genie_first_device(void)
+{
+	for (int i = 0; i < 64; i++)
+		if (genie_device_mask & (UINT64CONST(1) << i))
+			return i;
+	return -1;
+}
 
 void
 genie_search_engine_options(genie_engine_kind kind, int (*cancel) (void *), void *cancel_arg,
@@ -30,6 +117,13 @@ genie_search_engine_options(genie_engine_kind kind, int (*cancel) (void *), void
 		options->memory_budget_bytes = (uint64) genie_device_memory_limit_mb * 1024 * 1024;
 	options->cancel = cancel;
 	options->cancel_arg = cancel_arg;
+	/*
+	 * Several GPUs where genie.devices names them; a single GPU's paths run
+	 * on the first one it names.
+	 */
+	options->device_mask = genie_device_mask;
+	options->device_ordinal = Max(genie_first_device(), 0);
+	options->placement = genie_placement_setting;
 }
 
 genie_engine_kind
@@ -38,6 +132,15 @@ genie_search_device(void)
 	/* preloaded, a backend searches in-process only while the service is away */
 	if (genie_service_configured())
 		return GENIE_ENGINE_CPU;
+	if (genie_device_mask == 0)
+	{
+		if (genie_device_setting == GENIE_DEVICE_SETTING_GPU)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("genie.device is gpu but genie.devices is none"),
+					 errhint("Set genie.devices to 'all' or to the GPUs genie may use, or genie.device to 'auto' or 'cpu'.")));
+		return GENIE_ENGINE_CPU;
+	}
 	return genie_device_setting == GENIE_DEVICE_SETTING_CPU ? GENIE_ENGINE_CPU
 		: genie_device_setting == GENIE_DEVICE_SETTING_GPU ? GENIE_ENGINE_GPU : GENIE_ENGINE_AUTO;
 }
@@ -62,7 +165,7 @@ genie_search_prepare_device(void)
 		return;
 	started = true;
 	on_proc_exit(wait_for_device_preparation, (Datum) 0);
-	genie_gpu_prepare(0);
+	genie_gpu_prepare(Max(genie_first_device(), 0));
 }
 
 bool

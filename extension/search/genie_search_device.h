@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * genie_search_device.h
- *	  Which engine an in-process search runs on (genie.device), its options,
+ *	  Which engine an in-process search runs on (genie.device, genie.devices,
+ *	  genie.placement), its options,
  *	  the out-of-memory fallback, and the CUDA context a backend makes while
  *	  it reads the index of its first GPU search.
  *
@@ -13,6 +14,7 @@
 #include "postgres.h"
 
 #include "genie/genie.h"
+#include "utils/guc.h"
 
 /* genie.device: which engine runs searches */
 typedef enum GenieDeviceSetting
@@ -24,6 +26,26 @@ typedef enum GenieDeviceSetting
 
 extern int	genie_device_setting;
 extern int	genie_device_memory_limit_mb;
+
+/*
+ * genie.devices: the GPUs genie may use, as a bit per CUDA ordinal ('all':
+ * every bit; 'none': 0), and genie.placement: how an index is spread over
+ * several (a genie_placement).
+ */
+extern char *genie_devices_setting;
+extern uint64 genie_device_mask;
+extern int	genie_placement_setting;
+
+extern bool genie_devices_check(char **newval, void **extra, GucSource source);
+extern void genie_devices_assign(const char *newval, void *extra);
+/* The lowest CUDA ordinal genie.devices names (0 for 'all'), -1 for 'none'. */
+extern int	genie_first_device(void);
+/* Whether genie.devices names GPU ordinal. */
+static inline bool
+genie_device_in_use(int ordinal)
+{
+	return ordinal >= 0 && ordinal < 64 && (genie_device_mask & (UINT64CONST(1) << ordinal)) != 0;
+}
 
 /* Engine options from genie.cpu_threads and genie.device_memory_limit. */
 extern void genie_search_engine_options(genie_engine_kind kind, int (*cancel) (void *),

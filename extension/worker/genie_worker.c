@@ -34,6 +34,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "search/genie_search_device.h"
 #include "service/genie_service.h"
 #include "worker/genie_worker_internal.h"
 
@@ -252,14 +253,16 @@ probe_devices(void)
 		strlcpy(reason, err.message, sizeof(reason));
 	else
 	{
-		strlcpy(reason, "no usable GPU was found", sizeof(reason));
+		strlcpy(reason, genie_device_mask == 0 ? "genie.devices is none" :
+				"no usable GPU was found among genie.devices", sizeof(reason));
+		state.device_bytes_total = 0;
 		for (size_t i = 0; i < n; i++)
 		{
-			if (devices[i].kind == GENIE_DEVICE_GPU && devices[i].usable)
+			if (devices[i].kind == GENIE_DEVICE_GPU && devices[i].usable &&
+				genie_device_in_use(devices[i].ordinal))
 			{
 				usable = true;
-				state.device_bytes_total = (int64) devices[i].memory_bytes;
-				break;
+				state.device_bytes_total += (int64) devices[i].memory_bytes;
 			}
 		}
 	}

@@ -12,7 +12,8 @@ LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION genie_match_count(int4[], int4[]) IS
 'number of distinct query keywords that occur in the object';
 
--- One row per compute device genie can use: the CPU first, then each GPU.
+-- One row per compute device genie can use: the CPU first, then each GPU;
+-- in_use says whether genie.devices lets genie use it (the CPU always).
 CREATE FUNCTION genie_devices(
     OUT kind text,
     OUT ordinal int4,
@@ -22,7 +23,8 @@ CREATE FUNCTION genie_devices(
     OUT compute_capability text,
     OUT processors int4,
     OUT usable bool,
-    OUT note text)
+    OUT note text,
+    OUT in_use bool)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'genie_devices'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
