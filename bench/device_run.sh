@@ -22,6 +22,14 @@
 #   permutation  permutation_bench (the permutation index against the exact scans)
 #              on wamerican-insane (.bundle/dict), Fashion-MNIST (.bundle/fmnist) and
 #              the package descriptions (.bundle/packages.tsv.xz); PERM_RUNS runs each
+#   multigpu   every GPU of the host (issue 29): engine_bench's tiled engine over
+#              1, 2 and 4 GPUs, replicated and sharded, on the 4.5M LSH workload
+#              (1,024 queries, k = 100; checked hit for hit against the CPU engine),
+#              the same index sharded under a device budget a third of its size
+#              (MULTI_BUDGET_MB, default 700) against one GPU streaming it, and
+#              vector_bench's exact scan of 4.5M x 128 (1,024 queries, k = 10) on
+#              1, 2 and 4 GPUs, each checked against one GPU's rows; MULTI_RUNS
+#              runs each (default 1)
 # Logs go to $OUT (or ./device-out).
 set -u
 OUT=${OUT:-./device-out}
@@ -182,6 +190,33 @@ for stage in $stages; do
       log "bench rc=$?"
       grep -E "profile|on the device" "$OUT/bench_$n.log" | tee -a "$OUT/summary.txt"
       tail -12 "$OUT/bench_$n.log" | tee -a "$OUT/summary.txt"
+      ;;
+    multigpu)
+      if [ ! -f /tmp/lshv/queries.f32 ]; then
+        log "generating /tmp/lshv (4.5M x 128 with vectors)"
+        PYTHONUNBUFFERED=1 python3 bench/gen_lsh_workload.py --n 4500000 --out /tmp/lshv --vectors > "$OUT/genv.log" 2>&1
+        log "generated rc=$?"
+      fi
+      ngpu=$(nvidia-smi -L | wc -l)
+      gpus=1; [ "$ngpu" -ge 2 ] && gpus=1,2; [ "$ngpu" -ge 4 ] && gpus=1,2,4
+      for run in $(seq 1 "${MULTI_RUNS:-1}"); do
+        log "multigpu run $run: engine_bench 4.5M over $gpus GPUs"
+        $BIN/engine_bench --data /tmp/lshv --n 4500000 --nq 1024 --k 100 --ref-queries 0 --repeat 5 \
+          --engines cpu,tiled,group --gpus $gpus --gpu-first > "$OUT/multigpu-engine-$run.txt" 2>&1
+        log "engine_bench rc=$?"
+        grep -E "^\|" "$OUT/multigpu-engine-$run.txt" | cut -c1-300 | tee -a "$OUT/summary.txt"
+        log "multigpu run $run: 4.5M sharded over $ngpu GPUs, budget ${MULTI_BUDGET_MB:-700} MB each, against 1 GPU streaming"
+        $BIN/engine_bench --data /tmp/lshv --n 4500000 --nq 1024 --k 100 --ref-queries 0 --repeat 5 \
+          --engines cpu,tiled,group --gpus "$ngpu" --placements shard --budget-mb "${MULTI_BUDGET_MB:-700}" --gpu-first \
+          > "$OUT/multigpu-budget-$run.txt" 2>&1
+        log "engine_bench rc=$?"
+        grep -E "^\|" "$OUT/multigpu-budget-$run.txt" | cut -c1-300 | tee -a "$OUT/summary.txt"
+        log "multigpu run $run: vector_bench 4.5M x 128 over $gpus GPUs"
+        $BIN/vector_bench --data /tmp/lshv/data.f32 --queries /tmp/lshv/queries.f32 --dim 128 --n 4500000 --nq 1024 \
+          --k 10 --methods genie-gpu --single 20 --gpus $gpus > "$OUT/multigpu-vectors-$run.txt" 2>&1
+        log "vector_bench rc=$?"
+        grep -E "^(RESULT|CHECK|DATA)" "$OUT/multigpu-vectors-$run.txt" | cut -c1-400 | tee -a "$OUT/summary.txt"
+      done
       ;;
     torchcount)
       if [ -n "${GEN_PID:-}" ]; then wait $GEN_PID; GEN_PID=; fi

@@ -3,6 +3,8 @@
 //   engine_bench [--data DIR] [--n N] [--nq Q] [--k K] [--ref-queries R]
 //                [--engines ref,cpu,count,faithful,tiled] [--repeat T] [--threads C]
 //                [--cpu-tile OBJECTS[,OBJECTS...]] [--gpu-first]
+//                [--gpus 1,2,4 [--placements replicate,shard]]  (engine "group":
+//                the tiled engine over the first N GPUs, genie/multi_device.hpp)
 //                (also cpu-by-query: the CPU engine one query at a time, where
 //                cpu is its own choice, tile by tile for such a batch; and
 //                cpu-packed: cpu reading packed postings, built in the search)
@@ -34,6 +36,8 @@
 
 #include "genie/engine.hpp"
 #include "genie/index.hpp"
+#include "genie/multi_device.hpp"
+#include "genie/parallel.hpp"
 #include "genie/query.hpp"
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_stats.hpp"
@@ -64,6 +68,8 @@ struct Args {
   std::string tile_words;   // extra tiled runs: comma-separated GpuEngineOptions::tile_words values
   bool gpu_first = false;   // --gpu-first: the GPU rows before the CPU rows
   int64_t budget_mb = 0;    // extra tiled run with this device-memory budget (multiple loading)
+  std::vector<int32_t> gpus;  // --gpus 2,4: the tiled engine over the first N GPUs (genie/multi_device.hpp)
+  std::string placements = "replicate,shard";
 };
 
 [[noreturn]] void Die(const std::string& message) {
@@ -95,6 +101,11 @@ Args Parse(int argc, char** argv) {
     else if (arg == "--gpu-first") a.gpu_first = true;
     else if (arg == "--tile-words") a.tile_words = value();
     else if (arg == "--budget-mb") a.budget_mb = std::atoll(value().c_str());
+    else if (arg == "--gpus") {
+      std::stringstream list(value());
+      for (std::string item; std::getline(list, item, ',');) a.gpus.push_back(std::atoi(item.c_str()));
+    }
+    else if (arg == "--placements") a.placements = value();
     else Die("unknown argument " + arg);
   }
   return a;
@@ -416,6 +427,8 @@ int main(int argc, char** argv) {
     const char* matcher;  // "tiled" or "faithful", or nullptr for the count table
     std::string tile_words;
     uint64_t budget = 0;
+    int32_t gpus = 0;  // > 0: a device group of the first gpus GPUs
+    genie::Placement placement = genie::Placement::kAuto;
   };
   std::vector<GpuKind> kinds = {
       {"count", "GPU count table (GPU-SPQ baseline)", nullptr, "", 0},
@@ -441,6 +454,21 @@ int main(int argc, char** argv) {
                                        std::to_string(args.budget_mb) + " MB (multiple loading)",
                      "tiled", "", static_cast<uint64_t>(args.budget_mb) << 20});
   }
+  // Device groups (flag "group"): replicated and sharded over 1, 2, 4 GPUs,
+  // with the budget too when one is given (an index beyond one GPU's).
+  for (int32_t g : args.gpus) {
+    for (const char* p : {"replicate", "shard"}) {
+      if (args.placements.find(p) == std::string::npos) continue;
+      const bool shard = std::strcmp(p, "shard") == 0;
+      const std::string label = "GPU c-PQ, tiled, packed, " + std::to_string(g) + " GPU" + (g > 1 ? "s " : " ") +
+                                (shard ? "sharded" : "replicated");
+      kinds.push_back({"group", label, "tiled", "", 0, g, shard ? genie::Placement::kShard : genie::Placement::kReplicate});
+      if (args.budget_mb > 0)
+        kinds.push_back({"group", label + ", device budget " + std::to_string(args.budget_mb) + " MB", "tiled", "",
+                         static_cast<uint64_t>(args.budget_mb) << 20, g,
+                         shard ? genie::Placement::kShard : genie::Placement::kReplicate});
+    }
+  }
   for (const GpuKind& kind : kinds) {
     if (!wants(kind.flag.c_str())) continue;
     genie::GpuEngineOptions gpu_options;
@@ -459,8 +487,26 @@ int main(int argc, char** argv) {
     Status st;
     genie::EngineOptions options;
     options.memory_budget_bytes = kind.budget;
-    std::unique_ptr<Engine> engine = kind.matcher ? genie::MakeGpuEngine(options, gpu_options, &st)
-                                                  : genie::MakeGpuCountTableEngine(options, &st);
+    std::unique_ptr<Engine> engine;
+    if (kind.gpus > 0) {
+      std::vector<genie::DeviceMember> members;
+      for (int32_t d = 0; d < kind.gpus && st.ok(); ++d) {
+        genie::EngineOptions one = options;
+        one.device_ordinal = d;
+        one.threads = std::max(1, genie::ResolveThreads(args.threads) / kind.gpus);  // as the C API's groups
+        genie::DeviceMember m;
+        m.device = d;
+        m.capacity_bytes = kind.budget;
+        m.engine = genie::MakeGpuEngine(one, gpu_options, &st);
+        members.push_back(std::move(m));
+      }
+      if (st.ok())
+        engine = std::make_unique<genie::MultiDeviceEngine>(
+            std::move(members), [] { return genie::MakeCpuEngine(genie::EngineOptions()); }, kind.placement);
+    } else {
+      engine = kind.matcher ? genie::MakeGpuEngine(options, gpu_options, &st)
+                            : genie::MakeGpuCountTableEngine(options, &st);
+    }
     if (!engine) {
       std::printf("%s: unavailable: %s\n", kind.label.c_str(), st.message().c_str());
       continue;
@@ -486,6 +532,23 @@ int main(int argc, char** argv) {
     if (engine->Search(view, args.k, &unused).ok() &&
         genie::gpu::GetLastSearchStats(engine.get(), &profiled)) {
       std::printf("%s: profile (ms): %s\n", kind.label.c_str(), profiled.profile.c_str());
+    }
+    if (kind.gpus > 0) {
+      // each GPU's own phases in a group search, and its share of the time
+      auto* group = static_cast<genie::MultiDeviceEngine*>(engine.get());
+      for (int32_t d = 0; d < kind.gpus; ++d) genie::gpu::SetProfile(group->member(d), true);
+      const double s = Now();
+      const bool ok = engine->Search(view, args.k, &unused).ok();
+      const double whole = Now() - s;
+      for (int32_t d = 0; ok && d < kind.gpus; ++d) {
+        if (genie::gpu::GetLastSearchStats(group->member(d), &profiled))
+          std::printf("%s: GPU %d of a %.1f ms search: parts %d, profile (ms): %s\n", kind.label.c_str(), d,
+                      whole * 1e3, profiled.parts, profiled.profile.c_str());
+      }
+      for (const auto& r : group->Report())
+        std::printf("%s: GPU %d: objects [%d, %d), %llu searches, %.1f ms in them%s\n", kind.label.c_str(), r.device,
+                    r.first_object, r.end_object, static_cast<unsigned long long>(r.searches), r.seconds * 1e3,
+                    r.dropped ? (", dropped: " + r.failure).c_str() : "");
     }
     Row r;
     r.engine = kind.label;

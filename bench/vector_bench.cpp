@@ -14,6 +14,7 @@
 //       [--methods genie-gpu,genie-cpu,genie-lsh,genie-lsh-cpu,faiss-flat,faiss-hnsw,hnswlib]
 //       (genie-lsh counts on the GPU, genie-lsh-cpu on the CPU engine too)
 //       [--candidates 100,300,1000,3000] [--ef 16,32,64,128] [--m 238]
+//       [--gpus 1,2,4] [--placements replicate,shard]  (genie-gpu's batch over N GPUs)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,6 +53,8 @@ struct Args {
   std::string fmnist, data, queries;
   int32_t dim = 0, n = -1, nq = -1, k = 10, threads = 0, single = 200, m = 238;
   std::string methods = "genie-gpu,genie-cpu,genie-lsh,genie-lsh-cpu,faiss-flat,faiss-hnsw,hnswlib";
+  std::vector<int32_t> gpus;  // --gpus 2,4: genie-gpu's batch also over the first N GPUs
+  std::string placements = "replicate,shard";
   std::vector<int32_t> candidates{100, 300, 1000, 3000};
   std::vector<int32_t> ef{16, 32, 64, 128};
 };
@@ -117,9 +120,11 @@ double Median(std::vector<double> v) {
 
 genie_vector_results* Scan(genie_vectors* set, genie_engine_kind device, const Args& a, const float* queries,
                            int32_t nq, int32_t k, const int64_t* cand_offsets = nullptr,
-                           const int32_t* cands = nullptr) {
+                           const int32_t* cands = nullptr, uint64_t device_mask = 0, int32_t placement = 0) {
   genie_engine_options options{};
   options.threads = a.threads;
+  options.device_mask = device_mask;
+  options.placement = placement;
   genie_vector_scan scan{};
   scan.n_queries = nq;
   scan.queries = queries;
@@ -172,6 +177,38 @@ Answer GenieExact(genie_vectors* set, genie_engine_kind device, const Args& a, c
   return ans;
 }
 
+// The exact scan over the first g GPUs (replicated or sharded): the batch,
+// median of 3 after a warm-up, its rows checked against one GPU's.
+void GenieGroup(genie_vectors* set, const Args& a, const std::vector<float>& queries, int32_t nq, int32_t dim,
+                int32_t g, int32_t placement, const genie_vector_results* one) {
+  const uint64_t mask = g >= 64 ? ~uint64_t{0} : (uint64_t{1} << g) - 1;
+  genie_vector_results_free(Scan(set, GENIE_ENGINE_GPU, a, queries.data(), std::min(nq, 64), a.k, nullptr, nullptr,
+                                 mask, placement));
+  std::vector<double> times;
+  genie_vector_results* r = nullptr;
+  for (int rep = 0; rep < 3; ++rep) {
+    genie_vector_results_free(r);
+    const double t0 = Now();
+    r = Scan(set, GENIE_ENGINE_GPU, a, queries.data(), nq, a.k, nullptr, nullptr, mask, placement);
+    times.push_back(Now() - t0);
+  }
+  int64_t differ = 0;
+  for (int32_t q = 0; one != nullptr && q < nq; ++q) {
+    const int64_t b = one->query_offsets[q], e = one->query_offsets[q + 1];
+    if (e - b != r->query_offsets[q + 1] - r->query_offsets[q] ||
+        !std::equal(one->objects + b, one->objects + e, r->objects + r->query_offsets[q]) ||
+        !std::equal(one->distances + b, one->distances + e, r->distances + r->query_offsets[q]))
+      differ++;
+  }
+  std::ostringstream extra;
+  extra << ", \"gpus\": " << g << ", \"placement\": \"" << (placement == GENIE_PLACEMENT_SHARD ? "shard" : "replicate")
+        << "\", \"equals_one_gpu\": " << (one != nullptr && differ == 0 ? "true" : "false") << ", \"runs_ms\": ["
+        << times[0] << ", " << times[1] << ", " << times[2] << "]";
+  Report("genie-exact-gpus", "k=" + std::to_string(a.k) + ",gpus=" + std::to_string(g), 0, dim * 4.0, nq,
+         Median(times), 0, differ == 0 ? 1.0 : 0.0, extra.str());
+  genie_vector_results_free(r);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -191,6 +228,8 @@ int main(int argc, char** argv) {
     else if (key == "--candidates") a.candidates = ParseList(val);
     else if (key == "--ef") a.ef = ParseList(val);
     else if (key == "--m") a.m = std::atoi(val.c_str());
+    else if (key == "--gpus") a.gpus = ParseList(val);
+    else if (key == "--placements") a.placements = val;
     else {
       std::fprintf(stderr, "unknown option %s\n", key.c_str());
       return 2;
@@ -243,6 +282,11 @@ int main(int argc, char** argv) {
       truth = g;
     }
   }
+  if (gpu != nullptr)
+    for (int32_t g : a.gpus)
+      for (int32_t placement : {GENIE_PLACEMENT_REPLICATE, GENIE_PLACEMENT_SHARD})
+        if (a.placements.find(placement == GENIE_PLACEMENT_SHARD ? "shard" : "replicate") != std::string::npos)
+          GenieGroup(set, a, queries, nq, dim, g, placement, gpu);
   if (truth.ids.empty()) {
     genie_vector_results* r = Scan(set, GENIE_ENGINE_AUTO, a, queries.data(), nq, a.k);
     truth = ToAnswer(r);
