@@ -119,7 +119,7 @@ genie::Status MakeGpu(const genie::EngineOptions& group_options, std::unique_ptr
       static_cast<genie::Placement>(options.placement), options.threads);
   return genie::Status::Ok();
 #else
-  (void)options;
+  (void)group_options;
   out->reset();
   return genie::Status::DeviceUnavailable("genie was built without CUDA support");
 #endif
@@ -562,6 +562,33 @@ genie_status genie_engine_match_set(genie_engine* engine, const genie_index* ind
     GENIE_RETURN_IF_ERROR(engine->engine->MatchSet(
         p, genie::Span<int32_t>(keywords, static_cast<std::size_t>(n_keywords)), sizes, &out));
     return genie::capi::CopyIds(out, ids, count);
+  });
+}
+
+genie_status genie_engine_devices(const genie_engine* engine, genie_engine_device* devices, size_t capacity,
+                                  size_t* count, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (engine == nullptr || count == nullptr || (devices == nullptr && capacity > 0))
+      return genie::Status::InvalidArgument("genie_engine_devices: NULL argument");
+    *count = 0;
+    const auto* group = dynamic_cast<const genie::MultiDeviceEngine*>(engine->engine.get());
+    if (group == nullptr) return genie::Status::Ok();
+    const std::vector<genie::DeviceReport> report = group->Report();
+    *count = report.size();
+    for (size_t i = 0; i < report.size() && i < capacity; ++i) {
+      genie_engine_device& d = devices[i];
+      d = genie_engine_device{};
+      d.ordinal = report[i].device;
+      d.dropped = report[i].dropped ? 1 : 0;
+      d.sharded = report[i].sharded ? 1 : 0;
+      d.first_object = report[i].first_object;
+      d.end_object = report[i].end_object;
+      d.index_bytes = report[i].index_bytes;
+      d.searches = report[i].searches;
+      d.seconds = report[i].seconds;
+      std::snprintf(d.failure, sizeof(d.failure), "%s", report[i].failure.c_str());
+    }
+    return genie::Status::Ok();
   });
 }
 
