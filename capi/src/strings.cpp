@@ -3,10 +3,12 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "capi_util.hpp"
 #include "cluster_list.hpp"
+#include "device_group.hpp"
 #include "genie/genie.h"
 #include "genie/permutation.hpp"
 #ifdef GENIE_WITH_CUDA
@@ -21,12 +23,17 @@ using genie::capi::AddStrings;
 using genie::capi::Guarded;
 using genie::capi::ToEngineOptions;
 
+#ifdef GENIE_WITH_CUDA
+using StringGroup = genie::capi::DeviceGroup<genie::StringSet, genie::GpuStringSet>;
+#endif
+
 struct genie_strings {
   genie::StringSet set;
 #ifdef GENIE_WITH_CUDA
-  std::mutex gpu_mutex;  // the GPU copy is made on first use
+  mutable std::mutex gpu_mutex;  // the GPU copies are made on first use
   std::unique_ptr<genie::GpuStringSet> gpu;
   int32_t gpu_device = -1;
+  std::unique_ptr<StringGroup> group;  // several GPUs
 #endif
 };
 
@@ -48,6 +55,56 @@ genie::Status GpuCopy(genie_strings* strings, int32_t device_ordinal, genie::Gpu
   }
   *out = strings->gpu.get();
   return genie::Status::Ok();
+}
+
+// The set's copies on the GPUs of a device group (capi/src/device_group.hpp),
+// made on first use and again when the options name other GPUs.
+genie::Status GroupCopies(genie_strings* strings, const std::vector<genie::capi::GroupDevice>& devices,
+                          const genie::EngineOptions& options, StringGroup** out) {
+  std::lock_guard<std::mutex> lock(strings->gpu_mutex);
+  if (strings->group == nullptr || !strings->group->MadeFor(options)) {
+    strings->group.reset();
+    const genie::StringSet& set = strings->set;
+    auto slice = [&set](int32_t first, int32_t end, genie::StringSet* rows) {
+      genie::CodePointStrings part;
+      for (int32_t id = first; id < end; ++id) part.Add(set.strings.Get(id));
+      return genie::BuildStringSet(std::move(part), rows);
+    };
+    auto make_gpu = [](const genie::StringSet& rows, int32_t ordinal, uint64_t,
+                       std::unique_ptr<genie::GpuStringSet>* gpu) {
+      return genie::GpuStringSet::Create(rows, ordinal, gpu);
+    };
+    const uint64_t bytes = set.strings.code_points.size() * sizeof(genie::CodePoint) +
+                           set.strings.offsets.size() * sizeof(int64_t);
+    GENIE_RETURN_IF_ERROR(
+        genie::capi::MakeDeviceGroup(set, set.size(), bytes, devices, options, slice, make_gpu, &strings->group));
+  }
+  *out = strings->group.get();
+  return genie::Status::Ok();
+}
+
+// The scan over a device group: rows merged by distance, length, then id,
+// as every string scan orders them.
+genie::Status GroupScan(const genie::StringSet& set, StringGroup* g, const genie::EngineOptions& options,
+                        const genie::StringScanRequest& request, genie::StringScanResult* out) {
+  const int32_t nq = request.queries.size();
+  auto scan = [&](genie::GpuStringSet* gpu, const genie::StringSet& rows, int32_t first_object, int32_t q0,
+                  int32_t q1, genie::StringScanResult* found) {
+    genie::StringScanRequest r;
+    r.k = request.k;
+    for (int32_t q = q0; q < q1; ++q) r.queries.Add(request.queries.Get(q));
+    if (!request.caps.empty()) r.caps.assign(request.caps.begin() + q0, request.caps.begin() + q1);
+    if (request.excluded.size() > 0)
+      r.excluded = genie::Span<uint8_t>(request.excluded.data() + first_object, static_cast<std::size_t>(rows.size()));
+    return gpu != nullptr ? gpu->Scan(rows, r, options.threads, found, options.cancel)
+                          : genie::CpuStringScan(rows, r, options.threads, found, options.cancel);
+  };
+  auto before = [&set](const std::pair<int32_t, int32_t>& a, const std::pair<int32_t, int32_t>& b) {
+    if (a.first != b.first) return a.first < b.first;
+    const int32_t la = set.length(a.second), lb = set.length(b.second);
+    return la != lb ? la < lb : a.second < b.second;
+  };
+  return genie::capi::ScanDeviceGroup(set, g, nq, request.k, scan, before, out);
 }
 #endif
 
@@ -82,7 +139,10 @@ size_t genie_strings_memory_bytes(const genie_strings* strings) {
 
 size_t genie_strings_device_bytes(const genie_strings* strings) {
 #ifdef GENIE_WITH_CUDA
-  if (strings != nullptr && strings->gpu != nullptr) return strings->gpu->device_bytes();
+  if (strings == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(strings->gpu_mutex);
+  return (strings->gpu != nullptr ? strings->gpu->device_bytes() : 0) +
+         (strings->group != nullptr ? strings->group->device_bytes() : 0);
 #endif
   (void)strings;
   return 0;
@@ -137,8 +197,16 @@ genie_status genie_strings_scan(genie_strings* strings, genie_engine_kind device
     }
 #ifdef GENIE_WITH_CUDA
     if (device != GENIE_ENGINE_CPU) {
+      genie::EngineOptions one = engine_options;
+      const auto group = genie::capi::GroupDevices(&one);
+      if (!group.empty()) {
+        StringGroup* g = nullptr;
+        GENIE_RETURN_IF_ERROR(GroupCopies(strings, group, engine_options, &g));
+        GENIE_RETURN_IF_ERROR(GroupScan(strings->set, g, engine_options, request, &found));
+        return ToCResults(found, GENIE_ENGINE_GPU, results);
+      }
       genie::GpuStringSet* gpu = nullptr;
-      genie::Status status = GpuCopy(strings, engine_options.device_ordinal, &gpu);
+      genie::Status status = GpuCopy(strings, one.device_ordinal, &gpu);
       if (status.ok()) {
         GENIE_RETURN_IF_ERROR(gpu->Scan(strings->set, request, engine_options.threads, &found,
                                         engine_options.cancel));

@@ -1,15 +1,16 @@
 // The C API of vector sets, the vector scan and LSH (genie_vectors_*,
 // genie_lsh_*).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
-#include <utility>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "capi_util.hpp"
 #include "cluster_list.hpp"
+#include "device_group.hpp"
 #include "genie/genie.h"
 #include "genie/lsh.hpp"
 #include "genie/multi_device.hpp"
@@ -26,26 +27,7 @@ using genie::capi::Guarded;
 using genie::capi::ToEngineOptions;
 
 #ifdef GENIE_WITH_CUDA
-namespace {
-
-// One GPU's part of a vector set spread over several (genie/multi_device.hpp).
-struct VectorCopy {
-  int32_t device = 0;
-  std::pair<int32_t, int32_t> range{0, 0};
-  std::unique_ptr<genie::VectorSet> slice;  // a shard's own rows; null when replicated
-  std::unique_ptr<genie::GpuVectorSet> gpu;
-  std::atomic<bool> dropped{false};
-};
-
-struct VectorGroup {
-  uint64_t mask = 0;
-  int32_t placement = 0;
-  uint64_t budget = 0;
-  bool sharded = false;
-  std::vector<std::unique_ptr<VectorCopy>> copies;
-};
-
-}  // namespace
+using VectorGroup = genie::capi::DeviceGroup<genie::VectorSet, genie::GpuVectorSet>;
 #endif
 
 struct genie_vectors {
@@ -91,104 +73,48 @@ genie::Status GpuCopy(genie_vectors* vectors, const genie::EngineOptions& option
   return genie::Status::Ok();
 }
 
-// The set's copies on the GPUs of a device group, made on first use: whole
-// on each when it fits the smallest budget (or placement asks), else one
-// contiguous shard each.  A GPU that fails to take its copy is dropped.
+// The set's copies on the GPUs of a device group (capi/src/device_group.hpp),
+// made on first use and again when the options name other GPUs.
 genie::Status GroupCopies(genie_vectors* vectors, const std::vector<genie::capi::GroupDevice>& devices,
                           const genie::EngineOptions& options, VectorGroup** out) {
   std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
-  VectorGroup* g = vectors->group.get();
-  if (g != nullptr && g->mask == options.device_mask && g->placement == options.placement &&
-      g->budget == options.memory_budget_bytes) {
-    *out = g;
-    return genie::Status::Ok();
+  if (vectors->group == nullptr || !vectors->group->MadeFor(options)) {
+    vectors->group.reset();
+    const genie::VectorSet& set = vectors->set;
+    auto slice = [&set](int32_t first, int32_t end, genie::VectorSet* rows) {
+      rows->dim = set.dim;
+      rows->n = end - first;
+      rows->values.assign(set.row(first), set.row(end));
+      return genie::Status::Ok();
+    };
+    auto make_gpu = [](const genie::VectorSet& rows, int32_t ordinal, uint64_t budget,
+                       std::unique_ptr<genie::GpuVectorSet>* gpu) {
+      return genie::GpuVectorSet::Create(rows, ordinal, budget, gpu);
+    };
+    GENIE_RETURN_IF_ERROR(genie::capi::MakeDeviceGroup(set, set.n, static_cast<uint64_t>(set.values.size()) * sizeof(float),
+                                                       devices, options, slice, make_gpu, &vectors->group));
   }
-  vectors->group.reset();
-  const genie::VectorSet& set = vectors->set;
-  auto made = std::make_unique<VectorGroup>();
-  made->mask = options.device_mask;
-  made->placement = options.placement;
-  made->budget = options.memory_budget_bytes;
-  std::vector<uint64_t> capacities;
-  for (const auto& d : devices) capacities.push_back(d.capacity_bytes);
-  const uint64_t set_bytes = static_cast<uint64_t>(set.values.size()) * sizeof(float);
-  const genie::PlacementPlan plan =
-      genie::PlanPlacement(static_cast<genie::Placement>(options.placement), set_bytes, set.n, capacities);
-  made->sharded = plan.sharded;
-  for (std::size_t i = 0; i < devices.size() && i < plan.ranges.size(); ++i) {
-    auto copy = std::make_unique<VectorCopy>();
-    copy->device = devices[i].ordinal;
-    copy->range = plan.ranges[i];
-    if (plan.sharded) {
-      copy->slice = std::make_unique<genie::VectorSet>();
-      copy->slice->dim = set.dim;
-      copy->slice->n = copy->range.second - copy->range.first;
-      copy->slice->values.assign(set.row(copy->range.first), set.row(copy->range.second));
-    }
-    const genie::Status status = genie::GpuVectorSet::Create(plan.sharded ? *copy->slice : set, copy->device,
-                                                             options.memory_budget_bytes, &copy->gpu);
-    if (!status.ok()) {
-      if (!genie::DeviceFailed(status)) return status;
-      copy->dropped = true;
-    }
-    made->copies.push_back(std::move(copy));
-  }
-  vectors->group = std::move(made);
   *out = vectors->group.get();
   return genie::Status::Ok();
 }
 
-// A scan over a device group: every shard answers every query (a dropped
-// one on the CPU) and the rows are merged; or the queries are split among
-// the replicas (a dropped one's piece redone on the CPU).
+// The exact scan over a device group (rows merged by distance, then id).
 genie::Status GroupScan(const genie::VectorSet& set, VectorGroup* g, const genie::EngineOptions& options,
                         const genie::VectorScanRequest& request, genie::VectorScanResult* out, int32_t* parts) {
   *parts = 1;
   for (const auto& c : g->copies)
     if (c->gpu != nullptr) *parts = std::max(*parts, c->gpu->parts());
-  auto scan = [&](VectorCopy* c, const genie::VectorSet& rows, const genie::VectorScanRequest& r,
-                  genie::VectorScanResult* found) {
-    if (!c->dropped) {
-      genie::Status st = c->gpu->Scan(rows, r, found, options.cancel);
-      if (!genie::DeviceFailed(st)) return st;
-      c->dropped = true;  // for good: later scans go to the CPU or the others
-    }
-    return genie::CpuVectorScan(rows, r, options.threads, found, options.cancel);
-  };
-  if (g->sharded) {
-    const auto n = static_cast<int32_t>(g->copies.size());
-    std::vector<genie::VectorScanResult> found(g->copies.size());
-    std::vector<int32_t> first(g->copies.size());
-    const auto statuses = genie::RunEachConcurrently(n, [&](int32_t i) {
-      VectorCopy* c = g->copies[static_cast<std::size_t>(i)].get();
-      genie::VectorScanRequest r = request;
-      if (request.excluded.size() > 0)
-        r.excluded = genie::Span<uint8_t>(request.excluded.data() + c->range.first,
-                                          static_cast<std::size_t>(c->range.second - c->range.first));
-      first[static_cast<std::size_t>(i)] = c->range.first;
-      return scan(c, *c->slice, r, &found[static_cast<std::size_t>(i)]);
-    });
-    for (const auto& st : statuses) GENIE_RETURN_IF_ERROR(st);
-    genie::MergeScanShards(found, first, request.k, out);
-    return genie::Status::Ok();
-  }
-  std::vector<VectorCopy*> live;
-  for (const auto& c : g->copies)
-    if (!c->dropped) live.push_back(c.get());
-  if (live.empty()) return genie::CpuVectorScan(set, request, options.threads, out, options.cancel);
-  const auto pieces = genie::SplitQueries(request.n_queries, static_cast<int32_t>(live.size()));
-  if (pieces.size() <= 1) return scan(live[0], set, request, out);
-  std::vector<genie::VectorScanResult> found(pieces.size());
-  const auto statuses = genie::RunEachConcurrently(static_cast<int32_t>(pieces.size()), [&](int32_t i) {
-    const auto u = static_cast<std::size_t>(i);
+  auto scan = [&](genie::GpuVectorSet* gpu, const genie::VectorSet& rows, int32_t first_object, int32_t q0,
+                  int32_t q1, genie::VectorScanResult* found) {
     genie::VectorScanRequest r = request;
-    r.queries = request.queries + static_cast<std::size_t>(pieces[u].first) * static_cast<std::size_t>(set.dim);
-    r.n_queries = pieces[u].second - pieces[u].first;
-    return scan(live[u], set, r, &found[u]);
-  });
-  for (const auto& st : statuses) GENIE_RETURN_IF_ERROR(st);
-  genie::JoinQueryRanges(found, out);
-  return genie::Status::Ok();
+    r.queries = request.queries + static_cast<std::size_t>(q0) * static_cast<std::size_t>(set.dim);
+    r.n_queries = q1 - q0;
+    if (request.excluded.size() > 0)
+      r.excluded = genie::Span<uint8_t>(request.excluded.data() + first_object, static_cast<std::size_t>(rows.n));
+    return gpu != nullptr ? gpu->Scan(rows, r, found, options.cancel)
+                          : genie::CpuVectorScan(rows, r, options.threads, found, options.cancel);
+  };
+  return genie::capi::ScanDeviceGroup(set, g, request.n_queries, request.k, scan, std::less<>(), out);
 }
 #endif
 
@@ -251,9 +177,7 @@ size_t genie_vectors_device_bytes(const genie_vectors* vectors) {
   if (vectors == nullptr) return 0;
   std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
   std::size_t bytes = vectors->gpu != nullptr ? vectors->gpu->device_bytes() : 0;
-  if (vectors->group != nullptr)
-    for (const auto& c : vectors->group->copies)
-      if (c->gpu != nullptr) bytes += c->gpu->device_bytes();
+  if (vectors->group != nullptr) bytes += vectors->group->device_bytes();
   return bytes;
 #endif
   (void)vectors;

@@ -1,5 +1,5 @@
-// Every GPU of the host (genie/multi_device.hpp): engines and vector scans
-// replicated and sharded over the GPUs equal the CPU engine hit for hit,
+// Every GPU of the host (genie/multi_device.hpp): engines, vector scans and
+// string scans replicated and sharded over the GPUs equal the CPU engine hit for hit,
 // through the C API's device mask as the extension calls it; a GPU left
 // out of the mask is not touched; a GPU that fails mid-batch (simulated)
 // leaves the answers exact.  Skipped where fewer than two GPUs are usable.
@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "genie/genie.h"
@@ -213,6 +215,82 @@ TEST(MultiGpu, VectorScansEqualTheCpu) {
     EXPECT_GT(genie_vectors_device_bytes(set), 0u);
     genie_vectors_free(set);
   }
+}
+
+// UTF-8 words over a small alphabet (many ties), as text and offsets.
+struct Words {
+  std::string text;
+  std::vector<int64_t> offsets{0};
+  void Add(const std::string& w) {
+    text += w;
+    offsets.push_back(static_cast<int64_t>(text.size()));
+  }
+  int32_t size() const { return static_cast<int32_t>(offsets.size()) - 1; }
+};
+
+Words RandomWords(std::mt19937* rng, int32_t n) {
+  static const char* const letters[] = {"a", "b", "c", "d", "\xc3\xa9"};  // and e-acute
+  Words words;
+  for (int32_t i = 0; i < n; ++i) {
+    std::string w;
+    const int32_t length = 1 + static_cast<int32_t>((*rng)() % 12);
+    for (int32_t j = 0; j < length; ++j) w += letters[(*rng)() % 5];
+    words.Add(w);
+  }
+  return words;
+}
+
+std::vector<std::pair<int32_t, int32_t>> StringRows(const genie_string_results* r) {
+  std::vector<std::pair<int32_t, int32_t>> rows;
+  for (int64_t i = 0; i < r->query_offsets[r->n_queries]; ++i) rows.emplace_back(r->distances[i], r->objects[i]);
+  return rows;
+}
+
+// Edit distance kNN: replicated and sharded, with caps, excluded strings and
+// k beyond a shard, equal the CPU's rows (distance, length, id order).
+TEST(MultiGpu, StringScansEqualTheCpu) {
+  SKIP_WITHOUT_TWO_GPUS();
+  std::mt19937 rng(13);
+  const Words words = RandomWords(&rng, 40009);
+  genie_strings* set = nullptr;
+  genie_error err{};
+  ASSERT_EQ(genie_strings_create(words.text.data(), words.offsets.data(), words.size(), &set, &err), GENIE_OK)
+      << err.message;
+  std::vector<uint8_t> excluded(static_cast<std::size_t>(words.size()), 0);
+  for (int32_t i = 0; i < words.size(); i += 5) excluded[static_cast<std::size_t>(i)] = 1;
+  for (int32_t nq : {1, 7, 200}) {
+    const Words queries = RandomWords(&rng, nq);
+    std::vector<int32_t> caps(static_cast<std::size_t>(nq));
+    for (int32_t q = 0; q < nq; ++q) caps[static_cast<std::size_t>(q)] = q % 3 == 0 ? 2 : -1;
+    for (int32_t k : {1, 10, 25000}) {
+      for (bool with_caps : {false, true}) {
+        genie_string_scan scan{};
+        scan.n_queries = nq;
+        scan.query_text = queries.text.data();
+        scan.query_text_offsets = queries.offsets.data();
+        scan.k = k;
+        scan.caps = with_caps ? caps.data() : nullptr;
+        scan.excluded = excluded.data();
+        genie_string_results* expected = nullptr;
+        ASSERT_EQ(genie_strings_scan(set, GENIE_ENGINE_CPU, nullptr, &scan, &expected, &err), GENIE_OK);
+        for (int32_t placement : {GENIE_PLACEMENT_REPLICATE, GENIE_PLACEMENT_SHARD}) {
+          genie_engine_options options{};
+          options.device_mask = ~uint64_t{0};
+          options.placement = placement;
+          genie_string_results* got = nullptr;
+          ASSERT_EQ(genie_strings_scan(set, GENIE_ENGINE_GPU, &options, &scan, &got, &err), GENIE_OK) << err.message;
+          EXPECT_EQ(std::vector<int64_t>(expected->query_offsets, expected->query_offsets + nq + 1),
+                    std::vector<int64_t>(got->query_offsets, got->query_offsets + nq + 1));
+          EXPECT_EQ(StringRows(expected), StringRows(got))
+              << "nq " << nq << " k " << k << " caps " << with_caps << " placement " << placement;
+          genie_string_results_free(got);
+        }
+        genie_string_results_free(expected);
+      }
+    }
+  }
+  EXPECT_GT(genie_strings_device_bytes(set), 0u);
+  genie_strings_free(set);
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 -- Several GPUs: genie.devices and genie.placement, and genie_devices()'s
--- in_use.  Whatever they say, genie_topk, ORDER BY <~> and genie_knn give
+-- in_use.  Whatever they say, genie_topk, ORDER BY <~>, ORDER BY <%> and genie_knn give
 -- the same rows (ties included) as with no GPU at all, and their scores and
 -- distances equal plain SQL's.  On a host with two or more GPUs this runs
 -- replicated and sharded indexes in-process; here the CPU engine answers.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(40);
+CREATE EXTENSION fuzzystrmatch;
+SELECT plan(46);
 
 -- the settings and what genie_devices() says of them
 SELECT is(current_setting('genie.devices'), 'all', 'genie.devices is all by default');
@@ -57,8 +58,18 @@ CREATE INDEX points_idx ON points USING genie (v);
 CREATE TABLE point_queries AS
 SELECT qid, ARRAY[floor(random() * 4), floor(random() * 4), floor(random() * 4), random()]::real[] AS q
 FROM generate_series(1, 10) qid;
+-- short words over five letters, one of them not ASCII: ties again
+CREATE TABLE words (id int PRIMARY KEY, w text);
+INSERT INTO words
+SELECT i, (SELECT string_agg(substr('abcdé', 1 + floor(random() * 5)::int, 1), '') FROM generate_series(1, 1 + i % 9) g WHERE i > 0)
+FROM generate_series(1, 3000) i;
+CREATE INDEX words_w ON words USING genie (w genie_ngram_ops);
+CREATE TABLE word_queries AS
+SELECT qid, (SELECT string_agg(substr('abcdé', 1 + floor(random() * 5)::int, 1), '') FROM generate_series(1, 2 + qid % 7) g WHERE qid > 0) AS q
+FROM generate_series(1, 8) qid;
 ANALYZE tagged;
 ANALYZE points;
+ANALYZE words;
 
 -- each setting's answers, kept to compare: genie_topk, genie_knn, and the
 -- scores of ORDER BY <~> LIMIT 10
@@ -77,6 +88,11 @@ BEGIN
     INSERT INTO answers
     SELECT setting, 'order by', r.qid, s.ctid, genie_match_count(s.tags, r.q)
     FROM (SELECT ctid, tags FROM tagged ORDER BY tags <~> r.q LIMIT 10) s;
+  END LOOP;
+  FOR r IN SELECT qid, q FROM word_queries LOOP
+    INSERT INTO answers
+    SELECT setting, 'strings', r.qid, s.ctid, levenshtein(s.w, r.q)
+    FROM (SELECT ctid, w FROM words ORDER BY w <%> r.q LIMIT 10) s;
   END LOOP;
   RESET enable_seqscan;
 END $$;
@@ -132,6 +148,14 @@ SELECT is((SELECT count(*) FROM (
            WHERE a.s IS DISTINCT FROM o.s), 0::bigint,
           'ORDER BY <~> LIMIT 10 scores equal genie_topk''s first 10');
 
+SELECT is((SELECT count(*) FROM (
+             SELECT query_no, array_agg(value ORDER BY value) d FROM answers WHERE setting = 'none' AND what = 'strings' GROUP BY 1) a
+           FULL JOIN (
+             SELECT qid, (array_agg(levenshtein(w.w, q.q)::float8 ORDER BY levenshtein(w.w, q.q)))[1:10] d
+             FROM word_queries q, words w GROUP BY qid) o ON o.qid = a.query_no
+           WHERE a.d IS DISTINCT FROM o.d), 0::bigint,
+          'ORDER BY <%> LIMIT 10 distances equal levenshtein()''s 10 smallest');
+
 -- every setting: the very rows of 'none', in the same order
 CREATE FUNCTION pg_temp.differing(setting text, kind text) RETURNS bigint LANGUAGE sql AS $$
   SELECT count(*) FROM (SELECT query_no, array_agg(row_ctid ORDER BY row_ctid) r, array_agg(value ORDER BY row_ctid) v
@@ -142,7 +166,7 @@ CREATE FUNCTION pg_temp.differing(setting text, kind text) RETURNS bigint LANGUA
 $$;
 SELECT is(pg_temp.differing(s, w), 0::bigint, format('%s: %s rows equal those with no GPU', s, w))
 FROM unnest(ARRAY['all, auto', 'all, replicate', 'all, shard', '1 and 0, shard', '1, shard']) s,
-     unnest(ARRAY['topk', 'knn', 'order by']) w
+     unnest(ARRAY['topk', 'knn', 'order by', 'strings']) w
 ORDER BY s, w;
 
 -- genie.device = gpu with genie.devices = none is an error with a hint (in-process: the service reads its own)

@@ -70,11 +70,14 @@ inline bool DeviceFailed(const Status& status) {
 }
 
 // A scan's rows (offsets, objects, distances: the vector and string scans'
-// results, ascending by distance then id) over shards merged into one: each
-// part's objects are local to its shard, first_object[p] its first id; at
-// most k rows a query are kept, as one scan over every object gives.
-template <typename Rows>
-void MergeScanShards(const std::vector<Rows>& parts, const std::vector<int32_t>& first_object, int32_t k, Rows* out) {
+// results) over shards merged into one: each part's objects are local to
+// its shard, first_object[p] its first id; at most k rows a query are kept,
+// as one scan over every object gives.  before(a, b) orders two (distance,
+// global id) rows as the scan does: the vectors by distance then id (the
+// default), the strings by distance, length, id.
+template <typename Rows, typename Before = std::less<>>
+void MergeScanShards(const std::vector<Rows>& parts, const std::vector<int32_t>& first_object, int32_t k, Rows* out,
+                     Before before = Before()) {
   using Distance = typename decltype(Rows::distances)::value_type;
   Rows merged;
   const std::size_t n_queries = parts.empty() ? 0 : parts[0].offsets.size() - 1;
@@ -86,7 +89,7 @@ void MergeScanShards(const std::vector<Rows>& parts, const std::vector<int32_t>&
         rows.emplace_back(parts[p].distances[static_cast<std::size_t>(i)],
                           parts[p].objects[static_cast<std::size_t>(i)] + first_object[p]);
     const std::size_t keep = std::min(rows.size(), static_cast<std::size_t>(std::max(k, 0)));
-    std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(keep), rows.end());
+    std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(keep), rows.end(), before);
     for (std::size_t i = 0; i < keep; ++i) {
       merged.distances.push_back(rows[i].first);
       merged.objects.push_back(rows[i].second);
