@@ -51,6 +51,7 @@ typedef struct GenieCachedIndex
 	int			engine_setting;
 	uint64		engine_devices;		/* genie.devices and genie.placement it was made for */
 	int			engine_placement;
+	int			engine_dropped; /* GPUs its device group dropped, said in a WARNING */
 
 	/*
 	 * The stored values of every object of this version (values_kind says

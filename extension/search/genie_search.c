@@ -168,6 +168,7 @@ ensure_main_engine(GenieCachedIndex *entry)
 	entry->engine_setting = genie_device_setting;
 	entry->engine_devices = genie_device_mask;
 	entry->engine_placement = genie_placement_setting;
+	entry->engine_dropped = 0;
 }
 
 static void
@@ -473,6 +474,7 @@ search_parts(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 		genie_profile_push(GENIE_PHASE_ENGINE);
 		status = genie_engine_search(entry->main_engine, &batch->batch, k,
 									 &parts->main_results, &err);
+		genie_search_note_dropped_devices(entry->main_engine, &entry->engine_dropped);
 		genie_search_ran_on(genie_engine_get_kind(entry->main_engine), false);
 		if (genie_search_cpu_fallback(status, &err, "search"))
 		{

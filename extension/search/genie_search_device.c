@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
 #include "storage/ipc.h"
 
 #include "genie_utils.h"
@@ -166,6 +167,38 @@ genie_search_prepare_device(void)
 	started = true;
 	on_proc_exit(wait_for_device_preparation, (Datum) 0);
 	genie_gpu_prepare(Max(genie_first_device(), 0));
+}
+
+void
+genie_search_note_dropped_devices(const genie_engine *engine, int *seen)
+{
+	genie_engine_device devices[64];
+	size_t		count = 0;
+	genie_error err;
+	int			dropped = 0;
+	const char *why = "";
+	StringInfoData which;
+
+	if (engine == NULL || genie_engine_devices(engine, devices, lengthof(devices), &count, &err) != GENIE_OK)
+		return;
+	initStringInfo(&which);
+	for (size_t i = 0; i < count && i < lengthof(devices); i++)
+	{
+		if (!devices[i].dropped)
+			continue;
+		appendStringInfo(&which, "%s%d", dropped > 0 ? ", " : "", devices[i].ordinal);
+		why = devices[i].failure;
+		dropped++;
+	}
+	if (dropped > *seen)
+		ereport(WARNING,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("genie: GPU %s failed and no longer serves this index; its work runs on the other GPUs or the CPU",
+						which.data),
+				 errdetail("%s", why),
+				 errhint("Answers stay exact.  Check the GPU (nvidia-smi); genie.devices can leave it out.")));
+	*seen = dropped;
+	pfree(which.data);
 }
 
 bool

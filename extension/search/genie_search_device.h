@@ -66,6 +66,12 @@ extern genie_engine_kind genie_search_device(void);
 extern void genie_search_prepare_device(void);
 
 /*
+ * A WARNING when engine (a device group) dropped more GPUs than *seen says
+ * it had; *seen becomes how many it has dropped.
+ */
+extern void genie_search_note_dropped_devices(const genie_engine *engine, int *seen);
+
+/*
  * A GPU ran out of memory (status): true, after a NOTICE, when the work
  * (what) should run again on the CPU; false when it should not (another
  * status, or genie.device = gpu, which makes it an error).

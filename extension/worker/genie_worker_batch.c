@@ -152,6 +152,9 @@ finish_job(ServiceState *st, SearchJob *job)
 	ServedIndex *s = job->served;
 	int64		q0 = 0;
 
+	/* in the server log: a GPU of its device group failed (the answers stay exact) */
+	if (job->runnable)
+		genie_search_note_dropped_devices(s->engines[job->kind], &s->dropped[job->kind]);
 	if (job->status == GENIE_DEVICE_OUT_OF_MEMORY && job->kind == GENIE_ENGINE_GPU)
 	{
 		/* gpu requests get the error; auto ones are answered by the CPU engine */

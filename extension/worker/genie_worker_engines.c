@@ -202,6 +202,7 @@ drop_engine(ServedIndex *s, genie_engine_kind kind)
 {
 	genie_engine_free(s->engines[kind]);	/* device memory included */
 	s->engines[kind] = NULL;
+	s->dropped[kind] = 0;
 	s->stats[kind].resident = false;
 	s->stats[kind].device_bytes = 0;
 }

@@ -59,6 +59,7 @@ typedef struct ServedIndex
 	int			busy;			/* searches of it handed to the runner */
 	uint64		last_used;
 	GenieServiceIndexStats stats[2];
+	int			dropped[2];		/* GPUs each engine's device group dropped, said */
 } ServedIndex;
 
 /*

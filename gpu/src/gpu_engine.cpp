@@ -80,6 +80,7 @@
 #include "genie/gpu_engine.hpp"
 #include "genie/gpu_stats.hpp"
 #include "genie/gallop.hpp"
+#include "genie/multi_device.hpp"
 #include "genie/parallel.hpp"
 #include "gpu_engine_impl.hpp"
 #include "kernels.hpp"
@@ -801,18 +802,27 @@ bool GetLastSearchStats(const Engine* engine, SearchStats* stats) {
   return true;
 }
 
+// A device group's setting is each of its GPU engines' (genie/multi_device.hpp).
+template <typename Set>
+bool ForEachGpuEngine(Engine* engine, const Set& set) {
+  if (auto* gpu = dynamic_cast<GpuEngine*>(engine)) {
+    set(gpu);
+    return true;
+  }
+  auto* group = dynamic_cast<MultiDeviceEngine*>(engine);
+  if (group == nullptr) return false;
+  bool any = false;
+  for (int32_t i = 0; group->member(i) != nullptr; ++i) any = ForEachGpuEngine(group->member(i), set) || any;
+  return any;
+}
+
 bool SetProfile(Engine* engine, bool enabled) {
-  auto* gpu = dynamic_cast<GpuEngine*>(engine);
-  if (gpu == nullptr) return false;
-  gpu->set_profile(enabled);
-  return true;
+  return ForEachGpuEngine(engine, [enabled](GpuEngine* gpu) { gpu->set_profile(enabled); });
 }
 
 bool SetSetMatchMinPostings(Engine* engine, int64_t postings) {
-  auto* gpu = dynamic_cast<GpuEngine*>(engine);
-  if (gpu == nullptr || postings < 0) return false;
-  gpu->set_set_match_min_postings(postings);
-  return true;
+  if (postings < 0) return false;
+  return ForEachGpuEngine(engine, [postings](GpuEngine* gpu) { gpu->set_set_match_min_postings(postings); });
 }
 
 }  // namespace gpu

@@ -279,6 +279,28 @@ void		genie_engine_free(genie_engine *engine);
 /* The kind actually running (AUTO resolves to CPU or GPU). */
 genie_engine_kind genie_engine_get_kind(const genie_engine *engine);
 
+/*
+ * The GPUs an engine spreads over (device_mask naming several), one entry
+ * each into devices[0 .. capacity); *count gets how many there are (0 for
+ * an engine on one GPU or the CPU).  dropped: the GPU failed and its work
+ * now runs on the others or the CPU, failure says why.
+ */
+typedef struct genie_engine_device
+{
+	int32_t		ordinal;
+	int32_t		dropped;
+	int32_t		sharded;
+	int32_t		first_object;	/* its range of the uploaded index */
+	int32_t		end_object;
+	uint64_t	index_bytes;	/* host bytes of its part */
+	uint64_t	searches;
+	double		seconds;		/* in its searches */
+	char		failure[256];
+} genie_engine_device;
+
+genie_status genie_engine_devices(const genie_engine *engine, genie_engine_device *devices,
+								  size_t capacity, size_t *count, genie_error *err);
+
 /* Makes index the one the engine searches (copies it to the device for the GPU). */
 genie_status genie_engine_upload(genie_engine *engine, const genie_index *index,
 								 genie_error *err);

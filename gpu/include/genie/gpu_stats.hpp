@@ -33,12 +33,13 @@ struct SearchStats {
 bool GetLastSearchStats(const Engine* engine, SearchStats* stats);
 
 // Turns the per-phase profile of the following searches on or off (initially
-// GpuEngineOptions::profile).  False when engine is not a GPU engine.
+// GpuEngineOptions::profile).  False when engine is not a GPU engine.  On a
+// device group (genie/multi_device.hpp), each GPU member's, as the next one.
 bool SetProfile(Engine* engine, bool enabled);
 
 // Sets GpuEngineOptions::set_match_min_postings of a made engine (for the
-// searches that follow).  False when engine is not a GPU engine or postings
-// is negative.
+// searches that follow; a device group's GPU members all).  False when
+// engine is not a GPU engine or postings is negative.
 bool SetSetMatchMinPostings(Engine* engine, int64_t postings);
 
 }  // namespace gpu
