@@ -123,6 +123,27 @@ TEST(CApiEngine, GpuKindFailsCleanlyWithoutGpuAndAutoFallsBack) {
   genie_engine_free(engine);
 }
 
+// A device mask naming GPUs where none is usable: GPU fails as it does with
+// one GPU, AUTO falls back to the CPU engine, which spreads over no devices.
+TEST(CApiEngine, DeviceMaskWithoutGpu) {
+  if (AnyUsableGpu()) GTEST_SKIP() << "a GPU is usable here";
+  genie_engine_options options{};
+  options.device_mask = ~uint64_t{0};
+  options.placement = GENIE_PLACEMENT_SHARD;
+  genie_engine* engine = nullptr;
+  genie_error err{};
+  EXPECT_EQ(genie_engine_create(GENIE_ENGINE_GPU, &options, &engine, &err), GENIE_DEVICE_UNAVAILABLE);
+  ASSERT_EQ(genie_engine_create(GENIE_ENGINE_AUTO, &options, &engine, &err), GENIE_OK) << err.message;
+  EXPECT_EQ(genie_engine_get_kind(engine), GENIE_ENGINE_CPU);
+  genie_engine_device devices[4];
+  size_t count = 99;
+  EXPECT_EQ(genie_engine_devices(engine, devices, 4, &count, &err), GENIE_OK);
+  EXPECT_EQ(count, 0u);
+  EXPECT_EQ(genie_engine_devices(engine, nullptr, 4, &count, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(genie_engine_devices(nullptr, devices, 4, &count, &err), GENIE_INVALID_ARGUMENT);
+  genie_engine_free(engine);
+}
+
 // genie_similar_verify: the GPU without a usable one is unavailable (no
 // fallback), AUTO runs on the CPU.
 TEST(CApiSimilar, GpuUnavailableAndAutoWithoutGpu) {
