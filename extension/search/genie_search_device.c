@@ -80,8 +80,8 @@ genie_devices_check(char **newval, void **extra, GucSource source)
 		}
 	}
 	pfree(trimmed);
-	/* PostgreSQL 15 frees a check hook's extra with free() */
-	out = (uint64 *) malloc(sizeof(uint64));
+	/* what the GUC machinery frees: malloc before 16, guc_malloc since */
+	out = (uint64 *) genie_guc_malloc(sizeof(uint64));
 	if (out == NULL)
 	{
 		GUC_check_errdetail("out of memory");
