@@ -466,6 +466,7 @@ genie_status genie_engine_create(genie_engine_kind kind, const genie_engine_opti
   return Guarded(err, [&]() -> genie::Status {
     if (engine == nullptr) return genie::Status::InvalidArgument("genie_engine_create: null output");
     *engine = nullptr;
+    GENIE_RETURN_IF_ERROR(genie::capi::CheckPlacement(options));
     genie::EngineOptions engine_options = ToEngineOptions(options);
     std::unique_ptr<genie::Engine> made;
     switch (kind) {

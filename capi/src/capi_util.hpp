@@ -133,6 +133,13 @@ inline genie::Status AddStrings(const char* text, const int64_t* offsets, int64_
 // CUDA support or a driver).
 const std::vector<genie_device_info>& GpuDevices();
 
+// options->placement is a genie_placement.
+inline Status CheckPlacement(const genie_engine_options* options) {
+  if (options != nullptr && (options->placement < GENIE_PLACEMENT_AUTO || options->placement > GENIE_PLACEMENT_SHARD))
+    return Status::InvalidArgument("unknown placement " + std::to_string(options->placement));
+  return Status::Ok();
+}
+
 // One GPU of a device group and what an index copy may take on it.
 struct GroupDevice {
   int32_t ordinal;

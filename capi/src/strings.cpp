@@ -174,6 +174,7 @@ genie_status genie_strings_scan(genie_strings* strings, genie_engine_kind device
     if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_GPU && device != GENIE_ENGINE_AUTO)
       return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
     if (scan->n_queries < 0) return genie::Status::InvalidArgument("negative number of queries");
+    GENIE_RETURN_IF_ERROR(genie::capi::CheckPlacement(options));
     genie::StringScanRequest request;
     request.k = scan->k;
     GENIE_RETURN_IF_ERROR(AddStrings(scan->query_text, scan->query_text_offsets, scan->n_queries,

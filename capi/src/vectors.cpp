@@ -210,6 +210,7 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
     if (!vectors->sealed) return genie::Status::InvalidArgument("genie_vectors_scan: the set is not sealed");
     if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_GPU && device != GENIE_ENGINE_AUTO)
       return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
+    GENIE_RETURN_IF_ERROR(genie::capi::CheckPlacement(options));
     const genie::VectorSet& set = vectors->set;
     genie::VectorScanRequest request;
     request.n_queries = scan->n_queries;

@@ -97,21 +97,24 @@ genie_engine_kind MultiDeviceEngine::kind() const {
   return slots_.empty() || slots_[0].member.engine == nullptr ? GENIE_ENGINE_CPU : slots_[0].member.engine->kind();
 }
 
-bool MultiDeviceEngine::sharded() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return sharded_;
-}
+bool MultiDeviceEngine::sharded() const { return sharded_.load(); }
 
+// Reports are written holding both mutexes and read here holding report_mutex_
+// alone: the genie service reads them between its batches while the next one
+// searches.
 std::vector<DeviceReport> MultiDeviceEngine::Report() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(report_mutex_);
   std::vector<DeviceReport> out;
   for (const Slot& s : slots_) out.push_back(s.report);
   return out;
 }
 
 void MultiDeviceEngine::DropMember(Slot* slot, const Status& why) {
-  slot->report.dropped = true;
-  slot->report.failure = why.message();
+  {
+    std::lock_guard<std::mutex> lock(report_mutex_);
+    slot->report.dropped = true;
+    slot->report.failure = why.message();
+  }
   if (slot->member.engine != nullptr) (void)slot->member.engine->Drop();  // frees what it can
 }
 
@@ -138,7 +141,8 @@ Status MultiDeviceEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
     s.part.reset();
     s.host.reset();
     s.range = {0, 0};
-    s.report.sharded = sharded_;
+    std::lock_guard<std::mutex> lock(report_mutex_);
+    s.report.sharded = plan.sharded;
     s.report.first_object = s.report.end_object = 0;
     s.report.index_bytes = 0;
   }
@@ -147,6 +151,7 @@ Status MultiDeviceEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
     s->range = plan.ranges[i];
     s->part = sharded_ ? std::make_shared<const InvertedIndex>(index->SliceObjects(s->range.first, s->range.second))
                        : index;
+    std::lock_guard<std::mutex> lock(report_mutex_);
     s->report.first_object = s->range.first;
     s->report.end_object = s->range.second;
     s->report.index_bytes = s->part->MemoryBytes();
@@ -225,6 +230,7 @@ Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32
         DropMember(live[0], st);
         continue;
       }
+      std::lock_guard<std::mutex> lock(report_mutex_);
       live[0]->report.searches += 1;
       live[0]->report.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return st;
@@ -258,6 +264,7 @@ Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32
       merged.hits.insert(merged.hits.end(), parts[i].hits.begin(), parts[i].hits.end());
       for (std::size_t q = 1; q < parts[i].query_offsets.size(); ++q)
         merged.query_offsets.push_back(base + parts[i].query_offsets[q]);
+      std::lock_guard<std::mutex> lock(report_mutex_);
       live[i]->report.searches += 1;
       live[i]->report.seconds += seconds[i];
     }
@@ -291,6 +298,7 @@ Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t 
   std::vector<std::pair<int32_t, int32_t>> ranges;
   for (std::size_t i = 0; i < shards.size(); ++i) {
     ranges.push_back(shards[i]->range);
+    std::lock_guard<std::mutex> lock(report_mutex_);
     shards[i]->report.searches += 1;
     shards[i]->report.seconds += seconds[i];
   }
@@ -315,8 +323,13 @@ Status MultiDeviceEngine::MatchSet(SetPredicate predicate, Span<int32_t> keyword
   std::lock_guard<std::mutex> lock(mutex_);
   if (index_ == nullptr) return Status::InvalidArgument("no index uploaded");
   out->clear();
+  // replicated, one member answers for all: a live one where there is one
+  Slot* first_live = nullptr;
+  for (Slot& s : slots_)
+    if (first_live == nullptr && s.part != nullptr && !s.report.dropped) first_live = &s;
   for (Slot& s : slots_) {
     if (s.part == nullptr) continue;
+    if (!sharded_ && first_live != nullptr && &s != first_live) continue;
     const int32_t first = s.range.first;
     const std::size_t count = static_cast<std::size_t>(s.range.second - first);
     Span<int32_t> sizes;

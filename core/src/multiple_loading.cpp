@@ -42,9 +42,11 @@ void MergePartResults(const std::vector<TopKResults>& parts,
     merged.query_offsets[static_cast<std::size_t>(q) + 1] = merged.query_offsets[static_cast<std::size_t>(q)] + std::min(keep, total);
   }
   merged.hits.resize(static_cast<std::size_t>(merged.query_offsets.back()));
+  // every query's heads made here: a worker allocates nothing, so cannot fail
+  std::vector<std::size_t> heads(static_cast<std::size_t>(n_queries) * n_parts, 0);
   auto merge_query = [&](int64_t qi) {
     const auto q = static_cast<int32_t>(qi);
-    std::vector<std::size_t> head(n_parts, 0);
+    std::size_t* head = heads.data() + static_cast<std::size_t>(q) * n_parts;
     Hit* to = merged.hits.data() + merged.query_offsets[static_cast<std::size_t>(q)];
     const int64_t count = merged.query_offsets[static_cast<std::size_t>(q) + 1] - merged.query_offsets[static_cast<std::size_t>(q)];
     for (int64_t i = 0; i < count; ++i) {

@@ -112,10 +112,17 @@ class Pool {
 // threads on every call (on 4 GPUs that tripled each one's host phases).
 constexpr int kPools = 8;
 
+// The pools this thread runs a job on: a nested call skips them (trying a
+// mutex the thread already holds is undefined for std::mutex).
+thread_local uint32_t t_pools_held = 0;
+
 bool RunOnAPool(int32_t helpers, const std::function<void()>& worker) noexcept {
   static std::atomic<Pool*> pools[kPools] = {};
   static std::mutex making;
-  for (auto& slot : pools) {
+  for (int i = 0; i < kPools; ++i) {
+    auto& slot = pools[i];
+    const uint32_t bit = uint32_t{1} << i;
+    if (t_pools_held & bit) continue;
     Pool* pool = slot.load(std::memory_order_acquire);
     if (pool == nullptr) {
       std::lock_guard<std::mutex> lock(making);
@@ -126,7 +133,10 @@ bool RunOnAPool(int32_t helpers, const std::function<void()>& worker) noexcept {
         slot.store(pool, std::memory_order_release);
       }
     }
-    if (pool->Run(helpers, worker)) return true;
+    t_pools_held |= bit;
+    const bool ran = pool->Run(helpers, worker);
+    t_pools_held &= ~bit;
+    if (ran) return true;
   }
   return false;
 }

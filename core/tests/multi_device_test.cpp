@@ -234,8 +234,8 @@ TEST(MultiDeviceEngine, SetPredicatesEqualOneIndex) {
   const std::vector<std::vector<int32_t>> queries = {{}, {-50}, {-50, -49}, {-48, -40, -30, -49, -50, -47}};
   for (Placement placement : {Placement::kReplicate, Placement::kShard}) {
     for (int fail : {-1, 0}) {
+      // the first member fails: a replicated group asks it first
       std::vector<std::unique_ptr<Engine>> engines;
-      engines.push_back(nullptr);
       engines.push_back(std::make_unique<FailingEngine>(0, fail));
       auto group = Group(3, placement, std::move(engines));
       ASSERT_TRUE(group->Upload(index).ok());
@@ -248,6 +248,7 @@ TEST(MultiDeviceEngine, SetPredicatesEqualOneIndex) {
           EXPECT_EQ(expected, got) << "predicate " << static_cast<int>(p) << " of " << q.size() << " keywords";
         }
       }
+      EXPECT_EQ(group->Report()[0].dropped, fail >= 0);
     }
   }
 }

@@ -244,18 +244,6 @@ typedef struct genie_engine_options
 	int32_t		threads;		/* CPU threads; 0 = hardware concurrency */
 	int32_t		device_ordinal; /* CUDA device; default 0 */
 	/*
-	 * Several GPUs: bit i names CUDA device i (0: device_ordinal alone).
-	 * When it names more than one usable GPU, an engine, a vector set's scan
-	 * and a string set's scan spread over them: an index that fits each
-	 * one's budget is replicated (a batch's queries split among the copies),
-	 * a larger one, or any with placement GENIE_PLACEMENT_SHARD, is sharded
-	 * (contiguous object ranges, each GPU answering every query for its
-	 * range, the top-k merged exactly).  A GPU that fails is dropped and its
-	 * work redone on the others or the CPU (genie_engine_devices says so).
-	 */
-	uint64_t	device_mask;
-	int32_t		placement;		/* genie_placement */
-	/*
 	 * Memory budget in bytes for the index plus a batch's search state (device
 	 * memory for the GPU engine, host memory for the CPU engines); 0 = the
 	 * default (most of the free device memory; unlimited on the CPU).  When
@@ -270,6 +258,18 @@ typedef struct genie_engine_options
 	 */
 	int			(*cancel) (void *arg);
 	void	   *cancel_arg;
+	/*
+	 * Several GPUs: bit i names CUDA device i (0: device_ordinal alone).
+	 * When it names more than one usable GPU, an engine, a vector set's scan
+	 * and a string set's scan spread over them: an index that fits each
+	 * one's budget is replicated (a batch's queries split among the copies),
+	 * a larger one, or any with placement GENIE_PLACEMENT_SHARD, is sharded
+	 * (contiguous object ranges, each GPU answering every query for its
+	 * range, the top-k merged exactly).  A GPU that fails is dropped and its
+	 * work redone on the others or the CPU (genie_engine_devices says so).
+	 */
+	uint64_t	device_mask;
+	int32_t		placement;		/* genie_placement */
 } genie_engine_options;
 
 genie_status genie_engine_create(genie_engine_kind kind,

@@ -14,6 +14,7 @@
 // of device memory) goes to the caller, as from a single engine.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -170,12 +171,13 @@ class MultiDeviceEngine final : public Engine {
   Status SearchReplicated(const genie_query_batch& batch, int32_t k, TopKResults* out);
   Status SearchSharded(const genie_query_batch& batch, int32_t k, TopKResults* out);
 
-  mutable std::mutex mutex_;  // one call at a time, as of one engine
+  mutable std::mutex mutex_;         // one call at a time, as of one engine
+  mutable std::mutex report_mutex_;  // the slots' reports (see Report)
   std::vector<Slot> slots_;
   HostEngineMaker make_host_;
   Placement placement_;
   int32_t threads_;
-  bool sharded_ = false;
+  std::atomic<bool> sharded_{false};
   std::shared_ptr<const InvertedIndex> index_;
   std::unique_ptr<Engine> whole_host_;  // a replicated index's, once every member dropped
 };
