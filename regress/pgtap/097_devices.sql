@@ -73,26 +73,28 @@ ANALYZE words;
 
 -- each setting's answers, kept to compare: genie_topk, genie_knn, and the
 -- scores of ORDER BY <~> LIMIT 10
-CREATE TABLE answers (setting text, what text, query_no int, row_ctid tid, value float8);
+CREATE TABLE answers (setting text, what text, query_no int, pos int, row_ctid tid, value float8);
 CREATE FUNCTION pg_temp.answer(setting text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE r record;
 BEGIN
   INSERT INTO answers
-  SELECT setting, 'topk', t.query_no, t.ctid, t.score
-  FROM (SELECT array_agg(q::genie_query ORDER BY qid) a FROM tag_queries) b, genie_topk('tagged_idx', b.a, 25) t;
+  SELECT setting, 'topk', t.query_no, t.pos, t.ctid, t.score
+  FROM (SELECT array_agg(q::genie_query ORDER BY qid) a FROM tag_queries) b,
+       genie_topk('tagged_idx', b.a, 25) WITH ORDINALITY t(query_no, ctid, score, pos);
   INSERT INTO answers
-  SELECT setting, 'knn', k.query_no, k.ctid, k.distance
-  FROM (SELECT array_agg(q ORDER BY qid) a FROM point_queries) b, genie_knn('points_idx', b.a, 15) k;
+  SELECT setting, 'knn', k.query_no, k.pos, k.ctid, k.distance
+  FROM (SELECT array_agg(q ORDER BY qid) a FROM point_queries) b,
+       genie_knn('points_idx', b.a, 15) WITH ORDINALITY k(query_no, ctid, distance, pos);
   SET LOCAL enable_seqscan = off;
   FOR r IN SELECT qid, q FROM tag_queries LOOP
     INSERT INTO answers
-    SELECT setting, 'order by', r.qid, s.ctid, genie_match_count(s.tags, r.q)
-    FROM (SELECT ctid, tags FROM tagged ORDER BY tags <~> r.q LIMIT 10) s;
+    SELECT setting, 'order by', r.qid, s.pos, s.ctid, genie_match_count(s.tags, r.q)
+    FROM (SELECT ctid, tags, row_number() OVER () AS pos FROM (SELECT ctid, tags FROM tagged ORDER BY tags <~> r.q LIMIT 10) o) s;
   END LOOP;
   FOR r IN SELECT qid, q FROM word_queries LOOP
     INSERT INTO answers
-    SELECT setting, 'strings', r.qid, s.ctid, levenshtein(s.w, r.q)
-    FROM (SELECT ctid, w FROM words ORDER BY w <%> r.q LIMIT 10) s;
+    SELECT setting, 'strings', r.qid, s.pos, s.ctid, levenshtein(s.w, r.q)
+    FROM (SELECT ctid, w, row_number() OVER () AS pos FROM (SELECT ctid, w FROM words ORDER BY w <%> r.q LIMIT 10) o) s;
   END LOOP;
   RESET enable_seqscan;
 END $$;
@@ -158,9 +160,9 @@ SELECT is((SELECT count(*) FROM (
 
 -- every setting: the very rows of 'none', in the same order
 CREATE FUNCTION pg_temp.differing(setting text, kind text) RETURNS bigint LANGUAGE sql AS $$
-  SELECT count(*) FROM (SELECT query_no, array_agg(row_ctid ORDER BY row_ctid) r, array_agg(value ORDER BY row_ctid) v
+  SELECT count(*) FROM (SELECT query_no, array_agg(row_ctid ORDER BY pos) r, array_agg(value ORDER BY pos) v
                         FROM answers WHERE answers.setting = 'none' AND what = kind GROUP BY 1) a
-  FULL JOIN (SELECT query_no, array_agg(row_ctid ORDER BY row_ctid) r, array_agg(value ORDER BY row_ctid) v
+  FULL JOIN (SELECT query_no, array_agg(row_ctid ORDER BY pos) r, array_agg(value ORDER BY pos) v
              FROM answers WHERE answers.setting = $1 AND what = kind GROUP BY 1) b USING (query_no)
   WHERE a.r IS DISTINCT FROM b.r OR a.v IS DISTINCT FROM b.v
 $$;
