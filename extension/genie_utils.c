@@ -48,6 +48,34 @@ genie_int32_cmp(const void *a, const void *b)
 }
 
 int
+genie_parse_int_list(const char *value, long min, long max, int32 *out, int max_count)
+{
+	const char *p = value;
+	int			n = 0;
+
+	for (;;)
+	{
+		char	   *end;
+		long		v;
+
+		while (*p == ' ')
+			p++;
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (end == p || errno != 0 || v < min || v > max || n >= max_count)
+			return -1;
+		out[n++] = (int32) v;
+		p = end;
+		while (*p == ' ')
+			p++;
+		if (*p == '\0')
+			return n;
+		if (*p++ != ',')
+			return -1;
+	}
+}
+
+int
 genie_tid_cmp(const void *a, const void *b)
 {
 	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);

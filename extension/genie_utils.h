@@ -105,6 +105,13 @@ extern int	genie_int32_cmp(const void *a, const void *b);
 extern int	genie_tid_cmp(const void *a, const void *b);
 
 /*
+ * Integers separated by commas (spaces allowed around them), each in [min,
+ * max], at most max_count of them, into out: how many, or -1 when value is
+ * not such a list.
+ */
+extern int	genie_parse_int_list(const char *value, long min, long max, int32 *out, int max_count);
+
+/*
  * Returns the elements of a one-dimensional int4[] without NULL elements
  * (a pointer into the detoasted array); raises a clear error otherwise.
  * argname names the argument in messages.

@@ -48,15 +48,19 @@ struct DeviceGroup {
   }
 };
 
-// The copies of set (n objects, set_bytes of them) on devices: whole on each
-// when it fits the smallest capacity or placement asks, else a contiguous
-// shard each, whose objects slice(first, end, &rows) makes.
-// make_gpu(rows, ordinal, budget, &gpu) copies rows to a GPU; one that
-// fails to take its copy is dropped.
+// *out made for options: kept when it was, else (re)made: the copies of set
+// (n objects, set_bytes of them) on devices, whole on each when it fits the
+// smallest capacity or placement asks, else a contiguous shard each, whose
+// objects slice(first, end, &rows) makes.  make_gpu(rows, ordinal, budget,
+// &gpu) copies rows to a GPU; one that fails to take its copy is dropped.
+// The caller serialises calls for one *out.  options.cancel is polled
+// between copies.
 template <typename Set, typename GpuSet, typename Slice, typename MakeGpu>
-Status MakeDeviceGroup(const Set& set, int32_t n, uint64_t set_bytes, const std::vector<GroupDevice>& devices,
-                       const EngineOptions& options, const Slice& slice, const MakeGpu& make_gpu,
-                       std::unique_ptr<DeviceGroup<Set, GpuSet>>* out) {
+Status EnsureDeviceGroup(const Set& set, int32_t n, uint64_t set_bytes, const std::vector<GroupDevice>& devices,
+                         const EngineOptions& options, const Slice& slice, const MakeGpu& make_gpu,
+                         std::unique_ptr<DeviceGroup<Set, GpuSet>>* out) {
+  if (*out != nullptr && (*out)->MadeFor(options)) return Status::Ok();
+  out->reset();  // the old copies' device memory first
   auto made = std::make_unique<DeviceGroup<Set, GpuSet>>();
   made->mask = options.device_mask;
   made->placement = options.placement;
@@ -66,6 +70,7 @@ Status MakeDeviceGroup(const Set& set, int32_t n, uint64_t set_bytes, const std:
   const PlacementPlan plan = PlanPlacement(static_cast<Placement>(options.placement), set_bytes, n, capacities);
   made->sharded = plan.sharded;
   for (std::size_t i = 0; i < devices.size() && i < plan.ranges.size(); ++i) {
+    if (options.cancel.requested()) return Status::Cancelled();
     auto copy = std::make_unique<GroupCopy<Set, GpuSet>>();
     copy->device = devices[i].ordinal;
     copy->range = plan.ranges[i];

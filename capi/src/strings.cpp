@@ -62,23 +62,20 @@ genie::Status GpuCopy(genie_strings* strings, int32_t device_ordinal, genie::Gpu
 genie::Status GroupCopies(genie_strings* strings, const std::vector<genie::capi::GroupDevice>& devices,
                           const genie::EngineOptions& options, StringGroup** out) {
   std::lock_guard<std::mutex> lock(strings->gpu_mutex);
-  if (strings->group == nullptr || !strings->group->MadeFor(options)) {
-    strings->group.reset();
-    const genie::StringSet& set = strings->set;
-    auto slice = [&set](int32_t first, int32_t end, genie::StringSet* rows) {
-      genie::CodePointStrings part;
-      for (int32_t id = first; id < end; ++id) part.Add(set.strings.Get(id));
-      return genie::BuildStringSet(std::move(part), rows);
-    };
-    auto make_gpu = [](const genie::StringSet& rows, int32_t ordinal, uint64_t,
-                       std::unique_ptr<genie::GpuStringSet>* gpu) {
-      return genie::GpuStringSet::Create(rows, ordinal, gpu);
-    };
-    const uint64_t bytes = set.strings.code_points.size() * sizeof(genie::CodePoint) +
-                           set.strings.offsets.size() * sizeof(int64_t);
-    GENIE_RETURN_IF_ERROR(
-        genie::capi::MakeDeviceGroup(set, set.size(), bytes, devices, options, slice, make_gpu, &strings->group));
-  }
+  const genie::StringSet& set = strings->set;
+  auto slice = [&set](int32_t first, int32_t end, genie::StringSet* rows) {
+    genie::CodePointStrings part;
+    for (int32_t id = first; id < end; ++id) part.Add(set.strings.Get(id));
+    return genie::BuildStringSet(std::move(part), rows);
+  };
+  auto make_gpu = [](const genie::StringSet& rows, int32_t ordinal, uint64_t,
+                     std::unique_ptr<genie::GpuStringSet>* gpu) {
+    return genie::GpuStringSet::Create(rows, ordinal, gpu);
+  };
+  const uint64_t bytes = set.strings.code_points.size() * sizeof(genie::CodePoint) +
+                         set.strings.offsets.size() * sizeof(int64_t);
+  GENIE_RETURN_IF_ERROR(
+      genie::capi::EnsureDeviceGroup(set, set.size(), bytes, devices, options, slice, make_gpu, &strings->group));
   *out = strings->group.get();
   return genie::Status::Ok();
 }

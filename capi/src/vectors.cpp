@@ -78,22 +78,19 @@ genie::Status GpuCopy(genie_vectors* vectors, const genie::EngineOptions& option
 genie::Status GroupCopies(genie_vectors* vectors, const std::vector<genie::capi::GroupDevice>& devices,
                           const genie::EngineOptions& options, VectorGroup** out) {
   std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
-  if (vectors->group == nullptr || !vectors->group->MadeFor(options)) {
-    vectors->group.reset();
-    const genie::VectorSet& set = vectors->set;
-    auto slice = [&set](int32_t first, int32_t end, genie::VectorSet* rows) {
-      rows->dim = set.dim;
-      rows->n = end - first;
-      rows->values.assign(set.row(first), set.row(end));
-      return genie::Status::Ok();
-    };
-    auto make_gpu = [](const genie::VectorSet& rows, int32_t ordinal, uint64_t budget,
-                       std::unique_ptr<genie::GpuVectorSet>* gpu) {
-      return genie::GpuVectorSet::Create(rows, ordinal, budget, gpu);
-    };
-    GENIE_RETURN_IF_ERROR(genie::capi::MakeDeviceGroup(set, set.n, static_cast<uint64_t>(set.values.size()) * sizeof(float),
+  const genie::VectorSet& set = vectors->set;
+  auto slice = [&set](int32_t first, int32_t end, genie::VectorSet* rows) {
+    rows->dim = set.dim;
+    rows->n = end - first;
+    rows->values.assign(set.row(first), set.row(end));
+    return genie::Status::Ok();
+  };
+  auto make_gpu = [](const genie::VectorSet& rows, int32_t ordinal, uint64_t budget,
+                     std::unique_ptr<genie::GpuVectorSet>* gpu) {
+    return genie::GpuVectorSet::Create(rows, ordinal, budget, gpu);
+  };
+  GENIE_RETURN_IF_ERROR(genie::capi::EnsureDeviceGroup(set, set.n, static_cast<uint64_t>(set.values.size()) * sizeof(float),
                                                        devices, options, slice, make_gpu, &vectors->group));
-  }
   *out = vectors->group.get();
   return genie::Status::Ok();
 }

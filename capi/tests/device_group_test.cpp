@@ -69,6 +69,7 @@ struct Fixture {
 
   Status Make(int32_t placement, std::vector<int32_t> fail_at_creation, std::vector<int32_t> fail_scans,
               std::unique_ptr<Group>* group) {
+    group->reset();
     EngineOptions options;
     options.device_mask = 7;
     options.placement = placement;
@@ -85,7 +86,7 @@ struct Fixture {
       (*gpu)->fails = std::count(fail_scans.begin(), fail_scans.end(), ordinal) > 0;
       return Status::Ok();
     };
-    return capi::MakeDeviceGroup(set, set.size(), uint64_t{4} * set.values.size(), devices, options, slice, make_gpu,
+    return capi::EnsureDeviceGroup(set, set.size(), uint64_t{4} * set.values.size(), devices, options, slice, make_gpu,
                                  group);
   }
 
@@ -163,7 +164,7 @@ TEST(DeviceGroup, OtherFailuresGoToTheCaller) {
   auto out_of_memory = [](const IntSet&, int32_t, uint64_t, std::unique_ptr<FakeGpu>*) {
     return Status::DeviceOutOfMemory("too large");
   };
-  EXPECT_EQ(capi::MakeDeviceGroup(f.set, f.set.size(), 4, {{0, 0}, {1, 0}}, options, slice, out_of_memory, &g).code(),
+  EXPECT_EQ(capi::EnsureDeviceGroup(f.set, f.set.size(), 4, {{0, 0}, {1, 0}}, options, slice, out_of_memory, &g).code(),
             GENIE_DEVICE_OUT_OF_MEMORY);
   ASSERT_TRUE(f.Make(GENIE_PLACEMENT_SHARD, {}, {}, &g).ok());
   auto cancelled = [](FakeGpu*, const IntSet&, int32_t, int32_t, int32_t, IntRows*) { return Status::Cancelled(); };

@@ -46,38 +46,18 @@ genie_devices_check(char **newval, void **extra, GucSource source)
 		mask = 0;
 	else
 	{
-		char	   *item = trimmed;
+		int32		ordinals[64];
+		int			n = genie_parse_int_list(trimmed, 0, 63, ordinals, lengthof(ordinals));
 
-		for (;;)
+		if (n < 0)
 		{
-			char	   *end;
-			long		ordinal;
-
-			while (*item == ' ')
-				item++;
-			errno = 0;
-			ordinal = strtol(item, &end, 10);
-			if (end == item || errno != 0 || ordinal < 0 || ordinal > 63)
-			{
-				GUC_check_errdetail("\"%s\" is not 'all', 'none' or a list of CUDA device numbers from 0 to 63.",
-									*newval);
-				pfree(trimmed);
-				return false;
-			}
-			mask |= UINT64CONST(1) << ordinal;
-			while (*end == ' ')
-				end++;
-			if (*end == '\0')
-				break;
-			if (*end != ',')
-			{
-				GUC_check_errdetail("\"%s\" is not 'all', 'none' or a list of CUDA device numbers from 0 to 63.",
-									*newval);
-				pfree(trimmed);
-				return false;
-			}
-			item = end + 1;
+			GUC_check_errdetail("\"%s\" is not 'all', 'none' or a list of CUDA device numbers from 0 to 63.",
+								*newval);
+			pfree(trimmed);
+			return false;
 		}
+		for (int i = 0; i < n; i++)
+			mask |= UINT64CONST(1) << ordinals[i];
 	}
 	pfree(trimmed);
 	/* what the GUC machinery frees: malloc before 16, guc_malloc since */
@@ -179,24 +159,30 @@ genie_search_note_dropped_devices(const genie_engine *engine, int *seen)
 	const char *why = "";
 	StringInfoData which;
 
+	/* after every search: nothing allocated unless a GPU was dropped */
 	if (engine == NULL || genie_engine_devices(engine, devices, lengthof(devices), &count, &err) != GENIE_OK)
 		return;
+	for (size_t i = 0; i < count && i < lengthof(devices); i++)
+		dropped += devices[i].dropped ? 1 : 0;
+	if (dropped <= *seen)
+	{
+		*seen = dropped;
+		return;
+	}
 	initStringInfo(&which);
 	for (size_t i = 0; i < count && i < lengthof(devices); i++)
 	{
 		if (!devices[i].dropped)
 			continue;
-		appendStringInfo(&which, "%s%d", dropped > 0 ? ", " : "", devices[i].ordinal);
+		appendStringInfo(&which, "%s%d", which.len > 0 ? ", " : "", devices[i].ordinal);
 		why = devices[i].failure;
-		dropped++;
 	}
-	if (dropped > *seen)
-		ereport(WARNING,
-				(errcode(ERRCODE_SYSTEM_ERROR),
-				 errmsg("genie: GPU %s failed and no longer serves this index; its work runs on the other GPUs or the CPU",
-						which.data),
-				 errdetail("%s", why),
-				 errhint("Answers stay exact.  Check the GPU (nvidia-smi); genie.devices can leave it out.")));
+	ereport(WARNING,
+			(errcode(ERRCODE_SYSTEM_ERROR),
+			 errmsg("genie: GPU %s failed and no longer serves this index; its work runs on the other GPUs or the CPU",
+					which.data),
+			 errdetail("%s", why),
+			 errhint("Answers stay exact.  Check the GPU (nvidia-smi); genie.devices can leave it out.")));
 	*seen = dropped;
 	pfree(which.data);
 }

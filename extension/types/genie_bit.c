@@ -176,30 +176,7 @@ ewh_keywords(const GenieVectorSchema *schema, VarBit *code, int32 bits, int *n)
 static int
 parse_weights(const char *value, int32 *out)
 {
-	const char *p = value;
-	int			n = 0;
-
-	for (;;)
-	{
-		char	   *end;
-		long		w;
-
-		while (*p == ' ')
-			p++;
-		errno = 0;
-		w = strtol(p, &end, 10);
-		if (end == p || errno != 0 || w < 1 || w > GENIE_QUERY_MAX_WEIGHT ||
-			n > GENIE_EWH_MAX_ERRORS)
-			return -1;
-		out[n++] = (int32) w;
-		p = end;
-		while (*p == ' ')
-			p++;
-		if (*p == '\0')
-			return n;
-		if (*p++ != ',')
-			return -1;
-	}
+	return genie_parse_int_list(value, 1, GENIE_QUERY_MAX_WEIGHT, out, GENIE_EWH_MAX_ERRORS + 1);
 }
 
 void
