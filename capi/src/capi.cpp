@@ -116,7 +116,7 @@ genie::Status MakeGpu(const genie::EngineOptions& group_options, std::unique_ptr
   const genie::EngineOptions host = options;
   *out = std::make_unique<genie::MultiDeviceEngine>(
       std::move(members), [host] { return genie::MakeCpuEngine(host); },
-      static_cast<genie::Placement>(options.placement), options.threads);
+      static_cast<genie::Placement>(options.placement), options.threads, options.cancel);
   return genie::Status::Ok();
 #else
   (void)group_options;

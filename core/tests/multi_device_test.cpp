@@ -218,6 +218,14 @@ TEST(MultiDeviceEngine, OtherFailuresGoToTheCaller) {
     EXPECT_FALSE(group->Report()[0].dropped);
     EXPECT_EQ(group->Search(batch.View(), 0, &got).code(), GENIE_INVALID_ARGUMENT);
   }
+  // a cancel asked while the shards are cut stops the upload
+  std::vector<DeviceMember> members(2);
+  for (auto& m : members) m.engine = testing::MakeCpu(1);
+  MultiDeviceEngine cancelled(std::move(members), [] { return testing::MakeCpu(1); }, Placement::kShard, 1,
+                              CancelCheck{[](void*) { return 1; }, nullptr});
+  EXPECT_EQ(cancelled.Upload(index).code(), GENIE_CANCELLED);
+  TopKResults none;
+  EXPECT_EQ(cancelled.Search(batch.View(), 5, &none).code(), GENIE_INVALID_ARGUMENT);  // nothing uploaded
   auto empty = Group(2, Placement::kShard);
   TopKResults got;
   EXPECT_EQ(empty->Search(batch.View(), 5, &got).code(), GENIE_INVALID_ARGUMENT);  // nothing uploaded

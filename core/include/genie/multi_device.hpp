@@ -138,9 +138,10 @@ class MultiDeviceEngine final : public Engine {
   using HostEngineMaker = std::function<std::unique_ptr<Engine>()>;
   // members: at least one, each on its own device.  make_host: the engine
   // that takes over a dropped member's work (the CPU engine).
-  // threads: the host threads that merge shards' results (0: every core).
+  // threads: the host threads that merge shards' results (0: every core);
+  // cancel: polled by Upload once the shards are cut (the members poll their own).
   MultiDeviceEngine(std::vector<DeviceMember> members, HostEngineMaker make_host, Placement placement,
-                    int32_t threads = 0);
+                    int32_t threads = 0, CancelCheck cancel = CancelCheck());
 
   genie_engine_kind kind() const override;
   Status Upload(std::shared_ptr<const InvertedIndex> index) override;
@@ -177,6 +178,7 @@ class MultiDeviceEngine final : public Engine {
   HostEngineMaker make_host_;
   Placement placement_;
   int32_t threads_;
+  CancelCheck cancel_;
   std::atomic<bool> sharded_{false};
   std::shared_ptr<const InvertedIndex> index_;
   std::unique_ptr<Engine> whole_host_;  // a replicated index's, once every member dropped
