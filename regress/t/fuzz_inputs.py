@@ -229,6 +229,12 @@ def document_weights():
     return maybe_mutate(rng.choice(choices))
 
 
+def devices_setting():
+    choices = ["all", "none", "0", "0,1", " 1 , 2 ", "63", "64", "-1", "0,,1", "1 2", "", "ALL", "0," * 40 + "0",
+               "1," * 70 + "1", str(2 ** 40), "3,none"]
+    return maybe_mutate(rng.choice(choices))
+
+
 STATEMENTS = {
     "set predicates": set_predicate,
     "genie_query text": lambda: ("SELECT %s::genie_query::text", (query_text(),)),
@@ -305,6 +311,11 @@ STATEMENTS = {
                                                        (tsvector_text(), document_query_text())),
     "genie.document_weights": lambda: ("SELECT set_config('genie.document_weights', %s, false)",
                                        (document_weights(),)),
+    # genie.device stays cpu: the settings parse, genie_devices() reads them
+    "genie.devices": lambda: ("SELECT set_config('genie.devices', %s, false), count(*) FROM genie_devices() WHERE in_use",
+                              (devices_setting(),)),
+    "genie.placement": lambda: ("SELECT set_config('genie.placement', %s, false)",
+                                (maybe_mutate(rng.choice(["auto", "replicate", "shard", "spread", ""])),)),
     "genie_profile": lambda: (rng.choice(["SELECT count(*) FROM genie_profile()", "SELECT genie_profile_reset()",
                                           "SET genie.profile = on", "SET genie.profile = off"]), ()),
     "genie_match_count": lambda: ("SELECT genie_match_count(%s::int4[], %s::genie_query)",
