@@ -42,6 +42,7 @@
 #include "search/genie_search.h"
 #include "search/genie_search_device.h"
 #include "search/genie_search_range.h"
+#include "search/genie_visibility.h"
 #include "types/genie_vector.h"
 
 PG_FUNCTION_INFO_V1(genie_within_vectors);
@@ -110,6 +111,8 @@ within_search(GenieCachedIndex *entry, void *arg)
 	PG_TRY();
 	{
 		genie_visibility_begin(&vs, entry, s->heap, GetActiveSnapshot(), s->batch.n);
+		genie_visibility_check_ahead(&vs, entry, found->objects, found->query_offsets,
+									 found->n_queries, PG_INT64_MAX);
 		for (int32 q = 0; q < found->n_queries; q++)
 		{
 			for (int64 i = found->query_offsets[q]; i < found->query_offsets[q + 1]; i++)

@@ -42,6 +42,7 @@
 #include "utils/wait_event.h"
 
 #include "search/genie_search.h"
+#include "search/genie_visibility.h"
 #include "profile/genie_explain.h"
 #include "storage/genie_content.h"
 #include "service/genie_service.h"
@@ -49,8 +50,6 @@
 #include "profile/genie_profile.h"
 
 int			genie_gpu_set_min_postings = 16384;
-
-#define GENIE_VISIBILITY_CACHE_BYTES ((Size) 256 * 1024 * 1024)
 
 static bool said_cpu_fallback = false;
 static bool said_service_away = false;
@@ -693,58 +692,6 @@ genie_search_exhausted(const GenieSearchResult *result, int q, int32 k, int32 n_
 
 /* ---- the visible top k of a batch ---- */
 
-
-void
-genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
-				 int nq)
-{
-	memset(vs, 0, sizeof(*vs));
-	vs->snapshot = snapshot;
-	vs->fetch = table_index_fetch_begin(heap);
-	vs->slot = table_slot_create(heap, NULL);
-	if (nq > 1 &&
-		(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_VISIBILITY_CACHE_BYTES)
-	{
-		vs->known = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-		vs->visible_tids = palloc_extended(sizeof(ItemPointerData) * Max(entry->n_objects, 1),
-										   MCXT_ALLOC_HUGE);
-	}
-}
-
-void
-genie_visibility_end(GenieVisibility *vs)
-{
-	ExecDropSingleTupleTableSlot(vs->slot);
-	table_index_fetch_end(vs->fetch);
-}
-
-bool
-genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, int32 id, ItemPointer tid)
-{
-	bool		call_again = false;
-	bool		all_dead = false;
-	bool		visible;
-
-	if (entry->objects[id].flags & GENIE_OBJECT_DEAD)
-		return false;
-	if (vs->known != NULL && vs->known[id] != 0)
-	{
-		*tid = vs->visible_tids[id];
-		return vs->known[id] == 1;
-	}
-	*tid = entry->objects[id].tid;
-	visible = table_index_fetch_tuple(vs->fetch, tid, vs->snapshot, vs->slot,
-									  &call_again, &all_dead);
-	genie_explain_counts.heap_fetches++;
-	genie_explain_counts.invisible += !visible;
-	if (vs->known != NULL)
-	{
-		vs->known[id] = visible ? 1 : 2;
-		vs->visible_tids[id] = *tid;
-	}
-	return visible;
-}
-
 void
 genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 					 GenieQuery **queries, int nq, int32 k, GenieVisibleRows *rows)
@@ -775,6 +722,8 @@ genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 		genie_search(entry, &batch, kprime, &result);
 
 		genie_profile_push(GENIE_PHASE_VISIBILITY);
+		/* each query's first k rows are checked whatever they are */
+		genie_visibility_check_ahead(&vs, entry, result.objects, result.query_offsets, n_short, k);
 		for (int i = 0; i < n_short; i++)
 		{
 			GenieVisibleRows *out = &rows[short_of_k[i]];

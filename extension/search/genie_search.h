@@ -120,32 +120,6 @@ extern void genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapsho
 extern void genie_search_verify(GenieCachedIndex *entry, const genie_similar_batch *batch,
 								genie_similar_verdict *verdict);
 
-/*
- * Visibility checks of the rows of a batch of nq queries over heap:
- * whether object id is visible to the snapshot, and the
- * TID of its visible version.
- */
-typedef struct GenieVisibility
-{
-	Snapshot	snapshot;
-	IndexFetchTableData *fetch;
-	TupleTableSlot *slot;
-
-	/*
-	 * Popular rows appear in the results of many queries of a batch: each
-	 * one's visibility is checked once per call (0 unknown, 1 visible, 2
-	 * not), remembering the TID of the visible version.  For one query, or
-	 * beyond the cap, the memory is not worth it and every hit is checked.
-	 */
-	uint8	   *known;
-	ItemPointerData *visible_tids;
-} GenieVisibility;
-
-extern void genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation heap,
-								   Snapshot snapshot, int nq);
-extern void genie_visibility_end(GenieVisibility *vs);
-extern bool genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, int32 id,
-								 ItemPointer tid);
 
 /*
  * A set predicate over the entry's main part on this backend's GPU engine

@@ -39,6 +39,7 @@
 #include "search/genie_cache_values.h"
 #include "search/genie_permutation.h"
 #include "search/genie_search_values.h"
+#include "search/genie_visibility.h"
 #include "service/genie_service_client.h"
 #include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
@@ -661,6 +662,12 @@ collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBat
 		if (!whole)
 			genie_value_batch_free_copy(&sub);
 		genie_profile_push(GENIE_PHASE_VISIBILITY);
+
+		/*
+		 * each query's first k rows are checked unless they are among the
+		 * base[q] kept (which are known already: they were checked)
+		 */
+		genie_visibility_check_ahead(vs, entry, found.objects, found.offsets, n_short, k);
 		for (int i = 0; i < n_short; i++)
 		{
 			int			q = short_of_k[i];

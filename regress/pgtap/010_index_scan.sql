@@ -4,7 +4,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 -- The engine follows genie.device (PGOPTIONS on the GPU host runs this on the GPU).
-SELECT plan(46);
+SELECT plan(48);
 
 -- 20k rows with a skewed keyword distribution (fixed seed), a few NULL rows
 -- and empty arrays.
@@ -241,6 +241,20 @@ SELECT throws_ok($$SELECT * FROM genie_topk('docs_tags_idx', ARRAY['{1}'::genie_
 SELECT throws_ok($$SELECT * FROM genie_index_info('docs_tags_idx')$$, '42501',
                  NULL, 'genie_index_info needs ownership or pg_stat_scan_tables');
 RESET ROLE;
+
+-- HOT updates (no indexed column changes): the index keeps each row's
+-- first version, and a batch, whose rows are checked page by page in id
+-- order, answers with the visible version's ctid
+CREATE TABLE hot (id int, tags int4[]) WITH (fillfactor = 50);
+INSERT INTO hot SELECT i, ARRAY[i % 10, 100 + i % 7] FROM generate_series(1, 2000) i;
+CREATE INDEX hot_idx ON hot USING genie (tags);
+UPDATE hot SET id = id + 10000 WHERE id % 3 = 0;
+SELECT is((SELECT count(*) FROM genie_topk('hot_idx', ARRAY['{1,101}', '{2,102}', '{3,103}']::genie_query[], 50) t
+           JOIN hot h ON h.ctid = t.ctid AND genie_match_count(h.tags, ARRAY[t.query_no, 100 + t.query_no]) = t.score),
+          150::bigint, 'after HOT updates every genie_topk row is a visible row, found by its ctid, with its score');
+SELECT ok((SELECT count(*) FROM genie_topk('hot_idx', ARRAY['{1,101}', '{2,102}', '{3,103}']::genie_query[], 50) t
+           JOIN hot h ON h.ctid = t.ctid WHERE h.id > 10000) > 0,
+          'updated rows come back with their new version''s ctid');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,0 +1,131 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_visibility.c
+ *	  Which of a batch's result rows the caller's snapshot sees (see
+ *	  genie_visibility.h).
+ *
+ * A batch of 1,000 queries returns 10,000 to 100,000 rows, scattered over
+ * the heap in the order of their scores: checked in that order, nearly
+ * every check releases one heap page and pins and prunes another (a buffer
+ * mapping lookup each), which made the checks as long as the engine call
+ * (bench/latency.md).  genie_visibility_check_ahead takes the rows a round
+ * will check and checks them in id order, so a page is pinned once for all
+ * its rows; the round then finds each answer in the per-call memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/tableam.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "port/pg_bitutils.h"
+#include "utils/memutils.h"
+
+#include "profile/genie_explain.h"
+#include "search/genie_visibility.h"
+
+/* the per-call memory: 7 bytes a row, beyond this every hit is checked */
+#define GENIE_VISIBILITY_CACHE_BYTES ((Size) 256 * 1024 * 1024)
+
+void
+genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+					   int nq)
+{
+	memset(vs, 0, sizeof(*vs));
+	vs->snapshot = snapshot;
+	vs->fetch = table_index_fetch_begin(heap);
+	vs->slot = table_slot_create(heap, NULL);
+	if (nq > 1 &&
+		(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_VISIBILITY_CACHE_BYTES)
+	{
+		vs->known = palloc_extended(Max(entry->n_objects, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		vs->visible_tids = palloc_extended(sizeof(ItemPointerData) * Max(entry->n_objects, 1),
+										   MCXT_ALLOC_HUGE);
+	}
+}
+
+void
+genie_visibility_end(GenieVisibility *vs)
+{
+	ExecDropSingleTupleTableSlot(vs->slot);
+	table_index_fetch_end(vs->fetch);
+}
+
+bool
+genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, int32 id, ItemPointer tid)
+{
+	bool		call_again = false;
+	bool		all_dead = false;
+	bool		visible;
+
+	if (entry->objects[id].flags & GENIE_OBJECT_DEAD)
+		return false;
+	if (vs->known != NULL && vs->known[id] != 0)
+	{
+		*tid = vs->visible_tids[id];
+		return vs->known[id] == 1;
+	}
+	*tid = entry->objects[id].tid;
+	visible = table_index_fetch_tuple(vs->fetch, tid, vs->snapshot, vs->slot,
+									  &call_again, &all_dead);
+	genie_explain_counts.heap_fetches++;
+	genie_explain_counts.invisible += !visible;
+	if (vs->known != NULL)
+	{
+		vs->known[id] = visible ? 1 : 2;
+		vs->visible_tids[id] = *tid;
+	}
+	return visible;
+}
+
+void
+genie_visibility_check_ahead(GenieVisibility *vs, GenieCachedIndex *entry, const int32 *ids,
+							 const int64 *offsets, int nq, int64 first_n)
+{
+	int64		words = ((int64) entry->n_objects + 63) / 64;
+	int64		first = words;
+	int64		last = -1;
+	int64		checked = 0;
+
+	if (vs->known == NULL)
+		return;
+	if (vs->wanted == NULL)
+		vs->wanted = palloc_extended(sizeof(uint64) * Max(words, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+
+	/* mark the rows not known yet (a dead row needs no check) */
+	for (int q = 0; q < nq; q++)
+	{
+		int64		end = offsets[q + 1] - offsets[q] > first_n ? offsets[q] + first_n : offsets[q + 1];
+
+		for (int64 i = offsets[q]; i < end; i++)
+		{
+			int32		id = ids[i];
+			int64		w = id / 64;
+
+			if (vs->known[id] != 0 || (entry->objects[id].flags & GENIE_OBJECT_DEAD))
+				continue;
+			vs->wanted[w] |= UINT64CONST(1) << (id % 64);
+			first = Min(first, w);
+			last = Max(last, w);
+		}
+	}
+
+	/* check them in id order, clearing the marks as they go */
+	for (int64 w = first; w <= last; w++)
+	{
+		uint64		bits = vs->wanted[w];
+
+		vs->wanted[w] = 0;
+		while (bits != 0)
+		{
+			int32		id = (int32) (w * 64 + pg_rightmost_one_pos64(bits));
+			ItemPointerData tid;
+
+			bits &= bits - 1;
+			(void) genie_object_visible(vs, entry, id, &tid);
+			if ((++checked & 4095) == 0)
+				CHECK_FOR_INTERRUPTS();
+		}
+	}
+}
