@@ -74,8 +74,26 @@ namespace {
 // The block cache (see DeviceMemory).  Never destroyed: blocks are released
 // with the process, like the CUDA context.
 constexpr std::size_t kBlockMinBytes = 4096;
-constexpr std::size_t kBlockMaxBytes = std::size_t{16} << 20;  // larger ones are not cached
-constexpr std::size_t kBlockCacheBytes = std::size_t{64} << 20;
+// Larger ones are not cached.  A pipelined LSH batch at 4.5M objects takes
+// tables and tile bounds of about 40 MB a piece: under a lower limit each
+// piece paid a cudaMalloc and a cudaFree, which waits for the device, in
+// the middle of the pipeline.
+constexpr std::size_t kBlockMaxBytes = std::size_t{256} << 20;
+
+// At most this much stays cached: a 32nd of the first device's memory,
+// between 64 MB and 1 GB (4 pieces of such a batch take about 600 MB).
+std::size_t BlockCacheBytes() {
+  static const std::size_t cap = [] {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      total_bytes = 0;
+    }
+    return std::min<std::size_t>(std::max<std::size_t>(total_bytes / 32, std::size_t{64} << 20),
+                                 std::size_t{1} << 30);
+  }();
+  return cap;
+}
 
 struct CachedBlock {
   int device;
@@ -105,6 +123,27 @@ int CurrentDevice() {
   return device;
 }
 
+// The blocks this thread's search freed on the current device, which wait
+// for the end of its scope: freed now, once the device has finished the
+// work queued so far (an allocation that found the device full).
+void ReleaseDeferred() {
+  if (t_deferred == nullptr || t_deferred->empty()) return;
+  const int device = CurrentDevice();
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;  // a device error: the blocks wait for the scope's end
+  }
+  for (std::size_t i = 0; i < t_deferred->size();) {
+    if ((*t_deferred)[i].device == device) {
+      (void)cudaFree((*t_deferred)[i].ptr);
+      (*t_deferred)[i] = t_deferred->back();
+      t_deferred->pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
 void* TakeCached(int device, std::size_t bytes) {
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   for (std::size_t i = 0; i < g_cache->size(); ++i) {
@@ -129,8 +168,10 @@ Status DeviceMemory::Allocate(std::size_t bytes, const char* what) {
   void* ptr = small ? TakeCached(CurrentDevice(), capacity) : nullptr;
   if (ptr == nullptr) {
     cudaError_t error = cudaMalloc(&ptr, capacity);
-    if (error == cudaErrorMemoryAllocation && CachedBytes() > 0) {
+    if (error == cudaErrorMemoryAllocation &&
+        (CachedBytes() > 0 || (t_deferred != nullptr && !t_deferred->empty()))) {
       (void)cudaGetLastError();
+      ReleaseDeferred();
       ReleaseCache();
       error = cudaMalloc(&ptr, capacity);
     }
@@ -216,7 +257,7 @@ DeviceBlockScope::~DeviceBlockScope() {
   for (const CachedBlock& b : *t_deferred) {
     // after a device error, or beyond the cap, a block is freed
     bool kept = false;
-    if (idle && g_cache_bytes.load() + b.bytes <= kBlockCacheBytes) {
+    if (idle && g_cache_bytes.load() + b.bytes <= BlockCacheBytes()) {
       try {
         g_cache->push_back(b);
         g_cache_bytes.fetch_add(b.bytes);
@@ -271,6 +312,90 @@ Status Event::Create(bool timing) {
 void Event::Reset() {
   if (event_ != nullptr) (void)cudaEventDestroy(event_);
   event_ = nullptr;
+}
+
+PinnedSlot::~PinnedSlot() {
+  if (ptr_ != nullptr) {
+    if (recorded_) (void)cudaEventSynchronize(done_.get());
+    (void)cudaFreeHost(ptr_);
+  }
+}
+
+Status PinnedSlot::Reserve(std::size_t bytes) {
+  if (bytes <= capacity_ && ptr_ != nullptr) return Status::Ok();
+  GENIE_RETURN_IF_ERROR(WaitIdle());
+  const std::size_t want = std::max<std::size_t>({bytes, capacity_ * 2, 64 << 10});
+  if (ptr_ != nullptr) (void)cudaFreeHost(ptr_);
+  ptr_ = nullptr;
+  capacity_ = 0;
+  cudaError_t error = cudaMallocHost(&ptr_, want);
+  if (error != cudaSuccess) {
+    ptr_ = nullptr;
+    return CudaStatus(error, "cudaMallocHost (staging)", __FILE__, __LINE__);
+  }
+  capacity_ = want;
+  return Status::Ok();
+}
+
+Status PinnedSlot::MarkUsed(cudaStream_t stream) {
+  if (done_.get() == nullptr) GENIE_RETURN_IF_ERROR(done_.Create());
+  GENIE_CUDA_RETURN_IF_ERROR(cudaEventRecord(done_.get(), stream));
+  recorded_ = true;
+  return Status::Ok();
+}
+
+Status PinnedSlot::WaitIdle() {
+  if (!recorded_) return Status::Ok();
+  GENIE_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(done_.get()));
+  recorded_ = false;
+  return Status::Ok();
+}
+
+Status PinnedPool::Take(std::size_t bytes, PinnedSlot** slot) {
+  *slot = nullptr;
+  std::size_t pick = slots_.size();
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (taken_[i]) continue;
+    // the smallest free slot that holds bytes, else the largest free one
+    if (pick == slots_.size()) {
+      pick = i;
+      continue;
+    }
+    const std::size_t have = slots_[pick]->capacity(), cap = slots_[i]->capacity();
+    const bool fits = cap >= bytes, pick_fits = have >= bytes;
+    if ((fits && (!pick_fits || cap < have)) || (!fits && !pick_fits && cap > have)) pick = i;
+  }
+  if (pick == slots_.size()) {
+    slots_.push_back(std::make_unique<PinnedSlot>());
+    taken_.push_back(false);
+  }
+  PinnedSlot* s = slots_[pick].get();
+  GENIE_RETURN_IF_ERROR(s->WaitIdle());
+  GENIE_RETURN_IF_ERROR(s->Reserve(bytes));
+  taken_[pick] = true;
+  *slot = s;
+  return Status::Ok();
+}
+
+void PinnedPool::Give(PinnedSlot* slot) {
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].get() == slot) taken_[i] = false;
+  }
+}
+
+Status UploadBatch::Upload(DeviceMemory* dst, cudaStream_t stream, const char* what, PinnedPool* pool) {
+  if (pool == nullptr || host_.empty()) return Upload(dst, stream, what);
+  GENIE_RETURN_IF_ERROR(dst->Allocate(host_.size(), what));
+  PinnedSlot* slot = nullptr;
+  GENIE_RETURN_IF_ERROR(pool->Take(host_.size(), &slot));
+  std::memcpy(slot->data(), host_.data(), host_.size());
+  const cudaError_t error =
+      cudaMemcpyAsync(dst->get(), slot->data(), host_.size(), cudaMemcpyHostToDevice, stream);
+  const Status status = error == cudaSuccess
+                            ? slot->MarkUsed(stream)
+                            : CudaStatus(error, "cudaMemcpyAsync (staged upload)", __FILE__, __LINE__);
+  pool->Give(slot);  // idle again once the copy is done (Take waits for it)
+  return status;
 }
 
 Status CheckDevice(int32_t device_ordinal) {

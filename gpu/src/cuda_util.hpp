@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,14 +67,15 @@ class DeviceGuard {
 // Device memory.  Freed in the destructor; cudaFree waits for the work that
 // might still use it, so an early return on an error path is safe.
 //
-// Inside a DeviceBlockScope (a search) small blocks are not freed but kept
-// for reuse: cudaMalloc and cudaFree cost tens of microseconds each, and a
-// search of a handful of queries makes a dozen of them.  A block freed in a
-// scope becomes reusable only when the outermost scope ends, after the
-// device has finished the work queued so far; later allocations of the same
-// size class (a power of two) take it.  At most kBlockCacheBytes stay
-// cached; an allocation that finds the device out of memory frees the
-// cache and tries again.
+// Inside a DeviceBlockScope (a search) blocks up to 256 MB are not freed
+// but kept for reuse: cudaMalloc and cudaFree cost tens of microseconds
+// each (cudaFree also waits for the device), and a search of a handful of
+// queries makes a dozen of them.  A block freed in a scope becomes reusable
+// only when the outermost scope ends, after the device has finished the
+// work queued so far; later allocations of the same size class (a power
+// of two) take it.  At most a 32nd of the device's memory (64 MB to 1 GB)
+// stays cached; an allocation that finds the device out of memory frees
+// the cache and the blocks its own scope freed, and tries again.
 class DeviceMemory {
  public:
   DeviceMemory() = default;
@@ -154,6 +156,8 @@ class DeviceArray {
 // Small host arrays gathered into one buffer and uploaded with one copy: a
 // pageable cudaMemcpyAsync costs microseconds, which a call of a few
 // queries would otherwise pay once per array.  Sections are 16-byte aligned.
+class PinnedPool;
+
 class UploadBatch {
  public:
   template <typename T>
@@ -175,6 +179,11 @@ class UploadBatch {
     }
     return Status::Ok();
   }
+  // The same through page-locked staging from pool: the copy is then truly
+  // asynchronous (a copy from pageable memory blocks the host until the
+  // device has drained the stream ahead of it: a whole kernel of the piece
+  // before, in a pipelined search).
+  Status Upload(DeviceMemory* dst, cudaStream_t stream, const char* what, PinnedPool* pool);
   template <typename T>
   static T* At(const DeviceMemory& memory, std::size_t offset) {
     return reinterpret_cast<T*>(static_cast<unsigned char*>(memory.get()) + offset);
@@ -248,6 +257,50 @@ class Event {
 
  private:
   cudaEvent_t event_ = nullptr;
+};
+
+// Page-locked host memory a search stages its copies in, kept from call to
+// call (cudaMallocHost costs milliseconds for megabytes), with an event
+// recorded after the last copy that used it: reused only when that copy is
+// done.
+class PinnedSlot {
+ public:
+  PinnedSlot() = default;
+  ~PinnedSlot();
+  PinnedSlot(const PinnedSlot&) = delete;
+  PinnedSlot& operator=(const PinnedSlot&) = delete;
+  // At least bytes (grown by doubling; the contents are not kept).
+  Status Reserve(std::size_t bytes);
+  unsigned char* data() const { return static_cast<unsigned char*>(ptr_); }
+  std::size_t capacity() const { return capacity_; }
+  // Records the event after the copies queued so far on stream.
+  Status MarkUsed(cudaStream_t stream);
+  // Waits for those copies (at once when there were none).
+  Status WaitIdle();
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t capacity_ = 0;
+  Event done_;
+  bool recorded_ = false;
+};
+
+// An engine's pinned slots: taken for a copy (or a deferred fetch) and given
+// back; a taken slot is never handed out again until given back.
+class PinnedPool {
+ public:
+  // A slot not taken, idle, of at least bytes (one is added when all are taken).
+  Status Take(std::size_t bytes, PinnedSlot** slot);
+  void Give(PinnedSlot* slot);
+  // Frees every slot (none may be taken).
+  void Reset() {
+    slots_.clear();
+    taken_.clear();
+  }
+
+ private:
+  std::vector<std::unique_ptr<PinnedSlot>> slots_;
+  std::vector<bool> taken_;
 };
 
 }  // namespace gpu

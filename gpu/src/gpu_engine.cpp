@@ -56,6 +56,15 @@
 // * Pipelined search (pipeline.cpp).  A resident tiled search of at least
 //   2 x kPipelineQueries queries is matched piece by piece while a helper
 //   thread compiles the next piece; only the calling thread touches the device.
+//   A piece's work is queued before the host waits for the previous piece's
+//   hits (list mode: no query is redone after an overflow), so the device
+//   runs the pieces back to back.
+//
+// * The host's side of a call.  Uploads and fetched hits go through pinned
+//   slots the engine keeps (PinnedPool): a copy from pageable memory blocks
+//   the host until the stream ahead of it drains, and pinning per call costs
+//   milliseconds.  A small batch (kInlineHostWork) compiles and prepares on
+//   the calling thread: waking the pool costs more than the work.
 //
 // * Multiple loading.  The index is uploaded when it takes at most half the
 //   budget.  Otherwise (or when one query's state does not fit beside it) the
@@ -100,6 +109,13 @@ Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& ba
                          int32_t q_begin, int32_t q_end, int64_t split_length, int threads,
                          const CancelCheck& cancel, CompiledQueries* out) {
   const int64_t nq = q_end - q_begin;
+  // A small batch compiles on the calling thread: waking the pool's threads
+  // costs tens of microseconds, more than its whole compilation.
+  if (batch.item_offsets != nullptr && batch.query_offsets != nullptr &&
+      batch.item_offsets[batch.query_offsets[q_end]] - batch.item_offsets[batch.query_offsets[q_begin]] <=
+          kInlineHostWork) {
+    threads = 1;
+  }
   const int64_t per_chunk = std::max<int64_t>(16, (nq + threads * 4 - 1) / (threads * 4));
   const int64_t n_chunks = (nq + per_chunk - 1) / per_chunk;
   out->chunks.assign(static_cast<std::size_t>(n_chunks), CompiledBatch());
@@ -190,6 +206,9 @@ void ForEachListRun(Span<ListSlice> slices, Span<int64_t> offs, Emit emit) {
 Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, int threads,
                const CancelCheck& cancel, Prepared* out) {
   const int32_t nq = cq.num_queries();
+  int64_t slices = 0;
+  for (int64_t c : cq.count) slices += c;
+  if (slices <= kInlineHostWork) threads = 1;  // as in CompileQueryRange
   out->max_score.assign(static_cast<std::size_t>(nq), 0);
   out->num_runs.assign(static_cast<std::size_t>(nq), 0);
   out->runs = FlatRuns();
@@ -244,6 +263,8 @@ GpuEngine::~GpuEngine() {
   DeviceGuard guard;
   (void)guard.Enter(device_);
   ReleaseAll();
+  DiscardHits();
+  pinned_.Reset();
   copy_done_[0].Reset();
   copy_done_[1].Reset();
   compute_done_[0].Reset();

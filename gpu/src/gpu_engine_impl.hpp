@@ -87,7 +87,7 @@ class Profiler {
     std::string out;
     char buf[96];
     for (const auto& p : phases_) {
-      std::snprintf(buf, sizeof(buf), "%s%s %.1f", out.empty() ? "" : "; ", p.first.c_str(), p.second);
+      std::snprintf(buf, sizeof(buf), "%s%s %.2f", out.empty() ? "" : "; ", p.first.c_str(), p.second);
       out += buf;
     }
     return out;
@@ -108,6 +108,9 @@ constexpr int64_t kMaxParts = 1 << 16;
 // pieces of about this many queries, the host compiling piece i + 1 while
 // the device matches piece i (pipeline.cpp).
 constexpr int32_t kPipelineQueries = 256;
+// Host work of at most this many keyword ranges (compiling) or slices
+// (preparing) runs on the calling thread, not on the pool.
+constexpr int64_t kInlineHostWork = 1024;
 // The tiled matcher's list mode keeps tiles * k entries a query: up to 8 MiB.
 constexpr int64_t kListModeMaxSlots = int64_t{1} << 20;
 
@@ -421,14 +424,37 @@ class GpuEngine final : public Engine {
 
   // Sorts every query's candidates, keeps the first k distinct, copies them
   // back into per_query.
+  // may_defer: as FetchHits's.
   Status SortEmitFetch(Candidates* cand, const std::vector<int32_t>& group, int32_t k,
-                       std::vector<std::vector<Hit>>* per_query);
+                       std::vector<std::vector<Hit>>* per_query, bool may_defer = false);
   // Each query's first k hits (group order) from the device into per_query.
+  // may_defer: the group's hits are final (no query of it is redone by the
+  // count table after an overflow), so that while defer_fetch_ is set they
+  // may land after the call returns (CollectHits).
   Status FetchHits(const DeviceArray<DevHit>& hits, const DeviceArray<int32_t>& counts,
-                   const std::vector<int32_t>& group, int32_t k, std::vector<std::vector<Hit>>* per_query);
+                   const std::vector<int32_t>& group, int32_t k, std::vector<std::vector<Hit>>* per_query,
+                   bool may_defer = false);
 
   Status FetchOverflow(const DeviceArray<int32_t>& overflow, const std::vector<int32_t>& group,
                        std::vector<int32_t>* overflowed);
+
+  // A group's hits on their way back: the copies queued into a pinned slot,
+  // read into per_query by CollectHits.  While defer_fetch_ is set (the
+  // pipelined search), FetchHits leaves them pending, so that the host
+  // queues the next piece's work before it waits for this one's.
+  struct PendingHits {
+    PinnedSlot* slot = nullptr;  // counts at 0, hits at hits_at
+    std::size_t hits_at = 0;
+    std::vector<int32_t> group;
+    int32_t k = 0;
+    std::vector<std::vector<Hit>>* per_query = nullptr;
+  };
+  // Waits for the first count pending fetches (oldest first) and fills their
+  // per_query.
+  Status CollectHits(std::size_t count);
+  // Drops every pending fetch (after an error: the caller synchronizes first).
+  void DiscardHits();
+  Status Deliver(PendingHits* pending);
 
   // The c-PQ state every c-PQ matcher has: ZipperArrays, AuditThresholds,
   // hash tables, overflow flags.
@@ -490,6 +516,9 @@ class GpuEngine final : public Engine {
   uint64_t mem_info_free_ = 0, mem_info_total_ = 0, mem_info_ours_ = ~uint64_t{0};
   std::chrono::steady_clock::time_point mem_info_time_{};
   Event copy_done_[2], compute_done_[2];
+  PinnedPool pinned_;  // staging of uploads and of fetched hits
+  std::vector<PendingHits> pending_hits_;
+  bool defer_fetch_ = false;
   SearchStats stats_;
   bool profile_;  // time the phases of the following searches
   Profiler prof_;

@@ -100,7 +100,7 @@ Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& pre
   const std::size_t at_list = packed ? upload.Add(runs.list) : 0;
   const std::size_t at_list_begin = packed ? upload.Add(runs.list_begin) : 0;
   DeviceMemory d_upload;
-  GENIE_RETURN_IF_ERROR(upload.Upload(&d_upload, stream, "list runs"));
+  GENIE_RETURN_IF_ERROR(upload.Upload(&d_upload, stream, "list runs", &pinned_));
   const int64_t* d_seg_begin = UploadBatch::At<int64_t>(d_upload, at_begin);
   const int32_t* d_seg_length = UploadBatch::At<int32_t>(d_upload, at_length);
 
@@ -141,7 +141,7 @@ Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& pre
     GENIE_RETURN_IF_ERROR(counts.Allocate(static_cast<std::size_t>(g), "result counts"));
     GENIE_RETURN_IF_ERROR(LaunchListSelect(gate, k, hits.get(), counts.get(), stream));
     prof_.Mark("select");
-    return FetchHits(hits, counts, group, k, per_query);
+    return FetchHits(hits, counts, group, k, per_query, /*may_defer=*/true);
   }
 
   Candidates cand;
@@ -149,8 +149,10 @@ Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& pre
   GENIE_RETURN_IF_ERROR(LaunchHtCollect(gate, cand.state, /*from_bc=*/false,
                                         /*exact_ties=*/false, stream));
   prof_.Mark("select");
-  GENIE_RETURN_IF_ERROR(FetchOverflow(gb.overflow, group, overflowed));
-  return SortEmitFetch(&cand, group, k, per_query);
+  // In list mode no table can overflow (each tile writes at most k entries
+  // to slots of its own): no flags to wait for.
+  if (!list) GENIE_RETURN_IF_ERROR(FetchOverflow(gb.overflow, group, overflowed));
+  return SortEmitFetch(&cand, group, k, per_query, /*may_defer=*/list);
 }
 
 }  // namespace gpu

@@ -102,6 +102,27 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
     std::atomic<bool>* stop;
     ~StopOnExit() { stop->store(true); }
   } stop_on_exit{&stop};
+  // The device's work for piece p is queued before the host waits for
+  // piece p - 1's hits (FetchHits leaves them pending), so the device goes
+  // from one piece to the next while the host prepares and collects: two
+  // pieces' hits in flight at most, each in a buffer of its own.
+  struct DeferFetches {
+    GpuEngine* engine;
+    explicit DeferFetches(GpuEngine* e) : engine(e) { engine->defer_fetch_ = true; }
+    ~DeferFetches() {
+      engine->DiscardHits();  // none left on success; after an error, the rest
+      engine->defer_fetch_ = false;
+    }
+  } defer(this);
+  std::vector<std::vector<Hit>> piece_hits[2];
+  std::size_t behind = 0;  // pending fetches of the piece before this one
+  const auto take = [&](int32_t p) {
+    const Piece& piece = pieces[static_cast<std::size_t>(p)];
+    std::vector<std::vector<Hit>>& hits = piece_hits[p % 2];
+    for (int32_t q = piece.q_begin; q < piece.q_end; ++q) {
+      per_query[static_cast<std::size_t>(q)] = std::move(hits[static_cast<std::size_t>(q - piece.q_begin)]);
+    }
+  };
   Status status;
   for (int32_t p = 0; p < count && status.ok(); ++p) {
     // Compile the piece here unless the helper has taken it.
@@ -114,22 +135,29 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
     }
     status = piece.status;
     if (status.ok()) status = CheckCancel();
-    std::vector<std::vector<Hit>> piece_hits;
     if (status.ok()) {
       // The index's device bytes may have grown (EnsureFullPostings).
       const uint64_t held = ResidentBytes();
       status = RunPrepared(view, piece.compiled, piece.prep, k, budget > held ? budget - held : 0,
-                           &piece_hits);
+                           &piece_hits[p % 2]);
     }
-    if (status.ok()) {
-      for (int32_t q = piece.q_begin; q < piece.q_end; ++q) {
-        per_query[static_cast<std::size_t>(q)] =
-            std::move(piece_hits[static_cast<std::size_t>(q - piece.q_begin)]);
-      }
+    // the previous piece's hits, while the device matches this one
+    if (status.ok() && p > 0) {
+      const std::size_t now = pending_hits_.size();
+      status = CollectHits(behind);
+      if (status.ok()) take(p - 1);
+      behind = now - behind;
+    } else {
+      behind = pending_hits_.size();
     }
-    // Free the piece's compiled form as soon as it is matched.
+    // Free the piece's compiled form as soon as it is queued (the device
+    // reads its own copies).
     piece.compiled = CompiledQueries();
     piece.prep = Prepared();
+  }
+  if (status.ok() && count > 0) {
+    status = CollectHits(pending_hits_.size());
+    if (status.ok()) take(count - 1);
   }
   stop.store(true);
   helper.Join();

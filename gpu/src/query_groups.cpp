@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "cuda_util.hpp"
@@ -69,7 +70,7 @@ Status GpuEngine::BuildWork(const CompiledQueries& cq, const std::vector<int32_t
 }
 
 Status GpuEngine::SortEmitFetch(Candidates* cand, const std::vector<int32_t>& group, int32_t k,
-                                std::vector<std::vector<Hit>>* per_query) {
+                                std::vector<std::vector<Hit>>* per_query, bool may_defer) {
   cudaStream_t stream = compute_stream_.get();
   const int32_t g = static_cast<int32_t>(group.size());
   DeviceArray<unsigned long long> sorted;
@@ -89,36 +90,126 @@ Status GpuEngine::SortEmitFetch(Candidates* cand, const std::vector<int32_t>& gr
   GENIE_RETURN_IF_ERROR(hits.Allocate(static_cast<std::size_t>(g) * k, "results"));
   GENIE_RETURN_IF_ERROR(counts.Allocate(static_cast<std::size_t>(g), "result counts"));
   GENIE_RETURN_IF_ERROR(LaunchEmit(sorted.get(), cand->state, g, k, hits.get(), counts.get(), stream));
-  return FetchHits(hits, counts, group, k, per_query);
+  return FetchHits(hits, counts, group, k, per_query, may_defer);
 }
+
+// Copies larger than this go through pageable memory: an engine keeps its
+// pinned slots, and a one-off batch of huge k should not pin gigabytes.
+constexpr std::size_t kMaxPinnedFetch = std::size_t{64} << 20;
 
 Status GpuEngine::FetchHits(const DeviceArray<DevHit>& hits, const DeviceArray<int32_t>& counts,
                             const std::vector<int32_t>& group, int32_t k,
-                            std::vector<std::vector<Hit>>* per_query) {
+                            std::vector<std::vector<Hit>>* per_query, bool may_defer) {
   cudaStream_t stream = compute_stream_.get();
   const int32_t g = static_cast<int32_t>(group.size());
-  // The copies below block (pageable memory), then the stream is waited for.
-  GENIE_RETURN_IF_ERROR(CheckCancel());
-  std::vector<DevHit> host_hits(static_cast<std::size_t>(g) * k);
-  std::vector<int32_t> host_counts(static_cast<std::size_t>(g));
-  GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_counts.data(), counts.get(),
-                                             host_counts.size() * sizeof(int32_t),
-                                             cudaMemcpyDeviceToHost, stream));
-  GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_hits.data(), hits.get(),
-                                             host_hits.size() * sizeof(DevHit),
-                                             cudaMemcpyDeviceToHost, stream));
-  GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  prof_.Mark("emit+fetch");
-  for (int32_t i = 0; i < g; ++i) {
-    auto& dst = (*per_query)[static_cast<std::size_t>(group[static_cast<std::size_t>(i)])];
-    const int32_t c = std::min(host_counts[static_cast<std::size_t>(i)], k);
-    dst.resize(static_cast<std::size_t>(std::max(c, 0)));
-    for (int32_t j = 0; j < c; ++j) {
-      const DevHit& h = host_hits[static_cast<std::size_t>(i) * k + j];
-      dst[static_cast<std::size_t>(j)] = Hit{h.object, h.score};
+  GENIE_RETURN_IF_ERROR(CheckCancel());  // before the copies and the wait
+  const std::size_t count_bytes = static_cast<std::size_t>(g) * sizeof(int32_t);
+  const std::size_t hits_at = (count_bytes + 15) / 16 * 16;
+  const std::size_t hit_bytes = static_cast<std::size_t>(g) * k * sizeof(DevHit);
+  if (hits_at + hit_bytes > kMaxPinnedFetch) {
+    // The copies below block (pageable memory), then the stream is waited for.
+    std::vector<DevHit> host_hits(static_cast<std::size_t>(g) * k);
+    std::vector<int32_t> host_counts(static_cast<std::size_t>(g));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_counts.data(), counts.get(), count_bytes,
+                                               cudaMemcpyDeviceToHost, stream));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_hits.data(), hits.get(), hit_bytes,
+                                               cudaMemcpyDeviceToHost, stream));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    prof_.Mark("emit+fetch");
+    for (int32_t i = 0; i < g; ++i) {
+      auto& dst = (*per_query)[static_cast<std::size_t>(group[static_cast<std::size_t>(i)])];
+      const int32_t c = std::min(host_counts[static_cast<std::size_t>(i)], k);
+      dst.resize(static_cast<std::size_t>(std::max(c, 0)));
+      for (int32_t j = 0; j < c; ++j) {
+        const DevHit& h = host_hits[static_cast<std::size_t>(i) * k + j];
+        dst[static_cast<std::size_t>(j)] = Hit{h.object, h.score};
+      }
+    }
+    return Status::Ok();
+  }
+  PendingHits pending;
+  GENIE_RETURN_IF_ERROR(pinned_.Take(hits_at + hit_bytes, &pending.slot));
+  pending.hits_at = hits_at;
+  pending.k = k;
+  pending.per_query = per_query;
+  Status status;
+  try {
+    pending.group = group;
+  } catch (const std::bad_alloc&) {
+    status = Status::OutOfMemory("out of host memory fetching hits");
+  }
+  cudaError_t error = cudaSuccess;
+  if (status.ok()) {
+    error = cudaMemcpyAsync(pending.slot->data(), counts.get(), count_bytes, cudaMemcpyDeviceToHost, stream);
+  }
+  if (status.ok() && error == cudaSuccess) {
+    error = cudaMemcpyAsync(pending.slot->data() + hits_at, hits.get(), hit_bytes, cudaMemcpyDeviceToHost,
+                            stream);
+  }
+  if (status.ok()) {
+    status = error == cudaSuccess ? pending.slot->MarkUsed(stream)
+                                  : CudaStatus(error, "cudaMemcpyAsync (hits)", __FILE__, __LINE__);
+  }
+  if (status.ok() && defer_fetch_ && may_defer) {
+    try {
+      pending_hits_.push_back(std::move(pending));
+      return Status::Ok();
+    } catch (const std::bad_alloc&) {
+      status = Status::OutOfMemory("out of host memory fetching hits");
     }
   }
+  if (!status.ok()) {
+    (void)cudaStreamSynchronize(stream);  // the slot's copies, if any, are done
+    pinned_.Give(pending.slot);
+    return status;
+  }
+  return Deliver(&pending);
+}
+
+Status GpuEngine::Deliver(PendingHits* pending) {
+  PinnedSlot* slot = std::exchange(pending->slot, nullptr);
+  Status status = slot->WaitIdle();
+  if (status.ok()) {
+    prof_.Mark("emit+fetch");
+    const auto* counts = reinterpret_cast<const int32_t*>(slot->data());
+    const auto* hits = reinterpret_cast<const DevHit*>(slot->data() + pending->hits_at);
+    const int32_t k = pending->k;
+    for (std::size_t i = 0; i < pending->group.size(); ++i) {
+      auto& dst = (*pending->per_query)[static_cast<std::size_t>(pending->group[i])];
+      const int32_t c = std::min(counts[i], k);
+      dst.resize(static_cast<std::size_t>(std::max(c, 0)));
+      for (int32_t j = 0; j < c; ++j) {
+        const DevHit& h = hits[i * static_cast<std::size_t>(k) + static_cast<std::size_t>(j)];
+        dst[static_cast<std::size_t>(j)] = Hit{h.object, h.score};
+      }
+    }
+  }
+  pinned_.Give(slot);
+  return status;
+}
+
+Status GpuEngine::CollectHits(std::size_t count) {
+  count = std::min(count, pending_hits_.size());
+  Status status;
+  std::size_t i = 0;
+  for (; i < count && status.ok(); ++i) {
+    status = CheckCancel();
+    if (status.ok()) status = Deliver(&pending_hits_[i]);
+  }
+  if (!status.ok()) {
+    DiscardHits();
+    return status;
+  }
+  pending_hits_.erase(pending_hits_.begin(), pending_hits_.begin() + static_cast<std::ptrdiff_t>(count));
   return Status::Ok();
+}
+
+void GpuEngine::DiscardHits() {
+  if (!pending_hits_.empty()) (void)cudaStreamSynchronize(compute_stream_.get());
+  for (PendingHits& p : pending_hits_) {
+    if (p.slot != nullptr) pinned_.Give(p.slot);
+  }
+  pending_hits_.clear();
 }
 
 Status GpuEngine::FetchOverflow(const DeviceArray<int32_t>& overflow, const std::vector<int32_t>& group,
