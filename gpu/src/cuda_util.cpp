@@ -107,11 +107,16 @@ std::atomic<uint64_t> g_cache_bytes{0};
 
 thread_local int t_scope_depth = 0;
 thread_local std::vector<CachedBlock>* t_deferred = nullptr;
+thread_local std::size_t t_deferred_bytes = 0;
 
+// Powers of two up to 16 MB; above, eighths of the power of two, so that a
+// large block wastes at most an eighth (the planner budgets exact bytes).
 std::size_t SizeClass(std::size_t bytes) {
   std::size_t c = kBlockMinBytes;
   while (c < bytes) c <<= 1;
-  return c;
+  if (c <= (std::size_t{16} << 20)) return c;
+  const std::size_t step = c / 8;
+  return (bytes + step - 1) / step * step;
 }
 
 int CurrentDevice() {
@@ -136,6 +141,7 @@ void ReleaseDeferred() {
   for (std::size_t i = 0; i < t_deferred->size();) {
     if ((*t_deferred)[i].device == device) {
       (void)cudaFree((*t_deferred)[i].ptr);
+      t_deferred_bytes -= (*t_deferred)[i].bytes;
       (*t_deferred)[i] = t_deferred->back();
       t_deferred->pop_back();
     } else {
@@ -184,6 +190,7 @@ Status DeviceMemory::Allocate(std::size_t bytes, const char* what) {
   ptr_ = ptr;
   bytes_ = bytes;
   capacity_ = capacity;
+  device_ = CurrentDevice();
   AddLive(bytes);
   return Status::Ok();
 }
@@ -191,11 +198,16 @@ Status DeviceMemory::Allocate(std::size_t bytes, const char* what) {
 void DeviceMemory::Reset() {
   if (ptr_ != nullptr) {
     g_live_bytes.fetch_sub(bytes_);
-    const int device = t_scope_depth > 0 && capacity_ <= kBlockMaxBytes ? CurrentDevice() : -1;
+    // Kept for the end of the scope while a search's freed blocks stay
+    // within what the cache may hold; beyond, freed now (cudaFree waits for
+    // the device), so that a long pipelined search does not pile up pieces.
+    const bool defer = t_scope_depth > 0 && capacity_ <= kBlockMaxBytes && device_ >= 0 &&
+                       t_deferred_bytes + capacity_ <= BlockCacheBytes();
     bool kept = false;
-    if (device >= 0) {
+    if (defer) {
       try {
-        t_deferred->push_back(CachedBlock{device, capacity_, ptr_});
+        t_deferred->push_back(CachedBlock{device_, capacity_, ptr_});
+        t_deferred_bytes += capacity_;
         kept = true;
       } catch (const std::bad_alloc&) {
       }
@@ -205,6 +217,7 @@ void DeviceMemory::Reset() {
   ptr_ = nullptr;
   bytes_ = 0;
   capacity_ = 0;
+  device_ = -1;
 }
 
 void DeviceMemory::ReleaseCache() {
@@ -268,6 +281,7 @@ DeviceBlockScope::~DeviceBlockScope() {
     if (!kept) (void)cudaFree(b.ptr);
   }
   t_deferred->clear();
+  t_deferred_bytes = 0;
 }
 
 uint64_t DeviceMemory::LiveBytes() { return g_live_bytes.load(); }
@@ -344,6 +358,15 @@ Status PinnedSlot::MarkUsed(cudaStream_t stream) {
   return Status::Ok();
 }
 
+bool PinnedSlot::Idle() {
+  if (!recorded_) return true;
+  const cudaError_t state = cudaEventQuery(done_.get());
+  if (state == cudaErrorNotReady) return false;
+  (void)cudaGetLastError();  // an error shows again at WaitIdle
+  if (state == cudaSuccess) recorded_ = false;
+  return state == cudaSuccess;
+}
+
 Status PinnedSlot::WaitIdle() {
   if (!recorded_) return Status::Ok();
   GENIE_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(done_.get()));
@@ -354,13 +377,19 @@ Status PinnedSlot::WaitIdle() {
 Status PinnedPool::Take(std::size_t bytes, PinnedSlot** slot) {
   *slot = nullptr;
   std::size_t pick = slots_.size();
+  bool pick_idle = false;
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     if (taken_[i]) continue;
-    // the smallest free slot that holds bytes, else the largest free one
-    if (pick == slots_.size()) {
+    // an idle slot before one whose copies are still queued (waiting for
+    // those would wait for the work ahead of them); then the smallest that
+    // holds bytes, else the largest
+    const bool idle = slots_[i]->Idle();
+    if (pick == slots_.size() || (idle && !pick_idle)) {
       pick = i;
+      pick_idle = idle;
       continue;
     }
+    if (idle != pick_idle) continue;
     const std::size_t have = slots_[pick]->capacity(), cap = slots_[i]->capacity();
     const bool fits = cap >= bytes, pick_fits = have >= bytes;
     if ((fits && (!pick_fits || cap < have)) || (!fits && !pick_fits && cap > have)) pick = i;
@@ -384,10 +413,15 @@ void PinnedPool::Give(PinnedSlot* slot) {
 }
 
 Status UploadBatch::Upload(DeviceMemory* dst, cudaStream_t stream, const char* what, PinnedPool* pool) {
-  if (pool == nullptr || host_.empty()) return Upload(dst, stream, what);
-  GENIE_RETURN_IF_ERROR(dst->Allocate(host_.size(), what));
+  // (more than kMaxPinnedBytes, or no pinned memory to be had: pageable)
+  if (pool == nullptr || host_.empty() || host_.size() > kMaxPinnedBytes) return Upload(dst, stream, what);
   PinnedSlot* slot = nullptr;
-  GENIE_RETURN_IF_ERROR(pool->Take(host_.size(), &slot));
+  if (!pool->Take(host_.size(), &slot).ok()) return Upload(dst, stream, what);
+  Status allocated = dst->Allocate(host_.size(), what);
+  if (!allocated.ok()) {
+    pool->Give(slot);
+    return allocated;
+  }
   std::memcpy(slot->data(), host_.data(), host_.size());
   const cudaError_t error =
       cudaMemcpyAsync(dst->get(), slot->data(), host_.size(), cudaMemcpyHostToDevice, stream);

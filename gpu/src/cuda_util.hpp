@@ -83,13 +83,15 @@ class DeviceMemory {
   DeviceMemory(DeviceMemory&& other) noexcept
       : ptr_(std::exchange(other.ptr_, nullptr)),
         bytes_(std::exchange(other.bytes_, 0)),
-        capacity_(std::exchange(other.capacity_, 0)) {}
+        capacity_(std::exchange(other.capacity_, 0)),
+        device_(std::exchange(other.device_, -1)) {}
   DeviceMemory& operator=(DeviceMemory&& other) noexcept {
     if (this != &other) {
       Reset();
       ptr_ = std::exchange(other.ptr_, nullptr);
       bytes_ = std::exchange(other.bytes_, 0);
       capacity_ = std::exchange(other.capacity_, 0);
+      device_ = std::exchange(other.device_, -1);
     }
     return *this;
   }
@@ -119,6 +121,7 @@ class DeviceMemory {
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;     // asked for
   std::size_t capacity_ = 0;  // allocated (the size class when cached)
+  int device_ = -1;          // where it was allocated (a cached block returns there)
 };
 
 // Marks the calling thread's searches (see DeviceMemory); nests.  The
@@ -157,6 +160,10 @@ class DeviceArray {
 // pageable cudaMemcpyAsync costs microseconds, which a call of a few
 // queries would otherwise pay once per array.  Sections are 16-byte aligned.
 class PinnedPool;
+
+// The most a search stages through pinned memory in one slot: an engine
+// keeps its slots, and a one-off batch should not pin gigabytes for good.
+constexpr std::size_t kMaxPinnedBytes = std::size_t{64} << 20;
 
 class UploadBatch {
  public:
@@ -275,6 +282,8 @@ class PinnedSlot {
   std::size_t capacity() const { return capacity_; }
   // Records the event after the copies queued so far on stream.
   Status MarkUsed(cudaStream_t stream);
+  // Whether those copies are done (without waiting).
+  bool Idle();
   // Waits for those copies (at once when there were none).
   Status WaitIdle();
 

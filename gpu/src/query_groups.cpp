@@ -93,10 +93,6 @@ Status GpuEngine::SortEmitFetch(Candidates* cand, const std::vector<int32_t>& gr
   return FetchHits(hits, counts, group, k, per_query, may_defer);
 }
 
-// Copies larger than this go through pageable memory: an engine keeps its
-// pinned slots, and a one-off batch of huge k should not pin gigabytes.
-constexpr std::size_t kMaxPinnedFetch = std::size_t{64} << 20;
-
 Status GpuEngine::FetchHits(const DeviceArray<DevHit>& hits, const DeviceArray<int32_t>& counts,
                             const std::vector<int32_t>& group, int32_t k,
                             std::vector<std::vector<Hit>>* per_query, bool may_defer) {
@@ -106,7 +102,9 @@ Status GpuEngine::FetchHits(const DeviceArray<DevHit>& hits, const DeviceArray<i
   const std::size_t count_bytes = static_cast<std::size_t>(g) * sizeof(int32_t);
   const std::size_t hits_at = (count_bytes + 15) / 16 * 16;
   const std::size_t hit_bytes = static_cast<std::size_t>(g) * k * sizeof(DevHit);
-  if (hits_at + hit_bytes > kMaxPinnedFetch) {
+  PendingHits pending;
+  // Beyond kMaxPinnedBytes, or without pinned memory: through pageable memory.
+  if (hits_at + hit_bytes > kMaxPinnedBytes || !pinned_.Take(hits_at + hit_bytes, &pending.slot).ok()) {
     // The copies below block (pageable memory), then the stream is waited for.
     std::vector<DevHit> host_hits(static_cast<std::size_t>(g) * k);
     std::vector<int32_t> host_counts(static_cast<std::size_t>(g));
@@ -127,8 +125,6 @@ Status GpuEngine::FetchHits(const DeviceArray<DevHit>& hits, const DeviceArray<i
     }
     return Status::Ok();
   }
-  PendingHits pending;
-  GENIE_RETURN_IF_ERROR(pinned_.Take(hits_at + hit_bytes, &pending.slot));
   pending.hits_at = hits_at;
   pending.k = k;
   pending.per_query = per_query;
@@ -169,7 +165,7 @@ Status GpuEngine::FetchHits(const DeviceArray<DevHit>& hits, const DeviceArray<i
 Status GpuEngine::Deliver(PendingHits* pending) {
   PinnedSlot* slot = std::exchange(pending->slot, nullptr);
   Status status = slot->WaitIdle();
-  if (status.ok()) {
+  if (status.ok()) try {
     prof_.Mark("emit+fetch");
     const auto* counts = reinterpret_cast<const int32_t*>(slot->data());
     const auto* hits = reinterpret_cast<const DevHit*>(slot->data() + pending->hits_at);
@@ -183,8 +179,10 @@ Status GpuEngine::Deliver(PendingHits* pending) {
         dst[static_cast<std::size_t>(j)] = Hit{h.object, h.score};
       }
     }
+  } catch (const std::bad_alloc&) {
+    status = Status::OutOfMemory("out of host memory fetching hits");
   }
-  pinned_.Give(slot);
+  pinned_.Give(slot);  // on every way out: a slot left taken would never return
   return status;
 }
 
