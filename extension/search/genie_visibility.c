@@ -109,6 +109,7 @@ genie_visibility_check_ahead(GenieVisibility *vs, GenieCachedIndex *entry, const
 			first = Min(first, w);
 			last = Max(last, w);
 		}
+		CHECK_FOR_INTERRUPTS();	/* a huge k makes this loop long too */
 	}
 
 	/* check them in id order, clearing the marks as they go */

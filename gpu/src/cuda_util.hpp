@@ -73,7 +73,7 @@ class DeviceGuard {
 // queries makes a dozen of them.  A block freed in a scope becomes reusable
 // only when the outermost scope ends, after the device has finished the
 // work queued so far; later allocations of the same size class (a power
-// of two) take it.  At most a 32nd of the device's memory (64 MB to 1 GB)
+// of two up to 16 MB, an eighth of one above) take it.  At most a 32nd of the device's memory (64 MB to 1 GB)
 // stays cached; an allocation that finds the device out of memory frees
 // the cache and the blocks its own scope freed, and tries again.
 class DeviceMemory {
