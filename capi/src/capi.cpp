@@ -12,9 +12,11 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <thread>
+#include <variant>
 #include <unistd.h>
 #include <vector>
 
@@ -37,8 +39,21 @@
 #define GENIE_VERSION "0.0.0"
 #endif
 
+// Calls of one engine from several threads (the genie service's runners):
+// the CPU engine searches concurrently (shared), the GPU engine one call at
+// a time (its stream, staging slots and block cache are the engine's own),
+// and an upload or drop waits for every search (exclusive).
 struct genie_engine {
   std::unique_ptr<genie::Engine> engine;
+  std::shared_mutex calls;
+
+  std::shared_lock<std::shared_mutex> Shared() { return std::shared_lock<std::shared_mutex>(calls); }
+  std::unique_lock<std::shared_mutex> Exclusive() { return std::unique_lock<std::shared_mutex>(calls); }
+  // A search: shared on the CPU engine, exclusive on every other.
+  std::variant<std::shared_lock<std::shared_mutex>, std::unique_lock<std::shared_mutex>> ForSearch() {
+    if (engine->kind() == GENIE_ENGINE_CPU) return Shared();
+    return Exclusive();
+  }
 };
 
 using genie::capi::AddStrings;
@@ -513,6 +528,7 @@ genie_status genie_engine_upload(genie_engine* engine, const genie_index* index,
   return Guarded(err, [&]() -> genie::Status {
     if (engine == nullptr || index == nullptr)
       return genie::Status::InvalidArgument("genie_engine_upload: null argument");
+    const auto lock = engine->Exclusive();
     return engine->engine->Upload(index->index);
   });
 }
@@ -520,6 +536,7 @@ genie_status genie_engine_upload(genie_engine* engine, const genie_index* index,
 genie_status genie_engine_drop(genie_engine* engine, genie_error* err) {
   return Guarded(err, [&]() -> genie::Status {
     if (engine == nullptr) return genie::Status::InvalidArgument("genie_engine_drop: null engine");
+    const auto lock = engine->Exclusive();
     return engine->engine->Drop();
   });
 }
@@ -533,7 +550,10 @@ genie_status genie_engine_search(genie_engine* engine, const genie_query_batch* 
     GENIE_RETURN_IF_ERROR(genie::ValidateK(k));
     GENIE_RETURN_IF_ERROR(genie::ValidateBatch(*queries));
     genie::TopKResults found;
-    GENIE_RETURN_IF_ERROR(engine->engine->Search(*queries, k, &found));
+    {
+      const auto lock = engine->ForSearch();
+      GENIE_RETURN_IF_ERROR(engine->engine->Search(*queries, k, &found));
+    }
     if (found.query_offsets.size() != size_t(queries->n_queries) + 1)
       return genie::Status::Internal("engine returned results for the wrong number of queries");
     return ToCResults(found, results);
@@ -554,6 +574,7 @@ genie_status genie_engine_match_set(genie_engine* engine, const genie_index* ind
     GENIE_RETURN_IF_ERROR(genie::capi::ToSetPredicate(predicate, &p));
     genie::Span<int32_t> sizes;
     GENIE_RETURN_IF_ERROR(genie::capi::IndexObjectSizes(index, p, genie::CancelCheck(), &sizes));
+    const auto lock = engine->ForSearch();
 #ifdef GENIE_WITH_CUDA
     if (device_min_postings >= 0) genie::gpu::SetSetMatchMinPostings(engine->engine.get(), device_min_postings);
 #else

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "genie/genie.h"
@@ -274,6 +277,97 @@ TEST(CApiEngine, SearchRoundTrip) {
                                      &none_count, &err),
               GENIE_INVALID_ARGUMENT);
     ASSERT_EQ(genie_engine_drop(engine, &err), GENIE_OK);
+    genie_engine_free(engine);
+  }
+  genie_index_free(index);
+}
+
+// The genie service searches one engine from several runner threads: the
+// CPU engine's calls run side by side, a GPU engine's (AUTO, where there is
+// one) one at a time; every answer equals the same batch searched alone.
+TEST(CApiEngine, ConcurrentSearchesOfOneEngine) {
+  std::mt19937 rng(23);
+  const int32_t n = 20000;
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> keywords;
+  for (int32_t o = 0; o < n; ++o) {
+    const int len = 1 + int(rng() % 10);
+    for (int j = 0; j < len; ++j) keywords.push_back(int32_t(rng() % 500));
+    offsets.push_back(int64_t(keywords.size()));
+  }
+  genie_error err{};
+  genie_index* index = nullptr;
+  genie_index_options options{};
+  ASSERT_EQ(genie_index_create(offsets.data(), n, keywords.data(), &options, &index, &err), GENIE_OK)
+      << err.message;
+  // batches of 1 to 16 queries of one to three keyword ranges
+  struct Batch {
+    std::vector<int64_t> query_offsets{0}, item_offsets{0};
+    std::vector<int32_t> lo, hi;
+    genie_query_batch View() {
+      return genie_query_batch{int32_t(query_offsets.size() - 1), query_offsets.data(),
+                               item_offsets.data(), nullptr, lo.data(), hi.data()};
+    }
+  };
+  std::vector<Batch> batches(8);
+  for (std::size_t b = 0; b < batches.size(); ++b) {
+    const int nq = 1 + int(b) * 2;
+    for (int q = 0; q < nq; ++q) {
+      const int items = 1 + int(rng() % 3);
+      for (int i = 0; i < items; ++i) {
+        const int32_t a = int32_t(rng() % 500);
+        batches[b].lo.push_back(a);
+        batches[b].hi.push_back(a + int32_t(rng() % 4));
+        batches[b].item_offsets.push_back(int64_t(batches[b].lo.size()));
+      }
+      batches[b].query_offsets.push_back(int64_t(batches[b].item_offsets.size() - 1));
+    }
+  }
+  using Answer = std::vector<std::pair<int32_t, int32_t>>;
+  auto answer = [](const genie_results* r) {
+    Answer out;
+    for (int64_t i = 0; i < r->query_offsets[r->n_queries]; ++i) out.emplace_back(r->objects[i], r->scores[i]);
+    return out;
+  };
+  for (genie_engine_kind kind : {GENIE_ENGINE_CPU, GENIE_ENGINE_AUTO}) {
+    genie_engine_options engine_options{};
+    engine_options.threads = 2;
+    genie_engine* engine = nullptr;
+    ASSERT_EQ(genie_engine_create(kind, &engine_options, &engine, &err), GENIE_OK) << err.message;
+    ASSERT_EQ(genie_engine_upload(engine, index, &err), GENIE_OK) << err.message;
+    std::vector<Answer> alone;
+    for (Batch& b : batches) {
+      genie_results* r = nullptr;
+      const genie_query_batch view = b.View();
+      ASSERT_EQ(genie_engine_search(engine, &view, 10, &r, &err), GENIE_OK) << err.message;
+      alone.push_back(answer(r));
+      genie_results_free(r);
+    }
+    std::atomic<int> wrong{0}, failed{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t) {
+      threads.emplace_back([&, t] {
+        for (int round = 0; round < 10; ++round) {
+          for (std::size_t i = 0; i < batches.size(); ++i) {
+            const std::size_t b = (i + std::size_t(t) * 3) % batches.size();
+            const genie_query_batch view = batches[b].View();
+            genie_results* r = nullptr;
+            genie_error e{};
+            if (genie_engine_search(engine, &view, 10, &r, &e) != GENIE_OK) {
+              failed++;
+              continue;
+            }
+            if (answer(r) != alone[b]) wrong++;
+            genie_results_free(r);
+          }
+        }
+      });
+    }
+    // an upload of the same index meanwhile waits for the searches running
+    ASSERT_EQ(genie_engine_upload(engine, index, &err), GENIE_OK) << err.message;
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failed.load(), 0) << "engine " << int(genie_engine_get_kind(engine));
+    EXPECT_EQ(wrong.load(), 0) << "engine " << int(genie_engine_get_kind(engine));
     genie_engine_free(engine);
   }
   genie_index_free(index);

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <system_error>
@@ -514,9 +515,10 @@ class CpuEngine final : public HostIndexEngine {
     int32_t parts = 1;
     GENIE_RETURN_IF_ERROR(PlanParts(index, compiled, &parts));
     if (parts == 1) {
-      GENIE_RETURN_IF_ERROR(PreparePacked(index, compiled));
+      const PackedPostings* packed = nullptr;
+      GENIE_RETURN_IF_ERROR(PreparePacked(index, compiled, &packed));
       return SearchObjects(index, compiled, 0, index.num_objects(), k, threads_, tile_option_,
-                           packed_.get(), cancel_, out);
+                           packed, cancel_, out);
     }
 
     const auto ranges = PlanObjectParts(index.num_objects(), parts);
@@ -539,9 +541,18 @@ class CpuEngine final : public HostIndexEngine {
 
   // With EngineOptions::cpu_packed_postings, the index's packed postings,
   // built the first time a batch over the whole index takes the tile order
-  // with tiles of whole pack tiles, and kept with the index.
-  Status PreparePacked(const InvertedIndex& index, const CompiledBatch& compiled) {
-    if (!packed_option_ || packed_ != nullptr || !PackingPays(index)) return Status::Ok();
+  // with tiles of whole pack tiles, and kept with the index; *packed gets
+  // them, or nullptr.  Searches may run concurrently (the genie service's
+  // runners), so the one that builds them holds packed_mutex_ meanwhile.
+  Status PreparePacked(const InvertedIndex& index, const CompiledBatch& compiled,
+                       const PackedPostings** packed_out) {
+    *packed_out = nullptr;
+    if (!packed_option_ || !PackingPays(index)) return Status::Ok();
+    std::lock_guard<std::mutex> lock(packed_mutex_);
+    if (packed_ != nullptr) {
+      *packed_out = packed_.get();
+      return Status::Ok();
+    }
     const int64_t max_score =
         *std::max_element(compiled.max_score.begin(), compiled.max_score.end());
     const int64_t tile = ChooseTileObjects(tile_option_, compiled.num_queries(),
@@ -551,6 +562,7 @@ class CpuEngine final : public HostIndexEngine {
     auto packed = std::make_unique<PackedPostings>();
     GENIE_RETURN_IF_ERROR(BuildPackedPostings(index, threads_, cancel_, packed.get()));
     packed_ = std::move(packed);
+    *packed_out = packed_.get();
     return Status::Ok();
   }
 
@@ -599,6 +611,7 @@ class CpuEngine final : public HostIndexEngine {
   uint64_t budget_;
   int64_t tile_option_;
   bool packed_option_;
+  std::mutex packed_mutex_;                 // packed_, while searches run
   std::unique_ptr<PackedPostings> packed_;  // of index_, or nullptr
   CancelCheck cancel_;
   int32_t threads_ = 1;

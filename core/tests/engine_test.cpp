@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <climits>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -222,6 +224,66 @@ TEST(Engines, PackedPostingsFollowTheUpload) {
       const TopKResults expected = Search(*reference, index, batch.View(), k);
       EXPECT_TRUE(SameResults(expected, Search(*cpu, index, batch.View(), k))) << "k " << k;
     }
+  }
+}
+
+// The genie service's runners search one CPU engine from several threads
+// at once: every concurrent answer equals the reference engine's, the
+// packed postings (built once, by whichever search comes first) included.
+TEST(Engines, ConcurrentSearchesOfOneCpuEngine) {
+  DataSpec data;
+  data.objects = 2 * 65536 + 501;
+  data.max_length = 5;
+  data.universe = 40;
+  auto index = MakeIndex(RandomCsr(61, data));
+  ASSERT_TRUE(PackingPays(*index));
+  std::vector<QueryBatch> batches;
+  std::vector<TopKResults> expected;
+  auto reference = MakeReferenceEngine();
+  for (uint32_t seed = 0; seed < 6; ++seed) {
+    QuerySpec queries;
+    queries.queries = 1 + int32_t(seed) * 3;
+    queries.max_items = 4;
+    batches.push_back(RandomBatch(100 + seed, queries));
+    expected.push_back(Search(*reference, index, batches.back().View(), 10));
+  }
+  for (bool packed : {false, true}) {
+    EngineOptions options;
+    options.threads = 2;
+    options.cpu_tile_objects = 65536;
+    options.cpu_packed_postings = packed;
+    auto cpu = MakeCpuEngine(options);
+    ASSERT_TRUE(cpu->Upload(index).ok());
+    // each thread searches views of its own copies (a view points into its batch)
+    std::vector<QueryBatch> copies;
+    copies.reserve(4 * batches.size());
+    std::vector<std::vector<genie_query_batch>> views(4);
+    for (auto& v : views) {
+      for (const QueryBatch& b : batches) {
+        copies.push_back(b);
+        v.push_back(copies.back().View());
+      }
+    }
+    std::atomic<int> wrong{0}, failed{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int round = 0; round < 5; ++round) {
+          for (std::size_t i = 0; i < batches.size(); ++i) {
+            const std::size_t b = (i + std::size_t(t)) % batches.size();
+            TopKResults got;
+            if (!cpu->Search(views[t][b], 10, &got).ok()) {
+              failed++;
+            } else if (!SameResults(expected[b], got)) {
+              wrong++;
+            }
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failed.load(), 0) << "packed " << packed;
+    EXPECT_EQ(wrong.load(), 0) << "packed " << packed;
   }
 }
 

@@ -307,6 +307,13 @@ genie_status genie_engine_upload(genie_engine *engine, const genie_index *index,
 /* Releases the engine's copy of the index (device memory included). */
 genie_status genie_engine_drop(genie_engine *engine, genie_error *err);
 
+/*
+ * Searches and set matches may be called on one engine from several threads
+ * at once: the CPU engine runs them concurrently, every other engine one at
+ * a time; an upload or a drop waits for the calls running.  The engine's one
+ * cancel callback is polled by all of them.  genie_engine_free must not
+ * overlap any call.
+ */
 genie_status genie_engine_search(genie_engine *engine,
 								 const genie_query_batch *queries, int32_t k,
 								 genie_results **results, genie_error *err);
