@@ -541,8 +541,13 @@ genie_status genie_engine_drop(genie_engine* engine, genie_error* err) {
   });
 }
 
-genie_status genie_engine_search(genie_engine* engine, const genie_query_batch* queries, int32_t k,
-                                 genie_results** results, genie_error* err) {
+namespace {
+
+// genie_engine_search and genie_engine_search_with_cancel; cancel.fn NULL:
+// the engine's own cancel callback.
+genie_status SearchEngine(genie_engine* engine, const genie_query_batch* queries, int32_t k,
+                          const genie::CancelCheck& cancel, genie_results** results,
+                          genie_error* err) {
   return Guarded(err, [&]() -> genie::Status {
     if (engine == nullptr || queries == nullptr || results == nullptr)
       return genie::Status::InvalidArgument("genie_engine_search: null argument");
@@ -552,12 +557,30 @@ genie_status genie_engine_search(genie_engine* engine, const genie_query_batch* 
     genie::TopKResults found;
     {
       const auto lock = engine->ForSearch();
-      GENIE_RETURN_IF_ERROR(engine->engine->Search(*queries, k, &found));
+      GENIE_RETURN_IF_ERROR(cancel.fn != nullptr
+                                ? engine->engine->SearchCancellable(*queries, k, cancel, &found)
+                                : engine->engine->Search(*queries, k, &found));
     }
     if (found.query_offsets.size() != size_t(queries->n_queries) + 1)
       return genie::Status::Internal("engine returned results for the wrong number of queries");
     return ToCResults(found, results);
   });
+}
+
+}  // namespace
+
+genie_status genie_engine_search(genie_engine* engine, const genie_query_batch* queries, int32_t k,
+                                 genie_results** results, genie_error* err) {
+  return SearchEngine(engine, queries, k, genie::CancelCheck(), results, err);
+}
+
+genie_status genie_engine_search_with_cancel(genie_engine* engine, const genie_query_batch* queries,
+                                             int32_t k, int (*cancel)(void* arg), void* cancel_arg,
+                                             genie_results** results, genie_error* err) {
+  genie::CancelCheck check;
+  check.fn = cancel;
+  check.arg = cancel_arg;
+  return SearchEngine(engine, queries, k, check, results, err);
 }
 
 genie_status genie_engine_match_set(genie_engine* engine, const genie_index* index,

@@ -284,7 +284,8 @@ TEST(CApiEngine, SearchRoundTrip) {
 
 // The genie service searches one engine from several runner threads: the
 // CPU engine's calls run side by side, a GPU engine's (AUTO, where there is
-// one) one at a time; every answer equals the same batch searched alone.
+// one) one at a time; every answer equals the same batch searched alone,
+// and a call stopped by its own cancel check stops alone.
 TEST(CApiEngine, ConcurrentSearchesOfOneEngine) {
   std::mt19937 rng(23);
   const int32_t n = 20000;
@@ -343,8 +344,12 @@ TEST(CApiEngine, ConcurrentSearchesOfOneEngine) {
       alone.push_back(answer(r));
       genie_results_free(r);
     }
-    std::atomic<int> wrong{0}, failed{0};
+    std::atomic<int> wrong{0}, failed{0}, cancel_wrong{0};
     std::vector<std::thread> threads;
+    // a call's own cancel check: the CPU engine stops that call alone; an
+    // engine whose calls run one at a time polls its own (never) and answers
+    auto always = [](void*) -> int { return 1; };
+    const bool own_cancel = genie_engine_get_kind(engine) == GENIE_ENGINE_CPU;
     for (int t = 0; t < 3; ++t) {
       threads.emplace_back([&, t] {
         for (int round = 0; round < 10; ++round) {
@@ -353,6 +358,14 @@ TEST(CApiEngine, ConcurrentSearchesOfOneEngine) {
             const genie_query_batch view = batches[b].View();
             genie_results* r = nullptr;
             genie_error e{};
+            if (t == 2) {  // every call of this thread asks to stop
+              const genie_status st =
+                  genie_engine_search_with_cancel(engine, &view, 10, always, nullptr, &r, &e);
+              if (own_cancel ? st != GENIE_CANCELLED : (st != GENIE_OK || answer(r) != alone[b]))
+                cancel_wrong++;
+              genie_results_free(r);
+              continue;
+            }
             if (genie_engine_search(engine, &view, 10, &r, &e) != GENIE_OK) {
               failed++;
               continue;
@@ -368,6 +381,7 @@ TEST(CApiEngine, ConcurrentSearchesOfOneEngine) {
     for (auto& th : threads) th.join();
     EXPECT_EQ(failed.load(), 0) << "engine " << int(genie_engine_get_kind(engine));
     EXPECT_EQ(wrong.load(), 0) << "engine " << int(genie_engine_get_kind(engine));
+    EXPECT_EQ(cancel_wrong.load(), 0) << "engine " << int(genie_engine_get_kind(engine));
     genie_engine_free(engine);
   }
   genie_index_free(index);

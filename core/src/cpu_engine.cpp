@@ -493,9 +493,15 @@ class CpuEngine final : public HostIndexEngine {
   }
 
   Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override {
+    return SearchCancellable(batch, k, cancel_, out);
+  }
+
+  // Searches run concurrently, so each polls its own cancel check.
+  Status SearchCancellable(const genie_query_batch& batch, int32_t k, const CancelCheck& cancel,
+                           TopKResults* out) override {
     GENIE_RETURN_IF_ERROR(CheckSearch(k, out));
     try {
-      return SearchChecked(batch, k, out);
+      return SearchChecked(batch, k, cancel, out);
     } catch (const std::bad_alloc&) {
       return Status::OutOfMemory("out of host memory in the CPU engine");
     } catch (const std::exception& e) {
@@ -504,21 +510,22 @@ class CpuEngine final : public HostIndexEngine {
   }
 
  private:
-  Status SearchChecked(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+  Status SearchChecked(const genie_query_batch& batch, int32_t k, const CancelCheck& cancel,
+                       TopKResults* out) {
     const InvertedIndex& index = *index_;
     // Compiling against the whole index validates the batch and checks the
     // score bound once, whatever the number of parts.
     CompiledBatch compiled;
-    GENIE_RETURN_IF_ERROR(CompileBatchParallel(index, batch, threads_, &compiled, cancel_));
-    if (cancel_.requested()) return Status::Cancelled();
+    GENIE_RETURN_IF_ERROR(CompileBatchParallel(index, batch, threads_, &compiled, cancel));
+    if (cancel.requested()) return Status::Cancelled();
 
     int32_t parts = 1;
     GENIE_RETURN_IF_ERROR(PlanParts(index, compiled, &parts));
     if (parts == 1) {
       const PackedPostings* packed = nullptr;
-      GENIE_RETURN_IF_ERROR(PreparePacked(index, compiled, &packed));
+      GENIE_RETURN_IF_ERROR(PreparePacked(index, compiled, cancel, &packed));
       return SearchObjects(index, compiled, 0, index.num_objects(), k, threads_, tile_option_,
-                           packed, cancel_, out);
+                           packed, cancel, out);
     }
 
     const auto ranges = PlanObjectParts(index.num_objects(), parts);
@@ -526,12 +533,12 @@ class CpuEngine final : public HostIndexEngine {
     TopKResults merged;
     merged.query_offsets.assign(static_cast<std::size_t>(batch.n_queries) + 1, 0);
     for (const auto& range : ranges) {
-      if (cancel_.requested()) return Status::Cancelled();
+      if (cancel.requested()) return Status::Cancelled();
       const CompiledBatch part_batch = RestrictToObjects(index, compiled, range.first, range.second);
       std::vector<TopKResults> pair(2);
       GENIE_RETURN_IF_ERROR(SearchObjects(index, part_batch, range.first,
                                           range.second - range.first, k, threads_, tile_option_,
-                                          nullptr, cancel_, &pair[1]));
+                                          nullptr, cancel, &pair[1]));
       pair[0] = std::move(merged);
       MergePartResults(pair, {{0, 0}, range}, k, &merged);
     }
@@ -545,7 +552,7 @@ class CpuEngine final : public HostIndexEngine {
   // them, or nullptr.  Searches may run concurrently (the genie service's
   // runners), so the one that builds them holds packed_mutex_ meanwhile.
   Status PreparePacked(const InvertedIndex& index, const CompiledBatch& compiled,
-                       const PackedPostings** packed_out) {
+                       const CancelCheck& cancel, const PackedPostings** packed_out) {
     *packed_out = nullptr;
     if (!packed_option_ || !PackingPays(index)) return Status::Ok();
     std::lock_guard<std::mutex> lock(packed_mutex_);
@@ -560,7 +567,7 @@ class CpuEngine final : public HostIndexEngine {
                                            CounterWidth(max_score));
     if (tile == 0 || tile % kPackObjects != 0) return Status::Ok();
     auto packed = std::make_unique<PackedPostings>();
-    GENIE_RETURN_IF_ERROR(BuildPackedPostings(index, threads_, cancel_, packed.get()));
+    GENIE_RETURN_IF_ERROR(BuildPackedPostings(index, threads_, cancel, packed.get()));
     packed_ = std::move(packed);
     *packed_out = packed_.get();
     return Status::Ok();

@@ -319,6 +319,18 @@ genie_status genie_engine_search(genie_engine *engine,
 								 genie_results **results, genie_error *err);
 
 /*
+ * genie_engine_search polling cancel (with cancel_arg) instead of the
+ * engine's callback, where the engine runs calls concurrently (the CPU
+ * engine): a call is stopped when its own sessions withdrew, whatever the
+ * others searching the same engine.  Engines whose calls run one at a time
+ * poll the engine's callback.  cancel NULL: as genie_engine_search.
+ */
+genie_status genie_engine_search_with_cancel(genie_engine *engine,
+											 const genie_query_batch *queries, int32_t k,
+											 int (*cancel) (void *arg), void *cancel_arg,
+											 genie_results **results, genie_error *err);
+
+/*
  * genie_index_match_set on the index uploaded to engine (index must be that one: it
  * keeps the object sizes GENIE_SET_CONTAINED_BY reads).  A GPU engine with
  * the index resident matches on the device when the query's lists hold at

@@ -70,6 +70,15 @@ class Engine {
   virtual Status Upload(std::shared_ptr<const InvertedIndex> index) = 0;
   virtual Status Drop() = 0;
   virtual Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) = 0;
+  // Search polling a cancel check of the call's own instead of the
+  // engine's: an engine that runs several searches at once (the CPU engine)
+  // stops only the call whose own check asks.  Engines whose calls run one
+  // at a time poll the engine's.
+  virtual Status SearchCancellable(const genie_query_batch& batch, int32_t k,
+                                   const CancelCheck& cancel, TopKResults* out) {
+    (void)cancel;
+    return Search(batch, k, out);
+  }
   // The objects of the uploaded index that satisfy a set predicate, as
   // genie::MatchSet gives them (set_match.hpp: ascending; object_sizes read
   // by kContainedBy only).  The host engines run MatchSet; the GPU engine
