@@ -126,6 +126,13 @@ typedef struct GenieServiceShared
 	uint32		generation;		/* bumped at every start and exit of the worker */
 	int			pid;
 	Latch	   *latch;			/* the worker's */
+	/*
+	 * Every runner of the worker is searching: it takes new requests when
+	 * one of them is done and wakes it, so a request submitted meanwhile
+	 * need not set its latch (a wake-up for nothing, under load one a
+	 * request).  Set by the worker before it sleeps, under mutex.
+	 */
+	bool		skip_wake;
 	bool		gpu_usable;		/* what the worker found at its start */
 	char		gpu_reason[128];	/* why not, when not */
 

@@ -182,9 +182,10 @@ call_service(GenieServiceOverlap *overlap)
 	slot->segment = dsm_segment_handle(segment);
 	slot->submitted_at = GetCurrentTimestamp();
 	generation = sh->generation;
-	service_latch = sh->latch;
+	service_latch = sh->skip_wake ? NULL : sh->latch;
 	SpinLockRelease(&sh->mutex);
-	SetLatch(service_latch);
+	if (service_latch != NULL)
+		SetLatch(service_latch);
 
 	PG_TRY();
 	{

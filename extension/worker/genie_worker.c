@@ -10,6 +10,9 @@
  * and k, runs one engine search per group over the concatenated queries,
  * and hands each backend the slice of the answers that is its own.  While
  * a cycle runs, new requests queue up: under load every cycle is a batch.
+ * The searches run on runner threads (genie_worker_runner.c), up to
+ * GENIE_SERVICE_RUNNERS batches at once (see can_start), or, for a lone
+ * request on an idle service, on the worker's own thread.
  *
  * The worker keeps each index version's main postings once (host memory,
  * LRU within genie.cache_size) and its engines (a GPU copy, LRU within
@@ -53,18 +56,20 @@ service_exit(int code, Datum arg)
 	int			n_wake = 0;
 
 	/*
-	 * The runner thread may be inside an engine: exit's teardown must not
+	 * A runner thread may be inside an engine: exit's teardown must not
 	 * pull the CUDA runtime from under it.  Its engine polls ProcDiePending;
-	 * other exits wait for its batch, at most a few seconds.
+	 * other exits wait for its batch, at most a few seconds each.
 	 */
-	for (int i = 0; i < 50000 && !genie_runner_done(&state.runner); i++)
-		pg_usleep(100);
+	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
+		for (int i = 0; i < 50000 && !genie_runner_done(&state.runners[r]); i++)
+			pg_usleep(100);
 	LWLockReleaseAll();
 	SpinLockAcquire(&sh->mutex);
 	sh->ready = false;
 	sh->generation++;
 	sh->pid = 0;
 	sh->latch = NULL;
+	sh->skip_wake = false;
 	for (int i = 0; i < sh->n_slots; i++)
 	{
 		GenieServiceSlot *slot = &sh->slots[i];
@@ -222,14 +227,92 @@ reset_batch(CycleBatch *b)
 
 /* ---- the loop ---- */
 
-/* Hands b's searches to the runner (b is then in flight), or is done with b. */
+/*
+ * Before the worker sleeps: says whether requests submitted from now on must
+ * set its latch (not while every runner searches: the first one done sets
+ * it, and then the worker takes them all).  False when one is waiting
+ * already: then do not sleep.  Submitting reads the flag under the same
+ * spinlock, so a request is either seen here or wakes the worker.
+ */
+static bool
+ready_to_sleep(bool all_runners_busy)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	bool		waiting = false;
+
+	SpinLockAcquire(&sh->mutex);
+	/* only while the flag was up can a request have come without a wake-up */
+	if (sh->skip_wake && !all_runners_busy)
+		for (int i = 0; i < sh->n_slots && !waiting; i++)
+			waiting = sh->slots[i].state == GENIE_SLOT_SUBMITTED;
+	sh->skip_wake = all_runners_busy;
+	SpinLockRelease(&sh->mutex);
+	return !waiting;
+}
+
+/* The runner with no batch in flight, or -1. */
+static int
+free_runner(void)
+{
+	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
+		if (state.in_flight[r] == NULL)
+			return r;
+	return -1;
+}
+
+static int
+n_in_flight(void)
+{
+	int			n = 0;
+
+	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
+		n += state.in_flight[r] != NULL;
+	return n;
+}
+
+/*
+ * Whether b may go to a runner now: one is free, and b's GPU searches, if
+ * any, would not queue behind another batch's (the GPU engine's calls run
+ * one at a time: a batch started early would only be smaller, and each
+ * engine call pays its floor; queuing them measured 0.82x at 16 clients,
+ * bench/service-ab-h200.txt).  CPU engine batches run side by side.
+ */
+static bool
+can_start(CycleBatch *b)
+{
+	if (free_runner() < 0)
+		return false;
+	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
+		if (state.in_flight[r] != NULL && state.in_flight_gpu[r])
+			return !genie_worker_batch_wants_gpu(&state, b);
+	return true;
+}
+
+/* Hands b's searches to a free runner (b is then in flight), or is done with b. */
 static void
 start(CycleBatch *b)
 {
-	if (genie_worker_start_batch(&state, b))
+	int			r = free_runner();
+	bool		uses_gpu;
+
+	Assert(r >= 0 && b == &state.batches[state.cur]);
+	if (genie_worker_start_batch(&state, b, &state.runners[r], &uses_gpu))
 	{
-		state.in_flight = b;
-		state.cur ^= 1;
+		state.in_flight[r] = b;
+		state.in_flight_gpu[r] = uses_gpu;
+		/* collect into a batch no runner holds: there is one more than runners */
+		for (int i = 0; i <= GENIE_SERVICE_RUNNERS; i++)
+		{
+			bool		held = false;
+
+			for (int j = 0; j < GENIE_SERVICE_RUNNERS; j++)
+				held |= state.in_flight[j] == &state.batches[i];
+			if (!held)
+			{
+				state.cur = i;
+				break;
+			}
+		}
 	}
 	else
 		reset_batch(b);
@@ -291,7 +374,7 @@ genie_service_main(Datum arg)
 	memset(&state, 0, sizeof(state));
 	state.top_cxt = AllocSetContextCreate(TopMemoryContext, "genie service",
 										  ALLOCSET_DEFAULT_SIZES);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i <= GENIE_SERVICE_RUNNERS; i++)
 	{
 		state.batches[i].cxt = AllocSetContextCreate(state.top_cxt, "genie service batch",
 													 ALLOCSET_DEFAULT_SIZES);
@@ -310,18 +393,21 @@ genie_service_main(Datum arg)
 	sh->generation++;
 	sh->pid = MyProcPid;
 	sh->latch = MyLatch;
+	sh->skip_wake = false;
 	sh->ready = true;
 	SpinLockRelease(&sh->mutex);
 	ereport(LOG, (errmsg("genie service started: %s",
 						 state.gpu_usable ? "searches run on the GPU or the CPU engine"
 						 : "no usable GPU; searches run on the CPU engine")));
 
-	genie_runner_init(&state.runner, MyLatch);
+	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
+		genie_runner_init(&state.runners[r], r, MyLatch);
 
 	for (;;)
 	{
 		CycleBatch *b = &state.batches[state.cur];
-		CycleBatch *done;
+		CycleBatch *done[GENIE_SERVICE_RUNNERS];
+		int			n_done = 0;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -330,11 +416,11 @@ genie_service_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		/*
-		 * A GPU error in a verification or a scan of stored strings, with
-		 * no search in flight (whose answers end with the same exit): exit
-		 * for a fresh device context.  Those requests were answered.
+		 * A GPU error (a search's, a verification's, a scan's), once no
+		 * batch is in flight: exit for a fresh device context.  Every batch
+		 * searched was answered; none starts after the error.
 		 */
-		if (state.device_failed && state.in_flight == NULL)
+		if (state.device_failed && n_in_flight() == 0)
 		{
 			genie_worker_publish_stats(&state);
 			ereport(LOG,
@@ -351,27 +437,37 @@ genie_service_main(Datum arg)
 				genie_worker_publish_stats(&state);
 		}
 
-		if (state.in_flight != NULL)
+		for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
 		{
-			if (!genie_runner_done(&state.runner))
+			if (state.in_flight[r] != NULL && genie_runner_done(&state.runners[r]))
 			{
-				/* the runner sets the latch when done; new requests set it too */
-				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								 1L, PG_WAIT_EXTENSION);
-				ResetLatch(MyLatch);
-				continue;
+				done[n_done++] = state.in_flight[r];
+				state.in_flight[r] = NULL;
 			}
-			/* the next batch goes to the runner before the last one is answered */
-			done = state.in_flight;
-			state.in_flight = NULL;
-			if (b->n_taken > 0)
+		}
+		if (n_done > 0 || n_in_flight() > 0)
+		{
+			/* the next batch goes to a runner before the finished ones are answered */
+			if (b->n_taken > 0 && !state.device_failed && can_start(b))
 			{
 				last_batch = b->n_taken;
 				start(b);
 			}
-			genie_worker_finish_batch(&state, done);
-			reset_batch(done);
-			genie_worker_publish_stats(&state);
+			for (int i = 0; i < n_done; i++)
+			{
+				genie_worker_finish_batch(&state, done[i]);
+				reset_batch(done[i]);
+			}
+			if (n_done > 0)
+			{
+				genie_worker_publish_stats(&state);
+				continue;
+			}
+			/* a runner sets the latch when done; new requests set it too */
+			if (ready_to_sleep(free_runner() < 0))
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 1L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
 			continue;
 		}
 
@@ -379,9 +475,30 @@ genie_service_main(Datum arg)
 		{
 			last_batch = 0;
 			unmap_stale_segments();
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 1000L, PG_WAIT_EXTENSION);
+			if (ready_to_sleep(false))
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 1000L, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
+			continue;
+		}
+		/*
+		 * A lone small request on a service that saw no more last time:
+		 * searched on this thread, without the hand-off to a runner and back
+		 * (two thread wake-ups).  A large batch (one genie_knn of thousands
+		 * of queries) still goes to a runner, so that the worker keeps
+		 * taking, and on the CPU engine searching, other sessions' requests.
+		 */
+		if (b->n_taken == 1 && last_batch <= 1 &&
+			(b->taken[0].req.kind != GENIE_REQUEST_SEARCH ||
+			 b->taken[0].req.n_queries <= GENIE_SERVICE_INLINE_QUERIES))
+		{
+			bool		uses_gpu;
+
+			last_batch = 1;
+			if (genie_worker_start_batch(&state, b, NULL, &uses_gpu))
+				genie_worker_finish_batch(&state, b);
+			reset_batch(b);
+			genie_worker_publish_stats(&state);
 			continue;
 		}
 		/* queries keep arriving: give the others a moment to join the batch */

@@ -4,7 +4,7 @@
  *	  What the genie service worker does with one batch of requests (a
  *	  cycle's): loads and genie_similar's verifications at once, and the
  *	  searches grouped by (index version, engine, k) into jobs, one engine
- *	  search each over the group's queries concatenated, which the runner
+ *	  search each over the group's queries concatenated, which a runner
  *	  thread runs; when it is done, each backend gets the slice of the
  *	  answers that is its own.  And the statistics genie_service_stats()
  *	  shows.
@@ -134,7 +134,7 @@ make_job(ServiceState *st, ServedIndex *s, genie_engine_kind kind, int32 k,
 	job->batch.ranges_lo = lo;
 	job->batch.ranges_hi = hi;
 
-	/* made here, on the worker's thread: the runner only searches */
+	/* made here, on the worker's thread: the runners only search */
 	if (genie_worker_ensure_engine(st, s, kind, &err) != GENIE_OK)
 	{
 		job->status = err.status;
@@ -172,14 +172,11 @@ finish_job(ServiceState *st, SearchJob *job)
 		}
 		if (n_rest > 0)
 		{
-			SearchJob  *cpu;
+			/* beside any runner's search of this CPU engine: its calls run concurrently */
+			SearchJob  *cpu = make_job(st, s, GENIE_ENGINE_CPU, job->k, rest, n_rest, true);
 
-			/* the runner may be searching the next batch on this CPU engine */
-			while (!genie_runner_done(&st->runner))
-				pg_usleep(100);
-			cpu = make_job(st, s, GENIE_ENGINE_CPU, job->k, rest, n_rest, true);
 			if (cpu->runnable)
-				genie_run_job(cpu);
+				genie_run_job(cpu, GENIE_WORKER_SEARCHER);
 			finish_job(st, cpu);
 		}
 		return;
@@ -260,7 +257,7 @@ handle_verify(ServiceState *st, TakenRequest *t)
 	genie_similar_verdict verdict;
 	genie_engine_options options;
 	genie_engine_kind kind;
-	CancelGroup group = {&t, 1};
+	CancelGroup group;
 	genie_error err;
 	genie_status status;
 	bool		fallback = false;
@@ -300,6 +297,7 @@ handle_verify(ServiceState *st, TakenRequest *t)
 	verdict.exact = palloc_extended(Max(nc, 1), MCXT_ALLOC_HUGE);
 	verdict.certified = palloc(nq);
 	verdict.open_bound = palloc(sizeof(int32) * nq);
+	genie_cancel_group_one(&group, &t, 1);
 	genie_worker_engine_options(kind, &group, &options);
 	started = GetCurrentTimestamp();
 	status = genie_similar_verify(&batch, kind, &options, &verdict, &err);
@@ -342,7 +340,24 @@ handle_verify(ServiceState *st, TakenRequest *t)
 /* ---- a batch ---- */
 
 bool
-genie_worker_start_batch(ServiceState *st, CycleBatch *b)
+genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b)
+{
+	for (int i = 0; i < b->n_taken; i++)
+	{
+		TakenRequest *t = &b->taken[i];
+		genie_engine_kind kind;
+		genie_error err;
+
+		if (!t->broken && t->req.kind == GENIE_REQUEST_SEARCH &&
+			genie_worker_resolve_kind(st, t->req.device, &kind, &err) == GENIE_OK &&
+			kind == GENIE_ENGINE_GPU)
+			return true;
+	}
+	return false;
+}
+
+bool
+genie_worker_start_batch(ServiceState *st, CycleBatch *b, GenieRunner *runner, bool *uses_gpu)
 {
 	MemoryContext old = MemoryContextSwitchTo(b->cxt);
 	TakenRequest **group = palloc(sizeof(TakenRequest *) * Max(b->n_taken, 1));
@@ -353,6 +368,7 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 
 	b->jobs = palloc(sizeof(SearchJob *) * Max(b->n_taken, 1));
 	b->n_jobs = 0;
+	*uses_gpu = false;
 	for (int i = 0; i < b->n_taken; i++)
 	{
 		TakenRequest *t = &b->taken[i];
@@ -426,7 +442,10 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 		/* no eviction frees s before the job is answered */
 		s->busy++;
 		if (job->runnable)
+		{
 			n_runnable++;
+			*uses_gpu |= kind == GENIE_ENGINE_GPU;
+		}
 	}
 	MemoryContextSwitchTo(old);
 	if (b->n_jobs == 0)
@@ -434,12 +453,16 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b)
 	if (n_runnable > 0)
 	{
 		SearchJob **runnable = MemoryContextAlloc(b->cxt, sizeof(SearchJob *) * n_runnable);
-		int			r = 0;
+		int			n = 0;
 
 		for (int i = 0; i < b->n_jobs; i++)
 			if (b->jobs[i]->runnable)
-				runnable[r++] = b->jobs[i];
-		genie_runner_submit(&st->runner, runnable, n_runnable);
+				runnable[n++] = b->jobs[i];
+		if (runner != NULL)
+			genie_runner_submit(runner, runnable, n_runnable);
+		else
+			for (int i = 0; i < n_runnable; i++)
+				genie_run_job(runnable[i], GENIE_WORKER_SEARCHER);
 	}
 	return true;
 }
@@ -455,16 +478,7 @@ genie_worker_finish_batch(ServiceState *st, CycleBatch *b)
 		b->jobs[i]->served->busy--;
 	}
 	MemoryContextSwitchTo(old);
-	if (st->device_failed)
-	{
-		/* the runner may be searching the next batch: let it finish first */
-		while (!genie_runner_done(&st->runner))
-			pg_usleep(100);
-		genie_worker_publish_stats(st);
-		ereport(LOG,
-				(errmsg("genie service: a GPU error; the service restarts with a fresh device context")));
-		proc_exit(1);
-	}
+	/* after a GPU error (device_failed) the worker's loop exits once no batch is in flight */
 }
 
 void

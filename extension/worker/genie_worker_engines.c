@@ -3,7 +3,7 @@
  * genie_worker_engines.c
  *	  The genie service worker's answers to backends, the index versions and
  *	  engines it holds (LRU within genie.cache_size and
- *	  genie.device_memory_limit; a version the runner thread is searching
+ *	  genie.device_memory_limit; a version a runner thread is searching
  *	  is never evicted), and the index versions handed over to it.
  *
  *-------------------------------------------------------------------------
@@ -136,25 +136,58 @@ genie_worker_reply_error(ServiceState *st, TakenRequest *t, genie_status status,
 	genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
 }
 
-/* The engines' cancel callback: stop when every backend of the call withdrew. */
+/* Whether every request of members withdrew (none: false). */
+static bool
+all_withdrawn(TakenRequest *const *members, int n)
+{
+	volatile GenieServiceSlot *slots = genie_service_shared->slots;
+
+	for (int i = 0; i < n; i++)
+	{
+		const TakenRequest *t = members[i];
+
+		if (slots[t->slot].seq == t->seq && slots[t->slot].state == GENIE_SLOT_TAKEN)
+			return false;
+	}
+	return n > 0;
+}
+
+/*
+ * The engines' cancel callback: stop when every backend of every call
+ * searching the engine withdrew (with none, an upload: never).  The CPU
+ * engine's searches poll their own job's instead (genie_worker_job_cancelled).
+ */
 static int
 group_cancelled(void *arg)
 {
 	const CancelGroup *g = (const CancelGroup *) arg;
-	volatile GenieServiceSlot *slots = genie_service_shared->slots;
+	bool		any = false;
+	bool		live = false;
 
 	if (ProcDiePending)
 		return 1;
-	if (g->n == 0)
-		return 0;				/* an upload: no backend to withdraw */
-	for (int i = 0; i < g->n; i++)
+	genie_cancel_lock();
+	for (int e = 0; e < GENIE_SERVICE_SEARCHERS && !live; e++)
 	{
-		const TakenRequest *t = g->members[i];
+		const CancelEntry *c = &g->searchers[e];
 
-		if (slots[t->slot].seq == t->seq && slots[t->slot].state == GENIE_SLOT_TAKEN)
-			return 0;
+		if (c->n == 0)
+			continue;
+		any = true;
+		live = !all_withdrawn(c->members, c->n);
 	}
-	return 1;
+	genie_cancel_unlock();
+	return any && !live ? 1 : 0;
+}
+
+int
+genie_worker_job_cancelled(void *arg)
+{
+	const SearchJob *job = (const SearchJob *) arg;
+
+	if (ProcDiePending)
+		return 1;
+	return all_withdrawn(job->members, job->n_members) ? 1 : 0;
 }
 
 void

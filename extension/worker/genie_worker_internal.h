@@ -39,11 +39,40 @@ typedef struct TakenRequest
 	Size		payload_size;
 } TakenRequest;
 
-/* the requests one engine call serves, for the engines' cancel callback */
-typedef struct CancelGroup
+/*
+ * Batches in flight at once, each searched by a runner thread of its own
+ * (genie_worker_runner.c): while one runner's engine works, another
+ * searches the next batch, and the worker's thread collects and answers.
+ */
+#define GENIE_SERVICE_RUNNERS 2
+
+/*
+ * The threads that may search one engine at once: the runners, and the
+ * worker's own (a CPU engine fallback, a verification, a scan of values).
+ */
+#define GENIE_SERVICE_SEARCHERS (GENIE_SERVICE_RUNNERS + 1)
+#define GENIE_WORKER_SEARCHER GENIE_SERVICE_RUNNERS
+
+/* A lone search request of at most this many queries runs on the worker's thread. */
+#define GENIE_SERVICE_INLINE_QUERIES 32
+
+/* the requests one engine call serves */
+typedef struct CancelEntry
 {
 	TakenRequest **members;
 	int			n;
+} CancelEntry;
+
+/*
+ * What an engine's cancel callback reads: the requests of each call
+ * searching that engine now, an entry per searcher.  The callback stops an
+ * engine's calls when every backend of every one of them withdrew (the
+ * calls share the callback); entries change under the runners' cancel lock
+ * (genie_cancel_group_set), which the callback holds while it reads them.
+ */
+typedef struct CancelGroup
+{
+	CancelEntry searchers[GENIE_SERVICE_SEARCHERS];
 } CancelGroup;
 
 /* one index version the worker holds */
@@ -95,10 +124,10 @@ typedef struct CycleBatch
 	int			n_jobs;
 } CycleBatch;
 
-/* The thread that runs a batch's engine searches (genie_worker_runner.c). */
+/* A thread that runs a batch's engine searches (genie_worker_runner.c). */
 typedef struct GenieRunner
 {
-	void	   *thread;			/* pthread_t, when started */
+	int			id;				/* its entry in every CancelGroup */
 	Latch	   *latch;			/* set when a batch is done */
 	SearchJob **jobs;
 	int			n_jobs;
@@ -152,14 +181,16 @@ typedef struct ServiceState
 	dsm_handle *mapped_handle;
 
 	/*
-	 * Requests are collected into batches[cur] while the runner searches
-	 * in_flight (the other one): a batch's engine work overlaps the next
-	 * one's collection and the previous one's answers.
+	 * Requests are collected into batches[cur] while the runners search
+	 * the batches in flight (in_flight[r] on runners[r], or NULL): a
+	 * batch's engine work overlaps the next one's collection and the
+	 * previous one's answers, and on the CPU engine other batches' search.
 	 */
-	CycleBatch	batches[2];
+	CycleBatch	batches[GENIE_SERVICE_RUNNERS + 1];
 	int			cur;
-	CycleBatch *in_flight;
-	GenieRunner runner;
+	CycleBatch *in_flight[GENIE_SERVICE_RUNNERS];
+	bool		in_flight_gpu[GENIE_SERVICE_RUNNERS];	/* it has GPU searches */
+	GenieRunner runners[GENIE_SERVICE_RUNNERS];
 	bool		gpu_usable;
 	int64		device_bytes_total;
 	bool		device_failed;	/* a GPU error: exit after this cycle */
@@ -185,6 +216,8 @@ extern void genie_worker_reply_error(ServiceState *st, TakenRequest *t, genie_st
 /* genie_worker_engines.c: versions, engines, loads */
 extern void genie_worker_engine_options(genie_engine_kind kind, CancelGroup *group,
 										genie_engine_options *options);
+/* The cancel callback of one search job's own engine call (arg: the SearchJob). */
+extern int	genie_worker_job_cancelled(void *arg);
 extern ServedIndex *genie_worker_find_served(ServiceState *st, const GenieServiceKey *key);
 extern genie_status genie_worker_ensure_engine(ServiceState *st, ServedIndex *s,
 											   genie_engine_kind kind, genie_error *err);
@@ -229,17 +262,31 @@ extern void genie_worker_finish_values_load(ServiceState *st, PendingLoad *load,
 extern void genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n);
 
 /* genie_worker_batch.c: a batch's requests */
-/* Handles loads and verifications, and hands the searches to the runner: false when there were none. */
-extern bool genie_worker_start_batch(ServiceState *st, CycleBatch *b);
-/* Answers the searches of a batch the runner finished; exits after a GPU error. */
+/*
+ * Handles loads and verifications, and hands the searches to runner (NULL:
+ * runs them on this thread): false when there were none; *uses_gpu whether
+ * any runs on the GPU.
+ */
+extern bool genie_worker_start_batch(ServiceState *st, CycleBatch *b, GenieRunner *runner,
+									 bool *uses_gpu);
+/* Whether any search request of b goes to the GPU engine (before it starts). */
+extern bool genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b);
+/* Answers the searches of a batch its runner finished (a GPU error sets st->device_failed). */
 extern void genie_worker_finish_batch(ServiceState *st, CycleBatch *b);
 extern void genie_worker_publish_stats(ServiceState *st);
 
 /* genie_worker_runner.c */
-extern void genie_runner_init(GenieRunner *r, Latch *latch);
-/* Runs the jobs on the runner thread (on this one when it cannot start). */
+extern void genie_runner_init(GenieRunner *r, int id, Latch *latch);
+/* Runs the jobs on the runner's thread (on this one when it cannot start). */
 extern void genie_runner_submit(GenieRunner *r, SearchJob **jobs, int n_jobs);
 extern bool genie_runner_done(GenieRunner *r);
-extern void genie_run_job(SearchJob *job);
+/* Runs one job on this thread, as searcher (a runner's id, or GENIE_WORKER_SEARCHER). */
+extern void genie_run_job(SearchJob *job, int searcher);
+/* Sets searcher's entry of g (n = 0: none) under the cancel lock. */
+extern void genie_cancel_group_set(CancelGroup *g, int searcher, TakenRequest **members, int n);
+/* A cancel group of one call on the worker's thread, for a call of its own. */
+extern void genie_cancel_group_one(CancelGroup *g, TakenRequest **members, int n);
+extern void genie_cancel_lock(void);
+extern void genie_cancel_unlock(void);
 
 #endif							/* GENIE_WORKER_INTERNAL_H */

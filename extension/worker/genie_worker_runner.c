@@ -1,17 +1,23 @@
 /*-------------------------------------------------------------------------
  *
  * genie_worker_runner.c
- *	  The genie service's runner thread: it runs a batch's engine searches
- *	  while the worker's own thread collects the next requests and writes
- *	  the previous batch's answers, so that the engine is busy back to back
- *	  under load instead of waiting for the worker's bookkeeping.
+ *	  The genie service's runner threads: each runs a batch's engine
+ *	  searches while the worker's own thread collects the next requests and
+ *	  writes the previous batch's answers, so that the engine is busy back
+ *	  to back under load instead of waiting for the worker's bookkeeping;
+ *	  with several, the CPU engine searches several batches at once (its
+ *	  calls run concurrently; the GPU engine's one at a time).
  *
- * The thread calls only the C API (genie_engine_search) and SetLatch, which
+ * A thread calls only the C API (genie_engine_search) and SetLatch, which
  * is safe from any thread: it sets a flag and signals the process.  It never
  * touches PostgreSQL memory other than the jobs the worker hands it, which
  * the worker leaves alone until the runner says it is done.  Its signals
  * are blocked from its start, so they all go to the worker's thread.  If it
- * cannot be started, the jobs run on the worker's thread.
+ * cannot be started, its jobs run on the worker's thread.
+ *
+ * The engines' cancel callback reads the requests of every call searching
+ * an engine (CancelGroup); they change and are read under one mutex, so a
+ * runner that finishes never frees what another's callback is reading.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,11 +31,18 @@
 
 #include "worker/genie_worker_internal.h"
 
-static pthread_t runner_thread;
-static pthread_mutex_t runner_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t runner_wake = PTHREAD_COND_INITIALIZER;
-static bool runner_started = false;
-static bool runner_has_work = false;
+/* each runner's thread and its hand-off */
+typedef struct RunnerThread
+{
+	pthread_t	thread;
+	pthread_mutex_t mutex;
+	pthread_cond_t wake;
+	bool		started;
+	bool		has_work;
+} RunnerThread;
+
+static RunnerThread runner_threads[GENIE_SERVICE_RUNNERS];
+static pthread_mutex_t cancel_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static double
 now_ms(void)
@@ -41,18 +54,49 @@ now_ms(void)
 }
 
 void
-genie_run_job(SearchJob *job)
+genie_cancel_lock(void)
+{
+	pthread_mutex_lock(&cancel_mutex);
+}
+
+void
+genie_cancel_unlock(void)
+{
+	pthread_mutex_unlock(&cancel_mutex);
+}
+
+void
+genie_cancel_group_set(CancelGroup *g, int searcher, TakenRequest **members, int n)
+{
+	Assert(searcher >= 0 && searcher < GENIE_SERVICE_SEARCHERS);
+	pthread_mutex_lock(&cancel_mutex);
+	g->searchers[searcher].members = members;
+	g->searchers[searcher].n = n;
+	pthread_mutex_unlock(&cancel_mutex);
+}
+
+void
+genie_cancel_group_one(CancelGroup *g, TakenRequest **members, int n)
+{
+	memset(g, 0, sizeof(*g));
+	genie_cancel_group_set(g, GENIE_WORKER_SEARCHER, members, n);
+}
+
+void
+genie_run_job(SearchJob *job, int searcher)
 {
 	ServedIndex *s = job->served;
+	CancelGroup *group = &s->cancel[job->kind];
 	double		start = now_ms();
 
 	/* the engine's cancel callback reads these: the backends it serves */
-	s->cancel[job->kind].members = job->members;
-	s->cancel[job->kind].n = job->n_members;
+	genie_cancel_group_set(group, searcher, job->members, job->n_members);
 	job->results = NULL;
-	job->status = genie_engine_search(s->engines[job->kind], &job->batch, job->k,
-									  &job->results, &job->err);
-	s->cancel[job->kind].n = 0;
+	/* and where calls run concurrently (the CPU engine), the job's own */
+	job->status = genie_engine_search_with_cancel(s->engines[job->kind], &job->batch, job->k,
+												  genie_worker_job_cancelled, job,
+												  &job->results, &job->err);
+	genie_cancel_group_set(group, searcher, NULL, 0);
 	job->engine_ms = now_ms() - start;
 }
 
@@ -60,22 +104,23 @@ static void *
 runner_main(void *arg)
 {
 	GenieRunner *r = (GenieRunner *) arg;
+	RunnerThread *rt = &runner_threads[r->id];
 
 	for (;;)
 	{
 		SearchJob **jobs;
 		int			n_jobs;
 
-		pthread_mutex_lock(&runner_mutex);
-		while (!runner_has_work)
-			pthread_cond_wait(&runner_wake, &runner_mutex);
-		runner_has_work = false;
+		pthread_mutex_lock(&rt->mutex);
+		while (!rt->has_work)
+			pthread_cond_wait(&rt->wake, &rt->mutex);
+		rt->has_work = false;
 		jobs = r->jobs;
 		n_jobs = r->n_jobs;
-		pthread_mutex_unlock(&runner_mutex);
+		pthread_mutex_unlock(&rt->mutex);
 
 		for (int i = 0; i < n_jobs; i++)
-			genie_run_job(jobs[i]);
+			genie_run_job(jobs[i], r->id);
 
 		/* the worker reads the jobs only after it sees busy cleared */
 		pg_memory_barrier();
@@ -86,40 +131,47 @@ runner_main(void *arg)
 }
 
 void
-genie_runner_init(GenieRunner *r, Latch *latch)
+genie_runner_init(GenieRunner *r, int id, Latch *latch)
 {
+	RunnerThread *rt = &runner_threads[id];
 	sigset_t	all,
 				saved;
 
 	memset(r, 0, sizeof(*r));
+	r->id = id;
 	r->latch = latch;
+	if (pthread_mutex_init(&rt->mutex, NULL) != 0 || pthread_cond_init(&rt->wake, NULL) != 0)
+		rt->started = false;
 	/* the thread inherits this mask: no signal ever reaches it */
-	sigfillset(&all);
-	if (pthread_sigmask(SIG_BLOCK, &all, &saved) != 0)
-		return;
-	runner_started = pthread_create(&runner_thread, NULL, runner_main, r) == 0;
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	if (!runner_started)
+	else if (sigfillset(&all) == 0 && pthread_sigmask(SIG_BLOCK, &all, &saved) == 0)
+	{
+		rt->started = pthread_create(&rt->thread, NULL, runner_main, r) == 0;
+		pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	}
+	if (!rt->started)
 		ereport(LOG,
-				(errmsg("genie service: no runner thread; engine searches run on the worker's thread")));
+				(errmsg("genie service: no runner thread %d; its engine searches run on the worker's thread",
+						id + 1)));
 }
 
 void
 genie_runner_submit(GenieRunner *r, SearchJob **jobs, int n_jobs)
 {
-	if (!runner_started)
+	RunnerThread *rt = &runner_threads[r->id];
+
+	if (!rt->started)
 	{
 		for (int i = 0; i < n_jobs; i++)
-			genie_run_job(jobs[i]);
+			genie_run_job(jobs[i], r->id);
 		return;
 	}
-	pthread_mutex_lock(&runner_mutex);
+	pthread_mutex_lock(&rt->mutex);
 	r->jobs = jobs;
 	r->n_jobs = n_jobs;
 	r->busy = true;
-	runner_has_work = true;
-	pthread_cond_signal(&runner_wake);
-	pthread_mutex_unlock(&runner_mutex);
+	rt->has_work = true;
+	pthread_cond_signal(&rt->wake);
+	pthread_mutex_unlock(&rt->mutex);
 }
 
 bool

@@ -273,7 +273,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 	int32		k = 0;
 	GenieValueFound found;
 	genie_engine_options options;
-	CancelGroup cancel = {group, n};
+	CancelGroup cancel;
 	genie_error err;
 	genie_status status;
 	bool		fallback = false;
@@ -286,6 +286,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 		k = Max(k, group[i]->req.k);
 	}
 	genie_value_batch_concat(parts, n, &queries);
+	genie_cancel_group_one(&cancel, group, n);
 	genie_worker_engine_options(kind, &cancel, &options);
 	status = genie_value_set_scan(&s->set, kind, &options, &queries, k, excluded, NULL, NULL,
 								  &found, &err);
