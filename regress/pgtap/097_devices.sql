@@ -112,7 +112,11 @@ SELECT pg_temp.answer('all, shard');
 SET LOCAL genie.devices = '1, 0';
 SELECT pg_temp.answer('1 and 0, shard');
 SET LOCAL genie.devices = '1';
+-- a one-GPU host has no GPU 1: auto answers there on the CPU engine, where
+-- the GPU host's runs' gpu would refuse
+SET LOCAL genie.device = 'auto';
 SELECT pg_temp.answer('1, shard');
+RESET genie.device;
 RESET genie.devices;
 RESET genie.placement;
 
