@@ -136,65 +136,11 @@ genie_worker_reply_error(ServiceState *st, TakenRequest *t, genie_status status,
 	genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
 }
 
-/* Whether every request of members withdrew (none: false). */
-static bool
-all_withdrawn(TakenRequest *const *members, int n)
-{
-	volatile GenieServiceSlot *slots = genie_service_shared->slots;
-
-	for (int i = 0; i < n; i++)
-	{
-		const TakenRequest *t = members[i];
-
-		if (slots[t->slot].seq == t->seq && slots[t->slot].state == GENIE_SLOT_TAKEN)
-			return false;
-	}
-	return n > 0;
-}
-
-/*
- * The engines' cancel callback: stop when every backend of every call
- * searching the engine withdrew (with none, an upload: never).  The CPU
- * engine's searches poll their own job's instead (genie_worker_job_cancelled).
- */
-static int
-group_cancelled(void *arg)
-{
-	const CancelGroup *g = (const CancelGroup *) arg;
-	bool		any = false;
-	bool		live = false;
-
-	if (ProcDiePending)
-		return 1;
-	genie_cancel_lock();
-	for (int e = 0; e < GENIE_SERVICE_SEARCHERS && !live; e++)
-	{
-		const CancelEntry *c = &g->searchers[e];
-
-		if (c->n == 0)
-			continue;
-		any = true;
-		live = !all_withdrawn(c->members, c->n);
-	}
-	genie_cancel_unlock();
-	return any && !live ? 1 : 0;
-}
-
-int
-genie_worker_job_cancelled(void *arg)
-{
-	const SearchJob *job = (const SearchJob *) arg;
-
-	if (ProcDiePending)
-		return 1;
-	return all_withdrawn(job->members, job->n_members) ? 1 : 0;
-}
-
 void
 genie_worker_engine_options(genie_engine_kind kind, CancelGroup *group,
 							genie_engine_options *options)
 {
-	genie_search_engine_options(kind, group_cancelled, group, options);
+	genie_search_engine_options(kind, genie_cancel_group_cancelled, group, options);
 }
 
 genie_status

@@ -216,8 +216,7 @@ extern void genie_worker_reply_error(ServiceState *st, TakenRequest *t, genie_st
 /* genie_worker_engines.c: versions, engines, loads */
 extern void genie_worker_engine_options(genie_engine_kind kind, CancelGroup *group,
 										genie_engine_options *options);
-/* The cancel callback of one search job's own engine call (arg: the SearchJob). */
-extern int	genie_worker_job_cancelled(void *arg);
+
 extern ServedIndex *genie_worker_find_served(ServiceState *st, const GenieServiceKey *key);
 extern genie_status genie_worker_ensure_engine(ServiceState *st, ServedIndex *s,
 											   genie_engine_kind kind, genie_error *err);
@@ -286,7 +285,9 @@ extern void genie_run_job(SearchJob *job, int searcher);
 extern void genie_cancel_group_set(CancelGroup *g, int searcher, TakenRequest **members, int n);
 /* A cancel group of one call on the worker's thread, for a call of its own. */
 extern void genie_cancel_group_one(CancelGroup *g, TakenRequest **members, int n);
-extern void genie_cancel_lock(void);
-extern void genie_cancel_unlock(void);
+/* The cancel callback of one search job's own engine call (arg: the SearchJob). */
+extern int	genie_worker_job_cancelled(void *arg);
+/* The engines' cancel callback (arg: the CancelGroup of the engine). */
+extern int	genie_cancel_group_cancelled(void *arg);
 
 #endif							/* GENIE_WORKER_INTERNAL_H */

@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include "miscadmin.h"
 #include "port/atomics.h"
 
 #include "worker/genie_worker_internal.h"
@@ -54,18 +55,6 @@ now_ms(void)
 }
 
 void
-genie_cancel_lock(void)
-{
-	pthread_mutex_lock(&cancel_mutex);
-}
-
-void
-genie_cancel_unlock(void)
-{
-	pthread_mutex_unlock(&cancel_mutex);
-}
-
-void
 genie_cancel_group_set(CancelGroup *g, int searcher, TakenRequest **members, int n)
 {
 	Assert(searcher >= 0 && searcher < GENIE_SERVICE_SEARCHERS);
@@ -80,6 +69,60 @@ genie_cancel_group_one(CancelGroup *g, TakenRequest **members, int n)
 {
 	memset(g, 0, sizeof(*g));
 	genie_cancel_group_set(g, GENIE_WORKER_SEARCHER, members, n);
+}
+
+/* Whether every request of members withdrew (none: false). */
+static bool
+all_withdrawn(TakenRequest *const *members, int n)
+{
+	volatile GenieServiceSlot *slots = genie_service_shared->slots;
+
+	for (int i = 0; i < n; i++)
+	{
+		const TakenRequest *t = members[i];
+
+		if (slots[t->slot].seq == t->seq && slots[t->slot].state == GENIE_SLOT_TAKEN)
+			return false;
+	}
+	return n > 0;
+}
+
+/*
+ * The engines' cancel callback: stop when every backend of every call
+ * searching the engine withdrew (with none, an upload: never).  The CPU
+ * engine's searches poll their own job's instead (genie_worker_job_cancelled).
+ */
+int
+genie_cancel_group_cancelled(void *arg)
+{
+	const CancelGroup *g = (const CancelGroup *) arg;
+	bool		any = false;
+	bool		live = false;
+
+	if (ProcDiePending)
+		return 1;
+	pthread_mutex_lock(&cancel_mutex);
+	for (int e = 0; e < GENIE_SERVICE_SEARCHERS && !live; e++)
+	{
+		const CancelEntry *c = &g->searchers[e];
+
+		if (c->n == 0)
+			continue;
+		any = true;
+		live = !all_withdrawn(c->members, c->n);
+	}
+	pthread_mutex_unlock(&cancel_mutex);
+	return any && !live ? 1 : 0;
+}
+
+int
+genie_worker_job_cancelled(void *arg)
+{
+	const SearchJob *job = (const SearchJob *) arg;
+
+	if (ProcDiePending)
+		return 1;
+	return all_withdrawn(job->members, job->n_members) ? 1 : 0;
 }
 
 void

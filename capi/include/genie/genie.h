@@ -308,23 +308,14 @@ genie_status genie_engine_upload(genie_engine *engine, const genie_index *index,
 genie_status genie_engine_drop(genie_engine *engine, genie_error *err);
 
 /*
- * Searches and set matches may be called on one engine from several threads
- * at once: the CPU engine runs them concurrently, every other engine one at
- * a time; an upload or a drop waits for the calls running.  The engine's one
- * cancel callback is polled by all of them.  genie_engine_free must not
- * overlap any call.
+ * Several threads may search (and match sets on) one engine at once: the CPU
+ * engine runs the calls concurrently, others one at a time; upload and drop
+ * wait for them (free must not overlap any).  _with_cancel polls its own
+ * cancel where calls run concurrently (the CPU engine): it stops that alone.
  */
 genie_status genie_engine_search(genie_engine *engine,
 								 const genie_query_batch *queries, int32_t k,
 								 genie_results **results, genie_error *err);
-
-/*
- * genie_engine_search polling cancel (with cancel_arg) instead of the
- * engine's callback, where the engine runs calls concurrently (the CPU
- * engine): a call is stopped when its own sessions withdrew, whatever the
- * others searching the same engine.  Engines whose calls run one at a time
- * poll the engine's callback.  cancel NULL: as genie_engine_search.
- */
 genie_status genie_engine_search_with_cancel(genie_engine *engine,
 											 const genie_query_batch *queries, int32_t k,
 											 int (*cancel) (void *arg), void *cancel_arg,
@@ -343,7 +334,6 @@ genie_status genie_engine_match_set(genie_engine *engine, const genie_index *ind
 									genie_set_predicate predicate, const int32_t *keywords,
 									int32_t n_keywords, int64_t device_min_postings,
 									int32_t **ids, int64_t *count, genie_error *err);
-
 
 /* ---- sequences (ordered n-grams, edit distance) ---- */
 
