@@ -1,7 +1,8 @@
 # Shared by the bench drivers that run inside scripts/pg-sandbox
 # (bench/service-bench, bench/latency-profile): restarting the sandbox's
-# cluster with genie preloaded or not, device memory, and the three
-# workloads' tables (tags, strings, vectors, documents).  Source it after `cd` to the
+# cluster with genie preloaded or not, device memory, the workloads'
+# tables (tags, strings, vectors, documents), a median and the host's CPU
+# time.  Source it after `cd` to the
 # repository root, with $work a temporary folder.
 : "${GENIE_SANDBOX_DIR:?run inside scripts/pg-sandbox}"
 pgbin=${PGBIN:-/usr/lib/postgresql/15/bin}
@@ -66,3 +67,8 @@ setup_documents() {
   chmod 755 "$work"; chmod 644 "$work/corpus.tsv"
   psql -X -v file="$work/corpus.tsv" -f bench/service_documents_bench.sql
 }
+
+# The median of the numbers on standard input, one a line.
+med() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# Busy and total jiffies of the whole host (/proc/stat): "busy total".
+host_jiffies() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }

@@ -47,11 +47,10 @@ struct genie_engine {
   std::unique_ptr<genie::Engine> engine;
   std::shared_mutex calls;
 
-  std::shared_lock<std::shared_mutex> Shared() { return std::shared_lock<std::shared_mutex>(calls); }
   std::unique_lock<std::shared_mutex> Exclusive() { return std::unique_lock<std::shared_mutex>(calls); }
   // A search: shared on the CPU engine, exclusive on every other.
   std::variant<std::shared_lock<std::shared_mutex>, std::unique_lock<std::shared_mutex>> ForSearch() {
-    if (engine->kind() == GENIE_ENGINE_CPU) return Shared();
+    if (engine->kind() == GENIE_ENGINE_CPU) return std::shared_lock<std::shared_mutex>(calls);
     return Exclusive();
   }
 };

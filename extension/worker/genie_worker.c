@@ -58,11 +58,15 @@ service_exit(int code, Datum arg)
 	/*
 	 * A runner thread may be inside an engine: exit's teardown must not
 	 * pull the CUDA runtime from under it.  Its engine polls ProcDiePending;
-	 * other exits wait for its batch, at most a few seconds each.
+	 * other exits wait for the batches, at most a few seconds in all.
 	 */
-	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
-		for (int i = 0; i < 50000 && !genie_runner_done(&state.runners[r]); i++)
+	for (int r = 0, i = 0; r < GENIE_SERVICE_RUNNERS && i < 50000; i++)
+	{
+		if (genie_runner_done(&state.runners[r]))
+			r++;
+		else
 			pg_usleep(100);
+	}
 	LWLockReleaseAll();
 	SpinLockAcquire(&sh->mutex);
 	sh->ready = false;
