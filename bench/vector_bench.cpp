@@ -15,6 +15,7 @@
 //       (genie-lsh counts on the GPU, genie-lsh-cpu on the CPU engine too)
 //       [--candidates 100,300,1000,3000] [--ef 16,32,64,128] [--m 238]
 //       [--gpus 1,2,4] [--placements replicate,shard]  (genie-gpu's batch over N GPUs)
+//       [--small-batches 8,32]  (genie's exact scans: also the median of --single calls of B queries)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -54,6 +55,7 @@ struct Args {
   int32_t dim = 0, n = -1, nq = -1, k = 10, threads = 0, single = 200, m = 238;
   std::string methods = "genie-gpu,genie-cpu,genie-lsh,genie-lsh-cpu,faiss-flat,faiss-hnsw,hnswlib";
   std::vector<int32_t> gpus;  // --gpus 2,4: genie-gpu's batch also over the first N GPUs
+  std::vector<int32_t> small_batches;  // --small-batches 8,32: calls of a few queries, timed one by one
   std::string placements = "replicate,shard";
   std::vector<int32_t> candidates{100, 300, 1000, 3000};
   std::vector<int32_t> ef{16, 32, 64, 128};
@@ -173,6 +175,28 @@ Answer GenieExact(genie_vectors* set, genie_engine_kind device, const Args& a, c
   extra << ", \"parts\": " << r->parts;
   Report(name, "k=" + std::to_string(a.k), 0, dim * 4.0, nq, best, Median(singles),
          truth != nullptr ? Recall(ans, *truth, a.k) : 1.0, extra.str());
+  // calls of b queries each (the next b queries each time), every call's
+  // rows checked against the batch's
+  for (int32_t b : a.small_batches) {
+    if (b < 1 || b > nq) continue;
+    std::vector<double> times;
+    int64_t differ = 0;
+    for (int32_t c = 0; c < std::min(nq / b, a.single); ++c) {
+      const int32_t q0 = c * b;
+      const double t0 = Now();
+      genie_vector_results* s = Scan(set, device, a, queries.data() + static_cast<size_t>(q0) * dim, b, a.k);
+      times.push_back(Now() - t0);
+      for (int32_t q = 0; s != nullptr && q < b; ++q) {
+        const int64_t sb = s->query_offsets[q], se = s->query_offsets[q + 1], rb = r->query_offsets[q0 + q];
+        if (se - sb != r->query_offsets[q0 + q + 1] - rb || !std::equal(s->objects + sb, s->objects + se, r->objects + rb))
+          differ++;
+      }
+      if (s == nullptr) differ++;
+      genie_vector_results_free(s);
+    }
+    Report(name, "k=" + std::to_string(a.k) + ",batch=" + std::to_string(b), 0, dim * 4.0, b,
+           Median(times), 0, differ == 0 ? 1.0 : 0.0, ", \"equals_batch\": " + std::string(differ == 0 ? "true" : "false"));
+  }
   *keep = r;
   return ans;
 }
@@ -229,6 +253,7 @@ int main(int argc, char** argv) {
     else if (key == "--ef") a.ef = ParseList(val);
     else if (key == "--m") a.m = std::atoi(val.c_str());
     else if (key == "--gpus") a.gpus = ParseList(val);
+    else if (key == "--small-batches") a.small_batches = ParseList(val);
     else if (key == "--placements") a.placements = val;
     else {
       std::fprintf(stderr, "unknown option %s\n", key.c_str());

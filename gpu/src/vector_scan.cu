@@ -23,18 +23,20 @@
 //                   block, 8 x 8 per thread, the dimensions staged through
 //                   shared memory 8 at a time, the next stage loading while
 //                   the current one is multiplied; excluded vectors get
-//                   +infinity;
-//                   (a group of at most 8 queries: SmallDistanceKernel, a
-//                   warp a vector, each vector read once);
-//   KthKernel       each query's k-th smallest U, by a radix select over the
-//                   bits of the non-negative floats (11, 11, 10 bits);
+//                   +infinity; (a group of at most 64 queries: tiles of
+//                   32 x 128, 4 x 4 a thread; of at most 8:
+//                   SmallDistanceKernel, a warp a vector, each vector read
+//                   once);
+//   KthKernel       a bound on each query's k-th smallest U, at least it
+//                   and sharing its first 22 bits (vector_select.cu);
 //   GatherKernel    the vectors whose L is within the k-th U, at most k +
 //                   kSlack per query (a query with more, from ties, is
 //                   gathered again with room for all);
-//   RerankKernel    L2Distance of each, one thread per vector, in element
-//                   order with every operation rounded on its own: the
-//                   host's bits.
-// The host keeps each query's best k by (distance, id) over the parts.
+//   RerankKernel    L2Distance of each, a warp a vector, in element order
+//                   with every operation rounded on its own: the host's bits.
+// All of it is queued on the set's stream, the inputs sent in one copy and
+// the candidates fetched in one, so a scan of one part waits once; the
+// host keeps each query's best k by (distance, id) over the parts.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -52,6 +54,7 @@
 #include "cuda_util.hpp"
 #include "genie/gpu_vector_scan.hpp"
 #include "range_search.hpp"
+#include "vector_select.hpp"
 
 namespace genie {
 namespace gpu {
@@ -61,10 +64,9 @@ constexpr int kThreads = 256;
 constexpr int kTileQ = 128;  // queries of a distance tile
 constexpr int kTileR = 128;  // vectors of a distance tile
 constexpr int kTileK = 8;    // dimensions staged at a time (two stages in flight)
-constexpr int kSelectThreads = 512;
-constexpr int kBins = 2048;  // radix select: 11 bits a pass
 constexpr int kGatherThreads = 256;
-constexpr int kRerankThreads = 128;
+constexpr int kRerankWarps = 4;     // candidates a block
+constexpr int kRerankChunk = 256;   // squared differences staged at a time
 constexpr int32_t kSlack = 64;                           // gather slots beyond k
 // float32 distances of a group.  kDistanceBufferBytes leaves room for a
 // whole tile of queries (kTileQ) over 8M vectors.  At 256 MB a group of
@@ -82,6 +84,15 @@ constexpr int kSmallQueries = 8;
 constexpr int kSmallThreads = 256;
 constexpr std::size_t kSmallSharedBytes = 48 * 1024;
 constexpr int64_t kSmallMaxBlocks = 4096;
+// Groups of up to kMidQueries queries that SmallDistanceKernel does not
+// take get tiles of kMidTileQ queries.
+constexpr int32_t kMidQueries = 64;
+constexpr int kMidTileQ = 32;
+// A scan of at most kHostNormQueries queries sends them up padded, with
+// their norms (computed on the host) and the excluded flags, in one copy
+// from pinned memory; a larger one copies the queries as they are and
+// computes their norms on the device.
+constexpr int32_t kHostNormQueries = 64;
 
 // The norms a bound needs: |v|^2 and |v| of each query and vector.
 struct Norms {
@@ -95,24 +106,36 @@ __device__ __forceinline__ float ErrorBound(float coef, float slack, float q_len
   return fmaf(coef * sum, sum, slack);
 }
 
+// Every U of a tile of TQ queries x kTileR vectors a block, PQ x PR pairs a
+// thread, the dimensions staged through shared memory kTileK at a time, the
+// next stage loading while the current one is multiplied.  A thread's
+// queries are PQ / 4 runs of 4, spaced 4 TQ / PQ apart (and its vectors
+// likewise), so that a warp's float4 reads of a stage fall on distinct
+// banks or on one (a broadcast).  <128, 8, 8> serves large groups;
+// <32, 4, 4> groups of up to kMidQueries, for which 128-query tiles
+// computed 2 to 14 times the products used (0.37 ms for 64 Fashion-MNIST
+// queries on an H200).
+template <int TQ, int PQ, int PR>
 __global__ void __launch_bounds__(kThreads)
 DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows, Norms xn,
                int32_t n_rows, int32_t dimp, float coef, float slack, const uint8_t* __restrict__ excluded,
                float* __restrict__ out) {
+  static_assert(TQ / PQ * (kTileR / PR) == kThreads, "a thread for each PQ x PR pairs of the tile");
+  static_assert(TQ <= kThreads / 2 && kTileR == kThreads / 2, "a stage loads a row's 8 dimensions with two threads");
+  constexpr int kQSpan = 4 * TQ / PQ, kRSpan = 4 * kTileR / PR;  // between a thread's runs of 4
   // Two stages of kTileK dimensions: the next is loaded into registers
   // while the current is multiplied, so one barrier a stage suffices.
-  __shared__ __align__(16) float qs[2][kTileK][kTileQ];
+  __shared__ __align__(16) float qs[2][kTileK][TQ];
   __shared__ __align__(16) float xs[2][kTileK][kTileR];
   const int tid = static_cast<int>(threadIdx.x);
-  // This thread's 8 x 8 outputs: queries tq*4 + {0..3} and 64 + tq*4 + {0..3}
-  // of the tile, vectors likewise with tr; the split halves keep a warp's
-  // float4 reads of shared memory on distinct banks.
-  const int tq = tid / 16, tr = tid % 16;
-  const int64_t q0 = static_cast<int64_t>(blockIdx.y) * kTileQ;
+  const int tq = tid / (kTileR / PR), tr = tid % (kTileR / PR);
+  const int64_t q0 = static_cast<int64_t>(blockIdx.y) * TQ;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kTileR;
-  // Loading a stage: row li of each tile, dimensions lk .. lk + 3 of it.
+  // Loading a stage: row li of each tile (of the queries' only for the
+  // first 2 TQ threads), dimensions lk .. lk + 3 of it.
   const int li = tid / 2, lk = (tid % 2) * 4;
-  const bool q_in = q0 + li < nq, r_in = r0 + li < n_rows;
+  const bool q_loader = li < TQ;
+  const bool q_in = q_loader && q0 + li < nq, r_in = r0 + li < n_rows;
   const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
   auto load = [&](int k0, float4* qv, float4* xv) {
     const bool k_in = k0 + lk < dimp;
@@ -120,20 +143,22 @@ DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const fl
     *xv = r_in && k_in ? *reinterpret_cast<const float4*>(rows + (r0 + li) * dimp + k0 + lk) : zero;
   };
   auto store = [&](int buf, const float4& qv, const float4& xv) {
-    qs[buf][lk][li] = qv.x;
-    qs[buf][lk + 1][li] = qv.y;
-    qs[buf][lk + 2][li] = qv.z;
-    qs[buf][lk + 3][li] = qv.w;
+    if (q_loader) {
+      qs[buf][lk][li] = qv.x;
+      qs[buf][lk + 1][li] = qv.y;
+      qs[buf][lk + 2][li] = qv.z;
+      qs[buf][lk + 3][li] = qv.w;
+    }
     xs[buf][lk][li] = xv.x;
     xs[buf][lk + 1][li] = xv.y;
     xs[buf][lk + 2][li] = xv.z;
     xs[buf][lk + 3][li] = xv.w;
   };
-  float acc[8][8];
+  float acc[PQ][PR];
 #pragma unroll
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < PQ; ++i)
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+    for (int j = 0; j < PR; ++j) acc[i][j] = 0.0f;
 
   float4 qv, xv;
   load(0, &qv, &xv);
@@ -145,16 +170,21 @@ DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const fl
     if (more) load(k0 + kTileK, &qv, &xv);
 #pragma unroll
     for (int kk = 0; kk < kTileK; ++kk) {
-      const float4 a0 = *reinterpret_cast<const float4*>(&qs[buf][kk][tq * 4]);
-      const float4 a1 = *reinterpret_cast<const float4*>(&qs[buf][kk][64 + tq * 4]);
-      const float4 b0 = *reinterpret_cast<const float4*>(&xs[buf][kk][tr * 4]);
-      const float4 b1 = *reinterpret_cast<const float4*>(&xs[buf][kk][64 + tr * 4]);
-      const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-      const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+      float a[PQ], b[PR];
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
+      for (int g = 0; g < PQ / 4; ++g) {
+        const float4 v = *reinterpret_cast<const float4*>(&qs[buf][kk][g * kQSpan + tq * 4]);
+        a[4 * g] = v.x, a[4 * g + 1] = v.y, a[4 * g + 2] = v.z, a[4 * g + 3] = v.w;
+      }
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      for (int g = 0; g < PR / 4; ++g) {
+        const float4 v = *reinterpret_cast<const float4*>(&xs[buf][kk][g * kRSpan + tr * 4]);
+        b[4 * g] = v.x, b[4 * g + 1] = v.y, b[4 * g + 2] = v.z, b[4 * g + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < PQ; ++i)
+#pragma unroll
+        for (int j = 0; j < PR; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
     }
     if (more) {
       // buf ^ 1 was last read before the previous barrier
@@ -164,12 +194,12 @@ DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const fl
     }
   }
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int64_t q = q0 + (i < 4 ? tq * 4 + i : 64 + tq * 4 + i - 4);
+  for (int i = 0; i < PQ; ++i) {
+    const int64_t q = q0 + (i / 4) * kQSpan + tq * 4 + i % 4;
     if (q >= nq) continue;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int64_t r = r0 + (j < 4 ? tr * 4 + j : 64 + tr * 4 + j - 4);
+    for (int j = 0; j < PR; ++j) {
+      const int64_t r = r0 + (j / 4) * kRSpan + tr * 4 + j % 4;
       if (r >= n_rows) continue;
       const float s32 = fmaf(-2.0f, acc[i][j], qn.squared[q] + xn.squared[r]);
       float upper = fmaxf(s32 + ErrorBound(coef, slack, qn.length[q], xn.length[r]), 0.0f);
@@ -250,77 +280,21 @@ __global__ void NormsKernel(const float* __restrict__ v, int32_t count, int32_t 
   length[i] = static_cast<float>(sqrt(sum));
 }
 
-// kth[q] = the k-th smallest of row q of d32 (n_rows values >= 0 or +inf,
-// whose bit patterns order as the values do); +inf when k > n_rows.
-__global__ void __launch_bounds__(kSelectThreads)
-KthKernel(const float* __restrict__ d32, int32_t n_rows, int32_t k, float* __restrict__ kth) {
-  __shared__ int32_t hist[kBins];
-  __shared__ uint32_t s_prefix;
-  __shared__ int32_t s_rem;
-  const int tid = static_cast<int>(threadIdx.x);
-  const float* row = d32 + static_cast<int64_t>(blockIdx.x) * n_rows;
-  if (k > n_rows) {
-    if (tid == 0) kth[blockIdx.x] = INFINITY;
-    return;
-  }
-  if (tid == 0) {
-    s_prefix = 0;
-    s_rem = k;
-  }
-  uint32_t prefix = 0, mask = 0;
-  const int shifts[3] = {21, 10, 0};
-  const int widths[3] = {11, 11, 10};
-  for (int pass = 0; pass < 3; ++pass) {
-    for (int b = tid; b < kBins; b += kSelectThreads) hist[b] = 0;
-    __syncthreads();
-    const int shift = shifts[pass];
-    const uint32_t bin_mask = (1u << widths[pass]) - 1u;
-    for (int64_t i = tid; i < n_rows; i += kSelectThreads) {
-      const uint32_t u = __float_as_uint(row[i]);
-      if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & bin_mask], 1);
-    }
-    __syncthreads();
-    if (tid < 32) {
-      // warp 0: the bin where the count reaches s_rem
-      constexpr int kPer = kBins / 32;
-      const int lane = tid;
-      int sum = 0;
-      for (int b = lane * kPer; b < (lane + 1) * kPer; ++b) sum += hist[b];
-      int incl = sum;
-#pragma unroll
-      for (int off = 1; off < 32; off <<= 1) {
-        const int t = __shfl_up_sync(0xFFFFFFFFu, incl, off);
-        if (lane >= off) incl += t;
-      }
-      const int excl = incl - sum;
-      const int rem = s_rem;
-      const unsigned hit = __ballot_sync(0xFFFFFFFFu, excl < rem && rem <= incl);
-      if (lane == __ffs(hit) - 1) {
-        int cum = excl;
-        for (int b = lane * kPer; b < (lane + 1) * kPer; ++b) {
-          if (cum + hist[b] >= rem) {
-            s_rem = rem - cum;
-            s_prefix = prefix | (static_cast<uint32_t>(b) << shift);
-            break;
-          }
-          cum += hist[b];
-        }
-      }
-    }
-    __syncthreads();
-    prefix = s_prefix;
-    mask |= bin_mask << shift;
-  }
-  if (tid == 0) kth[blockIdx.x] = __uint_as_float(prefix);
-}
+// Where launched query i's candidate slots begin: begin[i], or room * i
+// when every query has room slots (then nothing describes them on the device).
+struct Slots {
+  const int64_t* begin;
+  int64_t room;
+  __device__ int64_t at(int64_t i) const { return begin != nullptr ? begin[i] : room * i; }
+};
 
 // Launched query i (row qmap[i] of d32, or i) gathers the vectors whose
-// lower bound is within its k-th upper bound into slots [slot_begin[i],
-// slot_begin[i + 1]); count[i] counts them all, also those beyond the slots.
+// lower bound is within its k-th upper bound into slots [slots.at(i),
+// slots.at(i + 1)); count[i] counts them all, also those beyond the slots.
 __global__ void __launch_bounds__(kGatherThreads)
 GatherKernel(const float* __restrict__ d32, Norms qn, Norms xn, int32_t n_rows, float coef, float slack,
              const int32_t* __restrict__ qmap, const float* __restrict__ kth, const uint8_t* __restrict__ excluded,
-             const int64_t* __restrict__ slot_begin, int32_t* __restrict__ count, int32_t* __restrict__ cand) {
+             Slots slots, int32_t* __restrict__ count, int32_t* __restrict__ cand) {
   const int32_t i = static_cast<int32_t>(blockIdx.y);
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kGatherThreads + threadIdx.x;
   if (r >= n_rows || (excluded != nullptr && excluded[r])) return;
@@ -331,28 +305,55 @@ GatherKernel(const float* __restrict__ d32, Norms qn, Norms xn, int32_t n_rows, 
   const double lower = isinf(upper) ? -INFINITY : static_cast<double>(upper) * (1.0 - 0x1p-22) - 2.0 * e;
   if (lower <= static_cast<double>(kth[q]) * (1.0 + 0x1p-20)) {
     const int64_t slot = atomicAdd(&count[i], 1);
-    if (slot_begin[i] + slot < slot_begin[i + 1]) cand[slot_begin[i] + slot] = static_cast<int32_t>(r);
+    const int64_t begin = slots.at(i);
+    if (begin + slot < slots.at(i + 1)) cand[begin + slot] = static_cast<int32_t>(r);
   }
 }
 
-// L2Distance of each gathered vector, exactly as the host computes it.
-__global__ void __launch_bounds__(kRerankThreads)
+// L2Distance of each gathered vector, exactly as the host computes it: a
+// warp a candidate.  The squared differences are independent, so the lanes
+// compute them side by side, a chunk at a time, into shared memory; the sum
+// is the host's serial one, in element order with every operation rounded
+// on its own, and one lane adds the chunk.  (A thread a candidate, reading
+// its row element by element, waited on memory at every step: 44 us for a
+// single query's 74 candidates of 784 dimensions on an H200.)
+__global__ void __launch_bounds__(kRerankWarps * 32)
 RerankKernel(const float* __restrict__ rows, const float* __restrict__ queries, int32_t dim, int32_t dimp,
-             const int32_t* __restrict__ qmap, const int64_t* __restrict__ slot_begin,
-             const int32_t* __restrict__ count, const int32_t* __restrict__ cand, double* __restrict__ dist) {
+             const int32_t* __restrict__ qmap, Slots slots, const int32_t* __restrict__ count,
+             const int32_t* __restrict__ cand, double* __restrict__ dist) {
+  __shared__ double products[kRerankWarps][kRerankChunk];
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int32_t i = static_cast<int32_t>(blockIdx.y);
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * kRerankThreads + threadIdx.x;
-  const int64_t slots = slot_begin[i + 1] - slot_begin[i];
-  if (j >= min(static_cast<int64_t>(count[i]), slots)) return;
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kRerankWarps + warp;
+  const int64_t begin = slots.at(i);
+  if (j >= min(static_cast<int64_t>(count[i]), slots.at(i + 1) - begin)) return;  // the whole warp
   const int64_t q = qmap != nullptr ? qmap[i] : i;
-  const float* x = rows + static_cast<int64_t>(cand[slot_begin[i] + j]) * dimp;
+  const float* x = rows + static_cast<int64_t>(cand[begin + j]) * dimp;
   const float* y = queries + q * dimp;
+  double* p = products[warp];
   double sum = 0.0;
-  for (int32_t t = 0; t < dim; ++t) {
-    const double d = __dsub_rn(static_cast<double>(x[t]), static_cast<double>(y[t]));
-    sum = __dadd_rn(sum, __dmul_rn(d, d));
+  for (int32_t t0 = 0; t0 < dim; t0 += kRerankChunk) {
+    const int32_t len = min(kRerankChunk, dim - t0);
+    for (int32_t t = lane; t < len; t += 32) {
+      const double d = __dsub_rn(static_cast<double>(x[t0 + t]), static_cast<double>(y[t0 + t]));
+      p[t] = __dmul_rn(d, d);
+    }
+    __syncwarp();
+    if (lane == 0) {
+      // 16 loads at a time, then their adds: only the adds wait on each other
+      int32_t t = 0;
+      for (; t + 16 <= len; t += 16) {
+        double v[16];
+#pragma unroll
+        for (int u = 0; u < 16; ++u) v[u] = p[t + u];
+#pragma unroll
+        for (int u = 0; u < 16; ++u) sum = __dadd_rn(sum, v[u]);
+      }
+      for (; t < len; ++t) sum = __dadd_rn(sum, p[t]);
+    }
+    __syncwarp();
   }
-  dist[slot_begin[i] + j] = __dsqrt_rn(sum);
+  if (lane == 0) dist[begin + j] = __dsqrt_rn(sum);
 }
 
 unsigned Blocks(int64_t items, int per_block) {
@@ -360,30 +361,38 @@ unsigned Blocks(int64_t items, int per_block) {
 }
 
 // The float32 distances of a group of gn queries: the small-group kernel
-// when the group and its queries fit it, the tile kernel otherwise.
+// when the group and its queries fit it, else the mid-size tiles up to
+// kMidQueries queries, the large tiles beyond.
 Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
-                       int32_t dimp, float coef, float slack, const uint8_t* excluded, float* d32) {
+                       int32_t dimp, float coef, float slack, const uint8_t* excluded, float* d32,
+                       cudaStream_t stream) {
   const std::size_t shared = sizeof(float) * static_cast<std::size_t>(gn) * static_cast<std::size_t>(dimp);
   if (gn <= kSmallQueries && shared <= kSmallSharedBytes) {
     const unsigned blocks = static_cast<unsigned>(
         std::min<int64_t>(Blocks(n_rows, kSmallThreads / 32), kSmallMaxBlocks));
     if (gn == 1) {
-      SmallDistanceKernel<1><<<blocks, kSmallThreads, shared>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
+      SmallDistanceKernel<1><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
                                                                  slack, excluded, d32);
     } else if (gn <= 2) {
-      SmallDistanceKernel<2><<<blocks, kSmallThreads, shared>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
+      SmallDistanceKernel<2><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
                                                                  slack, excluded, d32);
     } else if (gn <= 4) {
-      SmallDistanceKernel<4><<<blocks, kSmallThreads, shared>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
+      SmallDistanceKernel<4><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
                                                                  slack, excluded, d32);
     } else {
-      SmallDistanceKernel<kSmallQueries><<<blocks, kSmallThreads, shared>>>(queries, qn, gn, rows, xn, n_rows,
+      SmallDistanceKernel<kSmallQueries><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows,
                                                                              dimp, coef, slack, excluded, d32);
     }
     GENIE_CUDA_CHECK_LAUNCH("SmallDistanceKernel");
     return Status::Ok();
   }
-  DistanceKernel<<<dim3(Blocks(n_rows, kTileR), Blocks(gn, kTileQ)), kThreads>>>(
+  if (gn <= kMidQueries) {
+    DistanceKernel<kMidTileQ, 4, 4><<<dim3(Blocks(n_rows, kTileR), Blocks(gn, kMidTileQ)), kThreads, 0, stream>>>(
+        queries, qn, gn, rows, xn, n_rows, dimp, coef, slack, excluded, d32);
+    GENIE_CUDA_CHECK_LAUNCH("DistanceKernel (mid-size tiles)");
+    return Status::Ok();
+  }
+  DistanceKernel<kTileQ, 8, 8><<<dim3(Blocks(n_rows, kTileR), Blocks(gn, kTileQ)), kThreads, 0, stream>>>(
       queries, qn, gn, rows, xn, n_rows, dimp, coef, slack, excluded, d32);
   GENIE_CUDA_CHECK_LAUNCH("DistanceKernel");
   return Status::Ok();
@@ -438,9 +447,10 @@ class GpuVectorSetImpl final : public GpuVectorSet {
         return Status::DeviceOutOfMemory("the device memory budget holds less than " + std::to_string(kTileR) +
                                          " vectors of " + std::to_string(dim_) + " dimensions");
     }
+    GENIE_RETURN_IF_ERROR(stream_.Create());
     GENIE_RETURN_IF_ERROR(rows_.Allocate(static_cast<std::size_t>(part_rows_) * dimp_, "vectors"));
-    GENIE_CUDA_RETURN_IF_ERROR(cudaMemset(rows_.get(), 0, rows_.bytes()));
-    if (resident()) GENIE_RETURN_IF_ERROR(CopyRows(set, 0, n_));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(rows_.get(), 0, rows_.bytes(), stream_.get()));
+    if (resident()) GENIE_RETURN_IF_ERROR(CopyRows(set, 0, n_, stream_.get()));
     // the norms of every vector stay on the device, also when the vectors stream
     std::vector<float> squared, length;
     HostNorms(set.values.data(), n_, dim_, dim_, &squared, &length);
@@ -448,6 +458,8 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     GENIE_RETURN_IF_ERROR(Upload(length.data(), length.size(), &x_length_, "vector norms"));
     coef_ = static_cast<float>((dim_ + 16.0) * 0x1p-23);
     slack_ = static_cast<float>((dim_ + 4.0) * 0x1p-140);
+    // (range searches read rows_ on the default stream)
+    GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
     return Status::Ok();
   }
 
@@ -455,9 +467,9 @@ class GpuVectorSetImpl final : public GpuVectorSet {
               const CancelCheck& cancel) override {
     if (out == nullptr) return Status::InvalidArgument("GpuVectorSet::Scan: NULL output");
     try {
-      if (resident()) return DoScan(set, request, out, cancel);
-      // the staging buffer holds one part at a time
-      std::lock_guard<std::mutex> lock(stream_mutex_);
+      // one scan at a time: the stream, the pinned slots and (streamed) the
+      // part buffer are the set's
+      std::lock_guard<std::mutex> lock(scan_mutex_);
       return DoScan(set, request, out, cancel);
     } catch (const std::bad_alloc&) {
       return Status::OutOfMemory("out of host memory in the GPU vector scan");
@@ -490,52 +502,81 @@ class GpuVectorSetImpl final : public GpuVectorSet {
   bool resident() const { return part_rows_ >= n_; }
 
   // Vectors [first, first + count) of the set into rows_, padded to dimp_.
-  Status CopyRows(const VectorSet& set, int32_t first, int32_t count) {
+  // (On the scan's stream, after the work that reads the part before.)
+  Status CopyRows(const VectorSet& set, int32_t first, int32_t count, cudaStream_t stream) {
     if (count == 0) return Status::Ok();
-    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(rows_.get(), static_cast<std::size_t>(dimp_) * sizeof(float),
-                                            set.row(first), static_cast<std::size_t>(dim_) * sizeof(float),
-                                            static_cast<std::size_t>(dim_) * sizeof(float),
-                                            static_cast<std::size_t>(count), cudaMemcpyHostToDevice));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(rows_.get(), static_cast<std::size_t>(dimp_) * sizeof(float),
+                                                 set.row(first), static_cast<std::size_t>(dim_) * sizeof(float),
+                                                 static_cast<std::size_t>(dim_) * sizeof(float),
+                                                 static_cast<std::size_t>(count), cudaMemcpyHostToDevice, stream));
     return Status::Ok();
   }
 
   // Gathers and re-ranks the launched queries (qmap: their rows in the
-  // group, or identity) with slots per slot_begin; appends (distance, id)
-  // to found for those not in *overflow (which gets the rest with their counts).
+  // group, or identity, when every query has the same room) with slots per
+  // slot_begin; appends (distance, id)
+  // to found for those not in *overflow (which gets the rest with their
+  // counts).  Everything is queued on the scan's stream, the slots and the
+  // query map go up in one copy and the answers come down in one, after
+  // which the host waits once: the rerank covers every slot of a query and
+  // stops at its count, which only the device knows.
   Status GatherRerank(const float* rows, int32_t n_rows, int32_t row0, const float* d32, const float* d_queries,
                       Norms qn, Norms xn, int32_t group_first, const std::vector<int32_t>& qmap_host,
                       const std::vector<int64_t>& slot_begin, const float* d_kth, const uint8_t* d_excluded,
                       std::vector<std::vector<std::pair<double, int32_t>>>* found,
                       std::vector<std::pair<int32_t, int32_t>>* overflow) {
+    const cudaStream_t stream = stream_.get();
     const int32_t launched = static_cast<int32_t>(slot_begin.size()) - 1;
     const int64_t slots = slot_begin.back();
-    DeviceArray<int32_t> d_qmap, d_count, d_cand;
-    DeviceArray<int64_t> d_slot_begin;
-    DeviceArray<double> d_dist;
-    if (!qmap_host.empty()) GENIE_RETURN_IF_ERROR(Upload(qmap_host.data(), qmap_host.size(), &d_qmap, "vector scan query map"));
-    GENIE_RETURN_IF_ERROR(Upload(slot_begin.data(), slot_begin.size(), &d_slot_begin, "vector scan slots"));
-    GENIE_RETURN_IF_ERROR(d_count.Allocate(static_cast<std::size_t>(launched), "vector scan counts"));
-    GENIE_CUDA_RETURN_IF_ERROR(cudaMemset(d_count.get(), 0, d_count.bytes()));
-    GENIE_RETURN_IF_ERROR(d_cand.Allocate(static_cast<std::size_t>(std::max<int64_t>(slots, 1)), "vector scan candidates"));
-    GENIE_RETURN_IF_ERROR(d_dist.Allocate(static_cast<std::size_t>(std::max<int64_t>(slots, 1)), "vector scan distances"));
-    const int32_t* qmap = qmap_host.empty() ? nullptr : d_qmap.get();
-    GatherKernel<<<dim3(Blocks(n_rows, kGatherThreads), static_cast<unsigned>(launched)), kGatherThreads>>>(
-        d32, qn, xn, n_rows, coef_, slack_, qmap, d_kth, d_excluded, d_slot_begin.get(), d_count.get(), d_cand.get());
+    const std::size_t cells = static_cast<std::size_t>(std::max<int64_t>(slots, 1));
+    // the first round gives every query the same room: nothing to send
+    Slots d_slots{nullptr, launched > 0 ? slot_begin[1] : 0};
+    const int32_t* qmap = nullptr;
+    DeviceMemory d_meta;
+    if (!qmap_host.empty()) {
+      UploadBatch meta;
+      const std::size_t at_begin = meta.Add(slot_begin);
+      const std::size_t at_qmap = meta.Add(qmap_host);
+      GENIE_RETURN_IF_ERROR(meta.Upload(&d_meta, stream, "vector scan slots", &pinned_));
+      d_slots.begin = UploadBatch::At<int64_t>(d_meta, at_begin);
+      qmap = UploadBatch::At<int32_t>(d_meta, at_qmap);
+    }
+    // one buffer for what comes back: distances, candidates, counts
+    const std::size_t at_cand = sizeof(double) * cells;
+    const std::size_t at_count = at_cand + sizeof(int32_t) * cells;
+    const std::size_t back_bytes = at_count + sizeof(int32_t) * static_cast<std::size_t>(launched);
+    DeviceMemory d_back;
+    GENIE_RETURN_IF_ERROR(d_back.Allocate(back_bytes, "vector scan candidates"));
+    double* d_dist = UploadBatch::At<double>(d_back, 0);
+    int32_t* d_cand = UploadBatch::At<int32_t>(d_back, at_cand);
+    int32_t* d_count = UploadBatch::At<int32_t>(d_back, at_count);
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_count, 0, sizeof(int32_t) * launched, stream));
+    GatherKernel<<<dim3(Blocks(n_rows, kGatherThreads), static_cast<unsigned>(launched)), kGatherThreads, 0,
+                   stream>>>(d32, qn, xn, n_rows, coef_, slack_, qmap, d_kth, d_excluded, d_slots, d_count,
+                             d_cand);
     GENIE_CUDA_CHECK_LAUNCH("GatherKernel");
-    std::vector<int32_t> count(static_cast<std::size_t>(launched));
-    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(count.data(), d_count.get(), d_count.bytes(), cudaMemcpyDeviceToHost));
     int64_t widest = 0;
-    for (int32_t i = 0; i < launched; ++i)
-      widest = std::max<int64_t>(widest, std::min<int64_t>(count[i], slot_begin[i + 1] - slot_begin[i]));
+    for (int32_t i = 0; i < launched; ++i) widest = std::max<int64_t>(widest, slot_begin[i + 1] - slot_begin[i]);
     if (widest > 0) {
-      RerankKernel<<<dim3(Blocks(widest, kRerankThreads), static_cast<unsigned>(launched)), kRerankThreads>>>(
-          rows, d_queries, dim_, dimp_, qmap, d_slot_begin.get(), d_count.get(), d_cand.get(), d_dist.get());
+      RerankKernel<<<dim3(Blocks(widest, kRerankWarps), static_cast<unsigned>(launched)), kRerankWarps * 32, 0,
+                     stream>>>(rows, d_queries, dim_, dimp_, qmap, d_slots, d_count, d_cand, d_dist);
       GENIE_CUDA_CHECK_LAUNCH("RerankKernel");
     }
-    std::vector<int32_t> cand(static_cast<std::size_t>(std::max<int64_t>(slots, 1)));
-    std::vector<double> dist(cand.size());
-    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(cand.data(), d_cand.get(), sizeof(int32_t) * slots, cudaMemcpyDeviceToHost));
-    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(dist.data(), d_dist.get(), sizeof(double) * slots, cudaMemcpyDeviceToHost));
+    // the way down: a pinned slot the set keeps, else pageable memory
+    std::vector<unsigned char> pageable;
+    PinnedSlot* slot = nullptr;
+    if (back_bytes > kMaxPinnedBytes || !pinned_.Take(back_bytes, &slot).ok()) {
+      slot = nullptr;
+      pageable.resize(back_bytes);
+    }
+    unsigned char* back = slot != nullptr ? slot->data() : pageable.data();
+    const cudaError_t copied = cudaMemcpyAsync(back, d_back.get(), back_bytes, cudaMemcpyDeviceToHost, stream);
+    const cudaError_t waited = copied == cudaSuccess ? cudaStreamSynchronize(stream) : copied;
+    if (slot != nullptr) pinned_.Give(slot);  // idle: the stream has drained
+    GENIE_CUDA_RETURN_IF_ERROR(waited);
+    const double* dist = reinterpret_cast<const double*>(back);
+    const int32_t* cand = reinterpret_cast<const int32_t*>(back + at_cand);
+    const int32_t* count = reinterpret_cast<const int32_t*>(back + at_count);
     for (int32_t i = 0; i < launched; ++i) {
       const int32_t q = qmap_host.empty() ? i : qmap_host[static_cast<std::size_t>(i)];
       if (count[i] > slot_begin[i + 1] - slot_begin[i]) {
@@ -543,9 +584,65 @@ class GpuVectorSetImpl final : public GpuVectorSet {
         continue;
       }
       auto& list = (*found)[static_cast<std::size_t>(group_first + q)];
-      for (int64_t s = slot_begin[i]; s < slot_begin[i] + count[i]; ++s)
-        list.emplace_back(dist[static_cast<std::size_t>(s)], row0 + cand[static_cast<std::size_t>(s)]);
+      for (int64_t j = slot_begin[i]; j < slot_begin[i] + count[i]; ++j) list.emplace_back(dist[j], row0 + cand[j]);
     }
+    return Status::Ok();
+  }
+
+  // The queries on the device, padded like the vectors, with their norms
+  // and the excluded flags.  A few queries go up in one pinned copy with
+  // norms the host computed (each a serial double sum: a single thread on
+  // the device takes microseconds for 784 dimensions); many are copied as
+  // they are and their norms computed there, where 10,000 queries' sums run
+  // side by side (on the host they took longer than the scan).
+  struct StagedQueries {
+    DeviceMemory staged;  // the one copy of a few queries
+    DeviceArray<float> queries, squared, length;
+    DeviceArray<uint8_t> excluded;
+    const float* d_queries = nullptr;
+    Norms norms{nullptr, nullptr};
+    const uint8_t* d_excluded = nullptr;
+  };
+
+  Status StageQueries(const VectorScanRequest& request, StagedQueries* st) {
+    const cudaStream_t stream = stream_.get();
+    const int32_t nq = request.n_queries;
+    const std::size_t width = static_cast<std::size_t>(dimp_);
+    if (nq <= kHostNormQueries) {
+      std::vector<float> padded(static_cast<std::size_t>(nq) * width, 0.0f), squared, length;
+      for (int32_t q = 0; q < nq; ++q)
+        std::copy_n(request.queries + static_cast<std::size_t>(q) * dim_, dim_, padded.data() + q * width);
+      HostNorms(request.queries, nq, dim_, dim_, &squared, &length);
+      UploadBatch batch;
+      const std::size_t at_queries = batch.Add(padded);
+      const std::size_t at_squared = batch.Add(squared);
+      const std::size_t at_length = batch.Add(length);
+      const std::size_t at_excluded = batch.Add(request.excluded.data(), request.excluded.size());
+      GENIE_RETURN_IF_ERROR(batch.Upload(&st->staged, stream, "vector scan queries", &pinned_));
+      st->d_queries = UploadBatch::At<float>(st->staged, at_queries);
+      st->norms = Norms{UploadBatch::At<float>(st->staged, at_squared), UploadBatch::At<float>(st->staged, at_length)};
+      if (!request.excluded.empty()) st->d_excluded = UploadBatch::At<uint8_t>(st->staged, at_excluded);
+      return Status::Ok();
+    }
+    GENIE_RETURN_IF_ERROR(st->queries.Allocate(static_cast<std::size_t>(nq) * width, "vector scan queries"));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(st->queries.get(), 0, st->queries.bytes(), stream));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(st->queries.get(), width * sizeof(float), request.queries,
+                                                 static_cast<std::size_t>(dim_) * sizeof(float),
+                                                 static_cast<std::size_t>(dim_) * sizeof(float),
+                                                 static_cast<std::size_t>(nq), cudaMemcpyHostToDevice, stream));
+    GENIE_RETURN_IF_ERROR(st->squared.Allocate(static_cast<std::size_t>(nq), "query norms"));
+    GENIE_RETURN_IF_ERROR(st->length.Allocate(static_cast<std::size_t>(nq), "query norms"));
+    NormsKernel<<<Blocks(nq, 128), 128, 0, stream>>>(st->queries.get(), nq, dim_, dimp_, st->squared.get(),
+                                                      st->length.get());
+    GENIE_CUDA_CHECK_LAUNCH("NormsKernel");
+    if (!request.excluded.empty()) {
+      GENIE_RETURN_IF_ERROR(st->excluded.Allocate(request.excluded.size(), "vector scan excluded flags"));
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(st->excluded.get(), request.excluded.data(), request.excluded.size(),
+                                                 cudaMemcpyHostToDevice, stream));
+      st->d_excluded = st->excluded.get();
+    }
+    st->d_queries = st->queries.get();
+    st->norms = Norms{st->squared.get(), st->length.get()};
     return Status::Ok();
   }
 
@@ -560,48 +657,34 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       DeviceGuard guard;
       GENIE_RETURN_IF_ERROR(guard.Enter(device_));
       DeviceBlockScope blocks;  // the scan's small buffers are reused
-      // the queries, padded like the vectors (the copy pads them), and their
-      // norms computed there: for 10,000 queries of 784 dimensions the host's
-      // serial double sums took longer than the scan's matrix product
-      DeviceArray<float> d_queries, d32, d_q_squared, d_q_length;
-      DeviceArray<uint8_t> d_excluded;
-      GENIE_RETURN_IF_ERROR(d_queries.Allocate(static_cast<std::size_t>(nq) * dimp_, "vector scan queries"));
-      GENIE_CUDA_RETURN_IF_ERROR(cudaMemset(d_queries.get(), 0, d_queries.bytes()));
-      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(d_queries.get(), static_cast<std::size_t>(dimp_) * sizeof(float),
-                                              request.queries, static_cast<std::size_t>(dim_) * sizeof(float),
-                                              static_cast<std::size_t>(dim_) * sizeof(float),
-                                              static_cast<std::size_t>(nq), cudaMemcpyHostToDevice));
-      GENIE_RETURN_IF_ERROR(d_q_squared.Allocate(static_cast<std::size_t>(nq), "query norms"));
-      GENIE_RETURN_IF_ERROR(d_q_length.Allocate(static_cast<std::size_t>(nq), "query norms"));
-      NormsKernel<<<Blocks(nq, 128), 128>>>(d_queries.get(), nq, dim_, dimp_, d_q_squared.get(), d_q_length.get());
-      GENIE_CUDA_CHECK_LAUNCH("NormsKernel");
-      if (!request.excluded.empty())
-        GENIE_RETURN_IF_ERROR(Upload(request.excluded.data(), request.excluded.size(), &d_excluded, "vector scan excluded flags"));
+      const cudaStream_t stream = stream_.get();
+      StagedQueries staged;
+      GENIE_RETURN_IF_ERROR(StageQueries(request, &staged));
       int32_t group = static_cast<int32_t>(std::max<uint64_t>(
           1, std::min<uint64_t>({static_cast<uint64_t>(nq), static_cast<uint64_t>(kMaxGroup),
                                  distance_bytes_ / (sizeof(float) * static_cast<uint64_t>(part_rows_))})));
       // whole tiles of queries, but for the last group
       if (group < nq && group > kTileQ) group = group / kTileQ * kTileQ;
+      DeviceArray<float> d32;
       GENIE_RETURN_IF_ERROR(d32.Allocate(static_cast<std::size_t>(group) * part_rows_, "vector scan distances"));
       for (int32_t row0 = 0; row0 < n_; row0 += part_rows_) {
         const int32_t n_rows = std::min(part_rows_, n_ - row0);
         if (!resident()) {
           if (cancel.requested()) return Status::Cancelled();
-          GENIE_RETURN_IF_ERROR(CopyRows(set, row0, n_rows));
+          GENIE_RETURN_IF_ERROR(CopyRows(set, row0, n_rows, stream));
         }
-        const uint8_t* excluded = request.excluded.empty() ? nullptr : d_excluded.get() + row0;
+        const uint8_t* excluded = staged.d_excluded == nullptr ? nullptr : staged.d_excluded + row0;
         for (int32_t g0 = 0; g0 < nq; g0 += group) {
           if (cancel.requested()) return Status::Cancelled();
           const int32_t gn = std::min(group, nq - g0);
-          const float* queries = d_queries.get() + static_cast<std::size_t>(g0) * dimp_;
-          const Norms qn{d_q_squared.get() + g0, d_q_length.get() + g0};
+          const float* queries = staged.d_queries + static_cast<std::size_t>(g0) * dimp_;
+          const Norms qn{staged.norms.squared + g0, staged.norms.length + g0};
           const Norms xn{x_squared_.get() + row0, x_length_.get() + row0};
           GENIE_RETURN_IF_ERROR(LaunchDistances(queries, qn, gn, rows_.get(), xn, n_rows, dimp_, coef_, slack_,
-                                                excluded, d32.get()));
+                                                excluded, d32.get(), stream));
           DeviceArray<float> d_kth;
           GENIE_RETURN_IF_ERROR(d_kth.Allocate(static_cast<std::size_t>(gn), "vector scan k-th distances"));
-          KthKernel<<<static_cast<unsigned>(gn), kSelectThreads>>>(d32.get(), n_rows, k, d_kth.get());
-          GENIE_CUDA_CHECK_LAUNCH("KthKernel");
+          GENIE_RETURN_IF_ERROR(LaunchKthSelect(d32.get(), gn, n_rows, k, d_kth.get(), stream));
           // room for k and some ties; a query with more is gathered again with room for all
           const int64_t room = std::min<int64_t>(static_cast<int64_t>(k) + kSlack, n_rows);
           std::vector<int64_t> slot_begin(static_cast<std::size_t>(gn) + 1);
@@ -648,7 +731,9 @@ class GpuVectorSetImpl final : public GpuVectorSet {
   DeviceArray<float> rows_;  // the whole set, or the part being scanned
   DeviceArray<float> x_squared_, x_length_;  // every vector's norms
   float coef_ = 0, slack_ = 0;               // the error bound's terms
-  std::mutex stream_mutex_;
+  Stream stream_;      // a scan's work, queued without waiting
+  PinnedPool pinned_;  // staging for its copies (freed before the stream)
+  std::mutex scan_mutex_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "genie/gpu_vector_scan.hpp"
@@ -104,6 +105,43 @@ TEST_F(GpuVectorScanTest, LargeBatchesSpanSeveralGroups) {
   Check({VectorShape::kGaussian, 200000, 32, 1000, 10}, 1ull << 30, &rng, false);
   // 64 MB: 16 MB of distances, groups of 20 queries (less than a tile)
   Check({VectorShape::kGaussian, 200000, 32, 300, 10}, 64ull << 20, &rng, false);
+  // a single query's select over 245 blocks; duplicates beyond the gather's room
+  Check({VectorShape::kGaussian, 1000000, 8, 1, 10}, 0, &rng, false);
+  Check({VectorShape::kDuplicates, 300000, 4, 5, 10}, 0, &rng, false);
+}
+
+// Small scans go up in one pinned copy with host-computed norms (at most 64
+// queries) and find their k-th bound over several blocks a query (fewer than
+// 32); one set scanned again and again, also from two threads at once,
+// must keep answering exactly (the select's bins and tickets are reused).
+TEST_F(GpuVectorScanTest, SmallScansOfOneSetRepeatedAndConcurrent) {
+  std::mt19937 rng(20261128);
+  const int32_t n = 60000, dim = 100;
+  const VectorSet set = MakeSet(dim, n, RandomVectors(&rng, VectorShape::kSmallIntegers, n, dim));
+  const std::vector<float> queries = NearbyQueries(&rng, set.values, n, dim, 65, 0.05f);
+  std::unique_ptr<GpuVectorSet> gpu;
+  ASSERT_TRUE(GpuVectorSet::Create(set, 0, 0, &gpu).ok());
+  auto scan = [&](int32_t nq, int32_t k, const std::string& what) {
+    VectorScanRequest request;
+    request.n_queries = nq;
+    request.queries = queries.data();
+    request.k = k;
+    VectorScanResult on_gpu, on_cpu;
+    const Status s = gpu->Scan(set, request, &on_gpu);
+    ASSERT_TRUE(s.ok()) << what << ": " << s.message();
+    ASSERT_TRUE(CpuVectorScan(set, request, 1, &on_cpu).ok());
+    ExpectSameVectorRows(on_cpu, on_gpu, what);
+  };
+  for (int round = 0; round < 2; ++round)
+    for (int32_t nq : {1, 2, 3, 8, 9, 31, 32, 40, 64, 65})
+      for (int32_t k : {1, 10, 300})
+        scan(nq, k, "round " + std::to_string(round) + " nq=" + std::to_string(nq) + " k=" + std::to_string(k));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) scan(1 + (i + t) % 9, 10, "thread " + std::to_string(t) + " call " + std::to_string(i));
+    });
+  for (auto& th : threads) th.join();
 }
 
 TEST_F(GpuVectorScanTest, MultipleLoadingThroughASmallBudget) {
