@@ -458,8 +458,10 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     GENIE_RETURN_IF_ERROR(Upload(length.data(), length.size(), &x_length_, "vector norms"));
     coef_ = static_cast<float>((dim_ + 16.0) * 0x1p-23);
     slack_ = static_cast<float>((dim_ + 4.0) * 0x1p-140);
-    // (range searches read rows_ on the default stream)
-    GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
+    // Everything above done before any scan: the norms' pageable copies on
+    // the default stream may still be in flight when cudaMemcpy returns, and
+    // range searches read rows_ on the default stream.
+    GENIE_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
     return Status::Ok();
   }
 

@@ -124,8 +124,12 @@ KthSplitKernel(const float* __restrict__ d32, int32_t n_rows, int32_t k, int pas
     return;
   }
   KthState* st = state + q;
+  // The state as the pass before left it, read before this block's ticket:
+  // the last block rewrites it, while slower threads of its own may still
+  // be about to read it.
   const uint32_t prefix = pass == 0 ? 0u : st->prefix;
   const uint32_t mask = pass == 0 ? 0u : st->mask;
+  const int rem = pass == 0 ? k : st->rem;
   const int shift = pass == 0 ? 21 : pass == 1 ? 10 : 0;
   const uint32_t bin_mask = (1u << (pass == 2 ? 10 : 11)) - 1u;
   for (int b = tid; b < kBins; b += kSplitThreads) bins[b] = 0;
@@ -190,7 +194,6 @@ KthSplitKernel(const float* __restrict__ d32, int32_t n_rows, int32_t k, int pas
   __syncthreads();
   for (int w = 0; w < (tid >> 5); ++w) incl += warp_sums[w];
   const int excl = incl - sum;
-  const int rem = pass == 0 ? k : st->rem;
   if (excl < rem && rem <= incl) {
     int cum = excl;
     for (int b = 0; b < kPer; ++b) {

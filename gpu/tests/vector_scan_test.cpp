@@ -144,6 +144,41 @@ TEST_F(GpuVectorScanTest, SmallScansOfOneSetRepeatedAndConcurrent) {
   for (auto& th : threads) th.join();
 }
 
+// The k-th bound's select at its edges, over many blocks a query: every
+// bound equal (all rows the same vector), k = n, and a k-th bound of +inf
+// (all but 100 rows excluded, k 300).
+TEST_F(GpuVectorScanTest, SelectAtItsEdges) {
+  std::mt19937 rng(7);
+  auto check = [&](const VectorSet& set, int32_t nq, int32_t k, const std::vector<uint8_t>& excluded,
+                   const std::string& what) {
+    const std::vector<float> queries = NearbyQueries(&rng, set.values, set.size(), set.dim, nq, 0.05f);
+    std::unique_ptr<GpuVectorSet> gpu;
+    ASSERT_TRUE(GpuVectorSet::Create(set, 0, 0, &gpu).ok());
+    VectorScanRequest request;
+    request.n_queries = nq;
+    request.queries = queries.data();
+    request.k = k;
+    request.excluded = excluded;
+    for (int round = 0; round < 3; ++round) {
+      VectorScanResult on_gpu, on_cpu;
+      const Status s = gpu->Scan(set, request, &on_gpu);
+      ASSERT_TRUE(s.ok()) << what << ": " << s.message();
+      ASSERT_TRUE(CpuVectorScan(set, request, 1, &on_cpu).ok());
+      ExpectSameVectorRows(on_cpu, on_gpu, what + " round " + std::to_string(round));
+    }
+  };
+  const int32_t n = 40000, dim = 16;
+  std::vector<float> same(static_cast<std::size_t>(n) * dim);
+  for (std::size_t i = 0; i < same.size(); ++i) same[i] = static_cast<float>(i % dim);
+  check(MakeSet(dim, n, same), 5, 10, {}, "every row the same vector");
+  const VectorSet gaussian = MakeSet(dim, n, RandomVectors(&rng, VectorShape::kGaussian, n, dim));
+  check(MakeSet(dim, 5000, std::vector<float>(gaussian.values.begin(), gaussian.values.begin() + 5000 * dim)), 2,
+        5000, {}, "k = n");
+  std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 1);
+  for (int32_t i = 0; i < 100; ++i) excluded[static_cast<std::size_t>(i) * 397 % n] = 0;
+  check(gaussian, 3, 300, excluded, "all but 100 rows excluded, k 300");
+}
+
 TEST_F(GpuVectorScanTest, MultipleLoadingThroughASmallBudget) {
   std::mt19937 rng(9);
   // 4 MB: 1 MB of distances and 3 MB of vectors, 6,144 vectors of 128 floats a part
