@@ -37,8 +37,9 @@ class VectorObjects final : public ObjectMetric {
   explicit VectorObjects(const VectorSet& set) : set_(set) {}
   bool Distances(int32_t a, const int32_t* objects, int64_t n, double* out,
                  const CancelCheck&) const override {
-    const float* x = set_.row(a);
-    for (int64_t i = 0; i < n; ++i) out[i] = L2Distance(x, set_.row(objects[i]), set_.dim);
+    std::vector<const float*> rows(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) rows[static_cast<std::size_t>(i)] = set_.row(objects[i]);
+    L2Distances(set_.row(a), rows.data(), n, set_.dim, out);
     return true;
   }
 

@@ -44,6 +44,34 @@ TEST(L2Distance, MatchesLongDoubleReference) {
   EXPECT_EQ(L2Distance(x, y, 2), 5.0);
 }
 
+// Several rows at once: the very numbers of L2Distance, one row at a time,
+// for every count around the blocks of 8 and 4, with magnitudes from
+// underflow to 1e30, and either side of the subtraction.
+TEST(L2Distances, EqualsL2DistanceBitForBit) {
+  std::mt19937 rng(20261128);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-140, 100);
+  for (int32_t dim : {1, 3, 8, 33, 784}) {
+    for (int64_t count : {0, 1, 3, 4, 5, 7, 8, 9, 12, 13, 17, 40}) {
+      std::vector<float> query(static_cast<std::size_t>(dim));
+      std::vector<std::vector<float>> data(static_cast<std::size_t>(count), std::vector<float>(query.size()));
+      for (auto& v : query) v = std::ldexp(unit(rng), exponent(rng));
+      std::vector<const float*> rows;
+      for (auto& row : data) {
+        for (auto& v : row) v = std::ldexp(unit(rng), exponent(rng));
+        rows.push_back(row.data());
+      }
+      std::vector<double> got(static_cast<std::size_t>(count));
+      L2Distances(query.data(), rows.data(), count, dim, got.data());
+      for (int64_t j = 0; j < count; ++j) {
+        const std::size_t i = static_cast<std::size_t>(j);
+        EXPECT_EQ(got[i], L2Distance(rows[i], query.data(), dim)) << "dim " << dim << " count " << count << " row " << j;
+        EXPECT_EQ(got[i], L2Distance(query.data(), rows[i], dim)) << "dim " << dim << " count " << count << " row " << j;
+      }
+    }
+  }
+}
+
 // The float32 distance of any order stays within the bound the threshold
 // assumes, including near-cancellation, underflow and the extremes.
 TEST(FilterThreshold, BoundsTheFloat32Error) {

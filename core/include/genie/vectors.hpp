@@ -36,6 +36,10 @@ namespace genie {
 // sqrt(sum over i of ((double) a[i] - (double) b[i])^2), in element order.
 double L2Distance(const float* a, const float* b, int32_t dim);
 
+// out[j] = L2Distance(rows[j], query, dim) for count rows, the same numbers,
+// several rows' sums overlapped.
+void L2Distances(const float* query, const float* const* rows, int64_t count, int32_t dim, double* out);
+
 // The float32 filter's bound (see above): the largest s32 a vector may have
 // and still be among the k nearest when the k-th smallest s32 of the query
 // is kth_s32.  +infinity when kth_s32 is not finite.
