@@ -169,21 +169,12 @@ void FinishQuery(const VectorSet& set, const float* query, int32_t k,
                      [](const VectorCandidate& a, const VectorCandidate& b) { return a.s32 < b.s32; });
     threshold = FilterThreshold(set.dim, kth->s32);
   }
-  std::vector<int32_t> objects;
-  std::vector<const float*> rows;
-  objects.reserve(std::min(cands->size(), static_cast<std::size_t>(k) * 2 + 16));
-  rows.reserve(objects.capacity());
-  for (const VectorCandidate& c : *cands) {
-    if (static_cast<double>(c.s32) <= threshold) {
-      objects.push_back(c.object);
-      rows.push_back(set.row(c.object));
-    }
-  }
-  std::vector<double> distances(rows.size());
-  L2Distances(query, rows.data(), static_cast<int64_t>(rows.size()), set.dim, distances.data());
   std::vector<Ranked> ranked;
-  ranked.reserve(objects.size());
-  for (std::size_t i = 0; i < objects.size(); ++i) ranked.push_back({distances[i], objects[i]});
+  ranked.reserve(std::min(cands->size(), static_cast<std::size_t>(k) * 2 + 16));
+  for (const VectorCandidate& c : *cands) {
+    if (static_cast<double>(c.s32) <= threshold)
+      ranked.push_back({L2Distance(set.row(c.object), query, set.dim), c.object});
+  }
   AppendBest(&ranked, k, out);
 }
 

@@ -183,10 +183,9 @@ genie_runner_init(GenieRunner *r, int id, Latch *latch)
 	memset(r, 0, sizeof(*r));
 	r->id = id;
 	r->latch = latch;
-	if (pthread_mutex_init(&rt->mutex, NULL) != 0 || pthread_cond_init(&rt->wake, NULL) != 0)
-		rt->started = false;
 	/* the thread inherits this mask: no signal ever reaches it */
-	else if (sigfillset(&all) == 0 && pthread_sigmask(SIG_BLOCK, &all, &saved) == 0)
+	if (pthread_mutex_init(&rt->mutex, NULL) == 0 && pthread_cond_init(&rt->wake, NULL) == 0 &&
+		sigfillset(&all) == 0 && pthread_sigmask(SIG_BLOCK, &all, &saved) == 0)
 	{
 		rt->started = pthread_create(&rt->thread, NULL, runner_main, r) == 0;
 		pthread_sigmask(SIG_SETMASK, &saved, NULL);
