@@ -7,26 +7,16 @@
 // stays on the host and is streamed through a staging buffer in parts of
 // part_rows_ vectors (multiple loading); a part is copied once per scan.
 //
-// The float32 pass uses the expanded form |q|^2 + |x|^2 - 2 q.x: one fused
-// multiply-add per element, as a matrix product, twice the rate of summing
-// (q_i - x_i)^2.  Its error is absolute rather than relative: |s32 - s| <=
-// e(q, x) = (dim + 16) 2^-23 (|q| + |x|)^2 + (dim + 4) 2^-140 (the dot
-// product's gamma_dim |q||x| twice, the norms' and the two last operations'
-// roundings, with margin; the second term for underflow).  So each vector
-// gets an upper bound U = s32 + e on its squared distance and a lower bound
-// L = s32 - e; the k-th smallest U bounds the k-th squared distance, and
-// every vector with L <= that bound is re-ranked.  A float32 overflow (or
-// NaN) makes U infinite: the vector is then always a candidate.
+// Each vector gets an upper bound U = s32 + e on its squared distance and a
+// lower bound L = s32 - e, from a float32 distance s32 and a bound e on its
+// error (vector_distance.cu); the k-th smallest U bounds the k-th squared
+// distance, and every vector with L <= that bound is re-ranked.  A float32
+// overflow (or NaN) makes U infinite: the vector is then always a candidate.
 //
 // Per part and group of queries (as many as fit the distance buffer):
-//   DistanceKernel  every U, a 128 x 128 tile of (query, vector) pairs per
-//                   block, 8 x 8 per thread, the dimensions staged through
-//                   shared memory 8 at a time, the next stage loading while
-//                   the current one is multiplied; excluded vectors get
-//                   +infinity; (a group of at most 64 queries: tiles of
-//                   32 x 128, 4 x 4 a thread; of at most 8:
-//                   SmallDistanceKernel, a warp a vector, each vector read
-//                   once);
+//   LaunchDistances every U (vector_distance.cu: the tensor cores' split
+//                   TF32 tiles for large groups, float32 tiles or a warp a
+//                   vector for small ones); excluded vectors get +infinity;
 //   KthKernel       a bound on each query's k-th smallest U, at least it
 //                   and sharing its first 22 bits (vector_select.cu);
 //   GatherKernel    the vectors whose L is within the k-th U, at most k +
@@ -54,23 +44,20 @@
 #include "cuda_util.hpp"
 #include "genie/gpu_vector_scan.hpp"
 #include "range_search.hpp"
+#include "vector_distance.hpp"
 #include "vector_select.hpp"
 
 namespace genie {
 namespace gpu {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kTileQ = 128;  // queries of a distance tile
-constexpr int kTileR = 128;  // vectors of a distance tile
-constexpr int kTileK = 8;    // dimensions staged at a time (two stages in flight)
 constexpr int kGatherThreads = 256;
 constexpr int kRerankWarps = 4;     // candidates a block
 constexpr int kRerankChunk = 256;   // squared differences staged at a time
 constexpr int32_t kSlack = 64;                           // gather slots beyond k
 // float32 distances of a group.  kDistanceBufferBytes leaves room for a
-// whole tile of queries (kTileQ) over 8M vectors.  At 256 MB a group of
-// 4.5M vectors held only 14 queries: the distance kernel then computed
+// whole tile of queries (kDistanceTile) over 8M vectors.  At 256 MB a group
+// of 4.5M vectors held only 14 queries: the distance kernel then computed
 // 128-query tiles for 14, and the k-th selection ran on 14 blocks (569 ms
 // at 4.5M x 128, against 35 ms at 1M).  The buffer grows past
 // kMinDistanceBufferBytes only into memory that the resident vectors leave
@@ -78,207 +65,11 @@ constexpr int32_t kSlack = 64;                           // gather slots beyond 
 constexpr uint64_t kDistanceBufferBytes = 4ull << 30;
 constexpr uint64_t kMinDistanceBufferBytes = 256ull << 20;
 constexpr int32_t kMaxGroup = 16384;                     // queries of a group (grid y)
-// Groups of at most kSmallQueries queries whose rows fit kSmallSharedBytes
-// of shared memory take SmallDistanceKernel (a warp a vector).
-constexpr int kSmallQueries = 8;
-constexpr int kSmallThreads = 256;
-constexpr std::size_t kSmallSharedBytes = 48 * 1024;
-constexpr int64_t kSmallMaxBlocks = 4096;
-// Groups of up to kMidQueries queries that SmallDistanceKernel does not
-// take get tiles of kMidTileQ queries.
-constexpr int32_t kMidQueries = 64;
-constexpr int kMidTileQ = 32;
 // A scan of at most kHostNormQueries queries sends them up padded, with
 // their norms (computed on the host) and the excluded flags, in one copy
 // from pinned memory; a larger one copies the queries as they are and
 // computes their norms on the device.
 constexpr int32_t kHostNormQueries = 64;
-
-// The norms a bound needs: |v|^2 and |v| of each query and vector.
-struct Norms {
-  const float* squared;
-  const float* length;
-};
-
-// The error bound e(q, x) of the float32 distance (see above).
-__device__ __forceinline__ float ErrorBound(float coef, float slack, float q_len, float x_len) {
-  const float sum = q_len + x_len;
-  return fmaf(coef * sum, sum, slack);
-}
-
-// Every U of a tile of TQ queries x kTileR vectors a block, PQ x PR pairs a
-// thread, the dimensions staged through shared memory kTileK at a time, the
-// next stage loading while the current one is multiplied.  A thread's
-// queries are PQ / 4 runs of 4, spaced 4 TQ / PQ apart (and its vectors
-// likewise), so that a warp's float4 reads of a stage fall on distinct
-// banks or on one (a broadcast).  <128, 8, 8> serves large groups;
-// <32, 4, 4> groups of up to kMidQueries, for which 128-query tiles
-// computed 2 to 14 times the products used (0.37 ms for 64 Fashion-MNIST
-// queries on an H200).
-template <int TQ, int PQ, int PR>
-__global__ void __launch_bounds__(kThreads)
-DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows, Norms xn,
-               int32_t n_rows, int32_t dimp, float coef, float slack, const uint8_t* __restrict__ excluded,
-               float* __restrict__ out) {
-  static_assert(TQ / PQ * (kTileR / PR) == kThreads, "a thread for each PQ x PR pairs of the tile");
-  static_assert(TQ <= kThreads / 2 && kTileR == kThreads / 2, "a stage loads a row's 8 dimensions with two threads");
-  constexpr int kQSpan = 4 * TQ / PQ, kRSpan = 4 * kTileR / PR;  // between a thread's runs of 4
-  // Two stages of kTileK dimensions: the next is loaded into registers
-  // while the current is multiplied, so one barrier a stage suffices.
-  __shared__ __align__(16) float qs[2][kTileK][TQ];
-  __shared__ __align__(16) float xs[2][kTileK][kTileR];
-  const int tid = static_cast<int>(threadIdx.x);
-  const int tq = tid / (kTileR / PR), tr = tid % (kTileR / PR);
-  const int64_t q0 = static_cast<int64_t>(blockIdx.y) * TQ;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kTileR;
-  // Loading a stage: row li of each tile (of the queries' only for the
-  // first 2 TQ threads), dimensions lk .. lk + 3 of it.
-  const int li = tid / 2, lk = (tid % 2) * 4;
-  const bool q_loader = li < TQ;
-  const bool q_in = q_loader && q0 + li < nq, r_in = r0 + li < n_rows;
-  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-  auto load = [&](int k0, float4* qv, float4* xv) {
-    const bool k_in = k0 + lk < dimp;
-    *qv = q_in && k_in ? *reinterpret_cast<const float4*>(queries + (q0 + li) * dimp + k0 + lk) : zero;
-    *xv = r_in && k_in ? *reinterpret_cast<const float4*>(rows + (r0 + li) * dimp + k0 + lk) : zero;
-  };
-  auto store = [&](int buf, const float4& qv, const float4& xv) {
-    if (q_loader) {
-      qs[buf][lk][li] = qv.x;
-      qs[buf][lk + 1][li] = qv.y;
-      qs[buf][lk + 2][li] = qv.z;
-      qs[buf][lk + 3][li] = qv.w;
-    }
-    xs[buf][lk][li] = xv.x;
-    xs[buf][lk + 1][li] = xv.y;
-    xs[buf][lk + 2][li] = xv.z;
-    xs[buf][lk + 3][li] = xv.w;
-  };
-  float acc[PQ][PR];
-#pragma unroll
-  for (int i = 0; i < PQ; ++i)
-#pragma unroll
-    for (int j = 0; j < PR; ++j) acc[i][j] = 0.0f;
-
-  float4 qv, xv;
-  load(0, &qv, &xv);
-  store(0, qv, xv);
-  __syncthreads();
-  int buf = 0;
-  for (int k0 = 0; k0 < dimp; k0 += kTileK) {
-    const bool more = k0 + kTileK < dimp;
-    if (more) load(k0 + kTileK, &qv, &xv);
-#pragma unroll
-    for (int kk = 0; kk < kTileK; ++kk) {
-      float a[PQ], b[PR];
-#pragma unroll
-      for (int g = 0; g < PQ / 4; ++g) {
-        const float4 v = *reinterpret_cast<const float4*>(&qs[buf][kk][g * kQSpan + tq * 4]);
-        a[4 * g] = v.x, a[4 * g + 1] = v.y, a[4 * g + 2] = v.z, a[4 * g + 3] = v.w;
-      }
-#pragma unroll
-      for (int g = 0; g < PR / 4; ++g) {
-        const float4 v = *reinterpret_cast<const float4*>(&xs[buf][kk][g * kRSpan + tr * 4]);
-        b[4 * g] = v.x, b[4 * g + 1] = v.y, b[4 * g + 2] = v.z, b[4 * g + 3] = v.w;
-      }
-#pragma unroll
-      for (int i = 0; i < PQ; ++i)
-#pragma unroll
-        for (int j = 0; j < PR; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-    }
-    if (more) {
-      // buf ^ 1 was last read before the previous barrier
-      store(buf ^ 1, qv, xv);
-      __syncthreads();
-      buf ^= 1;
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < PQ; ++i) {
-    const int64_t q = q0 + (i / 4) * kQSpan + tq * 4 + i % 4;
-    if (q >= nq) continue;
-#pragma unroll
-    for (int j = 0; j < PR; ++j) {
-      const int64_t r = r0 + (j / 4) * kRSpan + tr * 4 + j % 4;
-      if (r >= n_rows) continue;
-      const float s32 = fmaf(-2.0f, acc[i][j], qn.squared[q] + xn.squared[r]);
-      float upper = fmaxf(s32 + ErrorBound(coef, slack, qn.length[q], xn.length[r]), 0.0f);
-      if (!(upper <= FLT_MAX)) upper = INFINITY;  // overflow or NaN: always a candidate
-      out[q * n_rows + r] = excluded != nullptr && excluded[r] ? INFINITY : upper;
-    }
-  }
-}
-
-// Every U of a group of at most NQ queries (a single statement's, a few
-// sessions'): the tile kernel computes a 128 x 128 tile of products to use
-// nq rows of it, 128 times the work for one query.  Here a warp takes one
-// vector at a time and reads it once (float4 across the lanes), multiplies
-// it with each query (held in shared memory) and sums across the warp: one
-// pass over the vectors, at memory speed.  The products are summed in
-// another order than the tile kernel's, which the error bound allows (it
-// holds for any order); the re-rank makes the answer exact either way.
-template <int NQ>
-__global__ void __launch_bounds__(kSmallThreads)
-SmallDistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows,
-                    Norms xn, int32_t n_rows, int32_t dimp, float coef, float slack,
-                    const uint8_t* __restrict__ excluded, float* __restrict__ out) {
-  extern __shared__ float4 qsh[];  // nq rows of dimp / 4 float4
-  const int d4 = dimp / 4;
-  for (int i = static_cast<int>(threadIdx.x); i < nq * d4; i += static_cast<int>(blockDim.x))
-    qsh[i] = reinterpret_cast<const float4*>(queries)[i];
-  __syncthreads();
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int warps = static_cast<int>(blockDim.x) >> 5;
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * warps + (threadIdx.x >> 5); r < n_rows;
-       r += static_cast<int64_t>(gridDim.x) * warps) {
-    const float4* x = reinterpret_cast<const float4*>(rows + r * dimp);
-    float acc[NQ];
-#pragma unroll
-    for (int q = 0; q < NQ; ++q) acc[q] = 0.0f;
-    for (int i = lane; i < d4; i += 32) {
-      const float4 xv = x[i];
-#pragma unroll
-      for (int q = 0; q < NQ; ++q) {
-        if (q >= nq) break;
-        const float4 qv = qsh[q * d4 + i];
-        acc[q] = fmaf(qv.x, xv.x, acc[q]);
-        acc[q] = fmaf(qv.y, xv.y, acc[q]);
-        acc[q] = fmaf(qv.z, xv.z, acc[q]);
-        acc[q] = fmaf(qv.w, xv.w, acc[q]);
-      }
-    }
-#pragma unroll
-    for (int q = 0; q < NQ; ++q)
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) acc[q] += __shfl_xor_sync(0xFFFFFFFFu, acc[q], off);
-    if (lane != 0) continue;
-#pragma unroll
-    for (int q = 0; q < NQ; ++q) {
-      if (q >= nq) break;
-      const float s32 = fmaf(-2.0f, acc[q], qn.squared[q] + xn.squared[r]);
-      float upper = fmaxf(s32 + ErrorBound(coef, slack, qn.length[q], xn.length[r]), 0.0f);
-      if (!(upper <= FLT_MAX)) upper = INFINITY;  // overflow or NaN: always a candidate
-      out[static_cast<int64_t>(q) * n_rows + r] = excluded != nullptr && excluded[r] ? INFINITY : upper;
-    }
-  }
-}
-
-// The norms of the padded queries on the device: per query, |q|^2 summed in
-// double in element order with every operation rounded on its own (no fused
-// multiply-add), so the bits equal HostNorms'.
-__global__ void NormsKernel(const float* __restrict__ v, int32_t count, int32_t dim, int32_t stride,
-                            float* __restrict__ squared, float* __restrict__ length) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  const float* row = v + i * stride;
-  double sum = 0;
-  for (int32_t j = 0; j < dim; ++j) {
-    const double x = static_cast<double>(row[j]);
-    sum = __dadd_rn(sum, __dmul_rn(x, x));
-  }
-  squared[i] = static_cast<float>(sum);
-  length[i] = static_cast<float>(sqrt(sum));
-}
 
 // Where launched query i's candidate slots begin: begin[i], or room * i
 // when every query has room slots (then nothing describes them on the device).
@@ -292,7 +83,7 @@ struct Slots {
 // lower bound is within its k-th upper bound into slots [slots.at(i),
 // slots.at(i + 1)); count[i] counts them all, also those beyond the slots.
 __global__ void __launch_bounds__(kGatherThreads)
-GatherKernel(const float* __restrict__ d32, Norms qn, Norms xn, int32_t n_rows, float coef, float slack,
+GatherKernel(const float* __restrict__ d32, Norms qn, Norms xn, int32_t n_rows, GroupTerms terms,
              const int32_t* __restrict__ qmap, const float* __restrict__ kth, const uint8_t* __restrict__ excluded,
              Slots slots, int32_t* __restrict__ count, int32_t* __restrict__ cand) {
   const int32_t i = static_cast<int32_t>(blockIdx.y);
@@ -301,7 +92,7 @@ GatherKernel(const float* __restrict__ d32, Norms qn, Norms xn, int32_t n_rows, 
   const int64_t q = qmap != nullptr ? qmap[i] : i;
   const float upper = d32[q * n_rows + r];
   // L = U - 2e, less U's own rounding; infinite U: always a candidate
-  const double e = ErrorBound(coef, slack, qn.length[q], xn.length[r]);
+  const double e = ErrorBound(terms.get(), qn.length[q], xn.length[r]);
   const double lower = isinf(upper) ? -INFINITY : static_cast<double>(upper) * (1.0 - 0x1p-22) - 2.0 * e;
   if (lower <= static_cast<double>(kth[q]) * (1.0 + 0x1p-20)) {
     const int64_t slot = atomicAdd(&count[i], 1);
@@ -360,57 +151,53 @@ unsigned Blocks(int64_t items, int per_block) {
   return static_cast<unsigned>((items + per_block - 1) / per_block);
 }
 
-// The float32 distances of a group of gn queries: the small-group kernel
-// when the group and its queries fit it, else the mid-size tiles up to
-// kMidQueries queries, the large tiles beyond.
-Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
-                       int32_t dimp, float coef, float slack, const uint8_t* excluded, float* d32,
-                       cudaStream_t stream) {
-  const std::size_t shared = sizeof(float) * static_cast<std::size_t>(gn) * static_cast<std::size_t>(dimp);
-  if (gn <= kSmallQueries && shared <= kSmallSharedBytes) {
-    const unsigned blocks = static_cast<unsigned>(
-        std::min<int64_t>(Blocks(n_rows, kSmallThreads / 32), kSmallMaxBlocks));
-    if (gn == 1) {
-      SmallDistanceKernel<1><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
-                                                                 slack, excluded, d32);
-    } else if (gn <= 2) {
-      SmallDistanceKernel<2><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
-                                                                 slack, excluded, d32);
-    } else if (gn <= 4) {
-      SmallDistanceKernel<4><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, coef,
-                                                                 slack, excluded, d32);
-    } else {
-      SmallDistanceKernel<kSmallQueries><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows,
-                                                                             dimp, coef, slack, excluded, d32);
-    }
-    GENIE_CUDA_CHECK_LAUNCH("SmallDistanceKernel");
-    return Status::Ok();
-  }
-  if (gn <= kMidQueries) {
-    DistanceKernel<kMidTileQ, 4, 4><<<dim3(Blocks(n_rows, kTileR), Blocks(gn, kMidTileQ)), kThreads, 0, stream>>>(
-        queries, qn, gn, rows, xn, n_rows, dimp, coef, slack, excluded, d32);
-    GENIE_CUDA_CHECK_LAUNCH("DistanceKernel (mid-size tiles)");
-    return Status::Ok();
-  }
-  DistanceKernel<kTileQ, 8, 8><<<dim3(Blocks(n_rows, kTileR), Blocks(gn, kTileQ)), kThreads, 0, stream>>>(
-      queries, qn, gn, rows, xn, n_rows, dimp, coef, slack, excluded, d32);
-  GENIE_CUDA_CHECK_LAUNCH("DistanceKernel");
-  return Status::Ok();
-}
+// Each query's best k (distance, id) pairs over the parts and groups of a
+// scan, in one flat array of k a query: a query's candidates are merged in
+// through one scratch array (per-query lists cost a heap allocation each,
+// which for 10,000 queries was more than the scan's re-rank).
+class BestK {
+ public:
+  BestK(int32_t nq, int32_t k)
+      : k_(k), kept_(static_cast<std::size_t>(nq), 0), best_(static_cast<std::size_t>(nq) * static_cast<std::size_t>(k)) {}
 
-// |v|^2 and |v| of count vectors of dim floats (stride `stride`), summed in
-// float64 and rounded to float: the bound's margin covers the rounding.
-void HostNorms(const float* v, int64_t count, int32_t dim, int64_t stride, std::vector<float>* squared,
-               std::vector<float>* length) {
-  squared->resize(static_cast<std::size_t>(count));
-  length->resize(static_cast<std::size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    double sum = 0;
-    for (int32_t j = 0; j < dim; ++j) sum += static_cast<double>(v[i * stride + j]) * v[i * stride + j];
-    (*squared)[static_cast<std::size_t>(i)] = static_cast<float>(sum);
-    (*length)[static_cast<std::size_t>(i)] = static_cast<float>(std::sqrt(sum));
+  // Merges count candidates of query q (distances dist, ids row0 + cand).
+  void Merge(int32_t q, const double* dist, const int32_t* cand, int64_t count, int32_t row0) {
+    if (count == 0) return;
+    std::pair<double, int32_t>* best = best_.data() + static_cast<std::size_t>(q) * k_;
+    int32_t& kept = kept_[static_cast<std::size_t>(q)];
+    scratch_.assign(best, best + kept);
+    for (int64_t j = 0; j < count; ++j) scratch_.emplace_back(dist[j], row0 + cand[j]);
+    const std::size_t keep = std::min(scratch_.size(), static_cast<std::size_t>(k_));
+    std::partial_sort(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(keep), scratch_.end());
+    std::copy_n(scratch_.begin(), keep, best);
+    kept = static_cast<int32_t>(keep);
   }
-}
+
+  void Emit(VectorScanResult* out) const {
+    std::size_t total = 0;
+    for (int32_t kept : kept_) total += static_cast<std::size_t>(kept);
+    out->offsets.assign(1, 0);
+    out->offsets.reserve(kept_.size() + 1);
+    out->objects.clear();
+    out->objects.reserve(total);
+    out->distances.clear();
+    out->distances.reserve(total);
+    for (std::size_t q = 0; q < kept_.size(); ++q) {
+      const std::pair<double, int32_t>* best = best_.data() + q * static_cast<std::size_t>(k_);
+      for (int32_t i = 0; i < kept_[q]; ++i) {
+        out->objects.push_back(best[i].second);
+        out->distances.push_back(best[i].first);
+      }
+      out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
+    }
+  }
+
+ private:
+  int32_t k_;
+  std::vector<int32_t> kept_;
+  std::vector<std::pair<double, int32_t>> best_;
+  std::vector<std::pair<double, int32_t>> scratch_;
+};
 
 class GpuVectorSetImpl final : public GpuVectorSet {
  public:
@@ -442,9 +229,9 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       part_rows_ = std::max(n_, 1);
     } else {
       part_rows_ = static_cast<int32_t>(std::min<uint64_t>(room / row_bytes, static_cast<uint64_t>(n_)));
-      part_rows_ = part_rows_ / kTileR * kTileR;
-      if (part_rows_ < kTileR)
-        return Status::DeviceOutOfMemory("the device memory budget holds less than " + std::to_string(kTileR) +
+      part_rows_ = part_rows_ / kDistanceTile * kDistanceTile;
+      if (part_rows_ < kDistanceTile)
+        return Status::DeviceOutOfMemory("the device memory budget holds less than " + std::to_string(kDistanceTile) +
                                          " vectors of " + std::to_string(dim_) + " dimensions");
     }
     GENIE_RETURN_IF_ERROR(stream_.Create());
@@ -453,11 +240,9 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     if (resident()) GENIE_RETURN_IF_ERROR(CopyRows(set, 0, n_, stream_.get()));
     // the norms of every vector stay on the device, also when the vectors stream
     std::vector<float> squared, length;
-    HostNorms(set.values.data(), n_, dim_, dim_, &squared, &length);
+    HostNorms(set.values.data(), n_, dim_, dim_, &squared, &length, &split_safe_);
     GENIE_RETURN_IF_ERROR(Upload(squared.data(), squared.size(), &x_squared_, "vector norms"));
     GENIE_RETURN_IF_ERROR(Upload(length.data(), length.size(), &x_length_, "vector norms"));
-    coef_ = static_cast<float>((dim_ + 16.0) * 0x1p-23);
-    slack_ = static_cast<float>((dim_ + 4.0) * 0x1p-140);
     // Everything above done before any scan: the norms' pageable copies on
     // the default stream may still be in flight when cudaMemcpy returns, and
     // range searches read rows_ on the default stream.
@@ -516,17 +301,15 @@ class GpuVectorSetImpl final : public GpuVectorSet {
 
   // Gathers and re-ranks the launched queries (qmap: their rows in the
   // group, or identity, when every query has the same room) with slots per
-  // slot_begin; appends (distance, id)
-  // to found for those not in *overflow (which gets the rest with their
-  // counts).  Everything is queued on the scan's stream, the slots and the
+  // slot_begin; merges their (distance, id) pairs into found, but for those
+  // in *overflow (which gets them with their counts).  Everything is queued on the scan's stream, the slots and the
   // query map go up in one copy and the answers come down in one, after
   // which the host waits once: the rerank covers every slot of a query and
   // stops at its count, which only the device knows.
   Status GatherRerank(const float* rows, int32_t n_rows, int32_t row0, const float* d32, const float* d_queries,
-                      Norms qn, Norms xn, int32_t group_first, const std::vector<int32_t>& qmap_host,
+                      Norms qn, Norms xn, const GroupTerms& terms, int32_t group_first, const std::vector<int32_t>& qmap_host,
                       const std::vector<int64_t>& slot_begin, const float* d_kth, const uint8_t* d_excluded,
-                      std::vector<std::vector<std::pair<double, int32_t>>>* found,
-                      std::vector<std::pair<int32_t, int32_t>>* overflow) {
+                      BestK* found, std::vector<std::pair<int32_t, int32_t>>* overflow) {
     const cudaStream_t stream = stream_.get();
     const int32_t launched = static_cast<int32_t>(slot_begin.size()) - 1;
     const int64_t slots = slot_begin.back();
@@ -554,7 +337,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     int32_t* d_count = UploadBatch::At<int32_t>(d_back, at_count);
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_count, 0, sizeof(int32_t) * launched, stream));
     GatherKernel<<<dim3(Blocks(n_rows, kGatherThreads), static_cast<unsigned>(launched)), kGatherThreads, 0,
-                   stream>>>(d32, qn, xn, n_rows, coef_, slack_, qmap, d_kth, d_excluded, d_slots, d_count,
+                   stream>>>(d32, qn, xn, n_rows, terms, qmap, d_kth, d_excluded, d_slots, d_count,
                              d_cand);
     GENIE_CUDA_CHECK_LAUNCH("GatherKernel");
     int64_t widest = 0;
@@ -585,8 +368,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
         overflow->emplace_back(q, count[i]);
         continue;
       }
-      auto& list = (*found)[static_cast<std::size_t>(group_first + q)];
-      for (int64_t j = slot_begin[i]; j < slot_begin[i] + count[i]; ++j) list.emplace_back(dist[j], row0 + cand[j]);
+      found->Merge(group_first + q, dist + slot_begin[i], cand + slot_begin[i], count[i], row0);
     }
     return Status::Ok();
   }
@@ -601,9 +383,13 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     DeviceMemory staged;  // the one copy of a few queries
     DeviceArray<float> queries, squared, length;
     DeviceArray<uint8_t> excluded;
+    DeviceArray<int> outside_flag;
     const float* d_queries = nullptr;
     Norms norms{nullptr, nullptr};
     const uint8_t* d_excluded = nullptr;
+    // on the device, nonzero when a query value is OutsideTf32Range (NULL
+    // for a few queries: they never take the large tiles)
+    const int* outside = nullptr;
   };
 
   Status StageQueries(const VectorScanRequest& request, StagedQueries* st) {
@@ -627,16 +413,36 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       return Status::Ok();
     }
     GENIE_RETURN_IF_ERROR(st->queries.Allocate(static_cast<std::size_t>(nq) * width, "vector scan queries"));
-    GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(st->queries.get(), 0, st->queries.bytes(), stream));
-    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(st->queries.get(), width * sizeof(float), request.queries,
-                                                 static_cast<std::size_t>(dim_) * sizeof(float),
-                                                 static_cast<std::size_t>(dim_) * sizeof(float),
-                                                 static_cast<std::size_t>(nq), cudaMemcpyHostToDevice, stream));
+    // padded on the host into a pinned slot the set keeps, then one
+    // asynchronous copy (from pageable memory 10,000 Fashion-MNIST queries
+    // took 5 ms); beyond kMaxPinnedBytes, a pageable copy of the rows
+    PinnedSlot* slot = nullptr;
+    if (st->queries.bytes() <= kMaxPinnedBytes && pinned_.Take(st->queries.bytes(), &slot).ok()) {
+      float* padded = reinterpret_cast<float*>(slot->data());
+      for (int32_t q = 0; q < nq; ++q) {
+        std::copy_n(request.queries + static_cast<std::size_t>(q) * dim_, dim_, padded + q * width);
+        std::fill(padded + q * width + dim_, padded + (q + 1) * width, 0.0f);
+      }
+      const cudaError_t copied =
+          cudaMemcpyAsync(st->queries.get(), padded, st->queries.bytes(), cudaMemcpyHostToDevice, stream);
+      const Status marked = copied == cudaSuccess ? slot->MarkUsed(stream)
+                                                  : CudaStatus(copied, "cudaMemcpyAsync (queries)", __FILE__, __LINE__);
+      pinned_.Give(slot);  // idle again once the copy is done (Take waits for it)
+      GENIE_RETURN_IF_ERROR(marked);
+    } else {
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(st->queries.get(), 0, st->queries.bytes(), stream));
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(st->queries.get(), width * sizeof(float), request.queries,
+                                                   static_cast<std::size_t>(dim_) * sizeof(float),
+                                                   static_cast<std::size_t>(dim_) * sizeof(float),
+                                                   static_cast<std::size_t>(nq), cudaMemcpyHostToDevice, stream));
+    }
     GENIE_RETURN_IF_ERROR(st->squared.Allocate(static_cast<std::size_t>(nq), "query norms"));
     GENIE_RETURN_IF_ERROR(st->length.Allocate(static_cast<std::size_t>(nq), "query norms"));
-    NormsKernel<<<Blocks(nq, 128), 128, 0, stream>>>(st->queries.get(), nq, dim_, dimp_, st->squared.get(),
-                                                      st->length.get());
-    GENIE_CUDA_CHECK_LAUNCH("NormsKernel");
+    GENIE_RETURN_IF_ERROR(st->outside_flag.Allocate(1, "query range flag"));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(st->outside_flag.get(), 0, sizeof(int), stream));
+    GENIE_RETURN_IF_ERROR(LaunchQueryNorms(st->queries.get(), nq, dim_, dimp_, st->squared.get(), st->length.get(),
+                                           st->outside_flag.get(), stream));
+    st->outside = st->outside_flag.get();
     if (!request.excluded.empty()) {
       GENIE_RETURN_IF_ERROR(st->excluded.Allocate(request.excluded.size(), "vector scan excluded flags"));
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(st->excluded.get(), request.excluded.data(), request.excluded.size(),
@@ -654,7 +460,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     if (set.dim != dim_ || set.size() != n_) return Status::InvalidArgument("the vector set changed since its GPU copy");
     const int32_t nq = request.n_queries;
     const int32_t k = request.k;
-    std::vector<std::vector<std::pair<double, int32_t>>> found(static_cast<std::size_t>(nq));
+    BestK found(nq, k);
     if (nq > 0 && n_ > 0) {
       DeviceGuard guard;
       GENIE_RETURN_IF_ERROR(guard.Enter(device_));
@@ -666,7 +472,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
           1, std::min<uint64_t>({static_cast<uint64_t>(nq), static_cast<uint64_t>(kMaxGroup),
                                  distance_bytes_ / (sizeof(float) * static_cast<uint64_t>(part_rows_))})));
       // whole tiles of queries, but for the last group
-      if (group < nq && group > kTileQ) group = group / kTileQ * kTileQ;
+      if (group < nq && group > kDistanceTile) group = group / kDistanceTile * kDistanceTile;
       DeviceArray<float> d32;
       GENIE_RETURN_IF_ERROR(d32.Allocate(static_cast<std::size_t>(group) * part_rows_, "vector scan distances"));
       for (int32_t row0 = 0; row0 < n_; row0 += part_rows_) {
@@ -682,8 +488,9 @@ class GpuVectorSetImpl final : public GpuVectorSet {
           const float* queries = staged.d_queries + static_cast<std::size_t>(g0) * dimp_;
           const Norms qn{staged.norms.squared + g0, staged.norms.length + g0};
           const Norms xn{x_squared_.get() + row0, x_length_.get() + row0};
-          GENIE_RETURN_IF_ERROR(LaunchDistances(queries, qn, gn, rows_.get(), xn, n_rows, dimp_, coef_, slack_,
-                                                excluded, d32.get(), stream));
+          GroupTerms terms;
+          GENIE_RETURN_IF_ERROR(LaunchDistances(queries, qn, gn, rows_.get(), xn, n_rows, dimp_, dim_, split_safe_,
+                                                staged.outside, excluded, d32.get(), stream, &terms));
           DeviceArray<float> d_kth;
           GENIE_RETURN_IF_ERROR(d_kth.Allocate(static_cast<std::size_t>(gn), "vector scan k-th distances"));
           GENIE_RETURN_IF_ERROR(LaunchKthSelect(d32.get(), gn, n_rows, k, d_kth.get(), stream));
@@ -692,8 +499,8 @@ class GpuVectorSetImpl final : public GpuVectorSet {
           std::vector<int64_t> slot_begin(static_cast<std::size_t>(gn) + 1);
           for (int32_t i = 0; i <= gn; ++i) slot_begin[static_cast<std::size_t>(i)] = room * i;
           std::vector<std::pair<int32_t, int32_t>> overflow;
-          GENIE_RETURN_IF_ERROR(GatherRerank(rows_.get(), n_rows, row0, d32.get(), queries, qn, xn, g0, {}, slot_begin,
-                                             d_kth.get(), excluded, &found, &overflow));
+          GENIE_RETURN_IF_ERROR(GatherRerank(rows_.get(), n_rows, row0, d32.get(), queries, qn, xn, terms, g0, {},
+                                             slot_begin, d_kth.get(), excluded, &found, &overflow));
           if (!overflow.empty()) {
             std::vector<int32_t> qmap;
             std::vector<int64_t> begin{0};
@@ -702,25 +509,14 @@ class GpuVectorSetImpl final : public GpuVectorSet {
               begin.push_back(begin.back() + o.second);
             }
             std::vector<std::pair<int32_t, int32_t>> again;
-            GENIE_RETURN_IF_ERROR(GatherRerank(rows_.get(), n_rows, row0, d32.get(), queries, qn, xn, g0, qmap, begin,
-                                               d_kth.get(), excluded, &found, &again));
+            GENIE_RETURN_IF_ERROR(GatherRerank(rows_.get(), n_rows, row0, d32.get(), queries, qn, xn, terms, g0, qmap,
+                                               begin, d_kth.get(), excluded, &found, &again));
             if (!again.empty()) return Status::Internal("GPU vector scan: a gather outgrew its exact count");
           }
         }
       }
     }
-    out->offsets.assign(1, 0);
-    out->objects.clear();
-    out->distances.clear();
-    for (auto& list : found) {
-      const std::size_t keep = std::min(list.size(), static_cast<std::size_t>(k));
-      std::partial_sort(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(keep), list.end());
-      for (std::size_t i = 0; i < keep; ++i) {
-        out->objects.push_back(list[i].second);
-        out->distances.push_back(list[i].first);
-      }
-      out->offsets.push_back(static_cast<int64_t>(out->objects.size()));
-    }
+    found.Emit(out);
     return Status::Ok();
   }
 
@@ -732,7 +528,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
   uint64_t distance_bytes_ = 0;
   DeviceArray<float> rows_;  // the whole set, or the part being scanned
   DeviceArray<float> x_squared_, x_length_;  // every vector's norms
-  float coef_ = 0, slack_ = 0;               // the error bound's terms
+  bool split_safe_ = false;  // no value of the set is OutsideTf32Range
   Stream stream_;      // a scan's work, queued without waiting
   PinnedPool pinned_;  // staging for its copies (freed before the stream)
   std::mutex scan_mutex_;

@@ -18,8 +18,10 @@
 // 2) 2^-24 for the roundings and a = (dim + 1) 2^-149 for underflow (Higham,
 // Accuracy and Stability of Numerical Algorithms, 3.1); FilterThreshold
 // turns the k-th smallest s32 into the bound.  The GPU computes |q|^2 +
-// |x|^2 - 2 q.x, one fused multiply-add per element, whose error is
-// absolute, proportional to (|q| + |x|)^2 (gpu/src/vector_scan.cu).  An
+// |x|^2 - 2 q.x, one fused multiply-add per element (or, for large batches,
+// on the tensor cores with each value split into two TF32 halves), whose
+// error is absolute, proportional to (|q| + |x|)^2
+// (gpu/src/vector_distance.cu).  An
 // overflow to infinity only makes a vector a candidate.  The float32 passes
 // therefore differ between engines, but the result cannot: (distance, object
 // id) ascending, k rows.

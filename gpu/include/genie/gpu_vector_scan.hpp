@@ -42,8 +42,10 @@ class GpuVectorSet {
 
   // The scan of request over this copy of set (the VectorSet it was made
   // from, still alive).  Per group of queries and part of the vectors: a
-  // tiled float32 kernel writes an upper bound on every squared distance
-  // (the expanded form plus its error bound), a radix select finds each
+  // float32 pass writes an upper bound on every squared distance (the
+  // expanded form plus its error bound; for more than 64 queries of values
+  // 0 or within [2^-32, 2^32], products of TF32 halves on the tensor
+  // cores), a radix select finds each
   // query's k-th, the vectors whose lower bound is within it are gathered
   // and their L2Distance computed on the device, to the bit as the host
   // computes it; the host keeps the best k by (distance, id).
@@ -69,5 +71,20 @@ class GpuVectorSet {
                                  std::vector<RangeCandidate>* out,
                                  const CancelCheck& cancel = CancelCheck()) = 0;
 };
+
+// For tests of the exact scan's premise: the float32 upper bounds U that a
+// scan's first pass computes for every (query, vector) pair (row-major,
+// n_queries x set.size()), and the error bound e of each (U = s32 + e, and
+// |s32 - s| <= e must hold for the true squared distance s).  split_tf32
+// lets a large group (more than 64 queries) of values that allow it take
+// the tensor-core kernel, as scans do; split_tf32 in the answer says
+// whether it did.  One group, no excluded vectors, synchronous.
+struct GpuVectorBounds {
+  std::vector<float> upper;
+  std::vector<float> error;
+  bool split_tf32 = false;
+};
+Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t n_queries, int32_t device_ordinal,
+                            bool split_tf32, GpuVectorBounds* out);
 
 }  // namespace genie

@@ -1,0 +1,572 @@
+// The float32 upper bounds of the exact vector scan (vector_scan.cu): for
+// each (query, vector) pair of a group and a part, U = s32 + e, where s32 is
+// the squared distance in the expanded form |q|^2 + |x|^2 - 2 q.x computed
+// in float32 (a matrix product: one multiply-add an element, twice the rate
+// of summing (q_i - x_i)^2) and e(q, x) = coef (|q| + |x|)^2 + slack bounds
+// its error; the gather takes L = s32 - e, and the re-rank computes the
+// candidates' distances to the bit.  e must hold for the arithmetic of the
+// kernel that computed s32:
+//
+// float32 on the CUDA cores (Float32Terms).  |s32 - s| <= (dim + 16)
+// 2^-23 (|q| + |x|)^2 + (dim + 4) 2^-140: the dot product's gamma_dim |q||x|
+// twice, the norms' and the two last operations' roundings, with margin
+// (and since (|q| + |x|)^2 >= 4 |q||x|); the second term for underflow.  It
+// holds for any order of the sums.  Three kernels:
+//   DistanceKernel<32, 4, 4>   groups of 9 to kMidQueries queries;
+//   SmallDistanceKernel        at most 8 queries, a warp a vector, each
+//                              vector read once (memory speed);
+//   DistanceKernel<128, 8, 8>  larger groups whose values the tensor-core
+//                              kernel does not take.
+//
+// Split TF32 on the tensor cores (SplitTf32Terms, SplitTf32DistanceKernel:
+// larger groups, 1.7 times the float32 tiles' rate on an H200:
+// 15.0 against 25.5 ms for 10,000 Fashion-MNIST queries).
+// Each value v is split into big = tf32(v) (truncated to 11 significant
+// bits) and small = tf32(v - big): v - big is exact, |v - big| < 2^-10 |v|,
+// and |v - big - small| < 2^-20 |v|.  A pair's product is q_small x_big +
+// q_big x_small + q_big x_big, three tensor-core products, each exact in
+// float32 (11 x 11 bits); what is dropped (q_small x_small and the halves'
+// residues) is below 3.01 2^-20 |q_i x_i|.  The tensor
+// cores add a block of products to the float32 accumulator by aligning them
+// to the largest and truncating (Fasi et al. 2021 for V100 and A100;
+// Khattak and Mikaitis 2025 for H100 and B200): a block of B products loses
+// at most (B + 2) 2^-23 of the absolute sum it adds to, so the 3 dimp / 8
+// instructions of a dot product (blocks of 4 or 8) lose at most 4.5 dimp
+// 2^-23 sum |q_i x_i| <= 4.5 dimp 2^-23 |q||x|.  Twice that, with the
+// dropped terms, the norms' and the last operations' roundings, is below
+// (2.25 dimp + 28) 2^-23 (|q| + |x|)^2; coef is (8 dimp + 64) 2^-23, 2.3
+// to 3.5 times it, in case an accumulator is narrower than the papers
+// measured (tests find |s32 - s| below a fiftieth of e; the margin costs
+// some more candidates: 15 a query where float32's terms gave 10, for
+// Fashion-MNIST's nearest 10).  With every value 0 or of magnitude in
+// [2^-32, 2^32] (not OutsideTf32Range: the set's values checked where the
+// host computes their norms, the queries' where the device does, whose flag
+// the kernels read; else the float32 tiles) no half or product leaves
+// float32's normal range; a partial sum that cancels below it may be
+// flushed, at most 2^-126 a step: slack is (3 dimp + 8) 2^-120.
+// gpu/tests/vector_bounds_test.cpp measures |s32 - s| / e for every kernel
+// on data of every shape.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "cuda_util.hpp"
+#include "genie/gpu_vector_scan.hpp"
+#include "vector_distance.hpp"
+
+namespace genie {
+namespace gpu {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kTileK = 8;  // dimensions staged at a time (two stages in flight)
+// Groups of at most kSmallQueries queries whose rows fit kSmallSharedBytes
+// of shared memory take SmallDistanceKernel (a warp a vector).
+constexpr int kSmallQueries = 8;
+constexpr int kSmallThreads = 256;
+constexpr std::size_t kSmallSharedBytes = 48 * 1024;
+constexpr int64_t kSmallMaxBlocks = 4096;
+// Groups of up to kMidQueries queries that SmallDistanceKernel does not
+// take get tiles of kMidTileQ queries.
+constexpr int32_t kMidQueries = kLargeGroup - 1;
+constexpr int kMidTileQ = 32;
+// The tensor-core tiles: kDistanceTile x kDistanceTile a block, kSplitK
+// dimensions a stage, kSplitStages stages in flight (cp.async), each staged
+// row kSplitStride floats apart (16 + 4: a warp's fragment reads then fall
+// on 32 distinct banks).
+constexpr int kSplitK = 16;
+constexpr int kSplitStride = kSplitK + 4;
+constexpr int kSplitStages = 3;
+constexpr int kSplitStageFloats = 2 * kDistanceTile * kSplitStride;  // the queries' rows, then the vectors'
+constexpr std::size_t kSplitSharedBytes = sizeof(float) * kSplitStages * kSplitStageFloats;
+
+unsigned Blocks(int64_t items, int per_block) {
+  return static_cast<unsigned>((items + per_block - 1) / per_block);
+}
+
+// U of query q and vector r from their float32 dot product: +inf for an
+// excluded vector, and when the sum overflowed or is NaN (always a candidate).
+__device__ __forceinline__ float Upper(float dot, Norms qn, int64_t q, Norms xn, int64_t r, ErrorTerms terms,
+                                       const uint8_t* excluded) {
+  if (excluded != nullptr && excluded[r]) return INFINITY;
+  const float s32 = fmaf(-2.0f, dot, qn.squared[q] + xn.squared[r]);
+  const float upper = s32 + ErrorBound(terms, qn.length[q], xn.length[r]);
+  // tested before fmaxf, which would turn a NaN into 0 (and so lower the
+  // k-th bound below the other vectors' distances)
+  return upper <= FLT_MAX ? fmaxf(upper, 0.0f) : INFINITY;
+}
+
+// Every U of a tile of TQ queries x kDistanceTile vectors a block, PQ x PR pairs a
+// thread, the dimensions staged through shared memory kTileK at a time, the
+// next stage loading while the current one is multiplied.  A thread's
+// queries are PQ / 4 runs of 4, spaced 4 TQ / PQ apart (and its vectors
+// likewise), so that a warp's float4 reads of a stage fall on distinct
+// banks or on one (a broadcast).  <128, 8, 8> serves large groups;
+// <32, 4, 4> groups of up to kMidQueries, for which 128-query tiles
+// computed 2 to 14 times the products used (0.37 ms for 64 Fashion-MNIST
+// queries on an H200).
+template <int TQ, int PQ, int PR>
+__global__ void __launch_bounds__(kThreads)
+DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows, Norms xn,
+               int32_t n_rows, int32_t dimp, ErrorTerms terms, const uint8_t* __restrict__ excluded,
+               float* __restrict__ out, const int* only_if_outside) {
+  // beside SplitTf32DistanceKernel: the queries' flag says which of the two runs
+  if (only_if_outside != nullptr && *only_if_outside == 0) return;
+  static_assert(TQ / PQ * (kDistanceTile / PR) == kThreads, "a thread for each PQ x PR pairs of the tile");
+  static_assert(TQ <= kThreads / 2 && kDistanceTile == kThreads / 2, "a stage loads a row's 8 dimensions with two threads");
+  constexpr int kQSpan = 4 * TQ / PQ, kRSpan = 4 * kDistanceTile / PR;  // between a thread's runs of 4
+  // Two stages of kTileK dimensions: the next is loaded into registers
+  // while the current is multiplied, so one barrier a stage suffices.
+  __shared__ __align__(16) float qs[2][kTileK][TQ];
+  __shared__ __align__(16) float xs[2][kTileK][kDistanceTile];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int tq = tid / (kDistanceTile / PR), tr = tid % (kDistanceTile / PR);
+  const int64_t q0 = static_cast<int64_t>(blockIdx.y) * TQ;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kDistanceTile;
+  // Loading a stage: row li of each tile (of the queries' only for the
+  // first 2 TQ threads), dimensions lk .. lk + 3 of it.
+  const int li = tid / 2, lk = (tid % 2) * 4;
+  const bool q_loader = li < TQ;
+  const bool q_in = q_loader && q0 + li < nq, r_in = r0 + li < n_rows;
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+  auto load = [&](int k0, float4* qv, float4* xv) {
+    const bool k_in = k0 + lk < dimp;
+    *qv = q_in && k_in ? *reinterpret_cast<const float4*>(queries + (q0 + li) * dimp + k0 + lk) : zero;
+    *xv = r_in && k_in ? *reinterpret_cast<const float4*>(rows + (r0 + li) * dimp + k0 + lk) : zero;
+  };
+  auto store = [&](int buf, const float4& qv, const float4& xv) {
+    if (q_loader) {
+      qs[buf][lk][li] = qv.x;
+      qs[buf][lk + 1][li] = qv.y;
+      qs[buf][lk + 2][li] = qv.z;
+      qs[buf][lk + 3][li] = qv.w;
+    }
+    xs[buf][lk][li] = xv.x;
+    xs[buf][lk + 1][li] = xv.y;
+    xs[buf][lk + 2][li] = xv.z;
+    xs[buf][lk + 3][li] = xv.w;
+  };
+  float acc[PQ][PR];
+#pragma unroll
+  for (int i = 0; i < PQ; ++i)
+#pragma unroll
+    for (int j = 0; j < PR; ++j) acc[i][j] = 0.0f;
+
+  float4 qv, xv;
+  load(0, &qv, &xv);
+  store(0, qv, xv);
+  __syncthreads();
+  int buf = 0;
+  for (int k0 = 0; k0 < dimp; k0 += kTileK) {
+    const bool more = k0 + kTileK < dimp;
+    if (more) load(k0 + kTileK, &qv, &xv);
+#pragma unroll
+    for (int kk = 0; kk < kTileK; ++kk) {
+      float a[PQ], b[PR];
+#pragma unroll
+      for (int g = 0; g < PQ / 4; ++g) {
+        const float4 v = *reinterpret_cast<const float4*>(&qs[buf][kk][g * kQSpan + tq * 4]);
+        a[4 * g] = v.x, a[4 * g + 1] = v.y, a[4 * g + 2] = v.z, a[4 * g + 3] = v.w;
+      }
+#pragma unroll
+      for (int g = 0; g < PR / 4; ++g) {
+        const float4 v = *reinterpret_cast<const float4*>(&xs[buf][kk][g * kRSpan + tr * 4]);
+        b[4 * g] = v.x, b[4 * g + 1] = v.y, b[4 * g + 2] = v.z, b[4 * g + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < PQ; ++i)
+#pragma unroll
+        for (int j = 0; j < PR; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    if (more) {
+      // buf ^ 1 was last read before the previous barrier
+      store(buf ^ 1, qv, xv);
+      __syncthreads();
+      buf ^= 1;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < PQ; ++i) {
+    const int64_t q = q0 + (i / 4) * kQSpan + tq * 4 + i % 4;
+    if (q >= nq) continue;
+#pragma unroll
+    for (int j = 0; j < PR; ++j) {
+      const int64_t r = r0 + (j / 4) * kRSpan + tr * 4 + j % 4;
+      if (r >= n_rows) continue;
+      out[q * n_rows + r] = Upper(acc[i][j], qn, q, xn, r, terms, excluded);
+    }
+  }
+}
+
+// Every U of a group of at most NQ queries (a single statement's, a few
+// sessions'): the tile kernel computes a 128 x 128 tile of products to use
+// nq rows of it, 128 times the work for one query.  Here a warp takes one
+// vector at a time and reads it once (float4 across the lanes), multiplies
+// it with each query (held in shared memory) and sums across the warp: one
+// pass over the vectors, at memory speed.  The products are summed in
+// another order than the tile kernel's, which the error bound allows (it
+// holds for any order); the re-rank makes the answer exact either way.
+template <int NQ>
+__global__ void __launch_bounds__(kSmallThreads)
+SmallDistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows,
+                    Norms xn, int32_t n_rows, int32_t dimp, ErrorTerms terms,
+                    const uint8_t* __restrict__ excluded, float* __restrict__ out) {
+  extern __shared__ float4 qsh[];  // nq rows of dimp / 4 float4
+  const int d4 = dimp / 4;
+  for (int i = static_cast<int>(threadIdx.x); i < nq * d4; i += static_cast<int>(blockDim.x))
+    qsh[i] = reinterpret_cast<const float4*>(queries)[i];
+  __syncthreads();
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warps = static_cast<int>(blockDim.x) >> 5;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * warps + (threadIdx.x >> 5); r < n_rows;
+       r += static_cast<int64_t>(gridDim.x) * warps) {
+    const float4* x = reinterpret_cast<const float4*>(rows + r * dimp);
+    float acc[NQ];
+#pragma unroll
+    for (int q = 0; q < NQ; ++q) acc[q] = 0.0f;
+    for (int i = lane; i < d4; i += 32) {
+      const float4 xv = x[i];
+#pragma unroll
+      for (int q = 0; q < NQ; ++q) {
+        if (q >= nq) break;
+        const float4 qv = qsh[q * d4 + i];
+        acc[q] = fmaf(qv.x, xv.x, acc[q]);
+        acc[q] = fmaf(qv.y, xv.y, acc[q]);
+        acc[q] = fmaf(qv.z, xv.z, acc[q]);
+        acc[q] = fmaf(qv.w, xv.w, acc[q]);
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < NQ; ++q)
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) acc[q] += __shfl_xor_sync(0xFFFFFFFFu, acc[q], off);
+    if (lane != 0) continue;
+#pragma unroll
+    for (int q = 0; q < NQ; ++q) {
+      if (q >= nq) break;
+      out[static_cast<int64_t>(q) * n_rows + r] = Upper(acc[q], qn, q, xn, r, terms, excluded);
+    }
+  }
+}
+
+
+// cp.async of 16 bytes from global to shared memory; zero-fills (reads
+// nothing) when !valid.  Sm_80 and later, as the tensor cores' TF32.
+__device__ __forceinline__ void CopyAsync16(float* dst, const float* src, bool valid) {
+  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are in flight.
+template <int N>
+__device__ __forceinline__ void WaitCopies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// v = big + small + a residue of at most 2^-20 |v| (see the top): each
+// half is v's, then the rest's, bit pattern with the 13 bits that TF32
+// lacks cleared (truncation, one integer operation; cvt.rna.tf32.f32 is a
+// longer sequence, and rounding the halves to nearest only moves the
+// residue from 2^-20 to 2^-22 |v|).
+__device__ __forceinline__ void SplitTf32(float v, uint32_t* big, uint32_t* small) {
+  const uint32_t b = __float_as_uint(v) & 0xFFFFE000u;
+  *big = b;
+  *small = __float_as_uint(__fsub_rn(v, __uint_as_float(b))) & 0xFFFFE000u;
+}
+
+// c += a b for a 16 x 8 (row-major) by 8 x 8 (column-major) TF32 product:
+// a warp's lanes hold a (rows g and g + 8, columns t and t + 4), b (rows t
+// and t + 4, column g) and c (rows g and g + 8, columns 2t and 2t + 1),
+// g = lane / 4, t = lane % 4.
+__device__ __forceinline__ void MmaTf32(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Every U of a kDistanceTile x kDistanceTile tile of (query, vector) pairs
+// a block, on the tensor cores with each product split into TF32 halves
+// (see the top).  Eight warps, each 64 queries x 32 vectors (4 x 4 products
+// of 16 x 8, three instructions each a step of 8 dimensions).  Stages of
+// kSplitK dimensions of the tile's queries and vectors arrive by cp.async,
+// kSplitStages in flight, so the loads overlap the products.  Nsight
+// Compute on an H200: the tensor pipe 52% busy, two blocks a multiprocessor
+// (123 registers, 60 KB of shared memory each), issue slots half used
+// (cutting the split from five integer operations a half to two changed
+// nothing); Hopper's asynchronous warpgroup products (wgmma), which read
+// the tiles from shared memory themselves, are the step beyond.
+__global__ void __launch_bounds__(kThreads)
+SplitTf32DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows,
+                        Norms xn, int32_t n_rows, int32_t dimp, ErrorTerms terms,
+                        const uint8_t* __restrict__ excluded, float* __restrict__ out, const int* outside) {
+  if (*outside != 0) return;  // a query value beyond the range: DistanceKernel's
+  extern __shared__ __align__(16) float staged[];  // [kSplitStages][queries, vectors][kDistanceTile][kSplitStride]
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int wq = (warp >> 2) * 64, wr = (warp & 3) * 32;  // the warp's queries and vectors in the tile
+  const int64_t q0 = static_cast<int64_t>(blockIdx.y) * kDistanceTile;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kDistanceTile;
+  const int stages = (dimp + kSplitK - 1) / kSplitK;
+  // A stage: row c / 4 of each tile, dimensions k0 + 4 (c % 4) .. + 3,
+  // zeros beyond the queries, the vectors and dimp (a multiple of 4).
+  auto load = [&](int stage, int k0) {
+    float* qs = staged + stage * kSplitStageFloats;
+    float* xs = qs + kDistanceTile * kSplitStride;
+#pragma unroll
+    for (int c = tid; c < kDistanceTile * kSplitK / 4; c += kThreads) {
+      const int row = c >> 2, col = (c & 3) * 4;
+      const bool k_in = k0 + col < dimp;
+      const bool q_in = k_in && q0 + row < nq, r_in = k_in && r0 + row < n_rows;
+      CopyAsync16(qs + row * kSplitStride + col, q_in ? queries + (q0 + row) * dimp + k0 + col : queries, q_in);
+      CopyAsync16(xs + row * kSplitStride + col, r_in ? rows + (r0 + row) * dimp + k0 + col : rows, r_in);
+    }
+  };
+  float acc[4][4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+
+  load(0, 0);
+  CommitCopies();
+  if (stages > 1) load(1, kSplitK);
+  CommitCopies();
+  for (int s = 0; s < stages; ++s) {
+    WaitCopies<1>();  // this thread's copies of stage s have landed ...
+    __syncthreads();  // ... and every thread's; stage s - 1's buffer is free
+    if (s + 2 < stages) load((s + 2) % kSplitStages, (s + 2) * kSplitK);
+    CommitCopies();  // (an empty group at the end keeps the count uniform)
+    const float* qs = staged + (s % kSplitStages) * kSplitStageFloats;
+    const float* xs = qs + kDistanceTile * kSplitStride;
+#pragma unroll
+    for (int kk = 0; kk < kSplitK; kk += 8) {
+      uint32_t a_big[4][4], a_small[4][4], b_big[4][2], b_small[4][2];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float* p = qs + (wq + i * 16 + g) * kSplitStride + kk + t;
+        SplitTf32(p[0], &a_big[i][0], &a_small[i][0]);
+        SplitTf32(p[8 * kSplitStride], &a_big[i][1], &a_small[i][1]);
+        SplitTf32(p[4], &a_big[i][2], &a_small[i][2]);
+        SplitTf32(p[8 * kSplitStride + 4], &a_big[i][3], &a_small[i][3]);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float* p = xs + (wr + j * 8 + g) * kSplitStride + kk + t;
+        SplitTf32(p[0], &b_big[j][0], &b_small[j][0]);
+        SplitTf32(p[4], &b_big[j][1], &b_small[j][1]);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          // the small products first, while the sum is small
+          MmaTf32(acc[i][j], a_small[i], b_big[j]);
+          MmaTf32(acc[i][j], a_big[i], b_small[j]);
+          MmaTf32(acc[i][j], a_big[i], b_big[j]);
+        }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t q = q0 + wq + i * 16 + g + 8 * h;
+      if (q >= nq) continue;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int64_t r = r0 + wr + j * 8 + 2 * t + c;
+          if (r < n_rows) out[q * n_rows + r] = Upper(acc[i][j][2 * h + c], qn, q, xn, r, terms, excluded);
+        }
+    }
+}
+
+}  // namespace
+
+ErrorTerms Float32Terms(int32_t dim) {
+  return ErrorTerms{static_cast<float>((dim + 16.0) * 0x1p-23), static_cast<float>((dim + 4.0) * 0x1p-140)};
+}
+
+ErrorTerms SplitTf32Terms(int32_t dimp) {
+  return ErrorTerms{static_cast<float>((8.0 * dimp + 64.0) * 0x1p-23),
+                    static_cast<float>((3.0 * dimp + 8.0) * 0x1p-120)};
+}
+
+// The norms of the padded queries on the device, a thread a query: |q|^2
+// summed in double in element order with every operation rounded on its
+// own (no fused multiply-add), so the bits equal HostNorms'.
+__global__ void QueryNormsKernel(const float* __restrict__ v, int32_t count, int32_t dim, int32_t stride,
+                                 float* __restrict__ squared, float* __restrict__ length, int* outside) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const float* row = v + i * stride;
+  double sum = 0;
+  bool beyond = false;
+  for (int32_t j = 0; j < dim; ++j) {
+    const double x = static_cast<double>(row[j]);
+    sum = __dadd_rn(sum, __dmul_rn(x, x));
+    beyond |= OutsideTf32Range(row[j]);
+  }
+  squared[i] = static_cast<float>(sum);
+  length[i] = static_cast<float>(sqrt(sum));
+  if (beyond) *outside = 1;
+}
+
+Status LaunchQueryNorms(const float* queries, int32_t nq, int32_t dim, int32_t dimp, float* squared, float* length,
+                        int* outside, cudaStream_t stream) {
+  if (nq == 0) return Status::Ok();
+  QueryNormsKernel<<<Blocks(nq, 128), 128, 0, stream>>>(queries, nq, dim, dimp, squared, length, outside);
+  GENIE_CUDA_CHECK_LAUNCH("QueryNormsKernel");
+  return Status::Ok();
+}
+
+Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
+                       int32_t dimp, int32_t dim, bool set_split_safe, const int* query_outside,
+                       const uint8_t* excluded, float* d32, cudaStream_t stream, GroupTerms* used) {
+  const ErrorTerms terms = Float32Terms(dim);
+  *used = GroupTerms{terms, SplitTf32Terms(dimp), false, nullptr};
+  const std::size_t shared = sizeof(float) * static_cast<std::size_t>(gn) * static_cast<std::size_t>(dimp);
+  if (gn <= kSmallQueries && shared <= kSmallSharedBytes) {
+    const unsigned blocks = static_cast<unsigned>(
+        std::min<int64_t>(Blocks(n_rows, kSmallThreads / 32), kSmallMaxBlocks));
+    if (gn == 1) {
+      SmallDistanceKernel<1><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp,
+                                                                        terms, excluded, d32);
+    } else if (gn <= 2) {
+      SmallDistanceKernel<2><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp,
+                                                                        terms, excluded, d32);
+    } else if (gn <= 4) {
+      SmallDistanceKernel<4><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp,
+                                                                        terms, excluded, d32);
+    } else {
+      SmallDistanceKernel<kSmallQueries><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows,
+                                                                                    dimp, terms, excluded, d32);
+    }
+    GENIE_CUDA_CHECK_LAUNCH("SmallDistanceKernel");
+    return Status::Ok();
+  }
+  const dim3 grid(Blocks(n_rows, kDistanceTile), Blocks(gn, gn <= kMidQueries ? kMidTileQ : kDistanceTile));
+  if (gn <= kMidQueries) {
+    DistanceKernel<kMidTileQ, 4, 4><<<grid, kThreads, 0, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
+                                                                   excluded, d32, nullptr);
+    GENIE_CUDA_CHECK_LAUNCH("DistanceKernel (mid-size tiles)");
+    return Status::Ok();
+  }
+  const int* only_if_outside = nullptr;
+  if (set_split_safe && query_outside != nullptr) {
+    used->split_possible = true;
+    used->outside = query_outside;
+    only_if_outside = query_outside;
+    // over the 48 KB a kernel gets unasked (per device; setting it again is cheap)
+    GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(SplitTf32DistanceKernel,
+                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    static_cast<int>(kSplitSharedBytes)));
+    SplitTf32DistanceKernel<<<grid, kThreads, kSplitSharedBytes, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp,
+                                                                         used->split, excluded, d32, query_outside);
+    GENIE_CUDA_CHECK_LAUNCH("SplitTf32DistanceKernel");
+  }
+  DistanceKernel<kDistanceTile, 8, 8><<<grid, kThreads, 0, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
+                                                                     excluded, d32, only_if_outside);
+  GENIE_CUDA_CHECK_LAUNCH("DistanceKernel");
+  return Status::Ok();
+}
+
+void HostNorms(const float* v, int64_t count, int32_t dim, int64_t stride, std::vector<float>* squared,
+               std::vector<float>* length, bool* split_safe) {
+  squared->resize(static_cast<std::size_t>(count));
+  length->resize(static_cast<std::size_t>(count));
+  bool beyond = false;
+  for (int64_t i = 0; i < count; ++i) {
+    const float* row = v + i * stride;
+    double sum = 0;
+    for (int32_t j = 0; j < dim; ++j) {
+      sum += static_cast<double>(row[j]) * row[j];
+      beyond |= OutsideTf32Range(row[j]);
+    }
+    (*squared)[static_cast<std::size_t>(i)] = static_cast<float>(sum);
+    (*length)[static_cast<std::size_t>(i)] = static_cast<float>(std::sqrt(sum));
+  }
+  if (split_safe != nullptr) *split_safe = !beyond;
+}
+
+}  // namespace gpu
+
+Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t n_queries, int32_t device_ordinal,
+                            bool split_tf32, GpuVectorBounds* out) {
+  if (out == nullptr || (queries == nullptr && n_queries > 0) || n_queries < 0)
+    return Status::InvalidArgument("GpuVectorUpperBounds: bad arguments");
+  try {
+    GENIE_RETURN_IF_ERROR(gpu::CheckDevice(device_ordinal));
+    gpu::DeviceGuard guard;
+    GENIE_RETURN_IF_ERROR(guard.Enter(device_ordinal));
+    const int32_t dim = set.dim, dimp = (set.dim + 3) / 4 * 4, n = set.size();
+    auto padded = [&](const float* v, int32_t count) {
+      std::vector<float> p(static_cast<std::size_t>(count) * dimp + 1, 0.0f);
+      for (int32_t i = 0; i < count; ++i)
+        std::copy_n(v + static_cast<std::size_t>(i) * dim, dim, p.data() + static_cast<std::size_t>(i) * dimp);
+      return p;
+    };
+    // as a scan does: the set's norms and range on the host, the queries'
+    // on the device
+    const std::vector<float> hq = padded(queries, n_queries), hx = padded(set.values.data(), n);
+    std::vector<float> x_sq, x_len;
+    bool set_safe = false;
+    gpu::HostNorms(set.values.data(), n, dim, dim, &x_sq, &x_len, &set_safe);
+    x_sq.push_back(0);
+    x_len.push_back(0);
+    gpu::DeviceArray<float> dq, dx, dq_sq, dq_len, dx_sq, dx_len, d32;
+    gpu::DeviceArray<int> outside;
+    GENIE_RETURN_IF_ERROR(gpu::Upload(hq.data(), hq.size(), &dq, "bound test queries"));
+    GENIE_RETURN_IF_ERROR(gpu::Upload(hx.data(), hx.size(), &dx, "bound test vectors"));
+    GENIE_RETURN_IF_ERROR(gpu::Upload(x_sq.data(), x_sq.size(), &dx_sq, "bound test norms"));
+    GENIE_RETURN_IF_ERROR(gpu::Upload(x_len.data(), x_len.size(), &dx_len, "bound test norms"));
+    GENIE_RETURN_IF_ERROR(dq_sq.Allocate(static_cast<std::size_t>(n_queries) + 1, "bound test norms"));
+    GENIE_RETURN_IF_ERROR(dq_len.Allocate(static_cast<std::size_t>(n_queries) + 1, "bound test norms"));
+    const int zero = 0;
+    GENIE_RETURN_IF_ERROR(gpu::Upload(&zero, 1, &outside, "bound test flag"));
+    GENIE_RETURN_IF_ERROR(
+        gpu::LaunchQueryNorms(dq.get(), n_queries, dim, dimp, dq_sq.get(), dq_len.get(), outside.get(), nullptr));
+    const std::size_t cells = static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(n);
+    GENIE_RETURN_IF_ERROR(d32.Allocate(std::max<std::size_t>(cells, 1), "bound test distances"));
+    gpu::GroupTerms terms{gpu::Float32Terms(dim), gpu::SplitTf32Terms(dimp), false, nullptr};
+    if (cells > 0) {
+      GENIE_RETURN_IF_ERROR(gpu::LaunchDistances(dq.get(), gpu::Norms{dq_sq.get(), dq_len.get()}, n_queries,
+                                                 dx.get(), gpu::Norms{dx_sq.get(), dx_len.get()}, n, dimp, dim,
+                                                 split_tf32 && set_safe, outside.get(), nullptr, d32.get(), nullptr,
+                                                 &terms));
+    }
+    GENIE_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+    int query_outside = 0;
+    std::vector<float> q_len(static_cast<std::size_t>(n_queries) + 1);
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(&query_outside, outside.get(), sizeof(int), cudaMemcpyDeviceToHost));
+    GENIE_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(q_len.data(), dq_len.get(), sizeof(float) * q_len.size(), cudaMemcpyDeviceToHost));
+    out->split_tf32 = terms.split_possible && query_outside == 0;
+    const gpu::ErrorTerms used = out->split_tf32 ? terms.split : terms.float32;
+    out->upper.assign(cells, 0.0f);
+    if (cells > 0)
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(out->upper.data(), d32.get(), sizeof(float) * cells,
+                                            cudaMemcpyDeviceToHost));
+    out->error.assign(cells, 0.0f);
+    for (int32_t q = 0; q < n_queries; ++q)
+      for (int32_t r = 0; r < n; ++r) {
+        const float sum = q_len[static_cast<std::size_t>(q)] + x_len[static_cast<std::size_t>(r)];
+        out->error[static_cast<std::size_t>(q) * n + r] = std::fmaf(used.coef * sum, sum, used.slack);
+      }
+    return Status::Ok();
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory in GpuVectorUpperBounds");
+  }
+}
+
+}  // namespace genie

@@ -1,0 +1,149 @@
+// The premise of the exact GPU vector scan, tested directly: for every
+// (query, vector) pair, the float32 pass's upper bound U and error bound e
+// (U = s32 + e) bracket the true squared distance s, s <= U and
+// U (1 - 2^-22) - 2e <= s (the lower bound the gather takes), for each of
+// the distance kernels: the tensor cores' split TF32 tiles (large groups of
+// values within [2^-32, 2^32]), the float32 tiles (large groups of other
+// values, and groups of 9 to 64 queries) and the small-group kernel.  s is
+// computed in long double from the float values.  The largest
+// |s32 - s| / e is printed: how much of the bound the arithmetic used.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "genie/gpu_vector_scan.hpp"
+#include "genie/vector_fixture.hpp"
+#include "genie/vectors.hpp"
+
+namespace genie {
+namespace {
+
+using testing::MakeSet;
+using testing::NearbyQueries;
+using testing::RandomVectors;
+using testing::VectorShape;
+
+bool GpuAvailable() {
+  const VectorSet set = MakeSet(1, 1, {0.0f});
+  std::unique_ptr<GpuVectorSet> gpu;
+  return GpuVectorSet::Create(set, 0, 0, &gpu).ok();
+}
+
+// Checks every pair; returns the largest |s32 - s| / e over finite bounds.
+double CheckBounds(const VectorSet& set, const std::vector<float>& queries, int32_t nq, bool split_tf32,
+                   bool want_split, const std::string& what) {
+  GpuVectorBounds bounds;
+  const Status st = GpuVectorUpperBounds(set, queries.data(), nq, 0, split_tf32, &bounds);
+  EXPECT_TRUE(st.ok()) << what << ": " << st.message();
+  if (!st.ok()) return 0;
+  EXPECT_EQ(bounds.split_tf32, want_split) << what;
+  const int32_t n = set.size(), dim = set.dim;
+  double worst = 0;
+  int64_t failures = 0;
+  for (int32_t q = 0; q < nq; ++q)
+    for (int32_t r = 0; r < n; ++r) {
+      long double s = 0;
+      for (int32_t j = 0; j < dim; ++j) {
+        const long double d = static_cast<long double>(queries[static_cast<std::size_t>(q) * dim + j]) -
+                              static_cast<long double>(set.values[static_cast<std::size_t>(r) * dim + j]);
+        s += d * d;
+      }
+      const std::size_t at = static_cast<std::size_t>(q) * n + r;
+      const double upper = bounds.upper[at], e = bounds.error[at];
+      if (std::isinf(upper)) continue;  // always a candidate, never the k-th bound's undoing
+      const double lower = upper * (1.0 - 0x1p-22) - 2.0 * e;
+      const bool ok = s <= static_cast<long double>(upper) && static_cast<long double>(lower) <= s;
+      if (!ok && ++failures <= 5)
+        ADD_FAILURE() << what << ": query " << q << " vector " << r << ": s " << static_cast<double>(s) << " U "
+                      << upper << " e " << e;
+      if (e > 0) worst = std::max(worst, std::fabs(static_cast<double>(static_cast<long double>(upper - e) - s)) / e);
+    }
+  EXPECT_EQ(failures, 0) << what;
+  return worst;
+}
+
+TEST(GpuVectorBounds, BracketTheTrueDistanceForEveryKernel) {
+  if (!GpuAvailable()) GTEST_SKIP() << "no GPU";
+  std::mt19937 rng(20261128);
+  struct Case {
+    VectorShape shape;
+    int32_t n, dim;
+    float noise;  // of the queries around vectors: small means cancellation
+    bool split_safe;
+  };
+  const Case cases[] = {
+      {VectorShape::kGaussian, 1500, 784, 0.05f, true},  {VectorShape::kGaussian, 1500, 784, 1e-4f, true},
+      {VectorShape::kGaussian, 3000, 17, 0.05f, true},   {VectorShape::kGaussian, 2000, 130, 0.0f, true},
+      {VectorShape::kSmallIntegers, 2000, 64, 0.05f, true}, {VectorShape::kDuplicates, 1000, 300, 0.01f, true},
+      {VectorShape::kGaussian, 700, 2000, 0.05f, true},  {VectorShape::kTiny, 1000, 33, 0.05f, false},
+      {VectorShape::kHuge, 1000, 33, 0.05f, false},
+  };
+  for (const Case& c : cases) {
+    const VectorSet set = MakeSet(c.dim, c.n, RandomVectors(&rng, c.shape, c.n, c.dim));
+    const std::string what = std::string(testing::ShapeName(c.shape)) + " n=" + std::to_string(c.n) +
+                             " dim=" + std::to_string(c.dim) + " noise=" + std::to_string(c.noise);
+    for (int32_t nq : {3, 40, 150}) {
+      std::vector<float> queries = NearbyQueries(&rng, set.values, c.n, c.dim, nq, c.noise);
+      // the queries' noise around a 0 is about 1e-31: 0 instead, so that the
+      // tensor cores' tiles may take these sets (the next test has values
+      // they may not take)
+      if (c.split_safe)
+        for (float& x : queries)
+          if (std::fabs(x) < 0x1p-32f) x = 0.0f;
+      for (bool split : {true, false}) {
+        const bool want_split = split && c.split_safe && nq >= 65;
+        const std::string case_name = what + " nq=" + std::to_string(nq) + (want_split ? " split TF32" : " float32");
+        const double worst = CheckBounds(set, queries, nq, split, want_split, case_name);
+        std::cout << "[ bounds   ] " << case_name << ": largest |s32 - s| / e " << worst << "\n";
+      }
+    }
+  }
+}
+
+// Values the tensor cores' tiles may not take (beyond [2^-32, 2^32], here
+// 2^-40 and 2^40 among ordinary ones) send a large group to the float32
+// tiles, and the bounds still hold.  Rows of 1e38 among ordinary ones: an
+// ordinary query's float32 distance to them is NaN (its dot product and
+// the row's squared norm both overflow), which must make U infinite (always
+// a candidate), not 0 (fmaxf's answer for NaN), which lowered the k-th
+// bound below the ordinary rows' distances and lost them.
+TEST(GpuVectorBounds, ValuesBeyondTheTensorRangeAndHugeRows) {
+  if (!GpuAvailable()) GTEST_SKIP() << "no GPU";
+  std::mt19937 rng(3);
+  const int32_t n = 2000, dim = 48, nq = 100;
+  for (float odd : {0x1p-40f, 0x1p40f}) {
+    std::vector<float> values = RandomVectors(&rng, VectorShape::kGaussian, n, dim);
+    values[static_cast<std::size_t>(n / 2) * dim + 5] = odd;
+    const VectorSet set = MakeSet(dim, n, values);
+    const std::vector<float> queries = NearbyQueries(&rng, set.values, n, dim, nq, 0.05f);
+    CheckBounds(set, queries, nq, true, false, "one value " + std::to_string(odd) + " in the set");
+  }
+  std::vector<float> values = RandomVectors(&rng, VectorShape::kGaussian, n, dim);
+  for (int32_t r = 0; r < n; r += 97)
+    for (int32_t j = 0; j < dim; ++j) values[static_cast<std::size_t>(r) * dim + j] = 1e38f;
+  const VectorSet set = MakeSet(dim, n, values);
+  for (int32_t nq2 : {1, 20, 100}) {
+    const std::vector<float> queries = NearbyQueries(&rng, set.values, n, dim, nq2, 0.05f);
+    std::unique_ptr<GpuVectorSet> gpu;
+    ASSERT_TRUE(GpuVectorSet::Create(set, 0, 0, &gpu).ok());
+    VectorScanRequest request;
+    request.n_queries = nq2;
+    request.queries = queries.data();
+    request.k = 10;
+    VectorScanResult on_gpu, on_cpu;
+    const Status s = gpu->Scan(set, request, &on_gpu);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_TRUE(CpuVectorScan(set, request, 1, &on_cpu).ok());
+    testing::ExpectSameVectorRows(on_cpu, on_gpu, "huge rows among ordinary ones, nq=" + std::to_string(nq2));
+  }
+}
+
+}  // namespace
+}  // namespace genie
