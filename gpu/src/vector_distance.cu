@@ -73,17 +73,15 @@ constexpr std::size_t kSmallSharedBytes = 48 * 1024;
 constexpr int64_t kSmallMaxBlocks = 4096;
 // Groups of up to kMidQueries queries that SmallDistanceKernel does not
 // take get tiles of kMidTileQ queries.
-constexpr int32_t kMidQueries = kLargeGroup - 1;
+constexpr int32_t kMidQueries = 64;
 constexpr int kMidTileQ = 32;
-// The tensor-core tiles: kDistanceTile x kDistanceTile a block, kSplitK
-// dimensions a stage, kSplitStages stages in flight (cp.async), each staged
+// The tensor-core tiles: up to kDistanceTile queries x kDistanceTile
+// vectors a block, kSplitK dimensions a stage, kSplitStages stages in flight (cp.async), each staged
 // row kSplitStride floats apart (16 + 4: a warp's fragment reads then fall
 // on 32 distinct banks).
 constexpr int kSplitK = 16;
 constexpr int kSplitStride = kSplitK + 4;
 constexpr int kSplitStages = 3;
-constexpr int kSplitStageFloats = 2 * kDistanceTile * kSplitStride;  // the queries' rows, then the vectors'
-constexpr std::size_t kSplitSharedBytes = sizeof(float) * kSplitStages * kSplitStageFloats;
 
 unsigned Blocks(int64_t items, int per_block) {
   return static_cast<unsigned>((items + per_block - 1) / per_block);
@@ -291,48 +289,62 @@ __device__ __forceinline__ void MmaTf32(float (&c)[4], const uint32_t (&a)[4], c
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// Every U of a kDistanceTile x kDistanceTile tile of (query, vector) pairs
-// a block, on the tensor cores with each product split into TF32 halves
-// (see the top).  Eight warps, each 64 queries x 32 vectors (4 x 4 products
-// of 16 x 8, three instructions each a step of 8 dimensions).  Stages of
-// kSplitK dimensions of the tile's queries and vectors arrive by cp.async,
-// kSplitStages in flight, so the loads overlap the products.  Nsight
-// Compute on an H200: the tensor pipe 52% busy, two blocks a multiprocessor
-// (123 registers, 60 KB of shared memory each), issue slots half used
-// (cutting the split from five integer operations a half to two changed
-// nothing); Hopper's asynchronous warpgroup products (wgmma), which read
-// the tiles from shared memory themselves, are the step beyond.
+// Every U of a tile of TQ queries x kDistanceTile vectors a block, on the
+// tensor cores with each product split into TF32 halves (see the top).
+// Eight warps, WQ along the queries and 8 / WQ along the vectors, each
+// MI x NI products of 16 x 8 (three instructions each a step of 8
+// dimensions): <128, 2> for large groups (64 x 32 a warp), <64, 2> and
+// <32, 1> for groups of 33 to 64 and of 9 to 32 queries (32 x 32 and 32 x
+// 16 a warp), where a 128-query tile computed 2 to 14 times the products
+// used.  Stages of kSplitK dimensions of the tile's queries and vectors
+// arrive by cp.async, kSplitStages in flight, so the loads overlap the
+// products.  Nsight Compute on an H200, <128, 2>: the tensor pipe 52% busy,
+// two blocks a multiprocessor (123 registers, 60 KB of shared memory
+// each), issue slots half used (cutting the split from five integer
+// operations a half to two changed nothing); Hopper's asynchronous
+// warpgroup products (wgmma), which read the tiles from shared memory
+// themselves, are the step beyond.  outside: the queries' range flag (NULL:
+// the host checked them).
+template <int TQ, int WQ>
 __global__ void __launch_bounds__(kThreads)
 SplitTf32DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows,
                         Norms xn, int32_t n_rows, int32_t dimp, ErrorTerms terms,
                         const uint8_t* __restrict__ excluded, float* __restrict__ out, const int* outside) {
-  if (*outside != 0) return;  // a query value beyond the range: DistanceKernel's
-  extern __shared__ __align__(16) float staged[];  // [kSplitStages][queries, vectors][kDistanceTile][kSplitStride]
+  constexpr int kWR = kThreads / 32 / WQ;          // warps along the vectors
+  constexpr int MI = TQ / WQ / 16, NI = kDistanceTile / kWR / 8;
+  static_assert(MI >= 1 && NI >= 1 && TQ % (16 * WQ) == 0, "whole 16 x 8 products a warp");
+  constexpr int kStageFloats = (TQ + kDistanceTile) * kSplitStride;
+  if (outside != nullptr && *outside != 0) return;  // a query value beyond the range: DistanceKernel's
+  extern __shared__ __align__(16) float staged[];  // [kSplitStages][TQ query rows, then the vectors'][kSplitStride]
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int wq = (warp >> 2) * 64, wr = (warp & 3) * 32;  // the warp's queries and vectors in the tile
-  const int64_t q0 = static_cast<int64_t>(blockIdx.y) * kDistanceTile;
+  const int wq = (warp / kWR) * (MI * 16), wr = (warp % kWR) * (NI * 8);  // the warp's queries and vectors
+  const int64_t q0 = static_cast<int64_t>(blockIdx.y) * TQ;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kDistanceTile;
   const int stages = (dimp + kSplitK - 1) / kSplitK;
-  // A stage: row c / 4 of each tile, dimensions k0 + 4 (c % 4) .. + 3,
-  // zeros beyond the queries, the vectors and dimp (a multiple of 4).
+  // A stage: 16-byte piece c of the tile's rows (the queries', then the
+  // vectors'), row c / 4, dimensions k0 + 4 (c % 4) .. + 3; zeros beyond
+  // the queries, the vectors and dimp (a multiple of 4).
   auto load = [&](int stage, int k0) {
-    float* qs = staged + stage * kSplitStageFloats;
-    float* xs = qs + kDistanceTile * kSplitStride;
+    float* base = staged + stage * kStageFloats;
 #pragma unroll
-    for (int c = tid; c < kDistanceTile * kSplitK / 4; c += kThreads) {
+    for (int c = tid; c < (TQ + kDistanceTile) * kSplitK / 4; c += kThreads) {
       const int row = c >> 2, col = (c & 3) * 4;
       const bool k_in = k0 + col < dimp;
-      const bool q_in = k_in && q0 + row < nq, r_in = k_in && r0 + row < n_rows;
-      CopyAsync16(qs + row * kSplitStride + col, q_in ? queries + (q0 + row) * dimp + k0 + col : queries, q_in);
-      CopyAsync16(xs + row * kSplitStride + col, r_in ? rows + (r0 + row) * dimp + k0 + col : rows, r_in);
+      if (row < TQ) {
+        const bool in = k_in && q0 + row < nq;
+        CopyAsync16(base + row * kSplitStride + col, in ? queries + (q0 + row) * dimp + k0 + col : queries, in);
+      } else {
+        const bool in = k_in && r0 + (row - TQ) < n_rows;
+        CopyAsync16(base + row * kSplitStride + col, in ? rows + (r0 + row - TQ) * dimp + k0 + col : rows, in);
+      }
     }
   };
-  float acc[4][4][4];
+  float acc[MI][NI][4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < MI; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < NI; ++j)
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
 
@@ -345,13 +357,13 @@ SplitTf32DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq,
     __syncthreads();  // ... and every thread's; stage s - 1's buffer is free
     if (s + 2 < stages) load((s + 2) % kSplitStages, (s + 2) * kSplitK);
     CommitCopies();  // (an empty group at the end keeps the count uniform)
-    const float* qs = staged + (s % kSplitStages) * kSplitStageFloats;
-    const float* xs = qs + kDistanceTile * kSplitStride;
+    const float* qs = staged + (s % kSplitStages) * kStageFloats;
+    const float* xs = qs + TQ * kSplitStride;
 #pragma unroll
     for (int kk = 0; kk < kSplitK; kk += 8) {
-      uint32_t a_big[4][4], a_small[4][4], b_big[4][2], b_small[4][2];
+      uint32_t a_big[MI][4], a_small[MI][4], b_big[NI][2], b_small[NI][2];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < MI; ++i) {
         const float* p = qs + (wq + i * 16 + g) * kSplitStride + kk + t;
         SplitTf32(p[0], &a_big[i][0], &a_small[i][0]);
         SplitTf32(p[8 * kSplitStride], &a_big[i][1], &a_small[i][1]);
@@ -359,15 +371,15 @@ SplitTf32DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq,
         SplitTf32(p[8 * kSplitStride + 4], &a_big[i][3], &a_small[i][3]);
       }
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
+      for (int j = 0; j < NI; ++j) {
         const float* p = xs + (wr + j * 8 + g) * kSplitStride + kk + t;
         SplitTf32(p[0], &b_big[j][0], &b_small[j][0]);
         SplitTf32(p[4], &b_big[j][1], &b_small[j][1]);
       }
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < NI; ++j) {
           // the small products first, while the sum is small
           MmaTf32(acc[i][j], a_small[i], b_big[j]);
           MmaTf32(acc[i][j], a_big[i], b_small[j]);
@@ -376,19 +388,36 @@ SplitTf32DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq,
     }
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < MI; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t q = q0 + wq + i * 16 + g + 8 * h;
       if (q >= nq) continue;
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < NI; ++j)
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int64_t r = r0 + wr + j * 8 + 2 * t + c;
           if (r < n_rows) out[q * n_rows + r] = Upper(acc[i][j][2 * h + c], qn, q, xn, r, terms, excluded);
         }
     }
+}
+
+// Launches SplitTf32DistanceKernel<TQ, WQ> over gn queries.
+template <int TQ, int WQ>
+Status LaunchSplitTiles(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
+                        int32_t dimp, ErrorTerms terms, const uint8_t* excluded, float* d32, const int* outside,
+                        cudaStream_t stream) {
+  constexpr std::size_t kShared = sizeof(float) * kSplitStages * (TQ + kDistanceTile) * kSplitStride;
+  // over the 48 KB a kernel gets unasked (per device; setting it again is cheap)
+  GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(SplitTf32DistanceKernel<TQ, WQ>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  static_cast<int>(kShared)));
+  const dim3 grid(Blocks(n_rows, kDistanceTile), Blocks(gn, TQ));
+  SplitTf32DistanceKernel<TQ, WQ><<<grid, kThreads, kShared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
+                                                                      excluded, d32, outside);
+  GENIE_CUDA_CHECK_LAUNCH("SplitTf32DistanceKernel");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -431,7 +460,7 @@ Status LaunchQueryNorms(const float* queries, int32_t nq, int32_t dim, int32_t d
 }
 
 Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
-                       int32_t dimp, int32_t dim, bool set_split_safe, const int* query_outside,
+                       int32_t dimp, int32_t dim, bool set_split_safe, const int* query_outside, bool queries_safe,
                        const uint8_t* excluded, float* d32, cudaStream_t stream, GroupTerms* used) {
   const ErrorTerms terms = Float32Terms(dim);
   *used = GroupTerms{terms, SplitTf32Terms(dimp), false, nullptr};
@@ -455,28 +484,33 @@ Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* 
     GENIE_CUDA_CHECK_LAUNCH("SmallDistanceKernel");
     return Status::Ok();
   }
-  const dim3 grid(Blocks(n_rows, kDistanceTile), Blocks(gn, gn <= kMidQueries ? kMidTileQ : kDistanceTile));
-  if (gn <= kMidQueries) {
-    DistanceKernel<kMidTileQ, 4, 4><<<grid, kThreads, 0, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
-                                                                   excluded, d32, nullptr);
-    GENIE_CUDA_CHECK_LAUNCH("DistanceKernel (mid-size tiles)");
-    return Status::Ok();
-  }
-  const int* only_if_outside = nullptr;
-  if (set_split_safe && query_outside != nullptr) {
+  // the tensor cores' tiles where the set's and the queries' values allow
+  // them: known on the host (queries_safe), or read by the kernels from
+  // the queries' device flag, with the float32 tiles launched beside
+  const bool large = gn > kMidQueries;
+  const bool split = set_split_safe && (query_outside != nullptr || queries_safe);
+  if (split) {
     used->split_possible = true;
     used->outside = query_outside;
-    only_if_outside = query_outside;
-    // over the 48 KB a kernel gets unasked (per device; setting it again is cheap)
-    GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(SplitTf32DistanceKernel,
-                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                    static_cast<int>(kSplitSharedBytes)));
-    SplitTf32DistanceKernel<<<grid, kThreads, kSplitSharedBytes, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp,
-                                                                         used->split, excluded, d32, query_outside);
-    GENIE_CUDA_CHECK_LAUNCH("SplitTf32DistanceKernel");
+    const Status launched =
+        large ? LaunchSplitTiles<kDistanceTile, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->split, excluded, d32,
+                                                   query_outside, stream)
+        : gn > kMidTileQ ? LaunchSplitTiles<2 * kMidTileQ, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->split,
+                                                               excluded, d32, query_outside, stream)
+                         : LaunchSplitTiles<kMidTileQ, 1>(queries, qn, gn, rows, xn, n_rows, dimp, used->split,
+                                                          excluded, d32, query_outside, stream);
+    GENIE_RETURN_IF_ERROR(launched);
+    if (query_outside == nullptr) return Status::Ok();
   }
-  DistanceKernel<kDistanceTile, 8, 8><<<grid, kThreads, 0, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
-                                                                     excluded, d32, only_if_outside);
+  const int* only_if_outside = split ? query_outside : nullptr;
+  const dim3 grid(Blocks(n_rows, kDistanceTile), Blocks(gn, large ? kDistanceTile : kMidTileQ));
+  if (large) {
+    DistanceKernel<kDistanceTile, 8, 8><<<grid, kThreads, 0, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
+                                                                       excluded, d32, only_if_outside);
+  } else {
+    DistanceKernel<kMidTileQ, 4, 4><<<grid, kThreads, 0, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
+                                                                   excluded, d32, only_if_outside);
+  }
   GENIE_CUDA_CHECK_LAUNCH("DistanceKernel");
   return Status::Ok();
 }
@@ -542,8 +576,8 @@ Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t 
     if (cells > 0) {
       GENIE_RETURN_IF_ERROR(gpu::LaunchDistances(dq.get(), gpu::Norms{dq_sq.get(), dq_len.get()}, n_queries,
                                                  dx.get(), gpu::Norms{dx_sq.get(), dx_len.get()}, n, dimp, dim,
-                                                 split_tf32 && set_safe, outside.get(), nullptr, d32.get(), nullptr,
-                                                 &terms));
+                                                 split_tf32 && set_safe, outside.get(), false, nullptr, d32.get(),
+                                                 nullptr, &terms));
     }
     GENIE_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
     int query_outside = 0;
@@ -551,7 +585,7 @@ Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t 
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(&query_outside, outside.get(), sizeof(int), cudaMemcpyDeviceToHost));
     GENIE_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(q_len.data(), dq_len.get(), sizeof(float) * q_len.size(), cudaMemcpyDeviceToHost));
-    out->split_tf32 = terms.split_possible && query_outside == 0;
+    out->split_tf32 = terms.split_possible && query_outside == 0;  // (the flag as the kernels read it)
     const gpu::ErrorTerms used = out->split_tf32 ? terms.split : terms.float32;
     out->upper.assign(cells, 0.0f);
     if (cells > 0)

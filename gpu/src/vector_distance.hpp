@@ -17,8 +17,6 @@ namespace gpu {
 // Queries and vectors of the large distance tiles; parts of a streamed set
 // and groups of queries are cut to whole tiles.
 constexpr int kDistanceTile = 128;
-// Groups of at least kLargeGroup queries take the large tiles.
-constexpr int32_t kLargeGroup = 65;
 
 // The norms a bound needs: |v|^2 and |v| of each query and vector.
 struct Norms {
@@ -57,16 +55,17 @@ __device__ __forceinline__ float ErrorBound(ErrorTerms terms, float q_len, float
   return fmaf(terms.coef * sum, sum, terms.slack);
 }
 
-// The error terms of a group's U: the tensor cores' when the large tiles
-// could take them (split_possible) and no query value ruled them out (the
-// device flag *outside, set by LaunchQueryNorms), float32's otherwise.
-// The kernels read the flag themselves: the host never waits for it.
+// The error terms of a group's U: the tensor cores' when their tiles could
+// take them (split_possible) and no query value ruled them out (the device
+// flag *outside, set by LaunchQueryNorms; NULL when the host checked the
+// queries), float32's otherwise.  The kernels read the flag themselves:
+// the host never waits for it.
 struct GroupTerms {
   ErrorTerms float32;
   ErrorTerms split;
   bool split_possible = false;
   const int* outside = nullptr;
-  __device__ ErrorTerms get() const { return split_possible && *outside == 0 ? split : float32; }
+  __device__ ErrorTerms get() const { return split_possible && (outside == nullptr || *outside == 0) ? split : float32; }
 };
 
 // |v|^2 and |v| of count vectors of dim floats (stride apart), summed in
@@ -83,12 +82,13 @@ Status LaunchQueryNorms(const float* queries, int32_t nq, int32_t dim, int32_t d
 
 // Every U of a group of gn queries (padded to dimp, as the vectors) against
 // n_rows vectors into d32 (gn rows of n_rows), +inf for the excluded, queued
-// on stream; *used gets the terms the gather must use.  Large groups take
-// the tensor-core tiles when set_split_safe and query_outside (their
-// device flag; NULL: not checked) allow, else the float32 tiles: both are
-// launched and one returns at once, as the flag says.
+// on stream; *used gets the terms the gather must use.  Groups of more than
+// 8 queries take the tensor-core tiles when set_split_safe and the queries
+// allow: queries_safe (checked on the host), or their device flag
+// query_outside (NULL: none), with which the float32 tiles are launched
+// beside and one of the two returns at once.
 Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
-                       int32_t dimp, int32_t dim, bool set_split_safe, const int* query_outside,
+                       int32_t dimp, int32_t dim, bool set_split_safe, const int* query_outside, bool queries_safe,
                        const uint8_t* excluded, float* d32, cudaStream_t stream, GroupTerms* used);
 
 }  // namespace gpu

@@ -387,9 +387,10 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     const float* d_queries = nullptr;
     Norms norms{nullptr, nullptr};
     const uint8_t* d_excluded = nullptr;
-    // on the device, nonzero when a query value is OutsideTf32Range (NULL
-    // for a few queries: they never take the large tiles)
+    // whether a query value is OutsideTf32Range: on the device, nonzero
+    // when one is; or, for a few queries (NULL there), the host's answer
     const int* outside = nullptr;
+    bool host_safe = false;
   };
 
   Status StageQueries(const VectorScanRequest& request, StagedQueries* st) {
@@ -400,7 +401,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       std::vector<float> padded(static_cast<std::size_t>(nq) * width, 0.0f), squared, length;
       for (int32_t q = 0; q < nq; ++q)
         std::copy_n(request.queries + static_cast<std::size_t>(q) * dim_, dim_, padded.data() + q * width);
-      HostNorms(request.queries, nq, dim_, dim_, &squared, &length);
+      HostNorms(request.queries, nq, dim_, dim_, &squared, &length, &st->host_safe);
       UploadBatch batch;
       const std::size_t at_queries = batch.Add(padded);
       const std::size_t at_squared = batch.Add(squared);
@@ -490,7 +491,8 @@ class GpuVectorSetImpl final : public GpuVectorSet {
           const Norms xn{x_squared_.get() + row0, x_length_.get() + row0};
           GroupTerms terms;
           GENIE_RETURN_IF_ERROR(LaunchDistances(queries, qn, gn, rows_.get(), xn, n_rows, dimp_, dim_, split_safe_,
-                                                staged.outside, excluded, d32.get(), stream, &terms));
+                                                staged.outside, staged.host_safe, excluded, d32.get(), stream,
+                                                &terms));
           DeviceArray<float> d_kth;
           GENIE_RETURN_IF_ERROR(d_kth.Allocate(static_cast<std::size_t>(gn), "vector scan k-th distances"));
           GENIE_RETURN_IF_ERROR(LaunchKthSelect(d32.get(), gn, n_rows, k, d_kth.get(), stream));

@@ -2,9 +2,9 @@
 // (query, vector) pair, the float32 pass's upper bound U and error bound e
 // (U = s32 + e) bracket the true squared distance s, s <= U and
 // U (1 - 2^-22) - 2e <= s (the lower bound the gather takes), for each of
-// the distance kernels: the tensor cores' split TF32 tiles (large groups of
-// values within [2^-32, 2^32]), the float32 tiles (large groups of other
-// values, and groups of 9 to 64 queries) and the small-group kernel.  s is
+// the distance kernels: the tensor cores' split TF32 tiles (groups of more
+// than 8 queries of values within [2^-32, 2^32]), the float32 tiles (such
+// groups of other values) and the small-group kernel (8 queries at most).  s is
 // computed in long double from the float values.  The largest
 // |s32 - s| / e is printed: how much of the bound the arithmetic used.
 #include <gtest/gtest.h>
@@ -89,7 +89,7 @@ TEST(GpuVectorBounds, BracketTheTrueDistanceForEveryKernel) {
     const VectorSet set = MakeSet(c.dim, c.n, RandomVectors(&rng, c.shape, c.n, c.dim));
     const std::string what = std::string(testing::ShapeName(c.shape)) + " n=" + std::to_string(c.n) +
                              " dim=" + std::to_string(c.dim) + " noise=" + std::to_string(c.noise);
-    for (int32_t nq : {3, 40, 150}) {
+    for (int32_t nq : {3, 20, 40, 150}) {
       std::vector<float> queries = NearbyQueries(&rng, set.values, c.n, c.dim, nq, c.noise);
       // the queries' noise around a 0 is about 1e-31: 0 instead, so that the
       // tensor cores' tiles may take these sets (the next test has values
@@ -98,7 +98,7 @@ TEST(GpuVectorBounds, BracketTheTrueDistanceForEveryKernel) {
         for (float& x : queries)
           if (std::fabs(x) < 0x1p-32f) x = 0.0f;
       for (bool split : {true, false}) {
-        const bool want_split = split && c.split_safe && nq >= 65;
+        const bool want_split = split && c.split_safe && nq > 8;
         const std::string case_name = what + " nq=" + std::to_string(nq) + (want_split ? " split TF32" : " float32");
         const double worst = CheckBounds(set, queries, nq, split, want_split, case_name);
         std::cout << "[ bounds   ] " << case_name << ": largest |s32 - s| / e " << worst << "\n";
