@@ -431,10 +431,10 @@ ErrorTerms SplitTf32Terms(int32_t dimp) {
                     static_cast<float>((3.0 * dimp + 8.0) * 0x1p-120)};
 }
 
-// The norms of the padded queries on the device, a thread a query: |q|^2
-// summed in double in element order with every operation rounded on its
+// The norms of padded vectors or queries on the device, a thread each:
+// |v|^2 summed in double in element order with every operation rounded on its
 // own (no fused multiply-add), so the bits equal HostNorms'.
-__global__ void QueryNormsKernel(const float* __restrict__ v, int32_t count, int32_t dim, int32_t stride,
+__global__ void NormsKernel(const float* __restrict__ v, int32_t count, int32_t dim, int32_t stride,
                                  float* __restrict__ squared, float* __restrict__ length, int* outside) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
@@ -451,11 +451,11 @@ __global__ void QueryNormsKernel(const float* __restrict__ v, int32_t count, int
   if (beyond) *outside = 1;
 }
 
-Status LaunchQueryNorms(const float* queries, int32_t nq, int32_t dim, int32_t dimp, float* squared, float* length,
-                        int* outside, cudaStream_t stream) {
-  if (nq == 0) return Status::Ok();
-  QueryNormsKernel<<<Blocks(nq, 128), 128, 0, stream>>>(queries, nq, dim, dimp, squared, length, outside);
-  GENIE_CUDA_CHECK_LAUNCH("QueryNormsKernel");
+Status LaunchNorms(const float* vectors, int32_t count, int32_t dim, int32_t dimp, float* squared, float* length,
+                   int* outside, cudaStream_t stream) {
+  if (count == 0) return Status::Ok();
+  NormsKernel<<<Blocks(count, 128), 128, 0, stream>>>(vectors, count, dim, dimp, squared, length, outside);
+  GENIE_CUDA_CHECK_LAUNCH("NormsKernel");
   return Status::Ok();
 }
 
@@ -569,7 +569,7 @@ Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t 
     const int zero = 0;
     GENIE_RETURN_IF_ERROR(gpu::Upload(&zero, 1, &outside, "bound test flag"));
     GENIE_RETURN_IF_ERROR(
-        gpu::LaunchQueryNorms(dq.get(), n_queries, dim, dimp, dq_sq.get(), dq_len.get(), outside.get(), nullptr));
+        gpu::LaunchNorms(dq.get(), n_queries, dim, dimp, dq_sq.get(), dq_len.get(), outside.get(), nullptr));
     const std::size_t cells = static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(n);
     GENIE_RETURN_IF_ERROR(d32.Allocate(std::max<std::size_t>(cells, 1), "bound test distances"));
     gpu::GroupTerms terms{gpu::Float32Terms(dim), gpu::SplitTf32Terms(dimp), false, nullptr};

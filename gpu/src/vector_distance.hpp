@@ -57,7 +57,7 @@ __device__ __forceinline__ float ErrorBound(ErrorTerms terms, float q_len, float
 
 // The error terms of a group's U: the tensor cores' when their tiles could
 // take them (split_possible) and no query value ruled them out (the device
-// flag *outside, set by LaunchQueryNorms; NULL when the host checked the
+// flag *outside, set by LaunchNorms; NULL when the host checked the
 // queries), float32's otherwise.  The kernels read the flag themselves:
 // the host never waits for it.
 struct GroupTerms {
@@ -74,11 +74,11 @@ struct GroupTerms {
 void HostNorms(const float* v, int64_t count, int32_t dim, int64_t stride, std::vector<float>* squared,
                std::vector<float>* length, bool* split_safe = nullptr);
 
-// The same norms of nq padded queries (dimp floats apart) on the device,
-// the bits equal HostNorms', and *outside (zeroed by the caller) set to 1
-// when a value is OutsideTf32Range; queued on stream.
-Status LaunchQueryNorms(const float* queries, int32_t nq, int32_t dim, int32_t dimp, float* squared, float* length,
-                        int* outside, cudaStream_t stream);
+// The same norms of count padded vectors or queries (dimp floats apart) on
+// the device, the bits equal HostNorms', and *outside (zeroed by the
+// caller) set to 1 when a value is OutsideTf32Range; queued on stream.
+Status LaunchNorms(const float* vectors, int32_t count, int32_t dim, int32_t dimp, float* squared, float* length,
+                   int* outside, cudaStream_t stream);
 
 // Every U of a group of gn queries (padded to dimp, as the vectors) against
 // n_rows vectors into d32 (gn rows of n_rows), +inf for the excluded, queued
