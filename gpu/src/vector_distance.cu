@@ -300,8 +300,8 @@ __device__ __forceinline__ void MmaTf32(float (&c)[4], const uint32_t (&a)[4], c
 // arrive by cp.async, kSplitStages in flight, so the loads overlap the
 // products.  Nsight Compute on an H200, <128, 2>: the tensor pipe 52% busy,
 // two blocks a multiprocessor (123 registers, 60 KB of shared memory
-// each), issue slots half used (cutting the split from five integer
-// operations a half to two changed nothing); Hopper's asynchronous
+// each), issue slots half used (cutting a value's split from five
+// operations to three changed nothing); Hopper's asynchronous
 // warpgroup products (wgmma), which read the tiles from shared memory
 // themselves, are the step beyond.  outside: the queries' range flag (NULL:
 // the host checked them).
