@@ -12,37 +12,39 @@
 // twice, the norms' and the two last operations' roundings, with margin
 // (and since (|q| + |x|)^2 >= 4 |q||x|); the second term for underflow.  It
 // holds for any order of the sums.  Three kernels:
-//   DistanceKernel<32, 4, 4>   groups of 9 to kMidQueries queries;
 //   SmallDistanceKernel        at most 8 queries, a warp a vector, each
 //                              vector read once (memory speed);
-//   DistanceKernel<128, 8, 8>  larger groups whose values the tensor-core
-//                              kernel does not take.
+//   DistanceKernel<32, 4, 4>   groups of 9 to kMidQueries queries, and
+//   DistanceKernel<128, 8, 8>  larger groups, whose values the tensor
+//                              cores' tiles do not take.
 //
 // Split TF32 on the tensor cores (SplitTf32Terms, SplitTf32DistanceKernel:
-// larger groups, 1.7 times the float32 tiles' rate on an H200:
-// 15.0 against 25.5 ms for 10,000 Fashion-MNIST queries).
+// groups of more than 8 queries; 1.7 times the float32 tiles' rate on an
+// H200: 15.0 against 25.5 ms for 10,000 Fashion-MNIST queries).
 // Each value v is split into big = tf32(v) (truncated to 11 significant
 // bits) and small = tf32(v - big): v - big is exact, |v - big| < 2^-10 |v|,
 // and |v - big - small| < 2^-20 |v|.  A pair's product is q_small x_big +
 // q_big x_small + q_big x_big, three tensor-core products, each exact in
 // float32 (11 x 11 bits); what is dropped (q_small x_small and the halves'
-// residues) is below 3.01 2^-20 |q_i x_i|.  The tensor
-// cores add a block of products to the float32 accumulator by aligning them
-// to the largest and truncating (Fasi et al. 2021 for V100 and A100;
-// Khattak and Mikaitis 2025 for H100 and B200): a block of B products loses
-// at most (B + 2) 2^-23 of the absolute sum it adds to, so the 3 dimp / 8
-// instructions of a dot product (blocks of 4 or 8) lose at most 4.5 dimp
-// 2^-23 sum |q_i x_i| <= 4.5 dimp 2^-23 |q||x|.  Twice that, with the
-// dropped terms, the norms' and the last operations' roundings, is below
-// (2.25 dimp + 28) 2^-23 (|q| + |x|)^2; coef is (8 dimp + 64) 2^-23, 2.3
-// to 3.5 times it, in case an accumulator is narrower than the papers
-// measured (tests find |s32 - s| below a fiftieth of e; the margin costs
-// some more candidates: 15 a query where float32's terms gave 10, for
-// Fashion-MNIST's nearest 10).  With every value 0 or of magnitude in
-// [2^-32, 2^32] (not OutsideTf32Range: the set's values checked where the
-// host computes their norms, the queries' where the device does, whose flag
-// the kernels read; else the float32 tiles) no half or product leaves
-// float32's normal range; a partial sum that cancels below it may be
+// residues) is below 3.01 2^-20 |q_i x_i|.  The tensor cores add a block
+// of products to the float32 accumulator by aligning them to the largest
+// and truncating (Fasi et al. 2021 for V100 and A100; Khattak and Mikaitis
+// 2025 for H100 and B200): a block of B products loses at most (B + 2)
+// 2^-23 of the absolute sum it adds to, and a block of zeros (the stages'
+// padding beyond dimp) nothing, so the 3 ceil(dimp / 8) instructions of a
+// dot product (blocks of 4 or 8) lose at most 4.5 (dimp + 4) 2^-23 sum
+// |q_i x_i| <= 4.5 (dimp + 4) 2^-23 |q||x|.  Twice that, with the dropped
+// terms, the norms' and the last operations' roundings, is below (2.25 dimp
+// + 38) 2^-23 (|q| + |x|)^2; coef is (8 dimp + 64) 2^-23, 2.0 (dimp 4) to
+// 3.5 (dimp 784) times it, in case an accumulator is narrower than the
+// papers measured (tests find |s32 - s| below a fiftieth of e; the margin
+// costs some more candidates: 15 a query where float32's terms gave 10,
+// for Fashion-MNIST's nearest 10).  With every value 0 or of magnitude in
+// [2^-32, 2^32] (not OutsideTf32Range: the set's values checked where
+// their norms are computed, on the device for a resident set; the queries'
+// likewise, a few on the host, many on the device, whose flag for the
+// whole batch the kernels read; else the float32 tiles) no half or product
+// leaves float32's normal range; a partial sum that cancels below it may be
 // flushed, at most 2^-126 a step: slack is (3 dimp + 8) 2^-120.
 // gpu/tests/vector_bounds_test.cpp measures |s32 - s| / e for every kernel
 // on data of every shape.

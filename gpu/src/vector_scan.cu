@@ -15,8 +15,9 @@
 //
 // Per part and group of queries (as many as fit the distance buffer):
 //   LaunchDistances every U (vector_distance.cu: the tensor cores' split
-//                   TF32 tiles for large groups, float32 tiles or a warp a
-//                   vector for small ones); excluded vectors get +infinity;
+//                   TF32 tiles for groups of more than 8 queries, float32
+//                   tiles for values they do not take, a warp a vector for
+//                   8 queries at most); excluded vectors get +infinity;
 //   KthKernel       a bound on each query's k-th smallest U, at least it
 //                   and sharing its first 22 bits (vector_select.cu);
 //   GatherKernel    the vectors whose L is within the k-th U, at most k +
@@ -58,6 +59,9 @@ constexpr int kRerankChunk = 256;   // squared differences staged at a time
 constexpr int kBestWarps = 4;       // queries a block of BestKernel
 // Launches of at most kHostBestQueries queries leave BestKernel's work to the host.
 constexpr int32_t kHostBestQueries = 64;
+// BestKernel's rounds read every candidate once a rank: beyond kBestMaxK
+// (k up to the whole set) the host's sort, O(c log c), is the cheaper.
+constexpr int32_t kBestMaxK = 256;
 constexpr int32_t kSlack = 64;                           // gather slots beyond k
 // float32 distances of a group.  kDistanceBufferBytes leaves room for a
 // whole tile of queries (kDistanceTile) over 8M vectors.  At 256 MB a group
@@ -416,7 +420,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     int64_t widest = 0;
     for (int32_t i = 0; i < launched; ++i) widest = std::max<int64_t>(widest, slot_begin[i + 1] - slot_begin[i]);
     const int32_t k = found->k();
-    const bool best_on_device = launched > kHostBestQueries;
+    const bool best_on_device = launched > kHostBestQueries && k <= kBestMaxK;
     const int32_t kk = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(k, widest)));
     const std::size_t back_cells =
         best_on_device ? static_cast<std::size_t>(launched) * static_cast<std::size_t>(kk) : cells;
@@ -527,11 +531,12 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     PinnedSlot* slot = nullptr;
     if (st->queries.bytes() <= kMaxPinnedBytes && pinned_.Take(st->queries.bytes(), &slot).ok()) {
       float* padded = reinterpret_cast<float*>(slot->data());
-      // in pieces of about 4 MB on several threads: one thread copied 10,000
-      // Fashion-MNIST queries (31 MB) in 5 ms
+      // in pieces of about 4 MB on the host's cores (at most 8): one thread
+      // copied 10,000 Fashion-MNIST queries (31 MB) in 5 ms
       const int64_t pieces = std::min<int64_t>(8, 1 + st->queries.bytes() / (4u << 20));
       const int64_t per_piece = (nq + pieces - 1) / pieces;
-      const Status copied_rows = ParallelFor(pieces, static_cast<int32_t>(pieces), [&](int64_t piece) {
+      const int32_t threads = std::min<int32_t>(static_cast<int32_t>(pieces), ResolveThreads(0));
+      const Status copied_rows = ParallelFor(pieces, threads, [&](int64_t piece) {
         const int64_t end = std::min<int64_t>(nq, (piece + 1) * per_piece);
         for (int64_t q = piece * per_piece; q < end; ++q) {
           std::copy_n(request.queries + static_cast<std::size_t>(q) * dim_, dim_, padded + q * width);
@@ -580,7 +585,8 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     if (set.dim != dim_ || set.size() != n_) return Status::InvalidArgument("the vector set changed since its GPU copy");
     const int32_t nq = request.n_queries;
     const int32_t k = request.k;
-    BestK found(nq, k);
+    // no query has more than n_ rows to keep (k may be up to 2^30)
+    BestK found(nq, std::min(k, std::max(n_, 1)));
     if (nq > 0 && n_ > 0) {
       DeviceGuard guard;
       GENIE_RETURN_IF_ERROR(guard.Enter(device_));

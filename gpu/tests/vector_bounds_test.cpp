@@ -69,6 +69,22 @@ double CheckBounds(const VectorSet& set, const std::vector<float>& queries, int3
   return worst;
 }
 
+// A scan of the k = 10 nearest on the GPU equals the CPU engine's.
+void ExpectScanEqualsCpu(const VectorSet& set, const std::vector<float>& queries, int32_t nq,
+                         const std::string& what) {
+  std::unique_ptr<GpuVectorSet> gpu;
+  ASSERT_TRUE(GpuVectorSet::Create(set, 0, 0, &gpu).ok());
+  VectorScanRequest request;
+  request.n_queries = nq;
+  request.queries = queries.data();
+  request.k = 10;
+  VectorScanResult on_gpu, on_cpu;
+  const Status s = gpu->Scan(set, request, &on_gpu);
+  ASSERT_TRUE(s.ok()) << what << ": " << s.message();
+  ASSERT_TRUE(CpuVectorScan(set, request, 1, &on_cpu).ok());
+  testing::ExpectSameVectorRows(on_cpu, on_gpu, what);
+}
+
 TEST(GpuVectorBounds, BracketTheTrueDistanceForEveryKernel) {
   if (!GpuAvailable()) GTEST_SKIP() << "no GPU";
   std::mt19937 rng(20261128);
@@ -108,12 +124,13 @@ TEST(GpuVectorBounds, BracketTheTrueDistanceForEveryKernel) {
 }
 
 // Values the tensor cores' tiles may not take (beyond [2^-32, 2^32], here
-// 2^-40 and 2^40 among ordinary ones) send a large group to the float32
-// tiles, and the bounds still hold.  Rows of 1e38 among ordinary ones: an
-// ordinary query's float32 distance to them is NaN (its dot product and
-// the row's squared norm both overflow), which must make U infinite (always
-// a candidate), not 0 (fmaxf's answer for NaN), which lowered the k-th
-// bound below the ordinary rows' distances and lost them.
+// 2^-40 and 2^40 among ordinary ones, in the set or in one query of 150)
+// send a large group to the float32 tiles, and the bounds still hold.
+// Rows of 1e38 among ordinary ones: an ordinary query's float32 distance
+// to them is NaN (its dot product and the row's squared norm both
+// overflow), which must make U infinite (always a candidate), not 0
+// (fmaxf's answer for NaN), which lowered the k-th bound below the
+// ordinary rows' distances and lost them.
 TEST(GpuVectorBounds, ValuesBeyondTheTensorRangeAndHugeRows) {
   if (!GpuAvailable()) GTEST_SKIP() << "no GPU";
   std::mt19937 rng(3);
@@ -125,23 +142,26 @@ TEST(GpuVectorBounds, ValuesBeyondTheTensorRangeAndHugeRows) {
     const std::vector<float> queries = NearbyQueries(&rng, set.values, n, dim, nq, 0.05f);
     CheckBounds(set, queries, nq, true, false, "one value " + std::to_string(odd) + " in the set");
   }
+  {
+    // a set the tensor tiles may take, 150 queries one of which holds 2^-40:
+    // both tiles launched, the float32 ones chosen by the device flag, as
+    // the gather's terms
+    const VectorSet set = MakeSet(dim, n, RandomVectors(&rng, VectorShape::kGaussian, n, dim));
+    std::vector<float> queries = NearbyQueries(&rng, set.values, n, dim, 150, 0.05f);
+    for (float& x : queries)
+      if (std::fabs(x) < 0x1p-32f) x = 0.0f;
+    CheckBounds(set, queries, 150, true, true, "150 ordinary queries");
+    queries[static_cast<std::size_t>(77) * dim + 3] = 0x1p-40f;
+    CheckBounds(set, queries, 150, true, false, "150 queries, one value 2^-40");
+    ExpectScanEqualsCpu(set, queries, 150, "150 queries, one value 2^-40");
+  }
   std::vector<float> values = RandomVectors(&rng, VectorShape::kGaussian, n, dim);
   for (int32_t r = 0; r < n; r += 97)
     for (int32_t j = 0; j < dim; ++j) values[static_cast<std::size_t>(r) * dim + j] = 1e38f;
   const VectorSet set = MakeSet(dim, n, values);
   for (int32_t nq2 : {1, 20, 100}) {
     const std::vector<float> queries = NearbyQueries(&rng, set.values, n, dim, nq2, 0.05f);
-    std::unique_ptr<GpuVectorSet> gpu;
-    ASSERT_TRUE(GpuVectorSet::Create(set, 0, 0, &gpu).ok());
-    VectorScanRequest request;
-    request.n_queries = nq2;
-    request.queries = queries.data();
-    request.k = 10;
-    VectorScanResult on_gpu, on_cpu;
-    const Status s = gpu->Scan(set, request, &on_gpu);
-    ASSERT_TRUE(s.ok()) << s.message();
-    ASSERT_TRUE(CpuVectorScan(set, request, 1, &on_cpu).ok());
-    testing::ExpectSameVectorRows(on_cpu, on_gpu, "huge rows among ordinary ones, nq=" + std::to_string(nq2));
+    ExpectScanEqualsCpu(set, queries, nq2, "huge rows among ordinary ones, nq=" + std::to_string(nq2));
   }
 }
 

@@ -96,6 +96,9 @@ TEST_F(GpuVectorScanTest, EqualsCpuAndBruteForce) {
       // tensor cores' 32- and 64-query tiles
       {VectorShape::kGaussian, 3000, 784, 20, 10},    {VectorShape::kGaussian, 4000, 33, 50, 10},
       {VectorShape::kGaussian, 300, 130, 64, 300},
+      // more than 64 queries with k beyond BestKernel's 256 (the host's
+      // sort) and beyond the set (every row, in order)
+      {VectorShape::kGaussian, 2000, 16, 100, 500},   {VectorShape::kGaussian, 300, 16, 100, 1000},
   };
   for (const Case& c : cases) Check(c, 0, &rng, true);
 }

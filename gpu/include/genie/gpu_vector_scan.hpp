@@ -43,7 +43,7 @@ class GpuVectorSet {
   // The scan of request over this copy of set (the VectorSet it was made
   // from, still alive).  Per group of queries and part of the vectors: a
   // float32 pass writes an upper bound on every squared distance (the
-  // expanded form plus its error bound; for more than 64 queries of values
+  // expanded form plus its error bound; for more than 8 queries of values
   // 0 or within [2^-32, 2^32], products of TF32 halves on the tensor
   // cores), a radix select finds each
   // query's k-th, the vectors whose lower bound is within it are gathered
@@ -76,9 +76,10 @@ class GpuVectorSet {
 // scan's first pass computes for every (query, vector) pair (row-major,
 // n_queries x set.size()), and the error bound e of each (U = s32 + e, and
 // |s32 - s| <= e must hold for the true squared distance s).  split_tf32
-// lets a large group (more than 64 queries) of values that allow it take
-// the tensor-core kernel, as scans do; split_tf32 in the answer says
-// whether it did.  One group, no excluded vectors, synchronous.
+// lets a group of more than 8 queries of values that allow it take the
+// tensor cores' tiles, as scans do (the queries' range read from the
+// device, as for many queries); split_tf32 in the answer says whether it
+// did.  One group, no excluded vectors, synchronous.
 struct GpuVectorBounds {
   std::vector<float> upper;
   std::vector<float> error;
