@@ -200,6 +200,11 @@ class UploadBatch {
   std::vector<unsigned char> host_;
 };
 
+// Blocks of per_block threads (or items) that cover items.
+inline unsigned GridBlocks(int64_t items, int per_block) {
+  return static_cast<unsigned>((items + per_block - 1) / per_block);
+}
+
 // A new device array holding count elements copied from host (at least
 // one element allocated, so that an empty array still has an address).
 template <typename T>

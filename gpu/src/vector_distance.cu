@@ -85,10 +85,6 @@ constexpr int kSplitK = 16;
 constexpr int kSplitStride = kSplitK + 4;
 constexpr int kSplitStages = 3;
 
-unsigned Blocks(int64_t items, int per_block) {
-  return static_cast<unsigned>((items + per_block - 1) / per_block);
-}
-
 // U of query q and vector r from their float32 dot product: +inf for an
 // excluded vector, and when the sum overflowed or is NaN (always a candidate).
 __device__ __forceinline__ float Upper(float dot, Norms qn, int64_t q, Norms xn, int64_t r, ErrorTerms terms,
@@ -415,7 +411,7 @@ Status LaunchSplitTiles(const float* queries, Norms qn, int32_t gn, const float*
   GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(SplitTf32DistanceKernel<TQ, WQ>,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   static_cast<int>(kShared)));
-  const dim3 grid(Blocks(n_rows, kDistanceTile), Blocks(gn, TQ));
+  const dim3 grid(GridBlocks(n_rows, kDistanceTile), GridBlocks(gn, TQ));
   SplitTf32DistanceKernel<TQ, WQ><<<grid, kThreads, kShared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
                                                                       excluded, d32, outside);
   GENIE_CUDA_CHECK_LAUNCH("SplitTf32DistanceKernel");
@@ -456,7 +452,7 @@ __global__ void NormsKernel(const float* __restrict__ v, int32_t count, int32_t 
 Status LaunchNorms(const float* vectors, int32_t count, int32_t dim, int32_t dimp, float* squared, float* length,
                    int* outside, cudaStream_t stream) {
   if (count == 0) return Status::Ok();
-  NormsKernel<<<Blocks(count, 128), 128, 0, stream>>>(vectors, count, dim, dimp, squared, length, outside);
+  NormsKernel<<<GridBlocks(count, 128), 128, 0, stream>>>(vectors, count, dim, dimp, squared, length, outside);
   GENIE_CUDA_CHECK_LAUNCH("NormsKernel");
   return Status::Ok();
 }
@@ -469,7 +465,7 @@ Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* 
   const std::size_t shared = sizeof(float) * static_cast<std::size_t>(gn) * static_cast<std::size_t>(dimp);
   if (gn <= kSmallQueries && shared <= kSmallSharedBytes) {
     const unsigned blocks = static_cast<unsigned>(
-        std::min<int64_t>(Blocks(n_rows, kSmallThreads / 32), kSmallMaxBlocks));
+        std::min<int64_t>(GridBlocks(n_rows, kSmallThreads / 32), kSmallMaxBlocks));
     if (gn == 1) {
       SmallDistanceKernel<1><<<blocks, kSmallThreads, shared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp,
                                                                         terms, excluded, d32);
@@ -505,7 +501,7 @@ Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* 
     if (query_outside == nullptr) return Status::Ok();
   }
   const int* only_if_outside = split ? query_outside : nullptr;
-  const dim3 grid(Blocks(n_rows, kDistanceTile), Blocks(gn, large ? kDistanceTile : kMidTileQ));
+  const dim3 grid(GridBlocks(n_rows, kDistanceTile), GridBlocks(gn, large ? kDistanceTile : kMidTileQ));
   if (large) {
     DistanceKernel<kDistanceTile, 8, 8><<<grid, kThreads, 0, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
                                                                        excluded, d32, only_if_outside);

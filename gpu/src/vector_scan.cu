@@ -206,10 +206,6 @@ BestKernel(const double* __restrict__ dist, const int32_t* __restrict__ cand, Sl
   }
 }
 
-unsigned Blocks(int64_t items, int per_block) {
-  return static_cast<unsigned>((items + per_block - 1) / per_block);
-}
-
 // Each query's best k (distance, id) pairs over the parts and groups of a
 // scan, in one flat array of k a query, into which each part's ordered
 // best are merged (per-query lists cost a heap allocation each, which for
@@ -438,16 +434,16 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       d_cand = UploadBatch::At<int32_t>(d_work, sizeof(double) * cells);
     }
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_count, 0, sizeof(int32_t) * launched, stream));
-    GatherKernel<<<dim3(Blocks(n_rows, kGatherThreads), static_cast<unsigned>(launched)), kGatherThreads, 0,
+    GatherKernel<<<dim3(GridBlocks(n_rows, kGatherThreads), static_cast<unsigned>(launched)), kGatherThreads, 0,
                    stream>>>(d32, qn, xn, n_rows, terms, qmap, d_kth, d_excluded, d_slots, d_count,
                              d_cand);
     GENIE_CUDA_CHECK_LAUNCH("GatherKernel");
     if (widest > 0) {
-      RerankKernel<<<dim3(Blocks(widest, kRerankWarps), static_cast<unsigned>(launched)), kRerankWarps * 32, 0,
+      RerankKernel<<<dim3(GridBlocks(widest, kRerankWarps), static_cast<unsigned>(launched)), kRerankWarps * 32, 0,
                      stream>>>(rows, d_queries, dim_, dimp_, qmap, d_slots, d_count, d_cand, d_dist);
       GENIE_CUDA_CHECK_LAUNCH("RerankKernel");
       if (best_on_device) {
-        BestKernel<<<Blocks(launched, kBestWarps), kBestWarps * 32, 0, stream>>>(
+        BestKernel<<<GridBlocks(launched, kBestWarps), kBestWarps * 32, 0, stream>>>(
             d_dist, d_cand, d_slots, d_count, launched, k, kk, UploadBatch::At<double>(d_back, 0),
             UploadBatch::At<int32_t>(d_back, at_cand));
         GENIE_CUDA_CHECK_LAUNCH("BestKernel");
@@ -494,13 +490,12 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     DeviceMemory staged;  // the one copy of a few queries
     DeviceArray<float> queries, squared, length;
     DeviceArray<uint8_t> excluded;
-    DeviceArray<int> outside_flag;
+    // nonzero on the device when a query value is OutsideTf32Range (not
+    // allocated for a few queries: the host's answer is host_safe)
+    DeviceArray<int> outside;
     const float* d_queries = nullptr;
     Norms norms{nullptr, nullptr};
     const uint8_t* d_excluded = nullptr;
-    // whether a query value is OutsideTf32Range: on the device, nonzero
-    // when one is; or, for a few queries (NULL there), the host's answer
-    const int* outside = nullptr;
     bool host_safe = false;
   };
 
@@ -563,11 +558,10 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     }
     GENIE_RETURN_IF_ERROR(st->squared.Allocate(static_cast<std::size_t>(nq), "query norms"));
     GENIE_RETURN_IF_ERROR(st->length.Allocate(static_cast<std::size_t>(nq), "query norms"));
-    GENIE_RETURN_IF_ERROR(st->outside_flag.Allocate(1, "query range flag"));
-    GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(st->outside_flag.get(), 0, sizeof(int), stream));
+    GENIE_RETURN_IF_ERROR(st->outside.Allocate(1, "query range flag"));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(st->outside.get(), 0, sizeof(int), stream));
     GENIE_RETURN_IF_ERROR(LaunchNorms(st->queries.get(), nq, dim_, dimp_, st->squared.get(), st->length.get(),
-                                      st->outside_flag.get(), stream));
-    st->outside = st->outside_flag.get();
+                                      st->outside.get(), stream));
     if (!request.excluded.empty()) {
       GENIE_RETURN_IF_ERROR(st->excluded.Allocate(request.excluded.size(), "vector scan excluded flags"));
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(st->excluded.get(), request.excluded.data(), request.excluded.size(),
@@ -616,7 +610,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
           const Norms xn{x_squared_.get() + row0, x_length_.get() + row0};
           GroupTerms terms;
           GENIE_RETURN_IF_ERROR(LaunchDistances(queries, qn, gn, rows_.get(), xn, n_rows, dimp_, dim_, split_safe_,
-                                                staged.outside, staged.host_safe, excluded, d32.get(), stream,
+                                                staged.outside.get(), staged.host_safe, excluded, d32.get(), stream,
                                                 &terms));
           DeviceArray<float> d_kth;
           GENIE_RETURN_IF_ERROR(d_kth.Allocate(static_cast<std::size_t>(gn), "vector scan k-th distances"));
