@@ -22,6 +22,7 @@
 #include "commands/defrem.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -315,6 +316,19 @@ report_invalid(Relation index)
 			 errhint("REINDEX INDEX %s;", quote_identifier(name))));
 }
 
+/*
+ * The index was there when the statement named it and is gone now that it
+ * is locked: a DROP INDEX or the end of a REINDEX CONCURRENTLY ran between.
+ */
+static void
+report_dropped(const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("genie index \"%s\" was dropped while the statement opened it", name),
+			 errhint("A DROP INDEX or REINDEX CONCURRENTLY ran beside the statement. Run the statement again.")));
+}
+
 /* Opens the index and its table after checking that it is a genie index the user may read. */
 Relation
 genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access)
@@ -324,6 +338,7 @@ genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access)
 	Oid			heapoid;
 	Relation	index;
 	AclResult	aclresult;
+	char	   *name;
 
 	classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
 	if (!HeapTupleIsValid(classtup))
@@ -341,9 +356,18 @@ genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a genie index", NameStr(classform->relname)),
 				 errhint("Create one with CREATE INDEX ... USING genie.")));
+	name = pstrdup(NameStr(classform->relname));
 	ReleaseSysCache(classtup);
 
-	heapoid = IndexGetRelation(indexoid, false);
+	/*
+	 * The OID came from a name looked up with no lock (a regclass argument):
+	 * a REINDEX CONCURRENTLY or DROP INDEX may drop the index before it is
+	 * locked here.  The table first, then the index, as every index opener
+	 * locks them; then the catalog is read again, under the lock.
+	 */
+	heapoid = IndexGetRelation(indexoid, true);
+	if (!OidIsValid(heapoid))
+		report_dropped(name);
 	if (access == GENIE_ACCESS_STATS)
 	{
 		/*
@@ -369,8 +393,19 @@ genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access)
 						   get_rel_name(heapoid));
 	}
 
-	*heap = table_open(heapoid, AccessShareLock);
-	index = index_open(indexoid, AccessShareLock);
+	*heap = try_table_open(heapoid, AccessShareLock);
+	if (*heap == NULL)
+		report_dropped(name);
+	LockRelationOid(indexoid, AccessShareLock);
+	/* the lock took in the catalog's changes: the index's row is current */
+	if (IndexGetRelation(indexoid, true) != heapoid)
+	{
+		UnlockRelationOid(indexoid, AccessShareLock);
+		table_close(*heap, AccessShareLock);
+		report_dropped(name);
+	}
+	index = index_open(indexoid, NoLock);
+	pfree(name);
 	if (!index->rd_index->indisvalid)
 		report_invalid(index);
 	return index;
