@@ -22,7 +22,7 @@
 namespace genie {
 namespace {
 
-constexpr int kGroup = 4;                  // queries per pass over a vector
+constexpr int kGroup = kDistanceGroup;     // queries per pass over a vector
 constexpr int kBlockQueries = 64;          // queries per unit of work
 constexpr int64_t kTileBytes = 256 << 10;  // vectors per tile: about this many bytes
 constexpr int64_t kStripeMin = 4096;       // vectors a stripe gets at least
@@ -134,11 +134,15 @@ class QueryState {
 }  // namespace
 
 float SquaredL2Float32(const float* a, const float* b, int32_t dim) {
-  static const GroupDistances distances = PickGroupDistances();
   const float* q[kGroup] = {b, b, b, b};
   float out[kGroup];
-  distances(a, q, dim, out);
+  SquaredL2Float32Group(a, q, dim, out);
   return out[0];
+}
+
+void SquaredL2Float32Group(const float* row, const float* const* queries, int32_t dim, float* out) {
+  static const GroupDistances distances = PickGroupDistances();
+  distances(row, queries, dim, out);
 }
 
 Status CpuVectorScan(const VectorSet& set, const VectorScanRequest& request, int32_t threads,

@@ -178,47 +178,4 @@ void FinishQuery(const VectorSet& set, const float* query, int32_t k,
   AppendBest(&ranked, k, out);
 }
 
-Status RerankVectors(const VectorSet& set, const float* queries, int32_t n_queries, int32_t k,
-                     Span<int64_t> candidate_offsets, Span<int32_t> candidates,
-                     Span<uint8_t> excluded, int32_t threads, VectorScanResult* out,
-                     const CancelCheck& cancel) {
-  if (out == nullptr) return Status::InvalidArgument("RerankVectors: NULL output");
-  if (k < 1) return Status::InvalidArgument("k must be at least 1");
-  if (n_queries < 0 || candidate_offsets.size() != static_cast<std::size_t>(n_queries) + 1)
-    return Status::InvalidArgument("candidate offsets do not match the queries");
-  if (n_queries > 0 && queries == nullptr) return Status::InvalidArgument("NULL query vectors");
-  if (!excluded.empty() && excluded.size() != static_cast<std::size_t>(set.size()))
-    return Status::InvalidArgument("excluded flags do not match the vector set");
-  for (int32_t q = 0; q < n_queries; ++q) {
-    if (candidate_offsets[q] < 0 || candidate_offsets[q + 1] < candidate_offsets[q] ||
-        static_cast<std::size_t>(candidate_offsets[q + 1]) > candidates.size())
-      return Status::InvalidArgument("candidate offsets are not ascending within the candidates");
-  }
-  GENIE_RETURN_IF_ERROR(CheckFinite(queries, static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(set.dim),
-                                    "a query vector"));
-  std::vector<VectorScanResult> parts(static_cast<std::size_t>(n_queries));
-  GENIE_RETURN_IF_ERROR(ParallelFor(
-      n_queries, threads,
-      [&](int64_t q) -> Status {
-        std::vector<int32_t> ids(candidates.begin() + candidate_offsets[q],
-                                 candidates.begin() + candidate_offsets[q + 1]);
-        std::sort(ids.begin(), ids.end());
-        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-        // the float32 filter first: only the vectors that may be among the k nearest get float64
-        std::vector<VectorCandidate> cands;
-        cands.reserve(ids.size());
-        const float* query = queries + static_cast<std::size_t>(q) * static_cast<std::size_t>(set.dim);
-        for (int32_t id : ids) {
-          if (id < 0 || id >= set.size()) continue;
-          if (!excluded.empty() && excluded[static_cast<std::size_t>(id)] != 0) continue;
-          cands.push_back({SquaredL2Float32(set.row(id), query, set.dim), id});
-        }
-        FinishQuery(set, query, k, &cands, &parts[static_cast<std::size_t>(q)]);
-        return Status::Ok();
-      },
-      cancel));
-  ConcatenateResults(parts, out);
-  return Status::Ok();
-}
-
 }  // namespace genie

@@ -173,6 +173,55 @@ TEST(RerankVectors, RanksGivenCandidatesOnly) {
   }
 }
 
+// Re-ranking by objects: blocks of queries (a wide dimension makes several
+// blocks of 400 queries), objects chosen by many queries, short groups,
+// duplicates, ids out of range, excluded vectors and queries with no
+// candidate; one query of many candidates on several threads.  Each query
+// against the oracle over its own candidates.
+TEST(RerankVectors, EqualsBruteForceOverEachQuerysCandidates) {
+  std::mt19937 rng(5);
+  struct Shape {
+    int32_t n, dim, nq, per_query, k, threads;
+  };
+  for (const Shape& sh : {Shape{300, 3000, 400, 40, 10, 2}, Shape{5000, 8, 1, 4000, 20, 2},
+                          Shape{200, 9, 37, 150, 5, 3}}) {
+    const std::vector<float> data = RandomVectors(&rng, VectorShape::kGaussian, sh.n, sh.dim);
+    const VectorSet set = MakeSet(sh.dim, sh.n, data);
+    const std::vector<float> queries = NearbyQueries(&rng, data, sh.n, sh.dim, sh.nq, 0.1f);
+    std::vector<uint8_t> excluded(static_cast<std::size_t>(sh.n), 0);
+    for (int32_t i = 0; i < sh.n; i += 11) excluded[static_cast<std::size_t>(i)] = 1;
+    std::uniform_int_distribution<int32_t> id(-2, sh.n + 1);
+    std::vector<int64_t> offsets{0};
+    std::vector<int32_t> cands;
+    for (int32_t q = 0; q < sh.nq; ++q) {
+      if (q % 9 != 4)
+        for (int32_t c = 0; c < sh.per_query; ++c) cands.push_back(id(rng));
+      offsets.push_back(static_cast<int64_t>(cands.size()));
+    }
+    VectorScanResult got;
+    ASSERT_TRUE(RerankVectors(set, queries.data(), sh.nq, sh.k, offsets, cands, excluded, sh.threads, &got).ok());
+    ASSERT_EQ(got.offsets.size(), static_cast<std::size_t>(sh.nq) + 1);
+    for (int32_t q = 0; q < sh.nq; ++q) {
+      // the oracle: every vector but this query's valid candidates excluded
+      std::vector<uint8_t> only(static_cast<std::size_t>(sh.n), 1);
+      for (int64_t c = offsets[q]; c < offsets[q + 1]; ++c) {
+        const int32_t i = cands[static_cast<std::size_t>(c)];
+        if (i >= 0 && i < sh.n && excluded[static_cast<std::size_t>(i)] == 0) only[static_cast<std::size_t>(i)] = 0;
+      }
+      VectorScanRequest request;
+      request.n_queries = 1;
+      request.queries = queries.data() + static_cast<std::size_t>(q) * static_cast<std::size_t>(sh.dim);
+      request.k = sh.k;
+      request.excluded = only;
+      const VectorScanResult want = BruteForceVectors(set, request);
+      const std::vector<int32_t> have_ids(got.objects.begin() + got.offsets[q], got.objects.begin() + got.offsets[q + 1]);
+      const std::vector<double> have_d(got.distances.begin() + got.offsets[q], got.distances.begin() + got.offsets[q + 1]);
+      ASSERT_EQ(have_ids, want.objects) << "n " << sh.n << " query " << q;
+      ASSERT_EQ(have_d, want.distances) << "n " << sh.n << " query " << q;
+    }
+  }
+}
+
 TEST(CpuVectorScan, RejectsBadInput) {
   VectorSet set;
   EXPECT_EQ(BuildVectorSet(0, 0, {}, &set).code(), GENIE_INVALID_ARGUMENT);

@@ -47,6 +47,10 @@ void L2Distances(const float* query, const float* const* rows, int64_t count, in
 // is kth_s32.  +infinity when kth_s32 is not finite.
 double FilterThreshold(int32_t dim, float kth_s32);
 
+// InvalidArgument ("<what> has a NaN element", or infinite) when one of
+// count values is not finite.
+Status CheckFinite(const float* values, std::size_t count, const char* what);
+
 // Every vector of an index by object id (row-major, dim floats each).  A
 // NULL row keeps a row of zeros and is excluded by the caller.
 struct VectorSet {
@@ -108,10 +112,12 @@ void ConcatenateResults(const std::vector<VectorScanResult>& parts, VectorScanRe
 Status CpuVectorScan(const VectorSet& set, const VectorScanRequest& request, int32_t threads,
                      VectorScanResult* out, const CancelCheck& cancel = CancelCheck());
 
-// Re-ranking (the LSH mode): per query q, the candidates
+// Re-ranking (the LSH and permutation modes): per query q, the candidates
 // candidates[candidate_offsets[q] .. candidate_offsets[q + 1]) by
 // L2Distance, the best k by (distance, id).  Candidates out of range or
-// excluded are skipped; duplicates count once.
+// excluded are skipped; duplicates count once.  On up to `threads` threads,
+// by objects: a vector chosen by several queries is read once for all of
+// them (core/src/vector_rerank.cpp).
 Status RerankVectors(const VectorSet& set, const float* queries, int32_t n_queries, int32_t k,
                      Span<int64_t> candidate_offsets, Span<int32_t> candidates,
                      Span<uint8_t> excluded, int32_t threads, VectorScanResult* out,
@@ -120,5 +126,10 @@ Status RerankVectors(const VectorSet& set, const float* queries, int32_t n_queri
 // The float32 squared distance of the filter (any order; SIMD where the
 // processor has it): exposed for the tests of its bound.
 float SquaredL2Float32(const float* a, const float* b, int32_t dim);
+
+// The same for kDistanceGroup queries at once against one row, read once:
+// out[g] is SquaredL2Float32(row, queries[g], dim), the same number.
+constexpr int kDistanceGroup = 4;
+void SquaredL2Float32Group(const float* row, const float* const* queries, int32_t dim, float* out);
 
 }  // namespace genie
