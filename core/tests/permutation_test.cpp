@@ -88,8 +88,9 @@ void ExpectSelectionEqualsReference(PermutationTable& objects, PermutationTable&
 
 TEST(Permutation, SelectionEqualsAFullSort) {
   std::mt19937 rng(11);
-  // few permutants: many ties at the cut
-  for (int32_t m : {4, 16, 33}) {
+  // few permutants: many ties at the cut; 64: whole 32-byte steps (AVX2),
+  // the others 16-byte ones; a batch of 9 on 2 threads: groups of 4 and 1
+  for (int32_t m : {4, 16, 33, 64}) {
     PermutationTable objects = RandomPermutationTable(&rng, m, 50000);
     PermutationTable batch = RandomPermutationTable(&rng, m, 9);
     PermutationTable one = RandomPermutationTable(&rng, m, 1);
@@ -146,6 +147,20 @@ TEST(Permutation, VectorRowsRankTheSquaredDistances) {
         }
       }
     for (int32_t j = m; j < t.stride; ++j) ASSERT_EQ(t.row(i + 2)[j], 0);
+    // the very row of one plain sum a permutant, in element order (the
+    // GPU's numbers), whatever sums the engine overlaps
+    double plain[kMaxPermutants];
+    for (int32_t j = 0; j < m; ++j) {
+      double s = 0;
+      for (int32_t e = 0; e < dim; ++e) {
+        const double x = static_cast<double>(set.row(i)[e]) - static_cast<double>(permutants.row(j)[e]);
+        s += x * x;
+      }
+      plain[j] = s;
+    }
+    uint8_t want[kMaxPermutants];
+    PositionsFromDistances(plain, m, want);
+    ASSERT_TRUE(std::equal(want, want + m, t.row(i + 2))) << i;
   }
   // a permutant is nearest to itself
   for (int32_t j = 0; j < m; ++j) EXPECT_EQ(t.row(ids[static_cast<std::size_t>(j)] + 2)[j], 0);

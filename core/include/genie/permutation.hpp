@@ -7,8 +7,8 @@
 // (0 = nearest), ties by permutant number.  The Spearman footrule of two
 // rows, sum over j of |rank_a(j) - rank_b(j)|, is at most floor(m^2 / 2),
 // so the candidates of a query (the objects of smallest footrule, ties by
-// object id) are found with one histogram of footrules and one pass, not
-// a sort.  Only the candidates are compared with the query by the real
+// object id) are found by counting, not by a sort: the cut is searched
+// with a few vectorised counting passes, then one pass collects.  Only the candidates are compared with the query by the real
 // distance (RerankVectors, RerankStrings): the answers are approximate,
 // their distances true.
 //
