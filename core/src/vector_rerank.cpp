@@ -44,7 +44,8 @@ struct Block {
   std::vector<int32_t> owner;  // the query (of the block) of each pair
   std::vector<float> s32;
   std::vector<int64_t> by_object;  // pairs in object order (indexes of ids)
-  std::vector<int64_t> first;      // object lo + j's pairs: by_object[first[j] .. first[j + 1])
+  std::vector<int32_t> objects;    // the chosen objects, ascending
+  std::vector<int64_t> first;      // objects[j]'s pairs: by_object[first[j] .. first[j + 1])
   int32_t lo = 0, hi = -1;         // the block's smallest and largest candidate
 };
 
@@ -89,19 +90,43 @@ Status CollectCandidates(const VectorSet& set, Span<int64_t> offsets, Span<int32
   return Status::Ok();
 }
 
-// Step 2: the pairs in object order, a counting sort over [lo, hi].
+// Step 2: the pairs in object order and the objects chosen, each once.  A
+// lone query's candidates are that already; a block's are counted over
+// [lo, hi] and placed.
 void InvertByObject(Block* b) {
+  b->objects.clear();
+  b->first.assign(1, 0);
+  if (b->n_queries == 1) {
+    const int64_t from = b->begin[0], to = b->end[0];
+    b->objects.assign(b->ids.begin() + from, b->ids.begin() + to);
+    b->by_object.resize(static_cast<std::size_t>(to - from));
+    for (int64_t p = from; p < to; ++p) {
+      b->by_object[static_cast<std::size_t>(p - from)] = p;
+      b->first.push_back(p - from + 1);
+    }
+    return;
+  }
   const int64_t span = static_cast<int64_t>(b->hi) - b->lo + 1;
-  b->first.assign(static_cast<std::size_t>(std::max<int64_t>(span, 0)) + 1, 0);
+  if (span <= 0) {
+    b->by_object.clear();
+    return;
+  }
+  std::vector<int64_t> next(static_cast<std::size_t>(span) + 1, 0);
   int64_t pairs = 0;
   for (int32_t i = 0; i < b->n_queries; ++i)
     for (int64_t p = b->begin[static_cast<std::size_t>(i)]; p < b->end[static_cast<std::size_t>(i)]; ++p) {
-      b->first[static_cast<std::size_t>(b->ids[static_cast<std::size_t>(p)] - b->lo) + 1]++;
+      next[static_cast<std::size_t>(b->ids[static_cast<std::size_t>(p)] - b->lo) + 1]++;
       ++pairs;
     }
-  for (int64_t j = 0; j < span; ++j) b->first[static_cast<std::size_t>(j) + 1] += b->first[static_cast<std::size_t>(j)];
+  for (int64_t j = 0; j < span; ++j) {
+    const int64_t count = next[static_cast<std::size_t>(j) + 1];
+    if (count != 0) {
+      b->objects.push_back(b->lo + static_cast<int32_t>(j));
+      b->first.push_back(b->first.back() + count);
+    }
+    next[static_cast<std::size_t>(j) + 1] = next[static_cast<std::size_t>(j)] + count;
+  }
   b->by_object.resize(static_cast<std::size_t>(pairs));
-  std::vector<int64_t> next(b->first.begin(), b->first.end() - (span > 0 ? 1 : 0));
   for (int32_t i = 0; i < b->n_queries; ++i)
     for (int64_t p = b->begin[static_cast<std::size_t>(i)]; p < b->end[static_cast<std::size_t>(i)]; ++p)
       b->by_object[static_cast<std::size_t>(next[static_cast<std::size_t>(b->ids[static_cast<std::size_t>(p)] - b->lo)]++)] = p;
@@ -110,16 +135,16 @@ void InvertByObject(Block* b) {
 // Step 3: every pair's float32 distance, object by object, on every thread.
 Status FilterDistances(const VectorSet& set, const float* queries, int32_t threads,
                        const CancelCheck& cancel, Block* b) {
-  const int64_t span = static_cast<int64_t>(b->hi) - b->lo + 1;
-  if (span <= 0) return Status::Ok();
+  const int64_t chosen = static_cast<int64_t>(b->objects.size());
+  if (chosen == 0) return Status::Ok();
   // units of objects holding about `unit` pairs each, four a thread at least
   const int64_t pairs = static_cast<int64_t>(b->by_object.size());
   const int64_t unit = std::clamp<int64_t>(pairs / (4 * ResolveThreads(threads)), kUnitPairsMin, kUnitPairs);
   std::vector<int64_t> cuts{0};
-  for (int64_t j = 0; j < span; ++j)
+  for (int64_t j = 0; j < chosen; ++j)
     if (b->first[static_cast<std::size_t>(j) + 1] - b->first[static_cast<std::size_t>(cuts.back())] >= unit)
       cuts.push_back(j + 1);
-  if (cuts.back() != span) cuts.push_back(span);
+  if (cuts.back() != chosen) cuts.push_back(chosen);
   const std::size_t dim = static_cast<std::size_t>(set.dim);
   const float* block_queries = queries + static_cast<std::size_t>(b->first_query) * dim;
   return ParallelFor(
@@ -128,7 +153,7 @@ Status FilterDistances(const VectorSet& set, const float* queries, int32_t threa
         const float* q[kDistanceGroup];
         float s[kDistanceGroup];
         for (int64_t j = cuts[static_cast<std::size_t>(u)]; j < cuts[static_cast<std::size_t>(u) + 1]; ++j) {
-          const float* row = set.row(b->lo + static_cast<int32_t>(j));
+          const float* row = set.row(b->objects[static_cast<std::size_t>(j)]);
           const int64_t p0 = b->first[static_cast<std::size_t>(j)];
           const int64_t p1 = b->first[static_cast<std::size_t>(j) + 1];
           for (int64_t g0 = p0; g0 < p1; g0 += kDistanceGroup) {
