@@ -37,15 +37,18 @@ uint64_t SplitMix64(uint64_t* state) {
 constexpr uint16_t kExcluded = 0x7FFF;
 static_assert(kMaxPermutants * kMaxPermutants / 2 < kExcluded, "footrules must stay below kExcluded");
 
-// Footrules of objects [lo, hi) into f (kExcluded for the excluded ones).
+// Footrules of objects [lo, hi) into f (kExcluded for the excluded ones),
+// counted in hist when there is one (excluded ones not).
 void ScoreStripe(const PermutationRows& objects, const uint8_t* query, Span<uint8_t> excluded,
-                 int64_t lo, int64_t hi, uint16_t* f) {
+                 int64_t lo, int64_t hi, uint16_t* f, uint32_t* hist = nullptr) {
   for (int64_t i = lo; i < hi; ++i) {
     if (!excluded.empty() && excluded[static_cast<std::size_t>(i)] != 0) {
       f[i] = kExcluded;
       continue;
     }
-    f[i] = static_cast<uint16_t>(Footrule(objects.row(static_cast<int32_t>(i)), query, objects.stride));
+    const int32_t s = Footrule(objects.row(static_cast<int32_t>(i)), query, objects.stride);
+    f[i] = static_cast<uint16_t>(s);
+    if (hist != nullptr) hist[s]++;
   }
 }
 
@@ -122,6 +125,8 @@ bool UseAvx2(int32_t stride) {
 }
 #endif
 
+void CollectAt(const uint16_t* f, int64_t n, int32_t t, int64_t at_t, std::vector<int32_t>* out);
+
 // How many eligible objects have a footrule of at most t (vectorised: no
 // branch, 16-bit lanes).
 int64_t CountAtMost(const uint16_t* f, int64_t n, int32_t t) {
@@ -138,18 +143,34 @@ int64_t CountAtMost(const uint16_t* f, int64_t n, int32_t t) {
 
 // The candidates of one query from its footrules: the objects of footrule
 // below t, then those at t in id order, where t is the smallest footrule
-// at which the count reaches `candidates`.  t is searched with counting
-// passes (a histogram of every object, one increment each, took most of
-// the selection's time): a guess from every 16th object, then doubling
-// steps away from it and halving between, a few passes in all.
+// at which the count reaches `candidates`.  In a batch t is searched with
+// counting passes (a histogram of every object, one increment each, took
+// most of the batch's selection): a guess from every 16th object, then
+// doubling steps away from it and halving between, a few passes in all.
+// A single query's stripes are scored on every thread, each counting its
+// own histogram, and hist (their sum) gives t at once: the counting passes
+// would all run on one thread.
 void Collect(const uint16_t* f, int64_t n, int32_t max_footrule, int32_t candidates,
-             std::vector<int32_t>* out) {
+             const std::vector<uint32_t>* hist, std::vector<int32_t>* out) {
   out->clear();
-  const int64_t eligible = CountAtMost(f, n, max_footrule);
+  int64_t eligible = 0;
+  if (hist != nullptr) {
+    for (uint32_t c : *hist) eligible += c;
+  } else {
+    eligible = CountAtMost(f, n, max_footrule);
+  }
   if (eligible <= candidates) {
     out->reserve(static_cast<std::size_t>(eligible));
     for (int64_t i = 0; i < n; ++i)
       if (f[i] != kExcluded) out->push_back(static_cast<int32_t>(i));
+    return;
+  }
+  out->reserve(static_cast<std::size_t>(candidates));
+  if (hist != nullptr) {
+    int64_t below = 0;
+    int32_t t = 0;
+    while (below + (*hist)[static_cast<std::size_t>(t)] < candidates) below += (*hist)[static_cast<std::size_t>(t++)];
+    CollectAt(f, n, t, candidates - below, out);
     return;
   }
   // the guess: the sample's value at the same share of its eligible objects
@@ -189,9 +210,11 @@ void Collect(const uint16_t* f, int64_t n, int32_t max_footrule, int32_t candida
     if (CountAtMost(f, n, mid) >= candidates) hi = mid;
     else lo = mid + 1;
   }
-  const int32_t t = lo;
-  int64_t at_t = candidates - (t > 0 ? CountAtMost(f, n, t - 1) : 0);
-  out->reserve(static_cast<std::size_t>(candidates));
+  CollectAt(f, n, lo, candidates - (lo > 0 ? CountAtMost(f, n, lo - 1) : 0), out);
+}
+
+// The objects of footrule below t, then the first at_t of those at t.
+void CollectAt(const uint16_t* f, int64_t n, int32_t t, int64_t at_t, std::vector<int32_t>* out) {
   int64_t i = 0;
 #if defined(__x86_64__)
   // eight objects a step; most steps hold none of the candidates
@@ -447,7 +470,7 @@ Status CpuPermutationSelect(const PermutationRows& objects, const PermutationRow
                 ScoreStripeGroup(objects, rows, count, excluded, lo, std::min(lo + kStripe, n), fs);
               }
               for (int g = 0; g < count; ++g)
-                Collect(fs[g], n, max_footrule, candidates, &lists[static_cast<std::size_t>(q0 + g)]);
+                Collect(fs[g], n, max_footrule, candidates, nullptr, &lists[static_cast<std::size_t>(q0 + g)]);
             } catch (const std::bad_alloc&) {
               return Status::OutOfMemory("out of host memory selecting permutation candidates");
             }
@@ -458,16 +481,27 @@ Status CpuPermutationSelect(const PermutationRows& objects, const PermutationRow
       // few queries: each one's objects by stripes on every thread
       std::vector<uint16_t> f(static_cast<std::size_t>(n));
       const int64_t stripes = (n + kStripe - 1) / kStripe;
+      const std::size_t bins = static_cast<std::size_t>(max_footrule) + 1;
+      std::vector<std::vector<uint32_t>> hists(static_cast<std::size_t>(stripes));
       for (int32_t q = 0; q < queries.n; ++q) {
         GENIE_RETURN_IF_ERROR(ParallelFor(
             stripes, threads,
             [&](int64_t s) -> Status {
-              ScoreStripe(objects, queries.row(q), excluded, s * kStripe, std::min((s + 1) * kStripe, n),
-                          f.data());
+              try {
+                std::vector<uint32_t>& h = hists[static_cast<std::size_t>(s)];
+                h.assign(bins, 0);
+                ScoreStripe(objects, queries.row(q), excluded, s * kStripe, std::min((s + 1) * kStripe, n),
+                            f.data(), h.data());
+              } catch (const std::bad_alloc&) {
+                return Status::OutOfMemory("out of host memory selecting permutation candidates");
+              }
               return Status::Ok();
             },
             cancel));
-        Collect(f.data(), n, max_footrule, candidates, &lists[static_cast<std::size_t>(q)]);
+        std::vector<uint32_t> hist(bins, 0);
+        for (const auto& h : hists)
+          for (std::size_t b = 0; b < bins; ++b) hist[b] += h[b];
+        Collect(f.data(), n, max_footrule, candidates, &hist, &lists[static_cast<std::size_t>(q)]);
       }
     }
     out->offsets.assign(1, 0);
