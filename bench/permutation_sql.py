@@ -18,6 +18,9 @@ Reported per engine of --devices (genie.device, in-process):
     fraction, with recall@10 against the exact rows (a row counts when it is no
     farther than the exact tenth);
   batch: every query in one statement (genie_similar, genie_knn);
+  range: genie_within at the median query's exact 10th distance, exact and
+    through the permutation index at each fraction (recall: the share of the
+    exact search's rows found), single statements and the batch;
   baselines: pg_trgm's GiST index (its C nearest by trigram distance re-ranked
     by levenshtein(), single statements, on the first engine's pass) for
     words, genie's LSH (genie.vector_search = lsh) for vectors.
@@ -108,6 +111,42 @@ def run_kind(cur, label, table, index, column, opclass, extra, single_sql, batch
     return exact_single, exact_batch, truth
 
 
+def run_range(cur, label, index, setting, cast, queries, batch_param, radius, a, device):
+    """genie_within (range queries) at the median query's exact 10th distance: the
+    exact search of the same index, then the permutation index's candidates at each
+    fraction; recall = rows found / the exact search's rows (every row found is
+    within the radius: its distance is true)."""
+    single_sql = f"SELECT count(*) FROM genie_within('{index}', %s::{cast}, {radius})"
+    batch_sql = f"SELECT count(*) FROM genie_within('{index}', %s::{cast}, {radius})"
+    one = (lambda q: q) if cast == "real[]" else (lambda q: [q])
+    rows = {}
+    for mode, fractions in (("exact", ["1"]), ("permutation", a.fractions.split(","))):
+        for f in fractions:
+            cur.execute(f"SET {setting} = {mode}")
+            cur.execute(f"SET genie.permutation_fraction = {f}")
+            cur.execute(batch_sql, (batch_param,))
+            single, batch = [], []
+            for _ in range(a.runs):
+                t0 = time.perf_counter()
+                for q in queries:
+                    cur.execute(single_sql, (one(q),))
+                    cur.fetchall()
+                single.append((time.perf_counter() - t0) * 1000.0 / len(queries))
+                ms, got = timed(cur, batch_sql, (batch_param,))
+                batch.append(ms)
+            rows[(mode, f)] = got[0][0]
+            s, b = statistics.median(single), statistics.median(batch)
+            if mode == "exact":
+                exact_s, exact_b = s, b
+                print(f"{label} {device} genie_within radius {radius}, exact: {got[0][0]} rows, single {s:.3f} ms, "
+                      f"batch of {len(queries)} {b:.1f} ms ({len(queries) * 1000 / b:.0f} queries/s)", flush=True)
+            else:
+                print(f"{label} {device} genie_within radius {radius}, permutation m={a.m} f={f}: recall "
+                      f"{got[0][0] / max(rows[('exact', '1')], 1):.3f} ({got[0][0]} rows), single {s:.3f} ms "
+                      f"({exact_s / s:.2f}x exact), batch {b:.1f} ms ({exact_b / b:.2f}x exact)", flush=True)
+    cur.execute(f"RESET {setting}")
+
+
 def baselines_words(cur, words, truth, exact_single, a, device):
     """pg_trgm's GiST index re-ranked by levenshtein(): the C nearest by trigram
     distance, the 10 nearest of those by edit distance (a user's exact-ish recipe)."""
@@ -190,11 +229,15 @@ def main():
         single, _, truth = run_kind(cur, "words", "pw", "pw_idx", "w", "genie_ngram_ops", "",
                                     "SELECT id, w <%%> %s FROM pw ORDER BY w <%%> %s LIMIT 10",
                                     "SELECT count(*) FROM genie_similar('pw_idx', %s, 10)", words, words, a, device)
+        run_range(cur, "words", "pw_idx", "genie.text_search", "text[]", words, words,
+                  int(statistics.median(ds[K - 1] for ds in truth.values())), a, device)
         baselines_words(cur, words, truth, single, a, device)
         single, batch, truth = run_kind(cur, "vectors", "pv", "pv_idx", "v", "genie_vector_ops", "m = 0",
                                         "SELECT id, v <-> %s::real[] FROM pv ORDER BY v <-> %s::real[] LIMIT 10",
                                         "SELECT count(*) FROM genie_knn('pv_idx', %s::real[], 10)", vector_batch,
                                         vectors, a, device)
+        run_range(cur, "vectors", "pv_idx", "genie.vector_search", "real[]", vectors, vector_batch,
+                  round(statistics.median(ds[K - 1] for ds in truth.values()), 1), a, device)
         baselines_vectors(cur, vectors, vector_batch, truth, single, batch, a, device)
 
 

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <utility>
 #include <vector>
@@ -31,10 +32,51 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
   return Status::Ok();
 }
 
+namespace {
+
+// The given candidates' exact distances, those within the radius.
+Status CandidateRangeSearch(int32_t n_objects, const QueryMetricFactory& metrics, const RangeRequest& request,
+                            const genie_range_scan* scan, genie_range_results** out,
+                            const EngineOptions& engine_options) {
+  const int32_t nq = scan->n_queries;
+  const int64_t* offsets = scan->candidate_offsets;
+  if (nq > 0 && (offsets[0] != 0 || (offsets[nq] > 0 && scan->candidates == nullptr)))
+    return Status::InvalidArgument("bad candidate list");
+  std::vector<RangeCandidate> candidates;
+  for (int32_t q = 0; q < nq; ++q) {
+    if (offsets[q + 1] < offsets[q]) return Status::InvalidArgument("candidate offsets are not ascending");
+    for (int64_t c = offsets[q]; c < offsets[q + 1]; ++c) {
+      const int32_t object = scan->candidates[c];
+      if (object < 0 || object >= n_objects)
+        return Status::InvalidArgument("a candidate is not an object of the set");
+      candidates.push_back({q, object, std::numeric_limits<double>::quiet_NaN()});
+    }
+  }
+  RangeResult found;
+  GENIE_RETURN_IF_ERROR(FinishRangeSearch(metrics, request, std::move(candidates), engine_options.threads, &found,
+                                          engine_options.cancel));
+  genie_range_results* res = nullptr;
+  GENIE_RETURN_IF_ERROR(CopyScanRows(found, GENIE_ENGINE_CPU, genie_range_results_free, &res));
+  res->distances_computed = found.distances_computed;
+  *out = res;
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          genie_engine_kind device, const genie_engine_options* options,
                          const genie_range_scan* scan, const RangeDevicePass& device_pass,
                          genie_range_results** out) {
+  const EngineOptions engine_options = ToEngineOptions(options);
+  RangeRequest request;
+  request.n_queries = scan->n_queries;
+  request.radius = scan->radius;
+  request.n_objects = n_objects;
+  if (scan->excluded != nullptr)
+    request.excluded = Span<uint8_t>(scan->excluded, static_cast<std::size_t>(n_objects));
+  if (scan->candidate_offsets != nullptr)
+    return CandidateRangeSearch(n_objects, metrics, request, scan, out, engine_options);
   if (device_pass == nullptr && device == GENIE_ENGINE_GPU)
     return Status::DeviceUnavailable("no usable GPU for this range search");
   if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO && device != GENIE_ENGINE_GPU)
@@ -43,13 +85,6 @@ Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
     return Status::InvalidArgument("the list of clusters is of another set: " +
                                    std::to_string(scan->list->list.n_objects) + " objects, not " +
                                    std::to_string(n_objects));
-  const EngineOptions engine_options = ToEngineOptions(options);
-  RangeRequest request;
-  request.n_queries = scan->n_queries;
-  request.radius = scan->radius;
-  request.n_objects = n_objects;
-  if (scan->excluded != nullptr)
-    request.excluded = Span<uint8_t>(scan->excluded, static_cast<std::size_t>(n_objects));
   // without a list every object is read: as a whole list on the CPU; on
   // the device, past an empty list (the plan's one item a query)
   ClusterList whole;

@@ -42,10 +42,11 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
 using RangeDevicePass =
     std::function<Status(const RangePlan& plan, std::vector<RangeCandidate>* out)>;
 
-// genie_*_within once the queries' metrics are made: checks the list
-// against the set's n_objects; with a device pass, plans on the CPU, runs
-// the pass and finishes on the CPU (device GPU in the results), else
-// searches on the CPU (device must then be CPU or AUTO).
+// genie_*_within once the queries' metrics are made: with candidates, their
+// distances on the CPU (whatever the device); else checks the list against
+// the set's n_objects; with a device pass, plans on the CPU, runs the pass
+// and finishes on the CPU (device GPU in the results), else searches on the
+// CPU (device must then be CPU or AUTO).
 Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          genie_engine_kind device, const genie_engine_options* options,
                          const genie_range_scan* scan, const RangeDevicePass& device_pass,

@@ -366,7 +366,8 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
         "a query vector"));
     genie::capi::RangeDevicePass device_pass;
 #ifdef GENIE_WITH_CUDA
-    if (device != GENIE_ENGINE_CPU) {
+    // given candidates are the CPU's (RangeSearchHandle): no device copy for them
+    if (device != GENIE_ENGINE_CPU && scan->candidate_offsets == nullptr) {
       const genie::EngineOptions engine_options = ToEngineOptions(options);
       genie::GpuVectorSet* gpu = nullptr;
       genie::Status status = GpuCopy(vectors, engine_options, &gpu);
@@ -401,7 +402,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
 #endif
     // the CPU reads each cluster's rows contiguously, from a copy in the list's order
     std::shared_ptr<const std::vector<float>> member_rows;  // this search's reference
-    if (scan->list != nullptr) {
+    if (scan->list != nullptr && scan->candidate_offsets == nullptr) {
       genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
       std::lock_guard<std::mutex> lock(list->rows_mutex);
       if (list->rows_of != vectors && list->list.n_objects <= set.size()) {

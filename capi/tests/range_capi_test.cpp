@@ -79,6 +79,18 @@ TEST(CApiRange, StringsWithinARadius) {
   EXPECT_EQ(Take(r).objects, whole.objects);
   // + kitchen, written, smitten, sitter, kitty at 2
   EXPECT_EQ(whole.objects, (std::vector<int32_t>{0, 2, 3, 4, 5, 6, 11, 12}));
+  // only the candidates named are read: the odd ones of those
+  const int64_t coff[2] = {0, 6};
+  const int32_t cands[6] = {1, 3, 5, 7, 11, 3};
+  scan.candidate_offsets = coff;
+  scan.candidates = cands;
+  ASSERT_EQ(genie_strings_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK) << err.message;
+  Rows some = Take(r);
+  EXPECT_EQ(some.objects, (std::vector<int32_t>{3, 5, 11}));
+  EXPECT_EQ(some.distances, (std::vector<double>{1, 2, 2}));
+  EXPECT_EQ(some.distances_computed, 5);
+  scan.candidate_offsets = nullptr;
+  scan.candidates = nullptr;
 
   // errors: the GPU, a negative radius, a list of another set, corrupt bytes
   EXPECT_EQ(genie_strings_within(set, GENIE_ENGINE_GPU, nullptr, &scan, &r, &err), GENIE_DEVICE_UNAVAILABLE);
@@ -149,6 +161,51 @@ TEST(CApiRange, VectorsWithinARadius) {
     EXPECT_NE(whole.objects[static_cast<size_t>(i)], 0);
   }
   EXPECT_TRUE(seven);
+  // given candidates (the permutation index's): the whole search's rows
+  // among them, with duplicates and the excluded object named; on AUTO too
+  std::vector<int64_t> coffsets{0};
+  std::vector<int32_t> cands;
+  for (int32_t q = 0; q < nq; ++q) {
+    for (int32_t o = q % 3; o < n; o += 3) cands.push_back(o);
+    cands.push_back(0);
+    cands.push_back(q % 3);
+    coffsets.push_back(static_cast<int64_t>(cands.size()));
+  }
+  scan.candidate_offsets = coffsets.data();
+  scan.candidates = cands.data();
+  for (genie_engine_kind device : {GENIE_ENGINE_CPU, GENIE_ENGINE_AUTO}) {
+    ASSERT_EQ(genie_vectors_within(set, device, nullptr, &scan, &r, &err), GENIE_OK) << err.message;
+    const Rows some = Take(r);
+    ASSERT_EQ(some.offsets.size(), whole.offsets.size());
+    int64_t kept = 0;
+    for (int32_t q = 0; q < nq; ++q) {
+      std::vector<int32_t> want;
+      std::vector<double> want_d;
+      for (int64_t i = whole.offsets[q]; i < whole.offsets[q + 1]; ++i)
+        if (whole.objects[static_cast<size_t>(i)] % 3 == q % 3) {
+          want.push_back(whole.objects[static_cast<size_t>(i)]);
+          want_d.push_back(whole.distances[static_cast<size_t>(i)]);
+        }
+      EXPECT_EQ(std::vector<int32_t>(some.objects.begin() + some.offsets[q], some.objects.begin() + some.offsets[q + 1]),
+                want) << q;
+      EXPECT_EQ(std::vector<double>(some.distances.begin() + some.offsets[q], some.distances.begin() + some.offsets[q + 1]),
+                want_d) << q;
+      kept += static_cast<int64_t>(want.size());
+    }
+    EXPECT_GT(kept, 0);
+    EXPECT_LT(some.distances_computed, whole.distances_computed / 2);
+  }
+  // a candidate that is no object, offsets that do not start at 0
+  cands[5] = n;
+  EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
+  cands[5] = -1;
+  EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
+  cands[5] = 5;
+  coffsets[0] = 1;
+  EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
+  coffsets[0] = 0;
+  scan.candidate_offsets = nullptr;
+  scan.candidates = nullptr;
   queries[3] = NAN;
   EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
   genie_cluster_list_free(list);

@@ -168,7 +168,7 @@ match_ball(GenieCachedIndex *entry, ScanKey key, int64 *count)
 		offsets[1] = (int64) size;
 		batch.text_offsets = offsets;
 	}
-	found = genie_search_range(entry, &batch, ball.radius);
+	found = genie_search_range(entry, &batch, ball.radius, false);
 	if (found == NULL)
 		return NULL;
 	n = found->query_offsets[1];

@@ -104,7 +104,7 @@ within_search(GenieCachedIndex *entry, void *arg)
 	GenieVisibility vs;
 
 	s->n_rows = 0;				/* a retry starts over */
-	found = genie_search_range(entry, &s->batch, s->radius);
+	found = genie_search_range(entry, &s->batch, s->radius, true);
 	if (found == NULL)
 		return;
 	genie_profile_push(GENIE_PHASE_VISIBILITY);

@@ -41,6 +41,7 @@
 #include "profile/genie_profile.h"
 #include "search/genie_cache_values.h"
 #include "search/genie_permutation.h"
+#include "search/genie_search.h"
 #include "search/genie_search_device.h"
 
 int			genie_text_search_setting = GENIE_TEXT_SEARCH_EXACT;
@@ -544,4 +545,37 @@ genie_permutation_candidate_count(GenieCachedIndex *entry, int32 k)
 	double		wanted = ceil(genie_permutation_fraction * entry->n_objects);
 
 	return (int32) Max(1, Min((double) entry->n_objects, Max(wanted, (double) k)));
+}
+
+genie_permutation_candidates *
+genie_permutation_choose(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 candidates)
+{
+	uint8	   *query_rows;
+	genie_permutation_candidates *found = NULL;
+	genie_engine_options options;
+	genie_engine_kind device = genie_search_device();
+	genie_error err;
+	genie_status status;
+
+	genie_profile_push(GENIE_PHASE_QUERY);
+	query_rows = genie_permutation_query_rows(entry, queries);
+	genie_profile_pop();
+	genie_profile_push(GENIE_PHASE_ENGINE);
+	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
+								genie_cancel_requested, NULL, &options);
+	status = genie_permutation_select(entry->permutation_rows, device, &options, entry->excluded,
+									  query_rows, queries->n, candidates, &found, &err);
+	if (genie_search_cpu_fallback(status, &err, "permutation index"))
+	{
+		genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
+		status = genie_permutation_select(entry->permutation_rows, GENIE_ENGINE_CPU, &options,
+										  entry->excluded, query_rows, queries->n, candidates, &found,
+										  &err);
+	}
+	genie_profile_pop();
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie: permutation index");
+	pfree(query_rows);
+	genie_search_ran_on(found->device, false);
+	return found;
 }

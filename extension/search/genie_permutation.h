@@ -70,4 +70,15 @@ extern uint8 *genie_permutation_query_rows(GenieCachedIndex *entry, const GenieV
 /* How many candidates genie.permutation_fraction gives a search for k rows. */
 extern int32 genie_permutation_candidate_count(GenieCachedIndex *entry, int32 k);
 
+/*
+ * Each query's `candidates` objects nearest by footrule, ascending by id:
+ * the queries' rows (the query phase), then the selection on genie.device's
+ * engine, the CPU engine when the GPU cannot (the engine phase).  The entry
+ * has its permutations (genie_cache_permutations); the caller frees the
+ * result with genie_permutation_candidates_free.
+ */
+extern genie_permutation_candidates *genie_permutation_choose(GenieCachedIndex *entry,
+															  const GenieValueBatch *queries,
+															  int32 candidates);
+
 #endif							/* GENIE_PERMUTATION_H */

@@ -8,7 +8,10 @@
  * Vectors run on the engine genie.device asks for: on the GPU the CPU walks
  * the index's List of Clusters (its centres, the paper's discarding) and the
  * device reads the members left; strings run on the CPU engine.  Without a
- * list every stored value is read; pending rows always are.
+ * list every stored value is read; pending rows always are.  genie_within
+ * under genie.vector_search / genie.text_search = permutation reads only the
+ * permutation index's candidates (chosen on genie.device's engine):
+ * approximate, every distance true.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,12 +23,73 @@
 #include "profile/genie_profile.h"
 #include "search/genie_cache_values.h"
 #include "search/genie_clusters.h"
+#include "search/genie_permutation.h"
 #include "search/genie_search.h"
 #include "search/genie_search_device.h"
 #include "search/genie_search_range.h"
+#include "search/genie_search_values.h"
+
+/*
+ * EXPLAIN (ANALYZE) of a search through the permutation index: the exact
+ * search of the same queries (its time left out of the phases), every one
+ * of whose rows the permutation index's found, or missed.
+ */
+static void
+explain_recall(const GenieValueSet *set, GenieCachedIndex *entry, const GenieValueBatch *queries,
+			   double radius, const genie_range_results *found, int64 candidates)
+{
+	bool		profiling = genie_profile_enabled;
+	genie_engine_options options;
+	genie_range_results *exact = NULL;
+	genie_error err;
+	genie_status status;
+
+	genie_profile_enabled = false;
+	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
+	status = genie_value_set_within(set, GENIE_ENGINE_CPU, &options, queries, radius, entry->excluded,
+									genie_cache_clusters(entry), NULL, NULL, &exact, &err);
+	genie_profile_enabled = profiling;
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie: exact range search for EXPLAIN");
+	/* every row found is within the radius: the hits are the rows found */
+	genie_explain_permutation(candidates, found->query_offsets[found->n_queries],
+							  exact->query_offsets[exact->n_queries]);
+	genie_range_results_free(exact);
+}
+
+/*
+ * The permutation index: each query's genie.permutation_fraction of the
+ * objects by footrule, those within the radius by their true distance.
+ */
+static genie_range_results *
+range_permutation(GenieCachedIndex *entry, const GenieValueSet *set, const GenieValueBatch *queries,
+				  double radius)
+{
+	int32		candidates = genie_permutation_candidate_count(entry, 1);
+	genie_permutation_candidates *chosen = genie_permutation_choose(entry, queries, candidates);
+	genie_engine_options options;
+	genie_range_results *found = NULL;
+	genie_error err;
+	genie_status status;
+
+	genie_profile_push(GENIE_PHASE_ENGINE);
+	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
+	status = genie_value_set_within(set, GENIE_ENGINE_CPU, &options, queries, radius, entry->excluded, NULL,
+									chosen->query_offsets, chosen->objects, &found, &err);
+	genie_permutation_candidates_free(chosen);
+	genie_profile_pop();
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie: range search of permutation candidates");
+	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false);
+	genie_explain_range(found->distances_computed, 0, 0);
+	if (genie_explain_analyzing)
+		explain_recall(set, entry, queries, radius, found, (int64) candidates * queries->n);
+	return found;
+}
 
 genie_range_results *
-genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, double radius)
+genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, double radius,
+				   bool permutation_ok)
 {
 	/* edit distances have no device pass: the CPU engine answers them */
 	genie_engine_kind device = queries->kind == GENIE_VALUES_VECTORS ? genie_search_device() : GENIE_ENGINE_CPU;
@@ -51,17 +115,19 @@ genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, doub
 	 * objects, and the pending ones are read one by one
 	 */
 	set = genie_cache_values(entry);
+	if (permutation_ok && genie_search_permutation(queries->kind) && genie_cache_permutations(entry))
+		return range_permutation(entry, set, queries, radius);
 	list = genie_cache_clusters(entry);
 	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
 								genie_cancel_requested, NULL, &options);
 	genie_profile_push(GENIE_PHASE_ENGINE);
-	status = genie_value_set_within(set, device, &options, queries, radius, entry->excluded, list, &found,
-									&err);
+	status = genie_value_set_within(set, device, &options, queries, radius, entry->excluded, list, NULL,
+									NULL, &found, &err);
 	if (genie_search_cpu_fallback(status, &err, "range search"))
 	{
 		genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
 		status = genie_value_set_within(set, GENIE_ENGINE_CPU, &options, queries, radius, entry->excluded,
-										list, &found, &err);
+										list, NULL, NULL, &found, &err);
 	}
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: range search");

@@ -19,9 +19,14 @@
  * API's rows (the caller frees them with genie_range_results_free), by
  * (distance, object id) per query.  Vectors on genie.device's engine (the
  * CPU when the GPU runs out of memory unless genie.device = gpu), strings
- * on the CPU engine.  EXPLAIN (ANALYZE) counts the search.
+ * on the CPU engine.  EXPLAIN (ANALYZE) counts the search.  permutation_ok:
+ * the caller may have fewer rows (genie_within; never a predicate's index
+ * scan, whose rows must be every row that satisfies it): under
+ * genie.vector_search / genie.text_search = permutation an index that has
+ * permutants reads only its candidates, and EXPLAIN (ANALYZE) reports their
+ * recall against the exact search.
  */
 extern genie_range_results *genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries,
-											   double radius);
+											   double radius, bool permutation_ok);
 
 #endif							/* GENIE_SEARCH_RANGE_H */

@@ -302,11 +302,9 @@ search_permutation(GenieCachedIndex *entry, const GenieValueBatch *queries, int3
 				   GenieValueRows *rows)
 {
 	const GenieValueSet *set;
-	uint8	   *query_rows;
 	int32		candidates;
-	genie_permutation_candidates *found_candidates = NULL;
+	genie_permutation_candidates *chosen;
 	genie_engine_options options;
-	genie_engine_kind device = genie_search_device();
 	GenieValueFound found;
 	genie_error err;
 	genie_status status;
@@ -315,37 +313,16 @@ search_permutation(GenieCachedIndex *entry, const GenieValueBatch *queries, int3
 		return false;
 	/* the re-ranking reads every value here, and the flags come with them */
 	set = genie_cache_values(entry);
-	genie_profile_push(GENIE_PHASE_QUERY);
-	query_rows = genie_permutation_query_rows(entry, queries);
-	genie_profile_pop();
 	candidates = genie_permutation_candidate_count(entry, k);
+	chosen = genie_permutation_choose(entry, queries, candidates);
 	genie_profile_push(GENIE_PHASE_ENGINE);
-	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
-								genie_cancel_requested, NULL, &options);
-	status = genie_permutation_select(entry->permutation_rows, device, &options, entry->excluded,
-									  query_rows, queries->n, candidates, &found_candidates, &err);
-	if (genie_search_cpu_fallback(status, &err, "permutation index"))
-	{
-		genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
-		status = genie_permutation_select(entry->permutation_rows, GENIE_ENGINE_CPU, &options,
-										  entry->excluded, query_rows, queries->n, candidates,
-										  &found_candidates, &err);
-	}
-	if (status != GENIE_OK)
-	{
-		genie_profile_pop();
-		genie_report_error(&err, "genie: permutation index");
-	}
-	genie_search_ran_on(found_candidates->device, false);
 	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
 	status = genie_value_set_scan(set, GENIE_ENGINE_CPU, &options, queries, k, entry->excluded,
-								  found_candidates->query_offsets, found_candidates->objects,
-								  &found, &err);
-	genie_permutation_candidates_free(found_candidates);
+								  chosen->query_offsets, chosen->objects, &found, &err);
+	genie_permutation_candidates_free(chosen);
 	genie_profile_pop();
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: re-ranking permutation candidates");
-	pfree(query_rows);
 	take_found(&found, NULL, rows);
 	genie_search_count(queries->n, k, rows->offsets[queries->n]);
 	if (genie_explain_analyzing)

@@ -460,8 +460,8 @@ genie_status
 genie_value_set_within(const GenieValueSet *set, genie_engine_kind device,
 					   const genie_engine_options *options,
 					   const GenieValueBatch *queries, double radius, const uint8 *excluded,
-					   const genie_cluster_list *list, genie_range_results **results,
-					   genie_error *err)
+					   const genie_cluster_list *list, const int64 *candidate_offsets,
+					   const int32 *candidates, genie_range_results **results, genie_error *err)
 {
 	genie_range_scan scan;
 
@@ -471,6 +471,8 @@ genie_value_set_within(const GenieValueSet *set, genie_engine_kind device,
 	scan.radius = radius;
 	scan.excluded = excluded;
 	scan.list = list;
+	scan.candidate_offsets = candidate_offsets;
+	scan.candidates = candidates;
 	if (set->kind == GENIE_VALUES_STRINGS)
 	{
 		scan.query_text = queries->text;

@@ -141,12 +141,14 @@ extern genie_status genie_value_set_scan(const GenieValueSet *set, genie_engine_
  * skipping the objects flagged in excluded (NULL: none), pruned by list
  * (NULL: every object is read; else a list of the first objects, the rest
  * read one by one), on device (vectors: CPU, GPU or AUTO, nothing falls
- * back; strings: the CPU).
+ * back; strings: the CPU).  With candidate_offsets (else NULL), only each
+ * query's candidates are read, on the CPU: the permutation index's search.
  */
 extern genie_status genie_value_set_within(const GenieValueSet *set, genie_engine_kind device,
 										   const genie_engine_options *options,
 										   const GenieValueBatch *queries, double radius,
 										   const uint8 *excluded, const genie_cluster_list *list,
+										   const int64 *candidate_offsets, const int32 *candidates,
 										   genie_range_results **results, genie_error *err);
 
 /*

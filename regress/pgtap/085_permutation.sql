@@ -12,7 +12,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 CREATE EXTENSION IF NOT EXISTS fuzzystrmatch;
-SELECT plan(30);
+SELECT plan(38);
 
 DO $$ BEGIN PERFORM setseed(0.1414); END $$;
 -- 8 dimensions, 40 clusters of 100 points, 30 queries near cluster members
@@ -75,6 +75,37 @@ SELECT is((SELECT (e->>'Genie Permutation Candidates')::bigint FROM pg_temp.expl
 SELECT is((SELECT (e->>'Genie Permutation Recall')::float8 FROM pg_temp.explained(
              'SELECT * FROM genie_knn(''pts_perm'', (SELECT array_agg(q ORDER BY qid) FROM qv), 10)') e),
           round(pg_temp.recall_v(10)::numeric, 3)::float8, 'EXPLAIN (ANALYZE): the recall is the measured recall@10');
+
+-- range queries: genie_within reads the permutation index's candidates
+-- alone (approximate, every distance true); the predicate stays exact
+CREATE FUNCTION pg_temp.within_v(r float8) RETURNS TABLE (qid int, id int, d float8) LANGUAGE sql AS $$
+  SELECT g.query_no, t.id, g.distance
+  FROM genie_within('pts_perm', (SELECT array_agg(q ORDER BY qid) FROM qv), r) g JOIN pts t ON t.ctid = g.ctid
+$$;
+CREATE FUNCTION pg_temp.exact_within_v(r float8) RETURNS TABLE (qid int, id int, d float8) LANGUAGE sql AS $$
+  SELECT qid, id, v <-> q FROM qv, pts WHERE v IS NOT NULL AND v <-> q <= r
+$$;
+SET genie.permutation_fraction = 1;
+SELECT is((SELECT count(*) FROM ((SELECT * FROM pg_temp.within_v(1.5) EXCEPT ALL SELECT * FROM pg_temp.exact_within_v(1.5))
+                                 UNION ALL (SELECT * FROM pg_temp.exact_within_v(1.5) EXCEPT ALL SELECT * FROM pg_temp.within_v(1.5))) s),
+          0::bigint, 'genie_within, fraction 1: the sequential scan''s rows and distances');
+SET genie.permutation_fraction = 0.02;
+SELECT is((SELECT count(*) FROM (SELECT * FROM pg_temp.within_v(1.5) EXCEPT ALL SELECT * FROM pg_temp.exact_within_v(1.5)) s),
+          0::bigint, 'genie_within, fraction 0.02: every row is within the radius, at its true distance');
+SELECT cmp_ok((SELECT count(*) FROM pg_temp.within_v(1.5))::float8 / (SELECT count(*) FROM pg_temp.exact_within_v(1.5)),
+              '>=', 0.8::float8, 'genie_within, fraction 0.02 (80 of 4,000 rows): recall of clustered vectors');
+SELECT is((SELECT (e->>'Genie Permutation Recall')::float8 FROM pg_temp.explained(
+             'SELECT * FROM genie_within(''pts_perm'', (SELECT array_agg(q ORDER BY qid) FROM qv), 1.5)') e),
+          round((SELECT count(*) FROM pg_temp.within_v(1.5))::numeric / (SELECT count(*) FROM pg_temp.exact_within_v(1.5)), 3)::float8,
+          'EXPLAIN (ANALYZE) of genie_within: the recall is the share of the exact rows found');
+SET genie.permutation_fraction = 0;
+SELECT cmp_ok((SELECT count(*) FROM pg_temp.within_v(3)), '<=', 30::bigint,
+              'genie_within, one candidate a query: at most one row a query');
+SET LOCAL enable_seqscan = off;
+SELECT is((SELECT count(*) FROM qv, LATERAL (SELECT id FROM pts WHERE v <@ genie_ball(qv.q, 1.5)) s),
+          (SELECT count(*) FROM pg_temp.exact_within_v(1.5)), 'v <@ genie_ball(q, r) stays exact in the permutation mode');
+RESET enable_seqscan;
+SET genie.permutation_fraction = 0.05;
 
 -- pending rows: a planted exact copy of a query is found
 INSERT INTO pts SELECT 50000 + qid, q FROM qv WHERE qid <= 5;
@@ -144,7 +175,20 @@ SET genie.permutation_fraction = 0;
 SELECT cmp_ok((SELECT (e->>'Genie Permutation Recall')::float8 FROM pg_temp.explained(
                  'SELECT * FROM genie_similar(''words_perm'', (SELECT array_agg(overlay(q placing ''zzzz'' from 2 for 4) ORDER BY qid) FROM qw), 1)') e),
               '<', 1::float8, 'strings, one candidate a query: the re-rank reads the candidates alone');
+CREATE FUNCTION pg_temp.within_w(r int) RETURNS TABLE (qid int, id int, d float8) LANGUAGE sql AS $$
+  SELECT g.query_no, t.id, g.distance
+  FROM genie_within('words_perm', (SELECT array_agg(q ORDER BY qid) FROM qw), r) g JOIN words t ON t.ctid = g.ctid
+$$;
+SET genie.permutation_fraction = 1;
+SELECT is((SELECT count(*) FROM ((SELECT * FROM pg_temp.within_w(3) EXCEPT ALL
+                                  SELECT qid, id, levenshtein(w, q) FROM qw, words WHERE levenshtein(w, q) <= 3)
+                                 UNION ALL (SELECT qid, id, levenshtein(w, q) FROM qw, words WHERE levenshtein(w, q) <= 3
+                                            EXCEPT ALL SELECT * FROM pg_temp.within_w(3))) s),
+          0::bigint, 'strings, genie_within, fraction 1: levenshtein()''s rows');
 SET genie.permutation_fraction = 0.1;
+SELECT is((SELECT count(*) FROM pg_temp.within_w(3) g JOIN words USING (id) JOIN qw USING (qid)
+           WHERE g.d <> levenshtein(w, q) OR g.d > 3), 0::bigint,
+          'strings, genie_within, fraction 0.1: every row within the radius by levenshtein()');
 SELECT is((SELECT w <%> (SELECT q FROM qw WHERE qid = 3) FROM words
            ORDER BY w <%> (SELECT q FROM qw WHERE qid = 3) LIMIT 1), 1::float8, 'ORDER BY w <%> q in the permutation mode');
 

@@ -628,19 +628,16 @@ typedef struct genie_range_scan
 	double		radius;			/* >= 0: every object within it, the boundary included */
 	/* NULL, or one flag per object: nonzero = not an answer (dead, NULL) */
 	const uint8_t *excluded;
-	/*
-	 * NULL: every object is read; else a list of the set's first objects
-	 * (genie_cluster_list_objects of them; the rest, an index's pending
-	 * rows, are read one by one) that prunes.
-	 */
+	/* NULL: every object is read; else a list of the set's first objects (genie_cluster_list_objects
+	 * of them; the rest, an index's pending rows, are read one by one) that prunes */
 	const genie_cluster_list *list;
+	/* NULL, or per query q only candidates[candidate_offsets[q] .. [q + 1]) are read (on the CPU) */
+	const int64_t *candidate_offsets;
+	const int32_t *candidates;	/* the permutation index's; duplicates allowed */
 } genie_range_scan;
 
-/*
- * Per query q, rows [query_offsets[q], query_offsets[q + 1]) of objects and
- * distances by (distance, object id) ascending, every object within the
- * radius (edit distances are whole numbers), and what the search read.
- */
+/* Per query q, rows [query_offsets[q], query_offsets[q + 1]) by (distance, object id): every
+ * object within the radius (edit distances are whole numbers), and what the search read. */
 typedef struct genie_range_results
 {
 	int32_t		n_queries;
