@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <new>
 #include <utility>
 #include <vector>
@@ -34,27 +33,21 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
 
 namespace {
 
-// The given candidates' exact distances, those within the radius.
-Status CandidateRangeSearch(int32_t n_objects, const QueryMetricFactory& metrics, const RangeRequest& request,
+// The given candidates' distances, those within the radius, on the CPU.
+Status CandidateRangeHandle(const QueryMetricFactory& metrics, const RangeRequest& request,
                             const genie_range_scan* scan, genie_range_results** out,
                             const EngineOptions& engine_options) {
   const int32_t nq = scan->n_queries;
-  const int64_t* offsets = scan->candidate_offsets;
-  if (nq > 0 && (offsets[0] != 0 || (offsets[nq] > 0 && scan->candidates == nullptr)))
-    return Status::InvalidArgument("bad candidate list");
-  std::vector<RangeCandidate> candidates;
-  for (int32_t q = 0; q < nq; ++q) {
-    if (offsets[q + 1] < offsets[q]) return Status::InvalidArgument("candidate offsets are not ascending");
-    for (int64_t c = offsets[q]; c < offsets[q + 1]; ++c) {
-      const int32_t object = scan->candidates[c];
-      if (object < 0 || object >= n_objects)
-        return Status::InvalidArgument("a candidate is not an object of the set");
-      candidates.push_back({q, object, std::numeric_limits<double>::quiet_NaN()});
-    }
-  }
+  if (nq < 0) return Status::InvalidArgument("negative number of queries");
+  // the last offset bounds the candidates; CandidateRangeSearch checks every
+  // offset against it before reading one
+  const int64_t total = scan->candidate_offsets[nq];
+  if (total < 0 || (total > 0 && scan->candidates == nullptr)) return Status::InvalidArgument("bad candidate list");
   RangeResult found;
-  GENIE_RETURN_IF_ERROR(FinishRangeSearch(metrics, request, std::move(candidates), engine_options.threads, &found,
-                                          engine_options.cancel));
+  GENIE_RETURN_IF_ERROR(genie::CandidateRangeSearch(
+      metrics, request, Span<int64_t>(scan->candidate_offsets, static_cast<std::size_t>(nq) + 1),
+      Span<int32_t>(scan->candidates, static_cast<std::size_t>(total)), engine_options.threads, &found,
+      engine_options.cancel));
   genie_range_results* res = nullptr;
   GENIE_RETURN_IF_ERROR(CopyScanRows(found, GENIE_ENGINE_CPU, genie_range_results_free, &res));
   res->distances_computed = found.distances_computed;
@@ -76,7 +69,7 @@ Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
   if (scan->excluded != nullptr)
     request.excluded = Span<uint8_t>(scan->excluded, static_cast<std::size_t>(n_objects));
   if (scan->candidate_offsets != nullptr)
-    return CandidateRangeSearch(n_objects, metrics, request, scan, out, engine_options);
+    return CandidateRangeHandle(metrics, request, scan, out, engine_options);
   if (device_pass == nullptr && device == GENIE_ENGINE_GPU)
     return Status::DeviceUnavailable("no usable GPU for this range search");
   if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO && device != GENIE_ENGINE_GPU)

@@ -195,15 +195,24 @@ TEST(CApiRange, VectorsWithinARadius) {
     EXPECT_GT(kept, 0);
     EXPECT_LT(some.distances_computed, whole.distances_computed / 2);
   }
-  // a candidate that is no object, offsets that do not start at 0
+  // a candidate that is no object, offsets that descend, no candidates where the offsets name some
   cands[5] = n;
   EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
   cands[5] = -1;
   EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
   cands[5] = 5;
-  coffsets[0] = 1;
+  const int64_t second = coffsets[2];
+  coffsets[2] = coffsets[1] - 1;
   EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
-  coffsets[0] = 0;
+  coffsets[2] = second;
+  scan.candidates = nullptr;
+  EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
+  // offsets past the last one's start: {0, 5, 0} names no candidate at its end but reads none
+  const std::vector<int64_t> zig{0, 5, 0};
+  scan.n_queries = 2;
+  scan.candidate_offsets = zig.data();
+  EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
+  scan.n_queries = nq;
   scan.candidate_offsets = nullptr;
   scan.candidates = nullptr;
   queries[3] = NAN;

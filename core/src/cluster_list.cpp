@@ -795,4 +795,56 @@ Status FinishRangeSearch(const QueryMetricFactory& metrics, const RangeRequest& 
   return Status::Ok();
 }
 
+Status CandidateRangeSearch(const QueryMetricFactory& metrics, const RangeRequest& request,
+                            Span<int64_t> offsets, Span<int32_t> candidates, int32_t threads,
+                            RangeResult* out, const CancelCheck& cancel) {
+  if (out == nullptr) return Status::InvalidArgument("CandidateRangeSearch: NULL output");
+  if (std::isnan(request.radius) || request.radius < 0)
+    return Status::InvalidArgument("the radius must be a number at least 0");
+  const int32_t nq = request.n_queries;
+  if (nq < 0 || offsets.size() != static_cast<std::size_t>(nq) + 1)
+    return Status::InvalidArgument("candidate offsets do not match the queries");
+  for (int32_t q = 0; q < nq; ++q) {
+    if (offsets[q] < 0 || offsets[q + 1] < offsets[q] || static_cast<std::size_t>(offsets[q + 1]) > candidates.size())
+      return Status::InvalidArgument("candidate offsets are not ascending within the candidates");
+  }
+  std::vector<std::vector<Hit>> hits(static_cast<std::size_t>(nq));
+  std::vector<int64_t> computed(static_cast<std::size_t>(nq), 0);
+  GENIE_RETURN_IF_ERROR(ParallelFor(
+      nq, ResolveThreads(threads),
+      [&](int64_t qi) {
+        const std::size_t q = static_cast<std::size_t>(qi);
+        std::vector<int32_t> ids(candidates.begin() + offsets[q], candidates.begin() + offsets[q + 1]);
+        if (ids.empty()) return Status::Ok();
+        if (!std::is_sorted(ids.begin(), ids.end())) std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        if (ids.front() < 0 || ids.back() >= request.n_objects)
+          return Status::InvalidArgument("a candidate is not an object of the set");
+        std::unique_ptr<QueryMetric> metric = metrics(static_cast<int32_t>(qi));
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+          const int32_t o = ids[i];
+          if (!request.excluded.empty() && request.excluded[static_cast<std::size_t>(o)] != 0) continue;
+          const double d = metric->Distance(o, request.radius);
+          ++computed[q];
+          if (d <= request.radius) hits[q].push_back(Hit{d, o});
+          if ((i & 1023) == 1023 && cancel.requested()) return Status::Cancelled();
+        }
+        std::sort(hits[q].begin(), hits[q].end());
+        return Status::Ok();
+      },
+      cancel));
+  RangeResult result;
+  result.offsets.assign(1, 0);
+  for (int32_t q = 0; q < nq; ++q) {
+    result.distances_computed += computed[static_cast<std::size_t>(q)];
+    for (const Hit& x : hits[static_cast<std::size_t>(q)]) {
+      result.objects.push_back(x.object);
+      result.distances.push_back(x.distance);
+    }
+    result.offsets.push_back(static_cast<int64_t>(result.objects.size()));
+  }
+  *out = std::move(result);
+  return Status::Ok();
+}
+
 }  // namespace genie

@@ -48,7 +48,8 @@ void ScoreStripe(const PermutationRows& objects, const uint8_t* query, Span<uint
     }
     const int32_t s = Footrule(objects.row(static_cast<int32_t>(i)), query, objects.stride);
     f[i] = static_cast<uint16_t>(s);
-    if (hist != nullptr) hist[s]++;
+    // a damaged row (a byte beyond m) counts in the last bin, not past it
+    if (hist != nullptr) hist[std::min(s, MaxFootrule(objects.m))]++;
   }
 }
 
@@ -56,6 +57,8 @@ void ScoreStripe(const PermutationRows& objects, const uint8_t* query, Span<uint
 // all of them (the rows of 60,000 objects at m = 64 are 3.8 MB, beyond a
 // core's L2, so one pass a query was bound by reading them).
 constexpr int kSelectGroup = 4;
+// A group's footrules (2 bytes an object a query) stay within this.
+constexpr int64_t kGroupScratchBytes = int64_t{64} << 20;
 
 // ScoreStripe for `count` <= kSelectGroup queries at once.
 void ScoreStripeGroup(const PermutationRows& objects, const uint8_t* const* query, int count,
@@ -84,8 +87,8 @@ void ScoreStripeGroup(const PermutationRows& objects, const uint8_t* const* quer
 }
 
 #if defined(__x86_64__)
-// ScoreStripeGroup for a stride of whole 32-byte steps (m > 16) where the
-// processor has AVX2: half as many sums of absolute differences, and the
+// ScoreStripeGroup for a stride of whole 32-byte steps (m of 17-32, 49-64,
+// 81-96 or 113-128) where the processor has AVX2: half as many sums of absolute differences, and the
 // four queries' totals gathered into one vector (each below 2^16, so two
 // fit a 64-bit lane).
 __attribute__((target("avx2"))) void ScoreStripeGroupAvx2(const PermutationRows& objects,
@@ -150,8 +153,8 @@ int64_t CountAtMost(const uint16_t* f, int64_t n, int32_t t) {
 // A single query's stripes are scored on every thread, each counting its
 // own histogram, and hist (their sum) gives t at once: the counting passes
 // would all run on one thread.
-void Collect(const uint16_t* f, int64_t n, int32_t max_footrule, int32_t candidates,
-             const std::vector<uint32_t>* hist, std::vector<int32_t>* out) {
+Status Collect(const uint16_t* f, int64_t n, int32_t max_footrule, int32_t candidates,
+              const std::vector<uint32_t>* hist, const CancelCheck& cancel, std::vector<int32_t>* out) {
   out->clear();
   int64_t eligible = 0;
   if (hist != nullptr) {
@@ -163,7 +166,7 @@ void Collect(const uint16_t* f, int64_t n, int32_t max_footrule, int32_t candida
     out->reserve(static_cast<std::size_t>(eligible));
     for (int64_t i = 0; i < n; ++i)
       if (f[i] != kExcluded) out->push_back(static_cast<int32_t>(i));
-    return;
+    return Status::Ok();
   }
   out->reserve(static_cast<std::size_t>(candidates));
   if (hist != nullptr) {
@@ -171,25 +174,31 @@ void Collect(const uint16_t* f, int64_t n, int32_t max_footrule, int32_t candida
     int32_t t = 0;
     while (below + (*hist)[static_cast<std::size_t>(t)] < candidates) below += (*hist)[static_cast<std::size_t>(t++)];
     CollectAt(f, n, t, candidates - below, out);
-    return;
+    return Status::Ok();
   }
   // the guess: the sample's value at the same share of its eligible objects
   std::vector<uint32_t> sample(static_cast<std::size_t>(max_footrule) + 1, 0);
   int64_t sampled = 0;
   for (int64_t i = 0; i < n; i += 16)
     if (f[i] != kExcluded) {
-      sample[f[i]]++;
+      sample[std::min<int32_t>(f[i], max_footrule)]++;  // a damaged row's footrule in the last bin
       ++sampled;
     }
   int32_t guess = 0;
   const double rank = static_cast<double>(candidates) * static_cast<double>(sampled) / static_cast<double>(eligible);
   for (double cum = 0; guess < max_footrule && (cum += sample[static_cast<std::size_t>(guess)]) < rank;) ++guess;
-  // the smallest t in [lo, hi] with CountAtMost(t) >= candidates
+  // the smallest t in [lo, hi] with CountAtMost(t) >= candidates; every
+  // pass a poll (a pass reads 2 bytes an object)
+  bool cancelled = false;
+  auto enough = [&](int32_t t) {
+    cancelled = cancelled || cancel.requested();
+    return cancelled || CountAtMost(f, n, t) >= candidates;
+  };
   int32_t lo = 0, hi = max_footrule;
-  if (CountAtMost(f, n, guess) >= candidates) {
+  if (enough(guess)) {
     hi = guess;
     for (int32_t step = 1; hi - step >= 0; step *= 2) {
-      if (CountAtMost(f, n, hi - step) < candidates) {
+      if (!enough(hi - step)) {
         lo = hi - step + 1;
         break;
       }
@@ -198,7 +207,7 @@ void Collect(const uint16_t* f, int64_t n, int32_t max_footrule, int32_t candida
   } else {
     lo = guess + 1;
     for (int32_t step = 1; lo + step - 1 < max_footrule; step *= 2) {
-      if (CountAtMost(f, n, lo + step - 1) >= candidates) {
+      if (enough(lo + step - 1)) {
         hi = lo + step - 1;
         break;
       }
@@ -207,10 +216,12 @@ void Collect(const uint16_t* f, int64_t n, int32_t max_footrule, int32_t candida
   }
   while (lo < hi) {
     const int32_t mid = lo + (hi - lo) / 2;
-    if (CountAtMost(f, n, mid) >= candidates) hi = mid;
+    if (enough(mid)) hi = mid;
     else lo = mid + 1;
   }
+  if (cancelled || cancel.requested()) return Status::Cancelled();
   CollectAt(f, n, lo, candidates - (lo > 0 ? CountAtMost(f, n, lo - 1) : 0), out);
+  return Status::Ok();
 }
 
 // The objects of footrule below t, then the first at_t of those at t.
@@ -441,9 +452,11 @@ Status CpuPermutationSelect(const PermutationRows& objects, const PermutationRow
   try {
     lists.resize(static_cast<std::size_t>(queries.n));
     if (queries.n >= workers || n <= kStripe) {
-      // a batch: kSelectGroup queries a unit (fewer where that leaves a
-      // thread idle), each unit on its own scratch
-      const int64_t group = queries.n >= kSelectGroup * workers ? kSelectGroup : 1;
+      // a batch: kSelectGroup queries a unit (one where that leaves a
+      // thread idle, or where their footrules would pass kGroupScratchBytes),
+      // each unit on its own scratch
+      const int64_t group =
+          queries.n >= kSelectGroup * workers && n * 2 * kSelectGroup <= kGroupScratchBytes ? kSelectGroup : 1;
       GENIE_RETURN_IF_ERROR(ParallelFor(
           (queries.n + group - 1) / group, threads,
           [&](int64_t unit) -> Status {
@@ -469,8 +482,11 @@ Status CpuPermutationSelect(const PermutationRows& objects, const PermutationRow
 #endif
                 ScoreStripeGroup(objects, rows, count, excluded, lo, std::min(lo + kStripe, n), fs);
               }
-              for (int g = 0; g < count; ++g)
-                Collect(fs[g], n, max_footrule, candidates, nullptr, &lists[static_cast<std::size_t>(q0 + g)]);
+              for (int g = 0; g < count; ++g) {
+                if (cancel.requested()) return Status::Cancelled();
+                GENIE_RETURN_IF_ERROR(Collect(fs[g], n, max_footrule, candidates, nullptr, cancel,
+                                              &lists[static_cast<std::size_t>(q0 + g)]));
+              }
             } catch (const std::bad_alloc&) {
               return Status::OutOfMemory("out of host memory selecting permutation candidates");
             }
@@ -501,7 +517,8 @@ Status CpuPermutationSelect(const PermutationRows& objects, const PermutationRow
         std::vector<uint32_t> hist(bins, 0);
         for (const auto& h : hists)
           for (std::size_t b = 0; b < bins; ++b) hist[b] += h[b];
-        Collect(f.data(), n, max_footrule, candidates, &hist, &lists[static_cast<std::size_t>(q)]);
+        GENIE_RETURN_IF_ERROR(Collect(f.data(), n, max_footrule, candidates, &hist, cancel,
+                                      &lists[static_cast<std::size_t>(q)]));
       }
     }
     out->offsets.assign(1, 0);

@@ -92,7 +92,7 @@ Status CollectCandidates(const VectorSet& set, Span<int64_t> offsets, Span<int32
 
 // Step 2: the pairs in object order and the objects chosen, each once.  A
 // lone query's candidates are that already; a block's are counted over
-// [lo, hi] and placed.
+// [lo, hi] and placed, or sorted where they are few for that span.
 void InvertByObject(Block* b) {
   b->objects.clear();
   b->first.assign(1, 0);
@@ -107,19 +107,36 @@ void InvertByObject(Block* b) {
     return;
   }
   const int64_t span = static_cast<int64_t>(b->hi) - b->lo + 1;
-  if (span <= 0) {
-    b->by_object.clear();
+  int64_t pairs = 0;
+  for (int32_t i = 0; i < b->n_queries; ++i) pairs += b->end[static_cast<std::size_t>(i)] - b->begin[static_cast<std::size_t>(i)];
+  b->by_object.clear();
+  if (span <= 0) return;
+  if (span > 8 * pairs) {
+    // few pairs over a wide span of a large set: sorted, not counted
+    for (int32_t i = 0; i < b->n_queries; ++i)
+      for (int64_t p = b->begin[static_cast<std::size_t>(i)]; p < b->end[static_cast<std::size_t>(i)]; ++p)
+        b->by_object.push_back(p);
+    std::sort(b->by_object.begin(), b->by_object.end(), [b](int64_t x, int64_t y) {
+      const int32_t ox = b->ids[static_cast<std::size_t>(x)], oy = b->ids[static_cast<std::size_t>(y)];
+      return ox != oy ? ox < oy : x < y;
+    });
+    for (std::size_t j = 0; j < b->by_object.size(); ++j) {
+      const int32_t o = b->ids[static_cast<std::size_t>(b->by_object[j])];
+      if (b->objects.empty() || b->objects.back() != o) {
+        if (!b->objects.empty()) b->first.push_back(static_cast<int64_t>(j));
+        b->objects.push_back(o);
+      }
+    }
+    b->first.push_back(static_cast<int64_t>(b->by_object.size()));
     return;
   }
-  std::vector<int64_t> next(static_cast<std::size_t>(span) + 1, 0);
-  int64_t pairs = 0;
+  // 32-bit: a block of several queries holds at most kBlockPairs pairs
+  std::vector<int32_t> next(static_cast<std::size_t>(span) + 1, 0);
   for (int32_t i = 0; i < b->n_queries; ++i)
-    for (int64_t p = b->begin[static_cast<std::size_t>(i)]; p < b->end[static_cast<std::size_t>(i)]; ++p) {
+    for (int64_t p = b->begin[static_cast<std::size_t>(i)]; p < b->end[static_cast<std::size_t>(i)]; ++p)
       next[static_cast<std::size_t>(b->ids[static_cast<std::size_t>(p)] - b->lo) + 1]++;
-      ++pairs;
-    }
   for (int64_t j = 0; j < span; ++j) {
-    const int64_t count = next[static_cast<std::size_t>(j) + 1];
+    const int32_t count = next[static_cast<std::size_t>(j) + 1];
     if (count != 0) {
       b->objects.push_back(b->lo + static_cast<int32_t>(j));
       b->first.push_back(b->first.back() + count);

@@ -183,8 +183,9 @@ TEST(RerankVectors, EqualsBruteForceOverEachQuerysCandidates) {
   struct Shape {
     int32_t n, dim, nq, per_query, k, threads;
   };
+  // the last: 200 pairs over 100,000 objects, sorted rather than counted
   for (const Shape& sh : {Shape{300, 3000, 400, 40, 10, 2}, Shape{5000, 8, 1, 4000, 20, 2},
-                          Shape{200, 9, 37, 150, 5, 3}}) {
+                          Shape{200, 9, 37, 150, 5, 3}, Shape{100000, 2, 20, 10, 5, 2}}) {
     const std::vector<float> data = RandomVectors(&rng, VectorShape::kGaussian, sh.n, sh.dim);
     const VectorSet set = MakeSet(sh.dim, sh.n, data);
     const std::vector<float> queries = NearbyQueries(&rng, data, sh.n, sh.dim, sh.nq, 0.1f);

@@ -16,7 +16,10 @@
  * clusters and superclusters that cannot meet a query's ball are skipped),
  * else over every stored value, and over each pending row; a float32 pass with a proven bound (vectors) or the length
  * filter and a capped distance (strings) rules most out before their exact
- * distance.  Rows come in (query_no, distance, ctid) order.
+ * distance.  Under genie.vector_search / genie.text_search = permutation an
+ * index with permutants reads only its candidates (approximate, every
+ * distance true; search/genie_search_range.c).  Rows come in (query_no,
+ * distance, ctid) order.
  *
  *-------------------------------------------------------------------------
  */

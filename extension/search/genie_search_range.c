@@ -29,6 +29,22 @@
 #include "search/genie_search_range.h"
 #include "search/genie_search_values.h"
 
+/* The list's copy of the rows in its order, made by its first CPU search: the cache counts it. */
+static void
+count_cluster_rows(GenieCachedIndex *entry, const genie_cluster_list *list)
+{
+	Size		now;
+
+	if (list == NULL)
+		return;
+	now = genie_cluster_list_memory_bytes(list);
+	if (now > entry->cluster_list_bytes)
+	{
+		entry->bytes += now - entry->cluster_list_bytes;
+		entry->cluster_list_bytes = now;
+	}
+}
+
 /*
  * EXPLAIN (ANALYZE) of a search through the permutation index: the exact
  * search of the same queries (its time left out of the phases), every one
@@ -38,6 +54,8 @@ static void
 explain_recall(const GenieValueSet *set, GenieCachedIndex *entry, const GenieValueBatch *queries,
 			   double radius, const genie_range_results *found, int64 candidates)
 {
+	/* loaded first: reading the list may fail, and is a load the profile shows */
+	const genie_cluster_list *list = genie_cache_clusters(entry);
 	bool		profiling = genie_profile_enabled;
 	genie_engine_options options;
 	genie_range_results *exact = NULL;
@@ -45,12 +63,20 @@ explain_recall(const GenieValueSet *set, GenieCachedIndex *entry, const GenieVal
 	genie_status status;
 
 	genie_profile_enabled = false;
-	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
-	status = genie_value_set_within(set, GENIE_ENGINE_CPU, &options, queries, radius, entry->excluded,
-									genie_cache_clusters(entry), NULL, NULL, &exact, &err);
-	genie_profile_enabled = profiling;
-	if (status != GENIE_OK)
-		genie_report_error(&err, "genie: exact range search for EXPLAIN");
+	PG_TRY();
+	{
+		genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
+		status = genie_value_set_within(set, GENIE_ENGINE_CPU, &options, queries, radius, entry->excluded,
+										list, NULL, NULL, &exact, &err);
+		if (status != GENIE_OK)
+			genie_report_error(&err, "genie: exact range search for EXPLAIN");
+	}
+	PG_FINALLY();
+	{
+		genie_profile_enabled = profiling;
+	}
+	PG_END_TRY();
+	count_cluster_rows(entry, list);
 	/* every row found is within the radius: the hits are the rows found */
 	genie_explain_permutation(candidates, found->query_offsets[found->n_queries],
 							  exact->query_offsets[exact->n_queries]);
@@ -83,7 +109,19 @@ range_permutation(GenieCachedIndex *entry, const GenieValueSet *set, const Genie
 	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false);
 	genie_explain_range(found->distances_computed, 0, 0);
 	if (genie_explain_analyzing)
-		explain_recall(set, entry, queries, radius, found, (int64) candidates * queries->n);
+	{
+		/* found is the C API's memory: freed if the exact search fails (a cancel, a version gone) */
+		PG_TRY();
+		{
+			explain_recall(set, entry, queries, radius, found, (int64) candidates * queries->n);
+		}
+		PG_CATCH();
+		{
+			genie_range_results_free(found);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
 	return found;
 }
 
@@ -132,17 +170,7 @@ genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, doub
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: range search");
 	genie_profile_pop();
-	if (list != NULL)
-	{
-		/* the first CPU search copied the rows in the list's order: the cache counts them */
-		Size		now = genie_cluster_list_memory_bytes(list);
-
-		if (now > entry->cluster_list_bytes)
-		{
-			entry->bytes += now - entry->cluster_list_bytes;
-			entry->cluster_list_bytes = now;
-		}
-	}
+	count_cluster_rows(entry, list);
 	genie_search_ran_on(found->device, false);
 	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false);
 	genie_explain_range(found->distances_computed, found->superclusters_discarded,

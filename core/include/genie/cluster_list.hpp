@@ -225,4 +225,16 @@ Status FinishRangeSearch(const QueryMetricFactory& metrics, const RangeRequest& 
                          std::vector<RangeCandidate> candidates, int32_t threads, RangeResult* out,
                          const CancelCheck& cancel = CancelCheck());
 
+// The range search of given candidates alone (the permutation index's):
+// per query q, the objects candidates[offsets[q] .. offsets[q + 1]) (ids
+// of [0, request.n_objects), duplicates allowed) within the radius and not
+// excluded, in CpuRangeSearch's rows and order; distances_computed counts
+// the distances computed.  By query on up to `threads` threads, each query's
+// candidates sorted only when they do not ascend already, cancel polled
+// every 1,024 candidates.  InvalidArgument for offsets that do not ascend
+// within the candidates or an id of no object.
+Status CandidateRangeSearch(const QueryMetricFactory& metrics, const RangeRequest& request,
+                            Span<int64_t> offsets, Span<int32_t> candidates, int32_t threads,
+                            RangeResult* out, const CancelCheck& cancel = CancelCheck());
+
 }  // namespace genie

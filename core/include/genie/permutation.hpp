@@ -7,8 +7,9 @@
 // (0 = nearest), ties by permutant number.  The Spearman footrule of two
 // rows, sum over j of |rank_a(j) - rank_b(j)|, is at most floor(m^2 / 2),
 // so the candidates of a query (the objects of smallest footrule, ties by
-// object id) are found by counting, not by a sort: the cut is searched
-// with a few vectorised counting passes, then one pass collects.  Only the candidates are compared with the query by the real
+// object id) are found by counting, not by a sort: in a batch the cut is
+// searched with a few vectorised counting passes, a single query's comes
+// from its stripes' histograms; then one pass collects.  Only the candidates are compared with the query by the real
 // distance (RerankVectors, RerankStrings): the answers are approximate,
 // their distances true.
 //
@@ -119,9 +120,9 @@ struct PermutationCandidates {
 // For each row q of queries (same m as objects): the `candidates` objects
 // of smallest footrule, ties by id, skipping those whose excluded byte is
 // nonzero (excluded empty, or one per object); all eligible objects when
-// fewer.  On up to `threads` threads: a batch by query, one query by
-// stripes of objects.  InvalidArgument for mismatched tables or
-// candidates < 1; cancel polled every stripe.
+// fewer.  On up to `threads` threads: a batch by groups of queries, one
+// query by stripes of objects.  InvalidArgument for mismatched tables or
+// candidates < 1; cancel polled every stripe and every counting pass.
 Status CpuPermutationSelect(const PermutationRows& objects, const PermutationRows& queries,
                             Span<uint8_t> excluded, int32_t candidates, int32_t threads,
                             PermutationCandidates* out, const CancelCheck& cancel = CancelCheck());
