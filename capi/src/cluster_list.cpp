@@ -34,24 +34,52 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
 namespace {
 
 // The given candidates' distances, those within the radius, on the CPU.
-Status CandidateRangeHandle(const QueryMetricFactory& metrics, const RangeRequest& request,
-                            const genie_range_scan* scan, genie_range_results** out,
-                            const EngineOptions& engine_options) {
+Status CandidateRange(const QueryMetricFactory& metrics, const RangeRequest& request,
+                      const genie_range_scan* scan, const EngineOptions& engine_options, RangeResult* found) {
   const int32_t nq = scan->n_queries;
   if (nq < 0) return Status::InvalidArgument("negative number of queries");
   // the last offset bounds the candidates; CandidateRangeSearch checks every
   // offset against it before reading one
   const int64_t total = scan->candidate_offsets[nq];
   if (total < 0 || (total > 0 && scan->candidates == nullptr)) return Status::InvalidArgument("bad candidate list");
-  RangeResult found;
-  GENIE_RETURN_IF_ERROR(genie::CandidateRangeSearch(
-      metrics, request, Span<int64_t>(scan->candidate_offsets, static_cast<std::size_t>(nq) + 1),
-      Span<int32_t>(scan->candidates, static_cast<std::size_t>(total)), engine_options.threads, &found,
-      engine_options.cancel));
-  genie_range_results* res = nullptr;
-  GENIE_RETURN_IF_ERROR(CopyScanRows(found, GENIE_ENGINE_CPU, genie_range_results_free, &res));
-  res->distances_computed = found.distances_computed;
-  *out = res;
+  return CandidateRangeSearch(metrics, request, Span<int64_t>(scan->candidate_offsets, static_cast<std::size_t>(nq) + 1),
+                              Span<int32_t>(scan->candidates, static_cast<std::size_t>(total)),
+                              engine_options.threads, found, engine_options.cancel);
+}
+
+// Every object within the radius, through the scan's list when it has one:
+// planned on the CPU and read by the device pass where there is one, else
+// on the CPU.
+Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_engine_kind device,
+                 const genie_range_scan* scan, const RangeDevicePass& device_pass, const RangeRequest& request,
+                 const EngineOptions& engine_options, RangeResult* found, genie_engine_kind* ran_on) {
+  if (device_pass == nullptr && device == GENIE_ENGINE_GPU)
+    return Status::DeviceUnavailable("no usable GPU for this range search");
+  if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO && device != GENIE_ENGINE_GPU)
+    return Status::InvalidArgument("device must be CPU, GPU or AUTO");
+  if (scan->list != nullptr && scan->list->list.n_objects > n_objects)
+    return Status::InvalidArgument("the list of clusters is of another set: " +
+                                   std::to_string(scan->list->list.n_objects) + " objects, not " +
+                                   std::to_string(n_objects));
+  // without a list every object is read: as a whole list on the CPU; on
+  // the device, past an empty list (the plan's one item a query)
+  ClusterList whole;
+  if (scan->list == nullptr && device_pass == nullptr) whole = WholeList(n_objects);
+  const ClusterList& list = scan->list != nullptr ? scan->list->list : whole;
+  if (device_pass == nullptr)
+    return CpuRangeSearch(list, metrics, request, engine_options.threads, found, engine_options.cancel);
+  RangePlan plan;
+  GENIE_RETURN_IF_ERROR(PlanRangeSearch(list, metrics, request, engine_options.threads, &plan, engine_options.cancel));
+  std::vector<RangeCandidate> candidates;
+  GENIE_RETURN_IF_ERROR(device_pass(plan, &candidates));
+  GENIE_RETURN_IF_ERROR(FinishRangeSearch(metrics, request, std::move(candidates), engine_options.threads, found,
+                                          engine_options.cancel));
+  // the centres here, every member of the plan's items there
+  found->distances_computed += plan.distances_computed;
+  for (const RangeItem& item : plan.items) found->distances_computed += item.count;
+  found->superclusters_discarded = plan.superclusters_discarded;
+  found->clusters_discarded = plan.clusters_discarded;
+  *ran_on = GENIE_ENGINE_GPU;
   return Status::Ok();
 }
 
@@ -68,41 +96,12 @@ Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
   request.n_objects = n_objects;
   if (scan->excluded != nullptr)
     request.excluded = Span<uint8_t>(scan->excluded, static_cast<std::size_t>(n_objects));
-  if (scan->candidate_offsets != nullptr)
-    return CandidateRangeHandle(metrics, request, scan, out, engine_options);
-  if (device_pass == nullptr && device == GENIE_ENGINE_GPU)
-    return Status::DeviceUnavailable("no usable GPU for this range search");
-  if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO && device != GENIE_ENGINE_GPU)
-    return Status::InvalidArgument("device must be CPU, GPU or AUTO");
-  if (scan->list != nullptr && scan->list->list.n_objects > n_objects)
-    return Status::InvalidArgument("the list of clusters is of another set: " +
-                                   std::to_string(scan->list->list.n_objects) + " objects, not " +
-                                   std::to_string(n_objects));
-  // without a list every object is read: as a whole list on the CPU; on
-  // the device, past an empty list (the plan's one item a query)
-  ClusterList whole;
-  if (scan->list == nullptr && device_pass == nullptr) whole = WholeList(n_objects);
-  const ClusterList& list = scan->list != nullptr ? scan->list->list : whole;
   RangeResult found;
   genie_engine_kind ran_on = GENIE_ENGINE_CPU;
-  if (device_pass != nullptr) {
-    RangePlan plan;
-    GENIE_RETURN_IF_ERROR(
-        PlanRangeSearch(list, metrics, request, engine_options.threads, &plan, engine_options.cancel));
-    std::vector<RangeCandidate> candidates;
-    GENIE_RETURN_IF_ERROR(device_pass(plan, &candidates));
-    GENIE_RETURN_IF_ERROR(FinishRangeSearch(metrics, request, std::move(candidates), engine_options.threads,
-                                            &found, engine_options.cancel));
-    // the centres here, every member of the plan's items there
-    found.distances_computed += plan.distances_computed;
-    for (const RangeItem& item : plan.items) found.distances_computed += item.count;
-    found.superclusters_discarded = plan.superclusters_discarded;
-    found.clusters_discarded = plan.clusters_discarded;
-    ran_on = GENIE_ENGINE_GPU;
-  } else {
-    GENIE_RETURN_IF_ERROR(
-        CpuRangeSearch(list, metrics, request, engine_options.threads, &found, engine_options.cancel));
-  }
+  GENIE_RETURN_IF_ERROR(scan->candidate_offsets != nullptr
+                            ? CandidateRange(metrics, request, scan, engine_options, &found)
+                            : ListRange(n_objects, metrics, device, scan, device_pass, request, engine_options,
+                                        &found, &ran_on));
   genie_range_results* res = nullptr;
   GENIE_RETURN_IF_ERROR(CopyScanRows(found, ran_on, genie_range_results_free, &res));
   res->distances_computed = found.distances_computed;

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "genie/candidates.hpp"
 #include "genie/parallel.hpp"
 #include "query_distance.hpp"
 
@@ -274,6 +275,15 @@ struct Hit {
     return distance != o.distance ? distance < o.distance : object < o.object;
   }
 };
+
+// One query's rows (sorted) at the end of result.
+void AppendQueryRows(const std::vector<Hit>& hits, RangeResult* result) {
+  for (const Hit& h : hits) {
+    result->objects.push_back(h.object);
+    result->distances.push_back(h.distance);
+  }
+  result->offsets.push_back(static_cast<int64_t>(result->objects.size()));
+}
 
 struct Counts {
   int64_t distances = 0;
@@ -679,11 +689,7 @@ Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics
       result.clusters_discarded += counts[u].clusters_discarded;
     }
     std::sort(merged.begin(), merged.end());
-    for (const Hit& h : merged) {
-      result.objects.push_back(h.object);
-      result.distances.push_back(h.distance);
-    }
-    result.offsets.push_back(static_cast<int64_t>(result.objects.size()));
+    AppendQueryRows(merged, &result);
   }
   *out = std::move(result);
   return Status::Ok();
@@ -784,13 +790,7 @@ Status FinishRangeSearch(const QueryMetricFactory& metrics, const RangeRequest& 
   RangeResult result;
   result.offsets.assign(1, 0);
   for (const RangeCandidate& c : candidates) result.distances_computed += std::isnan(c.distance) ? 1 : 0;
-  for (const std::vector<Hit>& h : hits) {
-    for (const Hit& x : h) {
-      result.objects.push_back(x.object);
-      result.distances.push_back(x.distance);
-    }
-    result.offsets.push_back(static_cast<int64_t>(result.objects.size()));
-  }
+  for (const std::vector<Hit>& h : hits) AppendQueryRows(h, &result);
   *out = std::move(result);
   return Status::Ok();
 }
@@ -802,12 +802,7 @@ Status CandidateRangeSearch(const QueryMetricFactory& metrics, const RangeReques
   if (std::isnan(request.radius) || request.radius < 0)
     return Status::InvalidArgument("the radius must be a number at least 0");
   const int32_t nq = request.n_queries;
-  if (nq < 0 || offsets.size() != static_cast<std::size_t>(nq) + 1)
-    return Status::InvalidArgument("candidate offsets do not match the queries");
-  for (int32_t q = 0; q < nq; ++q) {
-    if (offsets[q] < 0 || offsets[q + 1] < offsets[q] || static_cast<std::size_t>(offsets[q + 1]) > candidates.size())
-      return Status::InvalidArgument("candidate offsets are not ascending within the candidates");
-  }
+  GENIE_RETURN_IF_ERROR(CheckCandidateOffsets(nq, offsets, candidates.size()));
   std::vector<std::vector<Hit>> hits(static_cast<std::size_t>(nq));
   std::vector<int64_t> computed(static_cast<std::size_t>(nq), 0);
   GENIE_RETURN_IF_ERROR(ParallelFor(
@@ -837,11 +832,7 @@ Status CandidateRangeSearch(const QueryMetricFactory& metrics, const RangeReques
   result.offsets.assign(1, 0);
   for (int32_t q = 0; q < nq; ++q) {
     result.distances_computed += computed[static_cast<std::size_t>(q)];
-    for (const Hit& x : hits[static_cast<std::size_t>(q)]) {
-      result.objects.push_back(x.object);
-      result.distances.push_back(x.distance);
-    }
-    result.offsets.push_back(static_cast<int64_t>(result.objects.size()));
+    AppendQueryRows(hits[static_cast<std::size_t>(q)], &result);
   }
   *out = std::move(result);
   return Status::Ok();

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "genie/candidates.hpp"
 #include "genie/codes.hpp"
 #include "genie/parallel.hpp"
 
@@ -319,16 +320,10 @@ Status RerankCodes(const CodeSet& set, const uint64_t* queries, int32_t n_querie
                    int32_t threads, CodeScanResult* out, const CancelCheck& cancel) {
   if (out == nullptr) return Status::InvalidArgument("RerankCodes: NULL output");
   if (k < 1) return Status::InvalidArgument("k must be at least 1");
-  if (n_queries < 0 || candidate_offsets.size() != static_cast<std::size_t>(n_queries) + 1)
-    return Status::InvalidArgument("candidate offsets do not match the queries");
+  GENIE_RETURN_IF_ERROR(CheckCandidateOffsets(n_queries, candidate_offsets, candidates.size()));
   if (n_queries > 0 && queries == nullptr) return Status::InvalidArgument("NULL query codes");
   if (!excluded.empty() && excluded.size() != static_cast<std::size_t>(set.size()))
     return Status::InvalidArgument("excluded flags do not match the code set");
-  for (int32_t q = 0; q < n_queries; ++q) {
-    if (candidate_offsets[q] < 0 || candidate_offsets[q + 1] < candidate_offsets[q] ||
-        static_cast<std::size_t>(candidate_offsets[q + 1]) > candidates.size())
-      return Status::InvalidArgument("candidate offsets are not ascending within the candidates");
-  }
   GENIE_RETURN_IF_ERROR(CheckCodes(queries, n_queries, set.bits, "a query code"));
   std::vector<CodeScanResult> parts(static_cast<std::size_t>(n_queries));
   GENIE_RETURN_IF_ERROR(ParallelFor(

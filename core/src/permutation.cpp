@@ -60,42 +60,17 @@ constexpr int kSelectGroup = 4;
 // A group's footrules (2 bytes an object a query) stay within this.
 constexpr int64_t kGroupScratchBytes = int64_t{64} << 20;
 
-// ScoreStripe for `count` <= kSelectGroup queries at once.
-void ScoreStripeGroup(const PermutationRows& objects, const uint8_t* const* query, int count,
-                      Span<uint8_t> excluded, int64_t lo, int64_t hi, uint16_t* const* f) {
 #if defined(__x86_64__)
+// ScoreStripe for `count` <= kSelectGroup queries at once, where the
+// processor has AVX2: each row read once, 32 bytes a step (and a last 16),
+// the four queries' totals gathered into one vector (each below 2^16, so
+// two fit a 64-bit lane).
+__attribute__((target("avx2"))) void ScoreStripeGroup(const PermutationRows& objects,
+                                                      const uint8_t* const* query, int count,
+                                                      Span<uint8_t> excluded, int64_t lo, int64_t hi,
+                                                      uint16_t* const* f) {
   const int32_t stride = objects.stride;
-  for (int64_t i = lo; i < hi; ++i) {
-    if (!excluded.empty() && excluded[static_cast<std::size_t>(i)] != 0) {
-      for (int g = 0; g < count; ++g) f[g][i] = kExcluded;
-      continue;
-    }
-    const uint8_t* row = objects.row(static_cast<int32_t>(i));
-    __m128i acc[kSelectGroup];
-    for (int g = 0; g < kSelectGroup; ++g) acc[g] = _mm_setzero_si128();
-    for (int32_t j = 0; j < stride; j += 16) {
-      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + j));
-      for (int g = 0; g < kSelectGroup; ++g)
-        acc[g] = _mm_add_epi64(acc[g], _mm_sad_epu8(x, _mm_loadu_si128(reinterpret_cast<const __m128i*>(query[g] + j))));
-    }
-    for (int g = 0; g < count; ++g)
-      f[g][i] = static_cast<uint16_t>(_mm_cvtsi128_si64(acc[g]) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(acc[g], acc[g])));
-  }
-#else
-  for (int g = 0; g < count; ++g) ScoreStripe(objects, query[g], excluded, lo, hi, f[g]);
-#endif
-}
-
-#if defined(__x86_64__)
-// ScoreStripeGroup for a stride of whole 32-byte steps (m of 17-32, 49-64,
-// 81-96 or 113-128) where the processor has AVX2: half as many sums of absolute differences, and the
-// four queries' totals gathered into one vector (each below 2^16, so two
-// fit a 64-bit lane).
-__attribute__((target("avx2"))) void ScoreStripeGroupAvx2(const PermutationRows& objects,
-                                                          const uint8_t* const* query, int count,
-                                                          Span<uint8_t> excluded, int64_t lo, int64_t hi,
-                                                          uint16_t* const* f) {
-  const int32_t stride = objects.stride;
+  const int32_t whole = stride / 32 * 32;
   for (int64_t i = lo; i < hi; ++i) {
     if (!excluded.empty() && excluded[static_cast<std::size_t>(i)] != 0) {
       for (int g = 0; g < count; ++g) f[g][i] = kExcluded;
@@ -104,11 +79,17 @@ __attribute__((target("avx2"))) void ScoreStripeGroupAvx2(const PermutationRows&
     const uint8_t* row = objects.row(static_cast<int32_t>(i));
     __m256i acc[kSelectGroup];
     for (int g = 0; g < kSelectGroup; ++g) acc[g] = _mm256_setzero_si256();
-    for (int32_t j = 0; j < stride; j += 32) {
+    for (int32_t j = 0; j < whole; j += 32) {
       const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + j));
       for (int g = 0; g < kSelectGroup; ++g)
         acc[g] = _mm256_add_epi64(
             acc[g], _mm256_sad_epu8(x, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(query[g] + j))));
+    }
+    if (whole < stride) {  // strides are whole 16-byte steps
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + whole));
+      for (int g = 0; g < kSelectGroup; ++g)
+        acc[g] = _mm256_add_epi64(acc[g], _mm256_zextsi128_si256(_mm_sad_epu8(
+                                              x, _mm_loadu_si128(reinterpret_cast<const __m128i*>(query[g] + whole)))));
     }
     // 32-bit lanes a0 b0 a1 b1 a2 b2 a3 b3 (queries 0 and 1), then c and d
     const __m256i ab = _mm256_or_si256(acc[0], _mm256_slli_epi64(acc[1], 32));
@@ -122,13 +103,17 @@ __attribute__((target("avx2"))) void ScoreStripeGroupAvx2(const PermutationRows&
   }
 }
 
-bool UseAvx2(int32_t stride) {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2 && stride % 32 == 0;
-}
 #endif
 
-void CollectAt(const uint16_t* f, int64_t n, int32_t t, int64_t at_t, std::vector<int32_t>* out);
+// Queries scored together where the processor can (AVX2), else one by one.
+bool CanScoreGroups() {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+#else
+  return false;
+#endif
+}
 
 // How many eligible objects have a footrule of at most t (vectorised: no
 // branch, 16-bit lanes).
@@ -144,38 +129,30 @@ int64_t CountAtMost(const uint16_t* f, int64_t n, int32_t t) {
   return count;
 }
 
-// The candidates of one query from its footrules: the objects of footrule
-// below t, then those at t in id order, where t is the smallest footrule
-// at which the count reaches `candidates`.  In a batch t is searched with
-// counting passes (a histogram of every object, one increment each, took
-// most of the batch's selection): a guess from every 16th object, then
-// doubling steps away from it and halving between, a few passes in all.
-// A single query's stripes are scored on every thread, each counting its
-// own histogram, and hist (their sum) gives t at once: the counting passes
-// would all run on one thread.
-Status Collect(const uint16_t* f, int64_t n, int32_t max_footrule, int32_t candidates,
-              const std::vector<uint32_t>* hist, const CancelCheck& cancel, std::vector<int32_t>* out) {
-  out->clear();
-  int64_t eligible = 0;
-  if (hist != nullptr) {
-    for (uint32_t c : *hist) eligible += c;
-  } else {
-    eligible = CountAtMost(f, n, max_footrule);
-  }
-  if (eligible <= candidates) {
-    out->reserve(static_cast<std::size_t>(eligible));
-    for (int64_t i = 0; i < n; ++i)
-      if (f[i] != kExcluded) out->push_back(static_cast<int32_t>(i));
-    return Status::Ok();
-  }
-  out->reserve(static_cast<std::size_t>(candidates));
-  if (hist != nullptr) {
-    int64_t below = 0;
-    int32_t t = 0;
-    while (below + (*hist)[static_cast<std::size_t>(t)] < candidates) below += (*hist)[static_cast<std::size_t>(t++)];
-    CollectAt(f, n, t, candidates - below, out);
-    return Status::Ok();
-  }
+// Where one query's candidates end: every object of footrule below t, then
+// the first at_t of those at t (in id order), where t is the smallest
+// footrule at which the count reaches `candidates`.
+struct Cut {
+  int32_t t = 0;
+  int64_t at_t = 0;
+};
+
+// The cut from a single query's histogram (its stripes, scored on every
+// thread, each count their own).
+Cut CutOfHistogram(const std::vector<uint32_t>& hist, int32_t candidates) {
+  int64_t below = 0;
+  int32_t t = 0;
+  while (below + hist[static_cast<std::size_t>(t)] < candidates) below += hist[static_cast<std::size_t>(t++)];
+  return {t, candidates - below};
+}
+
+// The cut of a batch's query (more than `candidates` objects eligible),
+// searched with counting passes: a histogram of every object, one
+// increment each, took most of the batch's selection.  A guess from every
+// 16th object, then doubling steps away from it and halving between, a
+// few passes in all, each after a cancel poll.
+Status SearchCut(const uint16_t* f, int64_t n, int32_t max_footrule, int32_t candidates, int64_t eligible,
+                 const CancelCheck& cancel, Cut* out) {
   // the guess: the sample's value at the same share of its eligible objects
   std::vector<uint32_t> sample(static_cast<std::size_t>(max_footrule) + 1, 0);
   int64_t sampled = 0;
@@ -187,45 +164,55 @@ Status Collect(const uint16_t* f, int64_t n, int32_t max_footrule, int32_t candi
   int32_t guess = 0;
   const double rank = static_cast<double>(candidates) * static_cast<double>(sampled) / static_cast<double>(eligible);
   for (double cum = 0; guess < max_footrule && (cum += sample[static_cast<std::size_t>(guess)]) < rank;) ++guess;
-  // the smallest t in [lo, hi] with CountAtMost(t) >= candidates; every
-  // pass a poll (a pass reads 2 bytes an object)
-  bool cancelled = false;
-  auto enough = [&](int32_t t) {
-    cancelled = cancelled || cancel.requested();
-    return cancelled || CountAtMost(f, n, t) >= candidates;
-  };
+  // the smallest t in [lo, hi] with CountAtMost(t) >= candidates; below is
+  // CountAtMost(lo - 1), kept from the pass that moved lo
   int32_t lo = 0, hi = max_footrule;
-  if (enough(guess)) {
+  int64_t below = 0, c = 0;
+  auto count = [&](int32_t t) { return c = CountAtMost(f, n, t); };
+  if (count(guess) >= candidates) {
     hi = guess;
     for (int32_t step = 1; hi - step >= 0; step *= 2) {
-      if (!enough(hi - step)) {
+      if (cancel.requested()) return Status::Cancelled();
+      if (count(hi - step) < candidates) {
         lo = hi - step + 1;
+        below = c;
         break;
       }
       hi -= step;
     }
   } else {
     lo = guess + 1;
+    below = c;
     for (int32_t step = 1; lo + step - 1 < max_footrule; step *= 2) {
-      if (enough(lo + step - 1)) {
+      if (cancel.requested()) return Status::Cancelled();
+      if (count(lo + step - 1) >= candidates) {
         hi = lo + step - 1;
         break;
       }
       lo += step;
+      below = c;
     }
   }
   while (lo < hi) {
+    if (cancel.requested()) return Status::Cancelled();
     const int32_t mid = lo + (hi - lo) / 2;
-    if (enough(mid)) hi = mid;
-    else lo = mid + 1;
+    if (count(mid) >= candidates) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+      below = c;
+    }
   }
-  if (cancelled || cancel.requested()) return Status::Cancelled();
-  CollectAt(f, n, lo, candidates - (lo > 0 ? CountAtMost(f, n, lo - 1) : 0), out);
+  *out = {lo, candidates - below};
   return Status::Ok();
 }
 
-// The objects of footrule below t, then the first at_t of those at t.
-void CollectAt(const uint16_t* f, int64_t n, int32_t t, int64_t at_t, std::vector<int32_t>* out) {
+// The candidates of a cut, ascending by id.
+void CollectAt(const uint16_t* f, int64_t n, Cut cut, int32_t candidates, std::vector<int32_t>* out) {
+  const int32_t t = cut.t;
+  int64_t at_t = cut.at_t;
+  out->clear();
+  out->reserve(static_cast<std::size_t>(candidates));
   int64_t i = 0;
 #if defined(__x86_64__)
   // eight objects a step; most steps hold none of the candidates
@@ -242,28 +229,6 @@ void CollectAt(const uint16_t* f, int64_t n, int32_t t, int64_t at_t, std::vecto
 #endif
   for (; i < n; ++i)
     if (f[i] < t || (f[i] == t && at_t-- > 0)) out->push_back(static_cast<int32_t>(i));
-}
-
-// Permutants whose squared distances to an object are summed together.
-constexpr int kPermutantGroup = 8;
-
-// The squared L2 distances of v to permutants first .. first + W, in double.
-template <int W>
-void SquaredDistances(const float* v, const VectorSet& permutants, int32_t first, int32_t dim, double* out) {
-  const float* p[W];
-  double s[W];
-  for (int w = 0; w < W; ++w) {
-    p[w] = permutants.row(first + w);
-    s[w] = 0;
-  }
-  for (int32_t e = 0; e < dim; ++e) {
-    const double ve = static_cast<double>(v[e]);
-    for (int w = 0; w < W; ++w) {
-      const double x = ve - static_cast<double>(p[w][e]);
-      s[w] += x * x;
-    }
-  }
-  for (int w = 0; w < W; ++w) out[w] = s[w];
 }
 
 Status CheckTables(const PermutationRows& objects, const PermutationRows& queries,
@@ -366,18 +331,17 @@ Status VectorPermutations(const VectorSet& objects, const VectorSet& permutants,
                           int32_t threads, const PermutationRows& table, const CancelCheck& cancel) {
   if (permutants.n != table.m || objects.dim != permutants.dim)
     return Status::InvalidArgument("the permutants do not match the table or the vectors");
-  const int32_t dim = objects.dim;
+  std::vector<const float*> rows;
+  try {
+    for (int32_t j = 0; j < permutants.n; ++j) rows.push_back(permutants.row(j));
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("out of host memory for the permutants");
+  }
   return ComputePermutations(
       [&](int32_t i, double* out) -> Status {
-        const float* v = objects.row(i);
-        int32_t j = 0;
-        // kPermutantGroup sums at once: each in element order with every
-        // operation rounded on its own (the GPU's numbers), but independent,
-        // so the processor overlaps them where one sum waits on its last
-        // addition at every element
-        for (; j + kPermutantGroup <= permutants.n; j += kPermutantGroup)
-          SquaredDistances<kPermutantGroup>(v, permutants, j, dim, out + j);
-        for (; j < permutants.n; ++j) SquaredDistances<1>(v, permutants, j, dim, out + j);
+        // the sums in element order, every operation rounded alone (the
+        // GPU's numbers), several permutants' overlapped
+        SquaredL2Distances(objects.row(i), rows.data(), permutants.n, objects.dim, out);
         return Status::Ok();
       },
       first, objects.n, threads, table, cancel);
@@ -448,15 +412,24 @@ Status CpuPermutationSelect(const PermutationRows& objects, const PermutationRow
   const int64_t n = objects.n;
   const int32_t max_footrule = MaxFootrule(objects.m);
   const int32_t workers = ResolveThreads(threads);
+  int64_t eligible = n;
+  for (uint8_t e : excluded) eligible -= e != 0 ? 1 : 0;
   std::vector<std::vector<int32_t>> lists;
   try {
-    lists.resize(static_cast<std::size_t>(queries.n));
-    if (queries.n >= workers || n <= kStripe) {
-      // a batch: kSelectGroup queries a unit (one where that leaves a
-      // thread idle, or where their footrules would pass kGroupScratchBytes),
-      // each unit on its own scratch
-      const int64_t group =
-          queries.n >= kSelectGroup * workers && n * 2 * kSelectGroup <= kGroupScratchBytes ? kSelectGroup : 1;
+    if (eligible <= candidates) {
+      // every eligible object is every query's candidate: nothing to score
+      std::vector<int32_t> all;
+      for (int64_t i = 0; i < n; ++i)
+        if (excluded.empty() || excluded[static_cast<std::size_t>(i)] == 0) all.push_back(static_cast<int32_t>(i));
+      lists.assign(static_cast<std::size_t>(queries.n), all);
+    } else if (queries.n >= workers || n <= kStripe) {
+      lists.resize(static_cast<std::size_t>(queries.n));
+      // a batch: kSelectGroup queries a unit where the processor scores
+      // them together (one where that leaves a thread idle, or where their
+      // footrules would pass kGroupScratchBytes), each unit on its own scratch
+      const bool grouped = CanScoreGroups() && queries.n >= kSelectGroup * workers &&
+                           n * 2 * kSelectGroup <= kGroupScratchBytes;
+      const int64_t group = grouped ? kSelectGroup : 1;
       GENIE_RETURN_IF_ERROR(ParallelFor(
           (queries.n + group - 1) / group, threads,
           [&](int64_t unit) -> Status {
@@ -474,18 +447,20 @@ Status CpuPermutationSelect(const PermutationRows& objects, const PermutationRow
               }
               for (int64_t lo = 0; lo < n; lo += kStripe) {
                 if (cancel.requested()) return Status::Cancelled();
+                const int64_t hi = std::min(lo + kStripe, n);
 #if defined(__x86_64__)
-                if (UseAvx2(objects.stride)) {
-                  ScoreStripeGroupAvx2(objects, rows, count, excluded, lo, std::min(lo + kStripe, n), fs);
+                if (grouped) {
+                  ScoreStripeGroup(objects, rows, count, excluded, lo, hi, fs);
                   continue;
                 }
 #endif
-                ScoreStripeGroup(objects, rows, count, excluded, lo, std::min(lo + kStripe, n), fs);
+                for (int g = 0; g < count; ++g) ScoreStripe(objects, rows[g], excluded, lo, hi, fs[g]);
               }
               for (int g = 0; g < count; ++g) {
                 if (cancel.requested()) return Status::Cancelled();
-                GENIE_RETURN_IF_ERROR(Collect(fs[g], n, max_footrule, candidates, nullptr, cancel,
-                                              &lists[static_cast<std::size_t>(q0 + g)]));
+                Cut cut;
+                GENIE_RETURN_IF_ERROR(SearchCut(fs[g], n, max_footrule, candidates, eligible, cancel, &cut));
+                CollectAt(fs[g], n, cut, candidates, &lists[static_cast<std::size_t>(q0 + g)]);
               }
             } catch (const std::bad_alloc&) {
               return Status::OutOfMemory("out of host memory selecting permutation candidates");
@@ -494,6 +469,7 @@ Status CpuPermutationSelect(const PermutationRows& objects, const PermutationRow
           },
           cancel));
     } else {
+      lists.resize(static_cast<std::size_t>(queries.n));
       // few queries: each one's objects by stripes on every thread
       std::vector<uint16_t> f(static_cast<std::size_t>(n));
       const int64_t stripes = (n + kStripe - 1) / kStripe;
@@ -517,8 +493,7 @@ Status CpuPermutationSelect(const PermutationRows& objects, const PermutationRow
         std::vector<uint32_t> hist(bins, 0);
         for (const auto& h : hists)
           for (std::size_t b = 0; b < bins; ++b) hist[b] += h[b];
-        GENIE_RETURN_IF_ERROR(Collect(f.data(), n, max_footrule, candidates, &hist, cancel,
-                                      &lists[static_cast<std::size_t>(q)]));
+        CollectAt(f.data(), n, CutOfHistogram(hist, candidates), candidates, &lists[static_cast<std::size_t>(q)]);
       }
     }
     out->offsets.assign(1, 0);

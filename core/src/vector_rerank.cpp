@@ -14,8 +14,10 @@
 // query's float64 re-rank (FinishQuery) as before: the same numbers, the
 // same results.
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
+#include "genie/candidates.hpp"
 #include "genie/parallel.hpp"
 #include "genie/vectors.hpp"
 
@@ -46,7 +48,6 @@ struct Block {
   std::vector<int64_t> by_object;  // pairs in object order (indexes of ids)
   std::vector<int32_t> objects;    // the chosen objects, ascending
   std::vector<int64_t> first;      // objects[j]'s pairs: by_object[first[j] .. first[j + 1])
-  int32_t lo = 0, hi = -1;         // the block's smallest and largest candidate
 };
 
 // Step 1: each query's usable candidates, ascending, once (in parallel).
@@ -80,13 +81,6 @@ Status CollectCandidates(const VectorSet& set, Span<int64_t> offsets, Span<int32
         return Status::Ok();
       },
       cancel));
-  b->lo = set.size();
-  b->hi = -1;
-  for (int32_t i = 0; i < b->n_queries; ++i) {
-    if (b->end[static_cast<std::size_t>(i)] == b->begin[static_cast<std::size_t>(i)]) continue;
-    b->lo = std::min(b->lo, b->ids[static_cast<std::size_t>(b->begin[static_cast<std::size_t>(i)])]);
-    b->hi = std::max(b->hi, b->ids[static_cast<std::size_t>(b->end[static_cast<std::size_t>(i)] - 1)]);
-  }
   return Status::Ok();
 }
 
@@ -106,11 +100,19 @@ void InvertByObject(Block* b) {
     }
     return;
   }
-  const int64_t span = static_cast<int64_t>(b->hi) - b->lo + 1;
+  // the block's smallest and largest candidate (each query's first and last)
+  int32_t lo = INT32_MAX, hi = -1;
   int64_t pairs = 0;
-  for (int32_t i = 0; i < b->n_queries; ++i) pairs += b->end[static_cast<std::size_t>(i)] - b->begin[static_cast<std::size_t>(i)];
+  for (int32_t i = 0; i < b->n_queries; ++i) {
+    const int64_t from = b->begin[static_cast<std::size_t>(i)], to = b->end[static_cast<std::size_t>(i)];
+    if (from == to) continue;
+    lo = std::min(lo, b->ids[static_cast<std::size_t>(from)]);
+    hi = std::max(hi, b->ids[static_cast<std::size_t>(to - 1)]);
+    pairs += to - from;
+  }
   b->by_object.clear();
-  if (span <= 0) return;
+  if (pairs == 0) return;
+  const int64_t span = static_cast<int64_t>(hi) - lo + 1;
   if (span > 8 * pairs) {
     // few pairs over a wide span of a large set: sorted, not counted
     for (int32_t i = 0; i < b->n_queries; ++i)
@@ -134,11 +136,11 @@ void InvertByObject(Block* b) {
   std::vector<int32_t> next(static_cast<std::size_t>(span) + 1, 0);
   for (int32_t i = 0; i < b->n_queries; ++i)
     for (int64_t p = b->begin[static_cast<std::size_t>(i)]; p < b->end[static_cast<std::size_t>(i)]; ++p)
-      next[static_cast<std::size_t>(b->ids[static_cast<std::size_t>(p)] - b->lo) + 1]++;
+      next[static_cast<std::size_t>(b->ids[static_cast<std::size_t>(p)] - lo) + 1]++;
   for (int64_t j = 0; j < span; ++j) {
     const int32_t count = next[static_cast<std::size_t>(j) + 1];
     if (count != 0) {
-      b->objects.push_back(b->lo + static_cast<int32_t>(j));
+      b->objects.push_back(lo + static_cast<int32_t>(j));
       b->first.push_back(b->first.back() + count);
     }
     next[static_cast<std::size_t>(j) + 1] = next[static_cast<std::size_t>(j)] + count;
@@ -146,7 +148,7 @@ void InvertByObject(Block* b) {
   b->by_object.resize(static_cast<std::size_t>(pairs));
   for (int32_t i = 0; i < b->n_queries; ++i)
     for (int64_t p = b->begin[static_cast<std::size_t>(i)]; p < b->end[static_cast<std::size_t>(i)]; ++p)
-      b->by_object[static_cast<std::size_t>(next[static_cast<std::size_t>(b->ids[static_cast<std::size_t>(p)] - b->lo)]++)] = p;
+      b->by_object[static_cast<std::size_t>(next[static_cast<std::size_t>(b->ids[static_cast<std::size_t>(p)] - lo)]++)] = p;
 }
 
 // Step 3: every pair's float32 distance, object by object, on every thread.
@@ -198,16 +200,10 @@ Status RerankVectors(const VectorSet& set, const float* queries, int32_t n_queri
                      const CancelCheck& cancel) {
   if (out == nullptr) return Status::InvalidArgument("RerankVectors: NULL output");
   if (k < 1) return Status::InvalidArgument("k must be at least 1");
-  if (n_queries < 0 || candidate_offsets.size() != static_cast<std::size_t>(n_queries) + 1)
-    return Status::InvalidArgument("candidate offsets do not match the queries");
+  GENIE_RETURN_IF_ERROR(CheckCandidateOffsets(n_queries, candidate_offsets, candidates.size()));
   if (n_queries > 0 && queries == nullptr) return Status::InvalidArgument("NULL query vectors");
   if (!excluded.empty() && excluded.size() != static_cast<std::size_t>(set.size()))
     return Status::InvalidArgument("excluded flags do not match the vector set");
-  for (int32_t q = 0; q < n_queries; ++q) {
-    if (candidate_offsets[q] < 0 || candidate_offsets[q + 1] < candidate_offsets[q] ||
-        static_cast<std::size_t>(candidate_offsets[q + 1]) > candidates.size())
-      return Status::InvalidArgument("candidate offsets are not ascending within the candidates");
-  }
   GENIE_RETURN_IF_ERROR(CheckFinite(queries, static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(set.dim),
                                     "a query vector"));
   const std::size_t dim = static_cast<std::size_t>(set.dim);

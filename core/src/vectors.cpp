@@ -30,12 +30,12 @@ double L2Distance(const float* a, const float* b, int32_t dim) {
 
 namespace {
 
-// W rows' L2Distance at once: W sums, each in its row's element order with
+// W rows' L2Distance sums at once: W sums, each in its row's element order with
 // every operation rounded on its own (the same numbers), but independent of
 // each other, so the processor overlaps them; one row's sum alone waits on
 // its previous addition at every element.
 template <int W>
-void L2DistancesOf(const float* query, const float* const* rows, int32_t dim, double* out) {
+void SquaredL2DistancesOf(const float* query, const float* const* rows, int32_t dim, double* out) {
   double sum[W];
   for (int w = 0; w < W; ++w) sum[w] = 0.0;
   for (int32_t i = 0; i < dim; ++i) {
@@ -46,19 +46,24 @@ void L2DistancesOf(const float* query, const float* const* rows, int32_t dim, do
       sum[w] = sum[w] + sq;
     }
   }
-  for (int w = 0; w < W; ++w) out[w] = std::sqrt(sum[w]);
+  for (int w = 0; w < W; ++w) out[w] = sum[w];
 }
 
 }  // namespace
 
-void L2Distances(const float* query, const float* const* rows, int64_t count, int32_t dim, double* out) {
+void SquaredL2Distances(const float* query, const float* const* rows, int64_t count, int32_t dim, double* out) {
   int64_t i = 0;
-  for (; i + 8 <= count; i += 8) L2DistancesOf<8>(query, rows + i, dim, out + i);
+  for (; i + 8 <= count; i += 8) SquaredL2DistancesOf<8>(query, rows + i, dim, out + i);
   if (i + 4 <= count) {
-    L2DistancesOf<4>(query, rows + i, dim, out + i);
+    SquaredL2DistancesOf<4>(query, rows + i, dim, out + i);
     i += 4;
   }
-  for (; i < count; ++i) out[i] = L2Distance(rows[i], query, dim);
+  for (; i < count; ++i) SquaredL2DistancesOf<1>(query, rows + i, dim, out + i);
+}
+
+void L2Distances(const float* query, const float* const* rows, int64_t count, int32_t dim, double* out) {
+  SquaredL2Distances(query, rows, count, dim, out);
+  for (int64_t i = 0; i < count; ++i) out[i] = std::sqrt(out[i]);
 }
 
 // With e = (dim + 8) 2^-23, more than twice the float32 bound (dim + 2)

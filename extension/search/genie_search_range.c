@@ -91,8 +91,8 @@ static genie_range_results *
 range_permutation(GenieCachedIndex *entry, const GenieValueSet *set, const GenieValueBatch *queries,
 				  double radius)
 {
-	int32		candidates = genie_permutation_candidate_count(entry, 1);
-	genie_permutation_candidates *chosen = genie_permutation_choose(entry, queries, candidates);
+	genie_permutation_candidates *chosen =
+		genie_permutation_choose(entry, queries, genie_permutation_candidate_count(entry, 1));
 	genie_engine_options options;
 	genie_range_results *found = NULL;
 	genie_error err;
@@ -106,56 +106,21 @@ range_permutation(GenieCachedIndex *entry, const GenieValueSet *set, const Genie
 	genie_profile_pop();
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: range search of permutation candidates");
-	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false);
-	genie_explain_range(found->distances_computed, 0, 0);
-	if (genie_explain_analyzing)
-	{
-		/* found is the C API's memory: freed if the exact search fails (a cancel, a version gone) */
-		PG_TRY();
-		{
-			explain_recall(set, entry, queries, radius, found, (int64) candidates * queries->n);
-		}
-		PG_CATCH();
-		{
-			genie_range_results_free(found);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-	}
 	return found;
 }
 
-genie_range_results *
-genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, double radius,
-				   bool permutation_ok)
+/* Every object within the radius: through the list of clusters when the index keeps one. */
+static genie_range_results *
+range_exact(GenieCachedIndex *entry, const GenieValueSet *set, const GenieValueBatch *queries, double radius)
 {
 	/* edit distances have no device pass: the CPU engine answers them */
 	genie_engine_kind device = queries->kind == GENIE_VALUES_VECTORS ? genie_search_device() : GENIE_ENGINE_CPU;
-	const GenieValueSet *set;
-	const genie_cluster_list *list;
+	const genie_cluster_list *list = genie_cache_clusters(entry);
 	genie_engine_options options;
 	genie_range_results *found = NULL;
 	genie_error err;
 	genie_status status;
 
-	if (entry->n_objects == 0 || queries->n == 0 ||
-		(queries->kind == GENIE_VALUES_VECTORS && entry->value_dim == 0))
-		return NULL;
-	if (queries->kind == GENIE_VALUES_VECTORS && queries->dim != entry->value_dim)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("the query has %d dimensions, but genie index \"%s\" now holds vectors of %d",
-						queries->dim, get_rel_name(entry->index_oid), entry->value_dim),
-				 errhint("The index was emptied and took a new length from a concurrent insert.")));
-	/*
-	 * every object's values, pending ones included (excluded is made with
-	 * them); the list of clusters, when the index keeps one, names the main
-	 * objects, and the pending ones are read one by one
-	 */
-	set = genie_cache_values(entry);
-	if (permutation_ok && genie_search_permutation(queries->kind) && genie_cache_permutations(entry))
-		return range_permutation(entry, set, queries, radius);
-	list = genie_cache_clusters(entry);
 	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
 								genie_cancel_requested, NULL, &options);
 	genie_profile_push(GENIE_PHASE_ENGINE);
@@ -172,8 +137,51 @@ genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, doub
 	genie_profile_pop();
 	count_cluster_rows(entry, list);
 	genie_search_ran_on(found->device, false);
+	return found;
+}
+
+genie_range_results *
+genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, double radius,
+				   bool permutation_ok)
+{
+	const GenieValueSet *set;
+	bool		by_permutation;
+	genie_range_results *found;
+
+	if (entry->n_objects == 0 || queries->n == 0 ||
+		(queries->kind == GENIE_VALUES_VECTORS && entry->value_dim == 0))
+		return NULL;
+	if (queries->kind == GENIE_VALUES_VECTORS && queries->dim != entry->value_dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("the query has %d dimensions, but genie index \"%s\" now holds vectors of %d",
+						queries->dim, get_rel_name(entry->index_oid), entry->value_dim),
+				 errhint("The index was emptied and took a new length from a concurrent insert.")));
+	/*
+	 * every object's values, pending ones included (excluded is made with
+	 * them); the list of clusters, when the index keeps one, names the main
+	 * objects, and the pending ones are read one by one
+	 */
+	set = genie_cache_values(entry);
+	by_permutation = permutation_ok && genie_search_permutation(queries->kind) && genie_cache_permutations(entry);
+	found = by_permutation ? range_permutation(entry, set, queries, radius) : range_exact(entry, set, queries, radius);
 	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false);
 	genie_explain_range(found->distances_computed, found->superclusters_discarded,
 						found->clusters_discarded);
+	if (by_permutation && genie_explain_analyzing)
+	{
+		/* found is the C API's memory: freed if the exact search fails (a cancel, a version gone) */
+		PG_TRY();
+		{
+			explain_recall(set, entry, queries, radius, found,
+						   (int64) genie_permutation_candidate_count(entry, 1) * queries->n);
+		}
+		PG_CATCH();
+		{
+			genie_range_results_free(found);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
 	return found;
 }

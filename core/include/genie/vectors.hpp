@@ -42,6 +42,10 @@ double L2Distance(const float* a, const float* b, int32_t dim);
 // several rows' sums overlapped.
 void L2Distances(const float* query, const float* const* rows, int64_t count, int32_t dim, double* out);
 
+// The same sums before their square roots (the permutation index ranks by
+// them: a root could make two of them one).
+void SquaredL2Distances(const float* query, const float* const* rows, int64_t count, int32_t dim, double* out);
+
 // The float32 filter's bound (see above): the largest s32 a vector may have
 // and still be among the k nearest when the k-th smallest s32 of the query
 // is kth_s32.  +infinity when kth_s32 is not finite.
