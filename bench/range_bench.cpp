@@ -2,7 +2,10 @@
 // one process: every object within a radius of each query, read whole
 // (brute force) or through the List of Superclusters, on the CPU engine and
 // on the GPU (the set resident: "all-fit"), side by side, every method's rows
-// checked against the CPU's brute force.
+// checked against the CPU's brute force.  RANGE_STREAM=F (F > 1) adds the
+// GPU methods over the set streamed under a device budget of 1/F of its
+// bytes (the paper's multi-pipeline: gpu-brute-streamed, gpu-lsc-streamed);
+// RANGE_BATCHES=1,154,1000 replaces the batch sizes.
 //   fmnist  Fashion-MNIST 60,000 x 784 (PATH: the folder of the idx files),
 //           queries: the test images;
 //   gauss   PATH data.f32,queries.f32 of bench/gen_lsh_workload.py --vectors
@@ -24,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -69,7 +73,9 @@ struct Run {
 };
 
 Run Within(const Data& d, genie_engine_kind device, int32_t first, int32_t count, double radius,
-           const genie_cluster_list* list) {
+           const genie_cluster_list* list, uint64_t budget = 0) {
+  genie_engine_options options{};
+  options.memory_budget_bytes = budget;
   genie_range_scan scan{};
   scan.n_queries = count;
   scan.radius = radius;
@@ -86,7 +92,7 @@ Run Within(const Data& d, genie_engine_kind device, int32_t first, int32_t count
   genie_error err{};
   const double t0 = Now();
   Check(d.strings ? genie_strings_within(d.sset, device, nullptr, &scan, &r, &err)
-                  : genie_vectors_within(d.vset, device, nullptr, &scan, &r, &err),
+                  : genie_vectors_within(d.vset, device, &options, &scan, &r, &err),
         err, "within");
   Run out;
   out.ms = Now() - t0;
@@ -205,21 +211,39 @@ int main(int argc, char** argv) {
     const char* name;
     genie_engine_kind device;
     bool list;
+    uint64_t budget;  // the device's (0: the default, the set resident)
   };
-  std::vector<Method> methods{{"cpu-brute", GENIE_ENGINE_CPU, false}, {"cpu-lsc", GENIE_ENGINE_CPU, true}};
+  std::vector<Method> methods{{"cpu-brute", GENIE_ENGINE_CPU, false, 0}, {"cpu-lsc", GENIE_ENGINE_CPU, true, 0}};
   if (gpu) {
-    methods.push_back({"gpu-brute", GENIE_ENGINE_GPU, false});
-    methods.push_back({"gpu-lsc", GENIE_ENGINE_GPU, true});
+    methods.push_back({"gpu-brute", GENIE_ENGINE_GPU, false, 0});
+    methods.push_back({"gpu-lsc", GENIE_ENGINE_GPU, true, 0});
+    const double fraction = std::getenv("RANGE_STREAM") != nullptr ? std::atof(std::getenv("RANGE_STREAM")) : 0;
+    if (fraction > 1) {
+      const uint64_t budget = static_cast<uint64_t>(static_cast<double>(d.n) * ((d.dim + 3) / 4 * 4) * 4 / fraction);
+      std::printf("STREAM device budget %.1f MB (the set's padded rows / %.1f)\n", budget / 1048576.0, fraction);
+      methods.push_back({"gpu-brute-streamed", GENIE_ENGINE_GPU, false, budget});
+      methods.push_back({"gpu-lsc-streamed", GENIE_ENGINE_GPU, true, budget});
+    }
+  }
+  std::vector<int32_t> batches{1, 28, 98, 154};
+  if (const char* b = std::getenv("RANGE_BATCHES")) {
+    batches.clear();
+    for (const char* p = b; *p != '\0';) {
+      batches.push_back(std::atoi(p));
+      while (*p != '\0' && *p != ',') ++p;
+      if (*p == ',') ++p;
+    }
   }
   for (const auto& radius : radii) {
-    for (int32_t q_batch : {1, 28, 98, 154}) {
+    for (int32_t q_batch : batches) {
       // Q = 1: 20 single queries a run; else one batch a run, from the next queries
       const int32_t calls = q_batch == 1 ? 20 : 1;
       Run truth;
       double brute_ms = 0;
+      std::map<std::string, double> method_ms;
       for (const Method& m : methods) {
         // warm: the device copies and the list's rows in its order are made by a first call
-        (void)Within(d, m.device, 0, q_batch, radius.second, m.list ? lsc : nullptr);
+        (void)Within(d, m.device, 0, q_batch, radius.second, m.list ? lsc : nullptr, m.budget);
         std::vector<double> ms;
         Run last;
         bool same = true;
@@ -229,7 +253,7 @@ int main(int argc, char** argv) {
           answers = distances = discarded = 0;
           for (int32_t c = 0; c < calls; ++c) {
             const int32_t first = (c * q_batch) % std::max(1, d.nq - q_batch);
-            Run r = Within(d, m.device, first, q_batch, radius.second, m.list ? lsc : nullptr);
+            Run r = Within(d, m.device, first, q_batch, radius.second, m.list ? lsc : nullptr, m.budget);
             total += r.ms;
             answers += r.offsets.back();
             distances += r.distances;
@@ -243,13 +267,24 @@ int main(int argc, char** argv) {
         }
         const double per = Median(ms);
         if (std::string(m.name) == "cpu-brute") brute_ms = per;
+        method_ms[m.name] = per;
+        // a streamed method against the same search with the set resident
+        // (all-fit), and the streamed list against streamed brute force
+        std::string extra;
+        const std::string name = m.name;
+        if (m.budget > 0) {
+          const std::string fit = name.substr(0, name.size() - std::string("-streamed").size());
+          extra = ", \"vs_all_fit\": " + std::to_string(method_ms[fit] > 0 ? per / method_ms[fit] : 0.0);
+          if (m.list && method_ms["gpu-brute-streamed"] > 0)
+            extra += ", \"vs_streamed_brute\": " + std::to_string(per > 0 ? method_ms["gpu-brute-streamed"] / per : 0.0);
+        }
         const double per_query = static_cast<double>(q_batch) * calls;
         std::printf("RESULT {\"data\": \"%s\", \"radius\": \"%s\", \"r\": %.6g, \"Q\": %d, \"method\": \"%s\", "
                     "\"ms\": %.3f, \"qps\": %.0f, \"distances_per_query\": %.0f, \"discarded_per_query\": %.1f, "
-                    "\"answers_per_query\": %.1f, \"vs_cpu_brute\": %.2f}\n",
+                    "\"answers_per_query\": %.1f, \"vs_cpu_brute\": %.2f%s}\n",
                     kind.c_str(), radius.first.c_str(), radius.second, q_batch, m.name, per,
                     per > 0 ? 1000.0 * q_batch / per : 0.0, distances / per_query, discarded / per_query,
-                    answers / per_query, per > 0 ? brute_ms / per : 0.0);
+                    answers / per_query, per > 0 ? brute_ms / per : 0.0, extra.c_str());
         if (!same) std::printf("MISMATCH %s radius %s Q %d: rows differ from cpu-brute\n", m.name,
                                radius.first.c_str(), q_batch);
         std::fflush(stdout);

@@ -3,11 +3,14 @@
 // live beside their sets and meet here.
 #include "cluster_list.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <utility>
 #include <vector>
+
+#include "genie/parallel.hpp"
 
 using genie::capi::Guarded;
 using genie::capi::ToEngineOptions;
@@ -32,6 +35,9 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
 }
 
 namespace {
+
+// Queries a device pass searches at a time (and the CPU plans beside it).
+constexpr int32_t kRangeBatchQueries = 512;
 
 // The given candidates' distances, those within the radius, on the CPU.
 Status CandidateRange(const QueryMetricFactory& metrics, const RangeRequest& request,
@@ -68,17 +74,46 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
   const ClusterList& list = scan->list != nullptr ? scan->list->list : whole;
   if (device_pass == nullptr)
     return CpuRangeSearch(list, metrics, request, engine_options.threads, found, engine_options.cancel);
-  RangePlan plan;
-  GENIE_RETURN_IF_ERROR(PlanRangeSearch(list, metrics, request, engine_options.threads, &plan, engine_options.cancel));
+  RangeResult read;  // what the plans and passes read
+  // The paper's pipeline over batches of queries (section 3.5): CPU threads
+  // plan the next batch (its centres' distances, the superclusters and
+  // clusters discarded) while the device searches this one.
+  const int32_t nq = request.n_queries;
+  auto plan_batch = [&](int32_t first, RangePlan* plan) -> Status {
+    RangeRequest batch = request;
+    batch.n_queries = std::min(kRangeBatchQueries, nq - first);
+    const QueryMetricFactory shifted = [&metrics, first](int32_t q) { return metrics(first + q); };
+    return PlanRangeSearch(list, shifted, batch, engine_options.threads, plan, engine_options.cancel);
+  };
   std::vector<RangeCandidate> candidates;
-  GENIE_RETURN_IF_ERROR(device_pass(plan, &candidates));
+  RangePlan plan;
+  if (nq > 0) GENIE_RETURN_IF_ERROR(plan_batch(0, &plan));
+  for (int32_t first = 0; first < nq; first += kRangeBatchQueries) {
+    const int32_t next_first = first + kRangeBatchQueries;
+    RangePlan next;
+    Status planned = Status::Ok();
+    JoinedThread planner;  // joined before next and planned go
+    const bool beside = next_first < nq && planner.Start([&] { planned = plan_batch(next_first, &next); });
+    std::vector<RangeCandidate> batch_candidates;
+    const Status searched = device_pass(first, std::min(kRangeBatchQueries, nq - first), plan, &batch_candidates);
+    planner.Join();
+    GENIE_RETURN_IF_ERROR(searched);
+    if (next_first < nq && !beside) planned = plan_batch(next_first, &next);
+    GENIE_RETURN_IF_ERROR(planned);
+    for (RangeCandidate& c : batch_candidates) c.query += first;
+    candidates.insert(candidates.end(), batch_candidates.begin(), batch_candidates.end());
+    // the centres here, every member of the plan's items there
+    read.distances_computed += plan.distances_computed;
+    for (const RangeItem& item : plan.items) read.distances_computed += item.count;
+    read.superclusters_discarded += plan.superclusters_discarded;
+    read.clusters_discarded += plan.clusters_discarded;
+    plan = std::move(next);
+  }
   GENIE_RETURN_IF_ERROR(FinishRangeSearch(metrics, request, std::move(candidates), engine_options.threads, found,
                                           engine_options.cancel));
-  // the centres here, every member of the plan's items there
-  found->distances_computed += plan.distances_computed;
-  for (const RangeItem& item : plan.items) found->distances_computed += item.count;
-  found->superclusters_discarded = plan.superclusters_discarded;
-  found->clusters_discarded = plan.clusters_discarded;
+  found->distances_computed += read.distances_computed;
+  found->superclusters_discarded = read.superclusters_discarded;
+  found->clusters_discarded = read.clusters_discarded;
   *ran_on = GENIE_ENGINE_GPU;
   return Status::Ok();
 }

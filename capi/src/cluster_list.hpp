@@ -24,6 +24,9 @@ struct genie_cluster_list {
   const void* rows_of = nullptr;
   std::shared_ptr<const std::vector<float>> member_rows;
 #ifdef GENIE_WITH_CUDA
+  // member_rows page-locked for streamed GPU searches (made by the first;
+  // declared after the rows, so freed before them); under rows_mutex
+  std::shared_ptr<genie::GpuHostRegistration> rows_pin;
   std::mutex gpu_mutex;  // the members' device copy is made on first use; shared as the rows
   std::shared_ptr<genie::GpuClusterMembers> gpu;
 #endif
@@ -38,9 +41,11 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
                               const genie_engine_options* options, genie_cluster_list** out);
 
 // A device pass over a plan's members (GpuVectorSet::RangeCandidates with
-// its set, queries and the list's members bound), or empty without one.
-using RangeDevicePass =
-    std::function<Status(const RangePlan& plan, std::vector<RangeCandidate>* out)>;
+// its set, queries and the list's members bound), or empty without one:
+// the plan of queries [first_query, first_query + n_queries), its items'
+// queries counted from first_query, the candidates' from 0.
+using RangeDevicePass = std::function<Status(int32_t first_query, int32_t n_queries, const RangePlan& plan,
+                                             std::vector<RangeCandidate>* out)>;
 
 // genie_*_within once the queries' metrics are made: with candidates, their
 // distances on the CPU (whatever the device); else checks the list against

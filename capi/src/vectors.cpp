@@ -59,6 +59,41 @@ genie::Status ToCResults(const genie::VectorScanResult& r, genie_engine_kind dev
 
 #ifdef GENIE_WITH_CUDA
 // The set's GPU copy for this device and budget, made on first use.
+// The set's rows in list's order (genie::MemberRows), made by the first
+// search that reads them and kept with the list for the next; *rows is this
+// search's reference (NULL when the list is of more objects than the set).
+// pin (CUDA builds): also page-lock them for a streamed GPU search (*pin
+// NULL when the driver refuses: the rows are then gathered by id).
+genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, bool pin,
+                       const genie::CancelCheck& cancel, std::shared_ptr<const std::vector<float>>* rows,
+                       std::shared_ptr<genie::GpuHostRegistration>* pinned) {
+  std::lock_guard<std::mutex> lock(list->rows_mutex);
+  if (list->rows_of != vectors && list->list.n_objects <= vectors->set.size()) {
+    auto made = std::make_shared<std::vector<float>>();
+    GENIE_RETURN_IF_ERROR(genie::MemberRows(vectors->set, list->list, made.get(), cancel));
+#ifdef GENIE_WITH_CUDA
+    list->rows_pin.reset();  // before the rows it locks go
+#endif
+    list->member_rows = std::move(made);
+    list->rows_of = vectors;
+  }
+  if (list->rows_of != vectors) return genie::Status::Ok();
+  *rows = list->member_rows;
+#ifdef GENIE_WITH_CUDA
+  if (pin && list->rows_pin == nullptr && !list->member_rows->empty()) {
+    std::unique_ptr<genie::GpuHostRegistration> made;
+    if (genie::GpuHostRegistration::Create(list->member_rows->data(), list->member_rows->size() * sizeof(float),
+                                           &made).ok())
+      list->rows_pin = std::move(made);
+  }
+  if (pin && pinned != nullptr) *pinned = list->rows_pin;
+#else
+  (void)pin;
+  (void)pinned;
+#endif
+  return genie::Status::Ok();
+}
+
 genie::Status GpuCopy(genie_vectors* vectors, const genie::EngineOptions& options, genie::GpuVectorSet** out) {
   std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
   if (vectors->gpu == nullptr || vectors->gpu_device != options.device_ordinal ||
@@ -373,9 +408,8 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
       genie::Status status = GpuCopy(vectors, engine_options, &gpu);
       // AUTO without a usable GPU searches on the CPU; every other failure goes to the caller
       if (!status.ok() && (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE)) return status;
-      if (status.ok() && gpu->parts() > 1 && device == GENIE_ENGINE_GPU)
-        return genie::Status::DeviceOutOfMemory("the vectors exceed the device memory budget: a range search "
-                                                "on the GPU needs them resident");
+      // a resident set reads the list's members on the device; a streamed
+      // one gathers its rows by the host's
       std::shared_ptr<genie::GpuClusterMembers> members;
       if (status.ok() && gpu->parts() == 1 && scan->list != nullptr) {
         genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
@@ -388,11 +422,29 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
         }
         members = list->gpu;  // this search's reference
       }
-      if (status.ok() && gpu->parts() == 1) {
-        device_pass = [gpu, scan, members, &engine_options](const genie::RangePlan& plan,
-                                                           std::vector<genie::RangeCandidate>* out) {
-          return gpu->RangeCandidates(scan->queries, scan->n_queries, scan->radius, plan, members.get(), out,
-                                      engine_options.cancel);
+      // a streamed set copies runs of the list's members from its rows in
+      // the list's order, page-locked
+      std::shared_ptr<const std::vector<float>> member_rows;
+      std::shared_ptr<genie::GpuHostRegistration> rows_pin;
+      if (status.ok() && gpu->parts() > 1 && scan->list != nullptr)
+        GENIE_RETURN_IF_ERROR(ListRows(const_cast<genie_cluster_list*>(scan->list), vectors, true,
+                                       engine_options.cancel, &member_rows, &rows_pin));
+      if (status.ok()) {
+        genie::GpuRangeRequest request;
+        if (rows_pin != nullptr) request.member_rows = member_rows->data();
+        request.queries = scan->queries;
+        request.n_queries = scan->n_queries;
+        request.radius = scan->radius;
+        request.device_members = members.get();
+        if (scan->list != nullptr) request.members = genie::Span<int32_t>(scan->list->list.members);
+        request.threads = engine_options.threads;
+        device_pass = [gpu, vectors, request, members, member_rows, rows_pin, &engine_options](
+                          int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
+                          std::vector<genie::RangeCandidate>* out) {
+          genie::GpuRangeRequest batch = request;
+          batch.queries += static_cast<std::size_t>(first_query) * static_cast<std::size_t>(vectors->set.dim);
+          batch.n_queries = n_queries;
+          return gpu->RangeCandidates(vectors->set, batch, plan, out, engine_options.cancel);
         };
       }
       return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries),
@@ -402,17 +454,9 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
 #endif
     // the CPU reads each cluster's rows contiguously, from a copy in the list's order
     std::shared_ptr<const std::vector<float>> member_rows;  // this search's reference
-    if (scan->list != nullptr && scan->candidate_offsets == nullptr) {
-      genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
-      std::lock_guard<std::mutex> lock(list->rows_mutex);
-      if (list->rows_of != vectors && list->list.n_objects <= set.size()) {
-        auto rows = std::make_shared<std::vector<float>>();
-        GENIE_RETURN_IF_ERROR(genie::MemberRows(set, list->list, rows.get(), ToEngineOptions(options).cancel));
-        list->member_rows = std::move(rows);
-        list->rows_of = vectors;
-      }
-      if (list->rows_of == vectors) member_rows = list->member_rows;
-    }
+    if (scan->list != nullptr && scan->candidate_offsets == nullptr)
+      GENIE_RETURN_IF_ERROR(ListRows(const_cast<genie_cluster_list*>(scan->list), vectors, false,
+                                     ToEngineOptions(options).cancel, &member_rows, nullptr));
     return genie::capi::RangeSearchHandle(
         set.size(), genie::VectorQueryMetrics(set, scan->queries, member_rows ? member_rows->data() : nullptr),
         device, options, scan, device_pass, results);

@@ -28,11 +28,14 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_util.hpp"
 #include "genie/gpu_vector_scan.hpp"
+#include "genie/parallel.hpp"
 #include "range_search.hpp"
 
 namespace genie {
@@ -49,7 +52,10 @@ struct Chunk {
   int32_t query;
   int32_t count;
   int32_t listed;  // 1: begin indexes the members
-  int32_t pad;
+  // < 0: rows holds the whole set, by object id; else (a streamed set) the
+  // chunk's members are rows row, row + 1, ... of a slot, and a hit names
+  // its row there (the host knows the object)
+  int32_t row;
 };
 
 struct Hit {
@@ -93,7 +99,7 @@ RangeKernel(const float* __restrict__ rows, int32_t dimp, int32_t dim, const flo
   int n_pending = 0;  // the same in every lane of the warp
   for (int32_t i = warp; i < chunk.count; i += kRangeThreads / 32) {
     const int64_t at = chunk.begin + i;
-    const int32_t o = chunk.listed ? members[at] : static_cast<int32_t>(at);
+    const int32_t o = chunk.row >= 0 ? chunk.row + i : chunk.listed ? members[at] : static_cast<int32_t>(at);
     const float* x = rows + static_cast<int64_t>(o) * dimp;
     float acc = 0.0f;
     for (int32_t t = lane; t < dim; t += 32) {
@@ -145,6 +151,28 @@ float FloatAtLeast(double x) {
   return f;
 }
 
+// The float32 sums above which a member cannot be within radius (see
+// above: the float32 pass's proven bound).
+float RangeThreshold(double radius, int32_t dim) {
+  const double e = (static_cast<double>(dim) + 8.0) * 0x1p-23;
+  const double a = (static_cast<double>(dim) + 1.0) * 0x1p-148;
+  return FloatAtLeast(radius * radius * (1.0 + e) * (1.0 + e) + a);
+}
+
+// The queries, padded to dimp floats a row, into *out on stream (NULL: the
+// default stream, synchronously).
+Status UploadQueries(const float* queries, int32_t n_queries, int32_t dim, int32_t dimp, cudaStream_t stream,
+                     DeviceArray<float>* out) {
+  GENIE_RETURN_IF_ERROR(out->Allocate(static_cast<std::size_t>(n_queries) * dimp, "range queries"));
+  GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out->get(), 0, out->bytes(), stream));
+  GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(out->get(), static_cast<std::size_t>(dimp) * sizeof(float), queries,
+                                               static_cast<std::size_t>(dim) * sizeof(float),
+                                               static_cast<std::size_t>(dim) * sizeof(float),
+                                               static_cast<std::size_t>(n_queries), cudaMemcpyHostToDevice, stream));
+  if (stream == nullptr) GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(nullptr));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status RangeOnDevice(const float* rows, int32_t dimp, int32_t dim, const float* queries, int32_t n_queries,
@@ -159,20 +187,13 @@ Status RangeOnDevice(const float* rows, int32_t dimp, int32_t dim, const float* 
     for (int64_t at = 0; at < item.count; at += kChunkMembers)
       chunks.push_back(Chunk{item.begin + at, item.query,
                              static_cast<int32_t>(std::min<int64_t>(kChunkMembers, item.count - at)),
-                             item.listed ? 1 : 0, 0});
+                             item.listed ? 1 : 0, -1});
   }
   DeviceArray<float> d_queries;
-  GENIE_RETURN_IF_ERROR(d_queries.Allocate(static_cast<std::size_t>(n_queries) * dimp, "range queries"));
-  GENIE_CUDA_RETURN_IF_ERROR(cudaMemset(d_queries.get(), 0, d_queries.bytes()));
-  GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(d_queries.get(), static_cast<std::size_t>(dimp) * sizeof(float), queries,
-                                          static_cast<std::size_t>(dim) * sizeof(float),
-                                          static_cast<std::size_t>(dim) * sizeof(float),
-                                          static_cast<std::size_t>(n_queries), cudaMemcpyHostToDevice));
+  GENIE_RETURN_IF_ERROR(UploadQueries(queries, n_queries, dim, dimp, nullptr, &d_queries));
   DeviceArray<Chunk> d_chunks;
   GENIE_RETURN_IF_ERROR(Upload(chunks.data(), chunks.size(), &d_chunks, "range chunks"));
-  const double e = (static_cast<double>(dim) + 8.0) * 0x1p-23;
-  const double a = (static_cast<double>(dim) + 1.0) * 0x1p-148;
-  const float threshold = FloatAtLeast(radius * radius * (1.0 + e) * (1.0 + e) + a);
+  const float threshold = RangeThreshold(radius, dim);
   DeviceArray<unsigned long long> d_count;
   GENIE_RETURN_IF_ERROR(d_count.Allocate(1, "range count"));
   DeviceArray<Hit> d_hits;
@@ -211,6 +232,287 @@ Status RangeOnDevice(const float* rows, int32_t dimp, int32_t dim, const float* 
   return Status::Ok();
 }
 
+// ---- the multi-pipeline (paper section 3.5): a set beyond the device budget ----
+namespace {
+
+// A run of rows that one segment copies: sources [begin, end) (member
+// positions when listed, else object ids) into its slot from row on.
+struct Fragment {
+  int64_t begin;
+  int64_t end;
+  bool listed;
+  int32_t segment;
+  int32_t row;
+};
+
+// What one slot holds in turn: its rows' objects (row r is object
+// objects[r]) and its chunks [first_chunk, first_chunk + n_chunks).
+struct Segment {
+  std::vector<int32_t> objects;
+  int64_t first_chunk = 0;
+  int64_t n_chunks = 0;
+  int64_t first_fragment = 0;
+  int64_t n_fragments = 0;
+};
+
+// Listed sources before the objects past the list, each kind by position.
+bool FragmentBefore(bool listed_a, int64_t a, bool listed_b, int64_t b) {
+  return listed_a != listed_b ? listed_a : a < b;
+}
+
+// The union of the rows the plan's items read (each row once, however many
+// queries read it), packed into segments of at most slot_rows rows, and
+// every item's members as chunks of the segment that holds them.
+Status PackSegments(const RangePlan& plan, Span<int32_t> members, int32_t n_objects, int32_t slot_rows,
+                    std::vector<Segment>* segments, std::vector<Fragment>* fragments_out,
+                    std::vector<Chunk>* chunks) {
+  struct Interval {
+    int64_t begin, end;
+    bool listed;
+  };
+  std::vector<Interval> intervals;
+  intervals.reserve(plan.items.size());
+  for (const RangeItem& item : plan.items) {
+    const int64_t bound = item.listed ? static_cast<int64_t>(members.size()) : n_objects;
+    if (item.count < 0 || item.begin < 0 || item.begin + item.count > bound)
+      return Status::InvalidArgument(item.listed ? "a range item beyond the list's members"
+                                                 : "a range item beyond the set");
+    if (item.count > 0) intervals.push_back(Interval{item.begin, item.begin + item.count, item.listed});
+  }
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) {
+    return FragmentBefore(a.listed, a.begin, b.listed, b.begin);
+  });
+  std::vector<Fragment> fragments;
+  segments->clear();
+  int32_t used = slot_rows;  // the last segment is full: the next row starts one
+  for (std::size_t i = 0; i < intervals.size();) {
+    Interval run = intervals[i];
+    for (++i; i < intervals.size() && intervals[i].listed == run.listed && intervals[i].begin <= run.end; ++i)
+      run.end = std::max(run.end, intervals[i].end);
+    for (int64_t at = run.begin; at < run.end;) {
+      if (used == slot_rows) {
+        segments->emplace_back();
+        segments->back().objects.reserve(static_cast<std::size_t>(slot_rows));
+        used = 0;
+      }
+      const int64_t take = std::min<int64_t>(run.end - at, slot_rows - used);
+      if (segments->back().n_fragments++ == 0)
+        segments->back().first_fragment = static_cast<int64_t>(fragments.size());
+      fragments.push_back(Fragment{at, at + take, run.listed, static_cast<int32_t>(segments->size() - 1), used});
+      std::vector<int32_t>& objects = segments->back().objects;
+      for (int64_t p = at; p < at + take; ++p)
+        objects.push_back(run.listed ? members[static_cast<std::size_t>(p)] : static_cast<int32_t>(p));
+      used += static_cast<int32_t>(take);
+      at += take;
+    }
+  }
+  std::vector<std::vector<Chunk>> per_segment(segments->size());
+  for (const RangeItem& item : plan.items) {
+    const int64_t end = item.begin + item.count;
+    // the first fragment of the item's kind that ends past its begin
+    auto f = std::lower_bound(fragments.begin(), fragments.end(), item, [](const Fragment& g, const RangeItem& it) {
+      return g.listed != it.listed ? g.listed : g.end <= it.begin;
+    });
+    for (; f != fragments.end() && f->listed == item.listed && f->begin < end; ++f) {
+      const int64_t from = std::max(item.begin, f->begin), to = std::min(end, f->end);
+      for (int64_t at = from; at < to; at += kChunkMembers)
+        per_segment[static_cast<std::size_t>(f->segment)].push_back(
+            Chunk{at, item.query, static_cast<int32_t>(std::min<int64_t>(kChunkMembers, to - at)),
+                  item.listed ? 1 : 0, f->row + static_cast<int32_t>(at - f->begin)});
+    }
+  }
+  chunks->clear();
+  for (std::size_t g = 0; g < segments->size(); ++g) {
+    (*segments)[g].first_chunk = static_cast<int64_t>(chunks->size());
+    (*segments)[g].n_chunks = static_cast<int64_t>(per_segment[g].size());
+    chunks->insert(chunks->end(), per_segment[g].begin(), per_segment[g].end());
+  }
+  *fragments_out = std::move(fragments);
+  return Status::Ok();
+}
+
+// Waits for stream's work, polling cancel (the work queued is bounded: a
+// launch of at most kChunksPerLaunch chunks and a slot's copy).
+Status WaitStream(cudaStream_t stream, const CancelCheck& cancel) {
+  for (;;) {
+    const cudaError_t state = cudaStreamQuery(stream);
+    if (state == cudaSuccess) return Status::Ok();
+    if (state != cudaErrorNotReady) GENIE_CUDA_RETURN_IF_ERROR(state);
+    if (cancel.requested()) return Status::Cancelled();
+    std::this_thread::yield();
+  }
+}
+
+// One of the two slots: device rows, staging (taken when a segment is
+// gathered), its answers, the segment in it.
+struct Slot {
+  float* rows = nullptr;
+  PinnedSlot* staging = nullptr;
+  Stream stream;
+  DeviceArray<unsigned long long> count;
+  DeviceArray<Hit> hits;
+  std::size_t capacity = 0;
+  int64_t segment = -1;  // < 0: nothing to collect
+};
+
+// Runs a segment may copy one by one from page-locked memory; beyond, a
+// copy's fixed cost (microseconds) outweighs the host's gathering them.
+constexpr int64_t kMaxDirectCopies = 16;
+
+// Whether every run of g can be copied straight from page-locked host rows.
+bool DirectCopies(const StreamedRows& rows, const Segment& g, const std::vector<Fragment>& fragments) {
+  if (g.n_fragments > kMaxDirectCopies) return false;
+  for (int64_t f = g.first_fragment; f < g.first_fragment + g.n_fragments; ++f) {
+    const Fragment& run = fragments[static_cast<std::size_t>(f)];
+    if (run.listed ? rows.member_rows == nullptr : !rows.set_pinned) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_queries, double radius,
+                     const RangePlan& plan, std::vector<RangeCandidate>* out, const CancelCheck& cancel) {
+  out->clear();
+  if (n_queries == 0 || plan.items.empty()) return Status::Ok();
+  const VectorSet& set = *rows.set;
+  const int32_t slot_rows = rows.slot_rows, dimp = rows.dimp, dim = rows.dim;
+  PinnedPool* pinned = rows.pinned;
+  if (slot_rows < 1) return Status::InvalidArgument("a streamed range search needs slots of at least one row");
+  std::vector<Segment> segments;
+  std::vector<Fragment> fragments;
+  std::vector<Chunk> chunks;
+  GENIE_RETURN_IF_ERROR(PackSegments(plan, rows.members, set.size(), slot_rows, &segments, &fragments, &chunks));
+  if (segments.empty()) return Status::Ok();
+  DeviceBlockScope blocks;
+  Slot slot[2];
+  for (Slot& s : slot) GENIE_RETURN_IF_ERROR(s.stream.Create());
+  slot[0].rows = rows.slots;
+  slot[1].rows = rows.slots + static_cast<std::size_t>(slot_rows) * dimp;
+  DeviceArray<float> d_queries;
+  DeviceArray<Chunk> d_chunks;
+  // every piece of work queued on the slots' streams is done before their
+  // buffers go, however this returns; the staging goes back to the pool
+  struct Drain {
+    Slot* slot;
+    PinnedPool* pool;
+    ~Drain() {
+      for (int i = 0; i < 2; ++i) {
+        if (slot[i].stream.get() != nullptr) cudaStreamSynchronize(slot[i].stream.get());
+        if (slot[i].staging != nullptr) pool->Give(slot[i].staging);
+      }
+    }
+  } drain{slot, pinned};
+  const cudaStream_t first = slot[0].stream.get();
+  GENIE_RETURN_IF_ERROR(UploadQueries(queries, n_queries, dim, dimp, first, &d_queries));
+  GENIE_RETURN_IF_ERROR(d_chunks.Allocate(chunks.size(), "range chunks"));
+  GENIE_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(d_chunks.get(), chunks.data(), d_chunks.bytes(), cudaMemcpyHostToDevice, first));
+  GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(first));  // both streams read them
+  const std::size_t row_bytes = static_cast<std::size_t>(dimp) * sizeof(float);
+  for (Slot& s : slot) {
+    GENIE_RETURN_IF_ERROR(s.count.Allocate(1, "range count"));
+    s.capacity = 1 << 16;
+    GENIE_RETURN_IF_ERROR(s.hits.Allocate(s.capacity, "range answers"));
+  }
+  const float threshold = RangeThreshold(radius, dim);
+
+  // The segment's chunks on its slot, a launch of at most kChunksPerLaunch
+  // at a time (each further one queued once the one before is done, so
+  // that cancel is never more than a launch away).
+  auto launch = [&](Slot& s) -> Status {
+    const Segment& g = segments[static_cast<std::size_t>(s.segment)];
+    const cudaStream_t stream = s.stream.get();
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.count.get(), 0, s.count.bytes(), stream));
+    for (int64_t c0 = 0; c0 < g.n_chunks; c0 += kChunksPerLaunch) {
+      if (c0 > 0) GENIE_RETURN_IF_ERROR(WaitStream(stream, cancel));
+      const int64_t n = std::min<int64_t>(kChunksPerLaunch, g.n_chunks - c0);
+      RangeKernel<<<static_cast<unsigned>(n), kRangeThreads, 0, stream>>>(
+          s.rows, dimp, dim, d_queries.get(), d_chunks.get() + g.first_chunk + c0, nullptr, threshold, radius,
+          s.hits.get(), s.count.get(), s.capacity);
+      GENIE_CUDA_CHECK_LAUNCH("RangeKernel");
+    }
+    return Status::Ok();
+  };
+  // The answers of the slot's segment, its rows named by their objects (a
+  // buffer too small grown to the count and the segment run again: its
+  // rows are still in the slot).
+  std::vector<Hit> hits;
+  auto collect = [&](Slot& s) -> Status {
+    if (s.segment < 0) return Status::Ok();
+    const cudaStream_t stream = s.stream.get();
+    unsigned long long found = 0;
+    for (int attempt = 0;; ++attempt) {
+      GENIE_RETURN_IF_ERROR(WaitStream(stream, cancel));
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&found, s.count.get(), sizeof(found), cudaMemcpyDeviceToHost, stream));
+      GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+      if (found <= s.capacity) break;
+      if (attempt > 0) return Status::Internal("the GPU range search's count changed between two runs");
+      s.capacity = static_cast<std::size_t>(found);
+      GENIE_RETURN_IF_ERROR(s.hits.Allocate(s.capacity, "range answers"));
+      GENIE_RETURN_IF_ERROR(launch(s));
+    }
+    hits.resize(static_cast<std::size_t>(found));
+    if (found > 0) {
+      GENIE_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(hits.data(), s.hits.get(), sizeof(Hit) * found, cudaMemcpyDeviceToHost, stream));
+      GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    }
+    const std::vector<int32_t>& objects = segments[static_cast<std::size_t>(s.segment)].objects;
+    for (const Hit& h : hits) {
+      if (h.object < 0 || static_cast<std::size_t>(h.object) >= objects.size())
+        return Status::Internal("a streamed range answer of no row");
+      out->push_back(RangeCandidate{h.query, objects[static_cast<std::size_t>(h.object)], h.distance});
+    }
+    s.segment = -1;
+    return Status::Ok();
+  };
+
+  // Segment j goes to slot j % 2: while the device copies and searches one
+  // slot, the host collects the other's answers and gathers its next rows.
+  constexpr int64_t kGatherRows = 256;  // rows a gathering thread copies at a time
+  for (int64_t j = 0; j < static_cast<int64_t>(segments.size()); ++j) {
+    Slot& s = slot[j % 2];
+    GENIE_RETURN_IF_ERROR(collect(s));  // also: its stream is idle, its staging free
+    if (cancel.requested()) return Status::Cancelled();
+    const Segment& g = segments[static_cast<std::size_t>(j)];
+    if (DirectCopies(rows, g, fragments)) {
+      // each run straight from page-locked host memory: one DMA a run, no host pass
+      for (int64_t f = g.first_fragment; f < g.first_fragment + g.n_fragments; ++f) {
+        const Fragment& run = fragments[static_cast<std::size_t>(f)];
+        const float* from = run.listed ? rows.member_rows + run.begin * dim : set.row(static_cast<int32_t>(run.begin));
+        GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
+            s.rows + static_cast<std::size_t>(run.row) * dimp, row_bytes, from, static_cast<std::size_t>(dim) * sizeof(float),
+            static_cast<std::size_t>(dim) * sizeof(float), static_cast<std::size_t>(run.end - run.begin),
+            cudaMemcpyHostToDevice, s.stream.get()));
+      }
+    } else {
+      // many short runs (or pageable rows): gathered into the slot's staging, one copy
+      const std::vector<int32_t>& objects = g.objects;
+      if (s.staging == nullptr)
+        GENIE_RETURN_IF_ERROR(pinned->Take(static_cast<std::size_t>(slot_rows) * row_bytes, &s.staging));
+      float* staging = reinterpret_cast<float*>(s.staging->data());
+      const int64_t n_rows = static_cast<int64_t>(objects.size());
+      GENIE_RETURN_IF_ERROR(ParallelFor(
+          (n_rows + kGatherRows - 1) / kGatherRows, rows.threads,
+          [&](int64_t b) {
+            for (int64_t r = b * kGatherRows; r < std::min(n_rows, (b + 1) * kGatherRows); ++r)
+              std::memcpy(staging + r * dimp, set.row(objects[static_cast<std::size_t>(r)]),
+                          static_cast<std::size_t>(dim) * sizeof(float));
+            return Status::Ok();
+          },
+          cancel));
+      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s.rows, staging, static_cast<std::size_t>(n_rows) * row_bytes,
+                                                 cudaMemcpyHostToDevice, s.stream.get()));
+      GENIE_RETURN_IF_ERROR(s.staging->MarkUsed(s.stream.get()));
+    }
+    s.segment = j;
+    GENIE_RETURN_IF_ERROR(launch(s));
+  }
+  for (Slot& s : slot) GENIE_RETURN_IF_ERROR(collect(s));
+  return Status::Ok();
+}
+
 Status CreateClusterMembers(Span<int32_t> members, int32_t device_ordinal,
                             std::unique_ptr<GpuClusterMembers>* out) {
   try {
@@ -224,6 +526,37 @@ Status CreateClusterMembers(Span<int32_t> members, int32_t device_ordinal,
 }
 
 }  // namespace gpu
+
+namespace {
+
+class HostRegistrationImpl final : public GpuHostRegistration {
+ public:
+  explicit HostRegistrationImpl(void* data) : data_(data) {}
+  ~HostRegistrationImpl() override { cudaHostUnregister(data_); }
+
+ private:
+  void* data_;
+};
+
+}  // namespace
+
+Status GpuHostRegistration::Create(const void* data, std::size_t bytes, std::unique_ptr<GpuHostRegistration>* out) {
+  if (out == nullptr || data == nullptr || bytes == 0)
+    return Status::InvalidArgument("GpuHostRegistration::Create: nothing to register");
+  void* p = const_cast<void*>(data);  // registered for reading: the device never writes it
+  const cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: the memory just stays pageable
+    return Status::DeviceError(std::string("cudaHostRegister: ") + cudaGetErrorString(e));
+  }
+  try {
+    *out = std::make_unique<HostRegistrationImpl>(p);
+  } catch (const std::bad_alloc&) {
+    cudaHostUnregister(p);
+    return Status::OutOfMemory("out of host memory for a host registration");
+  }
+  return Status::Ok();
+}
 
 Status GpuClusterMembers::Create(Span<int32_t> members, int32_t device_ordinal,
                                  std::unique_ptr<GpuClusterMembers>* out) {

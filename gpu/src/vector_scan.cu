@@ -300,6 +300,11 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     }
     GENIE_RETURN_IF_ERROR(stream_.Create());
     GENIE_RETURN_IF_ERROR(rows_.Allocate(static_cast<std::size_t>(part_rows_) * dimp_, "vectors"));
+    // A set that streams is page-locked in place when the driver allows: its
+    // parts and a range search's runs of rows then go up by DMA, without a
+    // pass through staging (else they stay pageable, slower, the same rows).
+    if (!resident() && !set.values.empty())
+      (void)GpuHostRegistration::Create(set.values.data(), set.values.size() * sizeof(float), &set_pin_);
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(rows_.get(), 0, rows_.bytes(), stream_.get()));
     if (resident()) GENIE_RETURN_IF_ERROR(CopyRows(set, 0, n_, stream_.get()));
     // The norms of every vector stay on the device, also when the vectors
@@ -348,18 +353,35 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     }
   }
 
-  Status RangeCandidates(const float* queries, int32_t n_queries, double radius, const RangePlan& plan,
-                         const GpuClusterMembers* members, std::vector<RangeCandidate>* out,
-                         const CancelCheck& cancel) override {
+  Status RangeCandidates(const VectorSet& set, const GpuRangeRequest& request, const RangePlan& plan,
+                         std::vector<RangeCandidate>* out, const CancelCheck& cancel) override {
     if (out == nullptr) return Status::InvalidArgument("GpuVectorSet::RangeCandidates: NULL output");
-    if (!resident()) return Status::InvalidArgument("a range search on the GPU needs the set resident");
-    if (members != nullptr && members->device() != device_)
+    if (set.size() != n_ || set.dim != dim_) return Status::InvalidArgument("a range search of another set");
+    if (request.device_members != nullptr && request.device_members->device() != device_)
       return Status::InvalidArgument("the list's members are on another device");
     try {
       DeviceGuard guard;
       GENIE_RETURN_IF_ERROR(guard.Enter(device_));
-      return RangeOnDevice(rows_.get(), dimp_, dim_, queries, n_queries, radius, plan,
-                           members != nullptr ? members->data() : nullptr, out, cancel);
+      if (resident())
+        return RangeOnDevice(rows_.get(), dimp_, dim_, request.queries, request.n_queries, request.radius, plan,
+                             request.device_members != nullptr ? request.device_members->data() : nullptr, out,
+                             cancel);
+      // two slots of the part buffer, each small enough to stage through
+      // one pinned slot; the buffer and the pool are the scans' too
+      std::lock_guard<std::mutex> lock(scan_mutex_);
+      StreamedRows rows;
+      rows.set = &set;
+      rows.set_pinned = set_pin_ != nullptr;
+      rows.members = request.members;
+      rows.member_rows = request.member_rows;
+      rows.slots = rows_.get();
+      rows.slot_rows = static_cast<int32_t>(std::min<uint64_t>(
+          static_cast<uint64_t>(part_rows_ / 2), kMaxPinnedBytes / (static_cast<uint64_t>(dimp_) * sizeof(float))));
+      rows.dimp = dimp_;
+      rows.dim = dim_;
+      rows.threads = request.threads;
+      rows.pinned = &pinned_;
+      return RangeStreamed(rows, request.queries, request.n_queries, request.radius, plan, out, cancel);
     } catch (const std::bad_alloc&) {
       return Status::OutOfMemory("out of host memory in the GPU range search");
     }
@@ -652,6 +674,9 @@ class GpuVectorSetImpl final : public GpuVectorSet {
   bool split_safe_ = false;  // no value of the set is OutsideTf32Range
   Stream stream_;      // a scan's work, queued without waiting
   PinnedPool pinned_;  // staging for its copies (freed before the stream)
+  // a streamed set's rows page-locked in place (NULL: pageable); the set
+  // outlives this copy
+  std::unique_ptr<GpuHostRegistration> set_pin_;
   std::mutex scan_mutex_;
 };
 

@@ -4,7 +4,9 @@
 // a row's distance, wider ones and an infinite one; with a List of
 // Superclusters, a plain List of Clusters, no list, and a list of the first
 // objects only (the rest read as pending rows); excluded objects; one query
-// and batches; more answers than the device's first buffer holds.
+// and batches; more answers than the device's first buffer holds; a set
+// beyond a small device budget, streamed through the two slots (the
+// multi-pipeline), batches of more queries than one pass plans, and cancel.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,7 +35,8 @@ struct Rows {
 };
 
 Rows Within(genie_vectors* set, genie_engine_kind device, const std::vector<float>& queries, int32_t nq,
-            double radius, const uint8_t* excluded, const genie_cluster_list* list) {
+            double radius, const uint8_t* excluded, const genie_cluster_list* list,
+            const genie_engine_options* options = nullptr, genie_status expect = GENIE_OK) {
   genie_range_scan scan{};
   scan.n_queries = nq;
   scan.queries = queries.data();
@@ -43,7 +46,7 @@ Rows Within(genie_vectors* set, genie_engine_kind device, const std::vector<floa
   genie_range_results* r = nullptr;
   genie_error err{};
   Rows out;
-  EXPECT_EQ(genie_vectors_within(set, device, nullptr, &scan, &r, &err), GENIE_OK) << err.message;
+  EXPECT_EQ(genie_vectors_within(set, device, options, &scan, &r, &err), expect) << err.message;
   if (r == nullptr) return out;
   out.offsets.assign(r->query_offsets, r->query_offsets + r->n_queries + 1);
   out.objects.assign(r->objects, r->objects + out.offsets.back());
@@ -128,6 +131,91 @@ TEST(GpuRange, ManyAnswersAndTheBoundary) {
   EXPECT_NE(std::find(gpu.objects.begin(), gpu.objects.begin() + gpu.offsets[1], 5),
             gpu.objects.begin() + gpu.offsets[1]) << "the row at exactly the radius";
   genie_vectors_free(set);
+}
+
+// Parts a GPU scan of set streams it in under options (1: resident).
+int32_t ScanParts(genie_vectors* set, const genie_engine_options* options, const std::vector<float>& query) {
+  genie_vector_scan scan{};
+  scan.n_queries = 1;
+  scan.queries = query.data();
+  scan.k = 1;
+  genie_vector_results* r = nullptr;
+  genie_error err{};
+  EXPECT_EQ(genie_vectors_scan(set, GENIE_ENGINE_GPU, options, &scan, &r, &err), GENIE_OK) << err.message;
+  const int32_t parts = r != nullptr ? r->parts : 0;
+  genie_vector_results_free(r);
+  return parts;
+}
+
+struct PollCounter {
+  int polls = 0;
+  int after = 0;
+};
+int CancelAfter(void* arg) {
+  auto* c = static_cast<PollCounter*>(arg);
+  return ++c->polls > c->after ? 1 : 0;
+}
+
+TEST(GpuRange, StreamedSetEqualsTheCpuEngine) {
+  SKIP_WITHOUT_GPU();
+  // 20,000 x 37 (6.4 MB at the device's padding of 40) under a budget of 2
+  // MB: a part buffer of about 6,500 rows, two slots of about 3,200, so
+  // every search streams several segments through each slot
+  std::mt19937 rng(431u);
+  const int32_t n = 20000, dim = 37, nq = 600;  // 600: two batches of plans
+  std::vector<float> values = RandomVectors(&rng, VectorShape::kGaussian, n, dim);
+  std::vector<float> queries = NearbyQueries(&rng, values, n, dim, nq, 0.05f);
+  genie_error err{};
+  genie_vectors *set = nullptr, *head = nullptr;
+  ASSERT_EQ(genie_vectors_create(values.data(), n, dim, &set, &err), GENIE_OK);
+  ASSERT_EQ(genie_vectors_create(values.data(), n - 1500, dim, &head, &err), GENIE_OK);
+  genie_engine_options streamed{};
+  streamed.memory_budget_bytes = 2u << 20;
+  const std::vector<float> first(queries.begin(), queries.begin() + dim);
+  ASSERT_GT(ScanParts(set, &streamed, first), 2) << "the set must stream";
+  genie_cluster_list *lsc = nullptr, *partial = nullptr;
+  ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 64, 8, nullptr, &lsc, &err), GENIE_OK);
+  ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 32, 4, nullptr, &partial, &err), GENIE_OK);
+  std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);
+  for (int32_t i = 0; i < n; i += 5) excluded[static_cast<std::size_t>(i)] = 1;
+  std::vector<double> all;
+  for (int32_t o = 0; o < n; ++o) all.push_back(genie_l2_distance(queries.data(), values.data() + o * dim, dim));
+  std::sort(all.begin(), all.end());
+  for (double r : {0.0, all[20], all[2000]}) {
+    for (const genie_cluster_list* list : {static_cast<const genie_cluster_list*>(nullptr),
+                                           static_cast<const genie_cluster_list*>(lsc),
+                                           static_cast<const genie_cluster_list*>(partial)}) {
+      const std::string what = "radius " + std::to_string(r) +
+                               (list == nullptr ? " no list" : list == lsc ? " lsc" : " partial");
+      const Rows cpu = Within(set, GENIE_ENGINE_CPU, queries, nq, r, excluded.data(), list);
+      ExpectSame(cpu, Within(set, GENIE_ENGINE_GPU, queries, nq, r, excluded.data(), list, &streamed), what);
+      // and the resident copy gives the same rows
+      ExpectSame(cpu, Within(set, GENIE_ENGINE_GPU, queries, nq, r, excluded.data(), list), what + " resident");
+      ExpectSame(Within(set, GENIE_ENGINE_CPU, first, 1, r, nullptr, list),
+                 Within(set, GENIE_ENGINE_AUTO, first, 1, r, nullptr, list, &streamed), what + " single");
+    }
+  }
+  // every row for 8 queries: 160,000 answers, beyond a slot's first buffer
+  const std::vector<float> eight(queries.begin(), queries.begin() + 8 * dim);
+  const Rows every = Within(set, GENIE_ENGINE_GPU, eight, 8, 1e30, nullptr, lsc, &streamed);
+  EXPECT_EQ(every.offsets.back(), int64_t{8} * n);
+  ExpectSame(Within(set, GENIE_ENGINE_CPU, eight, 8, 1e30, nullptr, lsc), every, "every row");
+  // cancel: asked at once, and after a few polls (between the segments);
+  // the next search is exact
+  for (int after : {0, 3, 40}) {
+    PollCounter counter;
+    counter.after = after;
+    genie_engine_options cancelled = streamed;
+    cancelled.cancel = &CancelAfter;
+    cancelled.cancel_arg = &counter;
+    Within(set, GENIE_ENGINE_GPU, queries, nq, all[2000], nullptr, lsc, &cancelled, GENIE_CANCELLED);
+  }
+  ExpectSame(Within(set, GENIE_ENGINE_CPU, queries, nq, all[20], nullptr, lsc),
+             Within(set, GENIE_ENGINE_GPU, queries, nq, all[20], nullptr, lsc, &streamed), "after cancel");
+  genie_cluster_list_free(lsc);
+  genie_cluster_list_free(partial);
+  genie_vectors_free(set);
+  genie_vectors_free(head);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 CREATE EXTENSION IF NOT EXISTS fuzzystrmatch;
-SELECT plan(54);
+SELECT plan(57);
 
 DO $$ BEGIN PERFORM setseed(0.2718); END $$;
 -- 6 dimensions, 20 clusters of 50 points, two exact duplicates, a NULL row
@@ -134,6 +134,43 @@ SELECT throws_like($$SELECT * FROM genie_within('pts_idx', '{1,2,3}'::real[], 1)
                    '%has 3 dimensions, but genie index "pts_idx" holds vectors of 6%', 'another dimension');
 SELECT throws_ok($$SELECT * FROM genie_within('pts_idx', ARRAY['abc'], 1)$$, '42809', NULL,
                  'text queries against a vector index');
+
+-- A table beyond genie.device_memory_limit: 48,000 vectors of 6 small
+-- whole numbers (1.5 MB at the device's 8 floats a row; many ties at the
+-- radius) under a limit of 2 MB stream through the device in parts on a
+-- GPU (the multi-pipeline: two slots, the plan's rows only), with and
+-- without a List of Superclusters; on the CPU engine the same rows.
+CREATE TABLE big AS
+SELECT i AS id, ARRAY[i % 97, i % 89, (i * 7) % 83, i % 5, (i * 13) % 101, i % 3]::real[] AS v
+FROM generate_series(1, 48000) i;
+CREATE INDEX big_idx ON big USING genie (v genie_vector_ops) WITH (m = 0);
+CREATE INDEX big_lsc ON big USING genie (v genie_vector_ops)
+  WITH (m = 0, cluster_list = on, cluster_size = 64, supercluster_clusters = 4);
+CREATE TABLE bq AS SELECT id AS qid, v AS q FROM big WHERE id IN (5, 1000, 20000, 33333, 47999);
+CREATE FUNCTION pg_temp.big_diff(r float8) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint := 0; idx text;
+BEGIN
+  SET LOCAL genie.device_memory_limit = 2;
+  FOREACH idx IN ARRAY ARRAY['big_idx', 'big_lsc'] LOOP
+    n := n + (SELECT count(*) FROM (
+      (SELECT g.query_no, t.id, g.distance
+       FROM genie_within(idx::regclass, (SELECT array_agg(q ORDER BY qid) FROM bq), r) g JOIN big t ON t.ctid = g.ctid
+       EXCEPT ALL
+       SELECT o.n::int, b.id, b.v <-> o.q FROM (SELECT row_number() OVER (ORDER BY qid) n, q FROM bq) o, big b
+       WHERE b.v <-> o.q <= r)
+      UNION ALL
+      (SELECT o.n::int, b.id, b.v <-> o.q FROM (SELECT row_number() OVER (ORDER BY qid) n, q FROM bq) o, big b
+       WHERE b.v <-> o.q <= r
+       EXCEPT ALL
+       SELECT g.query_no, t.id, g.distance
+       FROM genie_within(idx::regclass, (SELECT array_agg(q ORDER BY qid) FROM bq), r) g JOIN big t ON t.ctid = g.ctid)) d);
+  END LOOP;
+  RETURN n;
+END $$;
+SELECT is(pg_temp.big_diff(12), 0::bigint, 'beyond the device limit, radius 12: the sequential scan''s rows');
+SELECT is(pg_temp.big_diff(45), 0::bigint, 'beyond the device limit, radius 45: the sequential scan''s rows');
+SELECT cmp_ok((SELECT count(*) FROM genie_within('big_lsc', (SELECT array_agg(q ORDER BY qid) FROM bq), 45)), '>',
+              1000::bigint, 'radius 45 finds many rows');
 
 -- the range predicate v <@ genie_ball(q, r): an index answers it with the sequential scan's rows
 CREATE FUNCTION pg_temp.ball_rows(r float8, via text) RETURNS TABLE (qid int, id int) LANGUAGE plpgsql AS $$

@@ -29,6 +29,32 @@ class GpuClusterMembers {
   virtual std::size_t device_bytes() const = 0;
 };
 
+// A range search's queries and list, for GpuVectorSet::RangeCandidates.
+struct GpuRangeRequest {
+  const float* queries = nullptr;  // n_queries x dim floats, host memory
+  int32_t n_queries = 0;
+  double radius = 0;
+  // The list's members, when an item is listed: on this device for a
+  // resident set, on the host for a streamed one.
+  const GpuClusterMembers* device_members = nullptr;
+  Span<int32_t> members;
+  // A streamed set's rows in the list's order (dim floats each, host memory
+  // page-locked by a GpuHostRegistration), or NULL: runs of members are then
+  // copied from it directly, not gathered by id.
+  const float* member_rows = nullptr;
+  int32_t threads = 0;  // host threads that gather a streamed set's rows (0: every core)
+};
+
+// Host memory page-locked in place while this lives (cudaHostRegister), so
+// that the device copies from it by DMA, without a pass through staging.
+// The memory must outlive it.
+class GpuHostRegistration {
+ public:
+  // DeviceError when the driver refuses (the memory then stays pageable).
+  static Status Create(const void* data, std::size_t bytes, std::unique_ptr<GpuHostRegistration>* out);
+  virtual ~GpuHostRegistration() = default;
+};
+
 class GpuVectorSet {
  public:
   // Copies set to device device_ordinal.  memory_budget_bytes bounds the
@@ -63,13 +89,14 @@ class GpuVectorSet {
   // warp in a float32 pass with the CPU's proven bound, and those that may
   // be within radius get their L2Distance on the device, to the bit; the
   // ones within radius are appended to out with it (excluded ones too: the
-  // caller drops them).  members: the list's on this device (NULL when no
-  // item is listed).  A resident set only (parts() == 1; else
-  // InvalidArgument).  cancel is polled between groups of items.
-  virtual Status RangeCandidates(const float* queries, int32_t n_queries, double radius,
-                                 const RangePlan& plan, const GpuClusterMembers* members,
-                                 std::vector<RangeCandidate>* out,
-                                 const CancelCheck& cancel = CancelCheck()) = 0;
+  // caller drops them).  set: the VectorSet this copy was made from.  A
+  // resident set reads the list's members on the device; a streamed one
+  // (parts() > 1) copies the rows the items read, each once, through two
+  // slots of its part buffer on two streams, gathered on the host while the
+  // device searches the slot before (the paper's multi-pipeline).  cancel
+  // is polled between launches.
+  virtual Status RangeCandidates(const VectorSet& set, const GpuRangeRequest& request, const RangePlan& plan,
+                                 std::vector<RangeCandidate>* out, const CancelCheck& cancel = CancelCheck()) = 0;
 };
 
 // For tests of the exact scan's premise: the float32 upper bounds U that a
