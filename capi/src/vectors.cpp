@@ -48,17 +48,12 @@ struct genie_lsh {
   std::unique_ptr<genie::LshFunctions> functions;
 };
 
+namespace genie {
+class GpuHostRegistration;  // gpu_vector_scan.hpp, in CUDA builds
+}  // namespace genie
+
 namespace {
 
-genie::Status ToCResults(const genie::VectorScanResult& r, genie_engine_kind device, int32_t parts,
-                         genie_vector_results** out) {
-  GENIE_RETURN_IF_ERROR(genie::capi::CopyScanRows(r, device, genie_vector_results_free, out));
-  (*out)->parts = parts;
-  return genie::Status::Ok();
-}
-
-#ifdef GENIE_WITH_CUDA
-// The set's GPU copy for this device and budget, made on first use.
 // The set's rows in list's order (genie::MemberRows), made by the first
 // search that reads them and kept with the list for the next; *rows is this
 // search's reference (NULL when the list is of more objects than the set).
@@ -94,6 +89,15 @@ genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, b
   return genie::Status::Ok();
 }
 
+genie::Status ToCResults(const genie::VectorScanResult& r, genie_engine_kind device, int32_t parts,
+                         genie_vector_results** out) {
+  GENIE_RETURN_IF_ERROR(genie::capi::CopyScanRows(r, device, genie_vector_results_free, out));
+  (*out)->parts = parts;
+  return genie::Status::Ok();
+}
+
+#ifdef GENIE_WITH_CUDA
+// The set's GPU copy for this device and budget, made on first use.
 genie::Status GpuCopy(genie_vectors* vectors, const genie::EngineOptions& options, genie::GpuVectorSet** out) {
   std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
   if (vectors->gpu == nullptr || vectors->gpu_device != options.device_ordinal ||
