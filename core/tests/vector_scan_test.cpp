@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -103,6 +104,30 @@ struct ScanCase {
   int32_t n, dim, nq, k;
   int32_t threads;
 };
+
+// One query's float32 distance is the group's for that query, bit for bit
+// (the header's contract), with and without a tail beyond 8 dimensions.
+TEST(SquaredL2Float32, EqualsTheGroupsBitForBit) {
+  std::mt19937 rng(11);
+  for (VectorShape shape : {VectorShape::kGaussian, VectorShape::kSmallIntegers, VectorShape::kHuge}) {
+    for (int32_t dim : {1, 3, 8, 9, 37, 100, 784}) {
+      const std::vector<float> v = RandomVectors(&rng, shape, 16, dim);
+      const std::vector<float> q = NearbyQueries(&rng, v, 16, dim, 4, 0.1f);
+      const float* group[kDistanceGroup];
+      for (int g = 0; g < kDistanceGroup; ++g) group[g] = q.data() + static_cast<std::size_t>(g) * dim;
+      for (int32_t r = 0; r < 16; ++r) {
+        const float* row = v.data() + static_cast<std::size_t>(r) * dim;
+        float out[kDistanceGroup];
+        SquaredL2Float32Group(row, group, dim, out);
+        for (int g = 0; g < kDistanceGroup; ++g) {
+          const float one = SquaredL2Float32(row, group[g], dim);
+          EXPECT_EQ(std::memcmp(&one, &out[g], sizeof(float)), 0)
+              << testing::ShapeName(shape) << " dim " << dim << ": " << one << " vs " << out[g];
+        }
+      }
+    }
+  }
+}
 
 TEST(CpuVectorScan, EqualsBruteForce) {
   std::mt19937 rng(20261126);
