@@ -82,6 +82,25 @@ class VectorQuery final : public QueryMetric {
     a_ = (static_cast<double>(set.dim) + 1.0) * 0x1p-148;
   }
   double Distance(int32_t object, double cap) override { return RowDistance(set_.row(object), cap); }
+  // From the float32 pass alone: |s32 - s| <= e s + a for the true squared
+  // distance s gives s <= (s32 + a) / (1 - e), and kPruneSlack covers the
+  // double sum's and the root's roundings of the exact distance; the exact
+  // float64 sum (hundreds of dependent additions) was most of a walk's cost.
+  // (Near underflow, where a dominates, and after an overflow the bound
+  // says little: the exact distance then, as Distance gives it.)
+  void CentreBound(int32_t object, double cap, bool* beyond, double* upper) override {
+    const float* x = set_.row(object);
+    const float s32 = SquaredL2Float32(query_, x, set_.dim);
+    const double s = static_cast<double>(s32);
+    *beyond = std::isfinite(s32) && std::isfinite(cap) && s > cap * cap * (1.0 + e_) * (1.0 + e_) + a_;
+    if (*beyond) return;
+    if (!std::isfinite(s32) || s < a_ * 0x1p24 || e_ >= 0.5) {
+      *upper = L2Distance(query_, x, set_.dim);
+      *beyond = *upper > cap;
+      return;
+    }
+    *upper = std::sqrt((s + a_) / (1.0 - e_)) * (1.0 + kPruneSlack);
+  }
   int64_t Within(const int32_t* members, int64_t begin, int64_t count, double r, Span<uint8_t> excluded,
                  bool listed, std::vector<std::pair<double, int32_t>>* out) override {
     if (!listed || member_rows_ == nullptr) return QueryMetric::Within(members, begin, count, r, excluded, listed, out);
@@ -292,9 +311,11 @@ struct Counts {
 };
 
 // Superclusters [from, to) of one query (r its radius): the clusters its
-// ball may meet, each handed to scan(cluster, dc) (dc: the exact distance
-// to the centre when the cluster is bounded, else infinity); *stop_at: no
-// supercluster after it can hold an answer (shared by a query's stripes).
+// ball may meet, each handed to scan(cluster); *stop_at: no supercluster
+// after it can hold an answer (shared by a query's stripes).  A centre is
+// discarded only when proven beyond its limit and the early stops use an
+// upper bound of its distance (QueryMetric::CentreBound): both can only
+// read more than the exact distances would, never less.
 template <typename Scan>
 Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, int32_t from, int32_t to,
                   std::atomic<int32_t>* stop_at, Counts* counts, const CancelCheck& cancel,
@@ -310,12 +331,12 @@ Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, int32_
     if (s > stop_at->load(std::memory_order_relaxed)) break;
     const Supercluster& sc = list.superclusters[static_cast<std::size_t>(s)];
     const bool bounded = std::isfinite(sc.ball.radius);
-    double ds = 0;
+    double ds = 0;  // at least the distance to the centre
     if (bounded) {
-      const double limit = Loose(sc.ball.radius + r);
-      ds = metric->Distance(sc.ball.centre, limit);
+      bool beyond = false;
+      metric->CentreBound(sc.ball.centre, Loose(sc.ball.radius + r), &beyond, &ds);
       if (count()) return Status::Cancelled();
-      if (ds > limit) {
+      if (beyond) {
         ++counts->superclusters_discarded;
         continue;
       }
@@ -323,18 +344,18 @@ Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, int32_
     const int32_t last = sc.first_cluster + sc.n_clusters;
     for (int32_t ci = sc.first_cluster; ci < last; ++ci) {
       const Cluster& c = list.clusters[static_cast<std::size_t>(ci)];
-      double dc = kInf;
+      double dc = kInf;  // at least the distance to the centre
       const bool pruned_by_centre = std::isfinite(c.radius);
       if (pruned_by_centre) {
-        const double limit = Loose(c.radius + r);
-        dc = metric->Distance(c.centre, limit);
+        bool beyond = false;
+        metric->CentreBound(c.centre, Loose(c.radius + r), &beyond, &dc);
         if (count()) return Status::Cancelled();
-        if (dc > limit) {
+        if (beyond) {
           ++counts->clusters_discarded;
           continue;
         }
       }
-      GENIE_RETURN_IF_ERROR(scan(c, dc));
+      GENIE_RETURN_IF_ERROR(scan(c));
       // the query's ball inside what no later cluster of this list reaches
       if (pruned_by_centre && Loose(dc + r) < c.outside) break;
     }
@@ -355,7 +376,7 @@ Status SearchStripe(const ClusterList& list, QueryMetric* metric, double r, Span
                     std::vector<Hit>* hits, Counts* counts, const CancelCheck& cancel) {
   std::vector<std::pair<double, int32_t>> found;
   return WalkStripe(list, metric, r, from, to, stop_at, counts, cancel,
-                    [&](const Cluster& c, double) -> Status {
+                    [&](const Cluster& c) -> Status {
     // in pieces, cancel polled between them
     for (int64_t at = c.begin; at < c.begin + c.count; at += kPollDistances) {
       const int64_t n = std::min<int64_t>(kPollDistances, c.begin + c.count - at);
@@ -703,18 +724,29 @@ Status PlanRangeSearch(const ClusterList& list, const QueryMetricFactory& metric
   const int32_t n_objects = request.n_objects < 0 ? list.n_objects : request.n_objects;
   const int32_t nq = request.n_queries;
   const int32_t n_super = static_cast<int32_t>(list.superclusters.size());
-  std::vector<std::vector<RangeItem>> items(static_cast<std::size_t>(nq));
-  std::vector<Counts> counts(static_cast<std::size_t>(nq));
+  threads = ResolveThreads(threads);
+  // a batch by query; fewer queries than threads: each by stripes of
+  // superclusters, as CpuRangeSearch (a single query's walk of a long list
+  // is most of a GPU search's time)
+  const int32_t stripes = nq >= threads ? 1 : std::max(1, std::min(n_super, (threads + nq - 1) / std::max(nq, 1)));
+  const int64_t units = static_cast<int64_t>(nq) * stripes;
+  std::vector<std::vector<RangeItem>> items(static_cast<std::size_t>(units));
+  std::vector<Counts> counts(static_cast<std::size_t>(units));
+  std::vector<std::atomic<int32_t>> stop_at(static_cast<std::size_t>(std::max(nq, 1)));
+  for (auto& a : stop_at) a.store(n_super);
   Status s = ParallelFor(
-      nq, ResolveThreads(threads),
-      [&](int64_t qi) {
-        const int32_t q = static_cast<int32_t>(qi);
+      units, threads,
+      [&](int64_t u) {
+        const int32_t q = static_cast<int32_t>(u / stripes);
+        const int32_t stripe = static_cast<int32_t>(u % stripes);
+        const int32_t from = static_cast<int32_t>(static_cast<int64_t>(n_super) * stripe / stripes);
+        const int32_t to = static_cast<int32_t>(static_cast<int64_t>(n_super) * (stripe + 1) / stripes);
         std::unique_ptr<QueryMetric> metric = metrics(q);
-        std::atomic<int32_t> stop_at(n_super);
-        std::vector<RangeItem>* mine = &items[static_cast<std::size_t>(q)];
-        GENIE_RETURN_IF_ERROR(WalkStripe(list, metric.get(), request.radius, 0, n_super, &stop_at,
-                                         &counts[static_cast<std::size_t>(q)], cancel,
-                                         [&](const Cluster& c, double) {
+        std::vector<RangeItem>* mine = &items[static_cast<std::size_t>(u)];
+        GENIE_RETURN_IF_ERROR(WalkStripe(list, metric.get(), request.radius, from, to,
+                                         &stop_at[static_cast<std::size_t>(q)],
+                                         &counts[static_cast<std::size_t>(u)], cancel,
+                                         [&](const Cluster& c) {
           // clusters met one after another read as one range
           if (!mine->empty() && mine->back().listed && mine->back().begin + mine->back().count == c.begin &&
               mine->back().count <= INT32_MAX - c.count) {
@@ -724,19 +756,19 @@ Status PlanRangeSearch(const ClusterList& list, const QueryMetricFactory& metric
           }
           return Status::Ok();
         }));
-        if (n_objects > list.n_objects)
+        if (stripe == stripes - 1 && n_objects > list.n_objects)
           mine->push_back(RangeItem{q, n_objects - list.n_objects, list.n_objects, false});
         return Status::Ok();
       },
       cancel);
   if (!s.ok()) return s;
   RangePlan plan;
-  for (int32_t q = 0; q < nq; ++q) {
-    plan.items.insert(plan.items.end(), items[static_cast<std::size_t>(q)].begin(),
-                      items[static_cast<std::size_t>(q)].end());
-    plan.distances_computed += counts[static_cast<std::size_t>(q)].distances;
-    plan.superclusters_discarded += counts[static_cast<std::size_t>(q)].superclusters_discarded;
-    plan.clusters_discarded += counts[static_cast<std::size_t>(q)].clusters_discarded;
+  for (int64_t u = 0; u < units; ++u) {
+    plan.items.insert(plan.items.end(), items[static_cast<std::size_t>(u)].begin(),
+                      items[static_cast<std::size_t>(u)].end());
+    plan.distances_computed += counts[static_cast<std::size_t>(u)].distances;
+    plan.superclusters_discarded += counts[static_cast<std::size_t>(u)].superclusters_discarded;
+    plan.clusters_discarded += counts[static_cast<std::size_t>(u)].clusters_discarded;
   }
   *out = std::move(plan);
   return Status::Ok();

@@ -102,6 +102,14 @@ class QueryMetric {
  public:
   virtual ~QueryMetric() = default;
   virtual double Distance(int32_t object, double cap) = 0;
+  // What a walk of the list needs of a centre: *beyond when the distance
+  // is proven above cap (then *upper is meaningless), else *upper, at
+  // least the exact distance (perhaps a little more: the early stop then
+  // only fires a little less often).  By default the exact distance.
+  virtual void CentreBound(int32_t object, double cap, bool* beyond, double* upper) {
+    *upper = Distance(object, cap);
+    *beyond = *upper > cap;
+  }
   // The objects members[begin .. begin + count) of a list within r, by
   // their exact distances, appended to out as (distance, object); excluded
   // ones skipped; how many distances were computed.  listed: members is the
