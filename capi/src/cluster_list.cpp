@@ -57,8 +57,9 @@ Status CandidateRange(const QueryMetricFactory& metrics, const RangeRequest& req
 // planned on the CPU and read by the device pass where there is one, else
 // on the CPU.
 Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_engine_kind device,
-                 const genie_range_scan* scan, const RangeDevicePass& device_pass, const RangeRequest& request,
-                 const EngineOptions& engine_options, RangeResult* found, genie_engine_kind* ran_on) {
+                 const genie_range_scan* scan, const RangeDevicePass& device_pass, const RangeCpuScan& cpu_scan,
+                 const RangeRequest& request, const EngineOptions& engine_options, RangeResult* found,
+                 genie_engine_kind* ran_on) {
   if (device_pass == nullptr && device == GENIE_ENGINE_GPU)
     return Status::DeviceUnavailable("no usable GPU for this range search");
   if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO && device != GENIE_ENGINE_GPU)
@@ -69,6 +70,8 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
                                    std::to_string(n_objects));
   // without a list every object is read: as a whole list on the CPU; on
   // the device, past an empty list (the plan's one item a query)
+  if (scan->list == nullptr && device_pass == nullptr && cpu_scan != nullptr)
+    return cpu_scan(request, engine_options.threads, found, engine_options.cancel);
   ClusterList whole;
   if (scan->list == nullptr && device_pass == nullptr) whole = WholeList(n_objects);
   const ClusterList& list = scan->list != nullptr ? scan->list->list : whole;
@@ -93,7 +96,17 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
     RangePlan next;
     Status planned = Status::Ok();
     JoinedThread planner;  // joined before next and planned go
-    const bool beside = next_first < nq && planner.Start([&] { planned = plan_batch(next_first, &next); });
+    // (nothing may leave a thread of its own: a failure, or an exception
+    // such as bad_alloc outside ParallelFor's guard, becomes a Status)
+    const bool beside = next_first < nq && planner.Start([&] {
+      try {
+        planned = plan_batch(next_first, &next);
+      } catch (const std::bad_alloc&) {
+        planned = Status::OutOfMemory("out of host memory planning a range search");
+      } catch (...) {
+        planned = Status::Internal("planning a range search failed");
+      }
+    });
     std::vector<RangeCandidate> batch_candidates;
     const Status searched = device_pass(first, std::min(kRangeBatchQueries, nq - first), plan, &batch_candidates);
     planner.Join();
@@ -123,7 +136,7 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
 Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          genie_engine_kind device, const genie_engine_options* options,
                          const genie_range_scan* scan, const RangeDevicePass& device_pass,
-                         genie_range_results** out) {
+                         const RangeCpuScan& cpu_scan, genie_range_results** out) {
   const EngineOptions engine_options = ToEngineOptions(options);
   RangeRequest request;
   request.n_queries = scan->n_queries;
@@ -135,8 +148,8 @@ Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
   genie_engine_kind ran_on = GENIE_ENGINE_CPU;
   GENIE_RETURN_IF_ERROR(scan->candidate_offsets != nullptr
                             ? CandidateRange(metrics, request, scan, engine_options, &found)
-                            : ListRange(n_objects, metrics, device, scan, device_pass, request, engine_options,
-                                        &found, &ran_on));
+                            : ListRange(n_objects, metrics, device, scan, device_pass, cpu_scan, request,
+                                        engine_options, &found, &ran_on));
   genie_range_results* res = nullptr;
   GENIE_RETURN_IF_ERROR(CopyScanRows(found, ran_on, genie_range_results_free, &res));
   res->distances_computed = found.distances_computed;

@@ -47,6 +47,12 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
 using RangeDevicePass = std::function<Status(int32_t first_query, int32_t n_queries, const RangePlan& plan,
                                              std::vector<RangeCandidate>* out)>;
 
+// A kind's own search of every object on the CPU (vectors:
+// CpuVectorRangeScan, blocks of queries against tiles of rows), or empty:
+// CpuRangeSearch over the whole list, query by query.
+using RangeCpuScan = std::function<Status(const RangeRequest& request, int32_t threads, RangeResult* out,
+                                          const CancelCheck& cancel)>;
+
 // genie_*_within once the queries' metrics are made: with candidates, their
 // distances on the CPU (whatever the device); else checks the list against
 // the set's n_objects; with a device pass, plans on the CPU, runs the pass
@@ -55,7 +61,7 @@ using RangeDevicePass = std::function<Status(int32_t first_query, int32_t n_quer
 Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          genie_engine_kind device, const genie_engine_options* options,
                          const genie_range_scan* scan, const RangeDevicePass& device_pass,
-                         genie_range_results** out);
+                         const RangeCpuScan& cpu_scan, genie_range_results** out);
 
 }  // namespace capi
 }  // namespace genie

@@ -284,7 +284,7 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
     // (edit distances have no device pass yet: the CPU engine answers)
     return genie::capi::RangeSearchHandle(
         strings->set.size(), genie::StringQueryMetrics(strings->set.strings, queries, engine_options.cancel),
-        device, options, scan, nullptr, results);
+        device, options, scan, nullptr, nullptr, results);
   });
 }
 

@@ -57,9 +57,11 @@ namespace {
 // The set's rows in list's order (genie::MemberRows), made by the first
 // search that reads them and kept with the list for the next; *rows is this
 // search's reference (NULL when the list is of more objects than the set).
-// pin (CUDA builds): also page-lock them for a streamed GPU search (*pin
-// NULL when the driver refuses: the rows are then gathered by id).
-genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, bool pin,
+// pin_device >= 0 (CUDA builds): also page-lock them in that device's
+// context for a streamed GPU search, when they are at most
+// kMaxHostRegistrationBytes (*pinned NULL otherwise, or when the driver
+// refuses: the rows are then gathered by id).
+genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, int32_t pin_device,
                        const genie::CancelCheck& cancel, std::shared_ptr<const std::vector<float>>* rows,
                        std::shared_ptr<genie::GpuHostRegistration>* pinned) {
   std::lock_guard<std::mutex> lock(list->rows_mutex);
@@ -75,15 +77,15 @@ genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, b
   if (list->rows_of != vectors) return genie::Status::Ok();
   *rows = list->member_rows;
 #ifdef GENIE_WITH_CUDA
-  if (pin && list->rows_pin == nullptr && !list->member_rows->empty()) {
+  const std::size_t bytes = list->member_rows->size() * sizeof(float);
+  if (pin_device >= 0 && list->rows_pin == nullptr && bytes > 0 && bytes <= genie::kMaxHostRegistrationBytes) {
     std::unique_ptr<genie::GpuHostRegistration> made;
-    if (genie::GpuHostRegistration::Create(list->member_rows->data(), list->member_rows->size() * sizeof(float),
-                                           &made).ok())
+    if (genie::GpuHostRegistration::Create(list->member_rows->data(), bytes, pin_device, &made).ok())
       list->rows_pin = std::move(made);
   }
-  if (pin && pinned != nullptr) *pinned = list->rows_pin;
+  if (pin_device >= 0 && pinned != nullptr) *pinned = list->rows_pin;
 #else
-  (void)pin;
+  (void)pin_device;
   (void)pinned;
 #endif
   return genie::Status::Ok();
@@ -428,21 +430,29 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
       }
       // a streamed set copies runs of the list's members from its rows in
       // the list's order, page-locked
-      std::shared_ptr<const std::vector<float>> member_rows;
-      std::shared_ptr<genie::GpuHostRegistration> rows_pin;
-      if (status.ok() && gpu->parts() > 1 && scan->list != nullptr)
-        GENIE_RETURN_IF_ERROR(ListRows(const_cast<genie_cluster_list*>(scan->list), vectors, true,
-                                       engine_options.cancel, &member_rows, &rows_pin));
+      // (without them, for lack of host memory, the rows are gathered by id)
+      struct PinnedRows {
+        std::shared_ptr<const std::vector<float>> rows;
+        std::shared_ptr<genie::GpuHostRegistration> pin;
+        ~PinnedRows() { pin.reset(); }  // unlocked before the rows can go
+      };
+      const auto rows_ref = std::make_shared<PinnedRows>();
+      if (status.ok() && gpu->parts() > 1 && scan->list != nullptr) {
+        const genie::Status listed = ListRows(const_cast<genie_cluster_list*>(scan->list), vectors,
+                                              engine_options.device_ordinal, engine_options.cancel,
+                                              &rows_ref->rows, &rows_ref->pin);
+        if (!listed.ok() && listed.code() != GENIE_OUT_OF_MEMORY) return listed;
+      }
       if (status.ok()) {
         genie::GpuRangeRequest request;
-        if (rows_pin != nullptr) request.member_rows = member_rows->data();
+        if (rows_ref->pin != nullptr) request.member_rows = rows_ref->rows->data();
         request.queries = scan->queries;
         request.n_queries = scan->n_queries;
         request.radius = scan->radius;
         request.device_members = members.get();
         if (scan->list != nullptr) request.members = genie::Span<int32_t>(scan->list->list.members);
         request.threads = engine_options.threads;
-        device_pass = [gpu, vectors, request, members, member_rows, rows_pin, &engine_options](
+        device_pass = [gpu, vectors, request, members, rows_ref, &engine_options](
                           int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
                           std::vector<genie::RangeCandidate>* out) {
           genie::GpuRangeRequest batch = request;
@@ -453,17 +463,17 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
       }
       return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries),
                                             device_pass != nullptr ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU, options,
-                                            scan, device_pass, results);
+                                            scan, device_pass, nullptr, results);
     }
 #endif
     // the CPU reads each cluster's rows contiguously, from a copy in the list's order
     std::shared_ptr<const std::vector<float>> member_rows;  // this search's reference
     if (scan->list != nullptr && scan->candidate_offsets == nullptr)
-      GENIE_RETURN_IF_ERROR(ListRows(const_cast<genie_cluster_list*>(scan->list), vectors, false,
+      GENIE_RETURN_IF_ERROR(ListRows(const_cast<genie_cluster_list*>(scan->list), vectors, -1,
                                      ToEngineOptions(options).cancel, &member_rows, nullptr));
     return genie::capi::RangeSearchHandle(
         set.size(), genie::VectorQueryMetrics(set, scan->queries, member_rows ? member_rows->data() : nullptr),
-        device, options, scan, device_pass, results);
+        device, options, scan, device_pass, nullptr, results);
   });
 }
 

@@ -92,7 +92,7 @@ class VectorQuery final : public QueryMetric {
     const float* x = set_.row(object);
     const float s32 = SquaredL2Float32(query_, x, set_.dim);
     const double s = static_cast<double>(s32);
-    *beyond = std::isfinite(s32) && std::isfinite(cap) && s > cap * cap * (1.0 + e_) * (1.0 + e_) + a_;
+    *beyond = std::isfinite(s32) && s > WithinThreshold(set_.dim, cap);
     if (*beyond) return;
     if (!std::isfinite(s32) || s < a_ * 0x1p24 || e_ >= 0.5) {
       *upper = L2Distance(query_, x, set_.dim);
@@ -119,8 +119,7 @@ class VectorQuery final : public QueryMetric {
  private:
   double RowDistance(const float* x, double cap) const {
     if (std::isfinite(cap)) {
-      // s <= cap^2 (1 + e) covers the double sum's and the root's roundings
-      const double threshold = cap * cap * (1.0 + e_) * (1.0 + e_) + a_;
+      const double threshold = WithinThreshold(set_.dim, cap);
       const float s32 = SquaredL2Float32(query_, x, set_.dim);
       // (an overflow to infinity proves nothing: the exact distance decides)
       if (std::isfinite(s32) && static_cast<double>(s32) > threshold) return kInf;
@@ -414,6 +413,13 @@ ClusterList WholeRange(int32_t first, int32_t count, int32_t n_objects) {
 }
 
 // The request against the list: a radius, objects at least the list's, flags of their number.
+// A batch is split by query; fewer queries than threads: each by stripes
+// of its superclusters (at most n_super), which share its early stop.
+int32_t QueryStripes(int32_t nq, int32_t threads, int32_t n_super) {
+  if (nq >= threads) return 1;
+  return std::max(1, std::min(n_super, (threads + nq - 1) / std::max(nq, 1)));
+}
+
 Status CheckRangeRequest(const ClusterList& list, const RangeRequest& request) {
   if (std::isnan(request.radius) || request.radius < 0)
     return Status::InvalidArgument("the radius must be a number at least 0");
@@ -663,9 +669,7 @@ Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics
   const int32_t nq = request.n_queries;
   const int32_t n_super = static_cast<int32_t>(list.superclusters.size());
   const int32_t n_tail = static_cast<int32_t>(tail.superclusters.size());
-  // a batch by query; fewer queries than threads: each by stripes of superclusters
-  const int32_t stripes = nq >= threads ? 1
-      : std::max(1, std::min(n_super + n_tail, (threads + nq - 1) / std::max(nq, 1)));
+  const int32_t stripes = QueryStripes(nq, threads, n_super + n_tail);
   const int64_t units = static_cast<int64_t>(nq) * stripes;
   std::vector<std::vector<Hit>> hits(static_cast<std::size_t>(units));
   std::vector<Counts> counts(static_cast<std::size_t>(units));
@@ -725,10 +729,8 @@ Status PlanRangeSearch(const ClusterList& list, const QueryMetricFactory& metric
   const int32_t nq = request.n_queries;
   const int32_t n_super = static_cast<int32_t>(list.superclusters.size());
   threads = ResolveThreads(threads);
-  // a batch by query; fewer queries than threads: each by stripes of
-  // superclusters, as CpuRangeSearch (a single query's walk of a long list
-  // is most of a GPU search's time)
-  const int32_t stripes = nq >= threads ? 1 : std::max(1, std::min(n_super, (threads + nq - 1) / std::max(nq, 1)));
+  // (a single query's walk of a long list is most of a GPU search's time)
+  const int32_t stripes = QueryStripes(nq, threads, n_super);
   const int64_t units = static_cast<int64_t>(nq) * stripes;
   std::vector<std::vector<RangeItem>> items(static_cast<std::size_t>(units));
   std::vector<Counts> counts(static_cast<std::size_t>(units));

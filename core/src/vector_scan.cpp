@@ -87,15 +87,26 @@ __attribute__((target("avx2,fma"))) void GroupDistancesAvx2(const float* row, co
 }
 #endif
 
-// One query's: the group's steps for one of them (the same bits), a quarter
-// of the work where a caller has a single query (range search).
+// One query's: the group's steps for one of them (the same bits: the build
+// does not contract a * b + c), a quarter of the work where a caller has a
+// single query (range search).
 using OneDistance = float (*)(const float* row, const float* q, int32_t dim);
 
 float OneDistancePortable(const float* row, const float* q, int32_t dim) {
-  const float* group[kGroup] = {q, q, q, q};
-  float out[kGroup];
-  GroupDistancesPortable(row, group, dim, out);
-  return out[0];
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int32_t i = 0;
+  for (; i + 8 <= dim; i += 8) {
+    for (int l = 0; l < 8; ++l) {
+      const float d = row[i + l] - q[i + l];
+      acc[l] += d * d;
+    }
+  }
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < dim; ++i) {
+    const float d = row[i] - q[i];
+    s += d * d;
+  }
+  return s;
 }
 
 #if defined(__x86_64__)

@@ -81,6 +81,13 @@ double FilterThreshold(int32_t dim, float kth_s32) {
   return upper * (1.0 + e) * (1.0 + e) + a;
 }
 
+double WithinThreshold(int32_t dim, double r) {
+  if (!std::isfinite(r)) return std::numeric_limits<double>::infinity();
+  const double e = (static_cast<double>(dim) + 8.0) * 0x1p-23;
+  const double a = (static_cast<double>(dim) + 1.0) * 0x1p-148;
+  return r * r * (1.0 + e) * (1.0 + e) + a;
+}
+
 Status CheckFinite(const float* values, std::size_t count, const char* what) {
   // A cold backend checks every stored value (tens of millions) as it loads
   // them: blocks are screened with an exponent test the compiler vectorises

@@ -23,12 +23,13 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "cuda_util.hpp"
 #include "genie/gpu_vector_scan.hpp"
 #include "genie/parallel.hpp"
+#include "genie/vectors.hpp"
 #include "range_search.hpp"
 
 namespace genie {
@@ -46,6 +48,8 @@ constexpr int kRangeThreads = 256;  // 8 warps
 constexpr int32_t kChunkMembers = 1024;
 // chunks launched between polls of cancel: 8M members, a few ms at 784 dimensions
 constexpr int64_t kChunksPerLaunch = 1 << 13;
+// the most answers a launch can find (a streamed slot's buffer grows to this at most)
+constexpr unsigned long long kMaxAnswers = static_cast<unsigned long long>(kChunksPerLaunch) * kChunkMembers;
 
 struct Chunk {
   int64_t begin;   // into the members, or the first object when not listed
@@ -152,12 +156,8 @@ float FloatAtLeast(double x) {
 }
 
 // The float32 sums above which a member cannot be within radius (see
-// above: the float32 pass's proven bound).
-float RangeThreshold(double radius, int32_t dim) {
-  const double e = (static_cast<double>(dim) + 8.0) * 0x1p-23;
-  const double a = (static_cast<double>(dim) + 1.0) * 0x1p-148;
-  return FloatAtLeast(radius * radius * (1.0 + e) * (1.0 + e) + a);
-}
+// above: the float32 pass's proven bound, the host's WithinThreshold).
+float RangeThreshold(double radius, int32_t dim) { return FloatAtLeast(WithinThreshold(dim, radius)); }
 
 // The queries, padded to dimp floats a row, into *out on stream (NULL: the
 // default stream, synchronously).
@@ -339,7 +339,8 @@ Status WaitStream(cudaStream_t stream, const CancelCheck& cancel) {
     if (state == cudaSuccess) return Status::Ok();
     if (state != cudaErrorNotReady) GENIE_CUDA_RETURN_IF_ERROR(state);
     if (cancel.requested()) return Status::Cancelled();
-    std::this_thread::yield();
+    // (a sleep, not a spin: the host's other threads gather and plan)
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }
 
@@ -420,13 +421,14 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
   // The segment's chunks on its slot, a launch of at most kChunksPerLaunch
   // at a time (each further one queued once the one before is done, so
   // that cancel is never more than a launch away).
-  auto launch = [&](Slot& s) -> Status {
+  // chunks [from, to) of the segment (all of them: 0, n_chunks)
+  auto launch = [&](Slot& s, int64_t from, int64_t to) -> Status {
     const Segment& g = segments[static_cast<std::size_t>(s.segment)];
     const cudaStream_t stream = s.stream.get();
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.count.get(), 0, s.count.bytes(), stream));
-    for (int64_t c0 = 0; c0 < g.n_chunks; c0 += kChunksPerLaunch) {
-      if (c0 > 0) GENIE_RETURN_IF_ERROR(WaitStream(stream, cancel));
-      const int64_t n = std::min<int64_t>(kChunksPerLaunch, g.n_chunks - c0);
+    for (int64_t c0 = from; c0 < to; c0 += kChunksPerLaunch) {
+      if (c0 > from) GENIE_RETURN_IF_ERROR(WaitStream(stream, cancel));
+      const int64_t n = std::min<int64_t>(kChunksPerLaunch, to - c0);
       RangeKernel<<<static_cast<unsigned>(n), kRangeThreads, 0, stream>>>(
           s.rows, dimp, dim, d_queries.get(), d_chunks.get() + g.first_chunk + c0, nullptr, threshold, radius,
           s.hits.get(), s.count.get(), s.capacity);
@@ -434,28 +436,21 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
     }
     return Status::Ok();
   };
-  // The answers of the slot's segment, its rows named by their objects (a
-  // buffer too small grown to the count and the segment run again: its
-  // rows are still in the slot).
+  // The answers of the slot's segment, its rows named by their objects.  A
+  // buffer too small is grown to the count (at most a launch's worth of
+  // answers, kMaxAnswers) and the segment run again, its rows still in the
+  // slot: whole when its answers fit, else a launch at a time.
   std::vector<Hit> hits;
-  auto collect = [&](Slot& s) -> Status {
-    if (s.segment < 0) return Status::Ok();
+  auto fetch = [&](Slot& s, unsigned long long* found) -> Status {
     const cudaStream_t stream = s.stream.get();
-    unsigned long long found = 0;
-    for (int attempt = 0;; ++attempt) {
-      GENIE_RETURN_IF_ERROR(WaitStream(stream, cancel));
-      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&found, s.count.get(), sizeof(found), cudaMemcpyDeviceToHost, stream));
-      GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-      if (found <= s.capacity) break;
-      if (attempt > 0) return Status::Internal("the GPU range search's count changed between two runs");
-      s.capacity = static_cast<std::size_t>(found);
-      GENIE_RETURN_IF_ERROR(s.hits.Allocate(s.capacity, "range answers"));
-      GENIE_RETURN_IF_ERROR(launch(s));
-    }
-    hits.resize(static_cast<std::size_t>(found));
-    if (found > 0) {
+    GENIE_RETURN_IF_ERROR(WaitStream(stream, cancel));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(found, s.count.get(), sizeof(*found), cudaMemcpyDeviceToHost, stream));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    if (*found > s.capacity) return Status::Ok();  // the caller grows the buffer
+    hits.resize(static_cast<std::size_t>(*found));
+    if (*found > 0) {
       GENIE_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(hits.data(), s.hits.get(), sizeof(Hit) * found, cudaMemcpyDeviceToHost, stream));
+          cudaMemcpyAsync(hits.data(), s.hits.get(), sizeof(Hit) * *found, cudaMemcpyDeviceToHost, stream));
       GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     }
     const std::vector<int32_t>& objects = segments[static_cast<std::size_t>(s.segment)].objects;
@@ -463,6 +458,23 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
       if (h.object < 0 || static_cast<std::size_t>(h.object) >= objects.size())
         return Status::Internal("a streamed range answer of no row");
       out->push_back(RangeCandidate{h.query, objects[static_cast<std::size_t>(h.object)], h.distance});
+    }
+    return Status::Ok();
+  };
+  auto collect = [&](Slot& s) -> Status {
+    if (s.segment < 0) return Status::Ok();
+    unsigned long long found = 0;
+    GENIE_RETURN_IF_ERROR(fetch(s, &found));
+    if (found > s.capacity) {
+      s.capacity = static_cast<std::size_t>(std::min<unsigned long long>(found, kMaxAnswers));
+      GENIE_RETURN_IF_ERROR(s.hits.Allocate(s.capacity, "range answers"));
+      const int64_t n_chunks = segments[static_cast<std::size_t>(s.segment)].n_chunks;
+      const int64_t step = found <= kMaxAnswers ? n_chunks : kChunksPerLaunch;
+      for (int64_t c0 = 0; c0 < n_chunks; c0 += step) {
+        GENIE_RETURN_IF_ERROR(launch(s, c0, std::min(n_chunks, c0 + step)));
+        GENIE_RETURN_IF_ERROR(fetch(s, &found));
+        if (found > s.capacity) return Status::Internal("the GPU range search's count changed between two runs");
+      }
     }
     s.segment = -1;
     return Status::Ok();
@@ -507,7 +519,7 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
       GENIE_RETURN_IF_ERROR(s.staging->MarkUsed(s.stream.get()));
     }
     s.segment = j;
-    GENIE_RETURN_IF_ERROR(launch(s));
+    GENIE_RETURN_IF_ERROR(launch(s, 0, g.n_chunks));
   }
   for (Slot& s : slot) GENIE_RETURN_IF_ERROR(collect(s));
   return Status::Ok();
@@ -531,31 +543,25 @@ namespace {
 
 class HostRegistrationImpl final : public GpuHostRegistration {
  public:
-  explicit HostRegistrationImpl(void* data) : data_(data) {}
-  ~HostRegistrationImpl() override { cudaHostUnregister(data_); }
-
- private:
-  void* data_;
+  gpu::HostRegistration registration;
 };
 
 }  // namespace
 
-Status GpuHostRegistration::Create(const void* data, std::size_t bytes, std::unique_ptr<GpuHostRegistration>* out) {
+Status GpuHostRegistration::Create(const void* data, std::size_t bytes, int32_t device_ordinal,
+                                   std::unique_ptr<GpuHostRegistration>* out) {
   if (out == nullptr || data == nullptr || bytes == 0)
     return Status::InvalidArgument("GpuHostRegistration::Create: nothing to register");
-  void* p = const_cast<void*>(data);  // registered for reading: the device never writes it
-  const cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();  // not sticky: the memory just stays pageable
-    return Status::DeviceError(std::string("cudaHostRegister: ") + cudaGetErrorString(e));
-  }
+  gpu::DeviceGuard guard;  // the context of the device that copies from it
+  GENIE_RETURN_IF_ERROR(guard.Enter(device_ordinal));
   try {
-    *out = std::make_unique<HostRegistrationImpl>(p);
+    auto made = std::make_unique<HostRegistrationImpl>();
+    if (!made->registration.Register(data, bytes)) return Status::DeviceError("cudaHostRegister refused the rows");
+    *out = std::move(made);
+    return Status::Ok();
   } catch (const std::bad_alloc&) {
-    cudaHostUnregister(p);
     return Status::OutOfMemory("out of host memory for a host registration");
   }
-  return Status::Ok();
 }
 
 Status GpuClusterMembers::Create(Span<int32_t> members, int32_t device_ordinal,

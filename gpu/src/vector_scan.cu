@@ -265,6 +265,11 @@ class BestK {
 
 class GpuVectorSetImpl final : public GpuVectorSet {
  public:
+  // Copies from the set's page-locked rows done before they are unlocked
+  // (a cancelled scan may have left some queued).
+  ~GpuVectorSetImpl() override {
+    if (stream_.get() != nullptr) (void)cudaStreamSynchronize(stream_.get());
+  }
   Status Init(const VectorSet& set, int32_t device_ordinal, uint64_t budget_option) {
     device_ = device_ordinal;
     dim_ = set.dim;
@@ -303,8 +308,11 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     // A set that streams is page-locked in place when the driver allows: its
     // parts and a range search's runs of rows then go up by DMA, without a
     // pass through staging (else they stay pageable, slower, the same rows).
-    if (!resident() && !set.values.empty())
-      (void)GpuHostRegistration::Create(set.values.data(), set.values.size() * sizeof(float), &set_pin_);
+    // (At most kMaxHostRegistrationBytes: registering takes time in
+    // proportion and cannot be cancelled.)
+    const std::size_t set_host_bytes = set.values.size() * sizeof(float);
+    if (!resident() && set_host_bytes > 0 && set_host_bytes <= kMaxHostRegistrationBytes)
+      set_pinned_ = set_pin_.Register(set.values.data(), set_host_bytes);
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(rows_.get(), 0, rows_.bytes(), stream_.get()));
     if (resident()) GENIE_RETURN_IF_ERROR(CopyRows(set, 0, n_, stream_.get()));
     // The norms of every vector stay on the device, also when the vectors
@@ -369,9 +377,12 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       // two slots of the part buffer, each small enough to stage through
       // one pinned slot; the buffer and the pool are the scans' too
       std::lock_guard<std::mutex> lock(scan_mutex_);
+      // a scan's copies into the part buffer done (one that was cancelled
+      // may have left some queued)
+      GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
       StreamedRows rows;
       rows.set = &set;
-      rows.set_pinned = set_pin_ != nullptr;
+      rows.set_pinned = set_pinned_;
       rows.members = request.members;
       rows.member_rows = request.member_rows;
       rows.slots = rows_.get();
@@ -674,9 +685,10 @@ class GpuVectorSetImpl final : public GpuVectorSet {
   bool split_safe_ = false;  // no value of the set is OutsideTf32Range
   Stream stream_;      // a scan's work, queued without waiting
   PinnedPool pinned_;  // staging for its copies (freed before the stream)
-  // a streamed set's rows page-locked in place (NULL: pageable); the set
-  // outlives this copy
-  std::unique_ptr<GpuHostRegistration> set_pin_;
+  // a streamed set's rows page-locked in place (when set_pinned_); the set
+  // outlives this copy, and the destructor waits for copies from them
+  HostRegistration set_pin_;
+  bool set_pinned_ = false;
   std::mutex scan_mutex_;
 };
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -148,7 +149,7 @@ int32_t ScanParts(genie_vectors* set, const genie_engine_options* options, const
 }
 
 struct PollCounter {
-  int polls = 0;
+  std::atomic<int> polls{0};  // polled from the pool's, the planner's and the gathering threads
   int after = 0;
 };
 int CancelAfter(void* arg) {
@@ -195,11 +196,12 @@ TEST(GpuRange, StreamedSetEqualsTheCpuEngine) {
                  Within(set, GENIE_ENGINE_AUTO, first, 1, r, nullptr, list, &streamed), what + " single");
     }
   }
-  // every row for 8 queries: 160,000 answers, beyond a slot's first buffer
-  const std::vector<float> eight(queries.begin(), queries.begin() + 8 * dim);
-  const Rows every = Within(set, GENIE_ENGINE_GPU, eight, 8, 1e30, nullptr, lsc, &streamed);
-  EXPECT_EQ(every.offsets.back(), int64_t{8} * n);
-  ExpectSame(Within(set, GENIE_ENGINE_CPU, eight, 8, 1e30, nullptr, lsc), every, "every row");
+  // every row for 40 queries: 800,000 answers, a segment's beyond a slot's
+  // first buffer of 65,536 (40 x about 3,200 rows)
+  const std::vector<float> forty(queries.begin(), queries.begin() + 40 * dim);
+  const Rows every = Within(set, GENIE_ENGINE_GPU, forty, 40, 1e30, nullptr, lsc, &streamed);
+  EXPECT_EQ(every.offsets.back(), int64_t{40} * n);
+  ExpectSame(Within(set, GENIE_ENGINE_CPU, forty, 40, 1e30, nullptr, lsc), every, "every row");
   // cancel: asked at once, and after a few polls (between the segments);
   // the next search is exact
   for (int after : {0, 3, 40}) {

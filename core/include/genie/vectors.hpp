@@ -51,6 +51,12 @@ void SquaredL2Distances(const float* query, const float* const* rows, int64_t co
 // is kth_s32.  +infinity when kth_s32 is not finite.
 double FilterThreshold(int32_t dim, float kth_s32);
 
+// The range filter (see above): a float32 sum s32 of a vector above this
+// proves its exact L2Distance beyond r (the bound's e and a, and a factor
+// (1 + e) for the float64 sum's and the root's roundings).  +infinity when
+// r is not finite.
+double WithinThreshold(int32_t dim, double r);
+
 // InvalidArgument ("<what> has a NaN element", or infinite) when one of
 // count values is not finite.
 Status CheckFinite(const float* values, std::size_t count, const char* what);

@@ -47,11 +47,16 @@ struct GpuRangeRequest {
 
 // Host memory page-locked in place while this lives (cudaHostRegister), so
 // that the device copies from it by DMA, without a pass through staging.
-// The memory must outlive it.
+// The memory must outlive it.  Registering costs time in proportion to the
+// bytes and cannot be cancelled: callers register at most
+// kMaxHostRegistrationBytes.
+constexpr std::size_t kMaxHostRegistrationBytes = std::size_t{1} << 30;
 class GpuHostRegistration {
  public:
-  // DeviceError when the driver refuses (the memory then stays pageable).
-  static Status Create(const void* data, std::size_t bytes, std::unique_ptr<GpuHostRegistration>* out);
+  // In device_ordinal's context.  DeviceError when the driver refuses (the
+  // memory then stays pageable).
+  static Status Create(const void* data, std::size_t bytes, int32_t device_ordinal,
+                       std::unique_ptr<GpuHostRegistration>* out);
   virtual ~GpuHostRegistration() = default;
 };
 
