@@ -406,6 +406,12 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
         scan->queries, static_cast<std::size_t>(scan->n_queries) * static_cast<std::size_t>(set.dim),
         "a query vector"));
     genie::capi::RangeDevicePass device_pass;
+    // without a list the CPU engine reads every row as the kNN scan does:
+    // blocks of queries against tiles of rows
+    const genie::capi::RangeCpuScan scan_all = [&set, scan](const genie::RangeRequest& request, int32_t threads,
+                                                            genie::RangeResult* out, const genie::CancelCheck& cancel) {
+      return genie::CpuVectorRangeScan(set, scan->queries, request, threads, out, cancel);
+    };
 #ifdef GENIE_WITH_CUDA
     // given candidates are the CPU's (RangeSearchHandle): no device copy for them
     if (device != GENIE_ENGINE_CPU && scan->candidate_offsets == nullptr) {
@@ -463,7 +469,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
       }
       return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries),
                                             device_pass != nullptr ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU, options,
-                                            scan, device_pass, nullptr, results);
+                                            scan, device_pass, scan_all, results);
     }
 #endif
     // the CPU reads each cluster's rows contiguously, from a copy in the list's order
@@ -473,7 +479,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
                                      ToEngineOptions(options).cancel, &member_rows, nullptr));
     return genie::capi::RangeSearchHandle(
         set.size(), genie::VectorQueryMetrics(set, scan->queries, member_rows ? member_rows->data() : nullptr),
-        device, options, scan, device_pass, nullptr, results);
+        device, options, scan, device_pass, scan_all, results);
   });
 }
 

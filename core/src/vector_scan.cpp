@@ -1,10 +1,8 @@
 // The exact vector scan on the CPU (see genie/vectors.hpp): a float32 pass
 // over every vector, each query keeping the candidates within the threshold
 // of its running k-th s32; then FinishQuery re-ranks them with the float64
-// distance.  Memory traffic decides its speed: a unit of work is a block of
-// up to kBlockQueries queries against a stripe of vectors, walked in tiles
-// of vectors small enough to stay in the core's cache while every query of
-// the block passes over them, four queries at a time (AVX2 with fused
+// distance.  Its units of work are scan_units.hpp's (blocks of queries
+// against tiles of vectors), four queries at a time (AVX2 with fused
 // multiply-add where the processor has it).
 #include <algorithm>
 #include <cmath>
@@ -14,6 +12,7 @@
 
 #include "genie/parallel.hpp"
 #include "genie/vectors.hpp"
+#include "scan_units.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -22,10 +21,8 @@
 namespace genie {
 namespace {
 
-constexpr int kGroup = kDistanceGroup;     // queries per pass over a vector
-constexpr int kBlockQueries = 64;          // queries per unit of work
-constexpr int64_t kTileBytes = 256 << 10;  // vectors per tile: about this many bytes
-constexpr int64_t kStripeMin = 4096;       // vectors a stripe gets at least
+constexpr int kGroup = kDistanceGroup;  // queries per pass over a vector
+constexpr int kBlockQueries = kScanBlockQueries;
 
 using GroupDistances = void (*)(const float* row, const float* const* q, int32_t dim, float* out);
 
@@ -197,14 +194,8 @@ Status CpuVectorScan(const VectorSet& set, const VectorScanRequest& request, int
   const int32_t nq = request.n_queries;
   const int32_t dim = set.dim;
   const int64_t n = set.size();
-  const int32_t workers = ResolveThreads(threads);
-  const int64_t blocks = (nq + kBlockQueries - 1) / kBlockQueries;
-  // enough units for every thread: a small batch splits the vectors in stripes
-  int64_t stripes = 1;
-  if (blocks > 0 && blocks < 2 * static_cast<int64_t>(workers))
-    stripes = std::max<int64_t>(1, std::min<int64_t>((2 * workers + blocks - 1) / blocks, n / kStripeMin));
-  const int64_t stripe_len = stripes > 0 ? (n + stripes - 1) / stripes : n;
-  const int64_t tile = std::max<int64_t>(16, kTileBytes / (static_cast<int64_t>(dim) * 4));
+  const ScanUnits units = PlanScanUnits(nq, n, dim, ResolveThreads(threads));
+  const int64_t blocks = units.blocks, stripes = units.stripes, tile = units.tile;
 
   // states[(block * stripes + stripe) * kBlockQueries + i]: query block * kBlockQueries + i
   std::vector<QueryState> states;
@@ -212,15 +203,12 @@ Status CpuVectorScan(const VectorSet& set, const VectorScanRequest& request, int
   for (int64_t i = 0; i < blocks * stripes * kBlockQueries; ++i) states.emplace_back(dim, request.k);
 
   GENIE_RETURN_IF_ERROR(ParallelFor(
-      blocks * stripes, threads,
+      units.count(), threads,
       [&](int64_t unit) -> Status {
-        const int64_t block = unit / stripes;
-        const int64_t stripe = unit % stripes;
-        const int32_t b0 = static_cast<int32_t>(block * kBlockQueries);
-        const int32_t in_block = std::min(kBlockQueries, nq - b0);
+        const ScanUnit at = units.At(unit, nq, n);
+        const int32_t b0 = at.first_query, in_block = at.n_queries;
         QueryState* st = &states[static_cast<std::size_t>(unit * kBlockQueries)];
-        const int64_t begin = stripe * stripe_len;
-        const int64_t end = std::min(n, begin + stripe_len);
+        const int64_t begin = at.first_vector, end = at.end_vector;
         float s[kGroup];
         for (int64_t t0 = begin; t0 < end; t0 += tile) {
           if (cancel.requested()) return Status::Cancelled();

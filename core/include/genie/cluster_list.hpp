@@ -190,6 +190,15 @@ Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics
                       const RangeRequest& request, int32_t threads, RangeResult* out,
                       const CancelCheck& cancel = CancelCheck());
 
+// The range search of vectors without a list (every object read), as
+// CpuRangeSearch over WholeList(request.n_objects, or set.size() when < 0)
+// answers it, row for row and with its distances_computed, but read as the
+// exact kNN scan reads: blocks of queries against tiles of the rows, four
+// queries a pass (vector_range.cpp).  queries: n_queries * set.dim floats,
+// finite.  cancel is polled between tiles.
+Status CpuVectorRangeScan(const VectorSet& set, const float* queries, const RangeRequest& request,
+                          int32_t threads, RangeResult* out, const CancelCheck& cancel = CancelCheck());
+
 // ---- a range search whose members another engine reads (the GPU) ----
 
 // Members one query must read: the list's members [begin, begin + count)
