@@ -48,9 +48,11 @@ struct GpuRangeRequest {
 // Host memory page-locked in place while this lives (cudaHostRegister), so
 // that the device copies from it by DMA, without a pass through staging.
 // The memory must outlive it.  Registering costs time in proportion to the
-// bytes and cannot be cancelled: callers register at most
-// kMaxHostRegistrationBytes.
-constexpr std::size_t kMaxHostRegistrationBytes = std::size_t{1} << 30;
+// bytes (pages locked one by one) and cannot be cancelled: callers register
+// at most kMaxHostRegistrationBytes, which keeps it well within a cancel's
+// 100 ms; larger rows are gathered through staging (a streamed range
+// search about half as fast, bench/range.md).
+constexpr std::size_t kMaxHostRegistrationBytes = std::size_t{256} << 20;
 class GpuHostRegistration {
  public:
   // In device_ordinal's context.  DeviceError when the driver refuses (the
