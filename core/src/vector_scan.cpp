@@ -28,23 +28,25 @@ using GroupDistances = void (*)(const float* row, const float* const* q, int32_t
 
 // Eight partial sums per query: the order differs from the float64 sum's,
 // which the filter's bound allows.
-void GroupDistancesPortable(const float* row, const float* const* q, int32_t dim, float* out) {
-  for (int g = 0; g < kGroup; ++g) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int32_t i = 0;
-    for (; i + 8 <= dim; i += 8) {
-      for (int l = 0; l < 8; ++l) {
-        const float d = row[i + l] - q[g][i + l];
-        acc[l] += d * d;
-      }
+float OneDistancePortable(const float* row, const float* q, int32_t dim) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int32_t i = 0;
+  for (; i + 8 <= dim; i += 8) {
+    for (int l = 0; l < 8; ++l) {
+      const float d = row[i + l] - q[i + l];
+      acc[l] += d * d;
     }
-    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; i < dim; ++i) {
-      const float d = row[i] - q[g][i];
-      s += d * d;
-    }
-    out[g] = s;
   }
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < dim; ++i) {
+    const float d = row[i] - q[i];
+    s += d * d;
+  }
+  return s;
+}
+
+void GroupDistancesPortable(const float* row, const float* const* q, int32_t dim, float* out) {
+  for (int g = 0; g < kGroup; ++g) out[g] = OneDistancePortable(row, q[g], dim);
 }
 
 #if defined(__x86_64__)
@@ -89,22 +91,6 @@ __attribute__((target("avx2,fma"))) void GroupDistancesAvx2(const float* row, co
 // single query (range search).
 using OneDistance = float (*)(const float* row, const float* q, int32_t dim);
 
-float OneDistancePortable(const float* row, const float* q, int32_t dim) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int32_t i = 0;
-  for (; i + 8 <= dim; i += 8) {
-    for (int l = 0; l < 8; ++l) {
-      const float d = row[i + l] - q[i + l];
-      acc[l] += d * d;
-    }
-  }
-  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; i < dim; ++i) {
-    const float d = row[i] - q[i];
-    s += d * d;
-  }
-  return s;
-}
 
 #if defined(__x86_64__)
 __attribute__((target("avx2,fma"))) float OneDistanceAvx2(const float* row, const float* q, int32_t dim) {

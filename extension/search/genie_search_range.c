@@ -45,6 +45,18 @@ count_cluster_rows(GenieCachedIndex *entry, const genie_cluster_list *list)
 	}
 }
 
+/* The exact search of every query on the CPU engine (through the list when there is one). */
+static genie_status
+cpu_within(GenieCachedIndex *entry, const GenieValueSet *set, const GenieValueBatch *queries, double radius,
+		   const genie_cluster_list *list, genie_range_results **found, genie_error *err)
+{
+	genie_engine_options options;
+
+	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
+	return genie_value_set_within(set, GENIE_ENGINE_CPU, &options, queries, radius, entry->excluded, list,
+								  NULL, NULL, found, err);
+}
+
 /*
  * EXPLAIN (ANALYZE) of a search through the permutation index: the exact
  * search of the same queries (its time left out of the phases), every one
@@ -57,7 +69,6 @@ explain_recall(const GenieValueSet *set, GenieCachedIndex *entry, const GenieVal
 	/* loaded first: reading the list may fail, and is a load the profile shows */
 	const genie_cluster_list *list = genie_cache_clusters(entry);
 	bool		profiling = genie_profile_enabled;
-	genie_engine_options options;
 	genie_range_results *exact = NULL;
 	genie_error err;
 	genie_status status;
@@ -65,9 +76,7 @@ explain_recall(const GenieValueSet *set, GenieCachedIndex *entry, const GenieVal
 	genie_profile_enabled = false;
 	PG_TRY();
 	{
-		genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
-		status = genie_value_set_within(set, GENIE_ENGINE_CPU, &options, queries, radius, entry->excluded,
-										list, NULL, NULL, &exact, &err);
+		status = cpu_within(entry, set, queries, radius, list, &exact, &err);
 		if (status != GENIE_OK)
 			genie_report_error(&err, "genie: exact range search for EXPLAIN");
 	}
@@ -127,11 +136,7 @@ range_exact(GenieCachedIndex *entry, const GenieValueSet *set, const GenieValueB
 	status = genie_value_set_within(set, device, &options, queries, radius, entry->excluded, list, NULL,
 									NULL, &found, &err);
 	if (genie_search_cpu_fallback(status, &err, "range search"))
-	{
-		genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
-		status = genie_value_set_within(set, GENIE_ENGINE_CPU, &options, queries, radius, entry->excluded,
-										list, NULL, NULL, &found, &err);
-	}
+		status = cpu_within(entry, set, queries, radius, list, &found, &err);
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: range search");
 	genie_profile_pop();
