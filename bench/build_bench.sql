@@ -1,6 +1,7 @@
 -- CREATE INDEX times: the (keyword, object) pairs sorted in memory on every
 -- core (while they take at most half of maintenance_work_mem) against
--- tuplesort (beyond it: here maintenance_work_mem = 64MB, the default), on
+-- sorted runs on tapes (beyond it: here maintenance_work_mem = 64MB, the
+-- default; tuplesort before genie_sorter.c, build-2core.txt), on
 -- :rows random 512-bit codes (plain, and with 8 and 32 EWH keywords a code)
 -- and :rows / 2 int4[] sets of 12 keywords.  The median of 3 builds each.
 --   scripts/pg-sandbox psql -X -v rows=1000000 -f bench/build_bench.sql

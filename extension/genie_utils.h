@@ -40,8 +40,6 @@ typedef RelFileLocator GenieRelFile;
 #define genie_class_ownercheck(relid, role) object_ownercheck(RelationRelationId, (relid), (role))
 #define genie_qualified_name_list(name)	stringToQualifiedNameList((name), NULL)
 #define genie_sendcountedtext(buf, str, len) pq_sendcountedtext((buf), (str), (len))
-#define genie_tuplesort_getdatum(state, value, isnull) \
-	tuplesort_getdatum((state), true, false, (value), (isnull), NULL)
 #else
 #include "storage/relfilenode.h"
 typedef RelFileNode GenieRelFile;
@@ -52,8 +50,6 @@ typedef RelFileNode GenieRelFile;
 #define genie_class_ownercheck(relid, role) pg_class_ownercheck((relid), (role))
 #define genie_qualified_name_list(name)	stringToQualifiedNameList(name)
 #define genie_sendcountedtext(buf, str, len) pq_sendcountedtext((buf), (str), (len), false)
-#define genie_tuplesort_getdatum(state, value, isnull) \
-	tuplesort_getdatum((state), true, (value), (isnull), NULL)
 #endif
 /* A check hook's extra: what the GUC machinery frees (guc_malloc since 16) */
 #if PG_VERSION_NUM >= 160000

@@ -45,7 +45,7 @@ extern void genie_amcostestimate(PlannerInfo *root, IndexPath *path, double loop
 								 double *indexPages);
 extern bool genie_amvalidate(Oid opclassoid);
 
-/* genie_build.c: writing a whole index from (keyword, object) pairs */
+/* genie_sorter.c: writing a whole index's postings from (keyword, object) pairs */
 typedef struct GeniePostingsSorter GeniePostingsSorter;
 
 extern GeniePostingsSorter *genie_sorter_begin(int work_mem_kb);
@@ -60,11 +60,12 @@ typedef struct GenieWrittenPostings
 	int64		n_postings;
 	int64		postings_bytes;	/* of the postings chain */
 	int			format;			/* on-disk format written (genie.write_format) */
+	int			sorted_runs;	/* runs written to tapes (0: sorted in memory) */
 } GenieWrittenPostings;
 
 extern void genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 							   GenieWrittenPostings *out);
-/* Points the metapage at them, in the format they were written in. */
+/* genie_build.c: points the metapage at them, in the format they were written in. */
 extern void genie_meta_set_postings(GenieMetaPageData *meta, const GenieWrittenPostings *written);
 
 extern IndexBuildResult *genie_ambuild(Relation heap, Relation index, struct IndexInfo *indexInfo);

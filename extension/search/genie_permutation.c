@@ -33,6 +33,7 @@
 #include "access/genam.h"
 #include "access/generic_xlog.h"
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -133,6 +134,9 @@ choose_and_write(Relation index, const GenieValueBatch *batch, const uint8 *excl
 	uint8	   *rows;
 	genie_error err;
 	int64		bytes = 0;
+	instr_time	start;
+	instr_time	computed;
+	instr_time	written;
 
 	for (int32 i = 0; i < batch->n; i++)
 		eligible += excluded[i] == 0;
@@ -143,7 +147,9 @@ choose_and_write(Relation index, const GenieValueBatch *batch, const uint8 *excl
 				"genie: drawing permutants");
 	genie_value_batch_select(batch, ids, m, &chosen);
 	rows = palloc_extended((Size) batch->n * genie_permutation_stride(m) + 1, MCXT_ALLOC_HUGE);
+	INSTR_TIME_SET_CURRENT(start);
 	rows_against(batch, &chosen, rows, true);
+	INSTR_TIME_SET_CURRENT(computed);
 
 	genie_chain_writer_init(&values, index, GENIE_PAGE_VALUES, 1, wal);
 	for (int32 j = 0; j < m; j++)
@@ -162,6 +168,14 @@ choose_and_write(Relation index, const GenieValueBatch *batch, const uint8 *excl
 	meta->permutant_bytes = bytes;
 	meta->permutant_values = genie_chain_writer_finish(&values);
 	meta->permutations = genie_chain_writer_finish(&rows_writer);
+	INSTR_TIME_SET_CURRENT(written);
+	INSTR_TIME_SUBTRACT(written, computed);
+	INSTR_TIME_SUBTRACT(computed, start);
+	ereport(DEBUG1,
+			(errmsg_internal("genie: the permutations of %d rows against %d permutants computed in %.1f ms on the %s, written in %.1f ms",
+							 batch->n, m, INSTR_TIME_GET_MILLISEC(computed),
+							 genie_search_device() == GENIE_ENGINE_CPU ? "CPU" : "GPU",
+							 INSTR_TIME_GET_MILLISEC(written))));
 	pfree(rows);
 	pfree(ids);
 	return true;

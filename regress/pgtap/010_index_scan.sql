@@ -4,7 +4,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 -- The engine follows genie.device (PGOPTIONS on the GPU host runs this on the GPU).
-SELECT plan(48);
+SELECT plan(51);
 
 -- 20k rows with a skewed keyword distribution (fixed seed), a few NULL rows
 -- and empty arrays.
@@ -27,7 +27,7 @@ SELECT q AS qid,
              FROM generate_series(1, 1 + (random() * 7)::int + 0 * q)) AS query
 FROM generate_series(1, 200) AS q;
 
--- a build that does not fit in maintenance_work_mem spills sorted runs and merges them
+-- a build that does not fit in maintenance_work_mem writes sorted runs to tapes and merges them
 SET LOCAL maintenance_work_mem = '1MB';
 CREATE INDEX docs_tags_small_mem ON docs USING genie (tags);
 RESET maintenance_work_mem;
@@ -39,6 +39,25 @@ SELECT is((SELECT count(*) FROM genie_topk('docs_tags_small_mem', ARRAY['{1,2,3}
            USING (query_no, ctid) WHERE a.score IS DISTINCT FROM b.score), 0::bigint,
           'and gives the same answers');
 DROP INDEX docs_tags_small_mem;
+
+-- One row with more keywords than a run holds (1MB holds 65,536 pairs) spans
+-- three runs, with its repeated keywords in different ones: each (keyword,
+-- row) is stored once.  The oracle is the arrays themselves.
+CREATE TABLE wide (id int PRIMARY KEY, tags int4[]);
+INSERT INTO wide VALUES (1, ARRAY(SELECT i % 100000 FROM generate_series(1, 150000) AS i)),
+                        (2, '{1,2,3}'), (3, ARRAY(SELECT i FROM generate_series(99990, 100010) AS i));
+SET LOCAL maintenance_work_mem = '1MB';
+CREATE INDEX wide_small_mem ON wide USING genie (tags);
+RESET maintenance_work_mem;
+SELECT is((SELECT (keywords, postings)::text FROM genie_index_info('wide_small_mem')),
+          (SELECT (count(DISTINCT k), count(DISTINCT (id, k)))::text FROM wide, unnest(tags) AS k),
+          'a row spread over three sorted runs: each of its keywords once');
+SELECT bag_eq($$SELECT ctid AS row_ctid, score FROM genie_topk('wide_small_mem', ARRAY['{1,5,100005,-7}']::genie_query[], 10)$$,
+              $$SELECT ctid AS row_ctid, (SELECT count(*) FROM unnest('{1,5,100005,-7}'::int4[]) AS q WHERE q = ANY (tags))::int
+                FROM wide WHERE tags && '{1,5,100005,-7}'$$,
+              'and its scores are the arrays'' own counts');
+SELECT lives_ok($$SELECT genie_index_check('wide_small_mem', true)$$, 'genie_index_check passes on it');
+DROP TABLE wide;
 
 -- EXPLAIN as rows, to check plans.
 CREATE FUNCTION plan_of(sql text) RETURNS SETOF text LANGUAGE plpgsql AS $$

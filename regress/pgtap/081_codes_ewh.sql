@@ -124,15 +124,15 @@ SELECT bag_eq($$SELECT query_no, ctid AS row_ctid, distance FROM genie_hamming_k
 SELECT lives_ok($$SELECT genie_index_check('items_ewh', true)$$, 'genie_index_check finds every keyword and no fault');
 
 -- the build sorts its pairs in memory while they fit in half of
--- maintenance_work_mem (103,000 pairs here: 1MB holds 65,536), else with
--- tuplesort: the same index either way
+-- maintenance_work_mem (103,000 pairs here: 1MB holds 65,536), else in
+-- sorted runs on tapes that it merges: the same index either way
 SET maintenance_work_mem = '1MB';
 CREATE INDEX items_spilled ON items USING genie (code) WITH (m = 32, seed = 9);
 RESET maintenance_work_mem;
 CREATE INDEX items_in_memory ON items USING genie (code) WITH (m = 32, seed = 9);
 SELECT is((SELECT (keywords, postings, pages) FROM genie_index_info('items_spilled'))::text,
           (SELECT (keywords, postings, pages) FROM genie_index_info('items_in_memory'))::text,
-          'sorted in memory or by tuplesort: the same keywords, postings and pages');
+          'sorted in memory or in runs on tapes: the same keywords, postings and pages');
 SELECT results_eq(
   $$SELECT query_no, ctid::text, distance FROM genie_hamming_knn('items_spilled', (SELECT array_agg(q ORDER BY qid) FROM qs), 10) ORDER BY 1, 3, 2$$,
   $$SELECT query_no, ctid::text, distance FROM genie_hamming_knn('items_in_memory', (SELECT array_agg(q ORDER BY qid) FROM qs), 10) ORDER BY 1, 3, 2$$,
