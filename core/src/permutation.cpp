@@ -296,13 +296,35 @@ Status ChoosePermutants(int32_t n, Span<uint8_t> excluded, int32_t m, uint64_t s
   return Status::Ok();
 }
 
+// A permutant's position is the number of permutants before it in (distance,
+// index) order.  Edit distances are small integers: a counting sort, stable
+// in the index, ranks them in O(m) (the CPU build of 663k words' rows spent a
+// third of its time sorting 64 indexes through a comparator).  Other
+// distances are ranked by counting, for each permutant, those of lower index
+// at most as far and those of higher index nearer: m^2 comparisons without a
+// branch, as the GPU's RankKernel does.  The distances are finite (vectors
+// are, and edit distances are counts), so the ranks are a permutation.
 void PositionsFromDistances(const double* distances, int32_t m, uint8_t* row) {
-  int32_t order[kMaxPermutants];
-  std::iota(order, order + m, 0);
-  std::sort(order, order + m, [distances](int32_t a, int32_t b) {
-    return distances[a] < distances[b] || (distances[a] == distances[b] && a < b);
-  });
-  for (int32_t r = 0; r < m; ++r) row[order[r]] = static_cast<uint8_t>(r);
+  constexpr int32_t kSmall = 256;
+  bool small = true;
+  for (int32_t j = 0; j < m; ++j) {
+    const double d = distances[j];
+    small &= d >= 0 && d < kSmall && static_cast<double>(static_cast<int32_t>(d)) == d;
+  }
+  if (small) {
+    int32_t next[kSmall + 1] = {};
+    for (int32_t j = 0; j < m; ++j) ++next[static_cast<int32_t>(distances[j]) + 1];
+    for (int32_t v = 1; v <= kSmall; ++v) next[v] += next[v - 1];
+    for (int32_t j = 0; j < m; ++j) row[j] = static_cast<uint8_t>(next[static_cast<int32_t>(distances[j])]++);
+    return;
+  }
+  for (int32_t i = 0; i < m; ++i) {
+    const double di = distances[i];
+    int32_t before = 0;
+    for (int32_t j = 0; j < i; ++j) before += distances[j] <= di;
+    for (int32_t j = i + 1; j < m; ++j) before += distances[j] < di;
+    row[i] = static_cast<uint8_t>(before);
+  }
 }
 
 Status ComputePermutations(const PermutantDistances& distances, int32_t first, int32_t count,

@@ -56,6 +56,29 @@ TEST(Permutation, PositionsRankByDistanceThenPermutant) {
   EXPECT_EQ(row[2], 4);
 }
 
+// The ranks equal a sort of the indexes by (distance, index), on distances
+// with many ties (small integers, as edit distances) and without.
+TEST(Permutation, PositionsEqualASortByDistanceThenPermutant) {
+  std::mt19937 rng(31);
+  for (int32_t m = 1; m <= kMaxPermutants; ++m) {
+    // small integers (edit distances: the counting sort), up to and past its
+    // bound of 255, and fractions (squared distances: the pairwise count)
+    for (int32_t spread : {1, 3, 255, 256, 1000000}) {
+      std::uniform_int_distribution<int32_t> value(0, spread);
+      double d[kMaxPermutants];
+      for (int32_t j = 0; j < m; ++j) d[j] = spread == 1000000 ? value(rng) * 1e-3 : value(rng);
+      int32_t order[kMaxPermutants];
+      for (int32_t j = 0; j < m; ++j) order[j] = j;
+      std::sort(order, order + m, [&d](int32_t a, int32_t b) { return d[a] < d[b] || (d[a] == d[b] && a < b); });
+      uint8_t want[kMaxPermutants];
+      for (int32_t r = 0; r < m; ++r) want[order[r]] = static_cast<uint8_t>(r);
+      uint8_t row[kMaxPermutants];
+      PositionsFromDistances(d, m, row);
+      ASSERT_TRUE(std::equal(want, want + m, row)) << "m " << m << " spread " << spread;
+    }
+  }
+}
+
 TEST(Permutation, FootruleIsTheSumOfAbsoluteDifferences) {
   std::mt19937 rng(7);
   for (int32_t m : {1, 5, 16, 17, 64, 100, kMaxPermutants}) {
