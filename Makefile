@@ -26,7 +26,7 @@ PG_CPPFLAGS = -I$(CURDIR)/capi/include -I$(CURDIR)/core/include -I$(CURDIR)/exte
 
 # PGXS knows no header dependencies: every object depends on every header it
 # may include, so a changed struct never leaves a stale object behind.
-$(OBJS): $(foreach d,$(EXTENSION_DIRS),$(wildcard $(d)/*.h)) capi/include/genie/genie.h core/include/genie/types.h
+$(OBJS): $(foreach d,$(EXTENSION_DIRS),$(wildcard $(d)/*.h)) $(wildcard capi/include/genie/*.h) core/include/genie/types.h
 
 .DEFAULT_GOAL := all
 .PHONY: demo test genie-libs deps deb image
