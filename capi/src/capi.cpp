@@ -738,6 +738,21 @@ genie_status genie_ngram_keywords(const char* text, size_t size, int32_t n, int3
   });
 }
 
+int64_t genie_ngram_keywords_bound(const int64_t* offsets, int32_t count, int32_t n) {
+  return offsets == nullptr || count <= 0 ? 0 : genie::NgramKeywordsBound(offsets, count, n);
+}
+
+genie_status genie_ngram_keywords_batch(const char* text, const int64_t* offsets, int32_t count, int32_t n,
+                                        int32_t threads, int (*cancel)(void*), void* cancel_arg,
+                                        int32_t* keywords, int64_t* starts, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    genie::NgramOptions options;
+    options.n = n;
+    return genie::ComputeNgramKeywordsBatch(text, offsets, count, options, threads,
+                                            genie::CancelCheck{cancel, cancel_arg}, keywords, starts);
+  });
+}
+
 genie_status genie_ngram_count(const char* a, size_t a_size, const char* b, size_t b_size,
                                int32_t n, int32_t* count, genie_error* err) {
   return Guarded(err, [&]() -> genie::Status {

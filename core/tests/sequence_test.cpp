@@ -202,6 +202,130 @@ TEST(SequenceNgrams, KeywordsCountAndValidation) {
   EXPECT_EQ(ComputeNgramKeywords(abc, o, &k).code(), GENIE_INVALID_ARGUMENT);
 }
 
+// The keywords follow the rule: each window's gram numbered by the equal
+// windows before it, hashed by NgramKeyword (the reference here counts them
+// directly), for short strings (windows compared in place) and long ones
+// (OrderedNgrams' sort), with grams that repeat, at every n and width.
+TEST(SequenceNgrams, KeywordsFollowTheOccurrenceRule) {
+  std::mt19937 rng(52);
+  for (int32_t iter = 0; iter < 700; ++iter) {
+    const int32_t n = kMinGramLength + iter % (kMaxGramLength - kMinGramLength + 1);
+    const Str s = RandomString(&rng, iter % 3 == 0 ? 40 + iter % 120 : iter % 70, 1 + iter % 4);
+    NgramOptions o;
+    o.n = n;
+    o.keyword_bits = iter % 5 == 0 ? 20 : 32;
+    const Str p = PadForNgrams(s, n);
+    std::vector<int32_t> want;
+    for (std::size_t w = 0; w + static_cast<std::size_t>(n) <= p.size(); ++w) {
+      int32_t occurrence = 0;
+      for (std::size_t v = 0; v < w; ++v) occurrence += std::equal(p.begin() + v, p.begin() + v + n, p.begin() + w);
+      const int32_t kw = NgramKeyword(p.data() + w, n, occurrence);
+      want.push_back(o.keyword_bits < 32 ? static_cast<int32_t>(static_cast<uint32_t>(kw) >> (32 - o.keyword_bits)) : kw);
+    }
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    NgramKeywords k;
+    ASSERT_TRUE(ComputeNgramKeywords(s, o, &k).ok());
+    ASSERT_EQ(k.keywords, want) << "n " << n << " length " << s.size();
+    EXPECT_EQ(k.grams, static_cast<int32_t>(s.size()) + n - 1);
+  }
+  // Keywords are stored in indexes: values pinned from genie 0.10.0's genie_ngrams()
+  EXPECT_EQ(Keywords(Decode("abc"), 3).keywords,
+            (std::vector<int32_t>{-2135123322, -638137043, 53731218, 804995333, 1078119090}));
+  EXPECT_EQ(Keywords(Decode("h\xC3\xA9llo w\xC3\xB6rld"), 4).keywords,
+            (std::vector<int32_t>{-1931059962, -890395726, -843014104, -634108781, -614999578, -475535866,
+                                  -467725146, -421175307, -410806816, -205796651, 19121527, 309890868,
+                                  563267543, 841059630}));
+  std::string ab;
+  for (int32_t i = 0; i < 40; ++i) ab += "ab";
+  const std::vector<int32_t> long_keywords = Keywords(Decode(ab), 3).keywords;  // 82 windows: sorted
+  ASSERT_EQ(long_keywords.size(), 82u);
+  EXPECT_EQ(long_keywords.front(), -2066604448);
+  EXPECT_EQ(long_keywords[40], 44026037);
+  EXPECT_EQ(long_keywords.back(), 2087300781);
+  const std::vector<int32_t> short_keywords = Keywords(Decode(ab.substr(0, 40)), 3).keywords;  // 42: compared
+  ASSERT_EQ(short_keywords.size(), 42u);
+  EXPECT_EQ(short_keywords.front(), -2066604448);
+  EXPECT_EQ(short_keywords[17], 43770118);
+  EXPECT_EQ(short_keywords.back(), 2015848327);
+}
+
+// A batch's keywords are each string's own, on one thread or several;
+// empty strings, long ones and bad input included.
+TEST(SequenceNgrams, BatchKeywordsAreEachStringsOwn) {
+  std::mt19937 rng(53);
+  std::string text;
+  std::vector<int64_t> offsets{0};
+  std::vector<std::string> strings;
+  for (int32_t i = 0; i < 3000; ++i) {
+    std::string u;
+    for (CodePoint c : RandomString(&rng, i % 11 == 0 ? 0 : (i % 97 == 0 ? 300 : 1 + i % 30), 2 + i % 6)) {
+      if (c < 0x80) {
+        u += static_cast<char>(c);
+      } else if (c < 0x800) {
+        u += static_cast<char>(0xC0 | (c >> 6)), u += static_cast<char>(0x80 | (c & 0x3F));
+      } else if (c < 0x10000) {
+        u += static_cast<char>(0xE0 | (c >> 12)), u += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+        u += static_cast<char>(0x80 | (c & 0x3F));
+      } else {
+        u += static_cast<char>(0xF0 | (c >> 18)), u += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+        u += static_cast<char>(0x80 | ((c >> 6) & 0x3F)), u += static_cast<char>(0x80 | (c & 0x3F));
+      }
+    }
+    strings.push_back(u);
+    text += u;
+    offsets.push_back(static_cast<int64_t>(text.size()));
+  }
+  const int32_t count = static_cast<int32_t>(strings.size());
+  for (int32_t n : {2, 3, 5}) {
+    for (int32_t threads : {1, 3}) {
+      NgramOptions o;
+      o.n = n;
+      std::vector<int32_t> keywords(static_cast<std::size_t>(NgramKeywordsBound(offsets.data(), count, n)));
+      std::vector<int64_t> starts(static_cast<std::size_t>(count) + 1);
+      ASSERT_TRUE(ComputeNgramKeywordsBatch(text.data(), offsets.data(), count, o, threads, CancelCheck(),
+                                            keywords.data(), starts.data()).ok());
+      EXPECT_EQ(starts[0], 0);
+      for (int32_t i = 0; i < count; ++i) {
+        NgramKeywords one;
+        ASSERT_TRUE(ComputeNgramKeywordsUtf8(strings[i].data(), strings[i].size(), o, &one).ok());
+        ASSERT_EQ(std::vector<int32_t>(keywords.begin() + starts[i], keywords.begin() + starts[i + 1]), one.keywords)
+            << "string " << i << " n " << n << " threads " << threads;
+      }
+    }
+  }
+  // offsets that do not start at 0 (a later batch of the same text)
+  NgramOptions o;
+  std::vector<int32_t> keywords(static_cast<std::size_t>(NgramKeywordsBound(offsets.data() + 100, 5, 3)));
+  std::vector<int64_t> starts(6);
+  ASSERT_TRUE(ComputeNgramKeywordsBatch(text.data(), offsets.data() + 100, 5, o, 2, CancelCheck(), keywords.data(),
+                                        starts.data()).ok());
+  NgramKeywords one;
+  ASSERT_TRUE(ComputeNgramKeywordsUtf8(strings[104].data(), strings[104].size(), o, &one).ok());
+  EXPECT_EQ(std::vector<int32_t>(keywords.begin() + starts[4], keywords.begin() + starts[5]), one.keywords);
+  // none, bad input, cancel
+  int64_t none_start = -1;
+  EXPECT_TRUE(ComputeNgramKeywordsBatch(nullptr, offsets.data(), 0, o, 2, CancelCheck(), nullptr, &none_start).ok());
+  EXPECT_EQ(none_start, 0);
+  const int64_t down[] = {0, 5, 3};
+  EXPECT_EQ(ComputeNgramKeywordsBatch(text.data(), down, 2, o, 1, CancelCheck(), keywords.data(), starts.data()).code(),
+            GENIE_INVALID_ARGUMENT);
+  const char bad[] = "ab\xC3";
+  const int64_t bad_offsets[] = {0, 3};
+  EXPECT_EQ(ComputeNgramKeywordsBatch(bad, bad_offsets, 1, o, 1, CancelCheck(), keywords.data(), starts.data()).code(),
+            GENIE_INVALID_ARGUMENT);
+  o.n = 9;
+  EXPECT_EQ(ComputeNgramKeywordsBatch(text.data(), offsets.data(), 2, o, 1, CancelCheck(), keywords.data(),
+                                      starts.data()).code(),
+            GENIE_INVALID_ARGUMENT);
+  o.n = 3;
+  CancelCheck cancelled;
+  cancelled.fn = [](void*) { return 1; };
+  EXPECT_EQ(ComputeNgramKeywordsBatch(text.data(), offsets.data(), count, o, 2, cancelled, keywords.data(),
+                                      starts.data()).code(),
+            GENIE_CANCELLED);
+}
+
 TEST(SequenceNgrams, Lemma51OnRandomStrings) {
   std::mt19937 rng(51);
   int32_t mismatches = 0;

@@ -15,6 +15,7 @@
 #include "catalog/index.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
 #include "commands/progress.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -29,6 +30,7 @@
 #include "search/genie_clusters.h"
 #include "search/genie_permutation.h"
 #include "search/genie_search.h"
+#include "search/genie_search_device.h"
 #include "storage/genie_content.h"
 
 /* build phases, reported through pg_stat_progress_create_index */
@@ -50,6 +52,22 @@ genie_meta_set_postings(GenieMetaPageData *meta, const GenieWrittenPostings *wri
 
 /* ---- ambuild ---- */
 
+/*
+ * Values wait here for their type's encode_batch, which encodes them on
+ * every core: their bytes (value_bytes_of's), one after another, and their
+ * objects.  A batch is small beside maintenance_work_mem.
+ */
+#define GENIE_BUILD_BATCH_VALUES	16384
+#define GENIE_BUILD_BATCH_BYTES		(4 * 1024 * 1024)
+
+typedef struct GenieBuildBatch
+{
+	StringInfoData bytes;
+	int64	   *offsets;		/* value i's bytes from offsets[i] to offsets[i + 1] */
+	int32	   *object_ids;
+	int			count;
+} GenieBuildBatch;
+
 typedef struct GenieBuildState
 {
 	GeniePostingsSorter *sorter;
@@ -60,8 +78,34 @@ typedef struct GenieBuildState
 	void	   *type_state;		/* the type's build state, or NULL */
 	int64		n_objects;
 	int64		value_bytes;
+	bool		batched;		/* the type encodes values in batches */
+	GenieBuildBatch batch;
+	MemoryContext batchcxt;		/* of a batch's keywords */
 	MemoryContext tmpcxt;
 } GenieBuildState;
+
+/* Encodes the values waiting and adds their pairs. */
+static void
+build_flush_batch(GenieBuildState *state)
+{
+	GenieBuildBatch *batch = &state->batch;
+	MemoryContext old;
+	int32	   *keywords;
+	int64	   *starts;
+
+	if (batch->count == 0)
+		return;
+	old = MemoryContextSwitchTo(state->batchcxt);
+	state->type.info->encode_batch(&state->type.encoding, batch->bytes.data, batch->offsets,
+								   batch->count, &keywords, &starts);
+	for (int i = 0; i < batch->count; i++)
+		genie_sorter_add(state->sorter, keywords + starts[i], (int) (starts[i + 1] - starts[i]),
+						 batch->object_ids[i]);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(state->batchcxt);
+	resetStringInfo(&batch->bytes);
+	batch->count = 0;
+}
 
 static void
 build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
@@ -69,6 +113,8 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 {
 	GenieBuildState *state = (GenieBuildState *) state_;
 	GenieObjectEntry entry;
+	const char *bytes = NULL;
+	size_t		size = 0;
 	MemoryContext old = MemoryContextSwitchTo(state->tmpcxt);
 
 	if (state->n_objects >= PG_INT32_MAX)
@@ -79,7 +125,20 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	memset(&entry, 0, sizeof(entry));
 	entry.tid = *tid;
 	entry.flags = isnull[0] ? GENIE_OBJECT_NULL : 0;
-	if (!isnull[0])
+	if (!isnull[0] && (state->store_values || state->batched))
+		bytes = state->type.info->value_bytes_of(values[0], &size);
+	if (!isnull[0] && state->batched)
+	{
+		GenieBuildBatch *batch = &state->batch;
+
+		/* a value of a gigabyte goes alone: a StringInfo holds at most one */
+		if (batch->count > 0 && (Size) batch->bytes.len + size >= GENIE_BUILD_BATCH_BYTES)
+			build_flush_batch(state);
+		appendBinaryStringInfo(&batch->bytes, bytes, (int) size);
+		batch->object_ids[batch->count] = (int32) state->n_objects;
+		batch->offsets[++batch->count] = batch->bytes.len;
+	}
+	else if (!isnull[0])
 	{
 		int			n;
 		int32	   *keywords = state->type.info->build_value != NULL ?
@@ -90,9 +149,6 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	}
 	if (state->store_values)
 	{
-		size_t		size = 0;
-		const char *bytes = isnull[0] ? NULL : state->type.info->value_bytes_of(values[0], &size);
-
 		genie_values_append(&state->values, bytes, size);
 		state->value_bytes += sizeof(int32) + size;
 	}
@@ -101,6 +157,8 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(state->tmpcxt);
+	if (state->batched && state->batch.count == GENIE_BUILD_BATCH_VALUES)
+		build_flush_batch(state);
 }
 
 static int
@@ -155,11 +213,32 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 							sizeof(GenieObjectEntry), false);
 	state.tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie build temporary context",
 										 ALLOCSET_DEFAULT_SIZES);
+	/* a row index encodes through its own state, value by value */
+	state.batched = state.type.info->encode_batch != NULL && state.type.info->build_value == NULL;
+	if (state.batched)
+	{
+		state.batchcxt = AllocSetContextCreate(CurrentMemoryContext, "genie build batch context",
+											   ALLOCSET_DEFAULT_SIZES);
+		initStringInfo(&state.batch.bytes);
+		state.batch.offsets = palloc(sizeof(int64) * (GENIE_BUILD_BATCH_VALUES + 1));
+		state.batch.offsets[0] = 0;
+		state.batch.object_ids = palloc(sizeof(int32) * GENIE_BUILD_BATCH_VALUES);
+	}
+
+	/*
+	 * The permutation rows are computed after the table scan, on the GPU
+	 * under genie.device: the backend's CUDA context (a quarter of a second)
+	 * is made on a thread meanwhile.
+	 */
+	if (index->rd_options != NULL && ((GenieOptions *) index->rd_options)->permutants > 0)
+		genie_search_prepare_device();
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GENIE_PHASE_SCAN);
 	INSTR_TIME_SET_CURRENT(start);
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 									   build_callback, &state, NULL);
+	if (state.batched)
+		build_flush_batch(&state);
 	INSTR_TIME_SET_CURRENT(scanned);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GENIE_PHASE_SORT);
@@ -224,6 +303,8 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 							 INSTR_TIME_GET_MILLISEC(derived), INSTR_TIME_GET_MILLISEC(logged))));
 
 	MemoryContextDelete(state.tmpcxt);
+	if (state.batched)
+		MemoryContextDelete(state.batchcxt);
 
 	result = palloc(sizeof(IndexBuildResult));
 	result->heap_tuples = reltuples;

@@ -79,6 +79,20 @@ ngram_encode_value(Relation index, const GenieEncoding *encoding, Datum value, i
 }
 
 static void
+ngram_encode_batch(const GenieEncoding *encoding, const char *bytes, const int64 *offsets,
+				   int count, int32 **keywords, int64 **starts)
+{
+	int64		bound = genie_ngram_keywords_bound(offsets, count, encoding->ngram_n);
+	genie_error err;
+
+	*keywords = palloc_extended(sizeof(int32) * Max(bound, 1), MCXT_ALLOC_HUGE);
+	*starts = palloc(sizeof(int64) * (count + 1));
+	GENIE_CHECK(genie_ngram_keywords_batch(bytes, offsets, count, encoding->ngram_n, genie_cpu_threads,
+										   genie_cancel_requested, NULL, *keywords, *starts, &err),
+				&err, "genie n-grams");
+}
+
+static void
 ngram_encode_query(Relation index, const GenieEncoding *encoding, StrategyNumber strategy,
 				   Datum value, Oid type, GenieOrderBy *out)
 {
@@ -117,6 +131,7 @@ static const GenieTypeInfo ngram_type = {
 	.build_encoding = ngram_build_encoding,
 	.value_bytes_of = ngram_value_bytes,
 	.encode_value = ngram_encode_value,
+	.encode_batch = ngram_encode_batch,
 	.encode_query = ngram_encode_query,
 	.plan_serves = ngram_plan_serves,
 };

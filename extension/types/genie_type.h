@@ -106,6 +106,17 @@ typedef struct GenieTypeInfo
 								 int *n);
 
 	/*
+	 * At build, when encoding is worth doing on every core: the keywords of
+	 * count values at once (as encode_value's), given by their
+	 * value_bytes_of bytes (value i's from offsets[i] to offsets[i + 1]),
+	 * on genie.cpu_threads threads: value i's in keywords[starts[i],
+	 * starts[i + 1]), both palloc'd.  NULL: the build encodes value by value.
+	 */
+	void		(*encode_batch) (const GenieEncoding *encoding, const char *bytes,
+								 const int64 *offsets, int count, int32 **keywords,
+								 int64 **starts);
+
+	/*
 	 * The same for genie_index_check, which must not change the index: an
 	 * error where encode_value would add to it (a row index's dictionary).
 	 * NULL: encode_value changes nothing.

@@ -7,7 +7,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 CREATE EXTENSION fuzzystrmatch;
-SELECT plan(16);
+SELECT plan(20);
 
 DO $$ BEGIN PERFORM setseed(0.1414); END $$;
 CREATE TABLE ws (id int PRIMARY KEY, w text);
@@ -22,6 +22,37 @@ ANALYZE ws;
 
 SELECT ok(pg_relation_size('ws_w') > pg_relation_size('ws_plain'),
           'the index with stored strings is larger than the one without');
+
+-- CREATE INDEX encodes the strings in batches of 16,384 on every core: 40,000
+-- rows (NULLs, empty strings, long ones and non-ASCII among them) hold the
+-- keywords genie_ngrams() gives row by row, on one thread or several.
+CREATE TABLE many_ws AS
+SELECT i AS id, CASE WHEN i % 101 = 0 THEN NULL WHEN i % 103 = 0 THEN ''
+                     WHEN i % 107 = 0 THEN repeat(md5(i::text), 1 + i % 7)
+                     ELSE substr(md5(i::text), 1, 3 + i % 17) || CASE WHEN i % 3 = 0 THEN 'é日' ELSE '' END END AS w
+FROM generate_series(1, 40000) AS i;
+CREATE INDEX many_ws_w ON many_ws USING genie (w genie_ngram_ops);
+SELECT is((SELECT (live_rows, keywords, postings)::text FROM genie_index_info('many_ws_w')),
+          (SELECT (count(*), (SELECT count(DISTINCT k) FROM many_ws, unnest(genie_ngrams(w)) AS k),
+                   (SELECT count(*) FROM many_ws, unnest(genie_ngrams(w)) AS k))::text FROM many_ws),
+          'the batched build holds every row''s own keywords');
+SET LOCAL genie.cpu_threads = 1;
+CREATE INDEX many_ws_one_thread ON many_ws USING genie (w genie_ngram_ops);
+RESET genie.cpu_threads;
+SELECT is((SELECT (keywords, postings, pages)::text FROM genie_index_info('many_ws_one_thread')),
+          (SELECT (keywords, postings, pages)::text FROM genie_index_info('many_ws_w')),
+          'on one thread: the same index');
+SELECT is((SELECT array_agg(d ORDER BY d) FROM (SELECT levenshtein(w, 'c4ca4238a0b9') AS d FROM many_ws
+                                                 ORDER BY w <%> 'c4ca4238a0b9' LIMIT 5) s),
+          (SELECT array_agg(d ORDER BY d) FROM (SELECT levenshtein(w, 'c4ca4238a0b9') AS d FROM many_ws
+                                                 WHERE w IS NOT NULL ORDER BY 1 LIMIT 5) s),
+          'and its nearest strings are as near as levenshtein()''s');
+SELECT is((SELECT array_agg(c ORDER BY c DESC) FROM (SELECT genie_ngram_count(w, '9bf31c7ff0') AS c FROM many_ws
+                                                      ORDER BY w <~> '9bf31c7ff0' LIMIT 20) s),
+          (SELECT array_agg(c ORDER BY c DESC) FROM (SELECT genie_ngram_count(w, '9bf31c7ff0') AS c FROM many_ws
+                                                      WHERE w IS NOT NULL ORDER BY 1 DESC LIMIT 20) s),
+          'each row''s keywords are its own: the most shared n-grams are genie_ngram_count()''s');
+DROP TABLE many_ws;
 
 -- heavy typos: 40% of the characters of stored words replaced
 CREATE TABLE qs AS

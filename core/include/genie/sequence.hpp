@@ -125,6 +125,15 @@ Status ComputeNgramKeywords(Span<CodePoint> s, const NgramOptions& options, Ngra
 // Decodes UTF-8 first.
 Status ComputeNgramKeywordsUtf8(const char* data, std::size_t size, const NgramOptions& options,
                                 NgramKeywords* out);
+// The keywords of count UTF-8 strings (string i: text[offsets[i],
+// offsets[i + 1])) on threads threads (an index build's table, a batch at a
+// time): string i's, distinct and ascending, in keywords[starts[i],
+// starts[i + 1]).  keywords has room for NgramKeywordsBound entries (every
+// string's bytes and n - 1 windows), starts for count + 1.
+int64_t NgramKeywordsBound(const int64_t* offsets, int32_t count, int32_t n);
+Status ComputeNgramKeywordsBatch(const char* text, const int64_t* offsets, int32_t count,
+                                 const NgramOptions& options, int32_t threads, const CancelCheck& cancel,
+                                 int32_t* keywords, int64_t* starts);
 
 // |a ∩ b| of two ascending distinct keyword lists (what the engines count).
 int32_t KeywordSetCount(Span<int32_t> a, Span<int32_t> b);
