@@ -109,6 +109,16 @@ append_rows(GenieChainWriter *w, const uint8 *rows, int32 n, int32 m)
 {
 	int32		stride = genie_permutation_stride(m);
 
+	/* unpadded rows (m a multiple of 16) go many at a time: a page locked once for all it holds */
+	if (stride == m)
+	{
+		for (int32 i = 0; i < n; i += 65536)
+		{
+			genie_chain_writer_append(w, rows + (Size) i * stride, Min(n - i, 65536));
+			CHECK_FOR_INTERRUPTS();
+		}
+		return;
+	}
 	for (int32 i = 0; i < n; i++)
 	{
 		genie_chain_writer_append(w, rows + (Size) i * stride, 1);
