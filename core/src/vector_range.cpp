@@ -96,23 +96,34 @@ Status CpuVectorRangeScan(const VectorSet& set, const float* queries, const Rang
   RangeResult result;
   result.offsets.assign(1, 0);
   result.distances_computed = searched * nq;
-  // each block's rows by query, then each query's by (distance, object)
+  // each block's rows by query, then each query's by (distance, object):
+  // the queries sorted on every thread, and a cancel heard between stripes
+  // and queries (a radius that takes in every row leaves rows x queries)
   std::vector<std::vector<std::pair<double, int32_t>>> rows;
   for (int64_t block = 0; block < blocks; ++block) {
     const int32_t b0 = static_cast<int32_t>(block * kBlockQueries);
     rows.assign(static_cast<std::size_t>(std::min(kBlockQueries, nq - b0)), {});
     for (int64_t stripe = 0; stripe < stripes; ++stripe) {
+      if (cancel.requested()) return Status::Cancelled();
       std::vector<Found>& unit = found[static_cast<std::size_t>(block * stripes + stripe)];
       for (const Found& f : unit) rows[static_cast<std::size_t>(f.query)].emplace_back(f.distance, f.object);
       std::vector<Found>().swap(unit);
     }
+    GENIE_RETURN_IF_ERROR(ParallelFor(
+        static_cast<int64_t>(rows.size()), threads,
+        [&](int64_t q) -> Status {
+          std::sort(rows[static_cast<std::size_t>(q)].begin(), rows[static_cast<std::size_t>(q)].end());
+          return Status::Ok();
+        },
+        cancel));
     for (auto& query_rows : rows) {
-      std::sort(query_rows.begin(), query_rows.end());
+      if (cancel.requested()) return Status::Cancelled();
       for (const auto& row : query_rows) {
         result.objects.push_back(row.second);
         result.distances.push_back(row.first);
       }
       result.offsets.push_back(static_cast<int64_t>(result.objects.size()));
+      std::vector<std::pair<double, int32_t>>().swap(query_rows);
     }
   }
   *out = std::move(result);

@@ -132,6 +132,32 @@ TEST(CpuVectorRangeScan, RejectsBadInputAndHonoursCancel) {
   request.n_queries = 4;
   const CancelCheck always{[](void*) { return 1; }, nullptr};
   EXPECT_EQ(CpuVectorRangeScan(set, queries.data(), request, 2, &out, always).code(), GENIE_CANCELLED);
+  // a cancel heard at any poll (the scan's tiles, then the rows gathered,
+  // sorted and handed out query by query) stops the scan, else it answers
+  // in full: a radius that takes in every row, 70 queries (two blocks)
+  std::vector<float> many(values.begin(), values.begin() + 70 * dim);
+  request.n_queries = 70;
+  request.radius = std::numeric_limits<double>::infinity();
+  const RangeResult want = Oracle(values, dim, n, many, 70, request.radius, {});
+  int64_t polls = 0;
+  const CancelCheck counting{[](void* arg) { return ++*static_cast<int64_t*>(arg) > 1000000 ? 1 : 0; }, &polls};
+  ASSERT_TRUE(CpuVectorRangeScan(set, many.data(), request, 1, &out, counting).ok());
+  ExpectRows(want, out, "counted");
+  const int64_t total = polls;
+  ASSERT_GT(total, 10);
+  for (int64_t after : {int64_t{0}, total / 3, total / 2, total - 5, total - 1, total}) {
+    struct Budget {
+      int64_t left;
+    } budget{after};
+    const CancelCheck later{[](void* arg) { return static_cast<Budget*>(arg)->left-- <= 0 ? 1 : 0; }, &budget};
+    const Status st = CpuVectorRangeScan(set, many.data(), request, 1, &out, later);
+    if (after < total) {
+      EXPECT_EQ(st.code(), GENIE_CANCELLED) << "cancelled after " << after << " of " << total << " polls";
+    } else {
+      ASSERT_TRUE(st.ok());
+      ExpectRows(want, out, "not cancelled");
+    }
+  }
 }
 
 }  // namespace
