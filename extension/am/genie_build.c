@@ -15,8 +15,8 @@
 #include "catalog/index.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
-#include "lib/stringinfo.h"
 #include "commands/progress.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
@@ -30,7 +30,6 @@
 #include "search/genie_clusters.h"
 #include "search/genie_permutation.h"
 #include "search/genie_search.h"
-#include "search/genie_search_device.h"
 #include "storage/genie_content.h"
 
 /* build phases, reported through pg_stat_progress_create_index */
@@ -55,7 +54,9 @@ genie_meta_set_postings(GenieMetaPageData *meta, const GenieWrittenPostings *wri
 /*
  * Values wait here for their type's encode_batch, which encodes them on
  * every core: their bytes (value_bytes_of's), one after another, and their
- * objects.  A batch is small beside maintenance_work_mem.
+ * objects.  A batch holds at most about 4MB of bytes (a longer value goes
+ * alone) and, while encoded, about four times that in keywords, beside
+ * maintenance_work_mem.
  */
 #define GENIE_BUILD_BATCH_VALUES	16384
 #define GENIE_BUILD_BATCH_BYTES		(4 * 1024 * 1024)
@@ -103,6 +104,12 @@ build_flush_batch(GenieBuildState *state)
 						 batch->object_ids[i]);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(state->batchcxt);
+	/* a long value's room goes back: the next batches are of the usual size */
+	if (batch->bytes.maxlen > 2 * GENIE_BUILD_BATCH_BYTES)
+	{
+		pfree(batch->bytes.data);
+		initStringInfo(&batch->bytes);
+	}
 	resetStringInfo(&batch->bytes);
 	batch->count = 0;
 }
@@ -225,13 +232,8 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 		state.batch.object_ids = palloc(sizeof(int32) * GENIE_BUILD_BATCH_VALUES);
 	}
 
-	/*
-	 * The permutation rows are computed after the table scan, on the GPU
-	 * under genie.device: the backend's CUDA context (a quarter of a second)
-	 * is made on a thread meanwhile.
-	 */
-	if (index->rd_options != NULL && ((GenieOptions *) index->rd_options)->permutants > 0)
-		genie_search_prepare_device();
+	/* the permutants option checked, and the device made ready during the scan */
+	genie_permutation_build_begin(index, state.type.encoding.kind, state.store_values);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GENIE_PHASE_SCAN);
 	INSTR_TIME_SET_CURRENT(start);

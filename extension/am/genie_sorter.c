@@ -28,8 +28,9 @@
 #include "search/genie_search.h"
 #include "storage/genie_content.h"
 
-/* pairs read from a tape at a time into a run's buffer */
+/* pairs read from a tape at a time into a run's buffer: at most, and at least */
 #define RUN_BUFFER_PAIRS	4096
+#define RUN_BUFFER_MIN_PAIRS	128
 /* pairs written to a tape between checks for a cancel */
 #define WRITE_CHUNK_PAIRS	65536
 
@@ -41,6 +42,7 @@ typedef struct SortedRun
 	int64		n;				/* pairs in pairs[] */
 	int64		next;			/* the next of them to give */
 	int64		left;			/* pairs on the tape not read yet */
+	int64		room;			/* pairs the buffer holds */
 } SortedRun;
 
 struct GeniePostingsSorter
@@ -57,7 +59,6 @@ struct GeniePostingsSorter
 	int			runs_room;
 	int		   *heap;			/* runs with pairs left, a min-heap on their next pair */
 	int			heap_size;
-	int64		pairs;
 };
 
 /*
@@ -78,8 +79,7 @@ genie_sorter_begin(int work_mem_kb)
 
 	sorter->cxt = CurrentMemoryContext;
 	sorter->work_mem_bytes = (int64) work_mem_kb * 1024;
-	/* at least 8,192 pairs a run, so that a run is worth a tape */
-	sorter->limit = Max(sorter->work_mem_bytes / 2 / (int64) sizeof(int64), (int64) 8192);
+	sorter->limit = sorter->work_mem_bytes / 2 / (int64) sizeof(int64);
 	return sorter;
 }
 
@@ -181,7 +181,6 @@ genie_sorter_add(GeniePostingsSorter *sorter, const int32 *keywords, int n, int3
 		make_room(sorter, part);
 		for (int i = 0; i < part; i++)
 			sorter->held[sorter->n_held++] = pair_key(keywords[i], object_id);
-		sorter->pairs += part;
 		keywords += part;
 		n -= part;
 	}
@@ -195,7 +194,7 @@ refill_run(SortedRun *run)
 
 	if (run->tape == NULL || run->left == 0)
 		return false;
-	run->n = Min(run->left, (int64) RUN_BUFFER_PAIRS);
+	run->n = Min(run->left, run->room);
 	bytes = sizeof(int64) * (size_t) run->n;
 	if (LogicalTapeRead(run->tape, run->pairs, bytes) != bytes)
 		ereport(ERROR,
@@ -258,16 +257,26 @@ sorter_sort(GeniePostingsSorter *sorter)
 	}
 	if (tape_runs > 0)
 	{
-		int64		per_run = sorter->work_mem_bytes / 2 / tape_runs -
-			(int64) sizeof(int64) * RUN_BUFFER_PAIRS;
-		size_t		buffer = (size_t) Max(per_run, (int64) BLCKSZ);
+		/*
+		 * A run's share of the memory the sort's scratch copy had: a quarter
+		 * for its buffer of pairs, the rest for the tape's read buffer (at
+		 * least a block each, so very many runs take more)
+		 */
+		int64		per_run = sorter->work_mem_bytes / 2 / tape_runs;
+		int64		room = Min(Max(per_run / 4 / (int64) sizeof(int64), (int64) RUN_BUFFER_MIN_PAIRS),
+							   (int64) RUN_BUFFER_PAIRS);
+		size_t		buffer = (size_t) Max(per_run - room * (int64) sizeof(int64), (int64) BLCKSZ);
+
+		/* nothing is written any more: blocks read need not be kept for reuse */
+		LogicalTapeSetForgetFreeSpace(sorter->tapes);
 
 		for (int r = 0; r < tape_runs; r++)
 		{
 			SortedRun  *run = &sorter->runs[r];
 
 			LogicalTapeRewindForRead(run->tape, buffer);
-			run->pairs = palloc(sizeof(int64) * RUN_BUFFER_PAIRS);
+			run->room = room;
+			run->pairs = palloc(sizeof(int64) * room);
 			(void) refill_run(run);
 			CHECK_FOR_INTERRUPTS();
 		}
@@ -300,12 +309,16 @@ sorter_next(GeniePostingsSorter *sorter, int64 *key)
 static void
 sorter_end(GeniePostingsSorter *sorter)
 {
+	/* a tape's read buffer goes with the tape, not with the set */
+	for (int r = 0; r < sorter->n_runs; r++)
+		if (sorter->runs[r].tape != NULL)
+		{
+			LogicalTapeClose(sorter->runs[r].tape);
+			pfree(sorter->runs[r].pairs);
+		}
 	if (sorter->tapes != NULL)
 		LogicalTapeSetClose(sorter->tapes);
 	sorter->tapes = NULL;
-	for (int r = 0; r < sorter->n_runs; r++)
-		if (sorter->runs[r].tape != NULL)
-			pfree(sorter->runs[r].pairs);
 	if (sorter->runs)
 		pfree(sorter->runs);
 	if (sorter->heap)
@@ -367,6 +380,7 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 	uint8	   *packed = NULL;
 	Size		packed_room = 0;
 	int64		key;
+	int64		read = 0;
 
 	sorter_sort(sorter);
 	memset(out, 0, sizeof(*out));
@@ -384,6 +398,8 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 		int32		keyword = (int32) ((uint64) key >> 32);
 		int32		object_id = (int32) (key & 0xFFFFFFFF);
 
+		if ((++read & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
 		if (have_previous && key == previous)
 			continue;
 		previous = key;
@@ -410,8 +426,6 @@ genie_sorter_write(GeniePostingsSorter *sorter, Relation index, bool wal,
 		}
 		ids[current.count++] = object_id;
 		out->n_postings++;
-		if ((out->n_postings & 0xFFFF) == 0)
-			CHECK_FOR_INTERRUPTS();
 	}
 	if (have_current)
 	{

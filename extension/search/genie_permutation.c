@@ -240,6 +240,14 @@ genie_permutation_build_empty(Relation index, int16 encoding_kind, bool values_s
 }
 
 void
+genie_permutation_build_begin(Relation index, int16 encoding_kind, bool values_stored)
+{
+	/* the context costs about a quarter of a second, the scan longer */
+	if (permutants_option(index, encoding_kind, values_stored) > 0)
+		genie_search_prepare_device();
+}
+
+void
 genie_permutation_build(Relation index, int16 encoding_kind, bool values_stored)
 {
 	GenieOptions *opts = (GenieOptions *) index->rd_options;

@@ -142,7 +142,8 @@ genie_search_prepare_device(void)
 	 * A backend's first GPU search paid the CUDA context (about 0.25 s on the
 	 * H100 hosts) after reading its index; made meanwhile, the two overlap.
 	 */
-	if (started || genie_search_device() == GENIE_ENGINE_CPU)
+	/* no device (genie.devices = none): the search itself says so, if it must */
+	if (started || genie_device_mask == 0 || genie_search_device() == GENIE_ENGINE_CPU)
 		return;
 	started = true;
 	on_proc_exit(wait_for_device_preparation, (Datum) 0);
