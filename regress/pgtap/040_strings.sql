@@ -7,7 +7,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 CREATE EXTENSION fuzzystrmatch;
-SELECT plan(20);
+SELECT plan(21);
 
 DO $$ BEGIN PERFORM setseed(0.1414); END $$;
 CREATE TABLE ws (id int PRIMARY KEY, w text);
@@ -53,6 +53,17 @@ SELECT is((SELECT array_agg(c ORDER BY c DESC) FROM (SELECT genie_ngram_count(w,
                                                       WHERE w IS NOT NULL ORDER BY 1 DESC LIMIT 20) s),
           'each row''s keywords are its own: the most shared n-grams are genie_ngram_count()''s');
 DROP TABLE many_ws;
+-- a value of more than the batch's 4MB of bytes (1.1M four-byte characters)
+-- is encoded alone, between the batches before and after it
+CREATE TABLE long_ws AS
+SELECT i AS id, CASE WHEN i = 2 THEN repeat(U&'\+01F600', 1100000) ELSE 'abc' || i END AS w
+FROM generate_series(1, 3) AS i;
+CREATE INDEX long_ws_w ON long_ws USING genie (w genie_ngram_ops);
+SELECT is((SELECT (live_rows, keywords, postings)::text FROM genie_index_info('long_ws_w')),
+          (SELECT (count(*), (SELECT count(DISTINCT k) FROM long_ws, unnest(genie_ngrams(w)) AS k),
+                   (SELECT count(*) FROM long_ws, unnest(genie_ngrams(w)) AS k))::text FROM long_ws),
+          'a value longer than a batch holds its keywords too');
+DROP TABLE long_ws;
 
 -- heavy typos: 40% of the characters of stored words replaced
 CREATE TABLE qs AS
