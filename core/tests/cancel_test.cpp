@@ -176,6 +176,41 @@ TEST(Cancel, CpuEnginePollsWithinALongQuery) {
   EXPECT_EQ(c.polls.load(), 3);
 }
 
+// A lone query's scorer keeps its zeroed counters on its thread for the
+// next engine call (cpu_engine.cpp, KeptScratch); one cancelled midway
+// leaves them dirty and must not: the next lone query starts from zero.
+TEST(Cancel, ALoneQueryAfterACancelledOneStartsFromZero) {
+  Csr csr;
+  for (int32_t o = 0; o < 200000; ++o) csr.Add({o % 7, 7 + o % 5, 20});
+  auto index = MakeIndex(csr, 4096);
+  QueryBatch all, some;
+  all.AddKeywordQuery(std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 20});
+  some.AddKeywordQuery(std::vector<int32_t>{3, 9});
+  auto reference = MakeReferenceEngine();
+  ASSERT_TRUE(reference->Upload(index).ok());
+  TopKResults expected;
+  ASSERT_TRUE(reference->Search(some.View(), 5, &expected).ok());
+  EngineOptions one;
+  one.threads = 1;
+  auto engine = MakeCpuEngine(one);
+  ASSERT_TRUE(engine->Upload(index).ok());
+  for (int round = 0; round < 3; ++round) {
+    Canceller c;
+    c.after = 2;  // within the long query: its counters are half counted
+    EngineOptions cancelled = one;
+    cancelled.cancel = c.check();
+    auto stopped = MakeCpuEngine(cancelled);
+    ASSERT_TRUE(stopped->Upload(index).ok());
+    TopKResults out;
+    ASSERT_EQ(stopped->Search(all.View(), 5, &out).code(), GENIE_CANCELLED);
+    // twice: after the cancelled query, then after a completed one
+    for (int again = 0; again < 2; ++again) {
+      ASSERT_TRUE(engine->Search(some.View(), 5, &out).ok());
+      EXPECT_TRUE(SameResults(expected, out)) << "round " << round << " again " << again;
+    }
+  }
+}
+
 TEST(Cancel, ReferenceEngineIgnoresIt) {
   const Data d = MakeData();
   auto engine = MakeReferenceEngine();
