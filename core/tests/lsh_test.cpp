@@ -148,6 +148,90 @@ TEST(LshFunctions, KeywordsAreOnePerFunctionInRangeAndSeeded) {
   for (int32_t i = 0; i < 4; ++i) EXPECT_EQ(kw[i] / 1000, i);
 }
 
+// E2LSH keywords against the definition, computed here term by term: each
+// function's dot product summed in element order (the keywords are stored
+// in indexes: Keywords overlaps several functions' sums, never reorders
+// one), its cell, and the cell's hash with the function's seed.  Function
+// counts below, at and past the groups Keywords computes together.
+TEST(LshFunctions, E2LshKeywordsFollowTheDefinition) {
+  std::mt19937 rng(8);
+  const auto function_seed = [](uint64_t seed, int32_t i) {
+    uint64_t state = seed ^ (0xA24BAED4963EE407ULL * (static_cast<uint64_t>(i) + 1));
+    return static_cast<uint32_t>(SplitMix64(&state) >> 32);
+  };
+  for (int32_t dim : {1, 3, 8, 9, 784}) {
+    for (int32_t functions : {1, 7, 8, 9, 17, 238}) {
+      LshParams params;
+      params.family = LshFamily::kE2Lsh;
+      params.dim = dim;
+      params.functions = functions;
+      params.buckets = 1009;
+      params.width = 4.0;
+      params.seed = static_cast<uint64_t>(dim * 1000 + functions);
+      std::unique_ptr<LshFunctions> f;
+      ASSERT_TRUE(LshFunctions::Create(params, &f).ok());
+      for (int t = 0; t < 4; ++t) {
+        const std::vector<float> v = RandomPoint(&rng, dim, 10.0f);
+        std::vector<int32_t> got(static_cast<std::size_t>(functions));
+        f->Keywords(v.data(), got.data());
+        for (int32_t i = 0; i < functions; ++i) {
+          double dot = 0.0;
+          for (int32_t j = 0; j < dim; ++j)
+            dot = dot + f->projections()[static_cast<std::size_t>(i) * dim + j] * static_cast<double>(v[j]);
+          const double x = std::floor((dot + f->offsets()[static_cast<std::size_t>(i)]) / params.width);
+          const int64_t cell = static_cast<int64_t>(x);
+          unsigned char bytes[8];
+          for (int b = 0; b < 8; ++b) bytes[b] = static_cast<unsigned char>(static_cast<uint64_t>(cell) >> (8 * b));
+          const uint32_t r = MurmurHash3(bytes, 8, function_seed(params.seed, i)) % 1009u;
+          ASSERT_EQ(got[static_cast<std::size_t>(i)], i * 1009 + static_cast<int32_t>(r))
+              << "dim " << dim << " functions " << functions << " function " << i;
+        }
+      }
+    }
+  }
+}
+
+// A batch's keywords are each vector's own, for both families, on one
+// thread or several, for counts around the batch's tasks of 32 vectors.
+TEST(LshFunctions, BatchKeywordsAreEachVectorsOwn) {
+  std::mt19937 rng(9);
+  for (LshFamily family : {LshFamily::kE2Lsh, LshFamily::kRbh}) {
+    LshParams params;
+    params.family = family;
+    params.dim = 37;
+    params.functions = family == LshFamily::kE2Lsh ? 21 : 5;
+    params.buckets = 101;
+    params.width = 3.0;
+    params.seed = 5;
+    std::unique_ptr<LshFunctions> f;
+    ASSERT_TRUE(LshFunctions::Create(params, &f).ok());
+    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{31}, int64_t{32}, int64_t{33}, int64_t{100}}) {
+      std::vector<float> vectors;
+      for (int64_t k = 0; k < count; ++k) {
+        const std::vector<float> v = RandomPoint(&rng, params.dim, 10.0f);
+        vectors.insert(vectors.end(), v.begin(), v.end());
+      }
+      for (int32_t threads : {1, 3}) {
+        std::vector<int32_t> got(static_cast<std::size_t>(count * params.functions) + 1, -1);
+        ASSERT_TRUE(f->KeywordsBatch(vectors.data(), count, threads, CancelCheck(), got.data()).ok());
+        for (int64_t k = 0; k < count; ++k) {
+          std::vector<int32_t> one(static_cast<std::size_t>(params.functions));
+          f->Keywords(vectors.data() + k * params.dim, one.data());
+          ASSERT_EQ(std::vector<int32_t>(got.begin() + k * params.functions, got.begin() + (k + 1) * params.functions),
+                    one)
+              << "vector " << k << " of " << count << " threads " << threads;
+        }
+        EXPECT_EQ(got.back(), -1);  // nothing written past the last vector
+      }
+    }
+    std::vector<float> vectors(static_cast<std::size_t>(params.dim) * 100, 1.0f);
+    std::vector<int32_t> out(static_cast<std::size_t>(params.functions) * 100);
+    const CancelCheck always{[](void*) { return 1; }, nullptr};
+    EXPECT_EQ(f->KeywordsBatch(vectors.data(), 100, 2, always, out.data()).code(), GENIE_CANCELLED);
+    EXPECT_EQ(f->KeywordsBatch(nullptr, 3, 1, CancelCheck(), out.data()).code(), GENIE_INVALID_ARGUMENT);
+  }
+}
+
 TEST(LshFunctions, RejectsBadParameters) {
   std::unique_ptr<LshFunctions> f;
   LshParams p;

@@ -63,8 +63,16 @@ class LshFunctions {
   // out[i] = i * buckets + r_i(h_i(v)) for i in [0, m): ascending, one per
   // function.  v has dim finite elements.
   void Keywords(const float* v, int32_t* out) const;
+  // The same for count vectors one after another (an index build's, a batch
+  // at a time), on threads threads: vector k's keywords at out + k * m.
+  // The same keywords as Keywords, vector by vector.
+  Status KeywordsBatch(const float* vectors, int64_t count, int32_t threads, const CancelCheck& cancel,
+                       int32_t* out) const;
 
  private:
+  // E2LSH's keyword of function i from its dot product a_i . v
+  int32_t E2LshKeyword(int32_t i, double dot) const;
+
   LshParams params_;
   std::vector<double> projections_;  // E2LSH: a_i, m x dim
   std::vector<double> offsets_;      // E2LSH: b_i
