@@ -330,6 +330,17 @@ genie_status genie_lsh_keywords(const genie_lsh* lsh, const float* vector, int32
   });
 }
 
+genie_status genie_lsh_keywords_batch(const genie_lsh* lsh, const float* vectors, int64_t count, int32_t threads,
+                                      int (*cancel)(void*), void* cancel_arg, int32_t* keywords, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (lsh == nullptr || count < 0 || (count > 0 && (vectors == nullptr || keywords == nullptr)))
+      return genie::Status::InvalidArgument("genie_lsh_keywords_batch: NULL or negative argument");
+    GENIE_RETURN_IF_ERROR(genie::CheckFinite(
+        vectors, static_cast<std::size_t>(count) * static_cast<std::size_t>(lsh->functions->params().dim), "a vector"));
+    return lsh->functions->KeywordsBatch(vectors, count, threads, genie::CancelCheck{cancel, cancel_arg}, keywords);
+  });
+}
+
 int32_t genie_lsh_functions_for(double epsilon, double delta) { return genie::LshFunctionsFor(epsilon, delta); }
 
 genie_status genie_lsh_estimate_width(int32_t family, const float* sample, int32_t count, int32_t dim,

@@ -97,8 +97,8 @@ build_flush_batch(GenieBuildState *state)
 	if (batch->count == 0)
 		return;
 	old = MemoryContextSwitchTo(state->batchcxt);
-	state->type.info->encode_batch(&state->type.encoding, batch->bytes.data, batch->offsets,
-								   batch->count, &keywords, &starts);
+	state->type.info->encode_batch(state->type_state, &state->type.encoding, batch->bytes.data,
+								   batch->offsets, batch->count, &keywords, &starts);
 	for (int i = 0; i < batch->count; i++)
 		genie_sorter_add(state->sorter, keywords + starts[i], (int) (starts[i + 1] - starts[i]),
 						 batch->object_ids[i]);
@@ -220,8 +220,9 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 							sizeof(GenieObjectEntry), false);
 	state.tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie build temporary context",
 										 ALLOCSET_DEFAULT_SIZES);
-	/* a row index encodes through its own state, value by value */
-	state.batched = state.type.info->encode_batch != NULL && state.type.info->build_value == NULL;
+	state.batched = state.type.info->encode_batch != NULL &&
+		(state.type.info->encode_batch_wanted == NULL ||
+		 state.type.info->encode_batch_wanted(state.type_state));
 	if (state.batched)
 	{
 		state.batchcxt = AllocSetContextCreate(CurrentMemoryContext, "genie build batch context",

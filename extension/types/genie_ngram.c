@@ -79,8 +79,8 @@ ngram_encode_value(Relation index, const GenieEncoding *encoding, Datum value, i
 }
 
 static void
-ngram_encode_batch(const GenieEncoding *encoding, const char *bytes, const int64 *offsets,
-				   int count, int32 **keywords, int64 **starts)
+ngram_encode_batch(void *state, const GenieEncoding *encoding, const char *bytes,
+				   const int64 *offsets, int count, int32 **keywords, int64 **starts)
 {
 	int64		bound = genie_ngram_keywords_bound(offsets, count, encoding->ngram_n);
 	genie_error err;

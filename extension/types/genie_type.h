@@ -107,14 +107,17 @@ typedef struct GenieTypeInfo
 
 	/*
 	 * At build, when encoding is worth doing on every core: the keywords of
-	 * count values at once (as encode_value's), given by their
-	 * value_bytes_of bytes (value i's from offsets[i] to offsets[i + 1]),
-	 * on genie.cpu_threads threads: value i's in keywords[starts[i],
+	 * count values at once (as build_value's or encode_value's, build_begin's
+	 * state given where the type has one), given by their value_bytes_of
+	 * bytes (value i's from offsets[i] to offsets[i + 1]), on
+	 * genie.cpu_threads threads: value i's in keywords[starts[i],
 	 * starts[i + 1]), both palloc'd.  NULL: the build encodes value by value.
 	 */
-	void		(*encode_batch) (const GenieEncoding *encoding, const char *bytes,
+	void		(*encode_batch) (void *state, const GenieEncoding *encoding, const char *bytes,
 								 const int64 *offsets, int count, int32 **keywords,
 								 int64 **starts);
+	/* Whether this build encodes in batches (NULL: whenever encode_batch is set). */
+	bool		(*encode_batch_wanted) (void *state);
 
 	/*
 	 * The same for genie_index_check, which must not change the index: an

@@ -359,6 +359,51 @@ vector_build_value(void *state, Datum value, int *n)
 	return lsh_keywords(&b->schema, v, dim, n);
 }
 
+/*
+ * The LSH keywords of a build's vectors a batch at a time, on every core:
+ * the functions x dimensions products were most of an LSH index's build.
+ * The dimension checks are vector_build_value's.
+ */
+static void
+vector_encode_batch(void *state, const GenieEncoding *encoding, const char *bytes,
+					const int64 *offsets, int count, int32 **keywords, int64 **starts)
+{
+	VectorBuild *b = (VectorBuild *) state;
+	int64		functions;
+	GenieVectorSchema s;
+	genie_error err;
+
+	for (int i = 0; i < count; i++)
+	{
+		int			dim = (int) ((offsets[i + 1] - offsets[i]) / (int64) sizeof(float));
+
+		if (b->schema.dimensions == 0)
+		{
+			check_lsh_draws(b->index, b->schema.functions, dim);
+			b->schema.dimensions = dim;
+		}
+		check_dimension(b->index, b->schema.dimensions, dim, "a vector of the table");
+	}
+	functions = b->schema.functions;
+	*starts = palloc(sizeof(int64) * (count + 1));
+	for (int i = 0; i <= count; i++)
+		(*starts)[i] = i * functions;
+	*keywords = palloc_extended(sizeof(int32) * Max(count * functions, 1), MCXT_ALLOC_HUGE);
+	if (count == 0 || functions == 0)
+		return;
+	s = b->schema;
+	GENIE_CHECK(genie_lsh_keywords_batch(schema_lsh(&s), (const float *) bytes, count, genie_cpu_threads,
+										 genie_cancel_requested, NULL, *keywords, &err),
+				&err, "genie: LSH keywords");
+}
+
+/* An index with LSH functions encodes in batches; an exact one has no keywords to compute. */
+static bool
+vector_encode_batch_wanted(void *state)
+{
+	return ((VectorBuild *) state)->schema.functions > 0;
+}
+
 static void
 vector_build_finish(void *state, GenieMetaPageData *meta)
 {
@@ -481,6 +526,8 @@ static const GenieTypeInfo vector_type = {
 	.value_bytes_of = vector_value_bytes,
 	.values_required = true,
 	.encode_value = vector_encode_value,
+	.encode_batch = vector_encode_batch,
+	.encode_batch_wanted = vector_encode_batch_wanted,
 	.insert_prepare = vector_insert_prepare,
 	.length_conflict = vector_length_conflict,
 	.encode_query = vector_encode_query,

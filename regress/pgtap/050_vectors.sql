@@ -7,7 +7,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(53);
+SELECT plan(56);
 
 -- the oracle: the distance in plain SQL, float8, element order
 CREATE FUNCTION pg_temp.l2(a real[], b real[]) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
@@ -150,6 +150,31 @@ SELECT is((SELECT pending_rows < 400 FROM genie_index_info('items_v')), true, 'i
 SELECT is(pg_temp.mismatches('items', 'SELECT q FROM qs', ARRAY[5, 30]), 0::bigint, 'after the merge');
 REINDEX INDEX items_v;
 SELECT is(pg_temp.mismatches('items', 'SELECT q FROM qs', ARRAY[5]), 0::bigint, 'after REINDEX');
+
+-- An LSH build computes its rows' keywords a batch (16,384 rows) at a time
+-- on every core: over 20,000 rows, each row's keywords are its own (each of
+-- 21 stored vectors, from both batches, is found by its own keywords at
+-- distance 0 among the 20 of highest LSH count), and a vector of another
+-- dimension in the second batch stops the build with the usual error.
+CREATE TABLE many_v AS
+SELECT i AS id, ARRAY(SELECT sin(i * (k + 0.37))::real FROM generate_series(1, 16) AS k) AS v
+FROM generate_series(1, 20000) AS i;
+CREATE INDEX many_v_lsh ON many_v USING genie (v) WITH (m = 64);
+SET LOCAL genie.vector_search = lsh;
+SET LOCAL genie.lsh_candidates = 20;
+SELECT is((SELECT count(*) FROM many_v AS a
+           WHERE a.id % 997 = 3 AND (SELECT b.v <-> a.v FROM many_v AS b ORDER BY b.v <-> a.v LIMIT 1) = 0),
+          21::bigint, 'a batched LSH build: each row found by its own keywords');
+SELECT is((SELECT count(*) FROM genie_knn('many_v_lsh', (SELECT array_agg(v ORDER BY id) FROM many_v WHERE id % 997 = 3), 1)
+           WHERE distance = 0), 21::bigint, 'and by genie_knn');
+RESET genie.vector_search;
+RESET genie.lsh_candidates;
+DROP INDEX many_v_lsh;
+INSERT INTO many_v VALUES (20001, '{1,2,3}');
+SELECT throws_ok($$CREATE INDEX many_v_lsh ON many_v USING genie (v) WITH (m = 64)$$, '22000',
+                 'a vector of the table has 3 dimensions, but genie index "many_v_lsh" holds vectors of 16',
+                 'a vector of another dimension in a later batch is an error');
+DROP TABLE many_v;
 
 -- bad input
 SELECT throws_ok($$INSERT INTO items VALUES (9001, '{1,2,3}')$$, '22000',

@@ -788,6 +788,10 @@ void		genie_lsh_free(genie_lsh *lsh);
 /* functions keywords, i * buckets + r_i(h_i(v)), ascending; v finite */
 genie_status genie_lsh_keywords(const genie_lsh *lsh, const float *vector, int32_t *keywords,
 								genie_error *err);
+/* The same for count vectors one after another, on threads threads: vector k's at keywords + k * functions. */
+genie_status genie_lsh_keywords_batch(const genie_lsh *lsh, const float *vectors, int64_t count,
+									  int32_t threads, int (*cancel) (void *arg), void *cancel_arg,
+									  int32_t *keywords, genie_error *err);
 /* Equation 9: the functions for epsilon and delta in (0, 1) (0 otherwise). */
 int32_t		genie_lsh_functions_for(double epsilon, double delta);
 /*
