@@ -78,12 +78,15 @@ knn_search(GenieCachedIndex *entry, void *arg)
 	{
 		genie_profile_push(GENIE_PHASE_QUERY);
 		approximate = palloc(sizeof(GenieQuery *) * nq);
-		for (int q = 0; q < nq; q++)
-		{
-			approximate[q] = s->type.info->approximate_query(s->index, &s->batch, q);
-			if ((q & 1023) == 1023)
-				CHECK_FOR_INTERRUPTS();
-		}
+		if (s->type.info->approximate_queries != NULL)
+			s->type.info->approximate_queries(s->index, &s->batch, approximate);
+		else
+			for (int q = 0; q < nq; q++)
+			{
+				approximate[q] = s->type.info->approximate_query(s->index, &s->batch, q);
+				if ((q & 1023) == 1023)
+					CHECK_FOR_INTERRUPTS();
+			}
 		genie_profile_pop();
 	}
 	genie_search_values_visible(entry, s->heap, GetActiveSnapshot(), &s->batch, approximate,

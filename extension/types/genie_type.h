@@ -170,6 +170,14 @@ typedef struct GenieTypeInfo
 	 * no such query.
 	 */
 	GenieQuery *(*approximate_query) (Relation index, const GenieValueBatch *queries, int q);
+
+	/*
+	 * The same for every query of the batch at once, into out[0..n) (a
+	 * batch function's queries, on genie.cpu_threads cores).  NULL: query
+	 * by query through approximate_query.
+	 */
+	void		(*approximate_queries) (Relation index, const GenieValueBatch *queries,
+										GenieQuery **out);
 } GenieTypeInfo;
 
 /* A built index's encoding and the type that reads it. */
