@@ -517,8 +517,8 @@ vector_approximate_query(Relation index, const GenieValueBatch *queries, int q)
 
 /*
  * The LSH queries of a batch's vectors, their keywords computed together on
- * every core (10,000 queries' keywords, one after another, took longer than
- * the GPU's search of them).
+ * every core (a query's 238 x 784 products, query after query, were most of
+ * a batch's query phase).
  */
 static void
 vector_approximate_queries(Relation index, const GenieValueBatch *queries, GenieQuery **out)
