@@ -55,18 +55,20 @@ genie_meta_set_postings(GenieMetaPageData *meta, const GenieWrittenPostings *wri
  * Values wait here for their type's encode_batch, which encodes them on
  * every core: their bytes (value_bytes_of's), one after another, and their
  * objects.  A batch holds at most about 4MB of bytes (a longer value goes
- * alone) and, while encoded, about four times that in keywords, beside
- * maintenance_work_mem.
+ * alone) and as many values as the type's encode_batch_values allows (at
+ * most GENIE_BUILD_BATCH_VALUES), which keeps its keywords to some tens of
+ * MB, beside maintenance_work_mem.
  */
 #define GENIE_BUILD_BATCH_VALUES	16384
 #define GENIE_BUILD_BATCH_BYTES		(4 * 1024 * 1024)
 
 typedef struct GenieBuildBatch
 {
-	StringInfoData bytes;
+	StringInfoData bytes;		/* in the build's context, as the arrays */
 	int64	   *offsets;		/* value i's bytes from offsets[i] to offsets[i + 1] */
 	int32	   *object_ids;
 	int			count;
+	int			limit;			/* values a batch holds */
 } GenieBuildBatch;
 
 typedef struct GenieBuildState
@@ -81,6 +83,7 @@ typedef struct GenieBuildState
 	int64		value_bytes;
 	bool		batched;		/* the type encodes values in batches */
 	GenieBuildBatch batch;
+	MemoryContext buildcxt;		/* the build's own, of the batch's buffers */
 	MemoryContext batchcxt;		/* of a batch's keywords */
 	MemoryContext tmpcxt;
 } GenieBuildState;
@@ -104,11 +107,16 @@ build_flush_batch(GenieBuildState *state)
 						 batch->object_ids[i]);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(state->batchcxt);
-	/* a long value's room goes back: the next batches are of the usual size */
+	/*
+	 * A long value's room goes back: the next batches are of the usual size.
+	 * The new buffer is the build's, not the row's context this may run in.
+	 */
 	if (batch->bytes.maxlen > 2 * GENIE_BUILD_BATCH_BYTES)
 	{
 		pfree(batch->bytes.data);
+		old = MemoryContextSwitchTo(state->buildcxt);
 		initStringInfo(&batch->bytes);
+		MemoryContextSwitchTo(old);
 	}
 	resetStringInfo(&batch->bytes);
 	batch->count = 0;
@@ -164,7 +172,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(state->tmpcxt);
-	if (state->batched && state->batch.count == GENIE_BUILD_BATCH_VALUES)
+	if (state->batched && state->batch.count == state->batch.limit)
 		build_flush_batch(state);
 }
 
@@ -208,11 +216,17 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	MarkBufferDirty(metabuf);
 	UnlockReleaseBuffer(metabuf);
 
+	/*
+	 * The permutants option checked before any table scan, and the device
+	 * made ready during the scans
+	 */
+	state.store_values = genie_index_stores_values(index, state.type.info);
+	genie_permutation_build_begin(index, state.type.encoding.kind, state.store_values);
+
 	/* a row index, for one, first measures its attributes: one more table scan */
 	if (state.type.info->build_begin != NULL)
 		state.type_state = state.type.info->build_begin(heap, index, indexInfo, true);
 
-	state.store_values = genie_index_stores_values(index, state.type.info);
 	if (state.store_values)
 		genie_chain_writer_init(&state.values, index, GENIE_PAGE_VALUES, 1, false);
 	state.sorter = genie_sorter_begin(maintenance_work_mem);
@@ -220,21 +234,20 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 							sizeof(GenieObjectEntry), false);
 	state.tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie build temporary context",
 										 ALLOCSET_DEFAULT_SIZES);
-	state.batched = state.type.info->encode_batch != NULL &&
-		(state.type.info->encode_batch_wanted == NULL ||
-		 state.type.info->encode_batch_wanted(state.type_state));
+	if (state.type.info->encode_batch != NULL)
+		state.batch.limit = state.type.info->encode_batch_values == NULL ? GENIE_BUILD_BATCH_VALUES
+			: Min(state.type.info->encode_batch_values(state.type_state), GENIE_BUILD_BATCH_VALUES);
+	state.batched = state.batch.limit > 0;
 	if (state.batched)
 	{
+		state.buildcxt = CurrentMemoryContext;
 		state.batchcxt = AllocSetContextCreate(CurrentMemoryContext, "genie build batch context",
 											   ALLOCSET_DEFAULT_SIZES);
 		initStringInfo(&state.batch.bytes);
-		state.batch.offsets = palloc(sizeof(int64) * (GENIE_BUILD_BATCH_VALUES + 1));
+		state.batch.offsets = palloc(sizeof(int64) * (state.batch.limit + 1));
 		state.batch.offsets[0] = 0;
-		state.batch.object_ids = palloc(sizeof(int32) * GENIE_BUILD_BATCH_VALUES);
+		state.batch.object_ids = palloc(sizeof(int32) * state.batch.limit);
 	}
-
-	/* the permutants option checked, and the device made ready during the scan */
-	genie_permutation_build_begin(index, state.type.encoding.kind, state.store_values);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GENIE_PHASE_SCAN);
 	INSTR_TIME_SET_CURRENT(start);

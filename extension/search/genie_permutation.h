@@ -24,17 +24,18 @@ extern int	genie_text_search_setting;
 extern double genie_permutation_fraction;
 
 /*
+ * Before a build's table scans: checks the permutants option (an error for an
+ * index that cannot have them) and, when the rows will be computed on the
+ * GPU, makes the backend's CUDA context on a thread during the scan.
+ */
+extern void genie_permutation_build_begin(Relation index, int16 encoding_kind, bool values_stored);
+
+/*
  * At build, once the metapage holds the values chain: with WITH
  * (permutants = m), draws the permutants and writes both chains (no WAL:
  * the build logs every page after), or leaves them to the first merge
  * that finds m objects.  Errors for an index that cannot have them.
  */
-/*
- * Before a build's table scan: checks the permutants option (an error for an
- * index that cannot have them) and, when the rows will be computed on the
- * GPU, makes the backend's CUDA context on a thread during the scan.
- */
-extern void genie_permutation_build_begin(Relation index, int16 encoding_kind, bool values_stored);
 extern void genie_permutation_build(Relation index, int16 encoding_kind, bool values_stored);
 
 /*

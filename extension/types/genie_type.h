@@ -116,8 +116,12 @@ typedef struct GenieTypeInfo
 	void		(*encode_batch) (void *state, const GenieEncoding *encoding, const char *bytes,
 								 const int64 *offsets, int count, int32 **keywords,
 								 int64 **starts);
-	/* Whether this build encodes in batches (NULL: whenever encode_batch is set). */
-	bool		(*encode_batch_wanted) (void *state);
+	/*
+	 * The values a batch of this build may hold (0: none, the build encodes
+	 * value by value), so that a batch's keywords stay some tens of MB.
+	 * NULL: the build's own limit.
+	 */
+	int			(*encode_batch_values) (void *state);
 
 	/*
 	 * The same for genie_index_check, which must not change the index: an

@@ -398,11 +398,16 @@ vector_encode_batch(void *state, const GenieEncoding *encoding, const char *byte
 				&err, "genie: LSH keywords");
 }
 
-/* An index with LSH functions encodes in batches; an exact one has no keywords to compute. */
-static bool
-vector_encode_batch_wanted(void *state)
+/*
+ * An index with LSH functions encodes in batches of up to 4M keywords (16
+ * MB); an exact one has no keywords to compute.
+ */
+static int
+vector_encode_batch_values(void *state)
 {
-	return ((VectorBuild *) state)->schema.functions > 0;
+	int64		functions = ((VectorBuild *) state)->schema.functions;
+
+	return functions == 0 ? 0 : (int) Max((int64) 1, Min((int64) 4 * 1024 * 1024 / functions, (int64) PG_INT32_MAX));
 }
 
 static void
@@ -561,7 +566,7 @@ static const GenieTypeInfo vector_type = {
 	.values_required = true,
 	.encode_value = vector_encode_value,
 	.encode_batch = vector_encode_batch,
-	.encode_batch_wanted = vector_encode_batch_wanted,
+	.encode_batch_values = vector_encode_batch_values,
 	.insert_prepare = vector_insert_prepare,
 	.length_conflict = vector_length_conflict,
 	.encode_query = vector_encode_query,

@@ -53,11 +53,13 @@ SELECT is((SELECT array_agg(c ORDER BY c DESC) FROM (SELECT genie_ngram_count(w,
                                                       WHERE w IS NOT NULL ORDER BY 1 DESC LIMIT 20) s),
           'each row''s keywords are its own: the most shared n-grams are genie_ngram_count()''s');
 DROP TABLE many_ws;
--- a value of more than the batch's 4MB of bytes (1.1M four-byte characters)
--- is encoded alone, between the batches before and after it
+-- a value of more than the batch's 4MB of bytes (2.2M four-byte characters,
+-- 8.8MB) is encoded alone, between the batches before and after it, and the
+-- batch's buffer shrinks back after it; the rows after it are compressed
+-- (each row's detoasted copy is made and freed beside the batch's buffer)
 CREATE TABLE long_ws AS
-SELECT i AS id, CASE WHEN i = 2 THEN repeat(U&'\+01F600', 1100000) ELSE 'abc' || i END AS w
-FROM generate_series(1, 3) AS i;
+SELECT i AS id, CASE WHEN i = 2 THEN repeat(U&'\+01F600', 2200000) ELSE repeat('abc' || i, 1 + (i % 3) * 600) END AS w
+FROM generate_series(1, 60) AS i;
 CREATE INDEX long_ws_w ON long_ws USING genie (w genie_ngram_ops);
 SELECT is((SELECT (live_rows, keywords, postings)::text FROM genie_index_info('long_ws_w')),
           (SELECT (count(*), (SELECT count(DISTINCT k) FROM long_ws, unnest(genie_ngrams(w)) AS k),
