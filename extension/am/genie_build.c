@@ -68,7 +68,7 @@ typedef struct GenieBuildBatch
 	int64	   *offsets;		/* value i's bytes from offsets[i] to offsets[i + 1] */
 	int32	   *object_ids;
 	int			count;
-	int			limit;			/* values a batch holds */
+	int			limit;			/* values a batch holds; 0: the type encodes value by value */
 } GenieBuildBatch;
 
 typedef struct GenieBuildState
@@ -81,7 +81,6 @@ typedef struct GenieBuildState
 	void	   *type_state;		/* the type's build state, or NULL */
 	int64		n_objects;
 	int64		value_bytes;
-	bool		batched;		/* the type encodes values in batches */
 	GenieBuildBatch batch;
 	MemoryContext buildcxt;		/* the build's own, of the batch's buffers */
 	MemoryContext batchcxt;		/* of a batch's keywords */
@@ -140,9 +139,9 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	memset(&entry, 0, sizeof(entry));
 	entry.tid = *tid;
 	entry.flags = isnull[0] ? GENIE_OBJECT_NULL : 0;
-	if (!isnull[0] && (state->store_values || state->batched))
+	if (!isnull[0] && (state->store_values || state->batch.limit > 0))
 		bytes = state->type.info->value_bytes_of(values[0], &size);
-	if (!isnull[0] && state->batched)
+	if (!isnull[0] && state->batch.limit > 0)
 	{
 		GenieBuildBatch *batch = &state->batch;
 
@@ -172,7 +171,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(state->tmpcxt);
-	if (state->batched && state->batch.count == state->batch.limit)
+	if (state->batch.limit > 0 && state->batch.count == state->batch.limit)
 		build_flush_batch(state);
 }
 
@@ -237,8 +236,7 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (state.type.info->encode_batch != NULL)
 		state.batch.limit = state.type.info->encode_batch_values == NULL ? GENIE_BUILD_BATCH_VALUES
 			: Min(state.type.info->encode_batch_values(state.type_state), GENIE_BUILD_BATCH_VALUES);
-	state.batched = state.batch.limit > 0;
-	if (state.batched)
+	if (state.batch.limit > 0)
 	{
 		state.buildcxt = CurrentMemoryContext;
 		state.batchcxt = AllocSetContextCreate(CurrentMemoryContext, "genie build batch context",
@@ -253,7 +251,7 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	INSTR_TIME_SET_CURRENT(start);
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 									   build_callback, &state, NULL);
-	if (state.batched)
+	if (state.batch.limit > 0)
 		build_flush_batch(&state);
 	INSTR_TIME_SET_CURRENT(scanned);
 
@@ -319,7 +317,7 @@ genie_ambuild(Relation heap, Relation index, IndexInfo *indexInfo)
 							 INSTR_TIME_GET_MILLISEC(derived), INSTR_TIME_GET_MILLISEC(logged))));
 
 	MemoryContextDelete(state.tmpcxt);
-	if (state.batched)
+	if (state.batch.limit > 0)
 		MemoryContextDelete(state.batchcxt);
 
 	result = palloc(sizeof(IndexBuildResult));

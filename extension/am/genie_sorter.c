@@ -42,7 +42,6 @@ typedef struct SortedRun
 	int64		n;				/* pairs in pairs[] */
 	int64		next;			/* the next of them to give */
 	int64		left;			/* pairs on the tape not read yet */
-	int64		room;			/* pairs the buffer holds */
 } SortedRun;
 
 struct GeniePostingsSorter
@@ -59,6 +58,7 @@ struct GeniePostingsSorter
 	int			runs_room;
 	int		   *heap;			/* runs with pairs left, a min-heap on their next pair */
 	int			heap_size;
+	int64		run_room;		/* pairs a tape run's buffer holds, once merging */
 };
 
 /*
@@ -188,13 +188,13 @@ genie_sorter_add(GeniePostingsSorter *sorter, const int32 *keywords, int n, int3
 
 /* The run's next pairs from its tape into its buffer; false when it has none left. */
 static bool
-refill_run(SortedRun *run)
+refill_run(const GeniePostingsSorter *sorter, SortedRun *run)
 {
 	size_t		bytes;
 
 	if (run->tape == NULL || run->left == 0)
 		return false;
-	run->n = Min(run->left, run->room);
+	run->n = Min(run->left, sorter->run_room);
 	bytes = sizeof(int64) * (size_t) run->n;
 	if (LogicalTapeRead(run->tape, run->pairs, bytes) != bytes)
 		ereport(ERROR,
@@ -263,9 +263,11 @@ sorter_sort(GeniePostingsSorter *sorter)
 		 * least a block each, so very many runs take more)
 		 */
 		int64		per_run = sorter->work_mem_bytes / 2 / tape_runs;
-		int64		room = Min(Max(per_run / 4 / (int64) sizeof(int64), (int64) RUN_BUFFER_MIN_PAIRS),
+		size_t		buffer;
+
+		sorter->run_room = Min(Max(per_run / 4 / (int64) sizeof(int64), (int64) RUN_BUFFER_MIN_PAIRS),
 							   (int64) RUN_BUFFER_PAIRS);
-		size_t		buffer = (size_t) Max(per_run - room * (int64) sizeof(int64), (int64) BLCKSZ);
+		buffer = (size_t) Max(per_run - sorter->run_room * (int64) sizeof(int64), (int64) BLCKSZ);
 
 		/* nothing is written any more: blocks read need not be kept for reuse */
 		LogicalTapeSetForgetFreeSpace(sorter->tapes);
@@ -275,9 +277,8 @@ sorter_sort(GeniePostingsSorter *sorter)
 			SortedRun  *run = &sorter->runs[r];
 
 			LogicalTapeRewindForRead(run->tape, buffer);
-			run->room = room;
-			run->pairs = palloc(sizeof(int64) * room);
-			(void) refill_run(run);
+			run->pairs = palloc(sizeof(int64) * sorter->run_room);
+			(void) refill_run(sorter, run);
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
@@ -299,7 +300,7 @@ sorter_next(GeniePostingsSorter *sorter, int64 *key)
 		return false;
 	run = &sorter->runs[sorter->heap[0]];
 	*key = run->pairs[run->next++];
-	if (run->next == run->n && !refill_run(run))
+	if (run->next == run->n && !refill_run(sorter, run))
 		sorter->heap[0] = sorter->heap[--sorter->heap_size];
 	if (sorter->heap_size > 1)
 		sift_down(sorter, 0);
