@@ -33,6 +33,13 @@ static const struct config_enum_entry genie_vector_search_options[] = {
 	{NULL, 0, false}
 };
 
+static const struct config_enum_entry genie_cluster_list_knn_options[] = {
+	{"auto", GENIE_LIST_AUTO, false},
+	{"on", GENIE_LIST_ALWAYS, false},
+	{"off", GENIE_LIST_NEVER, false},
+	{NULL, 0, false}
+};
+
 static const struct config_enum_entry genie_text_search_options[] = {
 	{"exact", GENIE_TEXT_SEARCH_EXACT, false},
 	{"permutation", GENIE_TEXT_SEARCH_PERMUTATION, false},
@@ -180,6 +187,19 @@ _PG_init(void)
 							 &genie_vector_search_setting,
 							 GENIE_VECTOR_SEARCH_EXACT,
 							 genie_vector_search_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("genie.cluster_list_knn",
+							 "Whether exact ORDER BY v <-> q and genie_knn read a vector index's List of Clusters.",
+							 "An index built WITH (cluster_list = on): auto reads it on the CPU engine "
+							 "while a query reads less of the rows through it than a measured share, "
+							 "on reads it on the CPU engine whatever genie.device, off reads every "
+							 "stored vector.  The rows are the same.",
+							 &genie_cluster_list_knn,
+							 GENIE_LIST_AUTO,
+							 genie_cluster_list_knn_options,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

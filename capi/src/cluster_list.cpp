@@ -36,6 +36,29 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
 
 namespace {
 
+// GENIE_LIST_AUTO's rule, measured on this 2-core machine and an H200 host
+// (bench/range.md, "The k nearest through the list"): reading the list
+// pays while a query reads less than this share of the objects (centres
+// and members), one query alone against the exact scan's stripes, a batch
+// against its blocks of queries (four a pass, each row read once for all).
+constexpr double kListShareSingle = 0.9;
+constexpr double kListShareBatch = 0.2;
+// A batch answers one query in kListProbeEvery through the list (at least
+// one, at most kListProbeQueries) to measure its share: the probe costs a
+// few per cent of a batch that then reads every vector.
+constexpr int32_t kListProbeEvery = 16;
+constexpr int32_t kListProbeQueries = 8;
+// A single query measures the list again after this many calls without it.
+constexpr uint32_t kListRemeasureCalls = 16;
+
+// part's rows after out's.
+void AppendRows(const VectorScanResult& part, VectorScanResult* out) {
+  const int64_t base = out->offsets.back();
+  out->objects.insert(out->objects.end(), part.objects.begin(), part.objects.end());
+  out->distances.insert(out->distances.end(), part.distances.begin(), part.distances.end());
+  for (std::size_t q = 1; q < part.offsets.size(); ++q) out->offsets.push_back(base + part.offsets[q]);
+}
+
 // Queries a device pass searches at a time (and the CPU plans beside it).
 constexpr int32_t kRangeBatchQueries = 512;
 
@@ -156,6 +179,55 @@ Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
   res->superclusters_discarded = found.superclusters_discarded;
   res->clusters_discarded = found.clusters_discarded;
   *out = res;
+  return Status::Ok();
+}
+
+Status ListKnn(genie_cluster_list* list, const VectorSet& set, const float* member_rows,
+               const genie_vector_scan* scan, const VectorScanRequest& request, const EngineOptions& options,
+               VectorScanResult* found, int32_t* listed, int64_t* list_distances) {
+  *listed = 0;
+  *list_distances = 0;
+  const int32_t nq = request.n_queries;
+  const double objects = static_cast<double>(std::max(set.size(), 1));
+  // queries [first, first + count) through the list, or by the exact scan
+  auto part = [&](int32_t first, int32_t count) {
+    VectorScanRequest r = request;
+    r.queries += static_cast<std::size_t>(first) * static_cast<std::size_t>(set.dim);
+    r.n_queries = count;
+    return r;
+  };
+  auto through_list = [&](int32_t first, int32_t count, VectorScanResult* out) -> Status {
+    int64_t computed = 0;
+    GENIE_RETURN_IF_ERROR(CpuVectorListKnn(set, list->list, member_rows, part(first, count), options.threads, out,
+                                           &computed, options.cancel));
+    *listed += count;
+    *list_distances += computed;
+    return Status::Ok();
+  };
+  if (scan->list_use == GENIE_LIST_ALWAYS || nq == 0) return through_list(0, nq, found);
+  // GENIE_LIST_AUTO: by the share the list read before, measured again
+  // every kListRemeasureCalls calls (a batch on its first queries)
+  const double threshold = nq == 1 ? kListShareSingle : kListShareBatch;
+  const double known = list->knn_share.load(std::memory_order_relaxed);
+  const uint32_t unmeasured = list->knn_calls_unmeasured.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (known > threshold && unmeasured < kListRemeasureCalls)
+    return CpuVectorScan(set, request, options.threads, found, options.cancel);
+  const int32_t probe = nq == 1 ? 1 : std::max(1, std::min(nq / kListProbeEvery, kListProbeQueries));
+  VectorScanResult head, rest;
+  GENIE_RETURN_IF_ERROR(through_list(0, probe, &head));
+  const double share = static_cast<double>(*list_distances) / (objects * probe);
+  // (concurrent searches may each store theirs: any of them is a measure)
+  list->knn_share.store(known < 0 ? share : 0.75 * known + 0.25 * share, std::memory_order_relaxed);
+  list->knn_calls_unmeasured.store(0, std::memory_order_relaxed);
+  if (probe < nq) {
+    if (share <= threshold) {
+      GENIE_RETURN_IF_ERROR(through_list(probe, nq - probe, &rest));
+    } else {
+      GENIE_RETURN_IF_ERROR(CpuVectorScan(set, part(probe, nq - probe), options.threads, &rest, options.cancel));
+    }
+  }
+  AppendRows(rest, &head);
+  *found = std::move(head);
   return Status::Ok();
 }
 

@@ -6,6 +6,7 @@
 #include "genie/cluster_list.hpp"
 #include "genie/genie.h"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,11 @@ struct genie_cluster_list {
   std::mutex rows_mutex;
   const void* rows_of = nullptr;
   std::shared_ptr<const std::vector<float>> member_rows;
+  // GENIE_LIST_AUTO's measure (ListKnn): the share of the objects a kNN
+  // query through the list read lately (a running mean; < 0 before the
+  // first), and the calls since it was last measured
+  std::atomic<double> knn_share{-1.0};
+  std::atomic<uint32_t> knn_calls_unmeasured{0};
 #ifdef GENIE_WITH_CUDA
   // member_rows page-locked for streamed GPU searches (made by the first;
   // declared after the rows, so freed before them); under rows_mutex
@@ -62,6 +68,17 @@ Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          genie_engine_kind device, const genie_engine_options* options,
                          const genie_range_scan* scan, const RangeDevicePass& device_pass,
                          const RangeCpuScan& cpu_scan, genie_range_results** out);
+
+// genie_vectors_scan with a list whose use (scan->list_use) and device
+// call for it on the CPU engine; *listed false: the caller scans every
+// vector instead (GENIE_LIST_AUTO judged the list slower).  member_rows:
+// the set's rows in the list's order, or NULL.  Under GENIE_LIST_AUTO a
+// batch answers its first queries through the list and the rest by the
+// rule on what they read; a call goes by the share earlier calls read when
+// that was too much, measured again every kListRemeasureCalls calls.
+Status ListKnn(genie_cluster_list* list, const VectorSet& set, const float* member_rows,
+               const genie_vector_scan* scan, const VectorScanRequest& request, const EngineOptions& options,
+               VectorScanResult* found, int32_t* listed, int64_t* list_distances);
 
 }  // namespace capi
 }  // namespace genie

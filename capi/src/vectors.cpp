@@ -270,6 +270,29 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
           engine_options.threads, &found, engine_options.cancel));
       return ToCResults(found, GENIE_ENGINE_CPU, 0, results);
     }
+    if (scan->list_use < GENIE_LIST_AUTO || scan->list_use > GENIE_LIST_NEVER)
+      return genie::Status::InvalidArgument("list_use must be AUTO, ALWAYS or NEVER");
+    // the list is the CPU engine's (the GPU reads every vector faster:
+    // bench/range.md); a CPU-only build's AUTO device is the CPU
+    bool cpu = device == GENIE_ENGINE_CPU;
+#ifndef GENIE_WITH_CUDA
+    cpu = cpu || device == GENIE_ENGINE_AUTO;
+#endif
+    if (scan->list != nullptr && (scan->list_use == GENIE_LIST_ALWAYS || (cpu && scan->list_use == GENIE_LIST_AUTO))) {
+      genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
+      std::shared_ptr<const std::vector<float>> member_rows;  // this search's reference
+      const genie::Status rows = ListRows(list, vectors, -1, engine_options.cancel, &member_rows, nullptr);
+      // (without host memory for them, the rows are gathered by id)
+      if (!rows.ok() && rows.code() != GENIE_OUT_OF_MEMORY) return rows;
+      int32_t listed = 0;
+      int64_t list_distances = 0;
+      GENIE_RETURN_IF_ERROR(genie::capi::ListKnn(list, set, member_rows ? member_rows->data() : nullptr, scan,
+                                                 request, engine_options, &found, &listed, &list_distances));
+      GENIE_RETURN_IF_ERROR(ToCResults(found, GENIE_ENGINE_CPU, 0, results));
+      (*results)->listed = listed;
+      (*results)->list_distances = list_distances;
+      return genie::Status::Ok();
+    }
 #ifdef GENIE_WITH_CUDA
     if (device != GENIE_ENGINE_CPU) {
       genie::EngineOptions one = engine_options;

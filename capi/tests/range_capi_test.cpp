@@ -1,8 +1,8 @@
 // The C API of range search and the List of Clusters: strings and vectors
 // within a radius with and without a list (the same rows, and the list
 // reads fewer objects), the stored form through bytes and back, hand-checked
-// edit distances at the boundary, and the errors a caller can cause, as
-// statuses.
+// edit distances at the boundary, the exact k nearest through a list, and
+// the errors a caller can cause, as statuses.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -218,6 +218,97 @@ TEST(CApiRange, VectorsWithinARadius) {
   queries[3] = NAN;
   EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
   genie_cluster_list_free(list);
+  genie_vectors_free(set);
+}
+
+// The exact k nearest with a list (genie_vector_scan.list): every list_use
+// gives the rows of the scan without one; ALWAYS reads the list on the CPU
+// whatever the device and reads less than every vector; AUTO on the CPU
+// answers a single query and a batch's first queries through it; NEVER and
+// AUTO on the GPU read every vector; a bad list_use is an error.
+TEST(CApiRange, VectorsNearestThroughTheList) {
+  std::mt19937 rng(77);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  // 40 tight groups far apart: a query's neighbours are in its own group
+  const int32_t n = 4000, dim = 8, nq = 40;
+  std::vector<float> values(static_cast<size_t>(n) * dim);
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t j = 0; j < dim; ++j)
+      values[static_cast<size_t>(i) * dim + j] = 100.0f * static_cast<float>((i % 40) * (j + 1) % 17) + normal(rng);
+  genie_error err{};
+  genie_vectors* set = nullptr;
+  ASSERT_EQ(genie_vectors_create(values.data(), n, dim, &set, &err), GENIE_OK);
+  genie_cluster_list* list = nullptr;
+  // the list of the first 3,800 vectors: the last 200 are read one by one (pending rows)
+  genie_vectors* head = nullptr;
+  ASSERT_EQ(genie_vectors_create(values.data(), 3800, dim, &head, &err), GENIE_OK);
+  ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 25, 4, nullptr, &list, &err), GENIE_OK) << err.message;
+  std::vector<uint8_t> excluded(static_cast<size_t>(n), 0);
+  for (int32_t i = 0; i < n; i += 9) excluded[static_cast<size_t>(i)] = 1;
+  std::vector<float> queries(static_cast<size_t>(nq) * dim);
+  for (size_t i = 0; i < queries.size(); ++i) queries[i] = values[i + 3 * dim] + 0.1f * normal(rng);
+  auto scan_with = [&](int32_t count, genie_engine_kind device, const genie_cluster_list* l, genie_list_use use,
+                       genie_vector_results** r) {
+    genie_vector_scan scan{};
+    scan.n_queries = count;
+    scan.queries = queries.data();
+    scan.k = 7;
+    scan.excluded = excluded.data();
+    scan.list = l;
+    scan.list_use = use;
+    return genie_vectors_scan(set, device, nullptr, &scan, r, &err);
+  };
+  auto rows = [](genie_vector_results* r) {
+    std::vector<int64_t> offsets(r->query_offsets, r->query_offsets + r->n_queries + 1);
+    std::vector<double> out(r->distances, r->distances + offsets.back());
+    std::vector<int32_t> objects(r->objects, r->objects + offsets.back());
+    for (int32_t o : objects) out.push_back(o);
+    for (int64_t o : offsets) out.push_back(static_cast<double>(o));
+    return out;
+  };
+  for (int32_t count : {1, nq}) {
+    genie_vector_results* r = nullptr;
+    ASSERT_EQ(scan_with(count, GENIE_ENGINE_CPU, nullptr, GENIE_LIST_AUTO, &r), GENIE_OK) << err.message;
+    const std::vector<double> want = rows(r);
+    EXPECT_EQ(r->listed, 0);
+    genie_vector_results_free(r);
+    ASSERT_EQ(scan_with(count, GENIE_ENGINE_AUTO, list, GENIE_LIST_ALWAYS, &r), GENIE_OK) << err.message;
+    EXPECT_EQ(rows(r), want) << count;
+    EXPECT_EQ(r->device, GENIE_ENGINE_CPU);
+    EXPECT_EQ(r->listed, count);
+    EXPECT_GT(r->list_distances, 0);
+    EXPECT_LT(r->list_distances, static_cast<int64_t>(n) * count / 2);
+    genie_vector_results_free(r);
+    ASSERT_EQ(scan_with(count, GENIE_ENGINE_CPU, list, GENIE_LIST_AUTO, &r), GENIE_OK) << err.message;
+    EXPECT_EQ(rows(r), want) << count;
+    EXPECT_GE(r->listed, 1);  // this list reads little: a batch's probe at least
+    genie_vector_results_free(r);
+    ASSERT_EQ(scan_with(count, GENIE_ENGINE_CPU, list, GENIE_LIST_NEVER, &r), GENIE_OK) << err.message;
+    EXPECT_EQ(rows(r), want) << count;
+    EXPECT_EQ(r->listed, 0);
+    genie_vector_results_free(r);
+    // AUTO on the GPU (where there is one) reads every vector there
+    if (scan_with(count, GENIE_ENGINE_GPU, list, GENIE_LIST_AUTO, &r) == GENIE_OK) {
+      EXPECT_EQ(rows(r), want) << count;
+      EXPECT_EQ(r->listed, 0);
+      genie_vector_results_free(r);
+    }
+  }
+  genie_vector_results* r = nullptr;
+  EXPECT_EQ(scan_with(1, GENIE_ENGINE_CPU, list, static_cast<genie_list_use>(7), &r), GENIE_INVALID_ARGUMENT);
+  // a list of more vectors than the set holds
+  genie_vectors* fewer = nullptr;
+  ASSERT_EQ(genie_vectors_create(values.data(), 100, dim, &fewer, &err), GENIE_OK);
+  genie_vector_scan scan{};
+  scan.n_queries = 1;
+  scan.queries = queries.data();
+  scan.k = 3;
+  scan.list = list;
+  scan.list_use = GENIE_LIST_ALWAYS;
+  EXPECT_EQ(genie_vectors_scan(fewer, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_INVALID_ARGUMENT);
+  genie_vectors_free(fewer);
+  genie_cluster_list_free(list);
+  genie_vectors_free(head);
   genie_vectors_free(set);
 }
 

@@ -64,6 +64,13 @@ genie_explain_range(int64 distances, int64 superclusters_discarded, int64 cluste
 	genie_explain_counts.range_clusters_discarded += clusters_discarded;
 }
 
+void
+genie_explain_list(int64 queries, int64 distances)
+{
+	genie_explain_counts.list_queries += queries;
+	genie_explain_counts.list_distances += distances;
+}
+
 /*
  * What explain.c's ExplainOneQuery does for a query when no hook is set
  * (PostgreSQL 17's also measures the planner's memory for EXPLAIN (MEMORY)).
@@ -199,6 +206,12 @@ show(ExplainState *es, const GenieExplainCounts *before, const double *ms_before
 							   now->range_superclusters_discarded - before->range_superclusters_discarded, es);
 		ExplainPropertyInteger("Genie Discarded Clusters", NULL,
 							   now->range_clusters_discarded - before->range_clusters_discarded, es);
+	}
+	if (now->list_queries > before->list_queries)
+	{
+		ExplainPropertyInteger("Genie List Queries", NULL, now->list_queries - before->list_queries, es);
+		ExplainPropertyInteger("Genie List Distances", NULL,
+							   now->list_distances - before->list_distances, es);
 	}
 	if (es->timing)
 		for (int i = 0; i < lengthof(times); i++)

@@ -31,6 +31,8 @@ typedef struct GenieExplainCounts
 	int64		range_distances;	/* distances range queries computed */
 	int64		range_superclusters_discarded;	/* superclusters their lists skipped */
 	int64		range_clusters_discarded;	/* clusters their lists skipped */
+	int64		list_queries;	/* exact kNN queries answered through a List of Clusters */
+	int64		list_distances; /* the distances they computed (centres and members) */
 	uint8		engines;		/* GENIE_EXPLAIN_* bits: where the searches ran */
 } GenieExplainCounts;
 
@@ -60,6 +62,9 @@ extern void genie_explain_permutation(int64 candidates, int64 hits, int64 wanted
 /* A range search that computed distances and skipped superclusters and clusters. */
 extern void genie_explain_range(int64 distances, int64 superclusters_discarded,
 								int64 clusters_discarded);
+
+/* An exact kNN search that answered queries through a List of Clusters computing distances. */
+extern void genie_explain_list(int64 queries, int64 distances);
 
 /* Installs the EXPLAIN hook (from _PG_init). */
 extern void genie_explain_init(void);

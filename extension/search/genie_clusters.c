@@ -276,3 +276,18 @@ genie_cache_clusters(GenieCachedIndex *entry)
 	genie_profile_pop();
 	return entry->cluster_list;
 }
+
+void
+genie_clusters_count_bytes(GenieCachedIndex *entry, const genie_cluster_list *list)
+{
+	Size		now;
+
+	if (list == NULL)
+		return;
+	now = genie_cluster_list_memory_bytes(list);
+	if (now > entry->cluster_list_bytes)
+	{
+		entry->bytes += now - entry->cluster_list_bytes;
+		entry->cluster_list_bytes = now;
+	}
+}

@@ -42,4 +42,10 @@ extern void genie_clusters_merge(Relation index, const GenieMetaPageData *before
  */
 extern const genie_cluster_list *genie_cache_clusters(GenieCachedIndex *entry);
 
+/*
+ * After a search of the entry's list (NULL: none): the copy of the rows in
+ * its order that its first CPU search made is counted in the cache's bytes.
+ */
+extern void genie_clusters_count_bytes(GenieCachedIndex *entry, const genie_cluster_list *list);
+
 #endif							/* GENIE_CLUSTERS_H */

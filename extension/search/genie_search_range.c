@@ -29,22 +29,6 @@
 #include "search/genie_search_range.h"
 #include "search/genie_search_values.h"
 
-/* The list's copy of the rows in its order, made by its first CPU search: the cache counts it. */
-static void
-count_cluster_rows(GenieCachedIndex *entry, const genie_cluster_list *list)
-{
-	Size		now;
-
-	if (list == NULL)
-		return;
-	now = genie_cluster_list_memory_bytes(list);
-	if (now > entry->cluster_list_bytes)
-	{
-		entry->bytes += now - entry->cluster_list_bytes;
-		entry->cluster_list_bytes = now;
-	}
-}
-
 /* The exact search of every query on the CPU engine (through the list when there is one). */
 static genie_status
 cpu_within(GenieCachedIndex *entry, const GenieValueSet *set, const GenieValueBatch *queries, double radius,
@@ -85,7 +69,7 @@ explain_recall(const GenieValueSet *set, GenieCachedIndex *entry, const GenieVal
 		genie_profile_enabled = profiling;
 	}
 	PG_END_TRY();
-	count_cluster_rows(entry, list);
+	genie_clusters_count_bytes(entry, list);
 	/* every row found is within the radius: the hits are the rows found */
 	genie_explain_permutation(candidates, found->query_offsets[found->n_queries],
 							  exact->query_offsets[exact->n_queries]);
@@ -140,7 +124,7 @@ range_exact(GenieCachedIndex *entry, const GenieValueSet *set, const GenieValueB
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: range search");
 	genie_profile_pop();
-	count_cluster_rows(entry, list);
+	genie_clusters_count_bytes(entry, list);
 	genie_search_ran_on(found->device, false);
 	return found;
 }

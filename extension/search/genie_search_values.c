@@ -37,6 +37,7 @@
 
 #include "genie_utils.h"
 #include "search/genie_cache_values.h"
+#include "search/genie_clusters.h"
 #include "search/genie_permutation.h"
 #include "search/genie_search_values.h"
 #include "search/genie_visibility.h"
@@ -48,6 +49,7 @@ int			genie_vector_search_setting = GENIE_VECTOR_SEARCH_EXACT;
 int			genie_lsh_candidates = 1000;
 int			genie_bit_search_setting = GENIE_BIT_SEARCH_EXACT;
 int			genie_ewh_candidates = 1000;
+int			genie_cluster_list_knn = GENIE_LIST_AUTO;
 
 bool
 genie_search_approximate(GenieValuesKind kind)
@@ -110,12 +112,14 @@ kind_held(GenieValuesKind kind)
 
 /*
  * One scan of set on device, on this backend's engine options (cancel and
- * statement_timeout stop it); candidates: the LSH re-rank's, or NULL.
+ * statement_timeout stop it); candidates: the LSH re-rank's, or NULL; list:
+ * the entry's List of Clusters (vectors, as genie.cluster_list_knn says),
+ * or NULL.
  */
 static genie_status
 scan_set(const GenieValueSet *set, genie_engine_kind device, const GenieValueBatch *queries,
 		 int32 k, const uint8 *excluded, const GenieSearchResult *candidates,
-		 GenieValueFound *found, genie_error *err)
+		 const genie_cluster_list *list, GenieValueFound *found, genie_error *err)
 {
 	genie_engine_options options;
 
@@ -123,7 +127,8 @@ scan_set(const GenieValueSet *set, genie_engine_kind device, const GenieValueBat
 								genie_cancel_requested, NULL, &options);
 	return genie_value_set_scan(set, device, &options, queries, k, excluded,
 								candidates ? candidates->query_offsets : NULL,
-								candidates ? candidates->objects : NULL, found, err);
+								candidates ? candidates->objects : NULL, list,
+								(genie_list_use) genie_cluster_list_knn, found, err);
 }
 
 /*
@@ -185,18 +190,28 @@ scan_in_process(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k
 				GenieValueRows *rows)
 {
 	const GenieValueSet *set = genie_cache_values(entry);
+	/* an exact vector kNN may read the index's List of Clusters (its main objects; the pending ones each) */
+	const genie_cluster_list *list =
+		queries->kind == GENIE_VALUES_VECTORS && genie_cluster_list_knn != GENIE_LIST_NEVER ?
+		genie_cache_clusters(entry) : NULL;
 	GenieValueFound found;
 	genie_error err;
 	genie_status status;
 
 	genie_profile_push(GENIE_PHASE_ENGINE);
-	status = scan_set(set, genie_search_device(), queries, k, entry->excluded, NULL, &found, &err);
+	status = scan_set(set, genie_search_device(), queries, k, entry->excluded, NULL, list, &found, &err);
 	if (genie_search_cpu_fallback(status, &err, kind_what(queries->kind)))
-		status = scan_set(set, GENIE_ENGINE_CPU, queries, k, entry->excluded, NULL, &found, &err);
+		status = scan_set(set, GENIE_ENGINE_CPU, queries, k, entry->excluded, NULL, list, &found, &err);
 	genie_profile_pop();
 	if (status != GENIE_OK)
 		genie_report_error(&err, psprintf("genie: %s", kind_what(queries->kind)));
 	genie_search_ran_on(genie_value_found_device(&found), false);
+	if (list != NULL)
+	{
+		genie_clusters_count_bytes(entry, list);	/* the rows in the list's order, made by its first search */
+		if (found.vectors->listed > 0)
+			genie_explain_list(found.vectors->listed, found.vectors->list_distances);
+	}
 	take_found(&found, NULL, rows);
 }
 
@@ -234,7 +249,7 @@ search_approximate(GenieCachedIndex *entry, const GenieValueBatch *queries,
 	/* the re-ranking reads every value here; the flags of the skipped objects come with them */
 	set = genie_cache_values(entry);
 	genie_profile_push(GENIE_PHASE_ENGINE);
-	status = scan_set(set, GENIE_ENGINE_CPU, queries, k, entry->excluded, &counted, &found, &err);
+	status = scan_set(set, GENIE_ENGINE_CPU, queries, k, entry->excluded, &counted, NULL, &found, &err);
 	genie_profile_pop();
 	if (status != GENIE_OK)
 		genie_report_error(&err, codes ? "genie: re-ranking EWH candidates" :
@@ -318,7 +333,8 @@ search_permutation(GenieCachedIndex *entry, const GenieValueBatch *queries, int3
 	genie_profile_push(GENIE_PHASE_ENGINE);
 	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
 	status = genie_value_set_scan(set, GENIE_ENGINE_CPU, &options, queries, k, entry->excluded,
-								  chosen->query_offsets, chosen->objects, &found, &err);
+								  chosen->query_offsets, chosen->objects, NULL, GENIE_LIST_NEVER,
+								  &found, &err);
 	genie_permutation_candidates_free(chosen);
 	genie_profile_pop();
 	if (status != GENIE_OK)
@@ -370,7 +386,7 @@ scan_pending(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
 	for (int32 i = 0; i < n_pending; i++)
 		excluded[i] = (entry->objects[n_main + i].flags &
 					   (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0;
-	if (scan_set(pending, GENIE_ENGINE_CPU, queries, Min(k, n_pending), excluded, NULL, &found,
+	if (scan_set(pending, GENIE_ENGINE_CPU, queries, Min(k, n_pending), excluded, NULL, NULL, &found,
 				 &err) != GENIE_OK)
 		genie_report_error(&err, psprintf("genie: %s of the pending rows", kind_what(queries->kind)));
 	pfree(excluded);
@@ -508,7 +524,14 @@ genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries, Gen
 		return;
 	else
 	{
-		if (!genie_service_configured() || !scan_through_service(entry, queries, k, rows))
+		/*
+		 * genie.cluster_list_knn = on reads the index's List of Clusters,
+		 * which the service does not hold: here, on the CPU engine
+		 */
+		bool		by_list = queries->kind == GENIE_VALUES_VECTORS &&
+			genie_cluster_list_knn == GENIE_LIST_ALWAYS && genie_cache_clusters(entry) != NULL;
+
+		if (by_list || !genie_service_configured() || !scan_through_service(entry, queries, k, rows))
 			scan_in_process(entry, queries, k, rows);
 		/* (the approximate modes' search of LSH or EWH keywords is counted by genie_search) */
 		genie_search_count(queries->n, k, rows->offsets[queries->n]);

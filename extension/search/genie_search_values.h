@@ -38,6 +38,12 @@ extern int	genie_bit_search_setting;
 extern int	genie_ewh_candidates;
 
 /*
+ * genie.cluster_list_knn: whether an exact vector kNN reads the index's
+ * List of Clusters (a genie_list_use: auto, on, off)
+ */
+extern int	genie_cluster_list_knn;
+
+/*
  * Whether the settings ask the approximate mode of this kind of values:
  * genie.vector_search = lsh for vectors, genie.bit_search = ewh for codes.
  */

@@ -328,7 +328,8 @@ genie_status
 genie_value_set_scan(const GenieValueSet *set, genie_engine_kind device,
 					 const genie_engine_options *options, const GenieValueBatch *queries, int32 k,
 					 const uint8 *excluded, const int64 *candidate_offsets,
-					 const int32 *candidates, GenieValueFound *found, genie_error *err)
+					 const int32 *candidates, const genie_cluster_list *list, genie_list_use list_use,
+					 GenieValueFound *found, genie_error *err)
 {
 	memset(found, 0, sizeof(*found));
 	found->kind = set->kind;
@@ -371,6 +372,8 @@ genie_value_set_scan(const GenieValueSet *set, genie_engine_kind device,
 		scan.excluded = excluded;
 		scan.candidate_offsets = candidate_offsets;
 		scan.candidates = candidates;
+		scan.list = list;
+		scan.list_use = list_use;
 		return genie_vectors_scan(set->vectors, device, options, &scan, &found->vectors, err);
 	}
 }

@@ -127,13 +127,16 @@ extern int32 genie_value_set_length(const GenieValueSet *set, int32 id);
  * in excluded (NULL: none), on device (CPU, GPU or AUTO; nothing falls back:
  * GENIE_DEVICE_OUT_OF_MEMORY goes to the caller).  With candidates (the
  * LSH, EWH and permutation re-ranks, always on the CPU) only query q's
- * candidates[candidate_offsets[q] .. candidate_offsets[q + 1]).
+ * candidates[candidate_offsets[q] .. candidate_offsets[q + 1]).  Vectors:
+ * list (NULL: none) is the set's List of Clusters, read as list_use says
+ * (genie_vector_scan.list).
  */
 extern genie_status genie_value_set_scan(const GenieValueSet *set, genie_engine_kind device,
 										 const genie_engine_options *options,
 										 const GenieValueBatch *queries, int32 k,
 										 const uint8 *excluded, const int64 *candidate_offsets,
-										 const int32 *candidates, GenieValueFound *found,
+										 const int32 *candidates, const genie_cluster_list *list,
+										 genie_list_use list_use, GenieValueFound *found,
 										 genie_error *err);
 
 /*

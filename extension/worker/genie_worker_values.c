@@ -289,7 +289,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 	genie_cancel_group_one(&cancel, group, n);
 	genie_worker_engine_options(kind, &cancel, &options);
 	status = genie_value_set_scan(&s->set, kind, &options, &queries, k, excluded, NULL, NULL,
-								  &found, &err);
+								  NULL, GENIE_LIST_NEVER, &found, &err);
 	if (status == GENIE_DEVICE_OUT_OF_MEMORY)
 	{
 		/* those of the group that allow it run on the CPU; genie.device = gpu gets the error */
@@ -299,7 +299,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 				genie_worker_reply_outcome(st, group[i], GENIE_SERVICE_ENGINE_ERROR, &err);
 		genie_worker_engine_options(GENIE_ENGINE_CPU, &cancel, &options);
 		status = genie_value_set_scan(&s->set, GENIE_ENGINE_CPU, &options, &queries, k, excluded,
-									  NULL, NULL, &found, &err);
+									  NULL, NULL, NULL, GENIE_LIST_NEVER, &found, &err);
 	}
 	if (status == GENIE_DEVICE_ERROR)
 		st->device_failed = true;

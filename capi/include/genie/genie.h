@@ -551,6 +551,19 @@ int32_t		genie_vectors_dim(const genie_vectors *vectors);
 /* Vector id's dim floats (NULL when there is no such vector). */
 const float *genie_vectors_row(const genie_vectors *vectors, int32_t id);
 
+/* Whether an exact vector scan with a List of Clusters reads it (genie_vector_scan.list). */
+typedef enum genie_list_use
+{
+	/*
+	 * On the CPU engine, when the list has read less than a measured share of
+	 * the objects (a batch measures it on its first queries, single queries
+	 * on the calls before; bench/range.md); the GPU reads every vector.
+	 */
+	GENIE_LIST_AUTO = 0,
+	GENIE_LIST_ALWAYS = 1,		/* the CPU engine reads it, whatever the device */
+	GENIE_LIST_NEVER = 2		/* every vector is read */
+} genie_list_use;
+
 typedef struct genie_vector_scan
 {
 	int32_t		n_queries;
@@ -565,6 +578,14 @@ typedef struct genie_vector_scan
 	 */
 	const int64_t *candidate_offsets;
 	const int32_t *candidates;
+	/*
+	 * NULL, or a List of Clusters of the set's first objects
+	 * (genie_vectors_cluster_list; the rest are read one by one): the CPU
+	 * engine may read its clusters nearest first and stop once no cluster
+	 * left can hold a row nearer than the k-th found (the same rows).
+	 */
+	const struct genie_cluster_list *list;
+	genie_list_use list_use;
 } genie_vector_scan;
 
 /*
@@ -580,6 +601,8 @@ typedef struct genie_vector_results
 	double	   *distances;
 	genie_engine_kind device;	/* where the scan ran: CPU or GPU */
 	int32_t		parts;			/* parts the GPU streamed the set in (1: resident; 0 on the CPU) */
+	int32_t		listed;			/* the queries answered through the list */
+	int64_t		list_distances;	/* the distances those computed (centres and members) */
 } genie_vector_results;
 
 void		genie_vector_results_free(genie_vector_results *results);

@@ -199,6 +199,23 @@ Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics
 Status CpuVectorRangeScan(const VectorSet& set, const float* queries, const RangeRequest& request,
                           int32_t threads, RangeResult* out, const CancelCheck& cancel = CancelCheck());
 
+// ---- the k nearest through the list: a shrinking radius ----
+
+// The exact k nearest vectors of each query, as CpuVectorScan gives them
+// (rows, distances and order, ties at the k-th distance by id), reading
+// the list's clusters in ascending order of a lower bound of their members'
+// distances (their radius, their supercluster's, and the outside of the
+// clusters before them) until that bound passes the k-th distance found
+// (list_knn.cpp).  The set's objects past list.n_objects (an index's
+// pending rows) are each read.  member_rows: NULL, or MemberRows(set,
+// list).  A batch by query; fewer queries than threads: each query's
+// clusters read by several.  *distances_computed (may be NULL): the
+// distances read, centres and members, over all queries.  cancel is polled
+// every few hundred members.
+Status CpuVectorListKnn(const VectorSet& set, const ClusterList& list, const float* member_rows,
+                        const VectorScanRequest& request, int32_t threads, VectorScanResult* out,
+                        int64_t* distances_computed, const CancelCheck& cancel = CancelCheck());
+
 // ---- a range search whose members another engine reads (the GPU) ----
 
 // Members one query must read: the list's members [begin, begin + count)
