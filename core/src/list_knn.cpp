@@ -59,6 +59,12 @@ struct FartherBound {
   bool operator()(const Item& a, const Item& b) const { return a.bound > b.bound; }
 };
 
+// A reading thread's buffers, kept from cluster to cluster.
+struct Scratch {
+  std::vector<float> s32;   // the members' float32 sums, NaN for an excluded one
+  std::vector<float> live;  // those of the members not excluded
+};
+
 // One query's search, shared by the threads that read its clusters.
 class QuerySearch {
  public:
@@ -86,7 +92,7 @@ class QuerySearch {
   Status Run(const CancelCheck& cancel) {
     std::vector<Best> found;
     std::vector<Item> made;
-    std::vector<float> s32;
+    Scratch scratch;
     for (;;) {
       Item item;
       double cap;
@@ -112,11 +118,11 @@ class QuerySearch {
         }
       } else if (item.kind == Item::kCluster) {
         const Cluster& c = list_.clusters[static_cast<std::size_t>(item.index)];
-        GENIE_RETURN_IF_ERROR(Read(c.begin, c.count, true, cap, &s32, &found, &read, cancel));
+        GENIE_RETURN_IF_ERROR(Read(c.begin, c.count, true, cap, &scratch, &found, &read, cancel));
       } else {
         const int64_t first = list_.n_objects + static_cast<int64_t>(item.index) * kTailPiece;
         GENIE_RETURN_IF_ERROR(
-            Read(first, std::min<int64_t>(kTailPiece, set_.size() - first), false, cap, &s32, &found, &read, cancel));
+            Read(first, std::min<int64_t>(kTailPiece, set_.size() - first), false, cap, &scratch, &found, &read, cancel));
       }
       std::lock_guard<std::mutex> lock(mutex_);
       computed_ += read;
@@ -189,8 +195,10 @@ class QuerySearch {
   // begin: those that may be no farther than cap, at their exact distances,
   // into *found.  The float32 pass first; then its own k-th smallest s32
   // bounds the rest as CpuVectorScan's filter does.
-  Status Read(int64_t begin, int64_t count, bool listed, double cap, std::vector<float>* s32,
+  Status Read(int64_t begin, int64_t count, bool listed, double cap, Scratch* scratch,
               std::vector<Best>* found, int64_t* read, const CancelCheck& cancel) const {
+    std::vector<float>* s32 = &scratch->s32;
+    std::vector<float>& live = scratch->live;
     const std::size_t dim = static_cast<std::size_t>(set_.dim);
     auto object = [&](int64_t at) {
       return listed ? list_.members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
@@ -201,8 +209,7 @@ class QuerySearch {
     };
     // NaN marks an excluded object (a float32 sum is never NaN: the values are finite)
     s32->assign(static_cast<std::size_t>(count), std::numeric_limits<float>::quiet_NaN());
-    std::vector<float> live;
-    live.reserve(static_cast<std::size_t>(count));
+    live.clear();
     for (int64_t i = 0; i < count; ++i) {
       if ((i % kPollMembers) == kPollMembers - 1 && cancel.requested()) return Status::Cancelled();
       const int32_t o = object(begin + i);
