@@ -5,7 +5,8 @@
 // checked against the CPU's brute force.  RANGE_STREAM=F (F > 1) adds the
 // GPU methods over the set streamed under a device budget of 1/F of its
 // bytes (the paper's multi-pipeline: gpu-brute-streamed, gpu-lsc-streamed);
-// RANGE_BATCHES=1,154,1000 replaces the batch sizes.
+// RANGE_BATCHES=1,154,1000 replaces the batch sizes; RANGE_KNN=k measures
+// the exact k nearest through the list instead (Knn below).
 //   fmnist  Fashion-MNIST 60,000 x 784 (PATH: the folder of the idx files),
 //           queries: the test images;
 //   gauss   PATH data.f32,queries.f32 of bench/gen_lsh_workload.py --vectors
@@ -167,6 +168,82 @@ double RadiusFor(const Data& d, double share) {
   return sum / probes;
 }
 
+// RANGE_KNN=k: the exact k nearest instead of the radii, every vector read
+// (exact) or the list read nearest cluster first (list: GENIE_LIST_ALWAYS;
+// auto: GENIE_LIST_AUTO's rule), on the CPU engine, and the GPU's exact
+// scan; rows checked against cpu-exact.
+void Knn(const std::string& kind, const Data& d, const genie_cluster_list* lsc, int32_t k, int32_t runs,
+         const std::vector<int32_t>& batches, bool gpu) {
+  struct Method {
+    const char* name;
+    genie_engine_kind device;
+    genie_list_use use;
+  };
+  std::vector<Method> methods{{"cpu-exact", GENIE_ENGINE_CPU, GENIE_LIST_NEVER},
+                              {"cpu-list", GENIE_ENGINE_CPU, GENIE_LIST_ALWAYS},
+                              {"cpu-auto", GENIE_ENGINE_CPU, GENIE_LIST_AUTO}};
+  if (gpu) methods.push_back({"gpu-exact", GENIE_ENGINE_GPU, GENIE_LIST_NEVER});
+  auto call = [&](const Method& m, int32_t first, int32_t count, Run* out) {
+    genie_vector_scan scan{};
+    scan.n_queries = count;
+    scan.queries = d.queries.data() + static_cast<std::size_t>(first) * d.dim;
+    scan.k = k;
+    scan.list = lsc;
+    scan.list_use = m.use;
+    genie_vector_results* r = nullptr;
+    genie_error err{};
+    const double t0 = Now();
+    Check(genie_vectors_scan(d.vset, m.device, nullptr, &scan, &r, &err), err, "knn");
+    out->ms = Now() - t0;
+    out->offsets.assign(r->query_offsets, r->query_offsets + count + 1);
+    out->objects.assign(r->objects, r->objects + out->offsets.back());
+    // the listed queries' distances, and every vector for each of the others
+    out->distances = r->list_distances + static_cast<int64_t>(d.n) * (count - r->listed);
+    out->discarded = r->listed;
+    genie_vector_results_free(r);
+  };
+  for (int32_t q_batch : batches) {
+    // Q = 1: 20 single queries a run; else one batch a run
+    const int32_t calls = q_batch == 1 ? 20 : 1;
+    double exact_ms = 0;
+    std::vector<Run> truth;
+    for (const Method& m : methods) {
+      Run warm;
+      call(m, 0, q_batch, &warm);
+      std::vector<double> ms;
+      bool same = true;
+      int64_t distances = 0, listed = 0;
+      for (int32_t run = 0; run < runs; ++run) {
+        double total = 0;
+        distances = listed = 0;
+        for (int32_t c = 0; c < calls; ++c) {
+          const int32_t first = (c * q_batch) % std::max(1, d.nq - q_batch);
+          Run r;
+          call(m, first, q_batch, &r);
+          total += r.ms;
+          distances += r.distances;
+          listed += r.discarded;
+          if (run == 0) {
+            if (truth.size() <= static_cast<std::size_t>(c)) truth.push_back(r);
+            same = same && r.offsets == truth[static_cast<std::size_t>(c)].offsets &&
+                   r.objects == truth[static_cast<std::size_t>(c)].objects;
+          }
+        }
+        ms.push_back(total / calls);
+      }
+      const double per = Median(ms);
+      if (std::string(m.name) == "cpu-exact") exact_ms = per;
+      const double queries = static_cast<double>(q_batch) * calls;
+      std::printf("RESULT {\"data\": \"%s\", \"k\": %d, \"Q\": %d, \"method\": \"%s\", \"ms\": %.3f, "
+                  "\"qps\": %.0f, \"distances_per_query\": %.0f, \"listed_share\": %.2f, \"vs_cpu_exact\": %.2f}\n",
+                  kind.c_str(), k, q_batch, m.name, per, per > 0 ? 1000.0 * q_batch / per : 0.0,
+                  distances / queries, listed / queries, per > 0 ? exact_ms / per : 0.0);
+      if (!same) std::printf("MISMATCH %s k %d Q %d: rows differ from cpu-exact\n", m.name, k, q_batch);
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -233,6 +310,14 @@ int main(int argc, char** argv) {
       while (*p != '\0' && *p != ',') ++p;
       if (*p == ',') ++p;
     }
+  }
+  if (const char* knn = std::getenv("RANGE_KNN")) {
+    if (d.strings) {
+      std::fprintf(stderr, "RANGE_KNN: vectors only\n");
+      return 2;
+    }
+    Knn(kind, d, lsc, std::atoi(knn), runs, batches, gpu);
+    radii.clear();
   }
   for (const auto& radius : radii) {
     for (int32_t q_batch : batches) {
