@@ -55,19 +55,19 @@ class GpuHostRegistration;  // gpu_vector_scan.hpp, in CUDA builds
 namespace {
 
 // The set's rows in list's order (genie::MemberRows), made by the first
-// search that reads them and kept with the list for the next; *rows is this
+// search that reads them (on options.threads, polling its cancel) and kept with the list for the next; *rows is this
 // search's reference (NULL when the list is of more objects than the set).
 // pin_device >= 0 (CUDA builds): also page-lock them in that device's
 // context for a streamed GPU search, when they are at most
 // kMaxHostRegistrationBytes (*pinned NULL otherwise, or when the driver
 // refuses: the rows are then gathered by id).
 genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, int32_t pin_device,
-                       const genie::CancelCheck& cancel, std::shared_ptr<const std::vector<float>>* rows,
+                       const genie::EngineOptions& options, std::shared_ptr<const std::vector<float>>* rows,
                        std::shared_ptr<genie::GpuHostRegistration>* pinned) {
   std::lock_guard<std::mutex> lock(list->rows_mutex);
   if (list->rows_of != vectors && list->list.n_objects <= vectors->set.size()) {
     auto made = std::make_shared<std::vector<float>>();
-    GENIE_RETURN_IF_ERROR(genie::MemberRows(vectors->set, list->list, made.get(), cancel));
+    GENIE_RETURN_IF_ERROR(genie::MemberRows(vectors->set, list->list, made.get(), options.cancel, options.threads));
 #ifdef GENIE_WITH_CUDA
     list->rows_pin.reset();  // before the rows it locks go
 #endif
@@ -281,7 +281,7 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
     if (scan->list != nullptr && (scan->list_use == GENIE_LIST_ALWAYS || (cpu && scan->list_use == GENIE_LIST_AUTO))) {
       genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
       std::shared_ptr<const std::vector<float>> member_rows;  // this search's reference
-      const genie::Status rows = ListRows(list, vectors, -1, engine_options.cancel, &member_rows, nullptr);
+      const genie::Status rows = ListRows(list, vectors, -1, engine_options, &member_rows, nullptr);
       // (without host memory for them, the rows are gathered by id)
       if (!rows.ok() && rows.code() != GENIE_OUT_OF_MEMORY) return rows;
       int32_t listed = 0;
@@ -479,7 +479,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
       const auto rows_ref = std::make_shared<PinnedRows>();
       if (status.ok() && gpu->parts() > 1 && scan->list != nullptr) {
         const genie::Status listed = ListRows(const_cast<genie_cluster_list*>(scan->list), vectors,
-                                              engine_options.device_ordinal, engine_options.cancel,
+                                              engine_options.device_ordinal, engine_options,
                                               &rows_ref->rows, &rows_ref->pin);
         if (!listed.ok() && listed.code() != GENIE_OUT_OF_MEMORY) return listed;
       }
@@ -510,7 +510,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
     std::shared_ptr<const std::vector<float>> member_rows;  // this search's reference
     if (scan->list != nullptr && scan->candidate_offsets == nullptr)
       GENIE_RETURN_IF_ERROR(ListRows(const_cast<genie_cluster_list*>(scan->list), vectors, -1,
-                                     ToEngineOptions(options).cancel, &member_rows, nullptr));
+                                     ToEngineOptions(options), &member_rows, nullptr));
     return genie::capi::RangeSearchHandle(
         set.size(), genie::VectorQueryMetrics(set, scan->queries, member_rows ? member_rows->data() : nullptr),
         device, options, scan, device_pass, scan_all, results);

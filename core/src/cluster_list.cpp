@@ -23,6 +23,8 @@ constexpr int64_t kBuildPiece = 2048;
 // A whole list (no clusters built) groups this many objects a supercluster,
 // the unit a single query's search is striped by.
 constexpr int32_t kWholePiece = 16384;
+// MemberRows copies rows in pieces of this many, polling cancel between them.
+constexpr int64_t kMemberRowsPiece = 4096;
 // cancel is polled every kPollDistances distances.
 constexpr int32_t kPollDistances = 256;
 
@@ -451,14 +453,20 @@ QueryMetricFactory VectorQueryMetrics(const VectorSet& set, const float* queries
 }
 
 Status MemberRows(const VectorSet& set, const ClusterList& list, std::vector<float>* out,
-                  const CancelCheck& cancel) {
+                  const CancelCheck& cancel, int32_t threads) {
   const std::size_t dim = static_cast<std::size_t>(set.dim);
-  out->assign(list.members.size() * dim, 0.0f);
-  for (std::size_t at = 0; at < list.members.size(); ++at) {
-    std::copy_n(set.row(list.members[at]), dim, out->begin() + static_cast<std::ptrdiff_t>(at * dim));
-    if ((at & 0xFFFF) == 0xFFFF && cancel.requested()) return Status::Cancelled();
-  }
-  return Status::Ok();
+  const int64_t n = static_cast<int64_t>(list.members.size());
+  // (a new connection's first list search makes them: on every core)
+  out->resize(list.members.size() * dim);
+  return ParallelFor(
+      (n + kMemberRowsPiece - 1) / kMemberRowsPiece, threads,
+      [&](int64_t piece) {
+        for (int64_t at = piece * kMemberRowsPiece; at < std::min(n, (piece + 1) * kMemberRowsPiece); ++at)
+          std::copy_n(set.row(list.members[static_cast<std::size_t>(at)]), dim,
+                      out->data() + static_cast<std::size_t>(at) * dim);
+        return Status::Ok();
+      },
+      cancel);
 }
 
 int64_t QueryMetric::Within(const int32_t* members, int64_t begin, int64_t count, double r,

@@ -17,6 +17,7 @@
 // members' exact distances are L2Distance's, so the rows are CpuVectorScan's.
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -36,6 +37,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int64_t kTailPiece = 4096;
 // cancel is polled every this many members within a cluster.
 constexpr int64_t kPollMembers = 256;
+// A reading thread takes items worth about this many floats at a time (a
+// quarter of a megabyte: tens of microseconds of reading).
+constexpr int64_t kTakeFloats = int64_t{1} << 16;
 
 // x widened by the pruning margin, as cluster_list.cpp's Loose; Tight the other way.
 double Loose(double x) { return x + kPruneSlack * x + 1e-300; }
@@ -88,46 +92,67 @@ class QuerySearch {
   }
 
   // Reads items until none left can hold a better row; several threads may
-  // run it at once (one leaves when nothing is left for it: the others go on).
+  // run it at once.  A thread takes items worth about kTakeFloats of rows at
+  // a time (small clusters one by one made the threads queue at the lock),
+  // and one that finds nothing to take waits while another reads (that one
+  // may add clusters or stop the search) rather than leave.
   Status Run(const CancelCheck& cancel) {
     std::vector<Best> found;
-    std::vector<Item> made;
+    std::vector<Item> made, taken;
+    std::vector<double> mine;  // a heap: the k nearest distances of a take
     Scratch scratch;
     for (;;) {
-      Item item;
       double cap;
       {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (items_.empty() || items_.front().bound > Loose(Kth())) return Status::Ok();
-        std::pop_heap(items_.begin(), items_.end(), FartherBound());
-        item = items_.back();
-        items_.pop_back();
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (;;) {
+          if (!items_.empty() && items_.front().bound <= Loose(Kth())) break;
+          if (busy_ == 0) {
+            idle_.notify_all();
+            return Status::Ok();
+          }
+          idle_.wait(lock);
+        }
         cap = Kth();
+        taken.clear();
+        for (int64_t floats = 0; !items_.empty() && items_.front().bound <= Loose(cap) && floats < kTakeFloats;) {
+          std::pop_heap(items_.begin(), items_.end(), FartherBound());
+          taken.push_back(items_.back());
+          items_.pop_back();
+          floats += Floats(taken.back());
+        }
+        ++busy_;
       }
-      if (cancel.requested()) return Status::Cancelled();
       found.clear();
       made.clear();
       int64_t read = 0;
-      if (item.kind == Item::kSupercluster) {
-        const Supercluster& sc = list_.superclusters[static_cast<std::size_t>(item.index)];
-        double after = -kInf;
-        for (int32_t ci = sc.first_cluster; ci < sc.first_cluster + sc.n_clusters; ++ci) {
-          const Cluster& c = list_.clusters[static_cast<std::size_t>(ci)];
-          made.push_back(Item{std::max(item.bound, Bound(c, &after)), ci, Item::kCluster});
-          read += std::isfinite(c.radius) ? 1 : 0;
+      Status status = cancel.requested() ? Status::Cancelled() : Status::Ok();
+      // the k-th of what this take found lowers the cap of its later items
+      // (those it passes are not put back: their bound is beyond it)
+      mine.clear();
+      for (std::size_t i = 0; i < taken.size() && status.ok(); ++i) {
+        if (taken[i].bound > Loose(cap)) continue;
+        const std::size_t before = found.size();
+        status = Take(taken[i], cap, &scratch, &made, &found, &read, cancel);
+        for (std::size_t f = before; f < found.size(); ++f) {
+          mine.push_back(found[f].distance);
+          std::push_heap(mine.begin(), mine.end());
+          if (static_cast<int32_t>(mine.size()) > k_) {
+            std::pop_heap(mine.begin(), mine.end());
+            mine.pop_back();
+          }
         }
-      } else if (item.kind == Item::kCluster) {
-        const Cluster& c = list_.clusters[static_cast<std::size_t>(item.index)];
-        GENIE_RETURN_IF_ERROR(Read(c.begin, c.count, true, cap, &scratch, &found, &read, cancel));
-      } else {
-        const int64_t first = list_.n_objects + static_cast<int64_t>(item.index) * kTailPiece;
-        GENIE_RETURN_IF_ERROR(
-            Read(first, std::min<int64_t>(kTailPiece, set_.size() - first), false, cap, &scratch, &found, &read, cancel));
+        if (static_cast<int32_t>(mine.size()) == k_) cap = std::min(cap, mine.front());
       }
-      std::lock_guard<std::mutex> lock(mutex_);
-      computed_ += read;
-      for (const Item& m : made) Push(m);
-      for (const Best& b : found) Offer(b);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        --busy_;
+        computed_ += read;
+        for (const Item& m : made) Push(m);
+        for (const Best& b : found) Offer(b);
+      }
+      idle_.notify_all();
+      if (!status.ok()) return status;
     }
   }
 
@@ -143,6 +168,38 @@ class QuerySearch {
   int64_t computed() const { return computed_; }
 
  private:
+  // Reads one item: a supercluster's clusters bounded into *made, a
+  // cluster's or a tail piece's members that may be no farther than cap into *found.
+  Status Take(const Item& item, double cap, Scratch* scratch, std::vector<Item>* made, std::vector<Best>* found,
+              int64_t* read, const CancelCheck& cancel) const {
+    if (item.kind == Item::kSupercluster) {
+      const Supercluster& sc = list_.superclusters[static_cast<std::size_t>(item.index)];
+      double after = -kInf;
+      for (int32_t ci = sc.first_cluster; ci < sc.first_cluster + sc.n_clusters; ++ci) {
+        const Cluster& c = list_.clusters[static_cast<std::size_t>(ci)];
+        made->push_back(Item{std::max(item.bound, Bound(c, &after)), ci, Item::kCluster});
+        *read += std::isfinite(c.radius) ? 1 : 0;
+      }
+      return Status::Ok();
+    }
+    if (item.kind == Item::kCluster) {
+      const Cluster& c = list_.clusters[static_cast<std::size_t>(item.index)];
+      return Read(c.begin, c.count, true, cap, scratch, found, read, cancel);
+    }
+    const int64_t first = list_.n_objects + static_cast<int64_t>(item.index) * kTailPiece;
+    return Read(first, std::min<int64_t>(kTailPiece, set_.size() - first), false, cap, scratch, found, read, cancel);
+  }
+
+  // The floats an item reads: its members' rows, or its clusters' centres.
+  int64_t Floats(const Item& item) const {
+    int64_t rows = kTailPiece;
+    if (item.kind == Item::kSupercluster)
+      rows = list_.superclusters[static_cast<std::size_t>(item.index)].n_clusters;
+    else if (item.kind == Item::kCluster)
+      rows = list_.clusters[static_cast<std::size_t>(item.index)].count;
+    return rows * set_.dim;
+  }
+
   // The k-th distance found (+infinity before k rows); under mutex_.
   double Kth() const { return static_cast<int32_t>(best_.size()) < k_ ? kInf : best_.front().distance; }
 
@@ -242,6 +299,8 @@ class QuerySearch {
   const Span<uint8_t> excluded_;
   double e_ = 0, a_ = 0;
   std::mutex mutex_;
+  std::condition_variable idle_;  // a reading thread is done with what it took
+  int32_t busy_ = 0;              // threads reading what they took
   std::vector<Item> items_;  // a heap, nearest bound first
   std::vector<Best> best_;   // a heap, the k-th row first
   int64_t computed_ = 0;  // distances read: centres and members (under mutex_ once threads run)
