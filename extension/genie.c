@@ -194,7 +194,7 @@ _PG_init(void)
 	DefineCustomEnumVariable("genie.cluster_list_knn",
 							 "Whether exact ORDER BY v <-> q and genie_knn read a vector index's List of Clusters.",
 							 "An index built WITH (cluster_list = on): auto reads it on the CPU engine "
-							 "while a query reads less of the rows through it than a measured share, "
+							 "when a query took less time through it than by the exact scan lately, "
 							 "on reads it on the CPU engine whatever genie.device, off reads every "
 							 "stored vector.  The rows are the same.",
 							 &genie_cluster_list_knn,

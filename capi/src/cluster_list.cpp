@@ -4,6 +4,7 @@
 #include "cluster_list.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -37,22 +38,34 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
 namespace {
 
 // GENIE_LIST_AUTO's rule (bench/range.md, "The k nearest through the
-// list"): reading the list pays while a query reads less than this share of
-// the objects (centres and members).  One query alone: on 2 cores, reading
-// 53% of Fashion-MNIST through the list took 0.5 of the exact scan's time,
-// 20% of the Gaussian mixture 0.45.  In a batch the exact scan reads each
-// row once for four queries a pass and costs a third to a quarter as much
-// per distance: the list at 53% took 2.2-2.9x the scan's time, at 20%
-// 1.45x, so it must read under a tenth.
-constexpr double kListShareSingle = 0.9;
-constexpr double kListShareBatch = 0.1;
+// list") is timed, not modelled: what the list saves depends on the data
+// (the share of the rows it reads), the cores (one query's clusters shared
+// by 2 or 16 threads) and the batch (the exact scan reads each row once for
+// four queries a pass).  On 2 cores one Fashion-MNIST query took 0.47 of
+// the exact scan's time through the list and one of the Gaussian mixture
+// 0.38; on the H200 host's 16 cores 0.43 and 1.0; batches through the list
+// took 0.8-2.2x the scan's time.  So each list keeps the time a query took
+// each way, single queries and batches apart, and takes the faster.
+//
 // A batch answers one query in kListProbeEvery through the list (at least
-// one, at most kListProbeQueries) to measure its share: the probe costs a
-// few per cent of a batch that then reads every vector.
+// one, at most kListProbeQueries) when it measures the list: a few per cent
+// of a batch whose other queries then go the other way.
 constexpr int32_t kListProbeEvery = 16;
 constexpr int32_t kListProbeQueries = 8;
-// A single query measures the list again after this many calls without it.
-constexpr uint32_t kListRemeasureCalls = 16;
+// Every this many calls the slower way is timed again (its share of the
+// calls: the cost of following a change, say the data's).
+constexpr uint32_t kListRemeasureCalls = 64;
+
+// A running mean of a time (< 0 before the first).
+void Remember(std::atomic<double>* mean, double ms) {
+  const double was = mean->load(std::memory_order_relaxed);
+  // (concurrent searches may each store theirs: any of them is a measure)
+  mean->store(was < 0 ? ms : 0.75 * was + 0.25 * ms, std::memory_order_relaxed);
+}
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // part's rows after out's.
 void AppendRows(const VectorScanResult& part, VectorScanResult* out) {
@@ -191,7 +204,6 @@ Status ListKnn(genie_cluster_list* list, const VectorSet& set, const float* memb
   *listed = 0;
   *list_distances = 0;
   const int32_t nq = request.n_queries;
-  const double objects = static_cast<double>(std::max(set.size(), 1));
   // queries [first, first + count) through the list, or by the exact scan
   auto part = [&](int32_t first, int32_t count) {
     VectorScanRequest r = request;
@@ -208,26 +220,33 @@ Status ListKnn(genie_cluster_list* list, const VectorSet& set, const float* memb
     return Status::Ok();
   };
   if (scan->list_use == GENIE_LIST_ALWAYS || nq == 0) return through_list(0, nq, found);
-  // GENIE_LIST_AUTO: by the share the list read before, measured again
-  // every kListRemeasureCalls calls (a batch on its first queries)
-  const double threshold = nq == 1 ? kListShareSingle : kListShareBatch;
-  const double known = list->knn_share.load(std::memory_order_relaxed);
-  const uint32_t unmeasured = list->knn_calls_unmeasured.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (known > threshold && unmeasured < kListRemeasureCalls)
-    return CpuVectorScan(set, request, options.threads, found, options.cancel);
+  // GENIE_LIST_AUTO: the way that took less a query lately (the list first,
+  // then the exact scan), the other one timed again every kListRemeasureCalls calls
+  ListKnnTimes& times = list->knn_times[nq == 1 ? 0 : 1];
+  const uint32_t call = times.calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  auto faster_by_list = [&times, call]() {
+    const double by_list = times.list_ms.load(std::memory_order_relaxed);
+    const double by_scan = times.scan_ms.load(std::memory_order_relaxed);
+    if (by_list < 0 || by_scan < 0) return by_list < 0;
+    return (by_list <= by_scan) != (call % kListRemeasureCalls == 0);
+  };
+  auto timed = [&](std::atomic<double>* mean, int32_t first, int32_t count, bool by_list,
+                   VectorScanResult* out) -> Status {
+    const double t0 = NowMs();
+    GENIE_RETURN_IF_ERROR(by_list ? through_list(first, count, out)
+                                  : CpuVectorScan(set, part(first, count), options.threads, out, options.cancel));
+    Remember(mean, (NowMs() - t0) / count);
+    return Status::Ok();
+  };
+  if (!faster_by_list()) return timed(&times.scan_ms, 0, nq, false, found);
+  // through the list: a batch its first queries, then the rest the way now faster
   const int32_t probe = nq == 1 ? 1 : std::max(1, std::min(nq / kListProbeEvery, kListProbeQueries));
   VectorScanResult head, rest;
-  GENIE_RETURN_IF_ERROR(through_list(0, probe, &head));
-  const double share = static_cast<double>(*list_distances) / (objects * probe);
-  // (concurrent searches may each store theirs: any of them is a measure)
-  list->knn_share.store(known < 0 ? share : 0.75 * known + 0.25 * share, std::memory_order_relaxed);
-  list->knn_calls_unmeasured.store(0, std::memory_order_relaxed);
+  GENIE_RETURN_IF_ERROR(timed(&times.list_ms, 0, probe, true, &head));
   if (probe < nq) {
-    if (share <= threshold) {
-      GENIE_RETURN_IF_ERROR(through_list(probe, nq - probe, &rest));
-    } else {
-      GENIE_RETURN_IF_ERROR(CpuVectorScan(set, part(probe, nq - probe), options.threads, &rest, options.cancel));
-    }
+    const bool by_list = times.scan_ms.load(std::memory_order_relaxed) >= 0 &&
+                         times.list_ms.load(std::memory_order_relaxed) <= times.scan_ms.load(std::memory_order_relaxed);
+    GENIE_RETURN_IF_ERROR(timed(by_list ? &times.list_ms : &times.scan_ms, probe, nq - probe, by_list, &rest));
   }
   AppendRows(rest, &head);
   *found = std::move(head);

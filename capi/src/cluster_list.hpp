@@ -15,6 +15,20 @@
 #include "genie/gpu_vector_scan.hpp"
 #endif
 
+namespace genie {
+namespace capi {
+
+// The ms a kNN query took through a list and by the exact scan lately
+// (running means, < 0 before the first), and the calls so far.
+struct ListKnnTimes {
+  std::atomic<double> list_ms{-1.0};
+  std::atomic<double> scan_ms{-1.0};
+  std::atomic<uint32_t> calls{0};
+};
+
+}  // namespace capi
+}  // namespace genie
+
 struct genie_cluster_list {
   genie::ClusterList list;
   // A vector set's rows in the list's member order (genie::MemberRows),
@@ -24,11 +38,8 @@ struct genie_cluster_list {
   std::mutex rows_mutex;
   const void* rows_of = nullptr;
   std::shared_ptr<const std::vector<float>> member_rows;
-  // GENIE_LIST_AUTO's measure (ListKnn): the share of the objects a kNN
-  // query through the list read lately (a running mean; < 0 before the
-  // first), and the calls since it was last measured
-  std::atomic<double> knn_share{-1.0};
-  std::atomic<uint32_t> knn_calls_unmeasured{0};
+  // GENIE_LIST_AUTO's measures (ListKnn): single queries, then batches
+  genie::capi::ListKnnTimes knn_times[2];
 #ifdef GENIE_WITH_CUDA
   // member_rows page-locked for streamed GPU searches (made by the first;
   // declared after the rows, so freed before them); under rows_mutex
@@ -70,12 +81,10 @@ Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          const RangeCpuScan& cpu_scan, genie_range_results** out);
 
 // genie_vectors_scan with a list whose use (scan->list_use) and device
-// call for it on the CPU engine; *listed false: the caller scans every
-// vector instead (GENIE_LIST_AUTO judged the list slower).  member_rows:
-// the set's rows in the list's order, or NULL.  Under GENIE_LIST_AUTO a
-// batch answers its first queries through the list and the rest by the
-// rule on what they read; a call goes by the share earlier calls read when
-// that was too much, measured again every kListRemeasureCalls calls.
+// call for it on the CPU engine: through the list or, when GENIE_LIST_AUTO
+// finds the exact scan faster, by the exact scan (*listed: the queries
+// that went through the list).  member_rows: the set's rows in the list's
+// order, or NULL.  GENIE_LIST_AUTO times both ways (see cluster_list.cpp).
 Status ListKnn(genie_cluster_list* list, const VectorSet& set, const float* member_rows,
                const genie_vector_scan* scan, const VectorScanRequest& request, const EngineOptions& options,
                VectorScanResult* found, int32_t* listed, int64_t* list_distances);

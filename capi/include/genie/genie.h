@@ -555,9 +555,10 @@ const float *genie_vectors_row(const genie_vectors *vectors, int32_t id);
 typedef enum genie_list_use
 {
 	/*
-	 * On the CPU engine, when the list has read less than a measured share of
-	 * the objects (a batch measures it on its first queries, single queries
-	 * on the calls before; bench/range.md); the GPU reads every vector.
+	 * On the CPU engine, when a query took less time through the list than
+	 * by the exact scan lately (the list keeps both times, single queries
+	 * and batches apart; a batch times the list on its first queries); the
+	 * GPU reads every vector (faster: bench/range.md).
 	 */
 	GENIE_LIST_AUTO = 0,
 	GENIE_LIST_ALWAYS = 1,		/* the CPU engine reads it, whatever the device */
