@@ -47,8 +47,12 @@ namespace {
 // took 0.8-2.2x the scan's time.  So each list keeps the time a query took
 // each way, single queries and batches apart, and takes the faster.
 //
+// Each way is timed kListKnnSamples times before the two are compared, by
+// the least of their last samples (noise only adds time: a mean let one
+// slow sample send a connection the slower way for dozens of calls).
+//
 // A batch answers one query in kListProbeEvery through the list (at least
-// one, at most kListProbeQueries) when it measures the list: a few per cent
+// one, at most kListProbeQueries) when it times the list: a few per cent
 // of a batch whose other queries then go the other way.
 constexpr int32_t kListProbeEvery = 16;
 constexpr int32_t kListProbeQueries = 8;
@@ -56,11 +60,30 @@ constexpr int32_t kListProbeQueries = 8;
 // calls: the cost of following a change, say the data's).
 constexpr uint32_t kListRemeasureCalls = 64;
 
-// A running mean of a time (< 0 before the first).
-void Remember(std::atomic<double>* mean, double ms) {
-  const double was = mean->load(std::memory_order_relaxed);
-  // (concurrent searches may each store theirs: any of them is a measure)
-  mean->store(was < 0 ? ms : 0.75 * was + 0.25 * ms, std::memory_order_relaxed);
+// Whether the next call goes through the list.
+bool NextByList(ListKnnTimes* times) {
+  std::lock_guard<std::mutex> lock(times->mutex);
+  const uint32_t call = ++times->calls;
+  for (int way = 0; way < 2; ++way)
+    if (times->taken[way] < kListKnnSamples) return way == 0;
+  double least[2];
+  for (int way = 0; way < 2; ++way) least[way] = *std::min_element(times->ms[way], times->ms[way] + kListKnnSamples);
+  return (least[0] <= least[1]) != (call % kListRemeasureCalls == 0);
+}
+
+// Whether the rest of a batch whose first queries went through the list goes the same way.
+bool RestByList(ListKnnTimes* times) {
+  std::lock_guard<std::mutex> lock(times->mutex);
+  if (times->taken[1] < kListKnnSamples) return false;  // the exact scan not timed enough yet
+  if (times->taken[0] < kListKnnSamples) return true;
+  return *std::min_element(times->ms[0], times->ms[0] + kListKnnSamples) <=
+         *std::min_element(times->ms[1], times->ms[1] + kListKnnSamples);
+}
+
+void Remember(ListKnnTimes* times, bool by_list, double ms) {
+  std::lock_guard<std::mutex> lock(times->mutex);
+  const int way = by_list ? 0 : 1;
+  times->ms[way][times->taken[way]++ % kListKnnSamples] = ms;
 }
 
 double NowMs() {
@@ -220,34 +243,21 @@ Status ListKnn(genie_cluster_list* list, const VectorSet& set, const float* memb
     return Status::Ok();
   };
   if (scan->list_use == GENIE_LIST_ALWAYS || nq == 0) return through_list(0, nq, found);
-  // GENIE_LIST_AUTO: the way that took less a query lately (the list first,
-  // then the exact scan), the other one timed again every kListRemeasureCalls calls
-  ListKnnTimes& times = list->knn_times[nq == 1 ? 0 : 1];
-  const uint32_t call = times.calls.fetch_add(1, std::memory_order_relaxed) + 1;
-  auto faster_by_list = [&times, call]() {
-    const double by_list = times.list_ms.load(std::memory_order_relaxed);
-    const double by_scan = times.scan_ms.load(std::memory_order_relaxed);
-    if (by_list < 0 || by_scan < 0) return by_list < 0;
-    return (by_list <= by_scan) != (call % kListRemeasureCalls == 0);
-  };
-  auto timed = [&](std::atomic<double>* mean, int32_t first, int32_t count, bool by_list,
-                   VectorScanResult* out) -> Status {
+  // GENIE_LIST_AUTO: the way that took less a query lately
+  ListKnnTimes* times = &list->knn_times[nq == 1 ? 0 : 1];
+  auto timed = [&](int32_t first, int32_t count, bool by_list, VectorScanResult* out) -> Status {
     const double t0 = NowMs();
     GENIE_RETURN_IF_ERROR(by_list ? through_list(first, count, out)
                                   : CpuVectorScan(set, part(first, count), options.threads, out, options.cancel));
-    Remember(mean, (NowMs() - t0) / count);
+    Remember(times, by_list, (NowMs() - t0) / count);
     return Status::Ok();
   };
-  if (!faster_by_list()) return timed(&times.scan_ms, 0, nq, false, found);
+  if (!NextByList(times)) return timed(0, nq, false, found);
   // through the list: a batch its first queries, then the rest the way now faster
   const int32_t probe = nq == 1 ? 1 : std::max(1, std::min(nq / kListProbeEvery, kListProbeQueries));
   VectorScanResult head, rest;
-  GENIE_RETURN_IF_ERROR(timed(&times.list_ms, 0, probe, true, &head));
-  if (probe < nq) {
-    const bool by_list = times.scan_ms.load(std::memory_order_relaxed) >= 0 &&
-                         times.list_ms.load(std::memory_order_relaxed) <= times.scan_ms.load(std::memory_order_relaxed);
-    GENIE_RETURN_IF_ERROR(timed(by_list ? &times.list_ms : &times.scan_ms, probe, nq - probe, by_list, &rest));
-  }
+  GENIE_RETURN_IF_ERROR(timed(0, probe, true, &head));
+  if (probe < nq) GENIE_RETURN_IF_ERROR(timed(probe, nq - probe, RestByList(times), &rest));
   AppendRows(rest, &head);
   *found = std::move(head);
   return Status::Ok();

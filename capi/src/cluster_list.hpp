@@ -18,12 +18,14 @@
 namespace genie {
 namespace capi {
 
-// The ms a kNN query took through a list and by the exact scan lately
-// (running means, < 0 before the first), and the calls so far.
+// The ms a kNN query took through a list and by the exact scan, the last
+// kListKnnSamples of each way (0: none yet), and the calls so far.
+constexpr int kListKnnSamples = 3;
 struct ListKnnTimes {
-  std::atomic<double> list_ms{-1.0};
-  std::atomic<double> scan_ms{-1.0};
-  std::atomic<uint32_t> calls{0};
+  std::mutex mutex;
+  double ms[2][kListKnnSamples] = {};  // [0]: through the list, [1]: the exact scan
+  int32_t taken[2] = {0, 0};           // samples taken each way, in all
+  uint32_t calls = 0;
 };
 
 }  // namespace capi
