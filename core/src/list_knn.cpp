@@ -79,16 +79,19 @@ class QuerySearch {
     a_ = (static_cast<double>(set.dim) + 1.0) * 0x1p-148;
   }
 
-  // The superclusters' bounds and the tail's pieces, before any thread reads.
-  void Start() {
+  // The superclusters' bounds and the tail's pieces, before any thread
+  // reads (a list of very many superclusters polls cancel as it goes).
+  Status Start(const CancelCheck& cancel) {
     double after = -kInf;  // the outside terms of the superclusters so far
     for (int32_t s = 0; s < static_cast<int32_t>(list_.superclusters.size()); ++s) {
+      if ((s % kPollMembers) == kPollMembers - 1 && cancel.requested()) return Status::Cancelled();
       const Cluster& ball = list_.superclusters[static_cast<std::size_t>(s)].ball;
       Push(Item{Bound(ball, &after), s, Item::kSupercluster});
       computed_ += std::isfinite(ball.radius) ? 1 : 0;
     }
     for (int64_t at = list_.n_objects; at < set_.size(); at += kTailPiece)
       Push(Item{0, static_cast<int32_t>((at - list_.n_objects) / kTailPiece), Item::kTail});
+    return Status::Ok();
   }
 
   // Reads items until none left can hold a better row; several threads may
@@ -322,11 +325,10 @@ Status CpuVectorListKnn(const VectorSet& set, const ClusterList& list, const flo
   std::vector<VectorScanResult> parts(static_cast<std::size_t>(nq));
   std::vector<int64_t> computed(static_cast<std::size_t>(nq), 0);
   std::vector<std::unique_ptr<QuerySearch>> searches(static_cast<std::size_t>(nq));
-  auto make = [&](int32_t q) {
-    auto search = std::make_unique<QuerySearch>(set, list, member_rows, request.queries + static_cast<std::size_t>(q) * dim,
-                                                request.k, request.excluded);
-    search->Start();
-    return search;
+  auto make = [&](int32_t q, std::unique_ptr<QuerySearch>* search) {
+    *search = std::make_unique<QuerySearch>(set, list, member_rows, request.queries + static_cast<std::size_t>(q) * dim,
+                                            request.k, request.excluded);
+    return (*search)->Start(cancel);
   };
   auto finish = [&](int32_t q, QuerySearch* search) {
     search->Finish(&parts[static_cast<std::size_t>(q)]);
@@ -336,14 +338,15 @@ Status CpuVectorListKnn(const VectorSet& set, const ClusterList& list, const flo
     GENIE_RETURN_IF_ERROR(ParallelFor(
         nq, threads,
         [&](int64_t q) -> Status {
-          std::unique_ptr<QuerySearch> search = make(static_cast<int32_t>(q));
+          std::unique_ptr<QuerySearch> search;
+          GENIE_RETURN_IF_ERROR(make(static_cast<int32_t>(q), &search));
           GENIE_RETURN_IF_ERROR(search->Run(cancel));
           finish(static_cast<int32_t>(q), search.get());
           return Status::Ok();
         },
         cancel));
   } else {
-    for (int32_t q = 0; q < nq; ++q) searches[static_cast<std::size_t>(q)] = make(q);
+    for (int32_t q = 0; q < nq; ++q) GENIE_RETURN_IF_ERROR(make(q, &searches[static_cast<std::size_t>(q)]));
     GENIE_RETURN_IF_ERROR(ParallelFor(
         static_cast<int64_t>(nq) * sharing, threads,
         [&](int64_t u) { return searches[static_cast<std::size_t>(u / sharing)]->Run(cancel); }, cancel));

@@ -178,6 +178,23 @@ is($err, '', 'the uncancelled width estimate builds the index');
 diag(sprintf('uninterrupted CREATE INDEX with the width estimate: %.2f s', $width_full));
 cmp_ok($width_full, '>', 2 * $max_latency, 'the width estimate runs long enough for the test to mean something');
 
+# Exact kNN through the List of Clusters (genie.cluster_list_knn = on): 1,000
+# queries of 4,000 dimensions for their 1,000 nearest read every row at its
+# exact distance through the list (seconds) and stop at a timeout.
+$node->safe_psql('postgres', q{
+	CREATE INDEX wide_lc ON wide USING genie (v) WITH (m = 0, cluster_list = on, cluster_size = 16, supercluster_clusters = 4);
+	CREATE TABLE wide_q AS SELECT array_agg(v ORDER BY id) a FROM wide;
+});
+my $knn = "SET genie.cluster_list_knn = on; SELECT count(*) FROM genie_knn('wide_lc', (SELECT a FROM wide_q), 1000)";
+my ($knn_timeout) = run_statement("SET statement_timeout = '200ms'; $knn");
+like($err, qr/canceling statement due to statement timeout/, 'statement_timeout cancels kNN through the list');
+diag(sprintf('statement_timeout 200 ms: genie_knn through the list ended after %.0f ms', 1000 * $knn_timeout));
+cmp_ok($knn_timeout, '<', 0.2 + $max_latency, 'kNN through the list stops in time');
+my ($knn_full) = run_statement("SET statement_timeout = 0; $knn");
+like($out, qr/^1000000$/m, 'the uncancelled kNN through the list answers every query');
+diag(sprintf('uninterrupted genie_knn through the list: %.2f s', $knn_full));
+cmp_ok($knn_full, '>', 0.2 + $max_latency, 'kNN through the list runs long enough for the test to mean something');
+
 # The draws happen once per backend and are cached: the cancelled one first.
 # On one thread (the draws' logarithms spread over genie.cpu_threads), so
 # that the uncancelled draws run well past the timeout on any machine.
