@@ -6,7 +6,6 @@
 #include "genie/cluster_list.hpp"
 #include "genie/genie.h"
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,11 +19,11 @@ namespace capi {
 
 // The ms a kNN query took through a list and by the exact scan, the last
 // kListKnnSamples of each way (0: none yet), and the calls so far.
-constexpr int kListKnnSamples = 3;
+constexpr uint64_t kListKnnSamples = 3;
 struct ListKnnTimes {
   std::mutex mutex;
   double ms[2][kListKnnSamples] = {};  // [0]: through the list, [1]: the exact scan
-  int32_t taken[2] = {0, 0};           // samples taken each way, in all
+  uint64_t taken[2] = {0, 0};          // samples taken each way, in all
   uint32_t calls = 0;
 };
 

@@ -273,12 +273,9 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
     if (scan->list_use < GENIE_LIST_AUTO || scan->list_use > GENIE_LIST_NEVER)
       return genie::Status::InvalidArgument("list_use must be AUTO, ALWAYS or NEVER");
     // the list is the CPU engine's (the GPU reads every vector faster:
-    // bench/range.md); a CPU-only build's AUTO device is the CPU
-    bool cpu = device == GENIE_ENGINE_CPU;
-#ifndef GENIE_WITH_CUDA
-    cpu = cpu || device == GENIE_ENGINE_AUTO;
-#endif
-    if (scan->list != nullptr && (scan->list_use == GENIE_LIST_ALWAYS || (cpu && scan->list_use == GENIE_LIST_AUTO))) {
+    // bench/range.md): ALWAYS reads it whatever the device, AUTO where the
+    // search runs on the CPU (CPU, or AUTO without a usable GPU)
+    auto list_knn = [&]() -> genie::Status {
       genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
       std::shared_ptr<const std::vector<float>> member_rows;  // this search's reference
       const genie::Status rows = ListRows(list, vectors, -1, engine_options, &member_rows, nullptr);
@@ -292,7 +289,8 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
       (*results)->listed = listed;
       (*results)->list_distances = list_distances;
       return genie::Status::Ok();
-    }
+    };
+    if (scan->list != nullptr && scan->list_use == GENIE_LIST_ALWAYS) return list_knn();
 #ifdef GENIE_WITH_CUDA
     if (device != GENIE_ENGINE_CPU) {
       genie::EngineOptions one = engine_options;
@@ -317,6 +315,7 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
     if (device == GENIE_ENGINE_GPU)
       return genie::Status::DeviceUnavailable("genie was built without CUDA support");
 #endif
+    if (scan->list != nullptr && scan->list_use == GENIE_LIST_AUTO) return list_knn();
     GENIE_RETURN_IF_ERROR(genie::CpuVectorScan(set, request, engine_options.threads, &found, engine_options.cancel));
     return ToCResults(found, GENIE_ENGINE_CPU, 0, results);
   });

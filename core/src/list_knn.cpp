@@ -22,6 +22,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -109,6 +110,7 @@ class QuerySearch {
       {
         std::unique_lock<std::mutex> lock(mutex_);
         for (;;) {
+          if (failed_) return Status::Ok();  // the failing thread reports it
           if (!items_.empty() && items_.front().bound <= Loose(Kth())) break;
           if (busy_ == 0) {
             idle_.notify_all();
@@ -126,33 +128,46 @@ class QuerySearch {
         }
         ++busy_;
       }
-      found.clear();
-      made.clear();
       int64_t read = 0;
       Status status = cancel.requested() ? Status::Cancelled() : Status::Ok();
-      // the k-th of what this take found lowers the cap of its later items
-      // (those it passes are not put back: their bound is beyond it)
-      mine.clear();
-      for (std::size_t i = 0; i < taken.size() && status.ok(); ++i) {
-        if (taken[i].bound > Loose(cap)) continue;
-        const std::size_t before = found.size();
-        status = Take(taken[i], cap, &scratch, &made, &found, &read, cancel);
-        for (std::size_t f = before; f < found.size(); ++f) {
-          mine.push_back(found[f].distance);
-          std::push_heap(mine.begin(), mine.end());
-          if (static_cast<int32_t>(mine.size()) > k_) {
-            std::pop_heap(mine.begin(), mine.end());
-            mine.pop_back();
+      // whatever happens, busy_ comes down and the waiting threads hear of
+      // it (a thread left waiting would hang the backend past any cancel)
+      try {
+        found.clear();
+        made.clear();
+        // the k-th of what this take found lowers the cap of its later
+        // items (those it passes are not put back: their bound is beyond it)
+        mine.clear();
+        for (std::size_t i = 0; i < taken.size() && status.ok(); ++i) {
+          if (taken[i].bound > Loose(cap)) continue;
+          const std::size_t before = found.size();
+          status = Take(taken[i], cap, &scratch, &made, &found, &read, cancel);
+          for (std::size_t f = before; f < found.size(); ++f) {
+            mine.push_back(found[f].distance);
+            std::push_heap(mine.begin(), mine.end());
+            if (static_cast<int32_t>(mine.size()) > k_) {
+              std::pop_heap(mine.begin(), mine.end());
+              mine.pop_back();
+            }
           }
+          if (static_cast<int32_t>(mine.size()) == k_) cap = std::min(cap, mine.front());
         }
-        if (static_cast<int32_t>(mine.size()) == k_) cap = std::min(cap, mine.front());
+      } catch (const std::bad_alloc&) {
+        status = Status::OutOfMemory("out of host memory for a search of a list of clusters");
       }
       {
         std::lock_guard<std::mutex> lock(mutex_);
+        try {
+          if (status.ok()) {
+            computed_ += read;
+            for (const Item& m : made) Push(m);
+            for (const Best& b : found) Offer(b);
+          }
+        } catch (const std::bad_alloc&) {
+          status = Status::OutOfMemory("out of host memory for a search of a list of clusters");
+        }
+        failed_ = failed_ || !status.ok();
         --busy_;
-        computed_ += read;
-        for (const Item& m : made) Push(m);
-        for (const Best& b : found) Offer(b);
       }
       idle_.notify_all();
       if (!status.ok()) return status;
@@ -285,6 +300,7 @@ class QuerySearch {
       threshold = std::min(threshold, FilterThreshold(set_.dim, live[static_cast<std::size_t>(k_ - 1)]));
     }
     for (int64_t i = 0; i < count; ++i) {
+      if ((i % kPollMembers) == kPollMembers - 1 && cancel.requested()) return Status::Cancelled();
       const float v = (*s32)[static_cast<std::size_t>(i)];
       // (an overflow to infinity proves nothing: the exact distance decides)
       if (std::isnan(v) || (std::isfinite(v) && static_cast<double>(v) > threshold)) continue;
@@ -304,6 +320,7 @@ class QuerySearch {
   std::mutex mutex_;
   std::condition_variable idle_;  // a reading thread is done with what it took
   int32_t busy_ = 0;              // threads reading what they took
+  bool failed_ = false;           // a thread failed (cancel, memory): the others stop
   std::vector<Item> items_;  // a heap, nearest bound first
   std::vector<Best> best_;   // a heap, the k-th row first
   int64_t computed_ = 0;  // distances read: centres and members (under mutex_ once threads run)

@@ -93,8 +93,9 @@ typedef struct GenieCachedIndex
 
 	/*
 	 * The List of Clusters of the main objects (genie_clusters.c), read when
-	 * a range query first needs it (clusters_ready); NULL when the index
-	 * keeps none.
+	 * a range query or an exact vector kNN that may read it
+	 * (genie.cluster_list_knn) first needs it (clusters_ready); NULL when
+	 * the index keeps none.
 	 */
 	bool		clusters_ready;
 	genie_cluster_list *cluster_list;

@@ -4,7 +4,8 @@
  *	  The List of Clusters and of Superclusters (seed 004; genie/
  *	  cluster_list.hpp) of an index that stores its values: genie_vector_ops
  *	  (Euclidean distance) and genie_ngram_ops with store_strings (edit
- *	  distance), for range queries (genie_within).
+ *	  distance), for range queries (genie_within) and the exact vector kNN
+ *	  (genie.cluster_list_knn).
  *
  * Built WITH (cluster_list = on) and the sizes of its clusters
  * (cluster_size, default 256, the paper's) and superclusters
@@ -13,7 +14,7 @@
  * chain of its pages: its stored form, written without WAL at build (the
  * build logs every page) and with full-page GenericXLog images at a merge,
  * which builds the list of the live objects again.  Rows inserted since
- * (pending) are not in the list: a range query reads each of them.  The
+ * (pending) are not in the list: a search reads each of them.  The
  * build runs on the CPU engine, on genie.cpu_threads: about n^2 / (2 K N)
  * distances for the superclusters and n K N / 2 inside them.
  *

@@ -3,7 +3,7 @@
  * genie_clusters.h
  *	  The List of Clusters (seed 004) of an index that stores its values
  *	  (genie_clusters.c): its chain made at build and merge, loaded into
- *	  the cache for range queries.
+ *	  the cache for range queries and the exact vector kNN.
  *
  *-------------------------------------------------------------------------
  */

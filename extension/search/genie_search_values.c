@@ -184,24 +184,40 @@ genie_value_rows_free(GenieValueRows *rows)
 	memset(rows, 0, sizeof(*rows));
 }
 
+/*
+ * The index's List of Clusters (its main objects; the pending ones are read
+ * each) when an exact vector kNN on device may read it, as
+ * genie.cluster_list_knn says: on reads it on the CPU engine whatever the
+ * device, auto on the CPU engine alone (genie.device = gpu: not loaded).
+ */
+static const genie_cluster_list *
+knn_list(GenieCachedIndex *entry, GenieValuesKind kind, genie_engine_kind device)
+{
+	if (kind != GENIE_VALUES_VECTORS || genie_cluster_list_knn == GENIE_LIST_NEVER ||
+		(genie_cluster_list_knn == GENIE_LIST_AUTO && device == GENIE_ENGINE_GPU))
+		return NULL;
+	return genie_cache_clusters(entry);
+}
+
 /* Every value of the entry, in this backend, on the engine genie.device asks for. */
 static void
 scan_in_process(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
 				GenieValueRows *rows)
 {
 	const GenieValueSet *set = genie_cache_values(entry);
-	/* an exact vector kNN may read the index's List of Clusters (its main objects; the pending ones each) */
-	const genie_cluster_list *list =
-		queries->kind == GENIE_VALUES_VECTORS && genie_cluster_list_knn != GENIE_LIST_NEVER ?
-		genie_cache_clusters(entry) : NULL;
+	genie_engine_kind device = genie_search_device();
+	const genie_cluster_list *list = knn_list(entry, queries->kind, device);
 	GenieValueFound found;
 	genie_error err;
 	genie_status status;
 
 	genie_profile_push(GENIE_PHASE_ENGINE);
-	status = scan_set(set, genie_search_device(), queries, k, entry->excluded, NULL, list, &found, &err);
+	status = scan_set(set, device, queries, k, entry->excluded, NULL, list, &found, &err);
 	if (genie_search_cpu_fallback(status, &err, kind_what(queries->kind)))
+	{
+		list = knn_list(entry, queries->kind, GENIE_ENGINE_CPU);
 		status = scan_set(set, GENIE_ENGINE_CPU, queries, k, entry->excluded, NULL, list, &found, &err);
+	}
 	genie_profile_pop();
 	if (status != GENIE_OK)
 		genie_report_error(&err, psprintf("genie: %s", kind_what(queries->kind)));
@@ -268,6 +284,9 @@ exact_unprofiled(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 
 				 GenieValueRows *exact)
 {
 	bool		profiling = genie_profile_enabled;
+	/* nor are its queries through a List of Clusters the statement's */
+	int64		list_queries = genie_explain_counts.list_queries;
+	int64		list_distances = genie_explain_counts.list_distances;
 
 	genie_profile_enabled = false;
 	PG_TRY();
@@ -277,6 +296,8 @@ exact_unprofiled(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 
 	PG_FINALLY();
 	{
 		genie_profile_enabled = profiling;
+		genie_explain_counts.list_queries = list_queries;
+		genie_explain_counts.list_distances = list_distances;
 	}
 	PG_END_TRY();
 }

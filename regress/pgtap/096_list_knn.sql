@@ -10,7 +10,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(17);
+SELECT plan(18);
 
 DO $$ BEGIN PERFORM setseed(0.577); END $$;
 -- 8 dimensions, 30 clusters of 40 points, two exact duplicates, a NULL row
@@ -124,6 +124,11 @@ SELECT is(pg_temp.mismatches('pts', 10) + pg_temp.knn_mismatches('pts_lsc', 'pts
 SET genie.cluster_list_knn = auto;
 SELECT is(pg_temp.mismatches('pts', 10) + pg_temp.knn_mismatches('flat_lc', 'flat', 10), 0::bigint,
           'auto: the same rows');
+-- genie.device = auto: the GPU's exact scan where there is one, else the CPU engine's choice
+SET genie.device = auto;
+SELECT is(pg_temp.mismatches('pts', 10) + pg_temp.knn_mismatches('pts_lsc', 'pts', 10), 0::bigint,
+          'auto on genie.device = auto: the same rows');
+SET genie.device = cpu;
 
 -- pending rows (read one by one after the list), deletes, and a merge
 SET genie.cluster_list_knn = on;
