@@ -60,15 +60,20 @@ constexpr int32_t kListProbeQueries = 8;
 // calls: the cost of following a change, say the data's).
 constexpr uint32_t kListRemeasureCalls = 64;
 
+// Whether the list's least sample is no more than the exact scan's (both
+// timed enough; under times->mutex).
+bool ListFaster(const ListKnnTimes& times) {
+  auto least = [&times](int way) { return *std::min_element(times.ms[way], times.ms[way] + kListKnnSamples); };
+  return least(0) <= least(1);
+}
+
 // Whether the next call goes through the list.
 bool NextByList(ListKnnTimes* times) {
   std::lock_guard<std::mutex> lock(times->mutex);
   const uint32_t call = ++times->calls;
   for (int way = 0; way < 2; ++way)
     if (times->taken[way] < kListKnnSamples) return way == 0;
-  double least[2];
-  for (int way = 0; way < 2; ++way) least[way] = *std::min_element(times->ms[way], times->ms[way] + kListKnnSamples);
-  return (least[0] <= least[1]) != (call % kListRemeasureCalls == 0);
+  return ListFaster(*times) != (call % kListRemeasureCalls == 0);
 }
 
 // Whether the rest of a batch whose first queries went through the list goes the same way.
@@ -76,8 +81,7 @@ bool RestByList(ListKnnTimes* times) {
   std::lock_guard<std::mutex> lock(times->mutex);
   if (times->taken[1] < kListKnnSamples) return false;  // the exact scan not timed enough yet
   if (times->taken[0] < kListKnnSamples) return true;
-  return *std::min_element(times->ms[0], times->ms[0] + kListKnnSamples) <=
-         *std::min_element(times->ms[1], times->ms[1] + kListKnnSamples);
+  return ListFaster(*times);
 }
 
 void Remember(ListKnnTimes* times, bool by_list, double ms) {

@@ -28,11 +28,6 @@ constexpr int64_t kMemberRowsPiece = 4096;
 // cancel is polled every kPollDistances distances.
 constexpr int32_t kPollDistances = 256;
 
-// x widened by the pruning margin: a distance above it is above x whatever
-// the roundings (relative: the distances' errors are; the 1e-300 covers
-// the double sum's underflow, far below any float32 input's square).
-double Loose(double x) { return x + kPruneSlack * x + 1e-300; }
-
 // ---- metrics ----
 
 class VectorObjects final : public ObjectMetric {
@@ -79,29 +74,20 @@ class StringObjects final : public ObjectMetric {
 class VectorQuery final : public QueryMetric {
  public:
   VectorQuery(const VectorSet& set, const float* query, const float* member_rows)
-      : set_(set), query_(query), member_rows_(member_rows) {
-    e_ = (static_cast<double>(set.dim) + 8.0) * 0x1p-23;
-    a_ = (static_cast<double>(set.dim) + 1.0) * 0x1p-148;
-  }
+      : set_(set), query_(query), member_rows_(member_rows) {}
   double Distance(int32_t object, double cap) override { return RowDistance(set_.row(object), cap); }
-  // From the float32 pass alone: |s32 - s| <= e s + a for the true squared
-  // distance s gives s <= (s32 + a) / (1 - e), and kPruneSlack covers the
-  // double sum's and the root's roundings of the exact distance; the exact
-  // float64 sum (hundreds of dependent additions) was most of a walk's cost.
-  // (Near underflow, where a dominates, and after an overflow the bound
-  // says little: the exact distance then, as Distance gives it.)
+  // From the float32 pass alone (Float32DistanceBounds): the exact float64
+  // sum (hundreds of dependent additions) was most of a walk's cost.  Where
+  // that bound says little, the exact distance, as Distance gives it.
   void CentreBound(int32_t object, double cap, bool* beyond, double* upper) override {
     const float* x = set_.row(object);
     const float s32 = SquaredL2Float32(query_, x, set_.dim);
-    const double s = static_cast<double>(s32);
-    *beyond = std::isfinite(s32) && s > WithinThreshold(set_.dim, cap);
+    *beyond = std::isfinite(s32) && static_cast<double>(s32) > WithinThreshold(set_.dim, cap);
     if (*beyond) return;
-    if (!std::isfinite(s32) || s < a_ * 0x1p24 || e_ >= 0.5) {
-      *upper = L2Distance(query_, x, set_.dim);
-      *beyond = *upper > cap;
-      return;
-    }
-    *upper = std::sqrt((s + a_) / (1.0 - e_)) * (1.0 + kPruneSlack);
+    double low;
+    if (Float32DistanceBounds(set_.dim, s32, &low, upper)) return;
+    *upper = L2Distance(query_, x, set_.dim);
+    *beyond = *upper > cap;
   }
   int64_t Within(const int32_t* members, int64_t begin, int64_t count, double r, Span<uint8_t> excluded,
                  bool listed, std::vector<std::pair<double, int32_t>>* out) override {
@@ -132,8 +118,6 @@ class VectorQuery final : public QueryMetric {
   const VectorSet& set_;
   const float* query_;
   const float* member_rows_;
-  double e_ = 0;
-  double a_ = 0;
 };
 
 class StringQuery final : public QueryMetric {
@@ -435,6 +419,16 @@ Status CheckRangeRequest(const ClusterList& list, const RangeRequest& request) {
 }
 
 }  // namespace
+
+bool Float32DistanceBounds(int32_t dim, float s32, double* low, double* up) {
+  const double e = (static_cast<double>(dim) + 8.0) * 0x1p-23;
+  const double a = (static_cast<double>(dim) + 1.0) * 0x1p-148;
+  const double s = static_cast<double>(s32);
+  if (!std::isfinite(s32) || s < a * 0x1p24 || e >= 0.5) return false;
+  *low = std::sqrt(std::max(0.0, (s - a) / (1.0 + e))) * (1.0 - kPruneSlack);
+  *up = std::sqrt((s + a) / (1.0 - e)) * (1.0 + kPruneSlack);
+  return true;
+}
 
 std::unique_ptr<ObjectMetric> VectorObjectMetric(const VectorSet& set) {
   return std::make_unique<VectorObjects>(set);

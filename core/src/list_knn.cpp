@@ -42,10 +42,6 @@ constexpr int64_t kPollMembers = 256;
 // quarter of a megabyte: tens of microseconds of reading).
 constexpr int64_t kTakeFloats = int64_t{1} << 16;
 
-// x widened by the pruning margin, as cluster_list.cpp's Loose; Tight the other way.
-double Loose(double x) { return x + kPruneSlack * x + 1e-300; }
-double Tight(double x) { return x - kPruneSlack * x; }
-
 struct Best {
   double distance;
   int32_t object;
@@ -75,10 +71,7 @@ class QuerySearch {
  public:
   QuerySearch(const VectorSet& set, const ClusterList& list, const float* member_rows, const float* query,
               int32_t k, Span<uint8_t> excluded)
-      : set_(set), list_(list), member_rows_(member_rows), query_(query), k_(k), excluded_(excluded) {
-    e_ = (static_cast<double>(set.dim) + 8.0) * 0x1p-23;
-    a_ = (static_cast<double>(set.dim) + 1.0) * 0x1p-148;
-  }
+      : set_(set), list_(list), member_rows_(member_rows), query_(query), k_(k), excluded_(excluded) {}
 
   // The superclusters' bounds and the tail's pieces, before any thread
   // reads (a list of very many superclusters polls cancel as it goes).
@@ -249,21 +242,13 @@ class QuerySearch {
     return bound;
   }
 
-  // low <= d(q, x) <= up from the float32 pass: |s32 - s| <= e s + a for
-  // the true squared distance s (genie/vectors.hpp), and kPruneSlack for the
-  // roundings of these few operations; the exact distance where the bound
-  // says little (near underflow, after an overflow).
+  // low <= d(q, x) <= up from the float32 pass (Float32DistanceBounds), or
+  // from the exact distance where that bound says little.
   void CentreDistance(const float* x, double* low, double* up) const {
-    const float s32 = SquaredL2Float32(query_, x, set_.dim);
-    const double s = static_cast<double>(s32);
-    if (!std::isfinite(s32) || s < a_ * 0x1p24 || e_ >= 0.5) {
-      const double d = L2Distance(query_, x, set_.dim);
-      *low = Tight(d);
-      *up = Loose(d);
-      return;
-    }
-    *low = Tight(std::sqrt(std::max(0.0, (s - a_) / (1.0 + e_))));
-    *up = Loose(std::sqrt((s + a_) / (1.0 - e_)));
+    if (Float32DistanceBounds(set_.dim, SquaredL2Float32(query_, x, set_.dim), low, up)) return;
+    const double d = L2Distance(query_, x, set_.dim);
+    *low = Tight(d);
+    *up = Loose(d);
   }
 
   // Members [begin, begin + count) of the list (listed) or objects from
@@ -316,7 +301,6 @@ class QuerySearch {
   const float* query_;
   const int32_t k_;
   const Span<uint8_t> excluded_;
-  double e_ = 0, a_ = 0;
   std::mutex mutex_;
   std::condition_variable idle_;  // a reading thread is done with what it took
   int32_t busy_ = 0;              // threads reading what they took

@@ -53,6 +53,19 @@ namespace genie {
 // The relative margin of every pruning test (see above).
 constexpr double kPruneSlack = 1e-9;
 
+// x widened by the margin (the 1e-300 covers the double sum's underflow,
+// far below any float32 input's square), and narrowed by it.
+inline double Loose(double x) { return x + kPruneSlack * x + 1e-300; }
+inline double Tight(double x) { return x - kPruneSlack * x; }
+
+// What the float32 pass proves of the exact L2Distance d of two vectors of
+// dim elements whose SquaredL2Float32 is s32: low <= d <= up, from |s32 - s|
+// <= e s + a for the true squared distance s (genie/vectors.hpp), with
+// kPruneSlack for the roundings of the exact distance and of these few
+// operations.  False where the bound says little (near underflow, where a
+// dominates, and after an overflow): the caller computes d.
+bool Float32DistanceBounds(int32_t dim, float s32, double* low, double* up);
+
 // Limits of the storage parameters.
 constexpr int32_t kMinClusterSize = 2;
 constexpr int32_t kMaxClusterSize = 1 << 16;
