@@ -61,6 +61,31 @@ TEST(CApiErrors, NullArgumentsGiveStatusAndMessage) {
   EXPECT_STREQ(genie_status_name(GENIE_DEVICE_OUT_OF_MEMORY), "device out of memory");
 }
 
+TEST(CApiParallelFor, EachIndexOnceAndCancel) {
+  // every index once, whatever the threads
+  for (int32_t threads : {1, 2, 0}) {
+    std::vector<std::atomic<int>> seen(10007);
+    for (auto& s : seen) s = 0;
+    genie_error err{};
+    auto body = [](int64_t i, void* arg) { (*static_cast<std::vector<std::atomic<int>>*>(arg))[i]++; };
+    ASSERT_EQ(genie_parallel_for(static_cast<int64_t>(seen.size()), threads, body, &seen, nullptr, nullptr, &err),
+              GENIE_OK)
+        << err.message;
+    for (std::size_t i = 0; i < seen.size(); i++) ASSERT_EQ(seen[i].load(), 1) << "index " << i;
+  }
+  genie_error err{};
+  EXPECT_EQ(genie_parallel_for(0, 0, nullptr, nullptr, nullptr, nullptr, &err), GENIE_OK);
+  EXPECT_EQ(genie_parallel_for(-1, 0, nullptr, nullptr, nullptr, nullptr, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(genie_parallel_for(5, 0, nullptr, nullptr, nullptr, nullptr, &err), GENIE_INVALID_ARGUMENT);
+  // a cancel asked part way: the rest are skipped
+  std::atomic<int64_t> done{0};
+  auto count = [](int64_t, void* arg) { (*static_cast<std::atomic<int64_t>*>(arg))++; };
+  auto cancel = [](void* arg) { return static_cast<std::atomic<int64_t>*>(arg)->load() >= 100 ? 1 : 0; };
+  EXPECT_EQ(genie_parallel_for(1000000, 2, count, &done, cancel, &done, &err), GENIE_CANCELLED);
+  EXPECT_GE(done.load(), 100);
+  EXPECT_LT(done.load(), 1000000);
+}
+
 TEST(CApiDevices, CpuComesFirst) {
   genie_device_info devices[16];
   size_t count = 0;

@@ -14,20 +14,25 @@
 
 #include <math.h>
 
+#include "access/detoast.h"
 #include "access/genam.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/toast_compression.h"
 #include "catalog/pg_type.h"
+#include "common/pg_lzcompress.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
+#include "genie_utils.h"
 #include "search/genie_search_device.h"
 #include "search/genie_search_values.h"
 #include "types/genie_bit.h"
@@ -254,59 +259,247 @@ genie_hamming_knn(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/*
+ * A query row's real[] that pglz compressed, as the cursor gave it (in
+ * rows_cxt), kept until such rows are read together on the threads.
+ */
+typedef struct RowValue
+{
+	struct varlena *value;
+	int			number;			/* its row: 1 for the first */
+	uint8		state;			/* ROW_*: what the threads made of it */
+} RowValue;
+
+#define ROW_KEPT		0		/* not read yet */
+#define ROW_COPIED		1		/* checked and copied into the vectors */
+#define ROW_CORRUPT		2		/* pglz's data did not decompress */
+#define ROW_SERIAL		3		/* for the backend: a check failed, or too large to expand here */
+
+/* The kept rows are read once they expand to this many bytes, so a batch never holds all of them. */
+#define QUERY_ROWS_KEPT_BYTES	((Size) 16 * 1024 * 1024)
+
+/* The largest row a thread expands (on its stack): 16,376 dimensions, with the array's header. */
+#define ROW_STACK_BYTES			65536
+
 /* What query_rows gathers: the rows' vectors or codes, grown as they come. */
 typedef struct QueryRows
 {
 	MemoryContext cxt;			/* the caller's: the rows outlive SPI */
 	float	   *vectors;
 	int64		capacity;		/* floats */
-	int			n;
+	int			n;				/* rows: those kept included */
 	int			dim;
 	bool		codes;			/* a bit column: the rows go to code_batch */
 	GenieValueBatch code_batch;
 	int64		code_capacity;	/* words */
+	MemoryContext rows_cxt;		/* a real[] column: the rows kept, reset by read_kept_rows */
+	RowValue   *kept;			/* in rows_cxt, in the rows' order */
+	int			n_kept;
+	int			kept_room;
+	Size		kept_bytes;
 } QueryRows;
 
-/* Appends one row's real[] (detoasted here) to the vectors, checked. */
+/*
+ * Row number's real[] (plain) checked as a query, with the error a user
+ * sees (the first row sets the dimensions), and copied into the vectors.
+ */
 static void
-add_query_row(QueryRows *qr, Datum value, bool isnull)
+copy_query_row(QueryRows *qr, ArrayType *array, int number)
 {
-	ArrayType  *array;
 	const float *v;
 	int			dim;
 
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the queries must not be NULL"),
-				 errdetail("Row %d of the query is NULL.", qr->n + 1)));
-	array = DatumGetArrayTypeP(value);
 	if (ARR_NDIM(array) != 1 || array_contains_nulls(array))
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("each query must be a one-dimensional real[] without NULL elements"),
-				 errdetail("Row %d of the query is not.", qr->n + 1)));
+				 errdetail("Row %d of the query is not.", number)));
 	dim = ARR_DIMS(array)[0];
-	if (qr->n == 0)
+	if (number == 1)
 		qr->dim = dim;
 	else if (dim != qr->dim)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("the queries have %d and %d dimensions", qr->dim, dim),
-				 errdetail("Row %d of the query differs from the first row.", qr->n + 1)));
+				 errdetail("Row %d of the query differs from the first row.", number)));
 	v = (const float *) ARR_DATA_PTR(array);
-	genie_vector_check_finite(v, dim, Max(dim, 1), qr->n);
-	if ((int64) (qr->n + 1) * dim > qr->capacity)
+	genie_vector_check_finite(v, dim, Max(dim, 1), number - 1);
+	memcpy(qr->vectors + (int64) (number - 1) * dim, v, sizeof(float) * dim);
+}
+
+/*
+ * Takes one row's real[]: a value pglz compressed is kept for
+ * read_kept_rows (copied into rows_cxt, as SPI's tuples go with each fetch),
+ * as pglz's decompression is most of reading a batch on one core
+ * (bench/latency.md); any other (lz4, plain) is checked and copied here, as
+ * is the first row, which sets the dimensions.
+ */
+static void
+take_query_row(QueryRows *qr, Datum value, bool isnull)
+{
+	struct varlena *v = (struct varlena *) DatumGetPointer(value);
+	int			number = qr->n + 1;
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the queries must not be NULL"),
+				 errdetail("Row %d of the query is NULL.", number)));
+	if (number > 1 && (int64) number * qr->dim > qr->capacity)
 	{
-		qr->capacity = Max(qr->capacity * 2, (int64) (qr->n + 1) * Max(dim, 1));
-		qr->vectors = qr->vectors == NULL
-			? MemoryContextAllocExtended(qr->cxt, sizeof(float) * qr->capacity, MCXT_ALLOC_HUGE)
-			: repalloc_huge(qr->vectors, sizeof(float) * qr->capacity);
+		qr->capacity = Max(qr->capacity * 2, (int64) number * qr->dim);
+		qr->vectors = repalloc_huge(qr->vectors, sizeof(float) * qr->capacity);
 	}
-	memcpy(qr->vectors + (int64) qr->n * dim, v, sizeof(float) * dim);
+	if (number > 1 && VARATT_IS_EXTERNAL_ONDISK(v))
+	{
+		/* still compressed, if it was */
+		MemoryContext old = MemoryContextSwitchTo(qr->rows_cxt);
+
+		v = detoast_external_attr(v);
+		MemoryContextSwitchTo(old);
+	}
+	if (number > 1 && VARATT_IS_COMPRESSED(v) &&
+		VARDATA_COMPRESSED_GET_COMPRESS_METHOD(v) == TOAST_PGLZ_COMPRESSION_ID)
+	{
+		RowValue   *row;
+
+		if (qr->n_kept == qr->kept_room)
+		{
+			qr->kept_room = Max(qr->kept_room * 2, 1024);
+			qr->kept = qr->kept == NULL
+				? MemoryContextAlloc(qr->rows_cxt, sizeof(RowValue) * qr->kept_room)
+				: repalloc(qr->kept, sizeof(RowValue) * qr->kept_room);
+		}
+		if (v == (struct varlena *) DatumGetPointer(value))
+		{
+			v = MemoryContextAlloc(qr->rows_cxt, VARSIZE(v));
+			memcpy(v, DatumGetPointer(value), VARSIZE(DatumGetPointer(value)));
+		}
+		row = &qr->kept[qr->n_kept++];
+		row->value = v;
+		row->number = number;
+		row->state = ROW_KEPT;
+		qr->kept_bytes += VARDATA_COMPRESSED_GET_EXTSIZE(v);
+	}
+	else
+	{
+		ArrayType  *array = DatumGetArrayTypeP(PointerGetDatum(v));
+
+		if (number == 1)
+		{
+			/* the first: the vectors' first room, once its dimensions are known */
+			int			dim = ARR_NDIM(array) == 1 ? Max(ARR_DIMS(array)[0], 1) : 1;
+
+			qr->capacity = (int64) 1024 * dim;
+			qr->vectors = MemoryContextAllocExtended(qr->cxt, sizeof(float) * qr->capacity,
+													 MCXT_ALLOC_HUGE);
+		}
+		copy_query_row(qr, array, number);
+		if ((Pointer) array != DatumGetPointer(value))
+			pfree(array);
+	}
 	qr->n++;
-	if ((Pointer) array != DatumGetPointer(value))
-		pfree(array);
+}
+
+/* The kept rows and where they go (read_row's argument). */
+typedef struct RowsRead
+{
+	RowValue   *kept;
+	float	   *vectors;
+	int			dim;
+} RowsRead;
+
+/*
+ * On a thread of genie_parallel_for, pure (no palloc, no ereport): kept row
+ * i expanded on the stack and copied into the vectors when it passes every
+ * check; any other is left to the backend, which reports it.
+ */
+static void
+read_row(int64 i, void *arg)
+{
+	RowsRead   *read = arg;
+	RowValue   *row = &read->kept[i];
+	union
+	{
+		double		align;
+		char		bytes[ROW_STACK_BYTES];
+	}			expanded;
+	int32		rawsize = (int32) VARDATA_COMPRESSED_GET_EXTSIZE(row->value);
+	ArrayType  *array = (ArrayType *) expanded.bytes;
+	const float *v;
+
+	if ((Size) rawsize + VARHDRSZ > sizeof(expanded.bytes))
+	{
+		row->state = ROW_SERIAL;
+		return;
+	}
+	if (pglz_decompress((char *) row->value + VARHDRSZ_COMPRESSED,
+						(int32) (VARSIZE(row->value) - VARHDRSZ_COMPRESSED),
+						VARDATA(expanded.bytes), rawsize, true) != rawsize)
+	{
+		row->state = ROW_CORRUPT;
+		return;
+	}
+	SET_VARSIZE(expanded.bytes, rawsize + VARHDRSZ);
+	if (ARR_NDIM(array) != 1 || ARR_HASNULL(array) || ARR_DIMS(array)[0] != read->dim)
+	{
+		row->state = ROW_SERIAL;
+		return;
+	}
+	v = (const float *) ARR_DATA_PTR(array);
+	for (int j = 0; j < read->dim; j++)
+		if (isnan(v[j]) || isinf(v[j]))
+		{
+			row->state = ROW_SERIAL;
+			return;
+		}
+	memcpy(read->vectors + (int64) (row->number - 1) * read->dim, v, sizeof(float) * read->dim);
+	row->state = ROW_COPIED;
+}
+
+/*
+ * The kept rows expanded, checked and copied into their places on every
+ * core (genie.cpu_threads), then forgotten; a row a thread left (a failed
+ * check, corrupt data) is done again here, which reports the first such
+ * row with the error one row at a time gives.
+ */
+static void
+read_kept_rows(QueryRows *qr)
+{
+	RowsRead	read;
+
+	read.kept = qr->kept;
+	read.vectors = qr->vectors;
+	read.dim = qr->dim;
+	/* a few rows: not worth waking the threads */
+	if (qr->n_kept < 64)
+		for (int i = 0; i < qr->n_kept; i++)
+			read_row(i, &read);
+	else
+	{
+		genie_error err;
+
+		if (genie_parallel_for(qr->n_kept, genie_cpu_threads, read_row, &read,
+							   genie_cancel_requested, NULL, &err) != GENIE_OK)
+			genie_report_error(&err, "genie_knn_from: reading the query rows");
+	}
+	for (int i = 0; i < qr->n_kept; i++)
+	{
+		RowValue   *row = &qr->kept[i];
+
+		if (row->state == ROW_CORRUPT)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg_internal("compressed pglz data is corrupt"),
+					 errdetail("Row %d of the query.", row->number)));
+		if (row->state == ROW_SERIAL)
+			copy_query_row(qr, DatumGetArrayTypeP(PointerGetDatum(row->value)), row->number);
+	}
+	MemoryContextReset(qr->rows_cxt);
+	qr->kept = NULL;
+	qr->n_kept = 0;
+	qr->kept_room = 0;
+	qr->kept_bytes = 0;
 }
 
 /*
@@ -362,11 +555,15 @@ query_rows(const char *sql, QueryRows *qr)
 					pfree(code);
 			}
 			else
-				add_query_row(qr, value, isnull);
+				take_query_row(qr, value, isnull);
 		}
 		SPI_freetuptable(SPI_tuptable);
+		if (qr->kept_bytes >= QUERY_ROWS_KEPT_BYTES)
+			read_kept_rows(qr);
 		CHECK_FOR_INTERRUPTS();
 	}
+	if (qr->n_kept > 0)
+		read_kept_rows(qr);
 	SPI_cursor_close(portal);
 	SPI_finish();
 }
@@ -390,6 +587,8 @@ genie_knn_from(PG_FUNCTION_ARGS)
 	check_k(k);
 	memset(&qr, 0, sizeof(qr));
 	qr.cxt = CurrentMemoryContext;
+	qr.rows_cxt = AllocSetContextCreate(CurrentMemoryContext, "genie_knn_from rows",
+										ALLOCSET_DEFAULT_SIZES);
 	qr.code_batch.kind = GENIE_VALUES_CODES;
 	genie_profile_push(GENIE_PHASE_QUERY);
 	query_rows(sql, &qr);

@@ -171,6 +171,18 @@ genie_status genie_sort_int64(int64_t *keys, size_t n, int32_t threads, int (*ca
 							  void *cancel_arg, genie_error *err);
 
 /*
+ * body(i, arg) for every i in [0, n), each once, in no particular order, on
+ * up to threads threads (0: every core), the caller's included.  body runs
+ * off the caller's thread, so it may call only functions that touch no
+ * shared state and cannot raise errors (no memory contexts, no ereport); it
+ * records its own failures.  cancel (may be NULL) is polled before each i:
+ * when it asks, the rest are skipped and GENIE_CANCELLED is returned.
+ */
+genie_status genie_parallel_for(int64_t n, int32_t threads, void (*body) (int64_t i, void *arg),
+								void *arg, int (*cancel) (void *arg), void *cancel_arg,
+								genie_error *err);
+
+/*
  * Set predicates from the postings (int4[] @>, && and <@ on a keyword
  * index): the ids of the objects whose keyword set contains the query's
  * keywords (GENIE_SET_CONTAINS), shares one with them (GENIE_SET_OVERLAPS)

@@ -1,0 +1,137 @@
+-- genie_knn_from reads its query rows as they are stored: rows pglz
+-- compressed (expanded together on the threads), lz4, plain and stored
+-- out of line, in one query; in batches small and large enough for the
+-- threads, and past the bytes it reads at once.  Every answer equals the
+-- sequential scan's (an oracle that reads no query through genie), and a
+-- bad row anywhere is the error of that row.
+CREATE EXTENSION IF NOT EXISTS pgtap;
+BEGIN;
+CREATE EXTENSION genie;
+SELECT plan(14);
+
+-- 40 indexed vectors of 2,000 dimensions: small integers, so ties are
+-- decided by the row order as in the scan
+CREATE TABLE qr_items (id int PRIMARY KEY, v real[]);
+INSERT INTO qr_items
+  SELECT i, array_agg(((i * 7 + j * 13) % 11)::real ORDER BY j)
+  FROM generate_series(1, 40) i, generate_series(1, 2000) j GROUP BY i;
+CREATE INDEX qr_items_v ON qr_items USING genie (v) WITH (m = 0);
+
+-- queries of 2,000 small integers (8 kB, about 3 kB after pglz), each
+-- stored as the column says
+CREATE FUNCTION pg_temp.qvec(q int) RETURNS real[] LANGUAGE sql AS
+  $$ SELECT array_agg(((q * 5 + j * (q % 7 + 1)) % 9)::real ORDER BY j) FROM generate_series(1, 2000) j $$;
+CREATE TABLE qr_pglz (qid int PRIMARY KEY, q real[]);
+ALTER TABLE qr_pglz ALTER q SET COMPRESSION pglz;
+INSERT INTO qr_pglz SELECT q, pg_temp.qvec(q) FROM generate_series(1, 3000) q;
+-- fresh values each way (a value copied from another table keeps its
+-- form): rows 1-100 pglz, 101-150 lz4 (where the server has it), 151-200
+-- plain out of line, 201-260 pglz, 261-270 random (pglz gains too little:
+-- plain), 271-300 pglz
+CREATE TABLE qr_mixed (qid int PRIMARY KEY, q real[]);
+ALTER TABLE qr_mixed ALTER q SET COMPRESSION pglz;
+INSERT INTO qr_mixed SELECT q, pg_temp.qvec(q) FROM generate_series(1, 100) q;
+DO $$ BEGIN
+  EXECUTE 'ALTER TABLE qr_mixed ALTER q SET COMPRESSION lz4';
+EXCEPTION WHEN feature_not_supported THEN NULL;
+END $$;
+INSERT INTO qr_mixed SELECT q, pg_temp.qvec(q) FROM generate_series(101, 150) q;
+ALTER TABLE qr_mixed ALTER q SET STORAGE EXTERNAL;
+INSERT INTO qr_mixed SELECT q, pg_temp.qvec(q) FROM generate_series(151, 200) q;
+ALTER TABLE qr_mixed ALTER q SET STORAGE EXTENDED, ALTER q SET COMPRESSION pglz;
+INSERT INTO qr_mixed SELECT q, pg_temp.qvec(q) FROM generate_series(201, 260) q;
+SELECT setseed(0.51);
+INSERT INTO qr_mixed SELECT q, (SELECT array_agg(random()::real) FROM generate_series(1, 2000 + q - q))
+  FROM generate_series(261, 270) q;
+INSERT INTO qr_mixed SELECT q, pg_temp.qvec(q) FROM generate_series(271, 300) q;
+
+SELECT ok((SELECT count(*) FROM qr_pglz WHERE pg_column_compression(q) = 'pglz') = 3000,
+          'the 3,000 query rows are stored pglz compressed');
+SELECT ok((SELECT count(*) FROM qr_mixed WHERE pg_column_compression(q) = 'pglz') = 190
+          AND (SELECT count(*) FROM qr_mixed WHERE pg_column_compression(q) IS NULL) >= 60,
+          'the mixed rows are stored more than one way, some not compressed');
+
+-- the oracle: each query's 3 nearest by the sequential scan of <->
+CREATE FUNCTION pg_temp.scan(tab text, n int) RETURNS TABLE (query_no int, ctid text, distance float8)
+LANGUAGE plpgsql AS $$
+BEGIN
+  SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off;
+  RETURN QUERY EXECUTE format(
+    'SELECT q.qid, n.ctid::text, n.d FROM %I q CROSS JOIN LATERAL
+       (SELECT i.ctid, i.v <-> q.q AS d FROM qr_items i ORDER BY i.v <-> q.q, i.ctid LIMIT 3) n
+     WHERE q.qid <= %s', tab, n);
+END $$;
+
+SELECT results_eq(
+  $$ SELECT query_no, ctid::text, distance FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)
+     ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('qr_pglz', 3000) ORDER BY 1, 3, 2 $$,
+  'genie_knn_from of 3,000 pglz rows (read on the threads, in more than one go) equals the sequential scan');
+SELECT results_eq(
+  $$ SELECT query_no, ctid::text, distance FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz WHERE qid <= 40 ORDER BY qid', 3)
+     ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('qr_pglz', 40) ORDER BY 1, 3, 2 $$,
+  'genie_knn_from of 40 pglz rows (read by the backend alone) equals the sequential scan');
+SELECT results_eq(
+  $$ SELECT query_no, ctid::text, distance FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_mixed ORDER BY qid', 3)
+     ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('qr_mixed', 300) ORDER BY 1, 3, 2 $$,
+  'genie_knn_from of rows stored pglz, lz4, plain and out of line, mixed, equals the sequential scan');
+SELECT results_eq(
+  $$ SELECT query_no, ctid::text, distance FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)
+     ORDER BY query_no, distance, ctid $$,
+  $$ SELECT query_no, ctid::text, distance FROM genie_knn('qr_items_v', (SELECT array_agg(q ORDER BY qid) FROM qr_pglz), 3)
+     ORDER BY query_no, distance, ctid $$,
+  'genie_knn_from equals genie_knn over the same rows as one array');
+
+-- a bad row among pglz rows that the threads read: the error names it
+CREATE TABLE qr_bad (qid int PRIMARY KEY, q real[]);
+INSERT INTO qr_bad SELECT qid, q FROM qr_pglz WHERE qid <= 500;
+UPDATE qr_bad SET q[1700] = 'NaN' WHERE qid = 377;
+SELECT ok((SELECT pg_column_compression(q) FROM qr_bad WHERE qid = 377) = 'pglz', 'the NaN row is pglz compressed');
+SELECT throws_ok($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_bad ORDER BY qid', 3)$$,
+                 '22000', 'queries must not contain NaN',
+                 'genie_knn_from: a NaN in a compressed row read on the threads is an error');
+DO $$
+DECLARE d text;
+BEGIN
+  PERFORM * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_bad ORDER BY qid', 3);
+EXCEPTION WHEN data_exception THEN
+  GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL;
+  CREATE TEMP TABLE qr_detail AS SELECT d AS detail;
+END $$;
+SELECT is((SELECT detail FROM qr_detail), 'Query 377, element 1700.', 'the error names the row and element');
+UPDATE qr_bad SET q = q[1:1999] WHERE qid = 400;
+UPDATE qr_bad SET q[1700] = 0 WHERE qid = 377;
+SELECT throws_ok($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_bad ORDER BY qid', 3)$$,
+                 '2202E', 'the queries have 2000 and 1999 dimensions',
+                 'genie_knn_from: a compressed row of other dimensions is an error');
+UPDATE qr_bad SET q = q[1:1999] || (pg_temp.qvec(400))[2000:2000] WHERE qid = 400;
+SELECT results_eq(
+  $$ SELECT query_no, ctid::text, distance FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_bad ORDER BY qid', 3)
+     ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('qr_bad', 500) ORDER BY 1, 3, 2 $$,
+  'genie_knn_from of the mended rows equals the sequential scan');
+UPDATE qr_bad SET q[5] = NULL WHERE qid = 222;
+SELECT throws_ok($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_bad ORDER BY qid', 3)$$,
+                 '2202E', 'each query must be a one-dimensional real[] without NULL elements',
+                 'genie_knn_from: a compressed row with a NULL element is an error');
+
+-- a row too large to expand on a thread's stack (20,000 dimensions) is read by the backend
+CREATE TABLE qr_wide_items (id int PRIMARY KEY, v real[]);
+INSERT INTO qr_wide_items SELECT i, array_agg(((i + j) % 5)::real ORDER BY j)
+  FROM generate_series(1, 5) i, generate_series(1, 20000) j GROUP BY i;
+CREATE INDEX qr_wide_v ON qr_wide_items USING genie (v) WITH (m = 0);
+CREATE TABLE qr_wide (qid int PRIMARY KEY, q real[]);
+INSERT INTO qr_wide SELECT q, array_agg(((q * 3 + j) % 4)::real ORDER BY j)
+  FROM generate_series(1, 70) q, generate_series(1, 20000) j GROUP BY q;
+SELECT ok((SELECT bool_and(pg_column_compression(q) = 'pglz') FROM qr_wide), 'the wide rows are pglz compressed');
+SELECT results_eq(
+  $$ SELECT query_no, ctid::text, distance FROM genie_knn_from('qr_wide_v', 'SELECT q FROM qr_wide ORDER BY qid', 2)
+     ORDER BY query_no, distance, ctid $$,
+  $$ SELECT q.qid, n.ctid::text, n.d FROM qr_wide q CROSS JOIN LATERAL
+       (SELECT i.ctid, i.v <-> q.q AS d FROM qr_wide_items i ORDER BY i.v <-> q.q, i.ctid LIMIT 2) n ORDER BY 1, 3, 2 $$,
+  'genie_knn_from of 70 rows of 20,000 dimensions equals the sequential scan');
+
+SELECT * FROM finish();
+ROLLBACK;
