@@ -26,11 +26,13 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "port/atomics.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "genie_utils.h"
 #include "types/genie_type.h"
 #include "types/genie_vector.h"
 
@@ -628,10 +630,55 @@ genie_lsh_functions(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(genie_lsh_functions_for(epsilon, delta));
 }
 
-/* Every one of count query elements (dim a query, the first query's number first + 1) finite. */
+/* Elements a thread checks at once (genie_vector_check_finite on the threads). */
+#define FINITE_CHUNK	((int64) 65536)
+
+/* The elements genie_vector_check_finite checks on the threads, and what they find. */
+typedef struct FiniteCheck
+{
+	const float *values;
+	int64		count;
+	pg_atomic_uint32 found;		/* 1: some chunk holds a NaN or an infinity */
+} FiniteCheck;
+
+/* On a thread of genie_parallel_for, pure: chunk i's elements all finite, or found set. */
+static void
+check_finite_chunk(int64 i, void *arg)
+{
+	FiniteCheck *check = arg;
+	int64		end = Min((i + 1) * FINITE_CHUNK, check->count);
+	bool		bad = false;
+
+	for (int64 j = i * FINITE_CHUNK; j < end; j++)
+		bad |= isnan(check->values[j]) || isinf(check->values[j]);
+	if (bad)
+		pg_atomic_write_u32(&check->found, 1);
+}
+
+/*
+ * Every one of count query elements (dim a query, the first query's number
+ * first + 1) finite.  A batch of millions of elements is read on every core
+ * first (31 MB for 10,000 Fashion-MNIST queries: several ms on one), and
+ * read again here only to name what is not finite.
+ */
 void
 genie_vector_check_finite(const float *values, int64 count, int dim, int64 first)
 {
+	if (count >= 16 * FINITE_CHUNK)
+	{
+		FiniteCheck check;
+		genie_error err;
+
+		check.values = values;
+		check.count = count;
+		pg_atomic_init_u32(&check.found, 0);
+		if (genie_parallel_for((count + FINITE_CHUNK - 1) / FINITE_CHUNK, genie_cpu_threads,
+							   check_finite_chunk, &check, genie_cancel_requested, NULL,
+							   &err) != GENIE_OK)
+			genie_report_error(&err, "genie: checking the queries");
+		if (pg_atomic_read_u32(&check.found) == 0)
+			return;
+	}
 	for (int64 i = 0; i < count; i++)
 		if (isnan(values[i]) || isinf(values[i]))
 			ereport(ERROR,

@@ -7,7 +7,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(14);
+SELECT plan(16);
 
 -- 40 indexed vectors of 2,000 dimensions: small integers, so ties are
 -- decided by the row order as in the scan
@@ -116,6 +116,24 @@ UPDATE qr_bad SET q[5] = NULL WHERE qid = 222;
 SELECT throws_ok($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_bad ORDER BY qid', 3)$$,
                  '2202E', 'each query must be a one-dimensional real[] without NULL elements',
                  'genie_knn_from: a compressed row with a NULL element is an error');
+
+-- genie_knn's array of 600 x 2,000 elements is checked on the threads, then named
+CREATE TEMP TABLE qr_array AS SELECT array_agg(q ORDER BY qid) AS a FROM qr_pglz WHERE qid <= 600;
+UPDATE qr_array SET a[555][7] = '-Infinity';
+DO $$
+DECLARE d text; m text;
+BEGIN
+  PERFORM * FROM genie_knn('qr_items_v', (SELECT a FROM qr_array), 3);
+EXCEPTION WHEN data_exception THEN
+  GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL, m = MESSAGE_TEXT;
+  CREATE TEMP TABLE qr_array_error AS SELECT m AS message, d AS detail;
+END $$;
+SELECT is((SELECT message || ' / ' || detail FROM qr_array_error),
+          'queries must not contain infinity / Query 555, element 7.',
+          'genie_knn: an infinity in a batch of 1.2M elements is named by query and element');
+UPDATE qr_array SET a[555][7] = 1;
+SELECT is((SELECT count(*) FROM genie_knn('qr_items_v', (SELECT a FROM qr_array), 3)), 1800::bigint,
+          'genie_knn: the mended batch answers every query');
 
 -- a row too large to expand on a thread's stack (20,000 dimensions) is read by the backend
 CREATE TABLE qr_wide_items (id int PRIMARY KEY, v real[]);
