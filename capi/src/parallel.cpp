@@ -1,7 +1,6 @@
 // The C API's host threads lent to the caller (genie.h): work of the
 // extension's own, spread over the engines' thread pool.
 #include <cstdint>
-#include <new>
 
 #include "genie/genie.h"
 #include "genie/parallel.hpp"
@@ -22,26 +21,4 @@ genie_status genie_parallel_for(int64_t n, int32_t threads, void (*body)(int64_t
         },
         genie::CancelCheck{cancel, cancel_arg});
   });
-}
-
-// A job is one JoinedThread: joined by genie_job_wait, or by the destructor.
-struct genie_job {
-  genie::JoinedThread thread;
-};
-
-genie_job* genie_job_start(void (*fn)(void* arg), void* arg) {
-  if (fn == nullptr) return nullptr;
-  auto* job = new (std::nothrow) genie_job;
-  if (job == nullptr) return nullptr;
-  if (!job->thread.Start([fn, arg]() { fn(arg); })) {
-    delete job;
-    return nullptr;
-  }
-  return job;
-}
-
-void genie_job_wait(genie_job* job) {
-  if (job == nullptr) return;
-  job->thread.Join();
-  delete job;
 }

@@ -35,7 +35,6 @@
 #include "genie_utils.h"
 #include "search/genie_search_device.h"
 #include "search/genie_search_values.h"
-#include "search/genie_search_visible.h"
 #include "types/genie_bit.h"
 #include "types/genie_vector.h"
 #include "profile/genie_profile.h"

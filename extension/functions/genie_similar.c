@@ -48,7 +48,6 @@
 
 #include "search/genie_search_device.h"
 #include "search/genie_search_values.h"
-#include "search/genie_search_visible.h"
 #include "types/genie_type.h"
 #include "profile/genie_profile.h"
 

@@ -24,8 +24,8 @@
  * runs) re-ranked by their exact distance in this backend: approximate, as
  * GENIE section IV and the EWH paper.
  *
- * genie_search_values_visible (genie_search_visible.c) keeps the rows
- * visible to a snapshot.
+ * genie_search_values_visible keeps the rows visible to a snapshot,
+ * widening k while invisible rows take places.
  *
  *-------------------------------------------------------------------------
  */
@@ -136,8 +136,8 @@ scan_set(const GenieValueSet *set, genie_engine_kind device, const GenieValueBat
  * lengths_of (the set scanned, when they are needed to merge) or zero; the
  * allocations may not throw before the result is freed.
  */
-void
-genie_value_rows_take(GenieValueFound *found, const GenieValueSet *lengths_of, GenieValueRows *rows)
+static void
+take_found(GenieValueFound *found, const GenieValueSet *lengths_of, GenieValueRows *rows)
 {
 	const int64 *offsets = genie_value_found_offsets(found);
 	int			nq = genie_value_found_queries(found);
@@ -228,22 +228,7 @@ scan_in_process(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k
 		if (found.vectors->listed > 0)
 			genie_explain_list(found.vectors->listed, found.vectors->list_distances);
 	}
-	genie_value_rows_take(&found, NULL, rows);
-}
-
-const GenieValueSet *
-genie_search_values_piecewise(GenieCachedIndex *entry, const GenieValueBatch *queries,
-							  genie_engine_kind *device)
-{
-	if ((queries->kind != GENIE_VALUES_VECTORS && queries->kind != GENIE_VALUES_CODES) ||
-		genie_search_approximate(queries->kind) || genie_search_permutation(queries->kind) ||
-		entry->n_objects == 0 || queries->n == 0 || entry->value_dim == 0 ||
-		queries->dim != entry->value_dim || genie_service_configured())
-		return NULL;
-	*device = genie_search_device();
-	if (knn_list(entry, queries->kind, *device) != NULL)
-		return NULL;
-	return genie_cache_values(entry);
+	take_found(&found, NULL, rows);
 }
 
 /*
@@ -286,7 +271,7 @@ search_approximate(GenieCachedIndex *entry, const GenieValueBatch *queries,
 		genie_report_error(&err, codes ? "genie: re-ranking EWH candidates" :
 						   "genie: re-ranking LSH candidates");
 	genie_search_free(&counted);
-	genie_value_rows_take(&found, NULL, rows);
+	take_found(&found, NULL, rows);
 }
 
 /*
@@ -375,7 +360,7 @@ search_permutation(GenieCachedIndex *entry, const GenieValueBatch *queries, int3
 	genie_profile_pop();
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: re-ranking permutation candidates");
-	genie_value_rows_take(&found, NULL, rows);
+	take_found(&found, NULL, rows);
 	genie_search_count(queries->n, k, rows->offsets[queries->n]);
 	if (genie_explain_analyzing)
 		explain_recall(entry, queries, k, rows, (int64) candidates * queries->n);
@@ -427,7 +412,7 @@ scan_pending(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
 		genie_report_error(&err, psprintf("genie: %s of the pending rows", kind_what(queries->kind)));
 	pfree(excluded);
 	/* the lengths of pending strings decide ties with main ones */
-	genie_value_rows_take(&found, pending, rows);
+	take_found(&found, pending, rows);
 }
 
 /* The first k of main's and pending's rows of each query, by (distance, length, id). */
@@ -572,4 +557,227 @@ genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries, Gen
 		/* (the approximate modes' search of LSH or EWH keywords is counted by genie_search) */
 		genie_search_count(queries->n, k, rows->offsets[queries->n]);
 	}
+}
+
+/* ---- the visible rows ---- */
+
+/* The visible rows of each query, in the order found (what the widening rounds collect). */
+typedef struct RowCollector
+{
+	ItemPointerData **tids;		/* the caller's: returned as they are */
+	int32	  **objects;
+	float8	  **distances;
+	int64	   *counts;
+	int64	   *capacity;
+} RowCollector;
+
+static void
+collector_begin(RowCollector *c, int nq, int32 k, ItemPointerData **tids)
+{
+	c->tids = tids;
+	c->objects = palloc(sizeof(int32 *) * Max(nq, 1));
+	c->distances = palloc(sizeof(float8 *) * Max(nq, 1));
+	c->counts = palloc0(sizeof(int64) * Max(nq, 1));
+	c->capacity = palloc(sizeof(int64) * Max(nq, 1));
+	for (int q = 0; q < nq; q++)
+	{
+		c->capacity[q] = Max(Min(k, 1024), 1);
+		tids[q] = palloc(sizeof(ItemPointerData) * c->capacity[q]);
+		c->objects[q] = palloc(sizeof(int32) * c->capacity[q]);
+		c->distances[q] = palloc(sizeof(float8) * c->capacity[q]);
+	}
+}
+
+static void
+collector_add(RowCollector *c, int q, ItemPointer tid, int32 object, float8 distance)
+{
+	int64		n = c->counts[q];
+
+	if (n == c->capacity[q])
+	{
+		c->capacity[q] *= 2;
+		c->tids[q] = repalloc_huge(c->tids[q], sizeof(ItemPointerData) * c->capacity[q]);
+		c->objects[q] = repalloc_huge(c->objects[q], sizeof(int32) * c->capacity[q]);
+		c->distances[q] = repalloc_huge(c->distances[q], sizeof(float8) * c->capacity[q]);
+	}
+	c->tids[q][n] = *tid;
+	c->objects[q][n] = object;
+	c->distances[q][n] = distance;
+	c->counts[q] = n + 1;
+}
+
+/* The collected rows as CSR arrays (no lengths: the order is settled). */
+static void
+collector_finish(RowCollector *c, int nq, GenieValueRows *rows)
+{
+	int64		total = 0;
+
+	for (int q = 0; q < nq; q++)
+		total += c->counts[q];
+	rows->n_queries = nq;
+	rows->offsets = palloc(sizeof(int64) * (nq + 1));
+	rows->objects = palloc_extended(sizeof(int32) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->distances = palloc_extended(sizeof(float8) * Max(total, 1), MCXT_ALLOC_HUGE);
+	rows->lengths = NULL;
+	rows->offsets[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		memcpy(rows->objects + rows->offsets[q], c->objects[q], sizeof(int32) * c->counts[q]);
+		memcpy(rows->distances + rows->offsets[q], c->distances[q], sizeof(float8) * c->counts[q]);
+		rows->offsets[q + 1] = rows->offsets[q] + c->counts[q];
+	}
+}
+
+/* The object ids of query q's first n collected rows, sorted (for bsearch). */
+static int32 *
+collected_sorted(const RowCollector *c, int q, int64 n)
+{
+	int32	   *ids = palloc(sizeof(int32) * Max(n, 1));
+
+	memcpy(ids, c->objects[q], sizeof(int32) * n);
+	qsort(ids, n, sizeof(int32), genie_int32_cmp);
+	return ids;
+}
+
+/*
+ * Rounds of searches until every query of queries_in (n_short of them) has
+ * k visible rows or its search ran out.  Each query keeps its first base[q]
+ * collected rows (NULL: none) and adds the found rows not among them
+ * (skip[q], sorted, base[q] of them).  With approximate queries, a query
+ * whose candidates ran out short of k (rows of match count 0 are never
+ * candidates) goes into
+ * ran_out (*n_ran_out of them), for the exact rest.
+ */
+static void
+collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBatch *queries,
+			   GenieQuery **approximate, int32 k, int32 kprime, RowCollector *collected,
+			   const int *queries_in, int n_short, const int64 *base, int32 *const *skip,
+			   int *ran_out, int *n_ran_out)
+{
+	int			nq = queries->n;
+	GenieQuery **sub_approximate = palloc0(sizeof(GenieQuery *) * Max(nq, 1));
+	/* the rounds narrow their own list; the caller's stays as given */
+	int		   *short_of_k = palloc(sizeof(int) * Max(n_short, 1));
+
+	memcpy(short_of_k, queries_in, sizeof(int) * n_short);
+	while (n_short > 0)
+	{
+		GenieValueBatch sub = *queries;
+		GenieValueRows found;
+		int			still = 0;
+		bool		whole = n_short == nq;
+
+		/* the queries still short of k visible rows, as one batch (the whole one when in order) */
+		for (int i = 0; whole && i < n_short; i++)
+			whole = short_of_k[i] == i;
+		if (!whole)
+		{
+			genie_value_batch_select(queries, short_of_k, n_short, &sub);
+			if (approximate != NULL)
+				for (int i = 0; i < n_short; i++)
+					sub_approximate[i] = approximate[short_of_k[i]];
+		}
+		genie_search_values(entry, &sub,
+							approximate == NULL ? NULL : whole ? approximate : sub_approximate,
+							kprime, &found);
+		if (!whole)
+			genie_value_batch_free_copy(&sub);
+		genie_profile_push(GENIE_PHASE_VISIBILITY);
+
+		/*
+		 * each query's first k rows are checked unless they are among the
+		 * base[q] kept (which are known already: they were checked)
+		 */
+		genie_visibility_check_ahead(vs, entry, found.objects, found.offsets, n_short, k);
+		for (int i = 0; i < n_short; i++)
+		{
+			int			q = short_of_k[i];
+			int64		n_found = found.offsets[i + 1] - found.offsets[i];
+
+			collected->counts[q] = base != NULL ? base[q] : 0;
+			for (int64 h = found.offsets[i]; h < found.offsets[i + 1] && collected->counts[q] < k; h++)
+			{
+				ItemPointerData tid;
+				int32		object = found.objects[h];
+
+				if (skip != NULL && base[q] > 0 &&
+					bsearch(&object, skip[q], base[q], sizeof(int32), genie_int32_cmp) != NULL)
+					continue;
+				if (genie_object_visible(vs, entry, object, &tid))
+					collector_add(collected, q, &tid, object, found.distances[h]);
+			}
+			if (collected->counts[q] >= k)
+				continue;
+			/* short while the search returned all it was asked for: invisible rows took places */
+			if (n_found == kprime)
+			{
+				if (kprime < entry->n_objects)
+					short_of_k[still++] = q;
+			}
+			else if (approximate != NULL)
+				ran_out[(*n_ran_out)++] = q;
+			CHECK_FOR_INTERRUPTS();
+		}
+		genie_profile_pop();
+		genie_value_rows_free(&found);
+		n_short = still;
+		kprime = genie_search_wider_k(kprime, entry->n_objects);
+	}
+	pfree(sub_approximate);
+	pfree(short_of_k);
+}
+
+void
+genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
+							const GenieValueBatch *queries, GenieQuery **approximate, int32 k,
+							GenieValueRows *rows, ItemPointerData **tids)
+{
+	int			nq = queries->n;
+	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));
+	int		   *ran_out = palloc(sizeof(int) * Max(nq, 1));
+	int			n_ran_out = 0;
+	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
+	RowCollector collected;
+	GenieVisibility vs;
+
+	genie_visibility_begin(&vs, entry, heap, snapshot, nq);
+	collector_begin(&collected, nq, k, tids);
+	for (int i = 0; i < nq; i++)
+		short_of_k[i] = i;
+	collect_rounds(entry, &vs, queries, approximate, k, kprime, &collected, short_of_k, nq,
+				   NULL, NULL,
+				   ran_out, &n_ran_out);
+
+	/*
+	 * LSH: the candidates of these queries ran out before k visible rows;
+	 * the rest follow by exact distance, after the candidates, as in the
+	 * index scan (so the batch returns what the scan returns).
+	 */
+	if (n_ran_out > 0)
+	{
+		int64	   *base = palloc0(sizeof(int64) * Max(nq, 1));
+		int32	  **skip = palloc0(sizeof(int32 *) * Max(nq, 1));
+		int64		widest = 0;
+		int			unused = 0;
+
+		for (int i = 0; i < n_ran_out; i++)
+		{
+			int			q = ran_out[i];
+
+			base[q] = collected.counts[q];
+			skip[q] = collected_sorted(&collected, q, base[q]);
+			widest = Max(widest, base[q]);
+		}
+		kprime = (int32) Min((int64) k + widest, (int64) Max(entry->n_objects, 1));
+		collect_rounds(entry, &vs, queries, NULL, k, kprime, &collected, ran_out, n_ran_out,
+					   base, skip, NULL, &unused);
+		for (int i = 0; i < n_ran_out; i++)
+			pfree(skip[ran_out[i]]);
+		pfree(skip);
+		pfree(base);
+	}
+	genie_visibility_end(&vs);
+	collector_finish(&collected, nq, rows);
+	pfree(short_of_k);
+	pfree(ran_out);
 }

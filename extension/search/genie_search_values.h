@@ -74,25 +74,19 @@ extern bool genie_search_permutation(GenieValuesKind kind);
 extern void genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries,
 								GenieQuery **approximate, int32 k, GenieValueRows *rows);
 
+/*
+ * The same restricted to rows of heap visible to snapshot: each query's k
+ * nearest visible rows (fewer only when fewer rows have a value), with the
+ * TIDs of their visible versions in tids (n_queries arrays, palloc'd);
+ * searches again with a wider k for the queries whose nearest rows were
+ * not all visible.
+ */
+extern void genie_search_values_visible(GenieCachedIndex *entry, Relation heap,
+										Snapshot snapshot, const GenieValueBatch *queries,
+										GenieQuery **approximate, int32 k, GenieValueRows *rows,
+										ItemPointerData **tids);
+
 /* Frees rows' arrays (a widening round's, before asking again). */
 extern void genie_value_rows_free(GenieValueRows *rows);
-
-/*
- * Moves a C API result (malloc'd, freed here) into palloc'd rows, the
- * lengths from lengths_of (the set scanned) or zero.
- */
-extern void genie_value_rows_take(GenieValueFound *found, const GenieValueSet *lengths_of,
-								  GenieValueRows *rows);
-
-/*
- * The set to scan, and *device the engine, when an exact search of queries
- * may run in pieces beside the visibility checks (genie_search_visible.c):
- * vectors or codes, exact, in this backend (no genie service), without a
- * List of Clusters, on an index with values of the queries' shape; NULL
- * otherwise (genie_search_values searches them, or says what is wrong).
- */
-extern const GenieValueSet *genie_search_values_piecewise(GenieCachedIndex *entry,
-														  const GenieValueBatch *queries,
-														  genie_engine_kind *device);
 
 #endif							/* GENIE_SEARCH_VALUES_H */

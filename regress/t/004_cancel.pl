@@ -195,24 +195,6 @@ like($out, qr/^1000000$/m, 'the uncancelled kNN through the list answers every q
 diag(sprintf('uninterrupted genie_knn through the list: %.2f s', $knn_full));
 cmp_ok($knn_full, '>', 0.2 + $max_latency, 'kNN through the list runs long enough for the test to mean something');
 
-# An exact batch of 5,000 queries of 4,000 dimensions is scanned in pieces,
-# each on a thread beside the backend's checks of the one before: a
-# timeout stops the piece being scanned.
-$node->safe_psql('postgres', q{
-	CREATE TABLE wide3 AS SELECT g * 10000 + id AS id, v FROM wide, generate_series(1, 3) g;
-	CREATE INDEX wide3_v ON wide3 USING genie (v) WITH (m = 0);
-	CREATE TABLE wide_q5 AS SELECT array_agg(v ORDER BY g, id) a FROM wide, generate_series(1, 5) g;
-});
-my $pieces = "SELECT count(*) FROM genie_knn('wide3_v', (SELECT a FROM wide_q5), 10)";
-my ($pieces_timeout) = run_statement("SET statement_timeout = '200ms'; $pieces");
-like($err, qr/canceling statement due to statement timeout/, 'statement_timeout cancels an exact batch scanned in pieces');
-diag(sprintf('statement_timeout 200 ms: genie_knn in pieces ended after %.0f ms', 1000 * $pieces_timeout));
-cmp_ok($pieces_timeout, '<', 0.2 + $max_latency, 'a batch scanned in pieces stops in time');
-my ($pieces_full) = run_statement("SET statement_timeout = 0; $pieces");
-like($out, qr/^50000$/m, 'the uncancelled batch in pieces answers every query');
-diag(sprintf('uninterrupted genie_knn in pieces: %.2f s', $pieces_full));
-cmp_ok($pieces_full, '>', 0.2 + $max_latency, 'the batch in pieces runs long enough for the test to mean something');
-
 # The draws happen once per backend and are cached: the cancelled one first.
 # On one thread (the draws' logarithms spread over genie.cpu_threads), so
 # that the uncancelled draws run well past the timeout on any machine.

@@ -183,17 +183,6 @@ genie_status genie_parallel_for(int64_t n, int32_t threads, void (*body) (int64_
 								genie_error *err);
 
 /*
- * fn(arg) on a thread of its own (every signal blocked), beside the caller:
- * the same rules as genie_parallel_for's body, except that it may call the
- * engines (the C API's scans, whose cancel it passes on).  NULL when no
- * thread could be started (fn has not run).  genie_job_wait returns once fn
- * has returned, and frees the job; every started job must be waited for.
- */
-typedef struct genie_job genie_job;
-genie_job  *genie_job_start(void (*fn) (void *arg), void *arg);
-void		genie_job_wait(genie_job *job);
-
-/*
  * Set predicates from the postings (int4[] @>, && and <@ on a keyword
  * index): the ids of the objects whose keyword set contains the query's
  * keywords (GENIE_SET_CONTAINS), shares one with them (GENIE_SET_OVERLAPS)
