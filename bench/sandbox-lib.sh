@@ -45,7 +45,7 @@ device_memory_mb() {
 # package's), svc_tsdocs/svc_tsqueries (DOCS: a corpus file, .xz allowed,
 # or a corpus name of bench/document_corpus.py; default gcide).
 setup_tags() {
-  psql -X -v rows="$1" -f bench/service_bench.sql
+  psql -X -v rows="$1" ${QUERY_DRAWS:+-v query_draws="$QUERY_DRAWS"} -f bench/service_bench.sql
 }
 setup_strings() {
   psql -X -v words="${WORDS:-/usr/share/dict/american-english-insane}" -f bench/service_strings_bench.sql
