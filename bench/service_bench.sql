@@ -25,5 +25,5 @@ VACUUM ANALYZE svc_queries;
 SELECT count(*) AS rows, avg(cardinality(tags))::numeric(6,1) AS mean_tags FROM svc_docs;
 WITH counts AS (SELECT tag, count(*) AS n FROM svc_docs, unnest(tags) tag GROUP BY tag)
 SELECT avg(cardinality(q))::numeric(6,1) AS mean_query_tags, avg(p)::numeric(10,1) AS mean_postings_per_query
-FROM (SELECT q.id, q.q, sum(c.n) AS p FROM svc_queries q, unnest(q.q) tag JOIN counts c USING (tag)
-      GROUP BY q.id, q.q) s;
+FROM (SELECT q.id, q.q, coalesce(sum(c.n), 0) AS p FROM svc_queries q CROSS JOIN unnest(q.q) tag
+      LEFT JOIN counts c USING (tag) GROUP BY q.id, q.q) s;

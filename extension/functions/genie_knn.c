@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include <dlfcn.h>
 #include <math.h>
 
 #include "access/detoast.h"
@@ -260,8 +261,8 @@ genie_hamming_knn(PG_FUNCTION_ARGS)
 }
 
 /*
- * A query row's real[] that pglz compressed, as the cursor gave it (in
- * rows_cxt), kept until such rows are read together on the threads.
+ * A query row's real[] that pglz or lz4 compressed, as the cursor gave it
+ * (in rows_cxt), kept until such rows are read together on the threads.
  */
 typedef struct RowValue
 {
@@ -272,14 +273,52 @@ typedef struct RowValue
 
 #define ROW_KEPT		0		/* not read yet */
 #define ROW_COPIED		1		/* checked and copied into the vectors */
-#define ROW_CORRUPT		2		/* pglz's data did not decompress */
+#define ROW_CORRUPT		2		/* the data did not decompress */
 #define ROW_SERIAL		3		/* for the backend: a check failed, or too large to expand here */
 
 /* The kept rows are read once they expand to this many bytes, so a batch never holds all of them. */
 #define QUERY_ROWS_KEPT_BYTES	((Size) 16 * 1024 * 1024)
 
-/* The largest row a thread expands (on its stack): 16,376 dimensions, with the array's header. */
+/* The largest row a thread expands (on its stack): 16,378 dimensions, with the array's header. */
 #define ROW_STACK_BYTES			65536
+
+/*
+ * liblz4's decompression, as the server links it (a server built without
+ * lz4 has no lz4 values): looked up once, NULL when absent, so that genie
+ * needs no lz4 headers to build.  Pure, as pglz_decompress is.
+ */
+typedef int (*Lz4Decompress) (const char *source, char *dest, int source_size, int dest_capacity);
+
+static Lz4Decompress
+lz4_decompress(void)
+{
+	static bool looked = false;
+	static Lz4Decompress found = NULL;
+
+	if (!looked)
+	{
+		found = (Lz4Decompress) dlsym(RTLD_DEFAULT, "LZ4_decompress_safe");
+		looked = true;
+	}
+	return found;
+}
+
+/* Whether the threads can expand compressed value v (else the backend detoasts it). */
+static bool
+threads_expand(struct varlena *v)
+{
+	if (!VARATT_IS_COMPRESSED(v))
+		return false;
+	switch (VARDATA_COMPRESSED_GET_COMPRESS_METHOD(v))
+	{
+		case TOAST_PGLZ_COMPRESSION_ID:
+			return true;
+		case TOAST_LZ4_COMPRESSION_ID:
+			return lz4_decompress() != NULL;
+		default:
+			return false;
+	}
+}
 
 /* What query_rows gathers: the rows' vectors or codes, grown as they come. */
 typedef struct QueryRows
@@ -328,11 +367,11 @@ copy_query_row(QueryRows *qr, ArrayType *array, int number)
 }
 
 /*
- * Takes one row's real[]: a value pglz compressed is kept for
- * read_kept_rows (copied into rows_cxt, as SPI's tuples go with each fetch),
- * as pglz's decompression is most of reading a batch on one core
- * (bench/latency.md); any other (lz4, plain) is checked and copied here, as
- * is the first row, which sets the dimensions.
+ * Takes one row's real[]: a compressed value (pglz, or lz4 where liblz4 is
+ * found) is kept for read_kept_rows (copied into rows_cxt, as SPI's tuples
+ * go with each fetch), as decompression is most of reading a batch on one
+ * core (bench/latency.md); a plain one is checked and copied here, as is
+ * the first row, which sets the dimensions.
  */
 static void
 take_query_row(QueryRows *qr, Datum value, bool isnull)
@@ -358,8 +397,8 @@ take_query_row(QueryRows *qr, Datum value, bool isnull)
 		v = detoast_external_attr(v);
 		MemoryContextSwitchTo(old);
 	}
-	if (number > 1 && VARATT_IS_COMPRESSED(v) &&
-		VARDATA_COMPRESSED_GET_COMPRESS_METHOD(v) == TOAST_PGLZ_COMPRESSION_ID)
+	if (number > 1 && threads_expand(v) &&
+		VARDATA_COMPRESSED_GET_EXTSIZE(v) + VARHDRSZ <= ROW_STACK_BYTES)
 	{
 		RowValue   *row;
 
@@ -387,16 +426,19 @@ take_query_row(QueryRows *qr, Datum value, bool isnull)
 
 		if (number == 1)
 		{
-			/* the first: the vectors' first room, once its dimensions are known */
+			/* the first: the vectors' first room (up to 1,024 rows or 16 MB) once its width is known */
 			int			dim = ARR_NDIM(array) == 1 ? Max(ARR_DIMS(array)[0], 1) : 1;
 
-			qr->capacity = (int64) 1024 * dim;
+			qr->capacity = (int64) Max(1, Min(1024, QUERY_ROWS_KEPT_BYTES / sizeof(float) / dim)) * dim;
 			qr->vectors = MemoryContextAllocExtended(qr->cxt, sizeof(float) * qr->capacity,
 													 MCXT_ALLOC_HUGE);
 		}
 		copy_query_row(qr, array, number);
-		if ((Pointer) array != DatumGetPointer(value))
+		/* the copies made here, each row's own: a batch holds its rows once */
+		if ((Pointer) array != (Pointer) v)
 			pfree(array);
+		if ((Pointer) v != DatumGetPointer(value))
+			pfree(v);
 	}
 	qr->n++;
 }
@@ -407,6 +449,7 @@ typedef struct RowsRead
 	RowValue   *kept;
 	float	   *vectors;
 	int			dim;
+	Lz4Decompress lz4;
 } RowsRead;
 
 /*
@@ -433,15 +476,20 @@ read_row(int64 i, void *arg)
 		row->state = ROW_SERIAL;
 		return;
 	}
-	if (pglz_decompress((char *) row->value + VARHDRSZ_COMPRESSED,
-						(int32) (VARSIZE(row->value) - VARHDRSZ_COMPRESSED),
-						VARDATA(expanded.bytes), rawsize, true) != rawsize)
+	if ((VARDATA_COMPRESSED_GET_COMPRESS_METHOD(row->value) == TOAST_PGLZ_COMPRESSION_ID
+		 ? pglz_decompress((char *) row->value + VARHDRSZ_COMPRESSED,
+						   (int32) (VARSIZE(row->value) - VARHDRSZ_COMPRESSED),
+						   VARDATA(expanded.bytes), rawsize, true)
+		 : read->lz4((char *) row->value + VARHDRSZ_COMPRESSED, VARDATA(expanded.bytes),
+					 (int) (VARSIZE(row->value) - VARHDRSZ_COMPRESSED), rawsize)) != rawsize)
 	{
 		row->state = ROW_CORRUPT;
 		return;
 	}
 	SET_VARSIZE(expanded.bytes, rawsize + VARHDRSZ);
-	if (ARR_NDIM(array) != 1 || ARR_HASNULL(array) || ARR_DIMS(array)[0] != read->dim)
+	/* the size of a 1-D real[] of dim elements without NULLs, before its header is read */
+	if ((Size) rawsize + VARHDRSZ != ARR_OVERHEAD_NONULLS(1) + sizeof(float) * (Size) read->dim ||
+		ARR_NDIM(array) != 1 || ARR_HASNULL(array) || ARR_DIMS(array)[0] != read->dim)
 	{
 		row->state = ROW_SERIAL;
 		return;
@@ -461,7 +509,8 @@ read_row(int64 i, void *arg)
  * The kept rows expanded, checked and copied into their places on every
  * core (genie.cpu_threads), then forgotten; a row a thread left (a failed
  * check, corrupt data) is done again here, which reports the first such
- * row with the error one row at a time gives.
+ * kept row with the error one row at a time gives (a bad row that was not
+ * kept, read as it came, is reported before kept rows ahead of it).
  */
 static void
 read_kept_rows(QueryRows *qr)
@@ -471,6 +520,7 @@ read_kept_rows(QueryRows *qr)
 	read.kept = qr->kept;
 	read.vectors = qr->vectors;
 	read.dim = qr->dim;
+	read.lz4 = lz4_decompress();
 	/* a few rows: not worth waking the threads */
 	if (qr->n_kept < 64)
 		for (int i = 0; i < qr->n_kept; i++)
@@ -490,10 +540,18 @@ read_kept_rows(QueryRows *qr)
 		if (row->state == ROW_CORRUPT)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg_internal("compressed pglz data is corrupt"),
+					 errmsg_internal("compressed %s data is corrupt",
+									 VARDATA_COMPRESSED_GET_COMPRESS_METHOD(row->value) ==
+									 TOAST_PGLZ_COMPRESSION_ID ? "pglz" : "lz4"),
 					 errdetail("Row %d of the query.", row->number)));
 		if (row->state == ROW_SERIAL)
-			copy_query_row(qr, DatumGetArrayTypeP(PointerGetDatum(row->value)), row->number);
+		{
+			ArrayType  *array = DatumGetArrayTypeP(PointerGetDatum(row->value));
+
+			copy_query_row(qr, array, row->number);
+			pfree(array);
+			CHECK_FOR_INTERRUPTS();
+		}
 	}
 	MemoryContextReset(qr->rows_cxt);
 	qr->kept = NULL;
@@ -592,6 +650,7 @@ genie_knn_from(PG_FUNCTION_ARGS)
 	qr.code_batch.kind = GENIE_VALUES_CODES;
 	genie_profile_push(GENIE_PHASE_QUERY);
 	query_rows(sql, &qr);
+	MemoryContextDelete(qr.rows_cxt);
 	genie_profile_pop();
 	if (qr.codes)
 		knn_rows(fcinfo, indexoid, &qr.code_batch, k);

@@ -26,7 +26,6 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "port/atomics.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -638,7 +637,7 @@ typedef struct FiniteCheck
 {
 	const float *values;
 	int64		count;
-	pg_atomic_uint32 found;		/* 1: some chunk holds a NaN or an infinity */
+	bool	   *bad;			/* a chunk's own: it holds a NaN or an infinity */
 } FiniteCheck;
 
 /* On a thread of genie_parallel_for, pure: chunk i's elements all finite, or found set. */
@@ -651,8 +650,7 @@ check_finite_chunk(int64 i, void *arg)
 
 	for (int64 j = i * FINITE_CHUNK; j < end; j++)
 		bad |= isnan(check->values[j]) || isinf(check->values[j]);
-	if (bad)
-		pg_atomic_write_u32(&check->found, 1);
+	check->bad[i] = bad;
 }
 
 /*
@@ -666,17 +664,21 @@ genie_vector_check_finite(const float *values, int64 count, int dim, int64 first
 {
 	if (count >= 16 * FINITE_CHUNK)
 	{
+		int64		chunks = (count + FINITE_CHUNK - 1) / FINITE_CHUNK;
 		FiniteCheck check;
 		genie_error err;
+		bool		any = false;
 
 		check.values = values;
 		check.count = count;
-		pg_atomic_init_u32(&check.found, 0);
-		if (genie_parallel_for((count + FINITE_CHUNK - 1) / FINITE_CHUNK, genie_cpu_threads,
-							   check_finite_chunk, &check, genie_cancel_requested, NULL,
-							   &err) != GENIE_OK)
+		check.bad = palloc(sizeof(bool) * chunks);
+		if (genie_parallel_for(chunks, genie_cpu_threads, check_finite_chunk, &check,
+							   genie_cancel_requested, NULL, &err) != GENIE_OK)
 			genie_report_error(&err, "genie: checking the queries");
-		if (pg_atomic_read_u32(&check.found) == 0)
+		for (int64 i = 0; i < chunks; i++)
+			any |= check.bad[i];
+		pfree(check.bad);
+		if (!any)
 			return;
 	}
 	for (int64 i = 0; i < count; i++)
