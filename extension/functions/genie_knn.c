@@ -274,7 +274,7 @@ typedef struct RowValue
 #define ROW_KEPT		0		/* not read yet */
 #define ROW_COPIED		1		/* checked and copied into the vectors */
 #define ROW_CORRUPT		2		/* the data did not decompress */
-#define ROW_SERIAL		3		/* for the backend: a check failed, or too large to expand here */
+#define ROW_SERIAL		3		/* for the backend: a check failed */
 
 /* The kept rows are read once they expand to this many bytes, so a batch never holds all of them. */
 #define QUERY_ROWS_KEPT_BYTES	((Size) 16 * 1024 * 1024)
@@ -471,6 +471,7 @@ read_row(int64 i, void *arg)
 	ArrayType  *array = (ArrayType *) expanded.bytes;
 	const float *v;
 
+	/* (take_query_row keeps no wider row: a guard) */
 	if ((Size) rawsize + VARHDRSZ > sizeof(expanded.bytes))
 	{
 		row->state = ROW_SERIAL;
