@@ -26,6 +26,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "port/pg_bswap.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -43,6 +44,7 @@
 PG_FUNCTION_INFO_V1(genie_knn);
 PG_FUNCTION_INFO_V1(genie_hamming_knn);
 PG_FUNCTION_INFO_V1(genie_knn_from);
+PG_FUNCTION_INFO_V1(genie_knn_bytes);
 
 #define GENIE_KNN_MAX_K	(1 << 30)
 
@@ -100,6 +102,34 @@ knn_search(GenieCachedIndex *entry, void *arg)
 }
 
 /*
+ * The index (and *heap), opened for a batch search by vectors or by codes,
+ * once the table has no row-level security and the index is of a kind
+ * those queries search.
+ */
+static Relation
+open_knn_index(Oid indexoid, bool codes, Relation *heap, GenieIndexType *type)
+{
+	Relation	index = genie_open_index(indexoid, heap, GENIE_ACCESS_READ);
+
+	/* genie_knn reads rows by TID, past any row-level security policy */
+	if (check_enable_rls(RelationGetRelid(*heap), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("genie_knn cannot be used on table \"%s\", which has row-level security enabled",
+						RelationGetRelationName(*heap)),
+				 errhint("Use ORDER BY ... <-> ... LIMIT k, which applies the policies.")));
+	genie_index_type(index, type);
+	if (strcmp(type->info->batch_function, codes ? "genie_hamming_knn" : "genie_knn") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%s cannot search genie index \"%s\", which is of operator class %s",
+						codes ? "a search by bit queries" : "a search by real[] queries",
+						RelationGetRelationName(index), type->info->opclass),
+				 errhint("Use %s() for this index.", type->info->batch_function)));
+	return index;
+}
+
+/*
  * The k nearest rows of each query of queries (vectors of dim finite
  * elements, or codes of dim bits) in the index's table, into the function's
  * result: what genie_knn and genie_knn_from answer once they have their
@@ -118,22 +148,7 @@ knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *queries, 
 		return;
 
 	memset(&s, 0, sizeof(s));
-	s.index = genie_open_index(indexoid, &s.heap, GENIE_ACCESS_READ);
-	/* genie_knn reads rows by TID, past any row-level security policy */
-	if (check_enable_rls(RelationGetRelid(s.heap), InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("genie_knn cannot be used on table \"%s\", which has row-level security enabled",
-						RelationGetRelationName(s.heap)),
-				 errhint("Use ORDER BY ... <-> ... LIMIT k, which applies the policies.")));
-	genie_index_type(s.index, &s.type);
-	if (strcmp(s.type.info->batch_function, codes ? "genie_hamming_knn" : "genie_knn") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("%s cannot search genie index \"%s\", which is of operator class %s",
-						codes ? "a search by bit queries" : "a search by real[] queries",
-						RelationGetRelationName(s.index), s.type.info->opclass),
-				 errhint("Use %s() for this index.", s.type.info->batch_function)));
+	s.index = open_knn_index(indexoid, codes, &s.heap, &s.type);
 	if (codes)
 		genie_code_check_queries(s.index, queries->dim);
 	else
@@ -184,6 +199,91 @@ genie_knn(PG_FUNCTION_ARGS)
 	memset(&batch, 0, sizeof(batch));
 	batch.kind = GENIE_VALUES_VECTORS;
 	batch.n = nq;
+	batch.vectors = queries;
+	batch.dim = dim;
+	knn_rows(fcinfo, indexoid, &batch, k);
+	return (Datum) 0;
+}
+
+/*
+ * genie_knn_bytes(index regclass, queries bytea, k int4) -> setof (query_no, ctid, distance)
+ *
+ * genie_knn over queries sent as raw bytes: float32 values, little-endian,
+ * one vector after another, each of the index's dimensions.  A client's
+ * binary bytea parameter arrives as one copy; a real[][] parameter is
+ * parsed element by element (bench/latency.md: longer than the search).
+ */
+Datum
+genie_knn_bytes(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	int32		k = PG_GETARG_INT32(2);
+	bytea	   *bytes;
+	Size		size;
+	const char *data;
+	float	   *queries;
+	Relation	heap;
+	Relation	index;
+	GenieIndexType type;
+	int			dim;
+	int64		nq;
+	GenieValueBatch batch;
+
+	check_k(k);
+	index = open_knn_index(indexoid, false, &heap, &type);
+	dim = genie_vector_dimensions(index);
+	/* the locks stay to the end of the transaction, for knn_rows */
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+
+	genie_profile_push(GENIE_PHASE_QUERY);
+	bytes = PG_GETARG_BYTEA_P(1);
+	size = VARSIZE(bytes) - VARHDRSZ;
+	data = VARDATA(bytes);
+	if (dim == 0)
+	{
+		/* no vector yet: no row to answer any query with */
+		genie_profile_pop();
+		InitMaterializedSRF(fcinfo, 0);
+		return (Datum) 0;
+	}
+	if (size % (sizeof(float) * (Size) dim) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the query bytes are not whole vectors of %d dimensions", dim),
+				 errdetail("%zu bytes are not a multiple of %zu, four bytes for each of the index's %d dimensions.",
+						   size, sizeof(float) * (Size) dim, dim),
+				 errhint("Send float32 values, little-endian, one vector after another (numpy: astype('<f4').tobytes()).")));
+	nq = (int64) (size / (sizeof(float) * (Size) dim));
+	if (nq > INT_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a batch may have at most %d queries", INT_MAX)));
+#ifdef WORDS_BIGENDIAN
+	queries = palloc_extended(Max(size, 1), MCXT_ALLOC_HUGE);
+	for (Size i = 0; i < size / sizeof(uint32); i++)
+	{
+		uint32		word;
+
+		memcpy(&word, data + i * sizeof(uint32), sizeof(uint32));
+		word = pg_bswap32(word);
+		memcpy((char *) queries + i * sizeof(uint32), &word, sizeof(uint32));
+	}
+#else
+	/* a value of a table or a parameter is 4-byte aligned; any other is copied */
+	if ((uintptr_t) data % sizeof(float) == 0)
+		queries = (float *) data;
+	else
+	{
+		queries = palloc_extended(Max(size, 1), MCXT_ALLOC_HUGE);
+		memcpy(queries, data, size);
+	}
+#endif
+	genie_vector_check_finite(queries, nq * dim, dim, 0);
+	genie_profile_pop();
+	memset(&batch, 0, sizeof(batch));
+	batch.kind = GENIE_VALUES_VECTORS;
+	batch.n = (int32) nq;
 	batch.vectors = queries;
 	batch.dim = dim;
 	knn_rows(fcinfo, indexoid, &batch, k);

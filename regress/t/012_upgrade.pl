@@ -134,7 +134,7 @@ is($node->safe_psql('postgres', $catalog), $fresh,
 # The intermediate versions have no full script of their own (only 0.1.0 and
 # the current one do): CREATE EXTENSION of one goes through 0.1.0 and the
 # update scripts, and updating it from there gives the same extension.
-for my $mid ('0.2.0', '0.3.0', '0.4.0', '0.5.0', '0.6.0', '0.7.0', '0.8.0', '0.9.0')
+for my $mid ('0.2.0', '0.3.0', '0.4.0', '0.5.0', '0.6.0', '0.7.0', '0.8.0', '0.9.0', '0.10.0')
 {
 	(my $db = "mid_$mid") =~ s/\./_/g;
 	$node->safe_psql('postgres', "CREATE DATABASE $db");

@@ -565,6 +565,17 @@ RETURNS TABLE (query_no int4, ctid tid, distance float8)
 AS 'MODULE_PATHNAME', 'genie_knn_from'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
+-- genie_knn over queries sent as raw bytes: float32 values, little-endian,
+-- one vector after another, each of the index's dimensions (numpy's
+-- astype('<f4').tobytes()); query_no counts the vectors from 1.  A client
+-- sends a batch as one binary bytea parameter, which the server takes
+-- without parsing an array element by element:
+--   SELECT * FROM genie_knn_bytes('items_v_idx', $1, 10);
+CREATE FUNCTION genie_knn_bytes(index regclass, queries bytea, k int4)
+RETURNS TABLE (query_no int4, ctid tid, distance float8)
+AS 'MODULE_PATHNAME', 'genie_knn_bytes'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
 -- ---- Binary codes: genie_bit_ops on bit(n) (Hamming space) ----
 
 -- bit <-> bit: the Hamming distance, bit_count(a # b), as float8 like every
