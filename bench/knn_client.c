@@ -1,14 +1,18 @@
 /*
  * knn_client: a client's batch of query vectors sent to genie three ways,
  * as an application sends them (libpq, one connection, parameters of the
- * extended protocol), and the server's time for each:
+ * extended protocol), and the round trip of each as the client sees it
+ * (sending, parsing, planning, searching; building the parameter is not
+ * counted):
  *   text    genie_knn(index, $1::real[], k), $1 the array as text;
  *   binary  the same, $1 in the binary array format (array_recv);
- *   bytes   genie_knn_bytes(index, $1, k), $1 a binary bytea of the
- *           vectors' float32 values, little-endian (what numpy's tobytes()
- *           gives on x86 and ARM).
+ *   bytes   genie_knn_bytes(index, $1, dim, k), $1 a binary bytea of the
+ *           vectors' float32 values in this host's order (little-endian on
+ *           x86 and ARM, what genie_knn_bytes reads; numpy's tobytes()).
  * The queries are the first QUERIES images of a Fashion-MNIST idx file
- * (pixel values as floats, as bench/vector_copy.py loads them).  Each way's
+ * (pixel values as floats, as bench/vector_copy.py loads them: whole
+ * numbers, so the text form is shorter and quicker to parse than of
+ * arbitrary floats).  Each way's
  * rows are checked equal (an md5 of every row) before timing; then ROUNDS
  * rounds of one statement each way, in turn; prints each way's median,
  * least and greatest wall time (ms, count(*) over the rows) and the query
@@ -95,9 +99,9 @@ main(int argc, char **argv)
 	FILE	   *f;
 	PGconn	   *conn;
 
-	if (argc < 4)
+	if (argc < 4 || nq < 1 || k < 1 || rounds < 1)
 	{
-		fprintf(stderr, "usage: knn_client CONNINFO INDEX IDX_FILE [QUERIES] [K] [ROUNDS]\n");
+		fprintf(stderr, "usage: knn_client CONNINFO INDEX IDX_FILE [QUERIES] [K] [ROUNDS] (each at least 1)\n");
 		return 2;
 	}
 	if ((f = fopen(argv[3], "rb")) == NULL || fread(header, 1, 16, f) != 16)
@@ -154,7 +158,7 @@ main(int argc, char **argv)
 
 	snprintf(sql[0], sizeof(sql[0]), "SELECT count(*) FROM genie_knn('%s', $1::real[], %d)", argv[2], k);
 	snprintf(sql[1], sizeof(sql[1]), "SELECT count(*) FROM genie_knn('%s', $1, %d)", argv[2], k);
-	snprintf(sql[2], sizeof(sql[2]), "SELECT count(*) FROM genie_knn_bytes('%s', $1, %d)", argv[2], k);
+	snprintf(sql[2], sizeof(sql[2]), "SELECT count(*) FROM genie_knn_bytes('%s', $1, %d, %d)", argv[2], dim, k);
 	for (int w = 0; w < 3; w++)
 		snprintf(check[w], sizeof(check[w]),
 				 "SELECT md5(string_agg(query_no || ' ' || ctid || ' ' || distance, ',' ORDER BY query_no, distance, ctid)) FROM %s",
@@ -174,6 +178,13 @@ main(int argc, char **argv)
 	{
 		char	   *sums[3];
 
+		char	   *count = run(conn, sql[2], value[2], length[2], format[2], type[2]);
+
+		if (atol(count) < 1)
+		{
+			fprintf(stderr, "knn_client: the search found no rows\n");
+			return 1;
+		}
 		for (int w = 0; w < 3; w++)
 			sums[w] = run(conn, check[w], value[w], length[w], format[w], type[w]);
 		printf("rows: %s %s\n", strcmp(sums[0], sums[1]) == 0 && strcmp(sums[0], sums[2]) == 0 ? "equal" : "DIFFER",

@@ -206,10 +206,11 @@ genie_knn(PG_FUNCTION_ARGS)
 }
 
 /*
- * genie_knn_bytes(index regclass, queries bytea, k int4) -> setof (query_no, ctid, distance)
+ * genie_knn_bytes(index regclass, queries bytea, dim int4, k int4) -> setof (query_no, ctid, distance)
  *
  * genie_knn over queries sent as raw bytes: float32 values, little-endian,
- * one vector after another, each of the index's dimensions.  A client's
+ * one vector of dim values after another (dim must be the index's, so that
+ * bytes of another width are an error, not other queries).  A client's
  * binary bytea parameter arrives as one copy; a real[][] parameter is
  * parsed element by element (bench/latency.md: longer than the search).
  */
@@ -217,48 +218,32 @@ Datum
 genie_knn_bytes(PG_FUNCTION_ARGS)
 {
 	Oid			indexoid = PG_GETARG_OID(0);
-	int32		k = PG_GETARG_INT32(2);
+	int32		dim = PG_GETARG_INT32(2);
+	int32		k = PG_GETARG_INT32(3);
 	bytea	   *bytes;
 	Size		size;
+	Size		width;
 	const char *data;
 	float	   *queries;
-	Relation	heap;
-	Relation	index;
-	GenieIndexType type;
-	int			dim;
-	int64		nq;
 	GenieValueBatch batch;
 
 	check_k(k);
-	index = open_knn_index(indexoid, false, &heap, &type);
-	dim = genie_vector_dimensions(index);
-	/* the locks stay to the end of the transaction, for knn_rows */
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
-
+	if (dim < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("dim must be at least 1")));
 	genie_profile_push(GENIE_PHASE_QUERY);
 	bytes = PG_GETARG_BYTEA_P(1);
 	size = VARSIZE(bytes) - VARHDRSZ;
 	data = VARDATA(bytes);
-	if (dim == 0)
-	{
-		/* no vector yet: no row to answer any query with */
-		genie_profile_pop();
-		InitMaterializedSRF(fcinfo, 0);
-		return (Datum) 0;
-	}
-	if (size % (sizeof(float) * (Size) dim) != 0)
+	width = sizeof(float) * (Size) dim;
+	if (size % width != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the query bytes are not whole vectors of %d dimensions", dim),
-				 errdetail("%zu bytes are not a multiple of %zu, four bytes for each of the index's %d dimensions.",
-						   size, sizeof(float) * (Size) dim, dim),
+				 errdetail("%zu bytes are not a multiple of %zu, four bytes for each of %d dimensions.",
+						   size, width, dim),
 				 errhint("Send float32 values, little-endian, one vector after another (numpy: astype('<f4').tobytes()).")));
-	nq = (int64) (size / (sizeof(float) * (Size) dim));
-	if (nq > INT_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("a batch may have at most %d queries", INT_MAX)));
 #ifdef WORDS_BIGENDIAN
 	queries = palloc_extended(Max(size, 1), MCXT_ALLOC_HUGE);
 	for (Size i = 0; i < size / sizeof(uint32); i++)
@@ -270,7 +255,7 @@ genie_knn_bytes(PG_FUNCTION_ARGS)
 		memcpy((char *) queries + i * sizeof(uint32), &word, sizeof(uint32));
 	}
 #else
-	/* a value of a table or a parameter is 4-byte aligned; any other is copied */
+	/* a detoasted or stored bytea is 4-byte aligned; copied if not (a guard) */
 	if ((uintptr_t) data % sizeof(float) == 0)
 		queries = (float *) data;
 	else
@@ -279,13 +264,15 @@ genie_knn_bytes(PG_FUNCTION_ARGS)
 		memcpy(queries, data, size);
 	}
 #endif
-	genie_vector_check_finite(queries, nq * dim, dim, 0);
+	/* a bytea is at most 1 GB: the vectors' count fits an int */
+	genie_vector_check_finite(queries, (int64) (size / sizeof(float)), dim, 0);
 	genie_profile_pop();
 	memset(&batch, 0, sizeof(batch));
 	batch.kind = GENIE_VALUES_VECTORS;
-	batch.n = (int32) nq;
+	batch.n = (int32) (size / width);
 	batch.vectors = queries;
 	batch.dim = dim;
+	/* the index's kind and width are checked there */
 	knn_rows(fcinfo, indexoid, &batch, k);
 	return (Datum) 0;
 }

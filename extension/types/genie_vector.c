@@ -475,15 +475,6 @@ vector_insert_prepare(Relation index, Buffer metabuf, Datum value)
 	}
 }
 
-int
-genie_vector_dimensions(Relation index)
-{
-	GenieVectorSchema schema;
-
-	read_schema(index, &schema);
-	return schema.dimensions;
-}
-
 void
 genie_vector_check_queries(Relation index, int dim)
 {

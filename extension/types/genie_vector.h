@@ -21,8 +21,6 @@
  * holds vectors of that dimension, or none yet.
  */
 extern void genie_vector_check_queries(Relation index, int dim);
-/* The dimensions of a vector index's vectors: 0 before its first. */
-extern int	genie_vector_dimensions(Relation index);
 
 /*
  * An error unless every one of count query elements is finite (dim
