@@ -253,6 +253,8 @@ genie_knn_bytes(PG_FUNCTION_ARGS)
 		memcpy(&word, data + i * sizeof(uint32), sizeof(uint32));
 		word = pg_bswap32(word);
 		memcpy((char *) queries + i * sizeof(uint32), &word, sizeof(uint32));
+		if ((i & 0xFFFFF) == 0xFFFFF)
+			CHECK_FOR_INTERRUPTS();	/* up to 1 GB of bytes */
 	}
 #else
 	/* a detoasted or stored bytea is 4-byte aligned; copied if not (a guard) */

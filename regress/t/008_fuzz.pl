@@ -1,7 +1,7 @@
 # Fuzzing, bounded in time and with fixed seeds: genie's input functions and
 # query constructors (regress/t/fuzz_inputs.py: random bytes and mutations of
 # valid texts, JSON and binary forms; vectors, codes, documents, genie_knn_from's
-# queries, the profile), then SQLsmith's random queries as an
+# queries (compressed rows too), genie_knn_bytes' bytes, the profile), then SQLsmith's random queries as an
 # ordinary role that may write the tables, against a database holding every
 # kind of genie index and columns of genie's types.  No backend may die, and
 # every index must still pass genie_index_check afterwards.
@@ -42,6 +42,15 @@ $node->safe_psql('postgres', q{
 	                                ELSE ARRAY[random() * 10, random() * 10, random(), i % 7]::real[] END
 	FROM generate_series(1, 300) i;
 	CREATE INDEX vecs_v ON vecs USING genie (v) WITH (m = 8);
+	-- 1,000 dimensions: query rows pglz compresses, which genie_knn_from reads on threads
+	CREATE TABLE wide (id int, v real[]);
+	INSERT INTO wide SELECT i, array_fill((i % 5)::real, ARRAY[1000]) FROM generate_series(1, 40) i;
+	CREATE INDEX wide_v ON wide USING genie (v) WITH (m = 0);
+	CREATE TABLE wideq (id int, q real[]);
+	INSERT INTO wideq SELECT i, CASE WHEN i = 77 THEN array_fill('NaN'::real, ARRAY[1000])
+	                                 WHEN i = 88 THEN array_fill(1::real, ARRAY[999])
+	                                 ELSE array_fill((i % 7)::real, ARRAY[1000]) END
+	FROM generate_series(1, 100) i;
 	CREATE TABLE codes (id int, code varbit);
 	INSERT INTO codes SELECT i, CASE WHEN i % 40 = 0 THEN NULL ELSE ('x' || substr(md5(i::text), 1, 5))::bit(20)::varbit END
 	FROM generate_series(1, 300) i;

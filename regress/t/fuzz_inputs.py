@@ -17,6 +17,7 @@ Prints one summary line per kind of input, then "set predicate mismatches:
 N" and a last line "crashes: N".
 """
 import random
+import struct
 import sys
 
 import psycopg
@@ -127,6 +128,23 @@ KNN_FROM_QUERIES = ["SELECT v FROM vecs", "SELECT v FROM vecs WHERE id < 20 ORDE
                     "SELECT ARRAY[1, 2, 3, 4]::real[]", "SELECT NULL::real[]", "VALUES ('{1,2,3,4}'::real[])",
                     "SELECT id FROM vecs", "SELECT v, id FROM vecs", "DELETE FROM vecs RETURNING v",
                     "WITH d AS (DELETE FROM vecs RETURNING v) SELECT v FROM d", "SELECT '{1,2}'::real[]"]
+# wideq's rows are pglz compressed (1,000 dimensions), row 77 NaN, row 88 of 999
+WIDE_FROM_QUERIES = ["SELECT q FROM wideq ORDER BY id", "SELECT q FROM wideq WHERE id < 77 ORDER BY id",
+                     "SELECT q FROM wideq WHERE id NOT IN (77, 88) ORDER BY id", "SELECT q FROM wideq WHERE id > 88",
+                     "SELECT q[1:4] FROM wideq"]
+
+
+def knn_bytes():
+    """genie_knn_bytes: float32 bytes of whole vectors or not, NaN and infinity, odd widths and indexes."""
+    dim = rng.choice([4, 4, 4, 1000, 3, 0, -1, big_int()])
+    if rng.random() < 0.7:
+        values = [rng.uniform(-10, 10) if rng.random() > 0.01 else rng.choice([float("nan"), float("inf")])
+                  for _ in range(rng.choice([0, 1, 3, 100]) * max(min(dim, 1000), 0))]
+        data = struct.pack("<%df" % len(values), *values)
+    else:
+        data = random_bytes(rng.randint(0, 64))
+    return ("SELECT count(*) FROM genie_knn_bytes(%s, %s, %s, %s)",
+            (rng.choice(["vecs_v", "vecs_v", "wide_v", "codes_c", "docs_tags"]), data, dim, small_k()))
 
 
 CODE_FROM_QUERIES = ["SELECT code FROM codes", "SELECT code FROM codes WHERE id < 20 ORDER BY id",
@@ -268,6 +286,10 @@ STATEMENTS = {
     "genie_knn": lambda: ("SELECT count(*) FROM genie_knn('vecs_v', %s::real[], %s)", (real_array_text(), small_k())),
     "genie_knn_from": lambda: ("SELECT count(*) FROM genie_knn_from('vecs_v', %s, %s)",
                                (maybe_mutate(rng.choice(KNN_FROM_QUERIES)), small_k())),
+    "genie_knn_from compressed": lambda: ("SELECT count(*) FROM genie_knn_from(%s, %s, %s)",
+                                          (rng.choice(["wide_v", "wide_v", "vecs_v"]),
+                                           maybe_mutate(rng.choice(WIDE_FROM_QUERIES)), small_k())),
+    "genie_knn_bytes": lambda: knn_bytes(),
     "ORDER BY bit": lambda: ("SELECT id FROM codes ORDER BY code <-> %s::varbit LIMIT %s",
                              (bit_text(), rng.choice([1, 5, 1000]))),
     "bit <-> bit": lambda: ("SELECT %s::varbit <-> %s::varbit", (bit_text(), bit_text())),
