@@ -1,8 +1,10 @@
 -- Where a document statement's time goes before 10,000 updates, while their
 -- rows are pending, and after VACUUM (genie.profile's phases), one session:
---   psql -v file=corpus.tsv [-v queries=300] [-v updates=10000] [-v fetch=1] -f bench/document_profile.sql
+--   psql -v file=corpus.tsv [-v queries=300] [-v updates=10000] [-v fetch=1 | -v batch=1] -f bench/document_profile.sql
 -- fetch=1 runs bench/document_bench.sql's statement instead (EXECUTE, the
--- documents fetched and scored by genie_match_count).
+-- documents fetched and scored by genie_match_count); batch=1 its batch:
+-- one genie_document_topk(docs_genie, all the query documents, 10) a round
+-- (ms and phases are then a batch's, the query array built before the clock).
 -- The corpus, query documents and updates of bench/document_bench.sql; ORDER
 -- BY doc <~> q LIMIT 10, 3 rounds a state; ms a statement (server side) and
 -- each phase's ms a statement, with the engine and pending calls.
@@ -10,6 +12,7 @@
 \if :{?queries} \else \set queries 300 \endif
 \if :{?updates} \else \set updates 10000 \endif
 \if :{?fetch} \else \set fetch 0 \endif
+\if :{?batch} \else \set batch 0 \endif
 SET client_min_messages = warning;
 SET jit = off;
 CREATE EXTENSION IF NOT EXISTS genie;
@@ -28,12 +31,18 @@ CREATE TABLE prof (state text, round int, ms float8, phase text, calls int8, pha
 CREATE FUNCTION prof_run(state text, round int) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE r record; t0 timestamptz; x int; t float8; n int; s int[];
   fetch_docs bool := current_setting('prof.fetch')::bool;
+  batch bool := current_setting('prof.batch')::bool;
+  qs tsvector[];
 BEGIN
   SET LOCAL enable_seqscan = off;
+  SELECT count(*), array_agg(q ORDER BY qid) INTO n, qs FROM qd;
   PERFORM genie_profile_reset();
-  SELECT count(*) INTO n FROM qd;
   t0 := clock_timestamp();
-  FOR r IN SELECT * FROM qd ORDER BY qid LOOP
+  IF batch THEN
+    SELECT count(*) INTO x FROM genie_document_topk('docs_genie', qs, 10);
+    n := 1;
+  END IF;
+  FOR r IN SELECT * FROM qd WHERE NOT batch ORDER BY qid LOOP
     IF fetch_docs THEN
       EXECUTE 'SELECT array_agg(genie_match_count(doc, $1)) FROM (SELECT doc FROM docs ORDER BY doc <~> $1 LIMIT 10) t'
         INTO s USING r.q;
@@ -46,6 +55,7 @@ BEGIN
 END $$;
 SET genie.profile = on;
 SELECT set_config('prof.fetch', CASE WHEN :fetch = 1 THEN 'on' ELSE 'off' END, false);
+SELECT set_config('prof.batch', CASE WHEN :batch = 1 THEN 'on' ELSE 'off' END, false);
 SELECT prof_run('warm-up', 0);
 SELECT prof_run('1 before the updates', g) FROM generate_series(1, 3) g;
 SELECT setseed(0.5);
