@@ -26,6 +26,13 @@ __device__ __forceinline__ uint32_t FieldMask(int32_t bits) {
   return bits >= 32 ? 0xFFFFFFFFu : ((1u << bits) - 1u);
 }
 
+// A candidate's sort key: ascending order is score descending, then object
+// ascending (the order of hits).
+__device__ __forceinline__ unsigned long long SortKey(int32_t score, uint32_t object) {
+  return (static_cast<unsigned long long>(0x7FFFFFFFu - static_cast<uint32_t>(score)) << 32) |
+         object;
+}
+
 // Counts equal bins of a warp together: one shared atomic per distinct bin.
 // Every lane of the warp must call it (pred false for lanes with nothing).
 __device__ __forceinline__ void WarpAggregatedInc(int32_t* hist, uint32_t bin, bool pred) {

@@ -485,6 +485,9 @@ class GpuEngine final : public Engine {
   Status RunCountGroup(const DeviceIndexView& view, const CompiledQueries& cq,
                        const Prepared& prep, const std::vector<int32_t>& group, int32_t k,
                        std::vector<std::vector<Hit>>* per_query);
+  // Slices a query of a count-table group of g queries over n objects is
+  // selected on (LaunchCountSelectSpread), or 1: a block a query.
+  int32_t CountSlices(int32_t n, int32_t g) const;
 
   const int device_;
   const uint64_t budget_option_;

@@ -155,6 +155,17 @@ Status LaunchCountSelect(const QueryParams* queries, const uint32_t* table, int3
                          int32_t k, int32_t num_queries, const CandState& cand,
                          cudaStream_t stream);
 
+// LaunchCountSelect and LaunchOrderedCollect(collect_above) in one, each
+// query's counters cut into `slices` slices with a block each (for a small
+// group, which one block a query would leave on a few SMs): the same
+// candidates.  digits: the most 12-bit digits of any query's max_score;
+// scratch: CountSpreadScratchInts(num_queries, slices) int32, zeroed, on
+// the stream before.
+std::size_t CountSpreadScratchInts(int32_t num_queries, int32_t slices);
+Status LaunchCountSelectSpread(const QueryParams* queries, const uint32_t* table, int32_t n_objects, int32_t k,
+                               int32_t num_queries, int32_t digits, int32_t slices, int32_t* scratch,
+                               const CandState& cand, cudaStream_t stream);
+
 Status LaunchOrderedCollect(const QueryParams* queries, const uint32_t* counters,
                             int32_t n_objects, int32_t num_queries, const CandState& cand,
                             bool collect_above, cudaStream_t stream);

@@ -16,12 +16,6 @@ namespace genie {
 namespace gpu {
 namespace {
 
-// Sort key: ascending order is score descending, then object ascending.
-__device__ __forceinline__ unsigned long long SortKey(int32_t score, uint32_t object) {
-  return (static_cast<unsigned long long>(0x7FFFFFFFu - static_cast<uint32_t>(score)) << 32) |
-         object;
-}
-
 __global__ void ProbeKernel(int* out) {
   if (out != nullptr) *out = 1;
 }

@@ -457,6 +457,35 @@ TEST_P(GpuEngineTest, HugeWeightsUseCountTable) {
   EXPECT_GT(stats.count_queries, 0);
 }
 
+// A few queries over 40,000 objects: the count table selects each query on
+// slices of its counters (LaunchCountSelectSpread), with scores of one,
+// two and three 12-bit digits, heavy ties at every k and a query no object
+// matches; alone and together.  Exact against the reference, hit for hit.
+TEST_P(GpuEngineTest, CountTableSlicedSelection) {
+  Csr csr;
+  for (int32_t o = 0; o < 40000; ++o) csr.Add({o % 5, 5 + o % 7, 12 + o % 3});
+  auto index = MakeIndex(csr);
+  const KeywordRange k0{0, 0}, k1{1, 1}, k5{5, 5}, k6{6, 6}, k7{7, 7}, k12{12, 12}, k13{13, 13}, none{20, 20};
+  const auto add = [](QueryBatch* b, std::initializer_list<std::pair<KeywordRange, int32_t>> items) {
+    b->BeginQuery();
+    for (const auto& item : items) b->AddItem(Span<KeywordRange>(&item.first, 1), item.second);
+  };
+  QueryBatch one, all;
+  add(&one, {{k1, 20000000}, {k7, 7}, {k12, 1}});
+  add(&all, {{k0, 1}, {k5, 1}, {k12, 1}});
+  add(&all, {{k0, 5000}, {k6, 3}, {k13, 1000000}});
+  add(&all, {{k1, 20000000}, {k7, 7}, {k12, 1}});
+  add(&all, {{none, 9}});
+  for (int32_t k : {1, 10, 5000, 39999, 50000}) {
+    SCOPED_TRACE(::testing::Message() << "k " << k);
+    gpu::SearchStats stats;
+    Check(csr, index, one, k, {}, &stats);
+    EXPECT_EQ(stats.count_queries, 1);
+    Check(csr, index, all, k, {}, &stats);
+    EXPECT_GE(stats.count_queries, 2);
+  }
+}
+
 TEST_P(GpuEngineTest, LargeLsh) {
   // 250k objects x 32 functions = 8M postings, 1024 queries.
   const LshData data = MakeLsh(21, 250000, 32, 16, 300, 1024, 0.3);
