@@ -45,6 +45,43 @@ constexpr int kDigitBins = 1 << kDigitBits;
 constexpr int kDigitItems = kDigitBins / kSelectThreads;
 using SelectScan = cub::BlockScan<int32_t, kSelectThreads>;
 
+// Adds the block's counters [begin, end) to hist by their digit at shift,
+// those whose higher digits equal prefix's (and that are >= 1); with
+// count_positive, also counts the counters >= 1 into *s_pos and those == 1
+// into *s_one.  Every thread of the block calls it.
+__device__ __forceinline__ void AddDigitHistogram(const uint32_t* counters, int32_t begin, int32_t end, int shift,
+                                                  uint32_t prefix, bool count_positive, int32_t* hist,
+                                                  int32_t* s_pos, int32_t* s_one) {
+  for (int32_t base = begin; base < end; base += kSelectThreads) {
+    const int32_t i = base + static_cast<int32_t>(threadIdx.x);
+    const uint32_t v = i < end ? counters[i] : 0u;
+    const bool high_match =
+        shift + kDigitBits >= 32 || (v >> (shift + kDigitBits)) == (prefix >> (shift + kDigitBits));
+    WarpAggregatedInc(hist, (v >> shift) & (kDigitBins - 1), v >= 1 && high_match);
+    if (count_positive) {
+      const unsigned pos_bal = __ballot_sync(kFullMask, v >= 1);
+      const unsigned one_bal = __ballot_sync(kFullMask, v == 1);
+      if ((threadIdx.x & 31) == 0 && pos_bal != 0) {
+        atomicAdd(s_pos, __popc(pos_bal));
+        atomicAdd(s_one, __popc(one_bal));
+      }
+    }
+  }
+}
+
+// A count-table query's selection: its tie level, the ties (lowest ids
+// first) and the counts above it to collect from its segment at cand_offset.
+__device__ __forceinline__ void SetSelection(CandState cs, int32_t q, int64_t cand_offset, uint32_t tie_level,
+                                             int32_t need_ties, int32_t n_above) {
+  SelectState st;
+  st.tie_level = static_cast<int32_t>(tie_level);
+  st.need_ties = need_ties;
+  st.n_above = n_above;
+  st.collected = 0;
+  cs.select[q] = st;
+  cs.seg_begin[q] = cand_offset;
+}
+
 // Count table: the k-th largest count among the counts >= 1, by radix
 // selection on 12-bit digits (one pass when max_score < 4096).
 __global__ void __launch_bounds__(kSelectThreads) CountSelectKernel(const QueryParams* queries,
@@ -57,7 +94,7 @@ __global__ void __launch_bounds__(kSelectThreads) CountSelectKernel(const QueryP
   __shared__ int32_t hist[kDigitBins + 1];
   __shared__ typename SelectScan::TempStorage scan_tmp;
   __shared__ int32_t s_pos, s_one, s_digit;
-  const int tid = threadIdx.x, lane = tid & 31;
+  const int tid = threadIdx.x;
 
   const int32_t bits_total = 32 - __clz(max(p.max_score, 1));
   const int digits = (bits_total + kDigitBits - 1) / kDigitBits;
@@ -68,21 +105,7 @@ __global__ void __launch_bounds__(kSelectThreads) CountSelectKernel(const QueryP
     for (int i = tid; i <= kDigitBins; i += kSelectThreads) hist[i] = 0;
     if (tid == 0) s_pos = s_one = 0;
     __syncthreads();
-    for (int32_t base = 0; base < n; base += kSelectThreads) {
-      const int32_t i = base + tid;
-      const uint32_t v = i < n ? counters[i] : 0u;
-      const bool high_match =
-          shift + kDigitBits >= 32 || (v >> (shift + kDigitBits)) == (prefix >> (shift + kDigitBits));
-      WarpAggregatedInc(hist, (v >> shift) & (kDigitBins - 1), v >= 1 && high_match);
-      if (d == digits - 1) {
-        const unsigned pos_bal = __ballot_sync(kFullMask, v >= 1);
-        const unsigned one_bal = __ballot_sync(kFullMask, v == 1);
-        if (lane == 0 && pos_bal != 0) {
-          atomicAdd(&s_pos, __popc(pos_bal));
-          atomicAdd(&s_one, __popc(one_bal));
-        }
-      }
-    }
+    AddDigitHistogram(counters, 0, n, shift, prefix, d == digits - 1, hist, &s_pos, &s_one);
     __syncthreads();
     if (d == digits - 1 && s_pos <= k) {  // at most k objects score: take them all
       remaining = s_one;
@@ -109,15 +132,7 @@ __global__ void __launch_bounds__(kSelectThreads) CountSelectKernel(const QueryP
     prefix |= static_cast<uint32_t>(digit) << shift;
     __syncthreads();
   }
-  if (tid == 0) {
-    SelectState st;
-    st.tie_level = static_cast<int32_t>(prefix);
-    st.need_ties = remaining;
-    st.n_above = above;
-    st.collected = 0;
-    cs.select[q] = st;
-    cs.seg_begin[q] = p.cand_offset;
-  }
+  if (tid == 0) SetSelection(cs, q, p.cand_offset, prefix, remaining, above);
 }
 
 
@@ -180,27 +195,13 @@ __global__ void __launch_bounds__(kSelectThreads) CountSpreadHistKernel(const Qu
   const uint32_t* counters = table + p.bc_offset;
   __shared__ int32_t hist[kDigitBins];
   __shared__ int32_t s_pos, s_one;
-  const int tid = threadIdx.x, lane = tid & 31;
+  const int tid = threadIdx.x;
   for (int i = tid; i < kDigitBins; i += kSelectThreads) hist[i] = 0;
   if (tid == 0) s_pos = s_one = 0;
   __syncthreads();
   int32_t begin, end;
   SliceOf(n, blockIdx.x, gridDim.x, &begin, &end);
-  for (int32_t base = begin; base < end; base += kSelectThreads) {
-    const int32_t i = base + tid;
-    const uint32_t v = i < end ? counters[i] : 0u;
-    const bool high_match =
-        shift + kDigitBits >= 32 || (v >> (shift + kDigitBits)) == (prefix >> (shift + kDigitBits));
-    WarpAggregatedInc(hist, (v >> shift) & (kDigitBins - 1), v >= 1 && high_match);
-    if (pass == 0) {
-      const unsigned pos_bal = __ballot_sync(kFullMask, v >= 1);
-      const unsigned one_bal = __ballot_sync(kFullMask, v == 1);
-      if (lane == 0 && pos_bal != 0) {
-        atomicAdd(&s_pos, __popc(pos_bal));
-        atomicAdd(&s_one, __popc(one_bal));
-      }
-    }
-  }
+  AddDigitHistogram(counters, begin, end, shift, prefix, pass == 0, hist, &s_pos, &s_one);
   __syncthreads();
   int32_t* out = sc.hist + static_cast<int64_t>(q) * kDigitBins;
   for (int i = tid; i < kDigitBins; i += kSelectThreads) {
@@ -267,15 +268,7 @@ __global__ void __launch_bounds__(kSelectThreads) CountPickKernel(const QueryPar
     progress[0] = static_cast<int32_t>(prefix);
     progress[1] = above;
     progress[2] = done ? 1 : 0;
-    if (done) {
-      SelectState st;
-      st.tie_level = static_cast<int32_t>(prefix);
-      st.need_ties = need;
-      st.n_above = above;
-      st.collected = 0;
-      cs.select[q] = st;
-      cs.seg_begin[q] = p.cand_offset;
-    }
+    if (done) SetSelection(cs, q, p.cand_offset, prefix, need, above);
   }
 }
 
@@ -343,8 +336,15 @@ __global__ void __launch_bounds__(kSelectThreads) CountSliceCollectKernel(const 
     SelectScan(scan_tmp).ExclusiveSum(tie, rank, chunk_ties);
     rank += rank_base;
     if (tie && rank < st.need_ties) cs.keys[out_base + st.n_above + rank] = SortKey(static_cast<int32_t>(v), i);
-    if (i < end && v > level) {
-      const int32_t pos = atomicAdd(sc.above_next + q, 1);
+    // the counts above: a slot each, one global atomic a warp (all of the
+    // query's slices share the cursor)
+    const bool is_above = i < end && v > level;
+    const unsigned above_bal = __ballot_sync(kFullMask, is_above);
+    int32_t warp_first = 0;
+    if ((tid & 31) == 0 && above_bal != 0) warp_first = atomicAdd(sc.above_next + q, __popc(above_bal));
+    warp_first = __shfl_sync(kFullMask, warp_first, 0);
+    if (is_above) {
+      const int32_t pos = warp_first + __popc(above_bal & ((1u << (tid & 31)) - 1u));
       if (pos < st.n_above) cs.keys[out_base + pos] = SortKey(static_cast<int32_t>(v), i);
     }
     rank_base += chunk_ties;

@@ -458,9 +458,12 @@ TEST_P(GpuEngineTest, HugeWeightsUseCountTable) {
 }
 
 // A few queries over 40,000 objects: the count table selects each query on
-// slices of its counters (LaunchCountSelectSpread), with scores of one,
-// two and three 12-bit digits, heavy ties at every k and a query no object
-// matches; alone and together.  Exact against the reference, hit for hit.
+// slices of its counters (LaunchCountSelectSpread), with scores of one
+// (the count_table variant only: the others take it to c-PQ), two and
+// three 12-bit digits in one group, ties across slices at every k, and all
+// positive counters taken (k 39,999; 50,000 runs as n); beside a query of
+// no indexed keyword, which the engine answers without a search.  Exact
+// against the reference, hit for hit.
 TEST_P(GpuEngineTest, CountTableSlicedSelection) {
   Csr csr;
   for (int32_t o = 0; o < 40000; ++o) csr.Add({o % 5, 5 + o % 7, 12 + o % 3});
