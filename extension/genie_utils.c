@@ -20,14 +20,17 @@
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "commands/defrem.h"
+#include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/tuplestore.h"
 
 #include "genie_utils.h"
 
@@ -441,4 +444,46 @@ genie_varlena_hash(Datum value, uint64 seed, bool extended)
 	if ((Pointer) x != DatumGetPointer(value))
 		pfree(x);
 	return h;
+}
+
+/*
+ * A batch function holds all its rows in memory when it starts to return
+ * them; a result store of work_mem (4 MB by default, some 45,000 rows of
+ * three columns) wrote the rest to a temporary file, and the executor read
+ * it back: 10,000 queries at k = 10 spent 5.5 of a 72 ms statement on
+ * that on 2 cores.  Up to this much stays in memory (or work_mem, if
+ * larger); a larger result goes to temporary files as before.
+ */
+#define GENIE_RESULT_MEMORY_KB (64 * 1024)
+
+void
+genie_result_rows_expected(FunctionCallInfo fcinfo, int64 n_rows)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TupleDesc	desc = rsinfo->setDesc;
+	Size		width = 0;
+	uint64		row;
+	int64		need_kb;
+	int64		budget_kb;
+	MemoryContext old;
+
+	Assert(tuplestore_tuple_count(rsinfo->setResult) == 0);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		width = att_align_nominal(width, att->attalign);
+		width += att->attlen > 0 ? att->attlen : 32;
+	}
+	/* a minimal tuple in its own chunk (a power of two, with its header) and the store's pointer to it */
+	row = pg_nextpower2_64(MAXALIGN(SizeofMinimalTupleHeader) + MAXALIGN(width)) + 32;
+	need_kb = (int64) ((row * (uint64) Max(n_rows, 0)) / 1024) + 1;
+	budget_kb = Min(need_kb, Max((int64) work_mem, GENIE_RESULT_MEMORY_KB));
+	if (budget_kb <= work_mem)
+		return;
+	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	tuplestore_end(rsinfo->setResult);
+	rsinfo->setResult = tuplestore_begin_heap((rsinfo->allowedModes & SFRM_Materialize_Random) != 0,
+											  false, (int) budget_kb);
+	MemoryContextSwitchTo(old);
 }

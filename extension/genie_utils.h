@@ -138,6 +138,14 @@ typedef enum GenieIndexAccess
 extern Relation genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess access);
 
 /*
+ * Before a batch function puts its n_rows rows into the result that
+ * InitMaterializedSRF made (still empty): a result that would outgrow
+ * work_mem is kept in memory up to 64 MB, since the function holds its rows
+ * in memory anyway (genie_utils.c).
+ */
+extern void genie_result_rows_expected(FunctionCallInfo fcinfo, int64 n_rows);
+
+/*
  * Equality, a total order and hashing for genie's query types (genie_query,
  * genie_ranges), so that DISTINCT, GROUP BY, UNION, IN and hash joins work
  * on them.  Their constructors zero every byte, so two values are equal when

@@ -160,6 +160,7 @@ knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *queries, 
 	genie_search_batch_retrying(s.index, knn_search, &s);
 
 	genie_profile_push(GENIE_PHASE_RESULTS);
+	genie_result_rows_expected(fcinfo, s.rows.offsets[nq]);
 	for (int q = 0; q < nq; q++)
 	{
 		for (int64 j = s.rows.offsets[q]; j < s.rows.offsets[q + 1]; j++)

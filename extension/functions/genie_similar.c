@@ -581,6 +581,13 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 	genie_search_batch_retrying(st->index, similar_search, &s);
 
 	genie_profile_push(GENIE_PHASE_RESULTS);
+	{
+		int64		n_rows = 0;
+
+		for (int q = 0; q < nq; q++)
+			n_rows += s.by_scan ? s.rows.offsets[q + 1] - s.rows.offsets[q] : queries[q].n_rows;
+		genie_result_rows_expected(fcinfo, n_rows);
+	}
 	for (int q = 0; q < nq; q++)
 	{
 		int64		n = s.by_scan ? s.rows.offsets[q + 1] - s.rows.offsets[q] : queries[q].n_rows;

@@ -161,6 +161,13 @@ genie_topk(PG_FUNCTION_ARGS)
 		genie_search_batch_retrying(index, topk_search, &s);
 
 		genie_profile_push(GENIE_PHASE_RESULTS);
+		{
+			int64		n_rows = 0;
+
+			for (int q = 0; q < nq; q++)
+				n_rows += s.rows[q].n;
+			genie_result_rows_expected(fcinfo, n_rows);
+		}
 		for (int q = 0; q < nq; q++)
 		{
 			for (int64 j = 0; j < s.rows[q].n; j++)

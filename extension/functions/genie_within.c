@@ -190,6 +190,7 @@ within_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *querie
 	genie_search_batch_retrying(index, within_search, &s);
 
 	genie_profile_push(GENIE_PHASE_RESULTS);
+	genie_result_rows_expected(fcinfo, s.n_rows);
 	if (s.n_rows > 1)
 		qsort(s.rows, s.n_rows, sizeof(WithinRow), within_row_cmp);
 	for (int64 i = 0; i < s.n_rows; i++)

@@ -4,7 +4,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 -- The engine follows genie.device (PGOPTIONS on the GPU host runs this on the GPU).
-SELECT plan(51);
+SELECT plan(54);
 
 -- 20k rows with a skewed keyword distribution (fixed seed), a few NULL rows
 -- and empty arrays.
@@ -176,6 +176,25 @@ SELECT ok((SELECT bool_and(in_order) FROM (
              FROM genie_topk('docs_tags_idx', (SELECT array_agg(genie_query(query) ORDER BY qid) FROM queries WHERE qid <= 50), 10)
                   WITH ORDINALITY AS t(query_no, row_ctid, score, ord)) x),
           'genie_topk rows come in query order, best first');
+-- a result past work_mem is kept in memory (genie_result_rows_expected):
+-- the rows, in order, of a result within it, also read again by a scroll
+-- cursor (a random-access result store)
+SET LOCAL work_mem = '64kB';
+CREATE TEMP TABLE topk_small_mem AS
+  SELECT * FROM genie_topk('docs_tags_idx', (SELECT array_agg(genie_query(query) ORDER BY qid) FROM queries WHERE qid <= 50), 200)
+       WITH ORDINALITY AS t(query_no, row_ctid, score, ord);
+DECLARE topk_cursor SCROLL CURSOR FOR
+  SELECT * FROM genie_topk('docs_tags_idx', (SELECT array_agg(genie_query(query) ORDER BY qid) FROM queries WHERE qid <= 50), 200);
+MOVE LAST IN topk_cursor;
+MOVE ABSOLUTE 0 IN topk_cursor;
+SELECT results_eq('topk_cursor'::refcursor, $$SELECT query_no, row_ctid, score FROM topk_small_mem ORDER BY ord$$,
+                  'a scroll cursor reads a batch result past work_mem again from its start');
+CLOSE topk_cursor;
+RESET work_mem;
+SELECT results_eq($$SELECT query_no, row_ctid, score FROM topk_small_mem ORDER BY ord$$,
+  $$SELECT * FROM genie_topk('docs_tags_idx', (SELECT array_agg(genie_query(query) ORDER BY qid) FROM queries WHERE qid <= 50), 200)$$,
+  'a batch result past work_mem (64kB) has the rows, in order, of one within it (4MB)');
+SELECT ok((SELECT count(*) > 2000 FROM topk_small_mem), 'more rows than 64kB hold');
 SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx', ARRAY[]::genie_query[], 5)), 0::bigint,
           'an empty batch gives no rows');
 SELECT is((SELECT count(*) FROM genie_topk('docs_tags_idx', NULL, 5)), 0::bigint, 'a NULL batch gives no rows');
