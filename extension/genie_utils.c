@@ -448,11 +448,14 @@ genie_varlena_hash(Datum value, uint64 seed, bool extended)
 
 /*
  * A batch function holds all its rows in memory when it starts to return
- * them; a result store of work_mem (4 MB by default, some 45,000 rows of
- * three columns) wrote the rest to a temporary file, and the executor read
- * it back: 10,000 queries at k = 10 spent 5.5 of a 72 ms statement on
- * that on 2 cores.  Up to this much stays in memory (or work_mem, if
- * larger); a larger result goes to temporary files as before.
+ * them; a result store of work_mem (4 MB by default, 45,000 to 65,000 rows
+ * of three columns) that outgrew it wrote its rows to a temporary file,
+ * and the executor read them back: 10,000 queries at k = 10 spent about 4
+ * of a 68 ms statement on that on 2 cores (bench/latency.md).  A result of
+ * up to this much stays in memory (or work_mem, if larger): a second copy
+ * of rows the function holds anyway, for each such call of a statement.
+ * A larger one keeps the work_mem store and goes to a temporary file, as
+ * before.
  */
 #define GENIE_RESULT_MEMORY_KB (64 * 1024)
 
@@ -478,12 +481,13 @@ genie_result_rows_expected(FunctionCallInfo fcinfo, int64 n_rows)
 	/* a minimal tuple in its own chunk (a power of two, with its header) and the store's pointer to it */
 	row = pg_nextpower2_64(MAXALIGN(SizeofMinimalTupleHeader) + MAXALIGN(width)) + 32;
 	need_kb = (int64) ((row * (uint64) Max(n_rows, 0)) / 1024) + 1;
-	budget_kb = Min(need_kb, Max((int64) work_mem, GENIE_RESULT_MEMORY_KB));
-	if (budget_kb <= work_mem)
+	budget_kb = Max((int64) work_mem, GENIE_RESULT_MEMORY_KB);
+	if (need_kb <= work_mem || need_kb > budget_kb)
 		return;
 	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	tuplestore_end(rsinfo->setResult);
+	rsinfo->setResult = NULL;	/* not the ended store, should the next call fail */
 	rsinfo->setResult = tuplestore_begin_heap((rsinfo->allowedModes & SFRM_Materialize_Random) != 0,
-											  false, (int) budget_kb);
+											  false, (int) need_kb);
 	MemoryContextSwitchTo(old);
 }

@@ -140,8 +140,8 @@ extern Relation genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess 
 /*
  * Before a batch function puts its n_rows rows into the result that
  * InitMaterializedSRF made (still empty): a result that would outgrow
- * work_mem is kept in memory up to 64 MB, since the function holds its rows
- * in memory anyway (genie_utils.c).
+ * work_mem but not 64 MB gets a store of its size, kept in memory rather
+ * than written to a temporary file (genie_utils.c).
  */
 extern void genie_result_rows_expected(FunctionCallInfo fcinfo, int64 n_rows);
 

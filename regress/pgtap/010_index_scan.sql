@@ -176,9 +176,9 @@ SELECT ok((SELECT bool_and(in_order) FROM (
              FROM genie_topk('docs_tags_idx', (SELECT array_agg(genie_query(query) ORDER BY qid) FROM queries WHERE qid <= 50), 10)
                   WITH ORDINALITY AS t(query_no, row_ctid, score, ord)) x),
           'genie_topk rows come in query order, best first');
--- a result past work_mem is kept in memory (genie_result_rows_expected):
--- the rows, in order, of a result within it, also read again by a scroll
--- cursor (a random-access result store)
+-- a result past work_mem gets a store of its size (genie_result_rows_expected):
+-- the rows, in order, of a result within it, also when a scroll cursor has
+-- gone to the end and reads them again from the start
 SET LOCAL work_mem = '64kB';
 CREATE TEMP TABLE topk_small_mem AS
   SELECT * FROM genie_topk('docs_tags_idx', (SELECT array_agg(genie_query(query) ORDER BY qid) FROM queries WHERE qid <= 50), 200)
