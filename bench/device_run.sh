@@ -16,9 +16,10 @@
 #              (bench/gen_lsh_workload.py --vectors)
 #              (FMNIST_METHODS, GAUSS_N, GAUSS_METHODS, GAUSS_1M_METHODS narrow the vector runs)
 #   range      range_bench (issue 30: range search, brute force and the List of
-#              Superclusters, CPU and GPU) on Fashion-MNIST (.bundle/fmnist) and the
-#              LSH workload's mixture (RANGE_N objects, default 200000, generated);
-#              RANGE_RUNS runs each
+#              Superclusters, CPU and GPU) on Fashion-MNIST (.bundle/fmnist), the
+#              LSH workload's mixture (RANGE_N objects, default 200000, generated)
+#              and wamerican-insane by edit distance (.bundle/dict); RANGE_DATA
+#              (default fmnist,gauss,words) picks them, RANGE_RUNS runs each
 #   permutation  permutation_bench (the permutation index against the exact scans)
 #              on wamerican-insane (.bundle/dict), Fashion-MNIST (.bundle/fmnist) and
 #              the package descriptions (.bundle/packages.tsv.xz); PERM_RUNS runs each
@@ -112,22 +113,34 @@ for stage in $stages; do
       [ -x "$rb" ] || { devbin; rb=/tmp/devbin/range_bench; }
       runs=${RANGE_RUNS:-3}
       rn=${RANGE_N:-200000}
+      data=,${RANGE_DATA:-fmnist,gauss,words},
       # Fashion-MNIST when it was carried
-      [ -f .bundle/fmnist/train.idx.xz ] && fmnist && fm_lists="256 16,32 4" || fm_lists=
+      fm_lists=
+      [[ $data == *,fmnist,* ]] && [ -f .bundle/fmnist/train.idx.xz ] && fmnist && fm_lists="256 16,32 4"
       IFS=, read -ra fm_kn <<< "$fm_lists"
       for kn in "${fm_kn[@]}"; do
         log "range_bench fmnist K N = $kn"
         $rb fmnist /tmp/fm 0 $runs $kn > "$OUT/range-fmnist-${kn// /-}.txt" 2>&1
         log "rc=$?"
       done
-      if [ ! -f /tmp/lshr$rn/queries.f32 ]; then
+      if [[ $data == *,gauss,* ]] && [ ! -f /tmp/lshr$rn/queries.f32 ]; then
         log "generating /tmp/lshr$rn ($rn x 128 with vectors)"
         PYTHONUNBUFFERED=1 python3 bench/gen_lsh_workload.py --n $rn --query_pool $rn --out /tmp/lshr$rn --vectors \
           > "$OUT/genr.log" 2>&1
       fi
-      log "range_bench gauss n=$rn K N = 32 4"
-      $rb gauss /tmp/lshr$rn/data.f32,/tmp/lshr$rn/queries.f32 $rn $runs 32 4 > "$OUT/range-gauss-$rn.txt" 2>&1
-      log "rc=$?"
+      if [[ $data == *,gauss,* ]]; then
+        log "range_bench gauss n=$rn K N = 32 4"
+        $rb gauss /tmp/lshr$rn/data.f32,/tmp/lshr$rn/queries.f32 $rn $runs 32 4 > "$OUT/range-gauss-$rn.txt" 2>&1
+        log "rc=$?"
+      fi
+      words=/usr/share/dict/american-english-insane
+      [ -f $words ] || [ ! -f .bundle/dict/american-english-insane.xz ] ||
+        { xz -dc .bundle/dict/american-english-insane.xz > /tmp/words; words=/tmp/words; }
+      if [[ $data == *,words,* ]] && [ -f $words ]; then
+        log "range_bench words K N = 256 16"
+        $rb words $words 0 $runs 256 16 > "$OUT/range-words.txt" 2>&1
+        log "rc=$?"
+      fi
       grep -hE "MISMATCH|^BUILD|^DATA" "$OUT"/range-*.txt | tee -a "$OUT/summary.txt"
       ;;
     permutation)

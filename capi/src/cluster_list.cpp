@@ -174,16 +174,18 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
       }
     });
     std::vector<RangeCandidate> batch_candidates;
-    const Status searched = device_pass(first, std::min(kRangeBatchQueries, nq - first), plan, &batch_candidates);
+    int64_t computed = 0;  // every member of the plan's items, unless the pass says otherwise
+    for (const RangeItem& item : plan.items) computed += item.count;
+    const Status searched =
+        device_pass(first, std::min(kRangeBatchQueries, nq - first), plan, &batch_candidates, &computed);
     planner.Join();
     GENIE_RETURN_IF_ERROR(searched);
     if (next_first < nq && !beside) planned = plan_batch(next_first, &next);
     GENIE_RETURN_IF_ERROR(planned);
     for (RangeCandidate& c : batch_candidates) c.query += first;
     candidates.insert(candidates.end(), batch_candidates.begin(), batch_candidates.end());
-    // the centres here, every member of the plan's items there
-    read.distances_computed += plan.distances_computed;
-    for (const RangeItem& item : plan.items) read.distances_computed += item.count;
+    // the centres here, what the pass read there
+    read.distances_computed += plan.distances_computed + computed;
     read.superclusters_discarded += plan.superclusters_discarded;
     read.clusters_discarded += plan.clusters_discarded;
     plan = std::move(next);

@@ -59,11 +59,14 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
                               const genie_engine_options* options, genie_cluster_list** out);
 
 // A device pass over a plan's members (GpuVectorSet::RangeCandidates with
-// its set, queries and the list's members bound), or empty without one:
-// the plan of queries [first_query, first_query + n_queries), its items'
-// queries counted from first_query, the candidates' from 0.
+// its set, queries and the list's members bound; for strings, which no list
+// orders by length, GpuStringSet::Within over each query's length window),
+// or empty without one: the plan of queries [first_query, first_query +
+// n_queries), its items' queries counted from first_query, the candidates'
+// from 0.  *computed comes set to the plan's items' members, the distances
+// a pass that reads them all computes; a pass that reads others sets it.
 using RangeDevicePass = std::function<Status(int32_t first_query, int32_t n_queries, const RangePlan& plan,
-                                             std::vector<RangeCandidate>* out)>;
+                                             std::vector<RangeCandidate>* out, int64_t* computed)>;
 
 // A kind's own search of every object on the CPU (vectors:
 // CpuVectorRangeScan, blocks of queries against tiles of rows), or empty:

@@ -281,10 +281,43 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
     genie::CodePointStrings queries;
     GENIE_RETURN_IF_ERROR(AddStrings(scan->query_text, scan->query_text_offsets, scan->n_queries, &queries));
     const genie::EngineOptions engine_options = ToEngineOptions(options);
-    // (edit distances have no device pass yet: the CPU engine answers)
-    return genie::capi::RangeSearchHandle(
-        strings->set.size(), genie::StringQueryMetrics(strings->set.strings, queries, engine_options.cancel),
-        device, options, scan, nullptr, nullptr, results);
+    const genie::QueryMetricFactory metrics =
+        genie::StringQueryMetrics(strings->set.strings, queries, engine_options.cancel);
+#ifdef GENIE_WITH_CUDA
+    // given candidates are the CPU's (RangeSearchHandle): no device copy for them
+    if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO && device != GENIE_ENGINE_GPU)
+      return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
+    if (device != GENIE_ENGINE_CPU && scan->candidate_offsets == nullptr) {
+      genie::GpuStringSet* gpu = nullptr;
+      const genie::Status status = GpuCopy(strings, engine_options.device_ordinal, &gpu);
+      // AUTO without a usable GPU searches on the CPU; every other failure goes to the caller
+      if (!status.ok() && (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE)) return status;
+      if (status.ok()) {
+        // The device reads each query's length window whole, which beats
+        // any list on the CPU; a list's members are in no length order, so
+        // the device would gather them, and it is left unread.
+        genie_range_scan whole = *scan;
+        whole.list = nullptr;
+        const genie::StringSet& set = strings->set;
+        const genie::capi::RangeDevicePass device_pass =
+            [gpu, &set, &queries, scan, &engine_options](int32_t first_query, int32_t n_queries,
+                                                         const genie::RangePlan&,
+                                                         std::vector<genie::RangeCandidate>* out, int64_t* computed) {
+              genie::CodePointStrings batch;
+              for (int32_t q = first_query; q < first_query + n_queries; ++q) batch.Add(queries.Get(q));
+              const genie::Span<uint8_t> excluded =
+                  scan->excluded != nullptr
+                      ? genie::Span<uint8_t>(scan->excluded, static_cast<std::size_t>(set.size()))
+                      : genie::Span<uint8_t>();
+              return gpu->Within(set, batch, scan->radius, excluded, out, computed, engine_options.cancel);
+            };
+        return genie::capi::RangeSearchHandle(set.size(), metrics, GENIE_ENGINE_GPU, options, &whole, device_pass,
+                                              nullptr, results);
+      }
+    }
+#endif
+    return genie::capi::RangeSearchHandle(strings->set.size(), metrics, device, options, scan, nullptr, nullptr,
+                                          results);
   });
 }
 

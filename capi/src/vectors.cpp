@@ -493,7 +493,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
         request.threads = engine_options.threads;
         device_pass = [gpu, vectors, request, members, rows_ref, &engine_options](
                           int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
-                          std::vector<genie::RangeCandidate>* out) {
+                          std::vector<genie::RangeCandidate>* out, int64_t*) {
           genie::GpuRangeRequest batch = request;
           batch.queries += static_cast<std::size_t>(first_query) * static_cast<std::size_t>(vectors->set.dim);
           batch.n_queries = n_queries;

@@ -5,10 +5,11 @@
  *	  every object within a radius, in this backend (beside the service too,
  *	  which holds no range search).
  *
- * Vectors run on the engine genie.device asks for: on the GPU the CPU walks
- * the index's List of Clusters (its centres, the paper's discarding) and the
- * device reads the members left; strings run on the CPU engine.  Without a
- * list every stored value is read; pending rows always are.  genie_within
+ * Both metrics run on the engine genie.device asks for.  On the GPU, for
+ * vectors the CPU walks the index's List of Clusters (its centres, the
+ * paper's discarding) and the device reads the members left; for strings
+ * the device reads each query's length window whole, not the list.  Without
+ * a list every stored value is read; pending rows always are.  genie_within
  * under genie.vector_search / genie.text_search = permutation reads only the
  * permutation index's candidates (chosen on genie.device's engine):
  * approximate, every distance true.
@@ -106,8 +107,7 @@ range_permutation(GenieCachedIndex *entry, const GenieValueSet *set, const Genie
 static genie_range_results *
 range_exact(GenieCachedIndex *entry, const GenieValueSet *set, const GenieValueBatch *queries, double radius)
 {
-	/* edit distances have no device pass: the CPU engine answers them */
-	genie_engine_kind device = queries->kind == GENIE_VALUES_VECTORS ? genie_search_device() : GENIE_ENGINE_CPU;
+	genie_engine_kind device = genie_search_device();
 	const genie_cluster_list *list = genie_cache_clusters(entry);
 	genie_engine_options options;
 	genie_range_results *found = NULL;

@@ -480,7 +480,7 @@ genie_value_set_within(const GenieValueSet *set, genie_engine_kind device,
 	{
 		scan.query_text = queries->text;
 		scan.query_text_offsets = queries->text_offsets;
-		return genie_strings_within(set->strings, GENIE_ENGINE_CPU, options, &scan, results, err);
+		return genie_strings_within(set->strings, device, options, &scan, results, err);
 	}
 	Assert(set->kind == GENIE_VALUES_VECTORS);
 	scan.queries = queries->vectors;

@@ -143,8 +143,9 @@ extern genie_status genie_value_set_scan(const GenieValueSet *set, genie_engine_
  * Every value of set within radius of each query (strings or vectors),
  * skipping the objects flagged in excluded (NULL: none), pruned by list
  * (NULL: every object is read; else a list of the first objects, the rest
- * read one by one), on device (vectors: CPU, GPU or AUTO, nothing falls
- * back; strings: the CPU).  With candidate_offsets (else NULL), only each
+ * read one by one), on device (CPU, GPU or AUTO, nothing falls back; on
+ * the GPU strings are read by length window, not through the list).  With
+ * candidate_offsets (else NULL), only each
  * query's candidates are read, on the CPU: the permutation index's search.
  */
 extern genie_status genie_value_set_within(const GenieValueSet *set, genie_engine_kind device,

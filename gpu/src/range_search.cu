@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "answer_buffer.hpp"
 #include "cuda_util.hpp"
 #include "genie/gpu_vector_scan.hpp"
 #include "genie/parallel.hpp"
@@ -194,38 +195,22 @@ Status RangeOnDevice(const float* rows, int32_t dimp, int32_t dim, const float* 
   DeviceArray<Chunk> d_chunks;
   GENIE_RETURN_IF_ERROR(Upload(chunks.data(), chunks.size(), &d_chunks, "range chunks"));
   const float threshold = RangeThreshold(radius, dim);
-  DeviceArray<unsigned long long> d_count;
-  GENIE_RETURN_IF_ERROR(d_count.Allocate(1, "range count"));
-  DeviceArray<Hit> d_hits;
-  std::size_t capacity = 1 << 16;
-  GENIE_RETURN_IF_ERROR(d_hits.Allocate(capacity, "range answers"));
+  AnswerBuffer<Hit> answers;
+  GENIE_RETURN_IF_ERROR(answers.Init(std::size_t{1} << 16, "range answers"));
   std::vector<Hit> hits;
   for (int64_t c0 = 0; c0 < static_cast<int64_t>(chunks.size()); c0 += kChunksPerLaunch) {
     if (cancel.requested()) return Status::Cancelled();
     const int64_t n = std::min<int64_t>(kChunksPerLaunch, static_cast<int64_t>(chunks.size()) - c0);
-    bool stored = false;
-    for (int attempt = 0; attempt < 2 && !stored; ++attempt) {
-      GENIE_CUDA_RETURN_IF_ERROR(cudaMemset(d_count.get(), 0, d_count.bytes()));
-      RangeKernel<<<static_cast<unsigned>(n), kRangeThreads>>>(rows, dimp, dim, d_queries.get(), d_chunks.get() + c0,
-                                                               members, threshold, radius, d_hits.get(),
-                                                               d_count.get(), capacity);
-      GENIE_CUDA_CHECK_LAUNCH("RangeKernel");
-      unsigned long long found = 0;
-      GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(&found, d_count.get(), sizeof(found), cudaMemcpyDeviceToHost));
-      if (found <= capacity) {
-        const std::size_t before = hits.size();
-        hits.resize(before + found);
-        if (found > 0)
-          GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(hits.data() + before, d_hits.get(), sizeof(Hit) * found,
-                                                cudaMemcpyDeviceToHost));
-        stored = true;
-        break;
-      }
-      // too many answers for the buffer: grow it to the count and run the group again
-      capacity = static_cast<std::size_t>(found);
-      GENIE_RETURN_IF_ERROR(d_hits.Allocate(capacity, "range answers"));
-    }
-    if (!stored) return Status::Internal("the GPU range search's count changed between two runs");
+    GENIE_RETURN_IF_ERROR(answers.Run(
+        [&]() -> Status {
+          RangeKernel<<<static_cast<unsigned>(n), kRangeThreads>>>(rows, dimp, dim, d_queries.get(),
+                                                                   d_chunks.get() + c0, members, threshold, radius,
+                                                                   answers.answers(), answers.count(),
+                                                                   answers.capacity());
+          GENIE_CUDA_CHECK_LAUNCH("RangeKernel");
+          return Status::Ok();
+        },
+        &hits));
   }
   out->reserve(hits.size());
   for (const Hit& h : hits) out->push_back(RangeCandidate{h.query, h.object, h.distance});

@@ -1,10 +1,5 @@
-// The string scan on the GPU (see genie/gpu_string_scan.hpp).
-//
-// Device layout.  The strings are stored by length bucket, in the set's
-// (length, id) order, each bucket transposed: code point j of the i-th
-// string of bucket L is at cps[bucket_cp[L] + j * count_L + i], so the
-// threads of a warp, which take consecutive strings of a bucket, read
-// consecutive words.
+// The string scan on the GPU (see genie/gpu_string_scan.hpp; the device
+// layout of the strings: string_device.cuh).
 //
 // One thread block per query, the query's prepared pattern in shared memory.
 // Pass 1 visits the buckets in the order L = lq, lq - 1, lq + 1, ... and
@@ -45,6 +40,7 @@
 #include "cuda_util.hpp"
 #include "genie/gpu_string_scan.hpp"
 #include "genie/myers_pattern.hpp"
+#include "string_device.cuh"
 
 namespace genie {
 namespace gpu {
@@ -59,19 +55,7 @@ constexpr int64_t kMaxOutputSlots = int64_t{1} << 25;
 constexpr int32_t kSplitBlocksPerSm = 4;      // a batch smaller than this fills the device split
 constexpr int32_t kSplitSlots = 4096;          // rows with d <= t a split query may write
 
-struct DeviceSet {
-  const uint32_t* cps;
-  const int64_t* bucket_begin;  // position of bucket L's first string in the order
-  const int64_t* bucket_cp;     // its first code point
-  int32_t max_length;
-};
-
-__device__ __forceinline__ int32_t DistanceAt(const kernel::MyersPattern& p, const DeviceSet& set,
-                                              int32_t L, int64_t count, int64_t i, int32_t cap) {
-  const uint32_t* base = set.cps + set.bucket_cp[L] + i;
-  return kernel::PatternDistance(
-      p, [base, count](int32_t j) { return base[static_cast<int64_t>(j) * count]; }, L, cap);
-}
+using DeviceSet = DeviceStringSet;
 
 // From the histogram of the distances <= cap: t (the k-th distance, or cap
 // when fewer than k lie within it), n_lt = #{d < t} and #{d == t}.
@@ -377,6 +361,26 @@ class GpuStringSetImpl final : public GpuStringSet {
       return Status::OutOfMemory("out of host memory in the GPU string scan");
     } catch (const std::exception& e) {
       return Status::Internal(std::string("GPU string scan failed: ") + e.what());
+    }
+  }
+
+  Status Within(const StringSet& set, const CodePointStrings& queries, double radius, Span<uint8_t> excluded,
+                std::vector<RangeCandidate>* out, int64_t* computed, const CancelCheck& cancel) override {
+    if (out == nullptr || computed == nullptr) return Status::InvalidArgument("GpuStringSet::Within: NULL output");
+    if (!excluded.empty() && excluded.size() != static_cast<std::size_t>(set.size()))
+      return Status::InvalidArgument("string range search: one excluded flag per string, or none");
+    try {
+      DeviceGuard guard;
+      GENIE_RETURN_IF_ERROR(guard.Enter(device_));
+      std::shared_ptr<const DeviceArray<uint8_t>> on_device;
+      if (!excluded.empty() && set.size() > 0) GENIE_RETURN_IF_ERROR(ExcludedOnDevice(set, excluded, &on_device));
+      const DeviceSet dset{cps_.get(), bucket_begin_.get(), bucket_cp_.get(), max_length_};
+      return StringRangeOnDevice(dset, set, on_device ? on_device->get() : nullptr, queries, radius, out, computed,
+                                 cancel);
+    } catch (const std::bad_alloc&) {
+      return Status::OutOfMemory("out of host memory in the GPU string range search");
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("GPU string range search failed: ") + e.what());
     }
   }
 

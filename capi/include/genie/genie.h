@@ -707,8 +707,11 @@ void		genie_range_results_free(genie_range_results *results);
  * usable GPU; GENIE_DEVICE_OUT_OF_MEMORY when the set is beyond the device
  * budget) or AUTO (the GPU when usable and the set fits, else the CPU);
  * on the GPU the CPU plans (the list's centres) and the device reads the
- * members.  Strings: the CPU engine (GPU is GENIE_DEVICE_UNAVAILABLE).
- * options: threads, device ordinal, memory budget, cancel.
+ * members.  Strings: device CPU, GPU or AUTO as for vectors; on the GPU
+ * the device reads each query's length window whole (strings of lengths
+ * within the radius of the query's), not through the list, which orders
+ * no lengths; distances_computed counts the pairs it read.  options:
+ * threads, device ordinal, memory budget, cancel.
  */
 genie_status genie_strings_within(genie_strings *strings, genie_engine_kind device,
 								  const genie_engine_options *options,

@@ -6,8 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "genie/cancel.hpp"
+#include "genie/cluster_list.hpp"
 #include "genie/status.hpp"
 #include "genie/string_scan.hpp"
 
@@ -33,6 +35,21 @@ class GpuStringSet {
   // groups of queries.  Scans may run concurrently from several threads.
   virtual Status Scan(const StringSet& set, const StringScanRequest& request, int32_t threads,
                       StringScanResult* out, const CancelCheck& cancel = CancelCheck()) = 0;
+
+  // The range search of queries over this copy of set: every string whose
+  // edit distance to a query is at most radius, not excluded (by id; empty:
+  // none), as RangeCandidates (query numbered in queries, object id, its
+  // distance).  The device reads each query's length window whole (strings
+  // of length within radius of the query's), in chunks of one length, a
+  // block a chunk, with the query's pattern made once on the device.  A
+  // query longer than kernel::kPatternMaxLength code points gets its
+  // window's strings as candidates without a distance (NaN: the caller's
+  // metric computes them, as FinishRangeSearch does).  *computed: the pairs
+  // of query and string the device compared.  cancel is polled between
+  // launches, each at most a bounded amount of work.
+  virtual Status Within(const StringSet& set, const CodePointStrings& queries, double radius,
+                        Span<uint8_t> excluded, std::vector<RangeCandidate>* out, int64_t* computed,
+                        const CancelCheck& cancel = CancelCheck()) = 0;
 
   virtual std::size_t device_bytes() const = 0;
 };
