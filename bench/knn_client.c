@@ -18,6 +18,18 @@
  * least and greatest wall time (ms, count(*) over the rows) and the query
  * rate.
  *
+ * With SINGLE=N in the environment, also single statements, as an
+ * application sends one query at a time: SELECT id FROM <the index's
+ * table> ORDER BY <its column> <-> q LIMIT k for each of the first N
+ * queries, four ways:
+ *   literal   q an array literal in the statement's text (PQexec);
+ *   text      q the parameter $1, as text (parsed and planned every time);
+ *   binary    q the parameter, in the binary array format;
+ *   prepared  the binary parameter to a statement prepared once.
+ * Every way's ids (in order) are checked equal; then ROUNDS rounds of the
+ * N statements each way, in turn; ms a statement (the round's wall time
+ * over N), median, least and greatest.
+ *
  *   knn_client CONNINFO INDEX IDX_FILE [QUERIES 10000] [K 10] [ROUNDS 5]
  */
 #include <stdint.h>
@@ -75,6 +87,149 @@ run(PGconn *conn, const char *sql, const char *value, int length, int format, un
 	out = strdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return out;
+}
+
+/* A 64-bit FNV-1a hash of s, continued from h. */
+static uint64_t
+fnv(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+	return h;
+}
+
+/*
+ * One single statement the given way (0 literal, 1 text, 2 binary, 3
+ * prepared) for query q; its ids folded into *hash.
+ */
+static void
+single(PGconn *conn, int way, const char *literal_sql, const char *param_sql, const char *text,
+	   const unsigned char *binary, int binary_len, uint64_t *hash)
+{
+	const char *values[1] = {way == 1 ? text : (const char *) binary};
+	int			lengths[1] = {way == 1 ? 0 : binary_len};
+	int			formats[1] = {way == 1 ? 0 : 1};
+	Oid			types[1] = {way == 1 ? 0 : 1021};	/* float4[] */
+	PGresult   *res;
+
+	if (way == 0)
+		res = PQexec(conn, literal_sql);
+	else if (way == 3)
+		res = PQexecPrepared(conn, "genie_single", 1, values, lengths, formats, 0);
+	else
+		res = PQexecParams(conn, param_sql, 1, types, values, lengths, formats, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		fprintf(stderr, "knn_client: %s", PQerrorMessage(conn));
+		exit(1);
+	}
+	for (int r = 0; r < PQntuples(res); r++)
+		*hash = fnv(fnv(*hash, PQgetvalue(res, r, 0)), ",");
+	*hash = fnv(*hash, ";");
+	PQclear(res);
+}
+
+/* SINGLE=n: single statements of the first n queries, four ways (see the top). */
+static void
+single_statements(PGconn *conn, const char *index, const float *vectors, int dim, int n, int k, int rounds)
+{
+	const char *names[4] = {"literal", "text", "binary", "prepared"};
+	char		sql[512], param_sql[512];
+	char	  **texts = malloc(sizeof(char *) * n), **literals = malloc(sizeof(char *) * n);
+	unsigned char **binaries = malloc(sizeof(unsigned char *) * n);
+	int			binary_len = 20 + dim * 8;
+	char	   *table, *column;
+	uint64_t	hashes[4];
+	double	   *ms[4];
+	PGresult   *res;
+
+	snprintf(sql, sizeof(sql),
+			 "SELECT quote_ident(c.relname), quote_ident(a.attname) FROM pg_index i "
+			 "JOIN pg_class c ON c.oid = i.indrelid "
+			 "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
+			 "WHERE i.indexrelid = '%s'::regclass", index);
+	res = PQexec(conn, sql);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+	{
+		fprintf(stderr, "knn_client: no table for %s: %s", index, PQerrorMessage(conn));
+		exit(1);
+	}
+	table = strdup(PQgetvalue(res, 0, 0));
+	column = strdup(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	snprintf(param_sql, sizeof(param_sql), "SELECT id FROM %s ORDER BY %s <-> $1::real[] LIMIT %d", table, column, k);
+	for (int q = 0; q < n; q++)
+	{
+		char	   *p = texts[q] = malloc((size_t) dim * 5 + 3);
+		unsigned char *b = binaries[q] = malloc(binary_len);
+
+		*p++ = '{';
+		for (int j = 0; j < dim; j++)
+			p += sprintf(p, j ? ",%d" : "%d", (int) vectors[(size_t) q * dim + j]);
+		*p++ = '}';
+		*p = '\0';
+		literals[q] = malloc(strlen(texts[q]) + 256);
+		sprintf(literals[q], "SELECT id FROM %s ORDER BY %s <-> '%s'::real[] LIMIT %d", table, column, texts[q], k);
+		put_be32(b, 1);
+		put_be32(b + 4, 0);
+		put_be32(b + 8, FLOAT4OID);
+		put_be32(b + 12, dim);
+		put_be32(b + 16, 1);
+		for (int j = 0; j < dim; j++)
+		{
+			uint32_t	bits;
+
+			memcpy(&bits, &vectors[(size_t) q * dim + j], 4);
+			put_be32(b + 20 + j * 8, 4);
+			put_be32(b + 20 + j * 8 + 4, bits);
+		}
+	}
+	{
+		Oid			types[1] = {1021};
+		char		prep[512];
+
+		snprintf(prep, sizeof(prep), "SELECT id FROM %s ORDER BY %s <-> $1 LIMIT %d", table, column, k);
+		res = PQprepare(conn, "genie_single", prep, 1, types);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		{
+			fprintf(stderr, "knn_client: %s", PQerrorMessage(conn));
+			exit(1);
+		}
+		PQclear(res);
+	}
+	/* the ids of every way, in order, and a first pass of each (warm) */
+	for (int w = 0; w < 4; w++)
+	{
+		hashes[w] = 14695981039346656037ULL;
+		for (int q = 0; q < n; q++)
+			single(conn, w, literals[q], param_sql, texts[q], binaries[q], binary_len, &hashes[w]);
+		ms[w] = malloc(sizeof(double) * rounds);
+	}
+	printf("== single statements: %d queries, SELECT id FROM %s ORDER BY %s <-> q LIMIT %d; ids %s (fnv %016llx)\n",
+		   n, table, column, k,
+		   hashes[0] == hashes[1] && hashes[0] == hashes[2] && hashes[0] == hashes[3] ? "equal" : "DIFFER",
+		   (unsigned long long) hashes[0]);
+	if (hashes[0] != hashes[1] || hashes[0] != hashes[2] || hashes[0] != hashes[3])
+		exit(1);
+	for (int r = 0; r < rounds; r++)
+		for (int w = 0; w < 4; w++)
+		{
+			double		t0 = now_ms();
+			uint64_t	h = 0;
+
+			for (int q = 0; q < n; q++)
+				single(conn, w, literals[q], param_sql, texts[q], binaries[q], binary_len, &h);
+			ms[w][r] = (now_ms() - t0) / n;
+		}
+	printf("%-9s %10s %10s %10s %14s\n", "way", "median_ms", "min_ms", "max_ms", "statements/s");
+	for (int w = 0; w < 4; w++)
+	{
+		double		med;
+
+		qsort(ms[w], rounds, sizeof(double), cmp_double);
+		med = rounds % 2 ? ms[w][rounds / 2] : (ms[w][rounds / 2 - 1] + ms[w][rounds / 2]) / 2;
+		printf("%-9s %10.3f %10.3f %10.3f %14.0f\n", names[w], med, ms[w][0], ms[w][rounds - 1], 1e3 / med);
+	}
 }
 
 int
@@ -215,6 +370,9 @@ main(int argc, char **argv)
 			printf("%-7s %10.1f %10.1f %10.1f %14.0f %13.2fx\n", names[w], med[w], ms[w][0], ms[w][rounds - 1],
 				   nq / (med[w] / 1e3), med[0] / med[w]);
 	}
+	if (getenv("SINGLE") != NULL && atoi(getenv("SINGLE")) > 0)
+		single_statements(conn, argv[2], vectors, dim, atoi(getenv("SINGLE")) < nq ? atoi(getenv("SINGLE")) : nq,
+						  k, rounds);
 	PQfinish(conn);
 	return 0;
 }
