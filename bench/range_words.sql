@@ -124,3 +124,7 @@ SELECT f.method, f.device, f.radius, count(*) FILTER (WHERE f.ids IS DISTINCT FR
 FROM found f JOIN found g ON g.method = f.method AND g.radius = f.radius AND g.qid = f.qid
   AND g.device = (:'device_list'::text[])[1]
 WHERE f.method <> 'sequential scan' GROUP BY 1, 2, 3 ORDER BY 3, 1, 2;
+
+\echo 'the genie service (MODE=service): range requests it answered, by engine'
+SELECT content, engine, sum(requests) AS requests, sum(queries) AS queries FROM genie_service_stats()
+GROUP BY 1, 2 ORDER BY 1, 2;

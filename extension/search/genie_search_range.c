@@ -2,8 +2,11 @@
  *
  * genie_search_range.c
  *	  Range search of an index that stores its values (genie/cluster_list.hpp):
- *	  every object within a radius, in this backend (beside the service too,
- *	  which holds no range search).
+ *	  every object within a radius.  With the genie service, an index
+ *	  without a List of Clusters has its main objects' values searched
+ *	  there (on its engine) and the pending ones in this backend; an index
+ *	  with a list (which the service does not hold), or any while the
+ *	  service is away, is searched in this backend.
  *
  * Both metrics run on the engine genie.device asks for.  On the GPU, for
  * vectors the CPU walks the index's List of Clusters (its centres, the
@@ -29,6 +32,7 @@
 #include "search/genie_search_device.h"
 #include "search/genie_search_range.h"
 #include "search/genie_search_values.h"
+#include "service/genie_service_client.h"
 
 /* The exact search of every query on the CPU engine (through the list when there is one). */
 static genie_status
@@ -129,11 +133,137 @@ range_exact(GenieCachedIndex *entry, const GenieValueSet *set, const GenieValueB
 	return found;
 }
 
+/* A range search of the main objects' values, as genie_search_through_service asks it. */
+typedef struct WithinAsk
+{
+	const GenieValueBatch *queries;
+	double		radius;
+	GenieValueRows *rows;
+	int64		computed;
+	genie_engine_kind engine;
+} WithinAsk;
+
+static GenieServiceOutcome
+ask_within(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool *device_fallback,
+		   genie_error *err)
+{
+	WithinAsk  *a = arg;
+	int32		n_excluded;
+	const int32 *excluded = genie_cache_excluded_main(entry, &n_excluded);
+	GenieServiceOutcome outcome;
+
+	outcome = genie_service_within(&entry->main_key, entry->index_oid, genie_device_setting, a->queries,
+								   a->radius, excluded, n_excluded, a->rows, &a->computed, engine,
+								   device_fallback, err);
+	if (outcome == GENIE_SERVICE_OK)
+		a->engine = *engine;
+	else
+		genie_value_rows_free(a->rows); /* a part may have come back before the rest failed */
+	return outcome;
+}
+
+/* The pending objects within the radius (ids local to the pending list), on this backend's CPU. */
+static genie_range_results *
+within_pending(GenieCachedIndex *entry, const GenieValueBatch *queries, double radius)
+{
+	int32		n_main = entry->n_main_objects;
+	int32		n_pending = entry->n_objects - n_main;
+	uint8	   *excluded = palloc(n_pending);
+	genie_engine_options options;
+	genie_range_results *found = NULL;
+	genie_error err;
+	genie_status status;
+
+	for (int32 i = 0; i < n_pending; i++)
+		excluded[i] = (entry->objects[n_main + i].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0;
+	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
+	genie_profile_push(GENIE_PHASE_PENDING);
+	status = genie_value_set_within(genie_cache_pending_values(entry), GENIE_ENGINE_CPU, &options, queries,
+									radius, excluded, NULL, NULL, NULL, &found, &err);
+	genie_profile_pop();
+	pfree(excluded);
+	if (status != GENIE_OK)
+		genie_report_error(&err, "genie: range search of pending rows");
+	return found;
+}
+
+/*
+ * Through the genie service: the main objects there (the service's engine,
+ * every stored value read: it holds no list) and the pending ones here on
+ * the CPU, merged by (distance, object) per query, as the in-process search
+ * orders them (every pending id follows every main one).  The result is
+ * malloc'd as the C API's (genie_range_results_free); NULL when the
+ * service is away.
+ */
+static pg_noinline genie_range_results *
+range_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, double radius)
+{
+	int			nq = queries->n;
+	int32		n_main = entry->n_main_objects;
+	GenieValueRows main_rows;
+	WithinAsk	ask = {queries, radius, &main_rows, 0, GENIE_ENGINE_CPU};
+	genie_range_results *pending = NULL;
+	genie_range_results *res;
+	int64		total;
+	int64		out = 0;
+
+	memset(&main_rows, 0, sizeof(main_rows));
+	if (n_main > 0 &&
+		!genie_search_through_service(entry, ask_within, genie_cache_ship_values, &ask, "the stored values",
+									  "range search"))
+		return NULL;
+	if (entry->n_objects > n_main)
+		pending = within_pending(entry, queries, radius);
+	total = (n_main > 0 ? main_rows.offsets[nq] : 0) + (pending != NULL ? pending->query_offsets[nq] : 0);
+	res = calloc(1, sizeof(genie_range_results));
+	if (res != NULL)
+	{
+		res->query_offsets = malloc(sizeof(int64) * (nq + 1));
+		res->objects = malloc(sizeof(int32) * (total + 1));
+		res->distances = malloc(sizeof(double) * (total + 1));
+	}
+	if (res == NULL || res->query_offsets == NULL || res->objects == NULL || res->distances == NULL)
+	{
+		genie_range_results_free(res);
+		genie_range_results_free(pending);
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory for a range search's rows")));
+	}
+	res->n_queries = nq;
+	res->device = ask.engine;
+	res->distances_computed = ask.computed + (pending != NULL ? pending->distances_computed : 0);
+	res->query_offsets[0] = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		int64		i = n_main > 0 ? main_rows.offsets[q] : 0;
+		int64		i_end = n_main > 0 ? main_rows.offsets[q + 1] : 0;
+		int64		j = pending != NULL ? pending->query_offsets[q] : 0;
+		int64		j_end = pending != NULL ? pending->query_offsets[q + 1] : 0;
+
+		while (i < i_end || j < j_end)
+		{
+			/* a tie in distance goes to the main object, whose id is the lower */
+			if (j == j_end || (i < i_end && main_rows.distances[i] <= pending->distances[j]))
+			{
+				res->objects[out] = main_rows.objects[i];
+				res->distances[out++] = main_rows.distances[i++];
+			}
+			else
+			{
+				res->objects[out] = n_main + pending->objects[j];
+				res->distances[out++] = pending->distances[j++];
+			}
+		}
+		res->query_offsets[q + 1] = out;
+	}
+	genie_range_results_free(pending);
+	genie_value_rows_free(&main_rows);
+	return res;
+}
+
 genie_range_results *
 genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, double radius,
 				   bool permutation_ok)
 {
-	const GenieValueSet *set;
 	bool		by_permutation;
 	genie_range_results *found;
 
@@ -147,13 +277,21 @@ genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, doub
 						queries->dim, get_rel_name(entry->index_oid), entry->value_dim),
 				 errhint("The index was emptied and took a new length from a concurrent insert.")));
 	/*
-	 * every object's values, pending ones included (excluded is made with
-	 * them); the list of clusters, when the index keeps one, names the main
-	 * objects, and the pending ones are read one by one
+	 * In-process: every object's values, pending ones included (excluded is
+	 * made with them); the list of clusters, when the index keeps one, names
+	 * the main objects, and the pending ones are read one by one.
 	 */
-	set = genie_cache_values(entry);
 	by_permutation = permutation_ok && genie_search_permutation(queries->kind) && genie_cache_permutations(entry);
-	found = by_permutation ? range_permutation(entry, set, queries, radius) : range_exact(entry, set, queries, radius);
+	/*
+	 * Through the service, which holds no list, an index without one: this
+	 * backend reads only the pending objects' values.  An index with a list
+	 * is searched here through it (on the CPU engine beside the service).
+	 */
+	found = !by_permutation && genie_service_configured() && genie_cache_clusters(entry) == NULL
+		? range_through_service(entry, queries, radius) : NULL;
+	if (found == NULL)
+		found = by_permutation ? range_permutation(entry, genie_cache_values(entry), queries, radius)
+			: range_exact(entry, genie_cache_values(entry), queries, radius);
 	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false);
 	genie_explain_range(found->distances_computed, found->superclusters_discarded,
 						found->clusters_discarded);
@@ -162,7 +300,7 @@ genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, doub
 		/* found is the C API's memory: freed if the exact search fails (a cancel, a version gone) */
 		PG_TRY();
 		{
-			explain_recall(set, entry, queries, radius, found,
+			explain_recall(genie_cache_values(entry), entry, queries, radius, found,
 						   (int64) genie_permutation_candidate_count(entry, 1) * queries->n);
 		}
 		PG_CATCH();

@@ -153,7 +153,8 @@ typedef enum GenieRequestKind
 	GENIE_REQUEST_SEARCH,
 	GENIE_REQUEST_LOAD,
 	GENIE_REQUEST_VERIFY,
-	GENIE_REQUEST_SCAN_VALUES
+	GENIE_REQUEST_SCAN_VALUES,
+	GENIE_REQUEST_WITHIN
 } GenieRequestKind;
 
 
@@ -209,6 +210,12 @@ typedef struct GenieRequest
 	int64		scan_query_bytes;
 	int32		scan_excluded;
 
+	/*
+	 * WITHIN: a range search of the stored values, laid out as SCAN_VALUES
+	 * (k unused): every main object within within_radius of each query
+	 */
+	float8		within_radius;
+
 	/* VERIFY: a genie_similar_batch follows (see genie_service_client.c) */
 	int32		verify_n;
 	int32		verify_k;
@@ -235,6 +242,13 @@ typedef struct GenieResponse
 	 * SCAN_VALUES: query_offsets[n_queries + 1] (int64), then n_queries * k
 	 * slots each of distances (float8), objects and lengths (int32)
 	 */
+	/*
+	 * WITHIN: n_hits rows; query_offsets[n_queries + 1] (int64), distances
+	 * (float8), objects (int32) follow when answer_bytes (their size,
+	 * GENIE_WITHIN_ANSWER_BYTES) fits the response's room, else nothing
+	 * follows and the backend asks again with that much room
+	 */
+	int64		answer_bytes;
 } GenieResponse;
 
 #define GENIE_SERVICE_ALIGN(x) TYPEALIGN(16, (x))
@@ -243,6 +257,11 @@ typedef struct GenieResponse
 #define GENIE_SCAN_ANSWER_BYTES(nq, k) \
 	(GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * ((Size) (nq) + 1) + \
 	 (sizeof(float8) + 2 * sizeof(int32)) * (Size) (nq) * (Size) (k))
+
+/* Bytes of a WITHIN answer of nq queries and n rows. */
+#define GENIE_WITHIN_ANSWER_BYTES(nq, n) \
+	(GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * ((Size) (nq) + 1) + \
+	 (sizeof(float8) + sizeof(int32)) * (Size) (n))
 
 /* ---- genie_service.c ---- */
 

@@ -534,6 +534,33 @@ genie_service_search(const GenieServiceKey *key, Oid index_oid, int device,
 
 /* ---- scans of stored values ---- */
 
+/*
+ * A request about the stored values (SCAN_VALUES, WITHIN) of queries [q0,
+ * q0 + nq), laid out as genie_service.h says: the queries, then from an
+ * 8-byte boundary the ids of the main objects to skip.
+ */
+static GenieRequest *
+begin_values_request(GenieRequestKind kind, const GenieServiceKey *key, Oid index_oid, int device,
+					 const GenieValueBatch *queries, int q0, int nq, const int32 *excluded,
+					 int32 n_excluded, Size response)
+{
+	Size		qbytes = genie_value_batch_bytes(queries, q0, nq);
+	GenieRequest *req = begin_request(kind, TYPEALIGN(8, qbytes) + sizeof(int32) * n_excluded, response);
+	char	   *p = request_payload(req);
+
+	req->key = *key;
+	req->index_oid = index_oid;
+	req->device = device;
+	req->n_queries = nq;
+	req->values_kind = queries->kind;
+	req->value_dim = queries->dim;
+	req->scan_query_bytes = qbytes;
+	req->scan_excluded = n_excluded;
+	genie_value_batch_write(queries, q0, nq, p);
+	memcpy(p + TYPEALIGN(8, qbytes), excluded, sizeof(int32) * n_excluded);
+	return req;
+}
+
 /* Scans queries [q0, q1); appends their rows to *rows (capacity in *capacity). */
 static GenieServiceOutcome
 scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
@@ -543,29 +570,16 @@ scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
 {
 	int			nq = q1 - q0;
 	Size		slots = (Size) nq * k;
-	Size		qbytes = genie_value_batch_bytes(queries, q0, nq);
-	GenieRequest *req = begin_request(GENIE_REQUEST_SCAN_VALUES,
-									  TYPEALIGN(8, qbytes) + sizeof(int32) * n_excluded,
-									  GENIE_SCAN_ANSWER_BYTES(nq, k));
+	GenieRequest *req = begin_values_request(GENIE_REQUEST_SCAN_VALUES, key, index_oid, device, queries,
+											 q0, nq, excluded, n_excluded, GENIE_SCAN_ANSWER_BYTES(nq, k));
 	GenieResponse *resp;
 	GenieServiceOutcome outcome;
-	char	   *p = request_payload(req);
 	const int64 *offs;
 	const char *columns;
 	int64		n_before = rows->offsets[q0];
 	int64		n;
 
-	req->key = *key;
-	req->index_oid = index_oid;
-	req->device = device;
 	req->k = k;
-	req->n_queries = nq;
-	req->values_kind = queries->kind;
-	req->value_dim = queries->dim;
-	req->scan_query_bytes = qbytes;
-	req->scan_excluded = n_excluded;
-	genie_value_batch_write(queries, q0, nq, p);
-	memcpy(p + TYPEALIGN(8, qbytes), excluded, sizeof(int32) * n_excluded);
 
 	outcome = call_for_answer(&resp, NULL, err);
 	if (outcome != GENIE_SERVICE_OK)
@@ -621,6 +635,115 @@ genie_service_scan_values(const GenieServiceKey *key, Oid index_oid, int device,
 		GenieServiceOutcome outcome = scan_values_part(key, index_oid, device, queries, q0, q1,
 													   kk, excluded, n_excluded, rows,
 													   &capacity, engine, device_fallback, err);
+
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+	}
+	return GENIE_SERVICE_OK;
+}
+
+/* ---- range searches of stored values ---- */
+
+/* The largest range answer the service hands back (rows beyond are an error). */
+#define MAX_WITHIN_ANSWER_BYTES ((Size) 1 << 30)
+/* A first ask's room: rows a query, and at most 16 MB of rows in all. */
+#define WITHIN_FIRST_ROWS 256
+#define WITHIN_FIRST_MAX_ROWS (((Size) 16 << 20) / (sizeof(float8) + sizeof(int32)))
+
+/*
+ * Range-searches queries [q0, q1); appends their rows to *rows (capacity in
+ * *capacity).  A range answer's size is unknown until the worker has it:
+ * the first ask leaves room for WITHIN_FIRST_ROWS rows a query (at least
+ * 4,096 rows, at most 16 MB), and one that needs more asks again with room
+ * for all, which searches again (the worker's answer for a version and
+ * its skipped objects does not change).
+ */
+static GenieServiceOutcome
+within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieValueBatch *queries,
+			int q0, int q1, double radius, const int32 *excluded, int32 n_excluded,
+			GenieValueRows *rows, int64 *capacity, int64 *computed, genie_engine_kind *engine,
+			bool *device_fallback, genie_error *err)
+{
+	int			nq = q1 - q0;
+	Size		room = GENIE_WITHIN_ANSWER_BYTES(nq, Max((Size) 4096, Min((Size) nq * WITHIN_FIRST_ROWS,
+																		  WITHIN_FIRST_MAX_ROWS)));
+	int64		n_before = rows->offsets[q0];
+
+	for (int attempt = 0; attempt < 2; attempt++)
+	{
+		GenieRequest *req = begin_values_request(GENIE_REQUEST_WITHIN, key, index_oid, device, queries, q0, nq,
+												 excluded, n_excluded, room);
+		GenieResponse *resp;
+		GenieServiceOutcome outcome;
+		const int64 *offs;
+		const float8 *distances;
+		int64		n;
+
+		req->within_radius = radius;
+
+		outcome = call_for_answer(&resp, NULL, err);
+		if (outcome != GENIE_SERVICE_OK)
+			return outcome;
+		n = resp->n_hits;
+		if ((Size) resp->answer_bytes > room)
+		{
+			if ((Size) resp->answer_bytes > MAX_WITHIN_ANSWER_BYTES)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("a range search's answer of " INT64_FORMAT " rows is too large for the genie service",
+								n),
+						 errhint("Use a smaller radius, or fewer queries in one call.")));
+			room = (Size) resp->answer_bytes;
+			continue;
+		}
+		*engine = resp->engine;
+		*device_fallback |= resp->device_fallback;
+		*computed += resp->distances_computed;
+		offs = (const int64 *) ((const char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
+		distances = (const float8 *) (offs + nq + 1);
+		if (n_before + n > *capacity)
+		{
+			*capacity = Max(*capacity * 2, n_before + n);
+			rows->distances = repalloc_huge(rows->distances, sizeof(float8) * *capacity);
+			rows->objects = repalloc_huge(rows->objects, sizeof(int32) * *capacity);
+		}
+		for (int q = 1; q <= nq; q++)
+			rows->offsets[q0 + q] = n_before + offs[q];
+		memcpy(rows->distances + n_before, distances, sizeof(float8) * n);
+		memcpy(rows->objects + n_before, distances + n, sizeof(int32) * n);
+		return GENIE_SERVICE_OK;
+	}
+	elog(ERROR, "the genie service's range answer grew between two asks");
+	return GENIE_SERVICE_UNAVAILABLE;	/* not reached */
+}
+
+GenieServiceOutcome
+genie_service_within(const GenieServiceKey *key, Oid index_oid, int device, const GenieValueBatch *queries,
+					 double radius, const int32 *excluded, int32 n_excluded, GenieValueRows *rows,
+					 int64 *distances_computed, genie_engine_kind *engine, bool *device_fallback,
+					 genie_error *err)
+{
+	int			nq = queries->n;
+	/* parts whose queries stay within MAX_RESPONSE_BYTES */
+	Size		per_query = genie_value_batch_bytes(queries, 0, nq) / Max(nq, 1) + sizeof(int64);
+	int			per_part = (int) Max((Size) 1, MAX_RESPONSE_BYTES / per_query);
+	int64		capacity = Max(Min((int64) nq * WITHIN_FIRST_ROWS, (int64) 1 << 20), 1);
+
+	*device_fallback = false;
+	*engine = GENIE_ENGINE_CPU;
+	*distances_computed = 0;
+	rows->n_queries = nq;
+	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
+	rows->offsets[0] = 0;
+	rows->distances = palloc_extended(sizeof(float8) * capacity, MCXT_ALLOC_HUGE);
+	rows->objects = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
+	rows->lengths = NULL;
+	for (int q0 = 0; q0 < nq; q0 += per_part)
+	{
+		int			q1 = Min(nq, q0 + per_part);
+		GenieServiceOutcome outcome = within_part(key, index_oid, device, queries, q0, q1, radius,
+												  excluded, n_excluded, rows, &capacity,
+												  distances_computed, engine, device_fallback, err);
 
 		if (outcome != GENIE_SERVICE_OK)
 			return outcome;

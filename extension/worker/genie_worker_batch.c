@@ -383,6 +383,8 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b, GenieRunner *runner, b
 			handle_verify(st, t);
 		else if (t->req.kind == GENIE_REQUEST_SCAN_VALUES)
 			scans[n_scans++] = t;
+		else if (t->req.kind == GENIE_REQUEST_WITHIN)
+			genie_worker_within(st, t);
 		else if (t->req.kind != GENIE_REQUEST_SEARCH)
 			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "an unknown genie service request");
 		else

@@ -259,6 +259,8 @@ extern void genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequ
 extern void genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
 /* Answers the cycle's scans, one engine call per group that can share one. */
 extern void genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n);
+/* Answers a range search of stored values (one engine call, no list). */
+extern void genie_worker_within(ServiceState *st, TakenRequest *t);
 
 /* genie_worker_batch.c: a batch's requests */
 /*

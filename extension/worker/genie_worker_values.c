@@ -4,8 +4,9 @@
  *	  The genie service worker's stored values: the main objects' strings,
  *	  vectors or codes of an index version (service/genie_values.h), handed
  *	  over by a backend like the postings and kept under the same key, and
- *	  the scans of them (edit, Euclidean or Hamming distance) on the GPU or
- *	  the CPU engine.
+ *	  the scans of them (edit, Euclidean or Hamming distance) and their
+ *	  range searches (edit or Euclidean distance) on the GPU or the CPU
+ *	  engine.
  *
  * A backend asks for the k nearest main values of its queries, skipping
  * the main objects it knows are dead or NULL; it scans its own pending
@@ -16,11 +17,14 @@
  * every session's queries, which is what makes many sessions cheap.  The
  * worker scans on its own thread, as it verifies genie_similar
  * candidates; a scan stops when every backend of the call withdrew.  The
- * LSH mode's re-ranking of candidates stays in the backend.
+ * LSH mode's re-ranking of candidates stays in the backend.  A range search
+ * is one engine call of its own (its radius is its own), every value read.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "miscadmin.h"
 #include "utils/memutils.h"
@@ -382,4 +386,134 @@ genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n)
 	}
 	pfree(group);
 	pfree(done);
+}
+
+/* ---- range searches ---- */
+
+/* Whether t is a well-formed range search of s's values. */
+static bool
+within_well_formed(const ServedValues *s, TakenRequest *t)
+{
+	GenieRequest *r = &t->req;
+	GenieValueBatch queries;
+
+	if (r->n_queries < 1 || r->scan_excluded < 0 || r->scan_excluded > s->key.n_main_objects ||
+		r->scan_query_bytes < 0 || r->values_kind != s->set.kind || isnan(r->within_radius) ||
+		r->within_radius < 0 ||
+		(s->set.kind != GENIE_VALUES_STRINGS && r->value_dim != genie_value_set_dim(&s->set)) ||
+		s->set.kind == GENIE_VALUES_CODES)
+		return false;
+	return TYPEALIGN(8, (Size) r->scan_query_bytes) + sizeof(int32) * (Size) r->scan_excluded <=
+		t->payload_size &&
+		read_queries(t, &queries) &&
+		GENIE_WITHIN_ANSWER_BYTES(r->n_queries, 0) <= r->response_capacity;
+}
+
+/*
+ * Writes t's range answer, or, when it needs more room than t gave, its
+ * size alone (the backend asks again with that much).
+ */
+static void
+reply_within(ServiceState *st, TakenRequest *t, const genie_range_results *found, bool fallback,
+			 double engine_ms)
+{
+	int			nq = t->req.n_queries;
+	int64		n = found->query_offsets[nq];
+	Size		need = GENIE_WITHIN_ANSWER_BYTES(nq, n);
+	GenieResponse *resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
+	int64	   *offsets;
+	float8	   *distances;
+
+	if (resp == NULL)
+		return;
+	resp->engine = found->device;
+	resp->device_fallback = fallback;
+	resp->engine_ms = engine_ms;
+	resp->n_hits = n;
+	resp->answer_bytes = (int64) need;
+	resp->distances_computed = found->distances_computed;
+	if (need <= t->req.response_capacity)
+	{
+		offsets = (int64 *) ((char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
+		distances = (float8 *) (offsets + nq + 1);
+		memcpy(offsets, found->query_offsets, sizeof(int64) * (nq + 1));
+		memcpy(distances, found->distances, sizeof(float8) * n);
+		memcpy(distances + n, found->objects, sizeof(int32) * n);
+	}
+	genie_worker_end_reply(t, GENIE_SLOT_DONE);
+}
+
+void
+genie_worker_within(ServiceState *st, TakenRequest *t)
+{
+	ServedValues *s = genie_worker_find_values(st, &t->req.key);
+	MemoryContext cxt;
+	MemoryContext old;
+	GenieValueBatch queries;
+	uint8	   *excluded;
+	genie_engine_kind kind;
+	genie_engine_options options;
+	genie_range_results *found = NULL;
+	CancelGroup cancel;
+	genie_error err;
+	genie_status status;
+	bool		fallback = false;
+	TimestampTz started;
+
+	if (s == NULL || s->set.kind != t->req.values_kind)
+	{
+		genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
+		return;
+	}
+	if (!within_well_formed(s, t))
+	{
+		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed genie range search request");
+		return;
+	}
+	s->last_used = ++st->clock;
+	if (genie_worker_resolve_kind(st, t->req.device, &kind, &err) != GENIE_OK)
+	{
+		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
+		return;
+	}
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "genie service range search", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	(void) read_queries(t, &queries);	/* within_well_formed read them */
+	excluded = excluded_flags(t, s->key.n_main_objects);
+	genie_cancel_group_one(&cancel, &t, 1);
+	genie_worker_engine_options(kind, &cancel, &options);
+	started = GetCurrentTimestamp();
+	status = genie_value_set_within(&s->set, kind, &options, &queries, t->req.within_radius, excluded,
+									NULL, NULL, NULL, &found, &err);
+	if (status == GENIE_DEVICE_OUT_OF_MEMORY && t->req.device != GENIE_DEVICE_SETTING_GPU)
+	{
+		/* auto: the CPU answers; genie.device = gpu gets the error */
+		fallback = true;
+		genie_worker_engine_options(GENIE_ENGINE_CPU, &cancel, &options);
+		status = genie_value_set_within(&s->set, GENIE_ENGINE_CPU, &options, &queries, t->req.within_radius,
+										excluded, NULL, NULL, NULL, &found, &err);
+	}
+	if (status == GENIE_DEVICE_ERROR)
+		st->device_failed = true;
+	if (status == GENIE_CANCELLED)
+		genie_worker_fail_request(t);
+	else if (status != GENIE_OK)
+		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
+	else
+	{
+		double		engine_ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
+		GenieServiceIndexStats *stats = &s->stats[found->device == GENIE_ENGINE_GPU ? GENIE_ENGINE_GPU
+												  : GENIE_ENGINE_CPU];
+
+		reply_within(st, t, found, fallback, engine_ms);
+		stats->batches++;
+		stats->requests++;
+		stats->queries += t->req.n_queries;
+		stats->max_batch_queries = Max(stats->max_batch_queries, t->req.n_queries);
+		stats->queue_wait_ms += t->queue_wait_ms;
+		stats->engine_ms += engine_ms;
+	}
+	genie_range_results_free(found);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
 }

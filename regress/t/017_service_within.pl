@@ -1,0 +1,138 @@
+# Range searches through the genie service (issue 30): with genie
+# preloaded, genie_within and the ball predicates on an index without a
+# List of Clusters search the main objects' stored values in the service
+# (on its engine; CPU here) and the pending ones in the backend, and answer
+# exactly what the sequential scan does: edit distances (levenshtein()) and
+# Euclidean distances, ties at the radius included, pending rows, deleted
+# rows, an answer larger than the room a first ask leaves (4,096 rows),
+# and the service's stats counting the requests.  An index with a
+# list is searched in the backend, through it (the service holds no list).
+# Stopping the service sends the searches back in-process, with the same
+# answers.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('service_within');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'genie'
+max_connections = 20
+genie.cpu_threads = 2
+});
+$node->start;
+
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION genie;
+	CREATE EXTENSION fuzzystrmatch;
+	CREATE TABLE words (id int PRIMARY KEY, w text);
+	INSERT INTO words SELECT i, substr(md5(i::text), 1, 3 + i % 6) FROM generate_series(1, 3000) i;
+	CREATE INDEX words_w ON words USING genie (w genie_ngram_ops);
+	CREATE TABLE pts (id int PRIMARY KEY, v real[]);
+	INSERT INTO pts SELECT i, ARRAY[(i % 37)::real, (i * 7 % 23)::real, (i * 13 % 11)::real]
+	FROM generate_series(1, 4000) i;
+	CREATE INDEX pts_v ON pts USING genie (v genie_vector_ops) WITH (m = 0);
+	CREATE INDEX pts_lsc ON pts USING genie (v genie_vector_ops) WITH (m = 0, cluster_list = on, cluster_size = 32);
+	CREATE FUNCTION l2(a real[], b real[]) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
+	  SELECT sqrt(sum((x::float8 - y::float8) * (x::float8 - y::float8))) FROM unnest(a, b) AS t(x, y)
+	$$;
+	CREATE TABLE wq (n int, q text);
+	INSERT INTO wq SELECT n, substr(md5((n * 11)::text), 2, 3 + n % 5) FROM generate_series(1, 12) n;
+	CREATE TABLE vq (n int, q real[]);
+	INSERT INTO vq SELECT n, ARRAY[(n * 3 % 37)::real, (n % 23)::real, (n * 5 % 11)::real] FROM generate_series(1, 12) n;
+});
+
+# rows of genie_within that differ from the sequential scan's (as sets,
+# with distances), plus rows out of (query_no, distance, ctid) order
+sub words_diff
+{
+	my ($r) = @_;
+	return $node->safe_psql('postgres', qq{
+		SET enable_seqscan = off;
+		WITH got AS (SELECT g.query_no AS n, t.id, g.distance AS d, g.ctid
+		             FROM genie_within('words_w', (SELECT array_agg(q ORDER BY n) FROM wq), $r) g
+		             JOIN words t ON t.ctid = g.ctid),
+		     want AS (SELECT n, id, levenshtein(w, q)::float8 AS d FROM wq, words WHERE levenshtein(w, q) <= $r),
+		     ordered AS (SELECT (n, d, ctid) >= lag((n, d, ctid)) OVER (ORDER BY n, d, ctid) AS ok FROM got)
+		SELECT (SELECT count(*) FROM ((SELECT n, id, d FROM got EXCEPT ALL SELECT * FROM want)
+		                              UNION ALL (SELECT * FROM want EXCEPT ALL SELECT n, id, d FROM got)) x)
+		       + (SELECT count(*) FROM ordered WHERE ok = false)});
+}
+
+sub points_diff
+{
+	my ($r, $idx) = @_;
+	return $node->safe_psql('postgres', qq{
+		SET enable_seqscan = off;
+		WITH got AS (SELECT g.query_no AS n, t.id, g.distance AS d
+		             FROM genie_within('$idx', (SELECT array_agg(q ORDER BY n) FROM vq), $r) g
+		             JOIN pts t ON t.ctid = g.ctid),
+		     want AS (SELECT n, id, l2(v, q) AS d FROM vq, pts WHERE l2(v, q) <= $r)
+		SELECT count(*) FROM ((SELECT * FROM got EXCEPT ALL SELECT * FROM want)
+		                      UNION ALL (SELECT * FROM want EXCEPT ALL SELECT * FROM got)) x});
+}
+
+# the ball predicate in a plain WHERE clause, against the sequential scan
+sub ball_diff
+{
+	return $node->safe_psql('postgres', q{
+		SET enable_seqscan = off;
+		SELECT count(*) FROM wq, LATERAL (
+		  (SELECT id FROM words WHERE w <@ genie_ball(wq.q, 2) EXCEPT SELECT id FROM words WHERE levenshtein(w, wq.q) <= 2)
+		  UNION ALL
+		  (SELECT id FROM words WHERE levenshtein(w, wq.q) <= 2 EXCEPT SELECT id FROM words WHERE w <@ genie_ball(wq.q, 2))) x});
+}
+
+sub service_requests
+{
+	my ($content, $idx) = @_;
+	return $node->safe_psql('postgres', qq{
+		SELECT coalesce(sum(requests), 0) FROM genie_service_stats() WHERE content = '$content' AND index = '$idx'::regclass});
+}
+
+sub check_all
+{
+	my ($when) = @_;
+	is(words_diff($_), '0', "$when: words within $_ equal the sequential scan") for (0, 1, 2, 3);
+	is(points_diff($_, 'pts_v'), '0', "$when: points within $_ equal the sequential scan") for (0, 4, 10.5);
+	is(points_diff(6, 'pts_lsc'), '0', "$when: an index with a list gives the same rows");
+	is(ball_diff(), '0', "$when: w <@ genie_ball(q, 2) equals the sequential scan");
+}
+
+is($node->safe_psql('postgres', 'SELECT running FROM genie_service_status()'), 't', 'the service runs');
+check_all('main rows');
+cmp_ok(service_requests('strings', 'words_w'), '>', 0, 'the service answered the edit-distance range searches');
+cmp_ok(service_requests('vectors', 'pts_v'), '>', 0, 'the service answered the Euclidean range searches');
+is(service_requests('vectors', 'pts_lsc'), '0', 'an index with a list is searched in the backend, through it');
+
+# an answer of 2 x 3,000 rows: more than a first ask's room (4,096 rows),
+# so the backend asks again with room for all (two requests)
+my $before = service_requests('strings', 'words_w');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM genie_within('words_w', ARRAY['abc', 'de'], 100)}), '6000',
+	'an answer larger than the first room comes back whole');
+is(service_requests('strings', 'words_w') - $before, 2, 'asked again with room for it');
+
+# pending rows (inserted since the build) and deleted ones
+$node->safe_psql('postgres', q{
+	INSERT INTO words SELECT 5000 + i, substr(md5((i * 13)::text), 2, 4 + i % 3) FROM generate_series(1, 300) i;
+	DELETE FROM words WHERE id % 10 = 3;
+	INSERT INTO pts SELECT 9000 + i, ARRAY[(i % 37)::real, (i % 23)::real, 1::real] FROM generate_series(1, 300) i;
+	DELETE FROM pts WHERE id % 9 = 4;
+});
+check_all('with pending and deleted rows');
+# merged: the main objects now exclude the dead ones
+$node->safe_psql('postgres', 'VACUUM words; VACUUM pts');
+check_all('after VACUUM');
+
+# the service stopped: the same answers in-process
+$node->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'genie service'});
+$node->safe_psql('postgres', q{SET client_min_messages = warning; SELECT count(*) FROM genie_within('words_w', ARRAY['abc'], 1)});
+is(words_diff(2), '0', 'with the service restarting or away, the same rows');
+
+$node->stop;
+done_testing();
