@@ -309,7 +309,28 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
                   scan->excluded != nullptr
                       ? genie::Span<uint8_t>(scan->excluded, static_cast<std::size_t>(set.size()))
                       : genie::Span<uint8_t>();
-              return gpu->Within(set, batch, scan->radius, excluded, out, computed, engine_options.cancel);
+              std::vector<int32_t> host;
+              GENIE_RETURN_IF_ERROR(
+                  gpu->Within(set, batch, scan->radius, excluded, out, &host, computed, engine_options.cancel));
+              if (host.empty()) return genie::Status::Ok();
+              // queries past the device's prepared pattern: the CPU engine's range search
+              genie::CodePointStrings long_queries;
+              for (int32_t q : host) long_queries.Add(batch.Get(q));
+              genie::RangeRequest request;
+              request.n_queries = long_queries.size();
+              request.radius = scan->radius;
+              request.n_objects = set.size();
+              request.excluded = excluded;
+              genie::RangeResult found;
+              GENIE_RETURN_IF_ERROR(genie::CpuRangeSearch(
+                  genie::WholeList(set.size()), genie::StringQueryMetrics(set.strings, long_queries, engine_options.cancel),
+                  request, engine_options.threads, &found, engine_options.cancel));
+              for (std::size_t i = 0; i < host.size(); ++i)
+                for (int64_t r = found.offsets[i]; r < found.offsets[i + 1]; ++r)
+                  out->push_back(genie::RangeCandidate{host[i], found.objects[static_cast<std::size_t>(r)],
+                                                       found.distances[static_cast<std::size_t>(r)]});
+              *computed += found.distances_computed;
+              return genie::Status::Ok();
             };
         return genie::capi::RangeSearchHandle(set.size(), metrics, GENIE_ENGINE_GPU, options, &whole, device_pass,
                                               nullptr, results);

@@ -140,6 +140,7 @@ typedef struct WithinAsk
 	double		radius;
 	GenieValueRows *rows;
 	int64		computed;
+	bool		too_large;		/* past what the service hands back */
 	genie_engine_kind engine;
 } WithinAsk;
 
@@ -153,9 +154,9 @@ ask_within(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool *
 	GenieServiceOutcome outcome;
 
 	outcome = genie_service_within(&entry->main_key, entry->index_oid, genie_device_setting, a->queries,
-								   a->radius, excluded, n_excluded, a->rows, &a->computed, engine,
-								   device_fallback, err);
-	if (outcome == GENIE_SERVICE_OK)
+								   a->radius, excluded, n_excluded, a->rows, &a->computed, &a->too_large,
+								   engine, device_fallback, err);
+	if (outcome == GENIE_SERVICE_OK && !a->too_large)
 		a->engine = *engine;
 	else
 		genie_value_rows_free(a->rows); /* a part may have come back before the rest failed */
@@ -193,7 +194,8 @@ within_pending(GenieCachedIndex *entry, const GenieValueBatch *queries, double r
  * the CPU, merged by (distance, object) per query, as the in-process search
  * orders them (every pending id follows every main one).  The result is
  * malloc'd as the C API's (genie_range_results_free); NULL when the
- * service is away.
+ * service is away or the answer is past what it hands back (64 MB: 5.6M
+ * rows).
  */
 static pg_noinline genie_range_results *
 range_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, double radius)
@@ -201,7 +203,7 @@ range_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, d
 	int			nq = queries->n;
 	int32		n_main = entry->n_main_objects;
 	GenieValueRows main_rows;
-	WithinAsk	ask = {queries, radius, &main_rows, 0, GENIE_ENGINE_CPU};
+	WithinAsk	ask = {queries, radius, &main_rows, 0, false, GENIE_ENGINE_CPU};
 	genie_range_results *pending = NULL;
 	genie_range_results *res;
 	int64		total;
@@ -209,9 +211,9 @@ range_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, d
 
 	memset(&main_rows, 0, sizeof(main_rows));
 	if (n_main > 0 &&
-		!genie_search_through_service(entry, ask_within, genie_cache_ship_values, &ask, "the stored values",
-									  "range search"))
-		return NULL;
+		(!genie_search_through_service(entry, ask_within, genie_cache_ship_values, &ask, "the stored values",
+									   "range search") || ask.too_large))
+		return NULL;			/* away, or an answer past 64 MB: in-process */
 	if (entry->n_objects > n_main)
 		pending = within_pending(entry, queries, radius);
 	total = (n_main > 0 ? main_rows.offsets[nq] : 0) + (pending != NULL ? pending->query_offsets[nq] : 0);

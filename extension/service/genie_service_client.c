@@ -644,8 +644,12 @@ genie_service_scan_values(const GenieServiceKey *key, Oid index_oid, int device,
 
 /* ---- range searches of stored values ---- */
 
-/* The largest range answer the service hands back (rows beyond are an error). */
-#define MAX_WITHIN_ANSWER_BYTES ((Size) 1 << 30)
+/*
+ * The largest range answer the service hands back: a larger one (5.6M rows
+ * and more) is searched in-process instead, so that no backend's request
+ * segment grows past what the k-nearest scans take.
+ */
+#define MAX_WITHIN_ANSWER_BYTES MAX_RESPONSE_BYTES
 /* A first ask's room: rows a query, and at most 16 MB of rows in all. */
 #define WITHIN_FIRST_ROWS 256
 #define WITHIN_FIRST_MAX_ROWS (((Size) 16 << 20) / (sizeof(float8) + sizeof(int32)))
@@ -656,13 +660,14 @@ genie_service_scan_values(const GenieServiceKey *key, Oid index_oid, int device,
  * the first ask leaves room for WITHIN_FIRST_ROWS rows a query (at least
  * 4,096 rows, at most 16 MB), and one that needs more asks again with room
  * for all, which searches again (the worker's answer for a version and
- * its skipped objects does not change).
+ * its skipped objects does not change); one past MAX_WITHIN_ANSWER_BYTES
+ * sets *too_large and returns at once.
  */
 static GenieServiceOutcome
 within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieValueBatch *queries,
 			int q0, int q1, double radius, const int32 *excluded, int32 n_excluded,
-			GenieValueRows *rows, int64 *capacity, int64 *computed, genie_engine_kind *engine,
-			bool *device_fallback, genie_error *err)
+			GenieValueRows *rows, int64 *capacity, int64 *computed, bool *too_large,
+			genie_engine_kind *engine, bool *device_fallback, genie_error *err)
 {
 	int			nq = q1 - q0;
 	Size		room = GENIE_WITHIN_ANSWER_BYTES(nq, Max((Size) 4096, Min((Size) nq * WITHIN_FIRST_ROWS,
@@ -685,14 +690,15 @@ within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieVa
 		if (outcome != GENIE_SERVICE_OK)
 			return outcome;
 		n = resp->n_hits;
+		if (n < 0 || resp->answer_bytes < 0 || (Size) resp->answer_bytes != GENIE_WITHIN_ANSWER_BYTES(nq, n))
+			elog(ERROR, "a malformed range answer from the genie service");
 		if ((Size) resp->answer_bytes > room)
 		{
 			if ((Size) resp->answer_bytes > MAX_WITHIN_ANSWER_BYTES)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("a range search's answer of " INT64_FORMAT " rows is too large for the genie service",
-								n),
-						 errhint("Use a smaller radius, or fewer queries in one call.")));
+			{
+				*too_large = true;
+				return GENIE_SERVICE_OK;
+			}
 			room = (Size) resp->answer_bytes;
 			continue;
 		}
@@ -708,9 +714,18 @@ within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieVa
 			rows->objects = repalloc_huge(rows->objects, sizeof(int32) * *capacity);
 		}
 		for (int q = 1; q <= nq; q++)
+		{
+			if (offs[q] < offs[q - 1] || offs[q] > n)
+				elog(ERROR, "a malformed range answer from the genie service");
 			rows->offsets[q0 + q] = n_before + offs[q];
+		}
+		if (offs[0] != 0 || offs[nq] != n)
+			elog(ERROR, "a malformed range answer from the genie service");
 		memcpy(rows->distances + n_before, distances, sizeof(float8) * n);
 		memcpy(rows->objects + n_before, distances + n, sizeof(int32) * n);
+		for (int64 i = n_before; i < n_before + n; i++)
+			if (rows->objects[i] < 0 || rows->objects[i] >= key->n_main_objects)
+				elog(ERROR, "a malformed range answer from the genie service");
 		return GENIE_SERVICE_OK;
 	}
 	elog(ERROR, "the genie service's range answer grew between two asks");
@@ -720,8 +735,8 @@ within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieVa
 GenieServiceOutcome
 genie_service_within(const GenieServiceKey *key, Oid index_oid, int device, const GenieValueBatch *queries,
 					 double radius, const int32 *excluded, int32 n_excluded, GenieValueRows *rows,
-					 int64 *distances_computed, genie_engine_kind *engine, bool *device_fallback,
-					 genie_error *err)
+					 int64 *distances_computed, bool *too_large, genie_engine_kind *engine,
+					 bool *device_fallback, genie_error *err)
 {
 	int			nq = queries->n;
 	/* parts whose queries stay within MAX_RESPONSE_BYTES */
@@ -732,6 +747,7 @@ genie_service_within(const GenieServiceKey *key, Oid index_oid, int device, cons
 	*device_fallback = false;
 	*engine = GENIE_ENGINE_CPU;
 	*distances_computed = 0;
+	*too_large = false;
 	rows->n_queries = nq;
 	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
 	rows->offsets[0] = 0;
@@ -743,9 +759,10 @@ genie_service_within(const GenieServiceKey *key, Oid index_oid, int device, cons
 		int			q1 = Min(nq, q0 + per_part);
 		GenieServiceOutcome outcome = within_part(key, index_oid, device, queries, q0, q1, radius,
 												  excluded, n_excluded, rows, &capacity,
-												  distances_computed, engine, device_fallback, err);
+												  distances_computed, too_large, engine,
+												  device_fallback, err);
 
-		if (outcome != GENIE_SERVICE_OK)
+		if (outcome != GENIE_SERVICE_OK || *too_large)
 			return outcome;
 	}
 	return GENIE_SERVICE_OK;

@@ -86,14 +86,16 @@ extern GenieServiceOutcome genie_service_scan_values(const GenieServiceKey *key,
  * main objects, in (distance, object) order per query, as
  * genie_value_set_within answers it without a list (the worker holds
  * none).  rows is palloc'd (lengths NULL); *distances_computed is the
- * worker's count.  NOT_RESIDENT: the worker does not hold the values.
+ * worker's count.  *too_large: the answer is past what the service hands
+ * back (64 MB; rows incomplete), for the caller to search in-process.
+ * NOT_RESIDENT: the worker does not hold the values.
  */
 extern GenieServiceOutcome genie_service_within(const GenieServiceKey *key, Oid index_oid, int device,
 												const GenieValueBatch *queries, double radius,
 												const int32 *excluded, int32 n_excluded,
 												GenieValueRows *rows, int64 *distances_computed,
-												genie_engine_kind *engine, bool *device_fallback,
-												genie_error *err);
+												bool *too_large, genie_engine_kind *engine,
+												bool *device_fallback, genie_error *err);
 
 /* genie_similar_verify in the worker; verdict as the caller allocated it. */
 extern GenieServiceOutcome genie_service_verify(int device, const genie_similar_batch *batch,

@@ -201,8 +201,9 @@ collect(CycleBatch *b)
 		else
 		{
 			memcpy(&t->req, base, sizeof(GenieRequest));
-			if (t->req.response_offset < header ||
-				t->req.response_offset + t->req.response_capacity > size)
+			/* written so that a huge offset or capacity cannot wrap the sum */
+			if (t->req.response_offset < header || t->req.response_offset > size ||
+				t->req.response_capacity > size - t->req.response_offset)
 				t->broken = true;
 			else
 			{

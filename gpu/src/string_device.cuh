@@ -40,7 +40,7 @@ __device__ __forceinline__ int32_t DistanceAt(const kernel::MyersPattern& p, con
 // device, or nullptr).  The caller holds the device current.
 Status StringRangeOnDevice(const DeviceStringSet& dset, const StringSet& set, const uint8_t* excluded,
                            const CodePointStrings& queries, double radius, std::vector<RangeCandidate>* out,
-                           int64_t* computed, const CancelCheck& cancel);
+                           std::vector<int32_t>* host_queries, int64_t* computed, const CancelCheck& cancel);
 
 }  // namespace gpu
 }  // namespace genie

@@ -12,13 +12,15 @@
 // outgrow the buffer runs again into one of their number).  A launch reads
 // at most kPairsPerLaunch (query, string) pairs, which also bounds its
 // answers, and kStepsPerLaunch code points times pattern words; cancel is
-// polled between launches.
+// polled between launches; a chunk of long strings holds fewer of them,
+// so that one chunk alone stays within kStepsPerLaunch (a single string
+// longer than that is a launch of its own).  Queries longer than the
+// prepared pattern go back to the caller, whose CPU engine answers them.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "answer_buffer.hpp"
@@ -95,8 +97,9 @@ RangeKernel(DeviceStringSet set, const kernel::MyersPattern* __restrict__ patter
 
 Status StringRangeOnDevice(const DeviceStringSet& dset, const StringSet& set, const uint8_t* excluded,
                            const CodePointStrings& queries, double radius, std::vector<RangeCandidate>* out,
-                           int64_t* computed, const CancelCheck& cancel) {
+                           std::vector<int32_t>* host_queries, int64_t* computed, const CancelCheck& cancel) {
   out->clear();
+  host_queries->clear();
   *computed = 0;
   if (std::isnan(radius) || radius < 0) return Status::InvalidArgument("the radius must be a number at least 0");
   const int32_t nq = queries.size();
@@ -117,12 +120,7 @@ Status StringRangeOnDevice(const DeviceStringSet& dset, const StringSet& set, co
     const int64_t cap = std::min(whole, std::max(lq, max_length));
     const int64_t lo = std::max<int64_t>(0, lq - cap), hi = std::min(max_length, lq + cap);
     if (lq > kernel::kPatternMaxLength) {
-      // no prepared pattern: the window's strings are the caller's to compute
-      for (int64_t L = lo; L <= hi; ++L)
-        for (int64_t pos = set.length_begin[static_cast<std::size_t>(L)];
-             pos < set.length_begin[static_cast<std::size_t>(L) + 1]; ++pos)
-          out->push_back(RangeCandidate{q, set.order[static_cast<std::size_t>(pos)],
-                                        std::numeric_limits<double>::quiet_NaN()});
+      host_queries->push_back(q);  // no prepared pattern: the caller's CPU answers it
       continue;
     }
     const int32_t pattern = static_cast<int32_t>(pattern_query.size());
@@ -134,8 +132,11 @@ Status StringRangeOnDevice(const DeviceStringSet& dset, const StringSet& set, co
       const int64_t begin = set.length_begin[static_cast<std::size_t>(L)];
       const int64_t stride = set.length_begin[static_cast<std::size_t>(L) + 1] - begin;
       *computed += stride;
-      for (int64_t at = 0; at < stride; at += kChunkStrings) {
-        const int32_t n = static_cast<int32_t>(std::min<int64_t>(kChunkStrings, stride - at));
+      // long strings take fewer a chunk, so that one chunk stays within a launch's steps
+      const int64_t per_chunk =
+          std::max<int64_t>(1, std::min<int64_t>(kChunkStrings, kStepsPerLaunch / (std::max<int64_t>(1, L) * words)));
+      for (int64_t at = 0; at < stride; at += per_chunk) {
+        const int32_t n = static_cast<int32_t>(std::min<int64_t>(per_chunk, stride - at));
         chunks.push_back(Chunk{begin + at, at, stride, pattern, static_cast<int32_t>(L), n, static_cast<int32_t>(cap)});
         chunk_steps.push_back(n * std::max<int64_t>(1, L) * words);
       }

@@ -365,8 +365,10 @@ class GpuStringSetImpl final : public GpuStringSet {
   }
 
   Status Within(const StringSet& set, const CodePointStrings& queries, double radius, Span<uint8_t> excluded,
-                std::vector<RangeCandidate>* out, int64_t* computed, const CancelCheck& cancel) override {
-    if (out == nullptr || computed == nullptr) return Status::InvalidArgument("GpuStringSet::Within: NULL output");
+                std::vector<RangeCandidate>* out, std::vector<int32_t>* host_queries, int64_t* computed,
+                const CancelCheck& cancel) override {
+    if (out == nullptr || host_queries == nullptr || computed == nullptr)
+      return Status::InvalidArgument("GpuStringSet::Within: NULL output");
     if (!excluded.empty() && excluded.size() != static_cast<std::size_t>(set.size()))
       return Status::InvalidArgument("string range search: one excluded flag per string, or none");
     try {
@@ -375,8 +377,8 @@ class GpuStringSetImpl final : public GpuStringSet {
       std::shared_ptr<const DeviceArray<uint8_t>> on_device;
       if (!excluded.empty() && set.size() > 0) GENIE_RETURN_IF_ERROR(ExcludedOnDevice(set, excluded, &on_device));
       const DeviceSet dset{cps_.get(), bucket_begin_.get(), bucket_cp_.get(), max_length_};
-      return StringRangeOnDevice(dset, set, on_device ? on_device->get() : nullptr, queries, radius, out, computed,
-                                 cancel);
+      return StringRangeOnDevice(dset, set, on_device ? on_device->get() : nullptr, queries, radius, out,
+                                 host_queries, computed, cancel);
     } catch (const std::bad_alloc&) {
       return Status::OutOfMemory("out of host memory in the GPU string range search");
     } catch (const std::exception& e) {

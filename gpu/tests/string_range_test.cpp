@@ -2,8 +2,8 @@
 // and genie_strings_within on the GPU) against the CPU engine and brute
 // force: batches and single queries; radii 0 to past every length,
 // fractional and infinite; excluded strings; non-ASCII code points and
-// empty strings; queries longer than the prepared pattern (their window's
-// strings left to the caller's metric); more answers than the device's first
+// empty strings; queries longer than the prepared pattern (left to the
+// caller's CPU engine); more answers than the device's first
 // buffer; a list given (the GPU reads lengths, not the list); bad radii;
 // and cancel.
 #include <gtest/gtest.h>
@@ -20,6 +20,7 @@
 #include "genie/cluster_list.hpp"
 #include "genie/genie.h"
 #include "genie/gpu_string_scan.hpp"
+#include "genie/myers_pattern.hpp"
 #include "genie/string_scan.hpp"
 #include "genie/string_scan_fixture.hpp"
 #include "gpu_test_util.hpp"
@@ -81,14 +82,27 @@ RangeResult OnCpu(const StringSet& set, const CodePointStrings& queries, double 
   return out;
 }
 
+// The device's rows; the queries it leaves (longer than the prepared
+// pattern, and only those) by brute force, as a caller's CPU engine would.
 RangeResult OnGpu(GpuStringSet* gpu, const StringSet& set, const CodePointStrings& queries, double radius,
                   const std::vector<uint8_t>& excluded, int64_t* computed = nullptr) {
   std::vector<RangeCandidate> candidates;
+  std::vector<int32_t> host;
   int64_t pairs = -1;
   const Span<uint8_t> flags = excluded.empty() ? Span<uint8_t>() : Span<uint8_t>(excluded);
-  const Status s = gpu->Within(set, queries, radius, flags, &candidates, &pairs);
+  const Status s = gpu->Within(set, queries, radius, flags, &candidates, &host, &pairs);
   EXPECT_TRUE(s.ok()) << s.message();
   if (computed != nullptr) *computed = pairs;
+  std::vector<int32_t> long_queries;
+  for (int32_t q = 0; q < queries.size(); ++q)
+    if (queries.Get(q).size() > static_cast<std::size_t>(kernel::kPatternMaxLength)) long_queries.push_back(q);
+  EXPECT_EQ(host, long_queries);
+  for (int32_t q : host)
+    for (int32_t id = 0; id < set.size(); ++id) {
+      if (!excluded.empty() && excluded[static_cast<std::size_t>(id)] != 0) continue;
+      const int32_t d = LevenshteinReference(queries.Get(q), set.strings.Get(id));
+      if (d <= radius) candidates.push_back(RangeCandidate{q, id, static_cast<double>(d)});
+    }
   RangeResult out;
   EXPECT_TRUE(FinishRangeSearch(StringQueryMetrics(set.strings, queries, CancelCheck()),
                                 Request(set, queries, radius, excluded), std::move(candidates), 4, &out)
@@ -204,11 +218,12 @@ TEST(GpuStringRange, EdgeCases) {
   ExpectSame(OnGpu(gpu.get(), set, CodePointStrings(), 2.0, {}), RangeResult(), "no queries");
   // bad radii and flags
   std::vector<RangeCandidate> out;
+  std::vector<int32_t> host;
   int64_t computed = 0;
   for (double bad : {-1.0, std::numeric_limits<double>::quiet_NaN()})
-    EXPECT_EQ(gpu->Within(set, batch, bad, Span<uint8_t>(), &out, &computed).code(), GENIE_INVALID_ARGUMENT);
+    EXPECT_EQ(gpu->Within(set, batch, bad, Span<uint8_t>(), &out, &host, &computed).code(), GENIE_INVALID_ARGUMENT);
   std::vector<uint8_t> short_flags(10, 0);
-  EXPECT_EQ(gpu->Within(set, batch, 1.0, Span<uint8_t>(short_flags), &out, &computed).code(),
+  EXPECT_EQ(gpu->Within(set, batch, 1.0, Span<uint8_t>(short_flags), &out, &host, &computed).code(),
             GENIE_INVALID_ARGUMENT);
 }
 
@@ -246,15 +261,24 @@ TEST(GpuStringRange, CApiEqualsTheCpuEngine) {
     if (i % 50 == 0) text += "\xc3\xa9";  // an e acute
     offsets.push_back(static_cast<int64_t>(text.size()));
   }
+  // two strings past the device's prepared pattern (256 code points)
+  const std::string long_one(300, 'a'), long_two = std::string(150, 'a') + "b" + std::string(149, 'a');
+  for (const std::string* l : {&long_one, &long_two}) {
+    text += *l;
+    offsets.push_back(static_cast<int64_t>(text.size()));
+  }
   for (int32_t q = 0; q < 700; ++q) {  // more than one pass of 512 queries
     const std::size_t at = static_cast<std::size_t>(offsets[static_cast<std::size_t>(q * 17)]);
     qtext += text.substr(at, static_cast<std::size_t>(offsets[static_cast<std::size_t>(q * 17) + 1]) - at);
     if (q % 3 == 0) qtext += "x";
     qoffsets.push_back(static_cast<int64_t>(qtext.size()));
   }
+  qtext += std::string(299, 'a') + "c";  // a query the CPU answers: within 2 of both long strings
+  qoffsets.push_back(static_cast<int64_t>(qtext.size()));
+  const int32_t nq = 701;
   genie_error err{};
   genie_strings* set = nullptr;
-  ASSERT_EQ(genie_strings_create(text.data(), offsets.data(), 20000, &set, &err), GENIE_OK);
+  ASSERT_EQ(genie_strings_create(text.data(), offsets.data(), 20002, &set, &err), GENIE_OK);
   genie_cluster_list* list = nullptr;
   ASSERT_EQ(genie_strings_cluster_list(set, nullptr, 64, 4, nullptr, &list, &err), GENIE_OK);
   for (double radius : {1.0, 2.0}) {
@@ -266,13 +290,15 @@ TEST(GpuStringRange, CApiEqualsTheCpuEngine) {
       ASSERT_NE(gpu, nullptr);
       EXPECT_EQ(cpu->device, GENIE_ENGINE_CPU);
       EXPECT_EQ(gpu->device, GENIE_ENGINE_GPU);
-      const int64_t n = cpu->query_offsets[700];
-      ASSERT_EQ(std::vector<int64_t>(cpu->query_offsets, cpu->query_offsets + 701),
-                std::vector<int64_t>(gpu->query_offsets, gpu->query_offsets + 701));
+      const int64_t n = cpu->query_offsets[nq];
+      ASSERT_EQ(std::vector<int64_t>(cpu->query_offsets, cpu->query_offsets + nq + 1),
+                std::vector<int64_t>(gpu->query_offsets, gpu->query_offsets + nq + 1));
+      // the long query: the first long string at radius 1 and 2, the second at 2
+      EXPECT_EQ(gpu->query_offsets[nq] - gpu->query_offsets[nq - 1], radius == 1.0 ? 1 : 2);
       EXPECT_EQ(std::vector<int32_t>(cpu->objects, cpu->objects + n), std::vector<int32_t>(gpu->objects, gpu->objects + n));
       EXPECT_EQ(std::vector<double>(cpu->distances, cpu->distances + n),
                 std::vector<double>(gpu->distances, gpu->distances + n));
-      EXPECT_GT(n, 700);
+      EXPECT_GT(n, nq);
       genie_range_results_free(cpu);
       genie_range_results_free(gpu);
     }

@@ -5,7 +5,8 @@
 # exactly what the sequential scan does: edit distances (levenshtein()) and
 # Euclidean distances, ties at the radius included, pending rows, deleted
 # rows, an answer larger than the room a first ask leaves (4,096 rows),
-# and the service's stats counting the requests.  An index with a
+# one past what the service hands back (64 MB: searched in-process), and
+# the service's stats counting the requests.  An index with a
 # list is searched in the backend, through it (the service holds no list).
 # Stopping the service sends the searches back in-process, with the same
 # answers.
@@ -116,6 +117,14 @@ is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM genie_within('words_w', ARRAY['abc', 'de'], 100)}), '6000',
 	'an answer larger than the first room comes back whole');
 is(service_requests('strings', 'words_w') - $before, 2, 'asked again with room for it');
+
+# an answer past what the service hands back (64 MB: 1,900 x 3,000 rows,
+# 5.7M) is searched in-process instead, after one ask
+$before = service_requests('strings', 'words_w');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM genie_within('words_w', (SELECT array_agg(substr(md5(i::text), 1, 4)) FROM generate_series(1, 1900) i), 100)}),
+	'5700000', 'an answer past 64 MB comes back whole, searched in-process');
+is(service_requests('strings', 'words_w') - $before, 1, 'after one ask of the service');
 
 # pending rows (inserted since the build) and deleted ones
 $node->safe_psql('postgres', q{

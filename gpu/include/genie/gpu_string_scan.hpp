@@ -42,13 +42,14 @@ class GpuStringSet {
   // distance).  The device reads each query's length window whole (strings
   // of length within radius of the query's), in chunks of one length, a
   // block a chunk, with the query's pattern made once on the device.  A
-  // query longer than kernel::kPatternMaxLength code points gets its
-  // window's strings as candidates without a distance (NaN: the caller's
-  // metric computes them, as FinishRangeSearch does).  *computed: the pairs
-  // of query and string the device compared.  cancel is polled between
-  // launches, each at most a bounded amount of work.
+  // query longer than kernel::kPatternMaxLength code points is not searched
+  // but listed in *host_queries, for the caller's CPU engine.  *computed:
+  // the pairs of query and string in the windows searched (excluded strings
+  // included).  cancel is polled between launches, each a bounded amount
+  // of work.
   virtual Status Within(const StringSet& set, const CodePointStrings& queries, double radius,
-                        Span<uint8_t> excluded, std::vector<RangeCandidate>* out, int64_t* computed,
+                        Span<uint8_t> excluded, std::vector<RangeCandidate>* out,
+                        std::vector<int32_t>* host_queries, int64_t* computed,
                         const CancelCheck& cancel = CancelCheck()) = 0;
 
   virtual std::size_t device_bytes() const = 0;
