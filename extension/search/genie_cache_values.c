@@ -359,6 +359,18 @@ genie_cache_excluded_main(GenieCachedIndex *entry, int32 *n)
 	return entry->excluded_main;
 }
 
+uint8 *
+genie_cache_excluded_pending(GenieCachedIndex *entry)
+{
+	int32		n_main = entry->n_main_objects;
+	int32		n_pending = entry->n_objects - n_main;
+	uint8	   *excluded = palloc(Max(n_pending, 1));
+
+	for (int32 i = 0; i < n_pending; i++)
+		excluded[i] = (entry->objects[n_main + i].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0;
+	return excluded;
+}
+
 GenieServiceOutcome
 genie_cache_ship_values(GenieCachedIndex *entry, genie_error *err)
 {

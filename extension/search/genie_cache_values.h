@@ -29,6 +29,13 @@ extern const GenieValueSet *genie_cache_pending_values(GenieCachedIndex *entry);
 extern const int32 *genie_cache_excluded_main(GenieCachedIndex *entry, int32 *n);
 
 /*
+ * A flag per pending object (by pending position): 1 when it is dead or
+ * NULL.  palloc'd in the current context: the pending list changes between
+ * statements, so it is not kept.
+ */
+extern uint8 *genie_cache_excluded_pending(GenieCachedIndex *entry);
+
+/*
  * Hands the main objects' values to the genie service: its outcome
  * (NOT_RESIDENT while another backend hands over the same version).
  */

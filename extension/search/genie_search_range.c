@@ -167,16 +167,12 @@ ask_within(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool *
 static genie_range_results *
 within_pending(GenieCachedIndex *entry, const GenieValueBatch *queries, double radius)
 {
-	int32		n_main = entry->n_main_objects;
-	int32		n_pending = entry->n_objects - n_main;
-	uint8	   *excluded = palloc(n_pending);
+	uint8	   *excluded = genie_cache_excluded_pending(entry);
 	genie_engine_options options;
 	genie_range_results *found = NULL;
 	genie_error err;
 	genie_status status;
 
-	for (int32 i = 0; i < n_pending; i++)
-		excluded[i] = (entry->objects[n_main + i].flags & (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0;
 	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
 	genie_profile_push(GENIE_PHASE_PENDING);
 	status = genie_value_set_within(genie_cache_pending_values(entry), GENIE_ENGINE_CPU, &options, queries,

@@ -400,13 +400,10 @@ scan_pending(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
 	const GenieValueSet *pending = genie_cache_pending_values(entry);
 	int32		n_main = entry->n_main_objects;
 	int32		n_pending = entry->n_objects - n_main;
-	uint8	   *excluded = palloc(n_pending);
+	uint8	   *excluded = genie_cache_excluded_pending(entry);
 	GenieValueFound found;
 	genie_error err;
 
-	for (int32 i = 0; i < n_pending; i++)
-		excluded[i] = (entry->objects[n_main + i].flags &
-					   (GENIE_OBJECT_DEAD | GENIE_OBJECT_NULL)) != 0;
 	if (scan_set(pending, GENIE_ENGINE_CPU, queries, Min(k, n_pending), excluded, NULL, NULL, &found,
 				 &err) != GENIE_OK)
 		genie_report_error(&err, psprintf("genie: %s of the pending rows", kind_what(queries->kind)));

@@ -196,17 +196,8 @@ finish_job(ServiceState *st, SearchJob *job)
 		return;
 	}
 
-	{
-		GenieServiceIndexStats *stats = &s->stats[job->kind];
-
-		stats->batches++;
-		stats->requests += job->n_members;
-		stats->queries += job->batch.n_queries;
-		stats->max_batch_queries = Max(stats->max_batch_queries, job->batch.n_queries);
-		stats->engine_ms += job->engine_ms;
-		for (int i = 0; i < job->n_members; i++)
-			stats->queue_wait_ms += job->members[i]->queue_wait_ms;
-	}
+	genie_worker_count_batch(&s->stats[job->kind], job->members, job->n_members, job->batch.n_queries,
+							 job->engine_ms);
 	s->last_used = ++st->clock;
 
 	for (int i = 0; i < job->n_members; i++)

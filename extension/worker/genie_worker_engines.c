@@ -137,6 +137,19 @@ genie_worker_reply_error(ServiceState *st, TakenRequest *t, genie_status status,
 }
 
 void
+genie_worker_count_batch(GenieServiceIndexStats *stats, TakenRequest *const *members, int n,
+						 int32 n_queries, double engine_ms)
+{
+	stats->batches++;
+	stats->requests += n;
+	stats->queries += n_queries;
+	stats->max_batch_queries = Max(stats->max_batch_queries, n_queries);
+	for (int i = 0; i < n; i++)
+		stats->queue_wait_ms += members[i]->queue_wait_ms;
+	stats->engine_ms += engine_ms;
+}
+
+void
 genie_worker_engine_options(genie_engine_kind kind, CancelGroup *group,
 							genie_engine_options *options)
 {

@@ -213,6 +213,9 @@ extern void genie_worker_reply_outcome(ServiceState *st, TakenRequest *t,
 									   GenieServiceOutcome outcome, const genie_error *err);
 extern void genie_worker_reply_error(ServiceState *st, TakenRequest *t, genie_status status,
 									 const char *message);
+/* One engine call answered n requests' n_queries queries: genie_service_stats()'s counts. */
+extern void genie_worker_count_batch(GenieServiceIndexStats *stats, TakenRequest *const *members,
+									 int n, int32 n_queries, double engine_ms);
 /* genie_worker_engines.c: versions, engines, loads */
 extern void genie_worker_engine_options(genie_engine_kind kind, CancelGroup *group,
 										genie_engine_options *options);

@@ -320,18 +320,9 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 			reply(st, s, group[i], &found, q0, fallback, engine_ms);
 	}
 	if (status == GENIE_OK)
-	{
-		GenieServiceIndexStats *stats = &s->stats[genie_value_found_device(&found) == GENIE_ENGINE_GPU ?
-												  GENIE_ENGINE_GPU : GENIE_ENGINE_CPU];
-
-		stats->batches++;
-		stats->requests += n;
-		stats->queries += queries.n;
-		stats->max_batch_queries = Max(stats->max_batch_queries, queries.n);
-		for (int i = 0; i < n; i++)
-			stats->queue_wait_ms += group[i]->queue_wait_ms;
-		stats->engine_ms += engine_ms;
-	}
+		genie_worker_count_batch(&s->stats[genie_value_found_device(&found) == GENIE_ENGINE_GPU ?
+										   GENIE_ENGINE_GPU : GENIE_ENGINE_CPU],
+								 group, n, queries.n, engine_ms);
 	genie_value_found_free(&found);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
@@ -502,16 +493,11 @@ genie_worker_within(ServiceState *st, TakenRequest *t)
 	else
 	{
 		double		engine_ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
-		GenieServiceIndexStats *stats = &s->stats[found->device == GENIE_ENGINE_GPU ? GENIE_ENGINE_GPU
-												  : GENIE_ENGINE_CPU];
 
 		reply_within(st, t, found, fallback, engine_ms);
-		stats->batches++;
-		stats->requests++;
-		stats->queries += t->req.n_queries;
-		stats->max_batch_queries = Max(stats->max_batch_queries, t->req.n_queries);
-		stats->queue_wait_ms += t->queue_wait_ms;
-		stats->engine_ms += engine_ms;
+		genie_worker_count_batch(&s->stats[found->device == GENIE_ENGINE_GPU ? GENIE_ENGINE_GPU
+										   : GENIE_ENGINE_CPU],
+								 &t, 1, t->req.n_queries, engine_ms);
 	}
 	genie_range_results_free(found);
 	MemoryContextSwitchTo(old);
