@@ -171,6 +171,11 @@ int main(int argc, char** argv) {
             genie::gpu::GetLastSearchStats(engine.get(), &stats)) {
           std::printf("|   profile (ms) | %d | %s | | |\n", size, stats.profile.c_str());
         }
+        genie::gpu::SetTimeline(engine.get(), true);
+        if (engine->Search(batch.View(), k, &results).ok() &&
+            genie::gpu::GetLastSearchStats(engine.get(), &stats)) {
+          std::printf("|   timeline (ms, host/device) | %d | %s | | |\n", size, stats.profile.c_str());
+        }
         genie::gpu::SetProfile(engine.get(), false);
       }
 #endif

@@ -533,6 +533,13 @@ int main(int argc, char** argv) {
         genie::gpu::GetLastSearchStats(engine.get(), &profiled)) {
       std::printf("%s: profile (ms): %s\n", kind.label.c_str(), profiled.profile.c_str());
     }
+    // the same search's timeline: the host's marks beside the device's, no waits added
+    genie::gpu::SetTimeline(engine.get(), true);
+    if (kind.gpus == 0 && engine->Search(view, args.k, &unused).ok() &&
+        genie::gpu::GetLastSearchStats(engine.get(), &profiled)) {
+      std::printf("%s: timeline (ms, host/device): %s\n", kind.label.c_str(), profiled.profile.c_str());
+    }
+    genie::gpu::SetProfile(engine.get(), true);
     if (kind.gpus > 0) {
       // each GPU's own phases in a group search, and its share of the time
       auto* group = static_cast<genie::MultiDeviceEngine*>(engine.get());

@@ -81,16 +81,27 @@ Status CheckOffsets(const int64_t* offsets, int64_t count, const char* name, int
   return Status::Ok();
 }
 
-}  // namespace
-
-Status ValidateBatch(const genie_query_batch& batch) {
+// ValidateBatchOffsets, with the number of items and of ranges.
+Status CheckBatchOffsets(const genie_query_batch& batch, int64_t* n_items, int64_t* n_ranges) {
+  *n_items = *n_ranges = 0;
   if (batch.n_queries < 0) {
     return Status::InvalidArgument("n_queries must be >= 0, got " +
                                    std::to_string(batch.n_queries));
   }
+  GENIE_RETURN_IF_ERROR(CheckOffsets(batch.query_offsets, batch.n_queries, "query_offsets", n_items));
+  return CheckOffsets(batch.item_offsets, *n_items, "item_offsets", n_ranges);
+}
+
+}  // namespace
+
+Status ValidateBatchOffsets(const genie_query_batch& batch) {
   int64_t n_items = 0, n_ranges = 0;
-  GENIE_RETURN_IF_ERROR(CheckOffsets(batch.query_offsets, batch.n_queries, "query_offsets", &n_items));
-  GENIE_RETURN_IF_ERROR(CheckOffsets(batch.item_offsets, n_items, "item_offsets", &n_ranges));
+  return CheckBatchOffsets(batch, &n_items, &n_ranges);
+}
+
+Status ValidateBatch(const genie_query_batch& batch) {
+  int64_t n_items = 0, n_ranges = 0;
+  GENIE_RETURN_IF_ERROR(CheckBatchOffsets(batch, &n_items, &n_ranges));
   if (n_ranges > 0 && (batch.ranges_lo == nullptr || batch.ranges_hi == nullptr)) {
     return Status::InvalidArgument("ranges_lo/ranges_hi is NULL but the batch has " +
                                    std::to_string(n_ranges) + " ranges");

@@ -394,9 +394,15 @@ Status PinnedPool::Take(std::size_t bytes, PinnedSlot** slot) {
     const bool fits = cap >= bytes, pick_fits = have >= bytes;
     if ((fits && (!pick_fits || cap < have)) || (!fits && !pick_fits && cap > have)) pick = i;
   }
-  if (pick == slots_.size()) {
+  // A new slot rather than waiting for a busy one: in a pipelined search the
+  // slots not taken hold uploads queued behind the kernel the device is
+  // running, and waiting for them held the host for that kernel (1 ms a
+  // piece of an LSH batch) instead of preparing the next piece.  Bounded:
+  // a search has at most a few copies in flight.
+  if (pick == slots_.size() || (!pick_idle && slots_.size() < kMaxPinnedSlots)) {
     slots_.push_back(std::make_unique<PinnedSlot>());
     taken_.push_back(false);
+    pick = slots_.size() - 1;
   }
   PinnedSlot* s = slots_[pick].get();
   GENIE_RETURN_IF_ERROR(s->WaitIdle());
@@ -412,19 +418,34 @@ void PinnedPool::Give(PinnedSlot* slot) {
   }
 }
 
+void UploadBatch::Gather(unsigned char* dst) const {
+  for (const Part& part : parts_) {
+    if (part.bytes > 0) std::memcpy(dst + part.offset, part.src, part.bytes);
+  }
+}
+
+Status UploadBatch::Upload(DeviceMemory* dst, cudaStream_t stream, const char* what) {
+  GENIE_RETURN_IF_ERROR(dst->Allocate(std::max<std::size_t>(size_, 16), what));
+  if (size_ == 0) return Status::Ok();
+  std::vector<unsigned char> host(size_);
+  Gather(host.data());
+  // pageable: the copy has left host before cudaMemcpyAsync returns
+  GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst->get(), host.data(), size_, cudaMemcpyHostToDevice, stream));
+  return Status::Ok();
+}
+
 Status UploadBatch::Upload(DeviceMemory* dst, cudaStream_t stream, const char* what, PinnedPool* pool) {
   // (more than kMaxPinnedBytes, or no pinned memory to be had: pageable)
-  if (pool == nullptr || host_.empty() || host_.size() > kMaxPinnedBytes) return Upload(dst, stream, what);
+  if (pool == nullptr || size_ == 0 || size_ > kMaxPinnedBytes) return Upload(dst, stream, what);
   PinnedSlot* slot = nullptr;
-  if (!pool->Take(host_.size(), &slot).ok()) return Upload(dst, stream, what);
-  Status allocated = dst->Allocate(host_.size(), what);
+  if (!pool->Take(size_, &slot).ok()) return Upload(dst, stream, what);
+  Status allocated = dst->Allocate(size_, what);
   if (!allocated.ok()) {
     pool->Give(slot);
     return allocated;
   }
-  std::memcpy(slot->data(), host_.data(), host_.size());
-  const cudaError_t error =
-      cudaMemcpyAsync(dst->get(), slot->data(), host_.size(), cudaMemcpyHostToDevice, stream);
+  Gather(slot->data());
+  const cudaError_t error = cudaMemcpyAsync(dst->get(), slot->data(), size_, cudaMemcpyHostToDevice, stream);
   const Status status = error == cudaSuccess
                             ? slot->MarkUsed(stream)
                             : CudaStatus(error, "cudaMemcpyAsync (staged upload)", __FILE__, __LINE__);

@@ -164,28 +164,27 @@ class PinnedPool;
 // The most a search stages through pinned memory in one slot: an engine
 // keeps its slots, and a one-off batch should not pin gigabytes for good.
 constexpr std::size_t kMaxPinnedBytes = std::size_t{64} << 20;
+// The most slots an engine keeps: Take adds one rather than wait for a busy
+// one until it has this many.
+constexpr std::size_t kMaxPinnedSlots = 8;
 
 class UploadBatch {
  public:
+  // Adds count elements at src, which must stay unchanged until Upload (the
+  // bytes are copied once, into the staging slot, not gathered first).
   template <typename T>
   std::size_t Add(const T* src, std::size_t count) {
-    const std::size_t offset = (host_.size() + 15) / 16 * 16;
-    host_.resize(offset + std::max<std::size_t>(count, 1) * sizeof(T));
-    if (count > 0) std::memcpy(host_.data() + offset, src, count * sizeof(T));
+    const std::size_t offset = (size_ + 15) / 16 * 16;
+    parts_.push_back({src, count * sizeof(T), offset});
+    size_ = offset + std::max<std::size_t>(count, 1) * sizeof(T);
     return offset;
   }
   template <typename T>
   std::size_t Add(const std::vector<T>& src) {
     return Add(src.data(), src.size());
   }
-  Status Upload(DeviceMemory* dst, cudaStream_t stream, const char* what) {
-    GENIE_RETURN_IF_ERROR(dst->Allocate(std::max<std::size_t>(host_.size(), 16), what));
-    if (!host_.empty()) {
-      GENIE_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(dst->get(), host_.data(), host_.size(), cudaMemcpyHostToDevice, stream));
-    }
-    return Status::Ok();
-  }
+  // Through pageable memory (gathered here, then one copy).
+  Status Upload(DeviceMemory* dst, cudaStream_t stream, const char* what);
   // The same through page-locked staging from pool: the copy is then truly
   // asynchronous (a copy from pageable memory blocks the host until the
   // device has drained the stream ahead of it: a whole kernel of the piece
@@ -197,7 +196,14 @@ class UploadBatch {
   }
 
  private:
-  std::vector<unsigned char> host_;
+  struct Part {
+    const void* src;
+    std::size_t bytes;
+    std::size_t offset;
+  };
+  void Gather(unsigned char* dst) const;
+  std::vector<Part> parts_;
+  std::size_t size_ = 0;
 };
 
 // Blocks of per_block threads (or items) that cover items.
@@ -303,7 +309,8 @@ class PinnedSlot {
 // back; a taken slot is never handed out again until given back.
 class PinnedPool {
  public:
-  // A slot not taken, idle, of at least bytes (one is added when all are taken).
+  // A slot not taken and idle, of at least bytes (one is added when none is
+  // idle, up to kMaxPinnedSlots; then the call waits for one).
   Status Take(std::size_t bytes, PinnedSlot** slot);
   void Give(PinnedSlot* slot);
   // Frees every slot (none may be taken).

@@ -109,14 +109,14 @@ Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& ba
                          int32_t q_begin, int32_t q_end, int64_t split_length, int threads,
                          const CancelCheck& cancel, CompiledQueries* out) {
   const int64_t nq = q_end - q_begin;
+  const int64_t ranges = batch.item_offsets != nullptr && batch.query_offsets != nullptr
+                             ? batch.item_offsets[batch.query_offsets[q_end]] -
+                                   batch.item_offsets[batch.query_offsets[q_begin]]
+                             : nq;
   // A small batch compiles on the calling thread: waking the pool's threads
   // costs tens of microseconds, more than its whole compilation.
-  if (batch.item_offsets != nullptr && batch.query_offsets != nullptr &&
-      batch.item_offsets[batch.query_offsets[q_end]] - batch.item_offsets[batch.query_offsets[q_begin]] <=
-          kInlineHostWork) {
-    threads = 1;
-  }
-  const int64_t per_chunk = std::max<int64_t>(16, (nq + threads * 4 - 1) / (threads * 4));
+  if (ranges <= kInlineHostWork) threads = 1;
+  const int64_t per_chunk = QueriesPerTask(nq, ranges, threads);
   const int64_t n_chunks = (nq + per_chunk - 1) / per_chunk;
   out->chunks.assign(static_cast<std::size_t>(n_chunks), CompiledBatch());
   Status status = ParallelFor(n_chunks, threads, [&](int64_t c) -> Status {
@@ -148,6 +148,17 @@ Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& ba
     }
   }
   return Status::Ok();
+}
+
+int64_t QueriesPerTask(int64_t queries, int64_t work, int threads) {
+  if (queries <= 0) return 1;
+  // four tasks a thread balance uneven queries; a task of fewer than
+  // kMinTaskWork ranges or slices costs more in its own set-up than it
+  // gains (LSH queries of 237 keywords: 2 a task; tag queries of 8: 32)
+  constexpr int64_t kMinTaskWork = 384;
+  const int64_t per_thread = (queries + int64_t{threads} * 4 - 1) / (int64_t{threads} * 4);
+  const int64_t by_work = work > 0 ? (queries * kMinTaskWork + work - 1) / work : queries;
+  return std::max<int64_t>(1, std::max(per_thread, std::min(by_work, queries)));
 }
 
 namespace {
@@ -212,7 +223,7 @@ Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, in
   out->max_score.assign(static_cast<std::size_t>(nq), 0);
   out->num_runs.assign(static_cast<std::size_t>(nq), 0);
   out->runs = FlatRuns();
-  const int64_t per_task = 8;
+  const int64_t per_task = QueriesPerTask(nq, slices, threads);
   const int64_t tasks = (nq + per_task - 1) / per_task;
   // Pass 1: bounds and run counts.
   GENIE_RETURN_IF_ERROR(ParallelFor(tasks, threads, [&](int64_t t) -> Status {
@@ -455,7 +466,9 @@ Status GpuEngine::SearchImpl(const genie_query_batch& batch, int32_t k, TopKResu
   GENIE_RETURN_IF_ERROR(EffectiveBudget(&budget));
   if (resident_ && config_.matcher == Matcher::kTiled &&
       batch.n_queries >= 2 * kPipelineQueries && index.num_objects() > 0) {
-    GENIE_RETURN_IF_ERROR(ValidateBatch(batch));
+    // the ranges and weights are checked piece by piece as they compile
+    GENIE_RETURN_IF_ERROR(ValidateBatchOffsets(batch));
+    prof_.Mark("validate");
     Status status = SearchPipelined(batch, k, budget, out);
     if (status.code() != GENIE_DEVICE_OUT_OF_MEMORY || index.num_objects() < 2) return status;
     const uint64_t held = ResidentBytes();  // (the 4-byte array may have joined it)
@@ -838,7 +851,13 @@ bool ForEachGpuEngine(Engine* engine, const Set& set) {
 }
 
 bool SetProfile(Engine* engine, bool enabled) {
-  return ForEachGpuEngine(engine, [enabled](GpuEngine* gpu) { gpu->set_profile(enabled); });
+  const ProfileMode mode = enabled ? ProfileMode::kPhases : ProfileMode::kOff;
+  return ForEachGpuEngine(engine, [mode](GpuEngine* gpu) { gpu->set_profile(mode); });
+}
+
+bool SetTimeline(Engine* engine, bool enabled) {
+  const ProfileMode mode = enabled ? ProfileMode::kTimeline : ProfileMode::kOff;
+  return ForEachGpuEngine(engine, [mode](GpuEngine* gpu) { gpu->set_profile(mode); });
 }
 
 bool SetSetMatchMinPostings(Engine* engine, int64_t postings) {

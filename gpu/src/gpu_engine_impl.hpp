@@ -33,6 +33,7 @@
 #include "genie/parallel.hpp"
 #include "genie/query.hpp"
 #include "kernels.hpp"
+#include "profiler.hpp"
 
 namespace genie {
 namespace gpu {
@@ -59,48 +60,6 @@ struct Config {
   int64_t set_match_min_postings = int64_t{1} << 14;
 };
 
-// Per-phase wall times of a search (profiling on): each mark waits for
-// the device, then charges the time since the previous mark to its phase.
-class Profiler {
- public:
-  void Start(bool enabled, cudaStream_t stream) {
-    enabled_ = enabled;
-    stream_ = stream;
-    phases_.clear();
-    last_ = Clock::now();
-  }
-  void Mark(const char* phase) {
-    if (!enabled_) return;
-    (void)cudaStreamSynchronize(stream_);
-    const auto now = Clock::now();
-    const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
-    last_ = now;
-    for (auto& p : phases_) {
-      if (p.first == phase) {
-        p.second += ms;
-        return;
-      }
-    }
-    phases_.emplace_back(phase, ms);
-  }
-  std::string Report() const {
-    std::string out;
-    char buf[96];
-    for (const auto& p : phases_) {
-      std::snprintf(buf, sizeof(buf), "%s%s %.2f", out.empty() ? "" : "; ", p.first.c_str(), p.second);
-      out += buf;
-    }
-    return out;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  bool enabled_ = false;
-  cudaStream_t stream_ = nullptr;
-  Clock::time_point last_;
-  std::vector<std::pair<std::string, double>> phases_;
-};
-
 constexpr uint64_t kGroupFixedBytes = 16ull << 20;  // CUB temp slack, small arrays
 constexpr std::size_t kMaxGroupQueries = 32768;
 constexpr int64_t kMaxParts = 1 << 16;
@@ -108,6 +67,9 @@ constexpr int64_t kMaxParts = 1 << 16;
 // pieces of about this many queries, the host compiling piece i + 1 while
 // the device matches piece i (pipeline.cpp).
 constexpr int32_t kPipelineQueries = 256;
+// The first piece's queries (pipeline.cpp: the pieces then double).
+constexpr int32_t kPipelineFirst = 16;
+constexpr int64_t kPipelineFirstRanges = 4096;
 // Host work of at most this many keyword ranges (compiling) or slices
 // (preparing) runs on the calling thread, not on the pool.
 constexpr int64_t kInlineHostWork = 1024;
@@ -194,6 +156,9 @@ struct CompiledQueries {
 Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch,
                       int64_t split_length, int threads, const CancelCheck& cancel,
                       CompiledQueries* out);
+// How many queries a host task takes when work (ranges or slices) over
+// queries is shared by threads: a few tasks a thread, none too small.
+int64_t QueriesPerTask(int64_t queries, int64_t work, int threads);
 // The same for queries [q_begin, q_end) of a batch already validated.
 Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& batch,
                          int32_t q_begin, int32_t q_end, int64_t split_length, int threads,
@@ -228,7 +193,7 @@ class GpuEngine final : public Engine {
         config_(config),
         threads_(std::min(ResolveThreads(options.threads), 64)),
         cancel_(options.cancel),
-        profile_(config.profile) {}
+        profile_(config.profile ? ProfileMode::kPhases : ProfileMode::kOff) {}
 
   ~GpuEngine() override;
 
@@ -246,7 +211,7 @@ class GpuEngine final : public Engine {
                   std::vector<int32_t>* out) override;
 
   const SearchStats& stats() const { return stats_; }
-  void set_profile(bool enabled) { profile_ = enabled; }
+  void set_profile(ProfileMode mode) { profile_ = mode; }
   void set_set_match_min_postings(int64_t postings) { config_.set_match_min_postings = postings; }
 
  private:
@@ -523,7 +488,7 @@ class GpuEngine final : public Engine {
   std::vector<PendingHits> pending_hits_;
   bool defer_fetch_ = false;
   SearchStats stats_;
-  bool profile_;  // time the phases of the following searches
+  ProfileMode profile_;  // how the following searches are timed
   Profiler prof_;
 };
 

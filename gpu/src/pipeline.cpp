@@ -1,9 +1,15 @@
 // The GPU engine's pipelined search (issue 15): a large batch over the
-// resident index is cut into pieces (a small first one, then about
-// kPipelineQueries queries each); a host thread compiles and prepares piece
-// i + 1 (CompileQueryRange, Prepare) while the calling thread has the device
-// match piece i (RunPrepared).  The batch time then approaches the device
-// time plus the first piece's compilation, instead of the sum of both.
+// resident index is cut into pieces; a host thread compiles and prepares
+// piece i + 1 (CompileQueryRange, Prepare) while the calling thread has the
+// device match piece i (RunPrepared).  The batch time then approaches the
+// device time plus the first piece's compilation, instead of the sum of both.
+//
+// The pieces grow: kPipelineFirst queries, then twice as many each time up
+// to kPipelineQueries.  The device can start only once the first piece is
+// compiled, so that piece is small and compiled alone, on all of the host's
+// threads (with the helper compiling the second beside it, the two shared
+// the cores and the device waited 2.2 ms of a 9.5 ms LSH batch at 1M); each
+// later piece is compiled while the device matches one half its size.
 //
 // Roles: only the calling thread touches the device (it holds the device
 // context, see DeviceGuard).  The helper is a JoinedThread, not a pool
@@ -43,19 +49,29 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
                                   TopKResults* out) {
   const InvertedIndex& index = *index_;
   const int32_t nq = batch.n_queries;
-  // The first piece is small (its compilation is the one not hidden), the
-  // rest about kPipelineQueries each.
-  const int32_t first = kPipelineQueries / 4;
-  const int32_t rest = std::max<int32_t>(1, (nq - first) / kPipelineQueries);
-  const int32_t count = 1 + rest;
-  std::vector<Piece> pieces(static_cast<std::size_t>(count));
-  pieces[0].q_end = first;
-  for (int32_t p = 1; p < count; ++p) {
-    pieces[static_cast<std::size_t>(p)].q_begin =
-        first + static_cast<int32_t>(static_cast<int64_t>(nq - first) * (p - 1) / rest);
-    pieces[static_cast<std::size_t>(p)].q_end =
-        first + static_cast<int32_t>(static_cast<int64_t>(nq - first) * p / rest);
+  // The first piece: queries of kPipelineFirstRanges ranges, at least
+  // kPipelineFirst and at most kPipelineQueries / 4 of them; then doubling
+  // up to kPipelineQueries; a last piece of less than half the one before
+  // joins it.
+  // (offsets checked by the caller: ValidateBatchOffsets)
+  const int64_t* query_offsets = batch.query_offsets;
+  const int64_t* item_offsets = batch.item_offsets;
+  int32_t first = std::min(kPipelineFirst, nq);
+  while (item_offsets != nullptr && first < kPipelineQueries / 4 && first < nq &&
+         item_offsets[query_offsets[first]] < kPipelineFirstRanges) {
+    ++first;
   }
+  std::vector<Piece> pieces;
+  for (int32_t begin = 0, size = first; begin < nq;) {
+    int32_t end = nq - begin <= size + size / 2 ? nq : begin + size;
+    Piece piece;
+    piece.q_begin = begin;
+    piece.q_end = end;
+    pieces.push_back(std::move(piece));
+    begin = end;
+    size = std::min(size * 2, kPipelineQueries);
+  }
+  const int32_t count = static_cast<int32_t>(pieces.size());
   const bool keep_runs = config_.matcher == Matcher::kTiled;
 
   std::mutex mutex;
@@ -64,7 +80,8 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
   std::atomic<bool> stop{false};
   // Never throws: the piece is marked ready whatever happens, so that the
   // calling thread's wait for it ends.
-  auto compile = [&](int32_t p) noexcept {
+  // on_caller: the calling thread compiles (the profile's marks are its own)
+  auto compile = [&](int32_t p, bool on_caller) noexcept {
     Piece& piece = pieces[static_cast<std::size_t>(p)];
     Status status;
     try {
@@ -72,6 +89,7 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
                            : CompileQueryRange(index, batch, piece.q_begin, piece.q_end,
                                                SplitLength(index), threads_, cancel_,
                                                &piece.compiled);
+      if (on_caller) prof_.Mark("piece compile");
       if (status.ok()) {
         status = Prepare(piece.compiled, index.keyword_offsets(), keep_runs, threads_, cancel_,
                          &piece.prep);
@@ -89,11 +107,15 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
 
   const DeviceIndexView view = ResidentView();
   std::vector<std::vector<Hit>> per_query(static_cast<std::size_t>(nq));
+  // The first piece alone on the host's threads, before the helper starts.
+  next_piece.store(1);
+  prof_.Mark("pipeline start");
+  compile(0, true);
   JoinedThread helper;  // joined on every way out of this function
   helper.Start([&]() noexcept {
     for (int32_t p = next_piece.fetch_add(1); p < count && !stop.load();
          p = next_piece.fetch_add(1)) {
-      compile(p);
+      compile(p, false);
     }
   });
   // Destroyed before the helper: however the loop below ends, the helper
@@ -127,12 +149,13 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
   for (int32_t p = 0; p < count && status.ok(); ++p) {
     // Compile the piece here unless the helper has taken it.
     int32_t expected = p;
-    if (next_piece.compare_exchange_strong(expected, p + 1)) compile(p);
+    if (next_piece.compare_exchange_strong(expected, p + 1)) compile(p, true);
     Piece& piece = pieces[static_cast<std::size_t>(p)];
     {
       std::unique_lock<std::mutex> lock(mutex);
       piece_done.wait(lock, [&] { return piece.ready; });
     }
+    prof_.Mark("piece compiled");
     status = piece.status;
     if (status.ok()) status = CheckCancel();
     if (status.ok()) {
@@ -141,10 +164,12 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
       status = RunPrepared(view, piece.compiled, piece.prep, k, budget > held ? budget - held : 0,
                            &piece_hits[p % 2]);
     }
+    prof_.Mark("piece queued");
     // the previous piece's hits, while the device matches this one
     if (status.ok() && p > 0) {
       const std::size_t now = pending_hits_.size();
       status = CollectHits(behind);
+      prof_.Mark("hits collected");
       if (status.ok()) take(p - 1);
       behind = now - behind;
     } else {

@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "genie/engine.hpp"
 #include "genie/genie.h"
 #include "genie/gpu_engine.hpp"
+#include "genie/index.hpp"
+#include "genie/query.hpp"
 #include "gpu_test_util.hpp"
 
 namespace genie {
@@ -74,6 +78,78 @@ TEST(GpuEngineApi, PrepareDeviceOnAnotherThread) {
   auto engine = MakeGpuEngine(EngineOptions(), &status);
   ASSERT_NE(engine, nullptr) << status.message();
   EXPECT_TRUE(status.ok());
+}
+
+// A batch large enough for the pipelined search is checked piece by piece
+// (ValidateBatchOffsets first, each piece's ranges and weights as it
+// compiles): a bad range or weight in a late piece is refused with the
+// whole batch's numbering, as ValidateBatch words it, and the engine stays
+// usable.
+TEST(GpuEngineApi, PipelinedBatchRefusesABadLatePiece) {
+  SKIP_WITHOUT_GPU();
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> keywords;
+  for (int32_t o = 0; o < 20000; ++o) {
+    for (int32_t j = 0; j < 4; ++j) keywords.push_back((o * 7 + j * 13) % 500);
+    offsets.push_back(static_cast<int64_t>(keywords.size()));
+  }
+  auto index = std::make_shared<InvertedIndex>();
+  ASSERT_TRUE(InvertedIndex::Build(offsets, keywords, IndexOptions(), index.get()).ok());
+  Status status;
+  auto engine = MakeGpuEngine(EngineOptions(), &status);
+  ASSERT_NE(engine, nullptr) << status.message();
+  ASSERT_TRUE(engine->Upload(index).ok());
+  const int32_t nq = 900;
+  std::vector<int64_t> query_offsets{0}, item_offsets{0};
+  std::vector<int32_t> lo, hi, weights;
+  for (int32_t q = 0; q < nq; ++q) {
+    for (int32_t j = 0; j < 3; ++j) {
+      lo.push_back((q + j * 101) % 500);
+      hi.push_back(lo.back() + j);  // one keyword, then ranges of 2 and 3
+      weights.push_back(1 + j);
+      item_offsets.push_back(static_cast<int64_t>(lo.size()));
+    }
+    query_offsets.push_back(static_cast<int64_t>(item_offsets.size()) - 1);
+  }
+  genie_query_batch batch{};
+  batch.n_queries = nq;
+  batch.query_offsets = query_offsets.data();
+  batch.item_offsets = item_offsets.data();
+  batch.item_weights = weights.data();
+  batch.ranges_lo = lo.data();
+  batch.ranges_hi = hi.data();
+  TopKResults good;
+  ASSERT_TRUE(engine->Search(batch, 10, &good).ok());
+  ASSERT_EQ(good.num_queries(), nq);
+  for (int which = 0; which < 2; ++which) {
+    const std::size_t at = 3 * 850 + 1;  // query 850: in the last piece
+    std::vector<int32_t> bad_hi = hi, bad_weights = weights;
+    if (which == 0) bad_hi[at] = lo[at] - 1;
+    if (which == 1) bad_weights[at] = 0;
+    genie_query_batch bad = batch;
+    bad.ranges_hi = bad_hi.data();
+    bad.item_weights = bad_weights.data();
+    const Status expected = ValidateBatch(bad);
+    ASSERT_EQ(expected.code(), GENIE_INVALID_ARGUMENT);
+    TopKResults out;
+    const Status got = engine->Search(bad, 10, &out);
+    EXPECT_EQ(got.code(), GENIE_INVALID_ARGUMENT);
+    EXPECT_EQ(got.message(), expected.message());
+    TopKResults again;
+    ASSERT_TRUE(engine->Search(batch, 10, &again).ok());
+    EXPECT_EQ(again.hits.size(), good.hits.size());
+    for (std::size_t h = 0; h < good.hits.size() && h < again.hits.size(); ++h) {
+      EXPECT_EQ(again.hits[h].object, good.hits[h].object);
+      EXPECT_EQ(again.hits[h].score, good.hits[h].score);
+    }
+  }
+  // decreasing item offsets: refused before any piece runs
+  std::vector<int64_t> bad_items = item_offsets;
+  bad_items[1500] = bad_items[1499] - 1;
+  genie_query_batch bad = batch;
+  bad.item_offsets = bad_items.data();
+  TopKResults out;
+  EXPECT_EQ(engine->Search(bad, 10, &out).code(), GENIE_INVALID_ARGUMENT);
 }
 
 }  // namespace

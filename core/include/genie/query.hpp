@@ -46,6 +46,13 @@ struct QueryBatch {
 // Checks a C batch: offsets monotone, lo <= hi, weights >= 1.
 Status ValidateBatch(const genie_query_batch& batch);
 
+// Checks n_queries and both offsets arrays (from 0, monotone), not the
+// ranges and weights: enough to cut the batch into sub-batches anywhere
+// (SubBatch) when CompileBatch then checks each whole.  The full check is a
+// pass over every range and weight before any work; the GPU engine's
+// pipeline leaves those to each piece's compilation.
+Status ValidateBatchOffsets(const genie_query_batch& batch);
+
 // A contiguous slice of the List Array whose postings each add weight to
 // their object's score.  Slices are at most the index's split_length long.
 struct ListSlice {

@@ -25,7 +25,7 @@ struct SearchStats {
   double device_seconds = 0;       // wall time of the search (host clock, synchronised)
   // With profiling on (GpuEngineOptions::profile or SetProfile): "phase ms;
   // phase ms; ..." (the engine then synchronises after every phase, which
-  // costs a little overlap).
+  // costs the overlap); with SetTimeline, the timeline.
   std::string profile;
 };
 
@@ -36,6 +36,14 @@ bool GetLastSearchStats(const Engine* engine, SearchStats* stats);
 // GpuEngineOptions::profile).  False when engine is not a GPU engine.  On a
 // device group (genie/multi_device.hpp), each GPU member's, as the next one.
 bool SetProfile(Engine* engine, bool enabled);
+
+// Instead of phases, a timeline of the following searches in
+// SearchStats::profile (or off): "mark host/device ms; ..." where each mark
+// notes when the host got there and when the device had done the work
+// queued before it, without waiting for the device (so the overlap is the
+// search's own), then a lower bound of the device's idle time between
+// marks.  False when engine is not a GPU engine.
+bool SetTimeline(Engine* engine, bool enabled);
 
 // Sets GpuEngineOptions::set_match_min_postings of a made engine (for the
 // searches that follow; a device group's GPU members all).  False when
