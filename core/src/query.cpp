@@ -311,12 +311,13 @@ Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch,
 genie_query_batch SubBatch(const genie_query_batch& batch, int32_t q_begin, int32_t q_end,
                            SubBatchStorage* storage) {
   const int64_t i0 = batch.query_offsets[q_begin], i1 = batch.query_offsets[q_end];
-  const int64_t r0 = batch.item_offsets[i0];
+  // item_offsets may be NULL when the batch has no items (ValidateBatch)
+  const int64_t r0 = batch.item_offsets != nullptr ? batch.item_offsets[i0] : 0;
   storage->query_offsets.resize(static_cast<std::size_t>(q_end - q_begin) + 1);
-  storage->item_offsets.resize(static_cast<std::size_t>(i1 - i0) + 1);
+  storage->item_offsets.assign(static_cast<std::size_t>(i1 - i0) + 1, 0);
   for (int64_t j = 0; j <= q_end - q_begin; ++j)
     storage->query_offsets[static_cast<std::size_t>(j)] = batch.query_offsets[q_begin + j] - i0;
-  for (int64_t j = 0; j <= i1 - i0; ++j)
+  for (int64_t j = 0; batch.item_offsets != nullptr && j <= i1 - i0; ++j)
     storage->item_offsets[static_cast<std::size_t>(j)] = batch.item_offsets[i0 + j] - r0;
   genie_query_batch sub{};
   sub.n_queries = q_end - q_begin;

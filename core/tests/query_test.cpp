@@ -474,6 +474,19 @@ TEST(CompileBatchParallel, EqualsCompileBatch) {
   Status s = CompileBatchParallel(index, bad.View(), 4, &parallel);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(), CompileBatch(index, bad.View(), &serial).message());
+  // queries without items, item_offsets NULL (a valid batch): cut into
+  // sub-batches all the same, each query empty with bound 0
+  const std::vector<int64_t> zeros(301, 0);
+  const genie_query_batch itemless{300, zeros.data(), nullptr, nullptr, nullptr, nullptr};
+  ASSERT_TRUE(ValidateBatchOffsets(itemless).ok());
+  ASSERT_TRUE(CompileBatchParallel(index, itemless, 4, &parallel).ok());
+  EXPECT_EQ(parallel.num_queries(), 300);
+  EXPECT_TRUE(parallel.slices.empty());
+  for (int64_t bound : parallel.max_score) EXPECT_EQ(bound, 0);
+  SubBatchStorage storage;
+  const genie_query_batch sub = SubBatch(itemless, 100, 200, &storage);
+  EXPECT_EQ(sub.n_queries, 100);
+  EXPECT_TRUE(ValidateBatch(sub).ok());
 }
 
 }  // namespace

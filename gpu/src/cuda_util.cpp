@@ -397,9 +397,11 @@ Status PinnedPool::Take(std::size_t bytes, PinnedSlot** slot) {
   // A new slot rather than waiting for a busy one: in a pipelined search the
   // slots not taken hold uploads queued behind the kernel the device is
   // running, and waiting for them held the host for that kernel (1 ms a
-  // piece of an LSH batch) instead of preparing the next piece.  Bounded:
-  // a search has at most a few copies in flight.
-  if (pick == slots_.size() || (!pick_idle && slots_.size() < kMaxPinnedSlots)) {
+  // piece of an LSH batch) instead of preparing the next piece.  Only for
+  // small copies (the slots are kept for the engine's life, and pinning
+  // tens of MB costs more than the wait) and up to kMaxPinnedSlots.
+  if (pick == slots_.size() ||
+      (!pick_idle && bytes <= kGrowPinnedBytes && slots_.size() < kMaxPinnedSlots)) {
     slots_.push_back(std::make_unique<PinnedSlot>());
     taken_.push_back(false);
     pick = slots_.size() - 1;
@@ -429,7 +431,9 @@ Status UploadBatch::Upload(DeviceMemory* dst, cudaStream_t stream, const char* w
   if (size_ == 0) return Status::Ok();
   std::vector<unsigned char> host(size_);
   Gather(host.data());
-  // pageable: the copy has left host before cudaMemcpyAsync returns
+  // From pageable memory the call returns once host has been copied to the
+  // driver's staging memory (CUDA's "API synchronization behavior"), so
+  // host may go when it returns, as the old gathered buffer did with the batch.
   GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst->get(), host.data(), size_, cudaMemcpyHostToDevice, stream));
   return Status::Ok();
 }

@@ -164,9 +164,11 @@ class PinnedPool;
 // The most a search stages through pinned memory in one slot: an engine
 // keeps its slots, and a one-off batch should not pin gigabytes for good.
 constexpr std::size_t kMaxPinnedBytes = std::size_t{64} << 20;
-// The most slots an engine keeps: Take adds one rather than wait for a busy
-// one until it has this many.
+// Take adds a slot rather than wait for a busy one (none idle) while the
+// engine has fewer than kMaxPinnedSlots and the copy is at most
+// kGrowPinnedBytes; a slot is also added whenever every slot is taken.
 constexpr std::size_t kMaxPinnedSlots = 8;
+constexpr std::size_t kGrowPinnedBytes = std::size_t{8} << 20;
 
 class UploadBatch {
  public:
@@ -309,8 +311,8 @@ class PinnedSlot {
 // back; a taken slot is never handed out again until given back.
 class PinnedPool {
  public:
-  // A slot not taken and idle, of at least bytes (one is added when none is
-  // idle, up to kMaxPinnedSlots; then the call waits for one).
+  // A slot not taken, of at least bytes: an idle one, else a new one (see
+  // kMaxPinnedSlots), else the call waits for a busy one.
   Status Take(std::size_t bytes, PinnedSlot** slot);
   void Give(PinnedSlot* slot);
   // Frees every slot (none may be taken).

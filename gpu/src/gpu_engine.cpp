@@ -152,9 +152,10 @@ Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& ba
 
 int64_t QueriesPerTask(int64_t queries, int64_t work, int threads) {
   if (queries <= 0) return 1;
+  if (threads <= 1) return queries;
   // four tasks a thread balance uneven queries; a task of fewer than
   // kMinTaskWork ranges or slices costs more in its own set-up than it
-  // gains (LSH queries of 237 keywords: 2 a task; tag queries of 8: 32)
+  // gains (LSH queries of 237 keywords: 2 a task; tag queries of 8: 48)
   constexpr int64_t kMinTaskWork = 384;
   const int64_t per_thread = (queries + int64_t{threads} * 4 - 1) / (int64_t{threads} * 4);
   const int64_t by_work = work > 0 ? (queries * kMinTaskWork + work - 1) / work : queries;

@@ -63,11 +63,13 @@ struct Config {
 constexpr uint64_t kGroupFixedBytes = 16ull << 20;  // CUB temp slack, small arrays
 constexpr std::size_t kMaxGroupQueries = 32768;
 constexpr int64_t kMaxParts = 1 << 16;
-// Resident tiled searches of at least 2 x this many queries are pipelined:
-// pieces of about this many queries, the host compiling piece i + 1 while
-// the device matches piece i (pipeline.cpp).
+// Resident tiled searches of at least 2 x this many queries are pipelined,
+// the host compiling piece i + 1 while the device matches piece i
+// (pipeline.cpp): a first piece of kPipelineFirst queries, more while they
+// hold fewer than kPipelineFirstRanges ranges (at most a quarter of
+// kPipelineQueries), then twice as many each time up to this many (the
+// last piece up to half as many again).
 constexpr int32_t kPipelineQueries = 256;
-// The first piece's queries (pipeline.cpp: the pieces then double).
 constexpr int32_t kPipelineFirst = 16;
 constexpr int64_t kPipelineFirstRanges = 4096;
 // Host work of at most this many keyword ranges (compiling) or slices
@@ -156,13 +158,16 @@ struct CompiledQueries {
 Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch,
                       int64_t split_length, int threads, const CancelCheck& cancel,
                       CompiledQueries* out);
-// How many queries a host task takes when work (ranges or slices) over
-// queries is shared by threads: a few tasks a thread, none too small.
-int64_t QueriesPerTask(int64_t queries, int64_t work, int threads);
-// The same for queries [q_begin, q_end) of a batch already validated.
+// The same for queries [q_begin, q_end) of a batch whose offsets are
+// checked (ValidateBatchOffsets): each chunk's CompileBatch checks the rest.
 Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& batch,
                          int32_t q_begin, int32_t q_end, int64_t split_length, int threads,
                          const CancelCheck& cancel, CompiledQueries* out);
+
+// How many queries a host task takes when work (ranges or slices) over
+// queries is shared by threads: a few tasks a thread, none too small; all
+// of them on one thread.
+int64_t QueriesPerTask(int64_t queries, int64_t work, int threads);
 
 // Per query: the score bound the counters are sized from, and (tiled) the
 // list runs.  The bound is min(CompileBatch's, the sum of the run weights):

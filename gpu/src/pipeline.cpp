@@ -4,8 +4,9 @@
 // device match piece i (RunPrepared).  The batch time then approaches the
 // device time plus the first piece's compilation, instead of the sum of both.
 //
-// The pieces grow: kPipelineFirst queries, then twice as many each time up
-// to kPipelineQueries.  The device can start only once the first piece is
+// The pieces grow: kPipelineFirst queries (more while they hold few ranges,
+// up to a quarter of kPipelineQueries), then twice as many each time up to
+// kPipelineQueries.  The device can start only once the first piece is
 // compiled, so that piece is small and compiled alone, on all of the host's
 // threads (with the helper compiling the second beside it, the two shared
 // the cores and the device waited 2.2 ms of a 9.5 ms LSH batch at 1M); each
@@ -51,8 +52,8 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
   const int32_t nq = batch.n_queries;
   // The first piece: queries of kPipelineFirstRanges ranges, at least
   // kPipelineFirst and at most kPipelineQueries / 4 of them; then doubling
-  // up to kPipelineQueries; a last piece of less than half the one before
-  // joins it.
+  // up to kPipelineQueries; a last piece of at most half the size due
+  // joins the one before.
   // (offsets checked by the caller: ValidateBatchOffsets)
   const int64_t* query_offsets = batch.query_offsets;
   const int64_t* item_offsets = batch.item_offsets;
@@ -112,12 +113,14 @@ Status GpuEngine::SearchPipelined(const genie_query_batch& batch, int32_t k, uin
   prof_.Mark("pipeline start");
   compile(0, true);
   JoinedThread helper;  // joined on every way out of this function
-  helper.Start([&]() noexcept {
-    for (int32_t p = next_piece.fetch_add(1); p < count && !stop.load();
-         p = next_piece.fetch_add(1)) {
-      compile(p, false);
-    }
-  });
+  if (pieces[0].status.ok()) {  // (else the loop below stops at once)
+    helper.Start([&]() noexcept {
+      for (int32_t p = next_piece.fetch_add(1); p < count && !stop.load();
+           p = next_piece.fetch_add(1)) {
+        compile(p, false);
+      }
+    });
+  }
   // Destroyed before the helper: however the loop below ends, the helper
   // stops after its current piece instead of compiling the rest.
   struct StopOnExit {

@@ -143,6 +143,16 @@ TEST(GpuEngineApi, PipelinedBatchRefusesABadLatePiece) {
       EXPECT_EQ(again.hits[h].score, good.hits[h].score);
     }
   }
+  // queries without items and item_offsets NULL (a valid batch), plain and
+  // pipelined: no hits, no crash
+  for (int32_t empty : {40, 700}) {
+    const std::vector<int64_t> zeros(static_cast<std::size_t>(empty) + 1, 0);
+    const genie_query_batch itemless{empty, zeros.data(), nullptr, nullptr, nullptr, nullptr};
+    TopKResults none;
+    ASSERT_TRUE(engine->Search(itemless, 10, &none).ok());
+    EXPECT_EQ(none.num_queries(), empty);
+    EXPECT_TRUE(none.hits.empty());
+  }
   // decreasing item offsets: refused before any piece runs
   std::vector<int64_t> bad_items = item_offsets;
   bad_items[1500] = bad_items[1499] - 1;

@@ -87,8 +87,9 @@ constexpr int64_t kUnsplitSlices = INT64_MAX;
 Status CompileBatch(const InvertedIndex& index, const genie_query_batch& batch, CompiledBatch* out,
                     int64_t split_length);
 
-// Queries [q_begin, q_end) of a valid batch as a batch of their own: its
-// offsets rebased into storage, its weights and ranges pointing into batch.
+// Queries [q_begin, q_end) of a batch whose offsets are checked
+// (ValidateBatchOffsets) as a batch of their own: its offsets rebased into
+// storage, its weights and ranges pointing into batch.
 struct SubBatchStorage {
   std::vector<int64_t> query_offsets;
   std::vector<int64_t> item_offsets;
