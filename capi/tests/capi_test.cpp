@@ -39,10 +39,11 @@ TEST(CApiMatchCount, Rules) {
 
 TEST(CApiMatchCount, RandomAgainstSets) {
   std::mt19937 rng(7);
-  for (int trial = 0; trial < 2000; ++trial) {
-    std::vector<int32_t> o(rng() % 30), q(rng() % 30);
+  for (int trial = 0; trial < 4000; ++trial) {
+    // queries past 64 distinct keywords too (the counting's second form)
+    std::vector<int32_t> o(rng() % 30), q(trial % 2 == 0 ? rng() % 30 : rng() % 200);
     for (auto& x : o) x = int32_t(rng() % 50) - 25;
-    for (auto& x : q) x = int32_t(rng() % 50) - 25;
+    for (auto& x : q) x = int32_t(rng() % (q.size() > 30 ? 300 : 50)) - 25;
     std::set<int32_t> os(o.begin(), o.end()), qs(q.begin(), q.end());
     int32_t expected = 0;
     for (int32_t x : qs) expected += os.count(x) ? 1 : 0;
