@@ -327,7 +327,7 @@ genie_status genie_match_count_int4(const int32_t* object, size_t object_len, co
     uint64_t seen_short = 0;             // query positions found, when m <= 64
     std::vector<uint8_t> seen_long(m > kShort ? m : 0);
     int32_t matched = 0;
-    for (std::size_t i = 0; i < object_len && m > 0; ++i) {
+    for (std::size_t i = 0; i < object_len && static_cast<std::size_t>(matched) < m; ++i) {
       const int32_t* at = std::lower_bound(q, q + m, object[i]);
       if (at == q + m || *at != object[i]) continue;
       const std::size_t pos = static_cast<std::size_t>(at - q);

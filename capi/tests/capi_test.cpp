@@ -35,6 +35,20 @@ TEST(CApiMatchCount, Rules) {
   EXPECT_EQ(MatchCount({}, {1}), 0);
   EXPECT_EQ(MatchCount({1}, {}), 0);
   EXPECT_EQ(MatchCount({INT32_MIN, INT32_MAX, 0}, {INT32_MAX, INT32_MIN}), 2);
+  // 64 distinct query keywords (the last position of the 64-bit mask),
+  // the same twice over (128 given, 64 distinct), and 65 (the byte flags)
+  std::vector<int32_t> q64, q128, q65;
+  for (int32_t v = 0; v < 64; ++v) q64.push_back(v);
+  q128 = q64;
+  q128.insert(q128.end(), q64.begin(), q64.end());
+  q65 = q64;
+  q65.push_back(64);
+  EXPECT_EQ(MatchCount({63, 63, 0, 32, 64}, q64), 3);
+  EXPECT_EQ(MatchCount({63}, q128), 1);
+  EXPECT_EQ(MatchCount({64, 64, 0}, q65), 2);
+  q64.front() = INT32_MIN;
+  q64.back() = INT32_MAX;
+  EXPECT_EQ(MatchCount({INT32_MAX, INT32_MIN, INT32_MAX}, q64), 2);
 }
 
 TEST(CApiMatchCount, RandomAgainstSets) {
@@ -42,7 +56,7 @@ TEST(CApiMatchCount, RandomAgainstSets) {
   for (int trial = 0; trial < 4000; ++trial) {
     // queries past 64 distinct keywords too (the counting's second form)
     std::vector<int32_t> o(rng() % 30), q(trial % 2 == 0 ? rng() % 30 : rng() % 200);
-    for (auto& x : o) x = int32_t(rng() % 50) - 25;
+    for (auto& x : o) x = int32_t(rng() % (q.size() > 30 ? 300 : 50)) - 25;
     for (auto& x : q) x = int32_t(rng() % (q.size() > 30 ? 300 : 50)) - 25;
     std::set<int32_t> os(o.begin(), o.end()), qs(q.begin(), q.end());
     int32_t expected = 0;

@@ -152,14 +152,18 @@ Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& ba
 
 int64_t QueriesPerTask(int64_t queries, int64_t work, int threads) {
   if (queries <= 0) return 1;
-  if (threads <= 1) return queries;
+  // A task of more than kMaxTaskWork ranges or slices (about 10 ms of LSH
+  // queries) would hold a cancel that long: cancel is checked between tasks.
+  constexpr int64_t kMaxTaskWork = int64_t{1} << 16;
+  const int64_t at_most = work > kMaxTaskWork ? std::max<int64_t>(1, queries * kMaxTaskWork / work) : queries;
+  if (threads <= 1) return at_most;
   // four tasks a thread balance uneven queries; a task of fewer than
   // kMinTaskWork ranges or slices costs more in its own set-up than it
   // gains (LSH queries of 237 keywords: 2 a task; tag queries of 8: 48)
   constexpr int64_t kMinTaskWork = 384;
   const int64_t per_thread = (queries + int64_t{threads} * 4 - 1) / (int64_t{threads} * 4);
   const int64_t by_work = work > 0 ? (queries * kMinTaskWork + work - 1) / work : queries;
-  return std::max<int64_t>(1, std::max(per_thread, std::min(by_work, queries)));
+  return std::max<int64_t>(1, std::min(at_most, std::max(per_thread, std::min(by_work, queries))));
 }
 
 namespace {

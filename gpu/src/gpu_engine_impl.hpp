@@ -165,8 +165,8 @@ Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& ba
                          const CancelCheck& cancel, CompiledQueries* out);
 
 // How many queries a host task takes when work (ranges or slices) over
-// queries is shared by threads: a few tasks a thread, none too small; all
-// of them on one thread.
+// queries is shared by threads: a few tasks a thread, none too small, none
+// so large that a cancel (checked between tasks) waits long for it.
 int64_t QueriesPerTask(int64_t queries, int64_t work, int threads);
 
 // Per query: the score bound the counters are sized from, and (tiled) the
