@@ -314,11 +314,15 @@ genie_query_batch SubBatch(const genie_query_batch& batch, int32_t q_begin, int3
   // item_offsets may be NULL when the batch has no items (ValidateBatch)
   const int64_t r0 = batch.item_offsets != nullptr ? batch.item_offsets[i0] : 0;
   storage->query_offsets.resize(static_cast<std::size_t>(q_end - q_begin) + 1);
-  storage->item_offsets.assign(static_cast<std::size_t>(i1 - i0) + 1, 0);
   for (int64_t j = 0; j <= q_end - q_begin; ++j)
     storage->query_offsets[static_cast<std::size_t>(j)] = batch.query_offsets[q_begin + j] - i0;
-  for (int64_t j = 0; batch.item_offsets != nullptr && j <= i1 - i0; ++j)
-    storage->item_offsets[static_cast<std::size_t>(j)] = batch.item_offsets[i0 + j] - r0;
+  if (batch.item_offsets == nullptr) {
+    storage->item_offsets.assign(1, 0);  // (no items: i1 == i0)
+  } else {
+    storage->item_offsets.resize(static_cast<std::size_t>(i1 - i0) + 1);
+    for (int64_t j = 0; j <= i1 - i0; ++j)
+      storage->item_offsets[static_cast<std::size_t>(j)] = batch.item_offsets[i0 + j] - r0;
+  }
   genie_query_batch sub{};
   sub.n_queries = q_end - q_begin;
   sub.query_offsets = storage->query_offsets.data();

@@ -1,6 +1,5 @@
 #include "profiler.hpp"
 
-#include <algorithm>
 #include <cstdio>
 
 namespace genie {
@@ -77,29 +76,19 @@ std::string Profiler::Report() {
     return "timeline unavailable (events failed)";
   }
   // The device's time of mark i: when the stream had done everything queued
-  // before it.  When the device was done before the host reached the mark
-  // and more work followed, it sat idle at least from its time to the
-  // host's (the start is mark 0 at 0/0; the two clocks agree to the launch
-  // latency, a few microseconds).
-  std::vector<double> host(marks_.size() + 1, 0), device(marks_.size() + 1, 0);
+  // before it (the start is 0/0; the two clocks agree to the launch
+  // latency, a few microseconds).  Where it stops moving while the host's
+  // does, the device waited for the host.
   for (std::size_t i = 0; i < marks_.size(); ++i) {
-    float ms = 0;
-    if (cudaEventElapsedTime(&ms, events_[0]->get(), events_[i + 1]->get()) != cudaSuccess) {
+    float device = 0;
+    if (cudaEventElapsedTime(&device, events_[0]->get(), events_[i + 1]->get()) != cudaSuccess) {
       (void)cudaGetLastError();
       return "timeline unavailable (event times failed)";
     }
-    host[i + 1] = marks_[i].host_ms;
-    device[i + 1] = ms;
     std::snprintf(buf, sizeof(buf), "%s%s %.3f/%.3f", out.empty() ? "" : "; ", marks_[i].phase,
-                  host[i + 1], device[i + 1]);
+                  marks_[i].host_ms, static_cast<double>(device));
     out += buf;
   }
-  double idle = 0;
-  for (std::size_t i = 0; i + 1 < host.size(); ++i) {
-    if (device[i + 1] > device[i]) idle += std::max(0.0, host[i] - device[i]);
-  }
-  std::snprintf(buf, sizeof(buf), "; device idle at marks >= %.3f", idle);
-  out += buf;
   return out;
 }
 

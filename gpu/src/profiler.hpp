@@ -36,8 +36,7 @@ class Profiler {
   void Start(ProfileMode mode, cudaStream_t stream);
   void Mark(const char* phase);
   // Phases: "phase ms; ...".  Timeline (waits for the stream): "phase
-  // host/device ms; ..." from Start, then the device's idle time between
-  // marks.
+  // host/device ms; ..." from Start.
   std::string Report();
 
  private:

@@ -41,8 +41,7 @@ bool SetProfile(Engine* engine, bool enabled);
 // SearchStats::profile (or off): "mark host/device ms; ..." where each mark
 // notes when the host got there and when the device had done the work
 // queued before it, without waiting for the device (so the overlap is the
-// search's own), then a lower bound of the device's idle time between
-// marks.  False when engine is not a GPU engine.
+// search's own).  False when engine is not a GPU engine.
 bool SetTimeline(Engine* engine, bool enabled);
 
 // Sets GpuEngineOptions::set_match_min_postings of a made engine (for the
