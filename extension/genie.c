@@ -195,9 +195,9 @@ _PG_init(void)
 							 "Whether exact ORDER BY v <-> q and genie_knn read a vector index's List of Clusters.",
 							 "An index built WITH (cluster_list = on): auto reads it on the CPU engine "
 							 "when a query took less time through it than by the exact scan lately, "
-							 "on reads it on the CPU engine in this backend whatever genie.device "
-							 "and the genie service (which holds no list: under auto it reads every "
-							 "vector), off reads every stored vector.  The rows are the same.",
+							 "on reads it on the CPU engine whatever genie.device (the genie service's "
+							 "CPU engine with the service preloaded: it holds the list with the "
+							 "vectors), off reads every stored vector.  The rows are the same.",
 							 &genie_cluster_list_knn,
 							 GENIE_LIST_AUTO,
 							 genie_cluster_list_knn_options,

@@ -372,7 +372,7 @@ genie_cache_excluded_pending(GenieCachedIndex *entry)
 }
 
 GenieServiceOutcome
-genie_cache_ship_values(GenieCachedIndex *entry, genie_error *err)
+genie_cache_ship_values(GenieCachedIndex *entry, const char *list, int64 list_bytes, genie_error *err)
 {
 	MemoryContext tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie values load context",
 												 ALLOCSET_DEFAULT_SIZES);
@@ -401,7 +401,8 @@ genie_cache_ship_values(GenieCachedIndex *entry, genie_error *err)
 		value_batch(entry, content.value_data, content.value_offsets, 0, entry->n_main_objects,
 					&batch);
 	}
-	outcome = genie_service_load_values(&entry->main_key, entry->index_oid, &batch, err);
+	outcome = genie_service_load_values(&entry->main_key, entry->index_oid, &batch, list, (Size) list_bytes,
+										err);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmpcxt);
 	genie_profile_pop();

@@ -36,9 +36,12 @@ extern const int32 *genie_cache_excluded_main(GenieCachedIndex *entry, int32 *n)
 extern uint8 *genie_cache_excluded_pending(GenieCachedIndex *entry);
 
 /*
- * Hands the main objects' values to the genie service: its outcome
- * (NOT_RESIDENT while another backend hands over the same version).
+ * Hands the main objects' values to the genie service, and list_bytes of
+ * list, the stored form of the index's List of Clusters (NULL: none;
+ * genie_clusters_ship_values reads it): its outcome (NOT_RESIDENT while
+ * another backend hands over the same version).
  */
-extern GenieServiceOutcome genie_cache_ship_values(GenieCachedIndex *entry, genie_error *err);
+extern GenieServiceOutcome genie_cache_ship_values(GenieCachedIndex *entry, const char *list,
+												   int64 list_bytes, genie_error *err);
 
 #endif							/* GENIE_CACHE_VALUES_H */

@@ -30,6 +30,7 @@
 
 #include "genie_utils.h"
 #include "profile/genie_profile.h"
+#include "search/genie_cache_values.h"
 #include "search/genie_clusters.h"
 #include "search/genie_permutation.h"
 #include "search/genie_search_device.h"
@@ -276,6 +277,24 @@ genie_cache_clusters(GenieCachedIndex *entry)
 	entry->clusters_ready = true;
 	genie_profile_pop();
 	return entry->cluster_list;
+}
+
+GenieServiceOutcome
+genie_clusters_ship_values(GenieCachedIndex *entry, genie_error *err)
+{
+	ClustersRead r = {NULL, 0};
+	GenieServiceOutcome outcome;
+
+	if (entry->values_kind != GENIE_VALUES_CODES)
+	{
+		genie_profile_push(GENIE_PHASE_LOAD);
+		genie_cache_read_version(entry, read_version, &r);
+		genie_profile_pop();
+	}
+	outcome = genie_cache_ship_values(entry, r.data, r.bytes, err);
+	if (r.data != NULL)
+		pfree(r.data);
+	return outcome;
 }
 
 void

@@ -43,6 +43,14 @@ extern void genie_clusters_merge(Relation index, const GenieMetaPageData *before
 extern const genie_cluster_list *genie_cache_clusters(GenieCachedIndex *entry);
 
 /*
+ * Hands the entry's main values to the genie service with its List of
+ * Clusters in the stored form its pages hold (the worker checks it as it
+ * loads it), as genie_cache_ship_values does: the callback the searches
+ * through the service load a version with.
+ */
+extern GenieServiceOutcome genie_clusters_ship_values(GenieCachedIndex *entry, genie_error *err);
+
+/*
  * After a search of the entry's list (NULL: none): the copy of the rows in
  * its order that its first CPU search made is counted in the cache's bytes.
  */

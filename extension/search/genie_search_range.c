@@ -2,11 +2,11 @@
  *
  * genie_search_range.c
  *	  Range search of an index that stores its values (genie/cluster_list.hpp):
- *	  every object within a radius.  With the genie service, an index
- *	  without a List of Clusters has its main objects' values searched
- *	  there (on its engine) and the pending ones in this backend; an index
- *	  with a list (which the service does not hold), or any while the
- *	  service is away, is searched in this backend.
+ *	  every object within a radius.  With the genie service, an index has
+ *	  its main objects' values searched there (on its engine, through the
+ *	  index's List of Clusters when it keeps one: the service holds it with
+ *	  the values) and the pending ones in this backend; while the service
+ *	  is away, in this backend.
  *
  * Both metrics run on the engine genie.device asks for.  On the GPU, for
  * vectors the CPU walks the index's List of Clusters (its centres, the
@@ -139,7 +139,7 @@ typedef struct WithinAsk
 	const GenieValueBatch *queries;
 	double		radius;
 	GenieValueRows *rows;
-	int64		computed;
+	GenieWithinCounts counts;
 	bool		too_large;		/* past what the service hands back */
 	genie_engine_kind engine;
 } WithinAsk;
@@ -154,7 +154,7 @@ ask_within(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool *
 	GenieServiceOutcome outcome;
 
 	outcome = genie_service_within(&entry->main_key, entry->index_oid, genie_device_setting, a->queries,
-								   a->radius, excluded, n_excluded, a->rows, &a->computed, &a->too_large,
+								   a->radius, excluded, n_excluded, a->rows, &a->counts, &a->too_large,
 								   engine, device_fallback, err);
 	if (outcome == GENIE_SERVICE_OK && !a->too_large)
 		a->engine = *engine;
@@ -186,7 +186,7 @@ within_pending(GenieCachedIndex *entry, const GenieValueBatch *queries, double r
 
 /*
  * Through the genie service: the main objects there (the service's engine,
- * every stored value read: it holds no list) and the pending ones here on
+ * through the list when the index keeps one) and the pending ones here on
  * the CPU, merged by (distance, object) per query, as the in-process search
  * orders them (every pending id follows every main one).  The result is
  * malloc'd as the C API's (genie_range_results_free); NULL when the
@@ -199,7 +199,7 @@ range_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, d
 	int			nq = queries->n;
 	int32		n_main = entry->n_main_objects;
 	GenieValueRows main_rows;
-	WithinAsk	ask = {queries, radius, &main_rows, 0, false, GENIE_ENGINE_CPU};
+	WithinAsk	ask = {queries, radius, &main_rows, {0, 0, 0}, false, GENIE_ENGINE_CPU};
 	genie_range_results *pending = NULL;
 	genie_range_results *res;
 	int64		total;
@@ -207,8 +207,8 @@ range_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, d
 
 	memset(&main_rows, 0, sizeof(main_rows));
 	if (n_main > 0 &&
-		(!genie_search_through_service(entry, ask_within, genie_cache_ship_values, &ask, "the stored values",
-									   "range search") || ask.too_large))
+		(!genie_search_through_service(entry, ask_within, genie_clusters_ship_values, &ask,
+									   "the stored values", "range search") || ask.too_large))
 		return NULL;			/* away, or an answer past 64 MB: in-process */
 	if (entry->n_objects > n_main)
 		pending = within_pending(entry, queries, radius);
@@ -228,7 +228,10 @@ range_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, d
 	}
 	res->n_queries = nq;
 	res->device = ask.engine;
-	res->distances_computed = ask.computed + (pending != NULL ? pending->distances_computed : 0);
+	res->distances_computed = ask.counts.distances_computed +
+		(pending != NULL ? pending->distances_computed : 0);
+	res->superclusters_discarded = ask.counts.superclusters_discarded;
+	res->clusters_discarded = ask.counts.clusters_discarded;
 	res->query_offsets[0] = 0;
 	for (int q = 0; q < nq; q++)
 	{
@@ -281,11 +284,10 @@ genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, doub
 	 */
 	by_permutation = permutation_ok && genie_search_permutation(queries->kind) && genie_cache_permutations(entry);
 	/*
-	 * Through the service, which holds no list, an index without one: this
-	 * backend reads only the pending objects' values.  An index with a list
-	 * is searched here through it (on the CPU engine beside the service).
+	 * Through the service, which holds the main objects' values and list:
+	 * this backend reads only the pending objects' values.
 	 */
-	found = !by_permutation && genie_service_configured() && genie_cache_clusters(entry) == NULL
+	found = !by_permutation && genie_service_configured()
 		? range_through_service(entry, queries, radius) : NULL;
 	if (found == NULL)
 		found = by_permutation ? range_permutation(entry, genie_cache_values(entry), queries, radius)

@@ -385,8 +385,8 @@ ask_values(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool *
 	GenieServiceOutcome outcome;
 
 	outcome = genie_service_scan_values(&entry->main_key, entry->index_oid, genie_device_setting,
-										a->queries, a->k, excluded, n_excluded, a->rows, engine,
-										device_fallback, err);
+										a->queries, a->k, genie_cluster_list_knn, excluded, n_excluded,
+										a->rows, engine, device_fallback, err);
 	if (outcome != GENIE_SERVICE_OK)
 		genie_value_rows_free(a->rows); /* a part may have come back before the rest failed */
 	return outcome;
@@ -489,7 +489,7 @@ scan_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, in
 	{
 		ValuesAsk	ask = {queries, k, &main_rows};
 
-		if (!genie_search_through_service(entry, ask_values, genie_cache_ship_values, &ask,
+		if (!genie_search_through_service(entry, ask_values, genie_clusters_ship_values, &ask,
 										  kind_held(queries->kind), kind_what(queries->kind)))
 			return false;
 	}
@@ -542,14 +542,8 @@ genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *queries, Gen
 		return;
 	else
 	{
-		/*
-		 * genie.cluster_list_knn = on reads the index's List of Clusters,
-		 * which the service does not hold: here, on the CPU engine
-		 */
-		bool		by_list = queries->kind == GENIE_VALUES_VECTORS &&
-			genie_cluster_list_knn == GENIE_LIST_ALWAYS && genie_cache_clusters(entry) != NULL;
-
-		if (by_list || !genie_service_configured() || !scan_through_service(entry, queries, k, rows))
+		/* (the service holds the index's List of Clusters, and reads it as genie.cluster_list_knn says) */
+		if (!genie_service_configured() || !scan_through_service(entry, queries, k, rows))
 			scan_in_process(entry, queries, k, rows);
 		/* (the approximate modes' search of LSH or EWH keywords is counted by genie_search) */
 		genie_search_count(queries->n, k, rows->offsets[queries->n]);

@@ -190,13 +190,16 @@ typedef struct GenieRequest
 	 * objects' stored values of values_kind, load_total bytes in all:
 	 * strings as byte_offsets (n_main_objects + 1 int64) | UTF-8 text,
 	 * vectors as n_main_objects * value_dim float4, codes as n_main_objects
-	 * codes of value_dim bits in genie_code_words(value_dim) uint64 each
+	 * codes of value_dim bits in genie_code_words(value_dim) uint64 each,
+	 * then (strings, vectors) load_list_bytes of the version's List of
+	 * Clusters in its stored form (genie_cluster_list_store; 0: none)
 	 */
 	int32		split_length;
 	int64		load_offset;
 	int64		load_bytes;
 	bool		load_values;
 	int64		load_total;
+	int64		load_list_bytes;
 	GenieValuesKind values_kind;
 	int32		value_dim;
 
@@ -209,12 +212,16 @@ typedef struct GenieRequest
 	 */
 	int64		scan_query_bytes;
 	int32		scan_excluded;
+	int32		scan_list_use;	/* vectors: genie.cluster_list_knn (genie_list_use) */
 
 	/*
 	 * WITHIN: a range search of the stored values, laid out as SCAN_VALUES
-	 * (k unused): every main object within within_radius of each query
+	 * (k unused): every main object within within_radius of each query;
+	 * within_answer: 0, or the answer_token of this backend's first ask of
+	 * the same search, whose answer the worker kept (it did not fit)
 	 */
 	float8		within_radius;
+	uint64		within_answer;
 
 	/* VERIFY: a genie_similar_batch follows (see genie_service_client.c) */
 	int32		verify_n;
@@ -246,12 +253,25 @@ typedef struct GenieResponse
 	 * WITHIN: n_hits rows; query_offsets[n_queries + 1] (int64), distances
 	 * (float8), objects (int32) follow when answer_bytes (their size,
 	 * GENIE_WITHIN_ANSWER_BYTES) fits the response's room, else nothing
-	 * follows and the backend asks again with that much room
+	 * follows and the backend asks again with that much room, naming
+	 * answer_token (nonzero when the worker kept the answer for that ask:
+	 * it is not searched twice); superclusters and clusters the List of
+	 * Clusters discarded
 	 */
 	int64		answer_bytes;
+	uint64		answer_token;
+	int64		superclusters_discarded;
+	int64		clusters_discarded;
 } GenieResponse;
 
 #define GENIE_SERVICE_ALIGN(x) TYPEALIGN(16, (x))
+
+/*
+ * The largest answer a backend makes room for: a search whose answers
+ * would need more is split into query groups, and a range answer past it
+ * is searched in-process instead.
+ */
+#define GENIE_SERVICE_MAX_ANSWER_BYTES ((Size) 64 << 20)
 
 /* Bytes of a SCAN_VALUES answer of nq queries of k slots each. */
 #define GENIE_SCAN_ANSWER_BYTES(nq, k) \

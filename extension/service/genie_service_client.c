@@ -30,7 +30,7 @@
 /* the worker copies a load in pieces of at most this many bytes */
 #define LOAD_PIECE_BYTES	((Size) 8 << 20)
 /* a search whose answers would need more is split into query groups */
-#define MAX_RESPONSE_BYTES	((Size) 64 << 20)
+#define MAX_RESPONSE_BYTES	GENIE_SERVICE_MAX_ANSWER_BYTES
 #define MIN_SEGMENT_BYTES	((Size) 1 << 20)
 
 static dsm_segment *segment = NULL;
@@ -326,8 +326,8 @@ copy_stream(char *dst, const char *const *parts, const Size *sizes, int n_parts,
  */
 static GenieServiceOutcome
 send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length,
-			const GenieValueBatch *values, const char *const *parts, const Size *sizes,
-			int n_parts, genie_error *err)
+			const GenieValueBatch *values, Size list_bytes, const char *const *parts,
+			const Size *sizes, int n_parts, genie_error *err)
 {
 	Size		total = 0;
 	Size		offset = 0;
@@ -353,6 +353,7 @@ send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length,
 			req->value_dim = values->dim;
 		}
 		req->load_total = total;
+		req->load_list_bytes = list_bytes;
 		copy_stream(request_payload(req), parts, sizes, n_parts, offset, piece);
 		outcome = call_for_answer(&resp, NULL, err);
 		if (outcome != GENIE_SERVICE_OK)
@@ -378,18 +379,18 @@ genie_service_load(const GenieServiceKey *key, Oid index_oid, int32 split_length
 		sizeof(int64) * (key->n_keywords + 1),
 	sizeof(int32) * key->n_postings};
 
-	return send_stream(key, index_oid, split_length, NULL, parts, sizes, 4, err);
+	return send_stream(key, index_oid, split_length, NULL, 0, parts, sizes, 4, err);
 }
 
 GenieServiceOutcome
 genie_service_load_values(const GenieServiceKey *key, Oid index_oid, const GenieValueBatch *values,
-						  genie_error *err)
+						  const void *list, Size list_bytes, genie_error *err)
 {
-	/* the wire layout of the values, in the pieces the batch already holds */
+	/* the wire layout of the values, in the pieces the batch already holds, then the list */
 	static const char nothing[1] = {0};
 	int32		n = values->n;
-	const char *parts[2] = {(const char *) values->text_offsets, values->text};
-	Size		sizes[2] = {sizeof(int64) * ((Size) n + 1), 0};
+	const char *parts[3] = {(const char *) values->text_offsets, values->text, list};
+	Size		sizes[3] = {sizeof(int64) * ((Size) n + 1), 0, list_bytes};
 
 	Assert(n == key->n_main_objects);
 	if (values->kind == GENIE_VALUES_STRINGS)
@@ -401,7 +402,7 @@ genie_service_load_values(const GenieServiceKey *key, Oid index_oid, const Genie
 		sizes[0] = genie_value_batch_bytes(values, 0, n);
 		parts[1] = nothing;
 	}
-	return send_stream(key, index_oid, 0, values, parts, sizes, 2, err);
+	return send_stream(key, index_oid, 0, values, list_bytes, parts, sizes, 3, err);
 }
 
 /*
@@ -564,7 +565,8 @@ begin_values_request(GenieRequestKind kind, const GenieServiceKey *key, Oid inde
 /* Scans queries [q0, q1); appends their rows to *rows (capacity in *capacity). */
 static GenieServiceOutcome
 scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
-				 const GenieValueBatch *queries, int q0, int q1, int32 k, const int32 *excluded,
+				 const GenieValueBatch *queries, int q0, int q1, int32 k, int list_use,
+				 const int32 *excluded,
 				 int32 n_excluded, GenieValueRows *rows, int64 *capacity,
 				 genie_engine_kind *engine, bool *device_fallback, genie_error *err)
 {
@@ -580,6 +582,7 @@ scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
 	int64		n;
 
 	req->k = k;
+	req->scan_list_use = list_use;
 
 	outcome = call_for_answer(&resp, NULL, err);
 	if (outcome != GENIE_SERVICE_OK)
@@ -609,9 +612,9 @@ scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
 
 GenieServiceOutcome
 genie_service_scan_values(const GenieServiceKey *key, Oid index_oid, int device,
-						  const GenieValueBatch *queries, int32 k, const int32 *excluded,
-						  int32 n_excluded, GenieValueRows *rows, genie_engine_kind *engine,
-						  bool *device_fallback, genie_error *err)
+						  const GenieValueBatch *queries, int32 k, int list_use,
+						  const int32 *excluded, int32 n_excluded, GenieValueRows *rows,
+						  genie_engine_kind *engine, bool *device_fallback, genie_error *err)
 {
 	int			nq = queries->n;
 	int32		kk = Min(k, Max(key->n_main_objects, 1));
@@ -633,7 +636,7 @@ genie_service_scan_values(const GenieServiceKey *key, Oid index_oid, int device,
 	{
 		int			q1 = Min(nq, q0 + per_part);
 		GenieServiceOutcome outcome = scan_values_part(key, index_oid, device, queries, q0, q1,
-													   kk, excluded, n_excluded, rows,
+													   kk, list_use, excluded, n_excluded, rows,
 													   &capacity, engine, device_fallback, err);
 
 		if (outcome != GENIE_SERVICE_OK)
@@ -659,20 +662,23 @@ genie_service_scan_values(const GenieServiceKey *key, Oid index_oid, int device,
  * *capacity).  A range answer's size is unknown until the worker has it:
  * the first ask leaves room for WITHIN_FIRST_ROWS rows a query (at least
  * 4,096 rows, at most 16 MB), and one that needs more asks again with room
- * for all, which searches again (the worker's answer for a version and
- * its skipped objects does not change); one past MAX_WITHIN_ANSWER_BYTES
- * sets *too_large and returns at once.
+ * for all, naming the first ask's answer_token: the worker kept that
+ * answer and hands it over without searching again (if it no longer has
+ * it, it searches again: its answer for a version and its skipped objects
+ * does not change); one past MAX_WITHIN_ANSWER_BYTES sets *too_large and
+ * returns at once.
  */
 static GenieServiceOutcome
 within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieValueBatch *queries,
 			int q0, int q1, double radius, const int32 *excluded, int32 n_excluded,
-			GenieValueRows *rows, int64 *capacity, int64 *computed, bool *too_large,
+			GenieValueRows *rows, int64 *capacity, GenieWithinCounts *counts, bool *too_large,
 			genie_engine_kind *engine, bool *device_fallback, genie_error *err)
 {
 	int			nq = q1 - q0;
 	Size		room = GENIE_WITHIN_ANSWER_BYTES(nq, Max((Size) 4096, Min((Size) nq * WITHIN_FIRST_ROWS,
 																		  WITHIN_FIRST_MAX_ROWS)));
 	int64		n_before = rows->offsets[q0];
+	uint64		kept = 0;
 
 	for (int attempt = 0; attempt < 2; attempt++)
 	{
@@ -685,6 +691,7 @@ within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieVa
 		int64		n;
 
 		req->within_radius = radius;
+		req->within_answer = kept;
 
 		outcome = call_for_answer(&resp, NULL, err);
 		if (outcome != GENIE_SERVICE_OK)
@@ -700,11 +707,14 @@ within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieVa
 				return GENIE_SERVICE_OK;
 			}
 			room = (Size) resp->answer_bytes;
+			kept = resp->answer_token;
 			continue;
 		}
 		*engine = resp->engine;
 		*device_fallback |= resp->device_fallback;
-		*computed += resp->distances_computed;
+		counts->distances_computed += resp->distances_computed;
+		counts->superclusters_discarded += resp->superclusters_discarded;
+		counts->clusters_discarded += resp->clusters_discarded;
 		offs = (const int64 *) ((const char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
 		distances = (const float8 *) (offs + nq + 1);
 		if (n_before + n > *capacity)
@@ -735,7 +745,7 @@ within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieVa
 GenieServiceOutcome
 genie_service_within(const GenieServiceKey *key, Oid index_oid, int device, const GenieValueBatch *queries,
 					 double radius, const int32 *excluded, int32 n_excluded, GenieValueRows *rows,
-					 int64 *distances_computed, bool *too_large, genie_engine_kind *engine,
+					 GenieWithinCounts *counts, bool *too_large, genie_engine_kind *engine,
 					 bool *device_fallback, genie_error *err)
 {
 	int			nq = queries->n;
@@ -746,7 +756,7 @@ genie_service_within(const GenieServiceKey *key, Oid index_oid, int device, cons
 
 	*device_fallback = false;
 	*engine = GENIE_ENGINE_CPU;
-	*distances_computed = 0;
+	memset(counts, 0, sizeof(*counts));
 	*too_large = false;
 	rows->n_queries = nq;
 	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
@@ -759,7 +769,7 @@ genie_service_within(const GenieServiceKey *key, Oid index_oid, int device, cons
 		int			q1 = Min(nq, q0 + per_part);
 		GenieServiceOutcome outcome = within_part(key, index_oid, device, queries, q0, q1, radius,
 												  excluded, n_excluded, rows, &capacity,
-												  distances_computed, too_large, engine,
+												  counts, too_large, engine,
 												  device_fallback, err);
 
 		if (outcome != GENIE_SERVICE_OK || *too_large)

@@ -58,42 +58,55 @@ extern GenieServiceOutcome genie_service_search(const GenieServiceKey *key, Oid 
 
 /*
  * Hands the worker the main objects' stored values of a version
- * (key->n_main_objects of them, in values).  NOT_RESIDENT when another
+ * (key->n_main_objects of them, in values) and the index's List of
+ * Clusters of them in its stored form (list_bytes of list; 0: the index
+ * keeps none), which its range searches then prune by.  NOT_RESIDENT when another
  * backend is handing over the same version: ask again later.
  */
 extern GenieServiceOutcome genie_service_load_values(const GenieServiceKey *key, Oid index_oid,
 													 const GenieValueBatch *values,
+													 const void *list, Size list_bytes,
 													 genie_error *err);
 
 /*
  * The k nearest main values of each query (same kind as the index's), in
  * (distance, length, id) order, over the values of the key's version
  * without the main objects in excluded (genie_strings_scan or
- * genie_vectors_scan in the worker, on the engine genie.device asks for);
- * rows->lengths is palloc'd for vectors too.  NOT_RESIDENT: the worker does
- * not hold them.
+ * genie_vectors_scan in the worker, on the engine genie.device asks for;
+ * vectors through the version's List of Clusters as list_use, the
+ * backend's genie.cluster_list_knn, says); rows->lengths is palloc'd for
+ * vectors too.  NOT_RESIDENT: the worker does not hold them.
  */
 extern GenieServiceOutcome genie_service_scan_values(const GenieServiceKey *key, Oid index_oid,
 													 int device, const GenieValueBatch *queries,
-													 int32 k, const int32 *excluded,
+													 int32 k, int list_use, const int32 *excluded,
 													 int32 n_excluded, GenieValueRows *rows,
 													 genie_engine_kind *engine,
 													 bool *device_fallback, genie_error *err);
+
+/* What a range search in the worker read and discarded (EXPLAIN's counts). */
+typedef struct GenieWithinCounts
+{
+	int64		distances_computed;
+	int64		superclusters_discarded;
+	int64		clusters_discarded;
+} GenieWithinCounts;
 
 /*
  * The range search of the main objects' stored values in the worker:
  * every main object within radius of each query, skipping the excluded
  * main objects, in (distance, object) order per query, as
- * genie_value_set_within answers it without a list (the worker holds
- * none).  rows is palloc'd (lengths NULL); *distances_computed is the
- * worker's count.  *too_large: the answer is past what the service hands
- * back (64 MB; rows incomplete), for the caller to search in-process.
+ * genie_value_set_within answers it (through the version's List of
+ * Clusters when the index keeps one).  rows is palloc'd (lengths NULL);
+ * *counts is what the worker read and discarded.  *too_large: the answer
+ * is past what the service hands back (64 MB; rows incomplete), for the
+ * caller to search in-process.
  * NOT_RESIDENT: the worker does not hold the values.
  */
 extern GenieServiceOutcome genie_service_within(const GenieServiceKey *key, Oid index_oid, int device,
 												const GenieValueBatch *queries, double radius,
 												const int32 *excluded, int32 n_excluded,
-												GenieValueRows *rows, int64 *distances_computed,
+												GenieValueRows *rows, GenieWithinCounts *counts,
 												bool *too_large, genie_engine_kind *engine,
 												bool *device_fallback, genie_error *err);
 

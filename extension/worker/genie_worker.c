@@ -440,6 +440,8 @@ genie_service_main(Datum arg)
 			last_release = now;
 			if (genie_worker_release_unused(&state))
 				genie_worker_publish_stats(&state);
+			/* range answers kept for a second ask that did not come */
+			genie_worker_forget_kept(&state, -1);
 		}
 
 		for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)

@@ -366,6 +366,9 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b, GenieRunner *runner, b
 
 		if (!t->broken && t->req.kind != GENIE_REQUEST_LOAD)
 			genie_worker_forget_loads(st, t->slot);
+		/* a range search's second ask takes its kept answer (genie_worker_within) */
+		if (!t->broken && t->req.kind != GENIE_REQUEST_WITHIN)
+			genie_worker_forget_kept(st, t->slot);
 		if (t->broken)
 			genie_worker_fail_request(t);
 		else if (t->req.kind == GENIE_REQUEST_LOAD)

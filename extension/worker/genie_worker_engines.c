@@ -225,6 +225,7 @@ genie_worker_free_values(ServedValues *s)
 {
 	/* their GPU copies included */
 	genie_value_set_free(&s->set);
+	genie_cluster_list_free(s->list);
 	free(s);
 }
 

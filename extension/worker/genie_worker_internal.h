@@ -144,6 +144,8 @@ typedef struct ServedValues
 	GenieServiceKey key;
 	Oid			index_oid;
 	GenieValueSet set;
+	/* the index's List of Clusters of them (NULL: none), which range searches prune by */
+	genie_cluster_list *list;
 	int64		host_bytes;
 	uint64		last_used;
 	GenieServiceIndexStats stats[2];	/* by the engine that scanned */
@@ -166,6 +168,9 @@ typedef struct PendingLoad
 	 * land where the scans read them); NULL for a malloc'd buffer.
 	 */
 	genie_vectors *vectors;
+	/* values: the stream's last list_bytes, the List of Clusters, land here (malloc'd) */
+	char	   *list_buffer;
+	Size		list_bytes;
 	Size		total;
 	Size		received;
 	TimestampTz last_piece;
@@ -173,6 +178,28 @@ typedef struct PendingLoad
 
 #define GENIE_SERVICE_MAX_SERVED 64
 #define GENIE_SERVICE_MAX_LOADS 8
+
+/*
+ * A range answer larger than the room its backend left: kept until the
+ * backend asks again with room for it (naming token), so that it is not
+ * searched twice; dropped when the slot sends anything else, or after a
+ * second.
+ */
+typedef struct KeptAnswer
+{
+	int			slot;
+	int			pid;
+	uint64		token;
+	GenieServiceKey key;
+	int32		n_queries;
+	float8		radius;
+	genie_range_results *found;
+	bool		device_fallback;
+	double		engine_ms;
+	TimestampTz kept_at;
+} KeptAnswer;
+
+#define GENIE_SERVICE_MAX_KEPT 8
 
 typedef struct ServiceState
 {
@@ -201,6 +228,9 @@ typedef struct ServiceState
 	int			n_values;
 	PendingLoad loads[GENIE_SERVICE_MAX_LOADS];
 	int			n_loads;
+	KeptAnswer	kept[GENIE_SERVICE_MAX_KEPT];
+	int			n_kept;
+	uint64		last_token;
 } ServiceState;
 
 /* genie_worker_engines.c: answers */
@@ -262,8 +292,10 @@ extern void genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequ
 extern void genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
 /* Answers the cycle's scans, one engine call per group that can share one. */
 extern void genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n);
-/* Answers a range search of stored values (one engine call, no list). */
+/* Answers a range search of stored values (one engine call, through their list if any). */
 extern void genie_worker_within(ServiceState *st, TakenRequest *t);
+/* Drops the kept range answers of slot (-1: those older than a second). */
+extern void genie_worker_forget_kept(ServiceState *st, int slot);
 
 /* genie_worker_batch.c: a batch's requests */
 /*

@@ -42,8 +42,10 @@ free_load_buffer(PendingLoad *load)
 		genie_vectors_free(load->vectors);
 	else
 		free(load->buffer);
+	free(load->list_buffer);
 	load->vectors = NULL;
 	load->buffer = NULL;
+	load->list_buffer = NULL;
 }
 
 static void
@@ -54,30 +56,57 @@ drop_load(ServiceState *st, int i)
 }
 
 /*
- * The buffer a hand-over's pieces are copied into: for vectors, the rows of
- * the set that will be served (no copy of 100s of MB at the end); else
- * malloc'd.  False when out of memory.
+ * The buffers a hand-over's pieces are copied into: for vectors, the rows
+ * of the set that will be served (no copy of 100s of MB at the end); else
+ * malloc'd; and the list's, malloc'd.  False when out of memory.
  */
 static bool
-make_load_buffer(PendingLoad *load, const GenieRequest *req, Size total)
+make_load_buffer(PendingLoad *load, const GenieRequest *req, Size values_bytes, Size list_bytes)
 {
 	int32		n = req->key.n_main_objects;
 	int32		dim = req->value_dim;
 
+	if (list_bytes > 0 && (load->list_buffer = malloc(list_bytes)) == NULL)
+		return false;
 	if (req->load_values && req->values_kind == GENIE_VALUES_VECTORS && n >= 1 && dim >= 1 &&
-		total == sizeof(float) * (Size) n * (Size) dim)
+		values_bytes == sizeof(float) * (Size) n * (Size) dim)
 	{
 		float	   *rows;
 		genie_error err;
 
-		if (genie_vectors_create_unsealed(n, dim, &load->vectors, &rows, &err) != GENIE_OK)
-			return false;
-		load->buffer = (char *) rows;
-		return true;
+		if (genie_vectors_create_unsealed(n, dim, &load->vectors, &rows, &err) == GENIE_OK)
+			load->buffer = (char *) rows;
 	}
-	/* a malformed hand-over is refused when it is whole (finish_values_load) */
-	load->buffer = malloc(Max(total, 1));
+	else
+	{
+		/* a malformed hand-over is refused when it is whole (finish_values_load) */
+		load->buffer = malloc(Max(values_bytes, 1));
+	}
+	if (load->buffer == NULL)
+	{
+		free(load->list_buffer);
+		load->list_buffer = NULL;
+	}
 	return load->buffer != NULL;
+}
+
+/* Copies a piece of a hand-over's stream, from offset on, into its buffers. */
+static void
+copy_piece(PendingLoad *load, const char *piece, Size offset, Size bytes)
+{
+	Size		values_bytes = load->total - load->list_bytes;
+
+	if (offset < values_bytes)
+	{
+		Size		take = Min(bytes, values_bytes - offset);
+
+		memcpy(load->buffer + offset, piece, take);
+		piece += take;
+		offset += take;
+		bytes -= take;
+	}
+	if (bytes > 0)
+		memcpy(load->list_buffer + (offset - values_bytes), piece, bytes);
 }
 
 void
@@ -117,6 +146,7 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 {
 	GenieRequest *req = &t->req;
 	Size		total = req->load_values ? (Size) req->load_total : stream_size(&req->key);
+	Size		list_bytes = req->load_values ? (Size) req->load_list_bytes : 0;
 	PendingLoad *load = NULL;
 	GenieResponse *resp;
 
@@ -152,9 +182,14 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 			genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
 			return;
 		}
+		if (req->load_total < 0 || req->load_list_bytes < 0 || list_bytes > total)
+		{
+			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed genie index hand-over");
+			return;
+		}
 		load = &st->loads[st->n_loads];
 		memset(load, 0, sizeof(*load));
-		if (!make_load_buffer(load, req, total))
+		if (!make_load_buffer(load, req, total - list_bytes, list_bytes))
 		{
 			genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY, "the genie service is out of host memory");
 			return;
@@ -169,6 +204,7 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 		load->pid = genie_service_shared->slots[t->slot].pid;
 		load->split_length = req->split_length;
 		load->total = total;
+		load->list_bytes = list_bytes;
 	}
 	else
 	{
@@ -187,7 +223,7 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a genie index hand-over does not fit");
 		return;
 	}
-	memcpy(load->buffer + load->received, t->payload, req->load_bytes);
+	copy_piece(load, t->payload, load->received, req->load_bytes);
 	load->received += req->load_bytes;
 	load->last_piece = GetCurrentTimestamp();
 	if (load->received == load->total)
@@ -197,6 +233,7 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 		/* off the list first: finish_load may evict, and the buffer is ours */
 		load->buffer = NULL;
 		load->vectors = NULL;
+		load->list_buffer = NULL;
 		drop_load(st, (int) (load - st->loads));
 		if (done.values)
 			genie_worker_finish_values_load(st, &done, t);

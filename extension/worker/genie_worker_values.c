@@ -18,7 +18,10 @@
  * worker scans on its own thread, as it verifies genie_similar
  * candidates; a scan stops when every backend of the call withdrew.  The
  * LSH mode's re-ranking of candidates stays in the backend.  A range search
- * is one engine call of its own (its radius is its own), every value read.
+ * is one engine call of its own (its radius is its own), through the
+ * index's List of Clusters when the backend handed one over with the
+ * values; an answer larger than the room its backend left is kept for the
+ * backend's second ask, which names it.
  *
  *-------------------------------------------------------------------------
  */
@@ -86,7 +89,8 @@ genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenReques
 	genie_error err;
 
 	if (!genie_value_batch_read(load->values_kind, load->key.n_main_objects, load->value_dim,
-								load->buffer, load->total, &batch))
+								load->buffer, load->total - load->list_bytes, &batch) ||
+		(load->list_bytes > 0 && load->values_kind == GENIE_VALUES_CODES))
 	{
 		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed hand-over of stored values");
 		return;
@@ -97,11 +101,25 @@ genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenReques
 		genie_worker_reply_error(st, t, GENIE_OUT_OF_MEMORY, "the genie service is out of host memory");
 		return;
 	}
+	if (load->list_bytes > 0)
+	{
+		/* checked as the backend checks it when it reads the list itself */
+		if (genie_cluster_list_load(load->list_buffer, load->list_bytes, &s->list, &err) != GENIE_OK ||
+			genie_cluster_list_objects(s->list) != load->key.n_main_objects)
+		{
+			genie_cluster_list_free(s->list);
+			free(s);
+			genie_worker_reply_error(st, t, GENIE_INVALID_ARGUMENT,
+									 "the genie index has a corrupt list of clusters: REINDEX it");
+			return;
+		}
+	}
 	if (load->vectors != NULL)
 	{
 		/* the pieces went straight into the set's rows: check them, and take the set */
 		if (genie_vectors_seal(load->vectors, &err) != GENIE_OK)
 		{
+			genie_cluster_list_free(s->list);
 			free(s);
 			genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
 			return;
@@ -113,17 +131,38 @@ genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenReques
 	}
 	else if (genie_value_set_create(&batch, &s->set, &err) != GENIE_OK)
 	{
+		genie_cluster_list_free(s->list);
 		free(s);
 		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
 		return;
 	}
 	s->key = load->key;
 	s->index_oid = load->index_oid;
-	s->host_bytes = (int64) genie_value_set_host_bytes(&s->set);
+	s->host_bytes = (int64) genie_value_set_host_bytes(&s->set) +
+		(s->list != NULL ? (int64) genie_cluster_list_memory_bytes(s->list) : 0);
 	for (int e = 0; e < 2; e++)
 		s->stats[e].content = s->set.kind == GENIE_VALUES_STRINGS ? GENIE_SERVED_STRINGS
 			: s->set.kind == GENIE_VALUES_CODES ? GENIE_SERVED_CODES : GENIE_SERVED_VECTORS;
 	genie_worker_add_values(st, s, t);
+}
+
+/*
+ * After a search through s's list: its first CPU search copied the rows in
+ * the list's order, which the host bytes count from then on.
+ */
+static void
+count_list_bytes(ServedValues *s)
+{
+	int64		now;
+
+	if (s->list == NULL)
+		return;
+	now = (int64) genie_value_set_host_bytes(&s->set) + (int64) genie_cluster_list_memory_bytes(s->list);
+	if (now == s->host_bytes)
+		return;
+	s->host_bytes = now;
+	for (int e = 0; e < 2; e++)
+		s->stats[e].host_bytes = now;
 }
 
 /* ---- scans ---- */
@@ -157,7 +196,8 @@ well_formed(const ServedValues *s, TakenRequest *t)
 	if (r->n_queries < 1 || r->k < 1 || r->k > Max(s->key.n_main_objects, 1) ||
 		r->scan_excluded < 0 || r->scan_excluded > s->key.n_main_objects ||
 		r->scan_query_bytes < 0 || r->values_kind != s->set.kind ||
-		(s->set.kind != GENIE_VALUES_STRINGS && r->value_dim != genie_value_set_dim(&s->set)))
+		(s->set.kind != GENIE_VALUES_STRINGS && r->value_dim != genie_value_set_dim(&s->set)) ||
+		r->scan_list_use < GENIE_LIST_AUTO || r->scan_list_use > GENIE_LIST_NEVER)
 		return false;
 	/* the queries first: their layout bounds n_queries by the payload's size */
 	return TYPEALIGN(8, (Size) r->scan_query_bytes) + sizeof(int32) * (Size) r->scan_excluded <=
@@ -189,7 +229,7 @@ same_scan(ServiceState *st, ServedValues *s, TakenRequest *a, genie_engine_kind 
 	int64		kb_k = b->req.k;
 
 	return genie_service_keys_equal(&a->req.key, &b->req.key) && well_formed(s, b) &&
-		Max(ka, kb_k) <= 2 * Min(ka, kb_k) &&
+		Max(ka, kb_k) <= 2 * Min(ka, kb_k) && a->req.scan_list_use == b->req.scan_list_use &&
 		genie_worker_resolve_kind(st, b->req.device, &kb, &err) == GENIE_OK && kb == kind &&
 		same_skips(a, b);
 }
@@ -283,6 +323,9 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 	bool		fallback = false;
 	TimestampTz started = GetCurrentTimestamp();
 	double		engine_ms;
+	/* the group shares its members' genie.cluster_list_knn (same_scan) */
+	const genie_cluster_list *list = s->set.kind == GENIE_VALUES_VECTORS ? s->list : NULL;
+	genie_list_use list_use = (genie_list_use) group[0]->req.scan_list_use;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -293,7 +336,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 	genie_cancel_group_one(&cancel, group, n);
 	genie_worker_engine_options(kind, &cancel, &options);
 	status = genie_value_set_scan(&s->set, kind, &options, &queries, k, excluded, NULL, NULL,
-								  NULL, GENIE_LIST_NEVER, &found, &err);
+								  list, list_use, &found, &err);
 	if (status == GENIE_DEVICE_OUT_OF_MEMORY)
 	{
 		/* those of the group that allow it run on the CPU; genie.device = gpu gets the error */
@@ -303,7 +346,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 				genie_worker_reply_outcome(st, group[i], GENIE_SERVICE_ENGINE_ERROR, &err);
 		genie_worker_engine_options(GENIE_ENGINE_CPU, &cancel, &options);
 		status = genie_value_set_scan(&s->set, GENIE_ENGINE_CPU, &options, &queries, k, excluded,
-									  NULL, NULL, NULL, GENIE_LIST_NEVER, &found, &err);
+									  NULL, NULL, list, list_use, &found, &err);
 	}
 	if (status == GENIE_DEVICE_ERROR)
 		st->device_failed = true;
@@ -319,6 +362,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 		else
 			reply(st, s, group[i], &found, q0, fallback, engine_ms);
 	}
+	count_list_bytes(s);
 	if (status == GENIE_OK)
 		genie_worker_count_batch(&s->stats[genie_value_found_device(&found) == GENIE_ENGINE_GPU ?
 										   GENIE_ENGINE_GPU : GENIE_ENGINE_CPU],
@@ -402,27 +446,31 @@ within_well_formed(const ServedValues *s, TakenRequest *t)
 
 /*
  * Writes t's range answer, or, when it needs more room than t gave, its
- * size alone (the backend asks again with that much).
+ * size alone and the token under which the worker keeps it for the
+ * backend's next ask (true: kept, found is the kept answer's now).
  */
-static void
+static bool
 reply_within(ServiceState *st, TakenRequest *t, const genie_range_results *found, bool fallback,
 			 double engine_ms)
 {
 	int			nq = t->req.n_queries;
 	int64		n = found->query_offsets[nq];
 	Size		need = GENIE_WITHIN_ANSWER_BYTES(nq, n);
+	bool		keep = need > t->req.response_capacity && need <= GENIE_SERVICE_MAX_ANSWER_BYTES;
 	GenieResponse *resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
 	int64	   *offsets;
 	float8	   *distances;
 
 	if (resp == NULL)
-		return;
+		return false;
 	resp->engine = found->device;
 	resp->device_fallback = fallback;
 	resp->engine_ms = engine_ms;
 	resp->n_hits = n;
 	resp->answer_bytes = (int64) need;
 	resp->distances_computed = found->distances_computed;
+	resp->superclusters_discarded = found->superclusters_discarded;
+	resp->clusters_discarded = found->clusters_discarded;
 	if (need <= t->req.response_capacity)
 	{
 		offsets = (int64 *) ((char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
@@ -431,7 +479,83 @@ reply_within(ServiceState *st, TakenRequest *t, const genie_range_results *found
 		memcpy(distances, found->distances, sizeof(float8) * n);
 		memcpy(distances + n, found->objects, sizeof(int32) * n);
 	}
+	else if (keep)
+	{
+		KeptAnswer *k;
+
+		if (st->n_kept == GENIE_SERVICE_MAX_KEPT)
+		{
+			/* the oldest goes: its backend searches again if it still asks */
+			genie_range_results_free(st->kept[0].found);
+			memmove(&st->kept[0], &st->kept[1], sizeof(KeptAnswer) * --st->n_kept);
+		}
+		k = &st->kept[st->n_kept++];
+		k->slot = t->slot;
+		k->pid = genie_service_shared->slots[t->slot].pid;
+		k->token = ++st->last_token;
+		k->key = t->req.key;
+		k->n_queries = nq;
+		k->radius = t->req.within_radius;
+		k->found = (genie_range_results *) found;
+		k->device_fallback = fallback;
+		k->engine_ms = engine_ms;
+		k->kept_at = GetCurrentTimestamp();
+		resp->answer_token = k->token;
+	}
 	genie_worker_end_reply(t, GENIE_SLOT_DONE);
+	return keep;
+}
+
+void
+genie_worker_forget_kept(ServiceState *st, int slot)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	for (int i = st->n_kept - 1; i >= 0; i--)
+	{
+		KeptAnswer *k = &st->kept[i];
+
+		if (slot >= 0 ? k->slot == slot : TimestampDifferenceExceeds(k->kept_at, now, 1000))
+		{
+			genie_range_results_free(k->found);
+			memmove(k, k + 1, sizeof(KeptAnswer) * (--st->n_kept - i));
+		}
+	}
+}
+
+/*
+ * The answer t's backend was told its first ask's is kept under (and its
+ * slot's other kept answers dropped); false when it is not kept (any more).
+ */
+static bool
+answer_kept(ServiceState *st, TakenRequest *t)
+{
+	bool		answered = false;
+
+	for (int i = st->n_kept - 1; i >= 0 && t->req.within_answer != 0; i--)
+	{
+		KeptAnswer *k = &st->kept[i];
+
+		if (k->slot == t->slot && k->token == t->req.within_answer &&
+			k->pid == genie_service_shared->slots[t->slot].pid &&
+			genie_service_keys_equal(&k->key, &t->req.key) && k->n_queries == t->req.n_queries &&
+			k->radius == t->req.within_radius &&
+			GENIE_WITHIN_ANSWER_BYTES(k->n_queries, k->found->query_offsets[k->n_queries]) <=
+			t->req.response_capacity)
+		{
+			ServedValues *s = genie_worker_find_values(st, &t->req.key);
+
+			(void) reply_within(st, t, k->found, k->device_fallback, k->engine_ms);
+			/* a request, not another engine call */
+			if (s != NULL)
+				s->stats[k->found->device == GENIE_ENGINE_GPU ? GENIE_ENGINE_GPU
+						 : GENIE_ENGINE_CPU].requests++;
+			answered = true;
+			break;
+		}
+	}
+	genie_worker_forget_kept(st, t->slot);
+	return answered;
 }
 
 void
@@ -451,6 +575,8 @@ genie_worker_within(ServiceState *st, TakenRequest *t)
 	bool		fallback = false;
 	TimestampTz started;
 
+	if (answer_kept(st, t))
+		return;
 	if (s == NULL || s->set.kind != t->req.values_kind)
 	{
 		genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
@@ -475,14 +601,14 @@ genie_worker_within(ServiceState *st, TakenRequest *t)
 	genie_worker_engine_options(kind, &cancel, &options);
 	started = GetCurrentTimestamp();
 	status = genie_value_set_within(&s->set, kind, &options, &queries, t->req.within_radius, excluded,
-									NULL, NULL, NULL, &found, &err);
+									s->list, NULL, NULL, &found, &err);
 	if (status == GENIE_DEVICE_OUT_OF_MEMORY && t->req.device != GENIE_DEVICE_SETTING_GPU)
 	{
 		/* auto: the CPU answers; genie.device = gpu gets the error */
 		fallback = true;
 		genie_worker_engine_options(GENIE_ENGINE_CPU, &cancel, &options);
 		status = genie_value_set_within(&s->set, GENIE_ENGINE_CPU, &options, &queries, t->req.within_radius,
-										excluded, NULL, NULL, NULL, &found, &err);
+										excluded, s->list, NULL, NULL, &found, &err);
 	}
 	if (status == GENIE_DEVICE_ERROR)
 		st->device_failed = true;
@@ -494,10 +620,12 @@ genie_worker_within(ServiceState *st, TakenRequest *t)
 	{
 		double		engine_ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
 
-		reply_within(st, t, found, fallback, engine_ms);
 		genie_worker_count_batch(&s->stats[found->device == GENIE_ENGINE_GPU ? GENIE_ENGINE_GPU
 										   : GENIE_ENGINE_CPU],
 								 &t, 1, t->req.n_queries, engine_ms);
+		if (reply_within(st, t, found, fallback, engine_ms))
+			found = NULL;		/* kept for the backend's next ask */
+		count_list_bytes(s);
 	}
 	genie_range_results_free(found);
 	MemoryContextSwitchTo(old);

@@ -4,12 +4,14 @@
 # (on its engine; CPU here) and the pending ones in the backend, and answer
 # exactly what the sequential scan does: edit distances (levenshtein()) and
 # Euclidean distances, ties at the radius included, pending rows, deleted
-# rows, an answer larger than the room a first ask leaves (4,096 rows),
-# one past what the service hands back (64 MB: searched in-process), and
-# the service's stats counting the requests.  An index with a
-# list is searched in the backend, through it (the service holds no list).
-# Stopping the service sends the searches back in-process, with the same
-# answers.
+# rows, an answer larger than the room a first ask leaves (4,096 rows:
+# kept by the worker for the second ask, not searched twice), one past
+# what the service hands back (64 MB: searched in-process), and the
+# service's stats counting the requests.  An index with a List of Clusters
+# (vectors and strings) is searched in the service through its list, which
+# the backend hands over with the values: the same rows, fewer distances
+# (EXPLAIN (ANALYZE) through the service).  Stopping the service sends the
+# searches back in-process, with the same answers.
 use strict;
 use warnings;
 use FindBin;
@@ -33,6 +35,7 @@ $node->safe_psql('postgres', q{
 	CREATE TABLE words (id int PRIMARY KEY, w text);
 	INSERT INTO words SELECT i, substr(md5(i::text), 1, 3 + i % 6) FROM generate_series(1, 3000) i;
 	CREATE INDEX words_w ON words USING genie (w genie_ngram_ops);
+	CREATE INDEX words_lsc ON words USING genie (w genie_ngram_ops) WITH (cluster_list = on, cluster_size = 32);
 	CREATE TABLE pts (id int PRIMARY KEY, v real[]);
 	INSERT INTO pts SELECT i, ARRAY[(i % 37)::real, (i * 7 % 23)::real, (i * 13 % 11)::real]
 	FROM generate_series(1, 4000) i;
@@ -51,11 +54,12 @@ $node->safe_psql('postgres', q{
 # with distances), plus rows out of (query_no, distance, ctid) order
 sub words_diff
 {
-	my ($r) = @_;
+	my ($r, $idx) = @_;
+	$idx //= 'words_w';
 	return $node->safe_psql('postgres', qq{
 		SET enable_seqscan = off;
 		WITH got AS (SELECT g.query_no AS n, t.id, g.distance AS d, g.ctid
-		             FROM genie_within('words_w', (SELECT array_agg(q ORDER BY n) FROM wq), $r) g
+		             FROM genie_within('$idx', (SELECT array_agg(q ORDER BY n) FROM wq), $r) g
 		             JOIN words t ON t.ctid = g.ctid),
 		     want AS (SELECT n, id, levenshtein(w, q)::float8 AS d FROM wq, words WHERE levenshtein(w, q) <= $r),
 		     ordered AS (SELECT (n, d, ctid) >= lag((n, d, ctid)) OVER (ORDER BY n, d, ctid) AS ok FROM got)
@@ -100,7 +104,10 @@ sub check_all
 	my ($when) = @_;
 	is(words_diff($_), '0', "$when: words within $_ equal the sequential scan") for (0, 1, 2, 3);
 	is(points_diff($_, 'pts_v'), '0', "$when: points within $_ equal the sequential scan") for (0, 4, 10.5);
-	is(points_diff(6, 'pts_lsc'), '0', "$when: an index with a list gives the same rows");
+	is(points_diff($_, 'pts_lsc'), '0', "$when: points within $_ through the list equal the sequential scan")
+	  for (0, 4, 10.5);
+	is(words_diff($_, 'words_lsc'), '0', "$when: words within $_ through the list equal the sequential scan")
+	  for (1, 2);
 	is(ball_diff(), '0', "$when: w <@ genie_ball(q, 2) equals the sequential scan");
 }
 
@@ -108,15 +115,73 @@ is($node->safe_psql('postgres', 'SELECT running FROM genie_service_status()'), '
 check_all('main rows');
 cmp_ok(service_requests('strings', 'words_w'), '>', 0, 'the service answered the edit-distance range searches');
 cmp_ok(service_requests('vectors', 'pts_v'), '>', 0, 'the service answered the Euclidean range searches');
-is(service_requests('vectors', 'pts_lsc'), '0', 'an index with a list is searched in the backend, through it');
+cmp_ok(service_requests('vectors', 'pts_lsc'), '>', 0, 'the service answered the searches through a vector list');
+my $before;
+cmp_ok(service_requests('strings', 'words_lsc'), '>', 0, 'and through a string list');
+
+# through the service, the list prunes as it does in-process: EXPLAIN
+# (ANALYZE) counts the worker's distances and discarded clusters
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION genie_explain_json(q text) RETURNS json LANGUAGE plpgsql AS $f$
+	DECLARE j json;
+	BEGIN
+	  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO j;
+	  RETURN j;
+	END $f$;
+});
+my $dist = $node->safe_psql('postgres', q{
+	SELECT (genie_explain_json($q$SELECT * FROM genie_within('pts_lsc', ARRAY[ARRAY[5, 5, 5]::real[]], 1)$q$)::jsonb)->1->>'Genie Range Distances'});
+my $discarded = $node->safe_psql('postgres', q{
+	SELECT (genie_explain_json($q$SELECT * FROM genie_within('pts_lsc', ARRAY[ARRAY[5, 5, 5]::real[]], 1)$q$)::jsonb)->1->>'Genie Discarded Clusters'});
+my $dist_all = $node->safe_psql('postgres', q{
+	SELECT (genie_explain_json($q$SELECT * FROM genie_within('pts_v', ARRAY[ARRAY[5, 5, 5]::real[]], 1)$q$)::jsonb)->1->>'Genie Range Distances'});
+cmp_ok($dist, '<', 4000 / 3, "through the service the list computes a third of the distances or fewer ($dist)");
+cmp_ok($discarded, '>', 0, "and discards clusters ($discarded)");
+is($dist_all, '4000', 'without a list the service reads every row');
+
+# the k nearest through the service, with the list read as
+# genie.cluster_list_knn says (on: the worker's CPU engine walks it): the
+# sequential scan's distances
+sub knn_diff
+{
+	my ($setting) = @_;
+	return $node->safe_psql('postgres', qq{
+		SET genie.cluster_list_knn = $setting;
+		WITH s AS (SELECT query_no, array_agg(distance ORDER BY distance) AS d,
+		                  bool_and(distance = (SELECT l2(v, q.q) FROM pts WHERE ctid = g.ctid)) AS true_distance
+		           FROM genie_knn('pts_lsc', ARRAY(SELECT q FROM vq ORDER BY n), 7) g
+		           JOIN vq q ON q.n = g.query_no
+		           GROUP BY query_no)
+		SELECT count(*) FROM vq LEFT JOIN s ON s.query_no = vq.n
+		WHERE s.true_distance IS NOT TRUE OR s.d IS DISTINCT FROM
+		      ARRAY(SELECT d FROM (SELECT l2(v, vq.q) d FROM pts ORDER BY 1 LIMIT 7) t)});
+}
+$before = service_requests('vectors', 'pts_lsc');
+is(knn_diff($_), '0', "genie_knn through the service with genie.cluster_list_knn = $_: the sequential scan's distances")
+  for ('on', 'auto', 'off');
+cmp_ok(service_requests('vectors', 'pts_lsc') - $before, '>=', 3, 'the service answered them');
 
 # an answer of 2 x 3,000 rows: more than a first ask's room (4,096 rows),
-# so the backend asks again with room for all (two requests)
-my $before = service_requests('strings', 'words_w');
+# so the backend asks again with room for all (two requests), and the
+# worker hands over the answer it kept (one engine call)
+sub service_batches
+{
+	my ($content, $idx) = @_;
+	return $node->safe_psql('postgres', qq{
+		SELECT coalesce(sum(batches), 0) FROM genie_service_stats() WHERE content = '$content' AND index = '$idx'::regclass});
+}
+$before = service_requests('strings', 'words_w');
+my $before_calls = service_batches('strings', 'words_w');
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM genie_within('words_w', ARRAY['abc', 'de'], 100)}), '6000',
 	'an answer larger than the first room comes back whole');
 is(service_requests('strings', 'words_w') - $before, 2, 'asked again with room for it');
+is(service_batches('strings', 'words_w') - $before_calls, 1, 'searched once: the worker kept the answer');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) = 6000 AND count(DISTINCT (query_no, ctid)) = 6000
+	  AND bool_and(distance = levenshtein((SELECT w FROM words t WHERE t.ctid = g.ctid), (ARRAY['abc', 'de'])[query_no]))
+	FROM genie_within('words_w', ARRAY['abc', 'de'], 100) g}), 't',
+	'the kept answer is the right one (distances by levenshtein())');
 
 # an answer past what the service hands back (64 MB: 1,900 x 3,000 rows,
 # 5.7M) is searched in-process instead, after one ask
