@@ -154,6 +154,27 @@ __device__ __forceinline__ void CountRun(const uint16_t* __restrict__ packed, in
   if (lane < n - done) c.Add(__ldg(src + done + lane), w);
 }
 
+// Words of 8-bit counters (the tiled matcher's for scores up to 255: LSH's
+// 237 tables) are compared four counters at a time.
+constexpr uint32_t kEveryByte = 0x01010101u;
+
+// Whether a word of counters holds one >= t (t >= 1): four byte compares
+// in one instruction for 8-bit counters, else any nonzero counter.
+__device__ __forceinline__ bool MayHoldAtLeast(uint32_t word, uint32_t t, uint32_t bits) {
+  return bits == 8 ? __vcmpgeu4(word, t * kEveryByte) != 0 : word != 0;
+}
+
+// The counters of a word equal to level.
+__device__ __forceinline__ int32_t TiesIn(uint32_t word, int32_t level, uint32_t bits, uint32_t per_word,
+                                          uint32_t fmask) {
+  if (bits == 8) return __popc(__vcmpeq4(word, static_cast<uint32_t>(level) * kEveryByte)) >> 3;
+  int32_t ties = 0;
+  for (uint32_t sub = 0; sub < per_word; ++sub) {
+    ties += static_cast<int32_t>((word >> (sub * bits)) & fmask) == level;
+  }
+  return ties;
+}
+
 constexpr int kTiledWarps = kTiledThreads / 32;
 constexpr int kSegChunk = 256;
 constexpr int kHistItems = 8;  // kTiledThreads * kHistItems >= kCpqMaxScore + 1
@@ -168,7 +189,7 @@ std::size_t TiledDynamicBytes(int32_t tile_words, int32_t hist_bins) {
 // grid sweeps the tiles in order and, after the first tile, the Gate of
 // every query already holds a high AuditThreshold.
 template <bool kPacked>
-__global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, GateState g) {
+__global__ void __launch_bounds__(kTiledThreads, 3) TiledKernel(TiledParams tp, GateState g) {
   extern __shared__ uint32_t dynamic_smem[];
   uint32_t* sbc = dynamic_smem;                                          // the tile's Bitmap Counter
   int32_t* hist = reinterpret_cast<int32_t*>(dynamic_smem + tp.tile_words);  // then suffix sums
@@ -182,6 +203,7 @@ __global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, Gat
   __shared__ int32_t s_level;
   __shared__ int32_t s_overflow;
   __shared__ int32_t s_slot;  // list mode: entries this tile has written
+  __shared__ uint32_t s_probe[4];  // list mode, 8-bit counters: the tile's top count, then 3 tallies
 
   const int32_t nq = g.num_queries;
   const int32_t tile = static_cast<int32_t>(blockIdx.x / nq);
@@ -266,14 +288,59 @@ __global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, Gat
   // thr = max(AT - 1, 1): objects below AT - 1 can never be top-k.
   const bool list = tp.list_mode != 0;
   const int32_t at0 = list ? 1 : LoadVolatile(g.at + q);
-  const int32_t thr = max(at0 - 1, 1);
+  int32_t thr = max(at0 - 1, 1);
   const int32_t region = tp.tile_words / kTiledWarps;  // words per warp, in object order
   const int32_t wbase = warp * region;
+
+  // List mode has no AT: every object counted would go through the
+  // histogram (an LSH tile's are nearly all >= 1, and the histogram was
+  // half the kernel's instructions).  In a dense tile (at least a posting
+  // an object) with 8-bit counters, thr rises to the largest of top/2,
+  // top/4 and top/8 (top: the tile's highest count) that at least k objects
+  // of this very tile reach: an object below it is beaten by k of them, so
+  // it is not the tile's top-k.  Two passes of byte-wise max and compares
+  // over the counters, no atomics; then the histogram and the entries skip
+  // a warp's words with no counter at or above their threshold.  A sparse
+  // tile (tag queries) keeps the plain loops: most of its words are zero,
+  // and the passes and skips cost tag batches 5-13% (bench/tiled-select-h200.txt).
+  const bool dense = list && bits == 8 && total >= tp.tile_objects;
+  if (dense) {
+    if (tid < 4) s_probe[tid] = 0;
+    __syncthreads();
+    uint32_t top = 0;
+    for (int32_t it = 0; it < region; it += 32) top = __vmaxu4(top, sbc[wbase + it + lane]);
+    top = max(max(top & 0xFFu, (top >> 8) & 0xFFu), max((top >> 16) & 0xFFu, top >> 24));
+    top = __reduce_max_sync(kFullMask, top);
+    if (lane == 0) atomicMax(&s_probe[0], top);
+    __syncthreads();
+    top = s_probe[0];
+    const uint32_t t1 = max(top >> 1, 1u), t2 = max(top >> 2, 1u), t3 = max(top >> 3, 1u);
+    uint32_t c1 = 0, c2 = 0, c3 = 0;  // set bits: 8 a counter at or above
+    for (int32_t it = 0; it < region; it += 32) {
+      const uint32_t word = sbc[wbase + it + lane];
+      c1 += __popc(__vcmpgeu4(word, t1 * kEveryByte));
+      c2 += __popc(__vcmpgeu4(word, t2 * kEveryByte));
+      c3 += __popc(__vcmpgeu4(word, t3 * kEveryByte));
+    }
+    c1 = __reduce_add_sync(kFullMask, c1);
+    c2 = __reduce_add_sync(kFullMask, c2);
+    c3 = __reduce_add_sync(kFullMask, c3);
+    if (lane == 0) {
+      atomicAdd(&s_probe[1], c1 >> 3);
+      atomicAdd(&s_probe[2], c2 >> 3);
+      atomicAdd(&s_probe[3], c3 >> 3);
+    }
+    __syncthreads();
+    const uint32_t want = static_cast<uint32_t>(k);
+    thr = static_cast<int32_t>(s_probe[1] >= want ? t1 : s_probe[2] >= want ? t2 : s_probe[3] >= want ? t3 : 1u);
+  }
 
   // Histogram of the counts >= thr.
   for (int32_t it = 0; it < region; it += 32) {
     const uint32_t word = sbc[wbase + it + lane];
-    if (__ballot_sync(kFullMask, word != 0) == 0) continue;
+    if (__ballot_sync(kFullMask, dense ? MayHoldAtLeast(word, static_cast<uint32_t>(thr), bits) : word != 0) == 0) {
+      continue;
+    }
     for (uint32_t sub = 0; sub < per_word; ++sub) {
       const int32_t c = static_cast<int32_t>((word >> (sub * bits)) & fmask);
       WarpAggregatedInc(hist, static_cast<uint32_t>(c), c >= thr);
@@ -322,10 +389,7 @@ __global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, Gat
   if (ordered) {
     int32_t mine = 0;
     for (int32_t it = 0; it < region; it += 32) {
-      const uint32_t word = sbc[wbase + it + lane];
-      for (uint32_t sub = 0; sub < per_word; ++sub) {
-        mine += static_cast<int32_t>((word >> (sub * bits)) & fmask) == level;
-      }
+      mine += TiesIn(sbc[wbase + it + lane], level, bits, per_word, fmask);
     }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) mine += __shfl_xor_sync(kFullMask, mine, off);
@@ -338,12 +402,9 @@ __global__ void __launch_bounds__(kTiledThreads) TiledKernel(TiledParams tp, Gat
   for (int32_t it = 0; it < region; it += 32) {
     const int32_t widx = wbase + it + lane;
     const uint32_t word = sbc[widx];
-    int32_t my_ties = 0;
-    if (ordered) {
-      for (uint32_t sub = 0; sub < per_word; ++sub) {
-        my_ties += static_cast<int32_t>((word >> (sub * bits)) & fmask) == level;
-      }
-    }
+    // dense: no counter of the warp's words reaches level, so no entry and no tie
+    if (dense && __ballot_sync(kFullMask, MayHoldAtLeast(word, static_cast<uint32_t>(level), bits)) == 0) continue;
+    const int32_t my_ties = ordered ? TiesIn(word, level, bits, per_word, fmask) : 0;
     int32_t incl = my_ties;
 #pragma unroll
     for (int off = 1; off < 32; off <<= 1) {
