@@ -383,10 +383,14 @@ ask_values(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool *
 	int32		n_excluded;
 	const int32 *excluded = genie_cache_excluded_main(entry, &n_excluded);
 	GenieServiceOutcome outcome;
+	int64		list_counts[2] = {0, 0};	/* EXPLAIN (ANALYZE)'s: list queries, distances */
 
 	outcome = genie_service_scan_values(&entry->main_key, entry->index_oid, genie_device_setting,
-										a->queries, a->k, genie_cluster_list_knn, excluded, n_excluded,
+										a->queries, a->k, genie_cluster_list_knn,
+										genie_explain_analyzing ? list_counts : NULL, excluded, n_excluded,
 										a->rows, engine, device_fallback, err);
+	if (outcome == GENIE_SERVICE_OK && list_counts[0] > 0)
+		genie_explain_list(list_counts[0], list_counts[1]);
 	if (outcome != GENIE_SERVICE_OK)
 		genie_value_rows_free(a->rows); /* a part may have come back before the rest failed */
 	return outcome;

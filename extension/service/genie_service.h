@@ -213,6 +213,7 @@ typedef struct GenieRequest
 	int64		scan_query_bytes;
 	int32		scan_excluded;
 	int32		scan_list_use;	/* vectors: genie.cluster_list_knn (genie_list_use) */
+	bool		scan_alone;		/* an engine call of its own: its list counts are its own (EXPLAIN) */
 
 	/*
 	 * WITHIN: a range search of the stored values, laid out as SCAN_VALUES
@@ -262,6 +263,9 @@ typedef struct GenieResponse
 	uint64		answer_token;
 	int64		superclusters_discarded;
 	int64		clusters_discarded;
+	/* SCAN_VALUES with scan_alone: its queries read through the List of Clusters, and their distances */
+	int64		list_queries;
+	int64		list_distances;
 } GenieResponse;
 
 #define GENIE_SERVICE_ALIGN(x) TYPEALIGN(16, (x))

@@ -566,7 +566,7 @@ begin_values_request(GenieRequestKind kind, const GenieServiceKey *key, Oid inde
 static GenieServiceOutcome
 scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
 				 const GenieValueBatch *queries, int q0, int q1, int32 k, int list_use,
-				 const int32 *excluded,
+				 int64 *list_counts, const int32 *excluded,
 				 int32 n_excluded, GenieValueRows *rows, int64 *capacity,
 				 genie_engine_kind *engine, bool *device_fallback, genie_error *err)
 {
@@ -583,10 +583,16 @@ scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
 
 	req->k = k;
 	req->scan_list_use = list_use;
+	req->scan_alone = list_counts != NULL;
 
 	outcome = call_for_answer(&resp, NULL, err);
 	if (outcome != GENIE_SERVICE_OK)
 		return outcome;
+	if (list_counts != NULL)
+	{
+		list_counts[0] += resp->list_queries;
+		list_counts[1] += resp->list_distances;
+	}
 	*engine = resp->engine;
 	*device_fallback |= resp->device_fallback;
 	/* answers: query_offsets, then slots distances, objects and lengths */
@@ -613,7 +619,7 @@ scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
 GenieServiceOutcome
 genie_service_scan_values(const GenieServiceKey *key, Oid index_oid, int device,
 						  const GenieValueBatch *queries, int32 k, int list_use,
-						  const int32 *excluded, int32 n_excluded, GenieValueRows *rows,
+						  int64 *list_counts, const int32 *excluded, int32 n_excluded, GenieValueRows *rows,
 						  genie_engine_kind *engine, bool *device_fallback, genie_error *err)
 {
 	int			nq = queries->n;
@@ -636,7 +642,7 @@ genie_service_scan_values(const GenieServiceKey *key, Oid index_oid, int device,
 	{
 		int			q1 = Min(nq, q0 + per_part);
 		GenieServiceOutcome outcome = scan_values_part(key, index_oid, device, queries, q0, q1,
-													   kk, list_use, excluded, n_excluded, rows,
+													   kk, list_use, list_counts, excluded, n_excluded, rows,
 													   &capacity, engine, device_fallback, err);
 
 		if (outcome != GENIE_SERVICE_OK)

@@ -74,12 +74,15 @@ extern GenieServiceOutcome genie_service_load_values(const GenieServiceKey *key,
  * without the main objects in excluded (genie_strings_scan or
  * genie_vectors_scan in the worker, on the engine genie.device asks for;
  * vectors through the version's List of Clusters as list_use, the
- * backend's genie.cluster_list_knn, says); rows->lengths is palloc'd for
- * vectors too.  NOT_RESIDENT: the worker does not hold them.
+ * backend's genie.cluster_list_knn, says); list_counts (NULL: not wanted)
+ * gets the queries read through the list and their distances, the scan
+ * then an engine call of its own (EXPLAIN (ANALYZE)).  rows->lengths is
+ * palloc'd for vectors too.  NOT_RESIDENT: the worker does not hold them.
  */
 extern GenieServiceOutcome genie_service_scan_values(const GenieServiceKey *key, Oid index_oid,
 													 int device, const GenieValueBatch *queries,
-													 int32 k, int list_use, const int32 *excluded,
+													 int32 k, int list_use, int64 *list_counts,
+													 const int32 *excluded,
 													 int32 n_excluded, GenieValueRows *rows,
 													 genie_engine_kind *engine,
 													 bool *device_fallback, genie_error *err);

@@ -230,6 +230,7 @@ same_scan(ServiceState *st, ServedValues *s, TakenRequest *a, genie_engine_kind 
 
 	return genie_service_keys_equal(&a->req.key, &b->req.key) && well_formed(s, b) &&
 		Max(ka, kb_k) <= 2 * Min(ka, kb_k) && a->req.scan_list_use == b->req.scan_list_use &&
+		!a->req.scan_alone && !b->req.scan_alone &&
 		genie_worker_resolve_kind(st, b->req.device, &kb, &err) == GENIE_OK && kb == kind &&
 		same_skips(a, b);
 }
@@ -278,6 +279,12 @@ reply(ServiceState *st, ServedValues *s, TakenRequest *t, const GenieValueFound 
 	resp->engine = genie_value_found_device(found);
 	resp->device_fallback = fallback;
 	resp->engine_ms = engine_ms;
+	if (t->req.scan_alone && found->vectors != NULL)
+	{
+		/* its own engine call (same_scan): the counts are its queries' */
+		resp->list_queries = found->vectors->listed;
+		resp->list_distances = found->vectors->list_distances;
+	}
 	offsets = (int64 *) ((char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
 	distances = (float8 *) (offsets + nq + 1);
 	objects = (int32 *) (distances + slots);

@@ -1,7 +1,7 @@
 # Range searches through the genie service (issue 30): with genie
-# preloaded, genie_within and the ball predicates on an index without a
-# List of Clusters search the main objects' stored values in the service
-# (on its engine; CPU here) and the pending ones in the backend, and answer
+# preloaded, genie_within and the ball predicates search the main objects'
+# stored values in the service (on its engine; CPU here) and the pending
+# ones in the backend, and answer
 # exactly what the sequential scan does: edit distances (levenshtein()) and
 # Euclidean distances, ties at the radius included, pending rows, deleted
 # rows, an answer larger than the room a first ask leaves (4,096 rows:
@@ -10,8 +10,9 @@
 # service's stats counting the requests.  An index with a List of Clusters
 # (vectors and strings) is searched in the service through its list, which
 # the backend hands over with the values: the same rows, fewer distances
-# (EXPLAIN (ANALYZE) through the service).  Stopping the service sends the
-# searches back in-process, with the same answers.
+# (EXPLAIN (ANALYZE) through the service); the exact kNN reads it as
+# genie.cluster_list_knn says.  Stopping the service sends the searches back
+# in-process, with the same answers.
 use strict;
 use warnings;
 use FindBin;
@@ -119,8 +120,6 @@ cmp_ok(service_requests('vectors', 'pts_lsc'), '>', 0, 'the service answered the
 my $before;
 cmp_ok(service_requests('strings', 'words_lsc'), '>', 0, 'and through a string list');
 
-# through the service, the list prunes as it does in-process: EXPLAIN
-# (ANALYZE) counts the worker's distances and discarded clusters
 $node->safe_psql('postgres', q{
 	CREATE FUNCTION genie_explain_json(q text) RETURNS json LANGUAGE plpgsql AS $f$
 	DECLARE j json;
@@ -129,6 +128,8 @@ $node->safe_psql('postgres', q{
 	  RETURN j;
 	END $f$;
 });
+# through the service, the list prunes as it does in-process: EXPLAIN
+# (ANALYZE) counts the worker's distances and discarded clusters
 my $dist = $node->safe_psql('postgres', q{
 	SELECT (genie_explain_json($q$SELECT * FROM genie_within('pts_lsc', ARRAY[ARRAY[5, 5, 5]::real[]], 1)$q$)::jsonb)->1->>'Genie Range Distances'});
 my $discarded = $node->safe_psql('postgres', q{
@@ -160,6 +161,12 @@ $before = service_requests('vectors', 'pts_lsc');
 is(knn_diff($_), '0', "genie_knn through the service with genie.cluster_list_knn = $_: the sequential scan's distances")
   for ('on', 'auto', 'off');
 cmp_ok(service_requests('vectors', 'pts_lsc') - $before, '>=', 3, 'the service answered them');
+# EXPLAIN (ANALYZE) through the service: its scan is an engine call of its
+# own, and the list's counts come back with it
+my $listed = $node->safe_psql('postgres', q{
+	SET genie.cluster_list_knn = on;
+	SELECT (genie_explain_json($q$SELECT * FROM genie_knn('pts_lsc', ARRAY(SELECT q FROM vq ORDER BY n), 7)$q$)::jsonb)->1->>'Genie List Queries'});
+is($listed, '12', 'EXPLAIN (ANALYZE) counts the 12 queries the service read through the list');
 
 # an answer of 2 x 3,000 rows: more than a first ask's room (4,096 rows),
 # so the backend asks again with room for all (two requests), and the
