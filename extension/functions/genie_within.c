@@ -8,10 +8,12 @@
  *	  index that stores its strings.  The boundary is included: a row at
  *	  exactly the radius is an answer.
  *
- * The search (genie/cluster_list.hpp) runs in this backend (beside the
- * service too, which holds no range search), vectors on the engine
- * genie.device asks for (on the GPU the CPU plans from the list's centres
- * and the device reads the members), strings on the CPU engine: over the
+ * The search (genie/cluster_list.hpp, search/genie_search_range.c) runs in
+ * this backend, or with genie preloaded in the genie service (the main
+ * rows; the pending ones here), on the engine genie.device asks for (on the
+ * GPU, for vectors the CPU plans from the list's centres and the device
+ * reads the members; for strings the device reads each query's length
+ * window): over the
  * index's List of Clusters when it keeps one (WITH (cluster_list = on):
  * clusters and superclusters that cannot meet a query's ball are skipped),
  * else over every stored value, and over each pending row; a float32 pass with a proven bound (vectors) or the length

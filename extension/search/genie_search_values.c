@@ -387,7 +387,8 @@ ask_values(GenieCachedIndex *entry, void *arg, genie_engine_kind *engine, bool *
 
 	outcome = genie_service_scan_values(&entry->main_key, entry->index_oid, genie_device_setting,
 										a->queries, a->k, genie_cluster_list_knn,
-										genie_explain_analyzing ? list_counts : NULL, excluded, n_excluded,
+										genie_explain_analyzing && a->queries->kind == GENIE_VALUES_VECTORS
+										? list_counts : NULL, excluded, n_excluded,
 										a->rows, engine, device_fallback, err);
 	if (outcome == GENIE_SERVICE_OK && list_counts[0] > 0)
 		genie_explain_list(list_counts[0], list_counts[1]);

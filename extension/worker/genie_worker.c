@@ -407,6 +407,7 @@ genie_service_main(Datum arg)
 
 	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
 		genie_runner_init(&state.runners[r], r, MyLatch);
+	genie_runner_init(&state.range_runner, GENIE_SERVICE_RANGE_RUNNER, MyLatch);
 
 	for (;;)
 	{
@@ -425,7 +426,7 @@ genie_service_main(Datum arg)
 		 * batch is in flight: exit for a fresh device context.  Every batch
 		 * searched was answered; none starts after the error.
 		 */
-		if (state.device_failed && n_in_flight() == 0)
+		if (state.device_failed && n_in_flight() == 0 && state.range_running == NULL)
 		{
 			genie_worker_publish_stats(&state);
 			ereport(LOG,
@@ -433,6 +434,9 @@ genie_service_main(Datum arg)
 			proc_exit(1);
 		}
 		(void) collect(b);
+		/* a range search done: its answer, and the next one to the range runner */
+		if (genie_worker_poll_within(&state))
+			genie_worker_publish_stats(&state);
 		/* once a second, busy or not: the versions nobody can use go */
 		now = GetCurrentTimestamp();
 		if (TimestampDifferenceExceeds(last_release, now, 1000))

@@ -366,7 +366,7 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b, GenieRunner *runner, b
 
 		if (!t->broken && t->req.kind != GENIE_REQUEST_LOAD)
 			genie_worker_forget_loads(st, t->slot);
-		/* a range search's second ask takes its kept answer (genie_worker_within) */
+		/* a range search's second ask takes its kept answer (genie_worker_within_job) */
 		if (!t->broken && t->req.kind != GENIE_REQUEST_WITHIN)
 			genie_worker_forget_kept(st, t->slot);
 		if (t->broken)
@@ -378,7 +378,7 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b, GenieRunner *runner, b
 		else if (t->req.kind == GENIE_REQUEST_SCAN_VALUES)
 			scans[n_scans++] = t;
 		else if (t->req.kind == GENIE_REQUEST_WITHIN)
-			genie_worker_within(st, t);
+			genie_worker_take_within(st, t);
 		else if (t->req.kind != GENIE_REQUEST_SEARCH)
 			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "an unknown genie service request");
 		else

@@ -253,7 +253,7 @@ genie_worker_evict_host(ServiceState *st, ServedIndex *keep_index, ServedValues 
 					vi = i;
 		if (over || full_values)
 			for (int i = 0; i < st->n_values; i++)
-				if (st->values[i] != keep_values &&
+				if (st->values[i] != keep_values && st->values[i]->busy == 0 &&
 					(vs < 0 || st->values[i]->last_used < st->values[vs]->last_used))
 					vs = i;
 		if (vi >= 0 && (vs < 0 || st->served[vi]->last_used <= st->values[vs]->last_used))
@@ -307,7 +307,7 @@ genie_worker_release_unused(ServiceState *st)
 	}
 	for (int i = 0; i < st->n_values;)
 	{
-		if (version_dropped(&st->values[i]->key))
+		if (st->values[i]->busy == 0 && version_dropped(&st->values[i]->key))
 		{
 			genie_worker_free_values(st->values[i]);
 			st->values[i] = st->values[--st->n_values];

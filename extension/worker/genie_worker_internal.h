@@ -6,11 +6,14 @@
  *	  protocol it answers), and only its files include this header.
  *
  * The files, bottom first:
- *	- genie_worker_runner.c: the thread that runs a batch's engine searches;
+ *	- genie_worker_runner.c: the threads that run a batch's engine searches,
+ *	  and the range runner's;
  *	- genie_worker_engines.c: answers, the versions held and their engines,
  *	  host memory and eviction;
- *	- genie_worker_values.c: the stored values (strings or vectors) held,
- *	  and the grouped scans of them;
+ *	- genie_worker_values.c: the stored values (strings, vectors or codes)
+ *	  held, with their List of Clusters, and the grouped scans of them;
+ *	- genie_worker_within.c: range searches of them on the range runner,
+ *	  and the answers kept for a backend's second ask;
  *	- genie_worker_loads.c: versions handed over in pieces;
  *	- genie_worker_batch.c: a cycle's requests: loads, verifications,
  *	  scans, and the searches handed to the runner;
@@ -20,6 +23,8 @@
  */
 #ifndef GENIE_WORKER_INTERNAL_H
 #define GENIE_WORKER_INTERNAL_H
+
+#include "nodes/pg_list.h"
 
 #include "service/genie_service.h"
 
@@ -45,6 +50,14 @@ typedef struct TakenRequest
  * searches the next batch, and the worker's thread collects and answers.
  */
 #define GENIE_SERVICE_RUNNERS 2
+
+/*
+ * One more thread does the range searches of stored values, one at a time
+ * in the order they came (genie_worker_within.c): their time is their
+ * answer's, unknown beforehand (a large radius reads every value), so they
+ * never hold up a batch's searches or the worker's thread.
+ */
+#define GENIE_SERVICE_RANGE_RUNNER GENIE_SERVICE_RUNNERS
 
 /*
  * The threads that may search one engine at once: the runners, and the
@@ -92,12 +105,33 @@ typedef struct ServedIndex
 } ServedIndex;
 
 /*
+ * A range search of stored values as a runner does it: the engine call's
+ * inputs, made on the worker's thread (genie_worker_within_job), and its
+ * answer.
+ */
+typedef struct WithinJob
+{
+	MemoryContext cxt;			/* the job's, its request's copy included */
+	struct ServedValues *values;	/* busy while the job holds it */
+	GenieValueBatch queries;
+	uint8	   *excluded;
+	double		radius;
+	bool		cpu_fallback;	/* auto: the CPU answers when the GPU runs out of memory */
+	genie_engine_options options;	/* the job's engine's; the runner sets the cancel */
+	genie_engine_options cpu_options;
+	genie_range_results *found;
+} WithinJob;
+
+/*
  * One engine search for a group of requests of one version, engine and k,
  * over their queries concatenated; the runner thread fills in the outcome.
+ * Or, with within set (served NULL), one range search of stored values
+ * (genie_worker_within.c).
  */
 typedef struct SearchJob
 {
 	ServedIndex *served;
+	WithinJob  *within;
 	genie_engine_kind kind;
 	int32		k;
 	TakenRequest **members;
@@ -146,6 +180,7 @@ typedef struct ServedValues
 	GenieValueSet set;
 	/* the index's List of Clusters of them (NULL: none), which range searches prune by */
 	genie_cluster_list *list;
+	int			busy;			/* range searches of them handed to a runner */
 	int64		host_bytes;
 	uint64		last_used;
 	GenieServiceIndexStats stats[2];	/* by the engine that scanned */
@@ -194,12 +229,15 @@ typedef struct KeptAnswer
 	int32		n_queries;
 	float8		radius;
 	genie_range_results *found;
+	Size		bytes;			/* its answer's (GENIE_WITHIN_ANSWER_BYTES) */
 	bool		device_fallback;
 	double		engine_ms;
 	TimestampTz kept_at;
 } KeptAnswer;
 
+/* At most this many kept answers, of this many bytes in all. */
 #define GENIE_SERVICE_MAX_KEPT 8
+#define GENIE_SERVICE_MAX_KEPT_BYTES ((Size) 256 << 20)
 
 typedef struct ServiceState
 {
@@ -231,6 +269,10 @@ typedef struct ServiceState
 	KeptAnswer	kept[GENIE_SERVICE_MAX_KEPT];
 	int			n_kept;
 	uint64		last_token;
+	/* range searches: the one the range runner does (or NULL), those waiting */
+	GenieRunner range_runner;
+	SearchJob  *range_running;
+	List	   *range_waiting;
 } ServiceState;
 
 /* genie_worker_engines.c: answers */
@@ -292,8 +334,24 @@ extern void genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequ
 extern void genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
 /* Answers the cycle's scans, one engine call per group that can share one. */
 extern void genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n);
-/* Answers a range search of stored values (one engine call, through their list if any). */
-extern void genie_worker_within(ServiceState *st, TakenRequest *t);
+/* A scan's or range search's queries, checked against its payload; false when malformed. */
+extern bool genie_worker_read_queries(TakenRequest *t, GenieValueBatch *queries);
+/* The main objects t skips, one flag each (palloc'd); NULL when none. */
+extern uint8 *genie_worker_excluded_flags(TakenRequest *t, int32 n_main);
+/* After a search through s's list: its host bytes count the rows its first CPU search copied. */
+extern void genie_worker_count_list_bytes(ServedValues *s);
+
+/*
+ * genie_worker_within.c: range searches of stored values.  Takes range
+ * search t of this cycle: answers it (its kept answer, or an error), or
+ * queues a job of its own (t copied) for the range runner.
+ */
+extern void genie_worker_take_within(ServiceState *st, TakenRequest *t);
+/*
+ * Answers the range search the range runner finished and hands it the next
+ * one; true when it answered one.
+ */
+extern bool genie_worker_poll_within(ServiceState *st);
 /* Drops the kept range answers of slot (-1: those older than a second). */
 extern void genie_worker_forget_kept(ServiceState *st, int slot);
 

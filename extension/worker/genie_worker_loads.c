@@ -182,7 +182,8 @@ genie_worker_handle_load(ServiceState *st, TakenRequest *t)
 			genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
 			return;
 		}
-		if (req->load_total < 0 || req->load_list_bytes < 0 || list_bytes > total)
+		if (req->load_total < 0 || req->load_list_bytes < 0 || list_bytes > total ||
+			(list_bytes > 0 && req->values_kind == GENIE_VALUES_CODES))
 		{
 			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed genie index hand-over");
 			return;

@@ -8,8 +8,10 @@
  *	  with several, the CPU engine searches several batches at once (its
  *	  calls run concurrently; the GPU engine's one at a time).
  *
- * A thread calls only the C API (genie_engine_search) and SetLatch, which
- * is safe from any thread: it sets a flag and signals the process.  It never
+ * A thread calls only the C API (genie_engine_search, and for a range search
+ * of stored values genie_value_set_within, which only calls it) and
+ * SetLatch, which is safe from any thread: it sets a flag and signals the
+ * process.  It never
  * touches PostgreSQL memory other than the jobs the worker hands it, which
  * the worker leaves alone until the runner says it is done.  Its signals
  * are blocked from its start, so they all go to the worker's thread.  If it
@@ -42,7 +44,7 @@ typedef struct RunnerThread
 	bool		has_work;
 } RunnerThread;
 
-static RunnerThread runner_threads[GENIE_SERVICE_RUNNERS];
+static RunnerThread runner_threads[GENIE_SERVICE_RUNNERS + 1];	/* and the range runner */
 static pthread_mutex_t cancel_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static double
@@ -125,12 +127,48 @@ genie_worker_job_cancelled(void *arg)
 	return all_withdrawn(job->members, job->n_members) ? 1 : 0;
 }
 
+/*
+ * A range search of stored values: its engine call, and on the CPU when an
+ * auto request's GPU ran out of memory.  It stops when its backend withdrew.
+ */
+static void
+run_within(SearchJob *job)
+{
+	WithinJob  *w = job->within;
+	double		start = now_ms();
+
+	w->options.cancel = genie_worker_job_cancelled;
+	w->options.cancel_arg = job;
+	w->cpu_options.cancel = genie_worker_job_cancelled;
+	w->cpu_options.cancel_arg = job;
+	w->found = NULL;
+	job->status = genie_value_set_within(&w->values->set, job->kind, &w->options, &w->queries, w->radius,
+										 w->excluded, w->values->list, NULL, NULL, &w->found, &job->err);
+	if (job->status == GENIE_DEVICE_OUT_OF_MEMORY && w->cpu_fallback)
+	{
+		job->device_fallback = true;
+		genie_range_results_free(w->found);
+		w->found = NULL;
+		job->status = genie_value_set_within(&w->values->set, GENIE_ENGINE_CPU, &w->cpu_options, &w->queries,
+											 w->radius, w->excluded, w->values->list, NULL, NULL, &w->found,
+											 &job->err);
+	}
+	job->engine_ms = now_ms() - start;
+}
+
 void
 genie_run_job(SearchJob *job, int searcher)
 {
 	ServedIndex *s = job->served;
-	CancelGroup *group = &s->cancel[job->kind];
+	CancelGroup *group;
 	double		start = now_ms();
+
+	if (job->within != NULL)
+	{
+		run_within(job);
+		return;
+	}
+	group = &s->cancel[job->kind];
 
 	/* the engine's cancel callback reads these: the backends it serves */
 	genie_cancel_group_set(group, searcher, job->members, job->n_members);

@@ -4,9 +4,8 @@
  *	  The genie service worker's stored values: the main objects' strings,
  *	  vectors or codes of an index version (service/genie_values.h), handed
  *	  over by a backend like the postings and kept under the same key, and
- *	  the scans of them (edit, Euclidean or Hamming distance) and their
- *	  range searches (edit or Euclidean distance) on the GPU or the CPU
- *	  engine.
+ *	  the scans of them (edit, Euclidean or Hamming distance) on the GPU or
+ *	  the CPU engine.
  *
  * A backend asks for the k nearest main values of its queries, skipping
  * the main objects it knows are dead or NULL; it scans its own pending
@@ -17,11 +16,8 @@
  * every session's queries, which is what makes many sessions cheap.  The
  * worker scans on its own thread, as it verifies genie_similar
  * candidates; a scan stops when every backend of the call withdrew.  The
- * LSH mode's re-ranking of candidates stays in the backend.  A range search
- * is one engine call of its own (its radius is its own), through the
- * index's List of Clusters when the backend handed one over with the
- * values; an answer larger than the room its backend left is kept for the
- * backend's second ask, which names it.
+ * LSH mode's re-ranking of candidates stays in the backend.  Range searches
+ * of the values run on the runner threads (genie_worker_within.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -146,12 +142,8 @@ genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenReques
 	genie_worker_add_values(st, s, t);
 }
 
-/*
- * After a search through s's list: its first CPU search copied the rows in
- * the list's order, which the host bytes count from then on.
- */
-static void
-count_list_bytes(ServedValues *s)
+void
+genie_worker_count_list_bytes(ServedValues *s)
 {
 	int64		now;
 
@@ -174,9 +166,8 @@ skipped_ids(TakenRequest *t)
 	return (const int32 *) (t->payload + TYPEALIGN(8, (Size) t->req.scan_query_bytes));
 }
 
-/* A scan request's queries, checked against its payload; false when malformed. */
-static bool
-read_queries(TakenRequest *t, GenieValueBatch *queries)
+bool
+genie_worker_read_queries(TakenRequest *t, GenieValueBatch *queries)
 {
 	GenieRequest *r = &t->req;
 
@@ -202,7 +193,7 @@ well_formed(const ServedValues *s, TakenRequest *t)
 	/* the queries first: their layout bounds n_queries by the payload's size */
 	return TYPEALIGN(8, (Size) r->scan_query_bytes) + sizeof(int32) * (Size) r->scan_excluded <=
 		t->payload_size &&
-		read_queries(t, &queries) &&
+		genie_worker_read_queries(t, &queries) &&
 		GENIE_SCAN_ANSWER_BYTES(r->n_queries, r->k) <= r->response_capacity;
 }
 
@@ -217,7 +208,9 @@ same_skips(TakenRequest *a, TakenRequest *b)
  * Whether two scans of s can share one engine call: same values, engine and
  * skipped objects, and k within a factor of two (the group runs with its
  * largest k, so a backend widening k for invisible rows does not make every
- * other member's scan gather that many rows).
+ * other member's scan gather that many rows); vectors with a list, the same
+ * genie.cluster_list_knn; and neither under EXPLAIN (ANALYZE) (scan_alone:
+ * its list counts are its own).
  */
 static bool
 same_scan(ServiceState *st, ServedValues *s, TakenRequest *a, genie_engine_kind kind,
@@ -229,18 +222,16 @@ same_scan(ServiceState *st, ServedValues *s, TakenRequest *a, genie_engine_kind 
 	int64		kb_k = b->req.k;
 
 	return genie_service_keys_equal(&a->req.key, &b->req.key) && well_formed(s, b) &&
-		Max(ka, kb_k) <= 2 * Min(ka, kb_k) && a->req.scan_list_use == b->req.scan_list_use &&
+		Max(ka, kb_k) <= 2 * Min(ka, kb_k) &&
+		(s->list == NULL || s->set.kind != GENIE_VALUES_VECTORS ||
+		 a->req.scan_list_use == b->req.scan_list_use) &&
 		!a->req.scan_alone && !b->req.scan_alone &&
 		genie_worker_resolve_kind(st, b->req.device, &kb, &err) == GENIE_OK && kb == kind &&
 		same_skips(a, b);
 }
 
-/*
- * The skipped main objects of a group (all members skip the same) as one
- * flag per main object; NULL when none is skipped.
- */
-static uint8 *
-excluded_flags(TakenRequest *t, int32 n_main)
+uint8 *
+genie_worker_excluded_flags(TakenRequest *t, int32 n_main)
 {
 	const int32 *ids = skipped_ids(t);
 	uint8	   *flags;
@@ -320,7 +311,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	GenieValueBatch *parts = palloc(sizeof(GenieValueBatch) * n);
 	GenieValueBatch queries;
-	uint8	   *excluded = excluded_flags(group[0], s->key.n_main_objects);
+	uint8	   *excluded = genie_worker_excluded_flags(group[0], s->key.n_main_objects);
 	int32		k = 0;
 	GenieValueFound found;
 	genie_engine_options options;
@@ -336,7 +327,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 
 	for (int i = 0; i < n; i++)
 	{
-		(void) read_queries(group[i], &parts[i]);	/* well_formed read them */
+		(void) genie_worker_read_queries(group[i], &parts[i]);	/* well_formed read them */
 		k = Max(k, group[i]->req.k);
 	}
 	genie_value_batch_concat(parts, n, &queries);
@@ -369,7 +360,7 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 		else
 			reply(st, s, group[i], &found, q0, fallback, engine_ms);
 	}
-	count_list_bytes(s);
+	genie_worker_count_list_bytes(s);
 	if (status == GENIE_OK)
 		genie_worker_count_batch(&s->stats[genie_value_found_device(&found) == GENIE_ENGINE_GPU ?
 										   GENIE_ENGINE_GPU : GENIE_ENGINE_CPU],
@@ -428,213 +419,4 @@ genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n)
 	}
 	pfree(group);
 	pfree(done);
-}
-
-/* ---- range searches ---- */
-
-/* Whether t is a well-formed range search of s's values. */
-static bool
-within_well_formed(const ServedValues *s, TakenRequest *t)
-{
-	GenieRequest *r = &t->req;
-	GenieValueBatch queries;
-
-	if (r->n_queries < 1 || r->scan_excluded < 0 || r->scan_excluded > s->key.n_main_objects ||
-		r->scan_query_bytes < 0 || r->values_kind != s->set.kind || isnan(r->within_radius) ||
-		r->within_radius < 0 ||
-		(s->set.kind != GENIE_VALUES_STRINGS && r->value_dim != genie_value_set_dim(&s->set)) ||
-		s->set.kind == GENIE_VALUES_CODES)
-		return false;
-	return TYPEALIGN(8, (Size) r->scan_query_bytes) + sizeof(int32) * (Size) r->scan_excluded <=
-		t->payload_size &&
-		read_queries(t, &queries) &&
-		GENIE_WITHIN_ANSWER_BYTES(r->n_queries, 0) <= r->response_capacity;
-}
-
-/*
- * Writes t's range answer, or, when it needs more room than t gave, its
- * size alone and the token under which the worker keeps it for the
- * backend's next ask (true: kept, found is the kept answer's now).
- */
-static bool
-reply_within(ServiceState *st, TakenRequest *t, const genie_range_results *found, bool fallback,
-			 double engine_ms)
-{
-	int			nq = t->req.n_queries;
-	int64		n = found->query_offsets[nq];
-	Size		need = GENIE_WITHIN_ANSWER_BYTES(nq, n);
-	bool		keep = need > t->req.response_capacity && need <= GENIE_SERVICE_MAX_ANSWER_BYTES;
-	GenieResponse *resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
-	int64	   *offsets;
-	float8	   *distances;
-
-	if (resp == NULL)
-		return false;
-	resp->engine = found->device;
-	resp->device_fallback = fallback;
-	resp->engine_ms = engine_ms;
-	resp->n_hits = n;
-	resp->answer_bytes = (int64) need;
-	resp->distances_computed = found->distances_computed;
-	resp->superclusters_discarded = found->superclusters_discarded;
-	resp->clusters_discarded = found->clusters_discarded;
-	if (need <= t->req.response_capacity)
-	{
-		offsets = (int64 *) ((char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
-		distances = (float8 *) (offsets + nq + 1);
-		memcpy(offsets, found->query_offsets, sizeof(int64) * (nq + 1));
-		memcpy(distances, found->distances, sizeof(float8) * n);
-		memcpy(distances + n, found->objects, sizeof(int32) * n);
-	}
-	else if (keep)
-	{
-		KeptAnswer *k;
-
-		if (st->n_kept == GENIE_SERVICE_MAX_KEPT)
-		{
-			/* the oldest goes: its backend searches again if it still asks */
-			genie_range_results_free(st->kept[0].found);
-			memmove(&st->kept[0], &st->kept[1], sizeof(KeptAnswer) * --st->n_kept);
-		}
-		k = &st->kept[st->n_kept++];
-		k->slot = t->slot;
-		k->pid = genie_service_shared->slots[t->slot].pid;
-		k->token = ++st->last_token;
-		k->key = t->req.key;
-		k->n_queries = nq;
-		k->radius = t->req.within_radius;
-		k->found = (genie_range_results *) found;
-		k->device_fallback = fallback;
-		k->engine_ms = engine_ms;
-		k->kept_at = GetCurrentTimestamp();
-		resp->answer_token = k->token;
-	}
-	genie_worker_end_reply(t, GENIE_SLOT_DONE);
-	return keep;
-}
-
-void
-genie_worker_forget_kept(ServiceState *st, int slot)
-{
-	TimestampTz now = GetCurrentTimestamp();
-
-	for (int i = st->n_kept - 1; i >= 0; i--)
-	{
-		KeptAnswer *k = &st->kept[i];
-
-		if (slot >= 0 ? k->slot == slot : TimestampDifferenceExceeds(k->kept_at, now, 1000))
-		{
-			genie_range_results_free(k->found);
-			memmove(k, k + 1, sizeof(KeptAnswer) * (--st->n_kept - i));
-		}
-	}
-}
-
-/*
- * The answer t's backend was told its first ask's is kept under (and its
- * slot's other kept answers dropped); false when it is not kept (any more).
- */
-static bool
-answer_kept(ServiceState *st, TakenRequest *t)
-{
-	bool		answered = false;
-
-	for (int i = st->n_kept - 1; i >= 0 && t->req.within_answer != 0; i--)
-	{
-		KeptAnswer *k = &st->kept[i];
-
-		if (k->slot == t->slot && k->token == t->req.within_answer &&
-			k->pid == genie_service_shared->slots[t->slot].pid &&
-			genie_service_keys_equal(&k->key, &t->req.key) && k->n_queries == t->req.n_queries &&
-			k->radius == t->req.within_radius &&
-			GENIE_WITHIN_ANSWER_BYTES(k->n_queries, k->found->query_offsets[k->n_queries]) <=
-			t->req.response_capacity)
-		{
-			ServedValues *s = genie_worker_find_values(st, &t->req.key);
-
-			(void) reply_within(st, t, k->found, k->device_fallback, k->engine_ms);
-			/* a request, not another engine call */
-			if (s != NULL)
-				s->stats[k->found->device == GENIE_ENGINE_GPU ? GENIE_ENGINE_GPU
-						 : GENIE_ENGINE_CPU].requests++;
-			answered = true;
-			break;
-		}
-	}
-	genie_worker_forget_kept(st, t->slot);
-	return answered;
-}
-
-void
-genie_worker_within(ServiceState *st, TakenRequest *t)
-{
-	ServedValues *s = genie_worker_find_values(st, &t->req.key);
-	MemoryContext cxt;
-	MemoryContext old;
-	GenieValueBatch queries;
-	uint8	   *excluded;
-	genie_engine_kind kind;
-	genie_engine_options options;
-	genie_range_results *found = NULL;
-	CancelGroup cancel;
-	genie_error err;
-	genie_status status;
-	bool		fallback = false;
-	TimestampTz started;
-
-	if (answer_kept(st, t))
-		return;
-	if (s == NULL || s->set.kind != t->req.values_kind)
-	{
-		genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
-		return;
-	}
-	if (!within_well_formed(s, t))
-	{
-		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed genie range search request");
-		return;
-	}
-	s->last_used = ++st->clock;
-	if (genie_worker_resolve_kind(st, t->req.device, &kind, &err) != GENIE_OK)
-	{
-		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
-		return;
-	}
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "genie service range search", ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(cxt);
-	(void) read_queries(t, &queries);	/* within_well_formed read them */
-	excluded = excluded_flags(t, s->key.n_main_objects);
-	genie_cancel_group_one(&cancel, &t, 1);
-	genie_worker_engine_options(kind, &cancel, &options);
-	started = GetCurrentTimestamp();
-	status = genie_value_set_within(&s->set, kind, &options, &queries, t->req.within_radius, excluded,
-									s->list, NULL, NULL, &found, &err);
-	if (status == GENIE_DEVICE_OUT_OF_MEMORY && t->req.device != GENIE_DEVICE_SETTING_GPU)
-	{
-		/* auto: the CPU answers; genie.device = gpu gets the error */
-		fallback = true;
-		genie_worker_engine_options(GENIE_ENGINE_CPU, &cancel, &options);
-		status = genie_value_set_within(&s->set, GENIE_ENGINE_CPU, &options, &queries, t->req.within_radius,
-										excluded, s->list, NULL, NULL, &found, &err);
-	}
-	if (status == GENIE_DEVICE_ERROR)
-		st->device_failed = true;
-	if (status == GENIE_CANCELLED)
-		genie_worker_fail_request(t);
-	else if (status != GENIE_OK)
-		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
-	else
-	{
-		double		engine_ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
-
-		genie_worker_count_batch(&s->stats[found->device == GENIE_ENGINE_GPU ? GENIE_ENGINE_GPU
-										   : GENIE_ENGINE_CPU],
-								 &t, 1, t->req.n_queries, engine_ms);
-		if (reply_within(st, t, found, fallback, engine_ms))
-			found = NULL;		/* kept for the backend's next ask */
-		count_list_bytes(s);
-	}
-	genie_range_results_free(found);
-	MemoryContextSwitchTo(old);
-	MemoryContextDelete(cxt);
 }

@@ -11,7 +11,9 @@
 # (vectors and strings) is searched in the service through its list, which
 # the backend hands over with the values: the same rows, fewer distances
 # (EXPLAIN (ANALYZE) through the service); the exact kNN reads it as
-# genie.cluster_list_knn says.  Stopping the service sends the searches back
+# genie.cluster_list_knn says.  A long range search runs on the service's
+# range runner: other sessions' requests are answered meanwhile, and a
+# cancel stops it.  Stopping the service sends the searches back
 # in-process, with the same answers.
 use strict;
 use warnings;
@@ -20,6 +22,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time);
 
 my $node = PostgreSQL::Test::Cluster->new('service_within');
 $node->init;
@@ -130,12 +133,14 @@ $node->safe_psql('postgres', q{
 });
 # through the service, the list prunes as it does in-process: EXPLAIN
 # (ANALYZE) counts the worker's distances and discarded clusters
+my $lsc_before = service_requests('vectors', 'pts_lsc');
 my $dist = $node->safe_psql('postgres', q{
 	SELECT (genie_explain_json($q$SELECT * FROM genie_within('pts_lsc', ARRAY[ARRAY[5, 5, 5]::real[]], 1)$q$)::jsonb)->1->>'Genie Range Distances'});
 my $discarded = $node->safe_psql('postgres', q{
 	SELECT (genie_explain_json($q$SELECT * FROM genie_within('pts_lsc', ARRAY[ARRAY[5, 5, 5]::real[]], 1)$q$)::jsonb)->1->>'Genie Discarded Clusters'});
 my $dist_all = $node->safe_psql('postgres', q{
 	SELECT (genie_explain_json($q$SELECT * FROM genie_within('pts_v', ARRAY[ARRAY[5, 5, 5]::real[]], 1)$q$)::jsonb)->1->>'Genie Range Distances'});
+cmp_ok(service_requests('vectors', 'pts_lsc') - $lsc_before, '>=', 2, 'the service answered the EXPLAINed searches');
 cmp_ok($dist, '<', 4000 / 3, "through the service the list computes a third of the distances or fewer ($dist)");
 cmp_ok($discarded, '>', 0, "and discards clusters ($discarded)");
 is($dist_all, '4000', 'without a list the service reads every row');
@@ -163,10 +168,12 @@ is(knn_diff($_), '0', "genie_knn through the service with genie.cluster_list_knn
 cmp_ok(service_requests('vectors', 'pts_lsc') - $before, '>=', 3, 'the service answered them');
 # EXPLAIN (ANALYZE) through the service: its scan is an engine call of its
 # own, and the list's counts come back with it
+my $listed_before = service_requests('vectors', 'pts_lsc');
 my $listed = $node->safe_psql('postgres', q{
 	SET genie.cluster_list_knn = on;
 	SELECT (genie_explain_json($q$SELECT * FROM genie_knn('pts_lsc', ARRAY(SELECT q FROM vq ORDER BY n), 7)$q$)::jsonb)->1->>'Genie List Queries'});
 is($listed, '12', 'EXPLAIN (ANALYZE) counts the 12 queries the service read through the list');
+is(service_requests('vectors', 'pts_lsc') - $listed_before, 1, 'in one request of the service');
 
 # an answer of 2 x 3,000 rows: more than a first ask's room (4,096 rows),
 # so the backend asks again with room for all (two requests), and the
@@ -198,6 +205,75 @@ is($node->safe_psql('postgres', q{
 	'5700000', 'an answer past 64 MB comes back whole, searched in-process');
 is(service_requests('strings', 'words_w') - $before, 1, 'after one ask of the service');
 
+# a long range search runs on the service's range runner: meanwhile the
+# worker answers other sessions' requests (a kNN of stored values here,
+# which its own thread scans); before, it searched on the worker's thread
+# and every other request waited for it
+$node->safe_psql('postgres', q{
+	CREATE TABLE big (id int PRIMARY KEY, v real[]);
+	INSERT INTO big SELECT i, ARRAY(SELECT ((i * 7919 + j * 104729) % 1000)::real / 10 FROM generate_series(1, 32) j)
+	FROM generate_series(1, 100000) i;
+	CREATE INDEX big_v ON big USING genie (v genie_vector_ops) WITH (m = 0);
+	CREATE TABLE bigq (n int, q real[]);
+	INSERT INTO bigq SELECT n, ARRAY(SELECT ((n * 31 + j * 17) % 1000)::real / 10 FROM generate_series(1, 32) j)
+	FROM generate_series(1, 20000) n;
+	SELECT count(*) FROM genie_within('big_v', ARRAY[ARRAY(SELECT 1::real FROM generate_series(1, 32))], 1);
+});
+my $big_before = $node->safe_psql('postgres', q{
+	SELECT coalesce(sum(requests), 0) FROM genie_service_stats() WHERE index = 'big_v'::regclass});
+# a session running the 20,000 queries' range search (3-4 s on 2 cores), once it runs
+sub start_long_range
+{
+	my ($what) = @_;
+	my $session = $node->background_psql('postgres', on_error_stop => 0);
+	$session->query_until(qr/started/, q{
+		\echo started
+		SELECT count(*) AS long_range FROM genie_within('big_v', (SELECT array_agg(q) FROM bigq), 5);
+	});
+	ok($node->poll_query_until('postgres', q{
+		SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%long_range%' AND state = 'active'
+		AND pid <> pg_backend_pid()}), $what);
+	return $session;
+}
+my $long = start_long_range('the long range search runs');
+my $scans_before = $node->safe_psql('postgres', q{
+	SELECT coalesce(sum(requests), 0) FROM genie_service_stats() WHERE index = 'pts_v'::regclass});
+my $started = time();
+for my $i (1 .. 5)
+{
+	$node->safe_psql('postgres', qq{SELECT count(*) FROM genie_knn('pts_v', ARRAY[ARRAY[$i, 2, 3]::real[]], 5)});
+}
+my $light_s = sprintf('%.3f', time() - $started);
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%long_range%' AND state = 'active' AND pid <> pg_backend_pid()}),
+	'1', "five kNN statements through the service were answered while the long range search ran (${light_s} s)");
+cmp_ok($node->safe_psql('postgres', q{
+	SELECT coalesce(sum(requests), 0) FROM genie_service_stats() WHERE index = 'pts_v'::regclass}) - $scans_before,
+	'>=', 5, 'by the service');
+$long->quit;
+cmp_ok($node->safe_psql('postgres', q{
+	SELECT coalesce(sum(requests), 0) FROM genie_service_stats() WHERE index = 'big_v'::regclass}) - $big_before,
+	'>=', 1, 'the long range search was the service\'s too');
+
+# a cancel stops it on the range runner: the statement ends at once, and
+# the next range search is answered
+$long = start_long_range('another long range search runs');
+$started = time();
+$node->safe_psql('postgres', q{
+	SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE '%long_range%' AND pid <> pg_backend_pid()});
+ok($node->poll_query_until('postgres', q{
+	SELECT count(*) = 0 FROM pg_stat_activity WHERE query LIKE '%long_range%' AND state = 'active' AND pid <> pg_backend_pid()}),
+	'cancelled');
+my $cancel_s = time() - $started;
+cmp_ok($cancel_s, '<', 1.0, sprintf('the statement ended %.3f s after the cancel', $cancel_s));
+$long->quit;
+# the range runner stopped the cancelled search: the next one does not wait
+# the rest of it (3-4 s on 2 cores)
+$started = time();
+is(words_diff(2), '0', 'the next range search through the service: the sequential scan\'s rows');
+my $next_s = time() - $started;
+cmp_ok($next_s, '<', 1.5, sprintf('in %.3f s: the cancelled search stopped in the service', $next_s));
+
 # pending rows (inserted since the build) and deleted ones
 $node->safe_psql('postgres', q{
 	INSERT INTO words SELECT 5000 + i, substr(md5((i * 13)::text), 2, 4 + i % 3) FROM generate_series(1, 300) i;
@@ -208,7 +284,11 @@ $node->safe_psql('postgres', q{
 check_all('with pending and deleted rows');
 # merged: the main objects now exclude the dead ones
 $node->safe_psql('postgres', 'VACUUM words; VACUUM pts');
+my %vacuum_before = map { $_ => service_requests($_ eq 'words_lsc' ? 'strings' : 'vectors', $_) } ('words_lsc', 'pts_lsc');
 check_all('after VACUUM');
+cmp_ok(service_requests('strings', 'words_lsc') - $vacuum_before{words_lsc}, '>', 0,
+	'after VACUUM the service answers through the merged string list');
+cmp_ok(service_requests('vectors', 'pts_lsc') - $vacuum_before{pts_lsc}, '>', 0, 'and the vector list');
 
 # the service stopped: the same answers in-process
 $node->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'genie service'});
