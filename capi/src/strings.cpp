@@ -31,7 +31,8 @@ struct genie_strings {
   genie::StringSet set;
 #ifdef GENIE_WITH_CUDA
   mutable std::mutex gpu_mutex;  // the GPU copies are made on first use
-  std::unique_ptr<genie::GpuStringSet> gpu;
+  // shared: a call keeps its copy while another, on another device, makes a new one
+  std::shared_ptr<genie::GpuStringSet> gpu;
   int32_t gpu_device = -1;
   std::unique_ptr<StringGroup> group;  // several GPUs
 #endif
@@ -45,15 +46,19 @@ genie::Status ToCResults(const genie::StringScanResult& r, genie_engine_kind dev
 }
 
 #ifdef GENIE_WITH_CUDA
-// The set's GPU copy on the device of options, made on first use.
-genie::Status GpuCopy(genie_strings* strings, int32_t device_ordinal, genie::GpuStringSet** out) {
+// The set's GPU copy on the device of options, made on first use; *out is
+// the call's reference (calls may run concurrently from several threads,
+// and one on another device replaces the set's copy, not the caller's).
+genie::Status GpuCopy(genie_strings* strings, int32_t device_ordinal, std::shared_ptr<genie::GpuStringSet>* out) {
   std::lock_guard<std::mutex> lock(strings->gpu_mutex);
   if (strings->gpu == nullptr || strings->gpu_device != device_ordinal) {
     strings->gpu.reset();
-    GENIE_RETURN_IF_ERROR(genie::GpuStringSet::Create(strings->set, device_ordinal, &strings->gpu));
+    std::unique_ptr<genie::GpuStringSet> made;
+    GENIE_RETURN_IF_ERROR(genie::GpuStringSet::Create(strings->set, device_ordinal, &made));
+    strings->gpu = std::move(made);
     strings->gpu_device = device_ordinal;
   }
-  *out = strings->gpu.get();
+  *out = strings->gpu;
   return genie::Status::Ok();
 }
 
@@ -203,7 +208,7 @@ genie_status genie_strings_scan(genie_strings* strings, genie_engine_kind device
         GENIE_RETURN_IF_ERROR(GroupScan(strings->set, g, engine_options, request, &found));
         return ToCResults(found, GENIE_ENGINE_GPU, results);
       }
-      genie::GpuStringSet* gpu = nullptr;
+      std::shared_ptr<genie::GpuStringSet> gpu;
       genie::Status status = GpuCopy(strings, one.device_ordinal, &gpu);
       if (status.ok()) {
         GENIE_RETURN_IF_ERROR(gpu->Scan(strings->set, request, engine_options.threads, &found,
@@ -288,7 +293,7 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
     if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO && device != GENIE_ENGINE_GPU)
       return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
     if (device != GENIE_ENGINE_CPU && scan->candidate_offsets == nullptr) {
-      genie::GpuStringSet* gpu = nullptr;
+      std::shared_ptr<genie::GpuStringSet> gpu;
       const genie::Status status = GpuCopy(strings, engine_options.device_ordinal, &gpu);
       // AUTO without a usable GPU searches on the CPU; every other failure goes to the caller
       if (!status.ok() && (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE)) return status;

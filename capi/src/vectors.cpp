@@ -37,7 +37,8 @@ struct genie_vectors {
   bool sealed = true;
 #ifdef GENIE_WITH_CUDA
   mutable std::mutex gpu_mutex;  // the GPU copies are made on first use
-  std::unique_ptr<genie::GpuVectorSet> gpu;
+  // shared: a call keeps its copy while another, with other options, makes a new one
+  std::shared_ptr<genie::GpuVectorSet> gpu;
   int32_t gpu_device = -1;
   uint64_t gpu_budget = 0;
   std::unique_ptr<VectorGroup> group;  // several GPUs: made on first use too
@@ -99,18 +100,23 @@ genie::Status ToCResults(const genie::VectorScanResult& r, genie_engine_kind dev
 }
 
 #ifdef GENIE_WITH_CUDA
-// The set's GPU copy for this device and budget, made on first use.
-genie::Status GpuCopy(genie_vectors* vectors, const genie::EngineOptions& options, genie::GpuVectorSet** out) {
+// The set's GPU copy for this device and budget, made on first use; *out
+// is the call's reference (calls may run concurrently from several threads,
+// and one with other options replaces the set's copy, not the caller's).
+genie::Status GpuCopy(genie_vectors* vectors, const genie::EngineOptions& options,
+                      std::shared_ptr<genie::GpuVectorSet>* out) {
   std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
   if (vectors->gpu == nullptr || vectors->gpu_device != options.device_ordinal ||
       vectors->gpu_budget != options.memory_budget_bytes) {
     vectors->gpu.reset();
+    std::unique_ptr<genie::GpuVectorSet> made;
     GENIE_RETURN_IF_ERROR(genie::GpuVectorSet::Create(vectors->set, options.device_ordinal,
-                                                      options.memory_budget_bytes, &vectors->gpu));
+                                                      options.memory_budget_bytes, &made));
+    vectors->gpu = std::move(made);
     vectors->gpu_device = options.device_ordinal;
     vectors->gpu_budget = options.memory_budget_bytes;
   }
-  *out = vectors->gpu.get();
+  *out = vectors->gpu;
   return genie::Status::Ok();
 }
 
@@ -302,7 +308,7 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
         GENIE_RETURN_IF_ERROR(GroupScan(set, g, engine_options, request, &found, &parts));
         return ToCResults(found, GENIE_ENGINE_GPU, parts, results);
       }
-      genie::GpuVectorSet* gpu = nullptr;
+      std::shared_ptr<genie::GpuVectorSet> gpu;
       genie::Status status = GpuCopy(vectors, one, &gpu);
       if (status.ok()) {
         GENIE_RETURN_IF_ERROR(gpu->Scan(set, request, &found, engine_options.cancel));
@@ -449,7 +455,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
     // given candidates are the CPU's (RangeSearchHandle): no device copy for them
     if (device != GENIE_ENGINE_CPU && scan->candidate_offsets == nullptr) {
       const genie::EngineOptions engine_options = ToEngineOptions(options);
-      genie::GpuVectorSet* gpu = nullptr;
+      std::shared_ptr<genie::GpuVectorSet> gpu;
       genie::Status status = GpuCopy(vectors, engine_options, &gpu);
       // AUTO without a usable GPU searches on the CPU; every other failure goes to the caller
       if (!status.ok() && (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE)) return status;

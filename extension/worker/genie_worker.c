@@ -57,12 +57,14 @@ service_exit(int code, Datum arg)
 
 	/*
 	 * A runner thread may be inside an engine: exit's teardown must not
-	 * pull the CUDA runtime from under it.  Its engine polls ProcDiePending;
-	 * other exits wait for the batches, at most a few seconds in all.
+	 * pull the CUDA runtime from under it.  Its engine polls ProcDiePending
+	 * (the range runner's also the abandon flag); other exits wait for the
+	 * batches, at most a few seconds in all.
 	 */
-	for (int r = 0, i = 0; r < GENIE_SERVICE_RUNNERS && i < 50000; i++)
+	genie_runner_abandon_range();
+	for (int r = 0, i = 0; r <= GENIE_SERVICE_RUNNERS && i < 50000; i++)
 	{
-		if (genie_runner_done(&state.runners[r]))
+		if (genie_runner_done(r < GENIE_SERVICE_RUNNERS ? &state.runners[r] : &state.range_runner))
 			r++;
 		else
 			pg_usleep(100);
@@ -424,14 +426,28 @@ genie_service_main(Datum arg)
 		/*
 		 * A GPU error (a search's, a verification's, a scan's), once no
 		 * batch is in flight: exit for a fresh device context.  Every batch
-		 * searched was answered; none starts after the error.
+		 * searched was answered; none starts after the error.  A range
+		 * search still running is told to stop (its backend then searches
+		 * in-process, as those waiting for it and new requests do).
 		 */
-		if (state.device_failed && n_in_flight() == 0 && state.range_running == NULL)
+		if (state.device_failed && n_in_flight() == 0)
 		{
-			genie_worker_publish_stats(&state);
-			ereport(LOG,
-					(errmsg("genie service: a GPU error; the service restarts with a fresh device context")));
-			proc_exit(1);
+			if (state.range_running == NULL)
+			{
+				genie_worker_publish_stats(&state);
+				ereport(LOG,
+						(errmsg("genie service: a GPU error; the service restarts with a fresh device context")));
+				proc_exit(1);
+			}
+			genie_runner_abandon_range();
+			(void) collect(b);
+			for (int i = 0; i < b->n_taken; i++)
+				genie_worker_fail_request(&b->taken[i]);
+			reset_batch(b);
+			(void) genie_worker_poll_within(&state);
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			continue;
 		}
 		(void) collect(b);
 		/* a range search done: its answer, and the next one to the range runner */

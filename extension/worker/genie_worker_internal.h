@@ -374,6 +374,8 @@ extern void genie_runner_init(GenieRunner *r, int id, Latch *latch);
 /* Runs the jobs on the runner's thread (on this one when it cannot start). */
 extern void genie_runner_submit(GenieRunner *r, SearchJob **jobs, int n_jobs);
 extern bool genie_runner_done(GenieRunner *r);
+/* The range runner's search stops at its next poll (the worker exits, or its GPU failed). */
+extern void genie_runner_abandon_range(void);
 /* Runs one job on this thread, as searcher (a runner's id, or GENIE_WORKER_SEARCHER). */
 extern void genie_run_job(SearchJob *job, int searcher);
 /* Sets searcher's entry of g (n = 0: none) under the cancel lock. */

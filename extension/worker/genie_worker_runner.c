@@ -127,9 +127,25 @@ genie_worker_job_cancelled(void *arg)
 	return all_withdrawn(job->members, job->n_members) ? 1 : 0;
 }
 
+/* Set when the worker exits or its GPU failed: the range search stops at its next poll. */
+static volatile sig_atomic_t range_abandoned = false;
+
+void
+genie_runner_abandon_range(void)
+{
+	range_abandoned = true;
+}
+
+static int
+within_cancelled(void *arg)
+{
+	return range_abandoned ? 1 : genie_worker_job_cancelled(arg);
+}
+
 /*
  * A range search of stored values: its engine call, and on the CPU when an
- * auto request's GPU ran out of memory.  It stops when its backend withdrew.
+ * auto request's GPU ran out of memory.  It stops when its backend withdrew,
+ * or the worker abandons it.
  */
 static void
 run_within(SearchJob *job)
@@ -137,9 +153,9 @@ run_within(SearchJob *job)
 	WithinJob  *w = job->within;
 	double		start = now_ms();
 
-	w->options.cancel = genie_worker_job_cancelled;
+	w->options.cancel = within_cancelled;
 	w->options.cancel_arg = job;
-	w->cpu_options.cancel = genie_worker_job_cancelled;
+	w->cpu_options.cancel = within_cancelled;
 	w->cpu_options.cancel_arg = job;
 	w->found = NULL;
 	job->status = genie_value_set_within(&w->values->set, job->kind, &w->options, &w->queries, w->radius,

@@ -15,6 +15,12 @@
  * kept for the backend's second ask, which names it, instead of being
  * searched twice.
  *
+ * Limits: range searches wait for each other (one at a time); a scan of the
+ * same vectors while one runs waits for it where the set is streamed
+ * through a device budget (the part buffer is one); and the range runner's
+ * GPU work runs beside a batch's, outside the one-GPU-batch-at-a-time rule
+ * of the runners (the engines share the device's memory budget).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -289,18 +295,27 @@ genie_worker_poll_within(ServiceState *st)
 {
 	bool		answered = false;
 
-	if (st->range_running != NULL && genie_runner_done(&st->range_runner))
+	for (;;)
 	{
-		finish_job(st, st->range_running);
-		st->range_running = NULL;
-		answered = true;
-	}
-	/* after a GPU error none starts: the worker exits once none runs */
-	if (st->range_running == NULL && st->range_waiting != NIL && !st->device_failed)
-	{
+		if (st->range_running != NULL)
+		{
+			if (!genie_runner_done(&st->range_runner))
+				break;
+			finish_job(st, st->range_running);
+			st->range_running = NULL;
+			answered = true;
+		}
+		/* after a GPU error none starts: the worker exits once none runs */
+		if (st->range_waiting == NIL || st->device_failed)
+			break;
 		st->range_running = linitial(st->range_waiting);
 		st->range_waiting = list_delete_first(st->range_waiting);
-		genie_runner_submit(&st->range_runner, &st->range_running, 1);
+		/* one whose backend withdrew while it waited is not searched */
+		if (genie_worker_job_cancelled(st->range_running))
+			st->range_running->status = GENIE_CANCELLED;
+		else
+			genie_runner_submit(&st->range_runner, &st->range_running, 1);
+		/* (without its thread the job ran here: done at once, and the loop goes on) */
 	}
 	return answered;
 }
