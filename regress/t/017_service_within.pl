@@ -12,9 +12,9 @@
 # the backend hands over with the values: the same rows, fewer distances
 # (EXPLAIN (ANALYZE) through the service); the exact kNN reads it as
 # genie.cluster_list_knn says.  A long range search runs on the service's
-# range runner: other sessions' requests are answered meanwhile, and a
-# cancel stops it.  Stopping the service sends the searches back
-# in-process, with the same answers.
+# range runner: other sessions' requests are answered meanwhile, a cancel
+# stops it, and killing the service during one is a clean exit.  Stopping
+# the service sends the searches back in-process, with the same answers.
 use strict;
 use warnings;
 use FindBin;
@@ -293,6 +293,21 @@ check_all('after VACUUM');
 cmp_ok(service_requests('strings', 'words_lsc') - $vacuum_before{words_lsc}, '>', 0,
 	'after VACUUM the service answers through the merged string list');
 cmp_ok(service_requests('vectors', 'pts_lsc') - $vacuum_before{pts_lsc}, '>', 0, 'and the vector list');
+
+# the service killed while its range runner searches: it stops the search
+# and exits cleanly (no crash restart of the cluster), the statement is
+# answered in-process, and the service comes back
+my $postmaster_started = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
+$long = start_long_range('a long range search runs when the service is killed');
+$node->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'genie service'});
+my $answer = $long->query_until(qr/done/, "\\echo done\n");
+like($answer, qr/^\s*\d+\s*$/m, 'the long statement was answered (in-process)');
+unlike($answer, qr/ERROR/, 'without an error');
+$long->quit;
+is($node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'), $postmaster_started,
+	'no crash restart of the cluster');
+ok($node->poll_query_until('postgres', 'SELECT running FROM genie_service_status()'), 'the service runs again');
+is(words_diff(2), '0', 'and answers range searches: the sequential scan\'s rows');
 
 # the service stopped: the same answers in-process
 $node->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'genie service'});
