@@ -105,9 +105,9 @@ typedef struct ServedIndex
 } ServedIndex;
 
 /*
- * A range search of stored values as a runner does it: the engine call's
- * inputs, made on the worker's thread (genie_worker_within_job), and its
- * answer.
+ * A range search of stored values as the range runner does it: the engine
+ * call's inputs, made on the worker's thread (genie_worker_take_within),
+ * and its answer.
  */
 typedef struct WithinJob
 {
@@ -334,6 +334,16 @@ extern void genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequ
 extern void genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
 /* Answers the cycle's scans, one engine call per group that can share one. */
 extern void genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n);
+/* Whether t is a well-formed request (a scan's, a range search's) of s's values. */
+typedef bool (*GenieValuesRequestCheck) (const ServedValues *s, TakenRequest *t);
+/*
+ * The values t asks about, checked by well_formed, and the engine it asks
+ * for; NULL when t is answered already (not held: NOT_RESIDENT; malformed:
+ * that error; no such engine).
+ */
+extern ServedValues *genie_worker_values_for(ServiceState *st, TakenRequest *t,
+											 GenieValuesRequestCheck well_formed,
+											 const char *malformed, genie_engine_kind *kind);
 /* A scan's or range search's queries, checked against its payload; false when malformed. */
 extern bool genie_worker_read_queries(TakenRequest *t, GenieValueBatch *queries);
 /* The main objects t skips, one flag each (palloc'd); NULL when none. */

@@ -17,7 +17,7 @@
  * worker scans on its own thread, as it verifies genie_similar
  * candidates; a scan stops when every backend of the call withdrew.  The
  * LSH mode's re-ranking of candidates stays in the backend.  Range searches
- * of the values run on the runner threads (genie_worker_within.c).
+ * of the values run on the range runner (genie_worker_within.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -77,6 +77,14 @@ genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequest *t)
 	}
 }
 
+/* The host memory s holds: its values and list (with the rows the list's first CPU search copied). */
+static int64
+host_bytes(const ServedValues *s)
+{
+	return (int64) genie_value_set_host_bytes(&s->set) +
+		(s->list != NULL ? (int64) genie_cluster_list_memory_bytes(s->list) : 0);
+}
+
 void
 genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
 {
@@ -85,8 +93,7 @@ genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenReques
 	genie_error err;
 
 	if (!genie_value_batch_read(load->values_kind, load->key.n_main_objects, load->value_dim,
-								load->buffer, load->total - load->list_bytes, &batch) ||
-		(load->list_bytes > 0 && load->values_kind == GENIE_VALUES_CODES))
+								load->buffer, load->total - load->list_bytes, &batch))
 	{
 		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed hand-over of stored values");
 		return;
@@ -134,8 +141,7 @@ genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenReques
 	}
 	s->key = load->key;
 	s->index_oid = load->index_oid;
-	s->host_bytes = (int64) genie_value_set_host_bytes(&s->set) +
-		(s->list != NULL ? (int64) genie_cluster_list_memory_bytes(s->list) : 0);
+	s->host_bytes = host_bytes(s);
 	for (int e = 0; e < 2; e++)
 		s->stats[e].content = s->set.kind == GENIE_VALUES_STRINGS ? GENIE_SERVED_STRINGS
 			: s->set.kind == GENIE_VALUES_CODES ? GENIE_SERVED_CODES : GENIE_SERVED_VECTORS;
@@ -149,7 +155,7 @@ genie_worker_count_list_bytes(ServedValues *s)
 
 	if (s->list == NULL)
 		return;
-	now = (int64) genie_value_set_host_bytes(&s->set) + (int64) genie_cluster_list_memory_bytes(s->list);
+	now = host_bytes(s);
 	if (now == s->host_bytes)
 		return;
 	s->host_bytes = now;
@@ -370,6 +376,32 @@ scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenReque
 	MemoryContextDelete(cxt);
 }
 
+ServedValues *
+genie_worker_values_for(ServiceState *st, TakenRequest *t, GenieValuesRequestCheck well_formed_for,
+						const char *malformed, genie_engine_kind *kind)
+{
+	ServedValues *s = genie_worker_find_values(st, &t->req.key);
+	genie_error err;
+
+	if (s == NULL || s->set.kind != t->req.values_kind)
+	{
+		genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
+		return NULL;
+	}
+	if (!well_formed_for(s, t))
+	{
+		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, malformed);
+		return NULL;
+	}
+	s->last_used = ++st->clock;
+	if (genie_worker_resolve_kind(st, t->req.device, kind, &err) != GENIE_OK)
+	{
+		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
+		return NULL;
+	}
+	return s;
+}
+
 void
 genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n)
 {
@@ -381,30 +413,15 @@ genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n)
 		TakenRequest *t = scans[i];
 		ServedValues *s;
 		genie_engine_kind kind;
-		genie_error err;
 		int			m = 0;
 		int64		nq;
 
 		if (done[i])
 			continue;
 		done[i] = true;
-		s = genie_worker_find_values(st, &t->req.key);
-		if (s == NULL || s->set.kind != t->req.values_kind)
-		{
-			genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
+		s = genie_worker_values_for(st, t, well_formed, "a malformed genie scan request", &kind);
+		if (s == NULL)
 			continue;
-		}
-		if (!well_formed(s, t))
-		{
-			genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed genie scan request");
-			continue;
-		}
-		s->last_used = ++st->clock;
-		if (genie_worker_resolve_kind(st, t->req.device, &kind, &err) != GENIE_OK)
-		{
-			genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
-			continue;
-		}
 		group[m++] = t;
 		nq = t->req.n_queries;
 		for (int j = i + 1; j < n; j++)

@@ -170,9 +170,7 @@ answer_kept(ServiceState *st, TakenRequest *t)
 
 		if (k->slot == t->slot && k->token == t->req.within_answer && k->pid == slot_pid(t->slot) &&
 			genie_service_keys_equal(&k->key, &t->req.key) && k->n_queries == t->req.n_queries &&
-			k->radius == t->req.within_radius &&
-			GENIE_WITHIN_ANSWER_BYTES(k->n_queries, k->found->query_offsets[k->n_queries]) <=
-			t->req.response_capacity)
+			k->radius == t->req.within_radius && k->bytes <= t->req.response_capacity)
 		{
 			ServedValues *s = genie_worker_find_values(st, &t->req.key);
 
@@ -231,29 +229,15 @@ make_job(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenRequest
 void
 genie_worker_take_within(ServiceState *st, TakenRequest *t)
 {
-	ServedValues *s = genie_worker_find_values(st, &t->req.key);
+	ServedValues *s;
 	genie_engine_kind kind;
-	genie_error err;
 	MemoryContext old;
 
 	if (answer_kept(st, t))
 		return;
-	if (s == NULL || s->set.kind != t->req.values_kind)
-	{
-		genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
+	s = genie_worker_values_for(st, t, within_well_formed, "a malformed genie range search request", &kind);
+	if (s == NULL)
 		return;
-	}
-	if (!within_well_formed(s, t))
-	{
-		genie_worker_reply_error(st, t, GENIE_INTERNAL_ERROR, "a malformed genie range search request");
-		return;
-	}
-	s->last_used = ++st->clock;
-	if (genie_worker_resolve_kind(st, t->req.device, &kind, &err) != GENIE_OK)
-	{
-		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
-		return;
-	}
 	old = MemoryContextSwitchTo(st->top_cxt);
 	st->range_waiting = lappend(st->range_waiting, make_job(st, s, kind, t));
 	MemoryContextSwitchTo(old);

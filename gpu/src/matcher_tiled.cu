@@ -158,10 +158,10 @@ __device__ __forceinline__ void CountRun(const uint16_t* __restrict__ packed, in
 // 237 tables) are compared four counters at a time.
 constexpr uint32_t kEveryByte = 0x01010101u;
 
-// Whether a word of counters holds one >= t (t >= 1): four byte compares
-// in one instruction for 8-bit counters, else any nonzero counter.
-__device__ __forceinline__ bool MayHoldAtLeast(uint32_t word, uint32_t t, uint32_t bits) {
-  return bits == 8 ? __vcmpgeu4(word, t * kEveryByte) != 0 : word != 0;
+// Whether a word of 8-bit counters holds one >= t: four byte compares in
+// one instruction (dense tiles only: their counters are 8-bit).
+__device__ __forceinline__ bool HoldsAtLeast8(uint32_t word, uint32_t t) {
+  return __vcmpgeu4(word, t * kEveryByte) != 0;
 }
 
 // The counters of a word equal to level.
@@ -338,7 +338,7 @@ __global__ void __launch_bounds__(kTiledThreads, 3) TiledKernel(TiledParams tp, 
   // Histogram of the counts >= thr.
   for (int32_t it = 0; it < region; it += 32) {
     const uint32_t word = sbc[wbase + it + lane];
-    if (__ballot_sync(kFullMask, dense ? MayHoldAtLeast(word, static_cast<uint32_t>(thr), bits) : word != 0) == 0) {
+    if (__ballot_sync(kFullMask, dense ? HoldsAtLeast8(word, static_cast<uint32_t>(thr)) : word != 0) == 0) {
       continue;
     }
     for (uint32_t sub = 0; sub < per_word; ++sub) {
@@ -403,7 +403,7 @@ __global__ void __launch_bounds__(kTiledThreads, 3) TiledKernel(TiledParams tp, 
     const int32_t widx = wbase + it + lane;
     const uint32_t word = sbc[widx];
     // dense: no counter of the warp's words reaches level, so no entry and no tie
-    if (dense && __ballot_sync(kFullMask, MayHoldAtLeast(word, static_cast<uint32_t>(level), bits)) == 0) continue;
+    if (dense && __ballot_sync(kFullMask, HoldsAtLeast8(word, static_cast<uint32_t>(level))) == 0) continue;
     const int32_t my_ties = ordered ? TiesIn(word, level, bits, per_word, fmask) : 0;
     int32_t incl = my_ties;
 #pragma unroll
