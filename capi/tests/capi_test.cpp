@@ -322,6 +322,98 @@ TEST(CApiEngine, SearchRoundTrip) {
   genie_index_free(index);
 }
 
+// A borrowed index (genie_index_borrow: the genie service's shared copy as a
+// backend maps it) reads the caller's arrays in place and answers as the
+// copied one does, on every engine kind; checked or taken as checked before.
+TEST(CApiIndex, BorrowedArraysAnswerAsACopy) {
+  std::mt19937 rng(31);
+  const int32_t n = 500;
+  std::vector<std::set<int32_t>> objects(n);
+  std::vector<std::vector<int32_t>> lists(80);
+  for (int32_t o = 0; o < n; ++o) {
+    int len = int(rng() % 10);
+    for (int j = 0; j < len; ++j) objects[o].insert(int32_t(rng() % 80));
+    for (int32_t kw : objects[o]) lists[size_t(kw)].push_back(o);
+  }
+  std::vector<int32_t> keywords, postings;
+  std::vector<int64_t> offsets{0};
+  for (int32_t kw = 0; kw < 80; ++kw) {
+    if (lists[size_t(kw)].empty()) continue;
+    keywords.push_back(kw);
+    postings.insert(postings.end(), lists[size_t(kw)].begin(), lists[size_t(kw)].end());
+    offsets.push_back(int64_t(postings.size()));
+  }
+  const auto nk = int32_t(keywords.size());
+  genie_error err{};
+  genie_index* copy = nullptr;
+  genie_index* checked = nullptr;
+  genie_index* trusted = nullptr;
+  ASSERT_EQ(genie_index_create_from_postings(n, nk, keywords.data(), offsets.data(), postings.data(),
+                                             nullptr, &copy, &err), GENIE_OK) << err.message;
+  ASSERT_EQ(genie_index_borrow(n, nk, keywords.data(), offsets.data(), postings.data(), -1, nullptr,
+                               &checked, &err), GENIE_OK) << err.message;
+  const int32_t max_keywords = genie_index_max_object_keywords(copy);
+  EXPECT_EQ(genie_index_max_object_keywords(checked), max_keywords);
+  ASSERT_EQ(genie_index_borrow(n, nk, keywords.data(), offsets.data(), postings.data(),
+                               max_keywords, nullptr, &trusted, &err), GENIE_OK) << err.message;
+  EXPECT_EQ(genie_index_num_postings(trusted), int64_t(postings.size()));
+  // a borrowed index reads the arrays, it holds no copy of them beyond its own size
+  const size_t arrays = sizeof(int32_t) * (keywords.size() + postings.size()) +
+                        sizeof(int64_t) * offsets.size();
+  EXPECT_GE(genie_index_memory_bytes(trusted), arrays);
+  EXPECT_LT(genie_index_memory_bytes(trusted), arrays + 1024);
+
+  const int32_t n_queries = 12, k = 9;
+  std::vector<int64_t> query_offsets{0}, item_offsets{0};
+  std::vector<int32_t> weights, lo, hi;
+  for (int32_t q = 0; q < n_queries; ++q) {
+    for (int32_t j = 0; j < 4; ++j) {
+      const int32_t kw = int32_t(rng() % 80);
+      lo.push_back(kw);
+      hi.push_back(kw + int32_t(j % 2));
+      weights.push_back(1 + j % 3);
+      item_offsets.push_back(int64_t(lo.size()));
+    }
+    query_offsets.push_back(int64_t(weights.size()));
+  }
+  genie_query_batch batch{n_queries, query_offsets.data(), item_offsets.data(), weights.data(), lo.data(), hi.data()};
+  auto answer = [&](genie_engine_kind kind, genie_index* index) {
+    genie_engine* engine = nullptr;
+    genie_results* results = nullptr;
+    std::vector<std::pair<int32_t, int32_t>> hits;
+    EXPECT_EQ(genie_engine_create(kind, nullptr, &engine, &err), GENIE_OK) << err.message;
+    EXPECT_EQ(genie_engine_upload(engine, index, &err), GENIE_OK) << err.message;
+    EXPECT_EQ(genie_engine_search(engine, &batch, k, &results, &err), GENIE_OK) << err.message;
+    for (int64_t i = 0; results != nullptr && i < results->query_offsets[n_queries]; ++i)
+      hits.emplace_back(results->objects[i], results->scores[i]);
+    genie_results_free(results);
+    genie_engine_free(engine);
+    return hits;
+  };
+  for (genie_engine_kind kind : {GENIE_ENGINE_CPU_REFERENCE, GENIE_ENGINE_CPU, GENIE_ENGINE_AUTO}) {
+    const auto expected = answer(kind, copy);
+    EXPECT_EQ(expected.size(), size_t(n_queries * k));
+    EXPECT_EQ(answer(kind, checked), expected) << "engine kind " << int(kind);
+    EXPECT_EQ(answer(kind, trusted), expected) << "engine kind " << int(kind);
+  }
+  genie_index_free(copy);
+  genie_index_free(checked);
+  genie_index_free(trusted);
+
+  // checked: out of order refused; either way a shape that does not span the postings
+  genie_index* bad = nullptr;
+  std::swap(postings[0], postings[1]);
+  if (offsets[1] >= 2) {
+    EXPECT_EQ(genie_index_borrow(n, nk, keywords.data(), offsets.data(), postings.data(), -1,
+                                 nullptr, &bad, &err), GENIE_INVALID_ARGUMENT);
+    EXPECT_EQ(bad, nullptr);
+  }
+  offsets[0] = 1;
+  EXPECT_EQ(genie_index_borrow(n, nk, keywords.data(), offsets.data(), postings.data(),
+                               max_keywords, nullptr, &bad, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(bad, nullptr);
+}
+
 // The genie service searches one engine from several runner threads: the
 // CPU engine's calls run side by side, a GPU engine's (AUTO, where there is
 // one) one at a time; every answer equals the same batch searched alone,

@@ -185,11 +185,11 @@ Status InvertedIndex::Build(Span<int64_t> offsets, Span<int32_t> keywords,
     low_start = {};
 
     std::vector<uint32_t> keys(p_total);
-    index.postings_.resize(p_total);
+    index.owned_postings_.resize(p_total);
     for (uint64_t pair : by_low) {
       std::size_t pos = high_start[pair >> 48]++;
       keys[pos] = static_cast<uint32_t>(pair >> 32);
-      index.postings_[pos] = static_cast<int32_t>(pair & 0xFFFFFFFFu);
+      index.owned_postings_[pos] = static_cast<int32_t>(pair & 0xFFFFFFFFu);
     }
     by_low = {};
     high_start = {};
@@ -201,29 +201,30 @@ Status InvertedIndex::Build(Span<int64_t> offsets, Span<int32_t> keywords,
     std::size_t distinct = 0;
     for (std::size_t j = 0; j < p_total; ++j) {
       if (kept > 0 && keys[j] == keys[kept - 1] &&
-          index.postings_[j] == index.postings_[kept - 1]) {
+          index.owned_postings_[j] == index.owned_postings_[kept - 1]) {
         continue;
       }
       if (kept == 0 || keys[j] != keys[kept - 1]) ++distinct;
       keys[kept] = keys[j];
-      index.postings_[kept] = index.postings_[j];
-      ++per_object[static_cast<std::size_t>(index.postings_[kept])];
+      index.owned_postings_[kept] = index.owned_postings_[j];
+      ++per_object[static_cast<std::size_t>(index.owned_postings_[kept])];
       ++kept;
     }
-    index.postings_.resize(kept);
-    if (kept + kept / 8 < index.postings_.capacity()) index.postings_.shrink_to_fit();
+    index.owned_postings_.resize(kept);
+    if (kept + kept / 8 < index.owned_postings_.capacity()) index.owned_postings_.shrink_to_fit();
 
-    index.keywords_.reserve(distinct);
-    index.keyword_offsets_.reserve(distinct + 1);
+    index.owned_keywords_.reserve(distinct);
+    index.owned_keyword_offsets_.reserve(distinct + 1);
     for (std::size_t j = 0; j < kept; ++j) {
       if (j == 0 || keys[j] != keys[j - 1]) {
-        if (j > 0) index.keyword_offsets_.push_back(static_cast<int64_t>(j));
-        index.keywords_.push_back(KeywordOf(keys[j]));
+        if (j > 0) index.owned_keyword_offsets_.push_back(static_cast<int64_t>(j));
+        index.owned_keywords_.push_back(KeywordOf(keys[j]));
       }
     }
-    if (kept > 0) index.keyword_offsets_.push_back(static_cast<int64_t>(kept));
+    if (kept > 0) index.owned_keyword_offsets_.push_back(static_cast<int64_t>(kept));
 
     for (int32_t c : per_object) index.max_object_keywords_ = std::max(index.max_object_keywords_, c);
+    index.AdoptOwned();
     *out = std::move(index);
     return Status::Ok();
   } catch (const std::bad_alloc&) {
@@ -297,19 +298,20 @@ InvertedIndex InvertedIndex::SliceObjects(int32_t begin, int32_t end) const {
       n_postings += static_cast<std::size_t>(to - from);
     }
   }
-  part.keywords_.reserve(n_keywords);
-  part.keyword_offsets_.reserve(n_keywords + 1);
-  part.postings_.reserve(n_postings);
+  part.owned_keywords_.reserve(n_keywords);
+  part.owned_keyword_offsets_.reserve(n_keywords + 1);
+  part.owned_postings_.reserve(n_postings);
   for (std::size_t i = 0; i < keywords_.size(); ++i) {
     auto [from, to] = list_range(i);
     if (from == to) continue;
-    part.keywords_.push_back(keywords_[i]);
-    const std::size_t at = part.postings_.size();
-    part.postings_.resize(at + static_cast<std::size_t>(to - from));  // within the reservation
-    std::transform(from, to, part.postings_.begin() + static_cast<std::ptrdiff_t>(at),
+    part.owned_keywords_.push_back(keywords_[i]);
+    const std::size_t at = part.owned_postings_.size();
+    part.owned_postings_.resize(at + static_cast<std::size_t>(to - from));  // within the reservation
+    std::transform(from, to, part.owned_postings_.begin() + static_cast<std::ptrdiff_t>(at),
                    [begin](int32_t o) { return o - begin; });
-    part.keyword_offsets_.push_back(static_cast<int64_t>(part.postings_.size()));
+    part.owned_keyword_offsets_.push_back(static_cast<int64_t>(part.owned_postings_.size()));
   }
+  part.AdoptOwned();
   return part;
 }
 
@@ -399,13 +401,14 @@ Status InvertedIndex::Deserialize(const void* buffer, std::size_t size, Inverted
     index.num_objects_ = n_objects;
     index.split_length_ = split_length;
     index.max_object_keywords_ = max_object_keywords;
-    index.keyword_offsets_.resize(nk + 1);
-    index.keywords_.resize(nk);
-    index.postings_.resize(np);
-    GetArray(p, index.keyword_offsets_.data(), nk + 1);
-    GetArray(p, index.keywords_.data(), nk);
-    GetArray(p, index.postings_.data(), np);
+    index.owned_keyword_offsets_.resize(nk + 1);
+    index.owned_keywords_.resize(nk);
+    index.owned_postings_.resize(np);
+    GetArray(p, index.owned_keyword_offsets_.data(), nk + 1);
+    GetArray(p, index.owned_keywords_.data(), nk);
+    GetArray(p, index.owned_postings_.data(), np);
 
+    index.AdoptOwned();
     const auto& off = index.keyword_offsets_;
     if (off[0] != 0) return corrupt("first keyword offset is not 0");
     if (off[nk] != n_postings) return corrupt("last keyword offset is not the posting count");
@@ -440,7 +443,7 @@ Status InvertedIndex::Deserialize(const void* buffer, std::size_t size, Inverted
           actual = std::max<int64_t>(actual, ++per_object[static_cast<std::size_t>(o)]);
         }
       } else {
-        std::vector<int32_t> sorted = index.postings_;
+        std::vector<int32_t> sorted(index.postings_.begin(), index.postings_.end());
         std::sort(sorted.begin(), sorted.end());
         for (std::size_t j = 0; j < sorted.size();) {
           std::size_t run = j;
@@ -465,8 +468,74 @@ Status InvertedIndex::Deserialize(const void* buffer, std::size_t size, Inverted
 }
 
 std::size_t InvertedIndex::MemoryBytes() const {
-  return sizeof(InvertedIndex) + sizeof(int32_t) * keywords_.capacity() +
-         sizeof(int64_t) * keyword_offsets_.capacity() + sizeof(int32_t) * postings_.capacity();
+  if (borrowed_) {
+    return sizeof(InvertedIndex) + sizeof(int32_t) * keywords_.size() +
+           sizeof(int64_t) * keyword_offsets_.size() + sizeof(int32_t) * postings_.size();
+  }
+  return sizeof(InvertedIndex) + sizeof(int32_t) * owned_keywords_.capacity() +
+         sizeof(int64_t) * owned_keyword_offsets_.capacity() +
+         sizeof(int32_t) * owned_postings_.capacity();
+}
+
+namespace {
+// The offsets of an index without keywords whose own offsets were moved
+// away: a moved-from index stays a valid empty one without allocating.
+constexpr int64_t kNoKeywordOffsets[1] = {0};
+}  // namespace
+
+void InvertedIndex::AdoptOwned() {
+  borrowed_ = false;
+  keywords_ = Span<int32_t>(owned_keywords_);
+  keyword_offsets_ = owned_keyword_offsets_.empty() ? Span<int64_t>(kNoKeywordOffsets, 1)
+                                                    : Span<int64_t>(owned_keyword_offsets_);
+  postings_ = Span<int32_t>(owned_postings_);
+}
+
+void InvertedIndex::AdoptViews(const InvertedIndex& other) {
+  AdoptOwned();
+  if (other.borrowed_) {
+    borrowed_ = true;
+    keywords_ = other.keywords_;
+    keyword_offsets_ = other.keyword_offsets_;
+    postings_ = other.postings_;
+  }
+}
+
+InvertedIndex::InvertedIndex(const InvertedIndex& other) { *this = other; }
+
+// No allocation (noexcept): the member initializer's {0} is not made.
+InvertedIndex::InvertedIndex(InvertedIndex&& other) noexcept : owned_keyword_offsets_() {
+  *this = std::move(other);
+}
+
+InvertedIndex& InvertedIndex::operator=(const InvertedIndex& other) {
+  if (this == &other) return *this;
+  num_objects_ = other.num_objects_;
+  split_length_ = other.split_length_;
+  max_object_keywords_ = other.max_object_keywords_;
+  owned_keywords_ = other.owned_keywords_;
+  owned_keyword_offsets_ = other.owned_keyword_offsets_;
+  owned_postings_ = other.owned_postings_;
+  AdoptViews(other);
+  return *this;
+}
+
+InvertedIndex& InvertedIndex::operator=(InvertedIndex&& other) noexcept {
+  if (this == &other) return *this;
+  num_objects_ = other.num_objects_;
+  split_length_ = other.split_length_;
+  max_object_keywords_ = other.max_object_keywords_;
+  owned_keywords_ = std::move(other.owned_keywords_);
+  owned_keyword_offsets_ = std::move(other.owned_keyword_offsets_);
+  owned_postings_ = std::move(other.owned_postings_);
+  AdoptViews(other);
+  other.num_objects_ = 0;
+  other.max_object_keywords_ = 0;
+  other.owned_keywords_.clear();
+  other.owned_keyword_offsets_.clear();
+  other.owned_postings_.clear();
+  other.AdoptOwned();
+  return *this;
 }
 
 }  // namespace genie

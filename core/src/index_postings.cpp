@@ -1,5 +1,6 @@
-// InvertedIndex::FromPostings: adopting a List Array that is already grouped
-// by keyword, as the access method keeps it in its pages.
+// InvertedIndex::FromPostings and Borrow: a List Array that is already
+// grouped by keyword, as the access method keeps it in its pages, copied or
+// read in place.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -8,10 +9,9 @@
 
 namespace genie {
 
-Status InvertedIndex::FromPostings(int32_t n_objects, Span<int32_t> keywords,
-                                   Span<int64_t> keyword_offsets, Span<int32_t> postings,
-                                   const IndexOptions& options, InvertedIndex* out) {
-  if (options.split_length < 1) return Status::InvalidArgument("split length must be at least 1");
+Status InvertedIndex::CheckPostings(int32_t n_objects, Span<int32_t> keywords,
+                                    Span<int64_t> keyword_offsets, Span<int32_t> postings,
+                                    int32_t* max_object_keywords) {
   if (n_objects < 0) return Status::InvalidArgument("number of objects must not be negative");
   if (keyword_offsets.size() != keywords.size() + 1 || keyword_offsets[0] != 0 ||
       keyword_offsets[keywords.size()] != static_cast<int64_t>(postings.size()))
@@ -36,14 +36,54 @@ Status InvertedIndex::FromPostings(int32_t n_objects, Span<int32_t> keywords,
       ++per_object[static_cast<std::size_t>(object)];
     }
   }
+  *max_object_keywords = 0;
+  for (int32_t count : per_object) *max_object_keywords = std::max(*max_object_keywords, count);
+  return Status::Ok();
+}
+
+Status InvertedIndex::FromPostings(int32_t n_objects, Span<int32_t> keywords,
+                                   Span<int64_t> keyword_offsets, Span<int32_t> postings,
+                                   const IndexOptions& options, InvertedIndex* out) {
+  if (options.split_length < 1) return Status::InvalidArgument("split length must be at least 1");
+  int32_t max_object_keywords = 0;
+  GENIE_RETURN_IF_ERROR(
+      CheckPostings(n_objects, keywords, keyword_offsets, postings, &max_object_keywords));
 
   InvertedIndex index;
   index.num_objects_ = n_objects;
   index.split_length_ = options.split_length;
-  for (int32_t count : per_object) index.max_object_keywords_ = std::max(index.max_object_keywords_, count);
-  index.keywords_.assign(keywords.begin(), keywords.end());
-  index.keyword_offsets_.assign(keyword_offsets.begin(), keyword_offsets.end());
-  index.postings_.assign(postings.begin(), postings.end());
+  index.max_object_keywords_ = max_object_keywords;
+  index.owned_keywords_.assign(keywords.begin(), keywords.end());
+  index.owned_keyword_offsets_.assign(keyword_offsets.begin(), keyword_offsets.end());
+  index.owned_postings_.assign(postings.begin(), postings.end());
+  index.AdoptOwned();
+  *out = std::move(index);
+  return Status::Ok();
+}
+
+Status InvertedIndex::Borrow(int32_t n_objects, Span<int32_t> keywords,
+                             Span<int64_t> keyword_offsets, Span<int32_t> postings,
+                             int32_t max_object_keywords, const IndexOptions& options,
+                             InvertedIndex* out) {
+  if (options.split_length < 1) return Status::InvalidArgument("split length must be at least 1");
+  if (max_object_keywords < 0) {
+    GENIE_RETURN_IF_ERROR(
+        CheckPostings(n_objects, keywords, keyword_offsets, postings, &max_object_keywords));
+  } else if (n_objects < 0 || keyword_offsets.size() != keywords.size() + 1 ||
+             keyword_offsets[0] != 0 ||
+             keyword_offsets[keywords.size()] != static_cast<int64_t>(postings.size())) {
+    return Status::InvalidArgument("keyword offsets do not span the postings");
+  }
+
+  InvertedIndex index;
+  index.num_objects_ = n_objects;
+  index.split_length_ = options.split_length;
+  index.max_object_keywords_ = max_object_keywords;
+  index.owned_keyword_offsets_.clear();
+  index.borrowed_ = true;
+  index.keywords_ = keywords;
+  index.keyword_offsets_ = keyword_offsets;
+  index.postings_ = postings;
   *out = std::move(index);
   return Status::Ok();
 }

@@ -453,6 +453,49 @@ TEST(IndexMemory, CountsItsArrays) {
                                      12 * index.keywords().size());
 }
 
+// Copies and moves of an owned index read their own arrays (the source
+// gone), and of a borrowed one the memory it borrows.
+TEST(IndexBorrow, CopiesAndMovesKeepTheirArrays) {
+  Csr csr = RandomCsr(7, DataSpec{});
+  InvertedIndex built;
+  ASSERT_TRUE(InvertedIndex::Build(csr.offsets, csr.keywords, IndexOptions{}, &built).ok());
+  const std::vector<int32_t> keywords(built.keywords().begin(), built.keywords().end());
+  const std::vector<int64_t> offsets(built.keyword_offsets().begin(), built.keyword_offsets().end());
+  const std::vector<int32_t> postings(built.postings().begin(), built.postings().end());
+
+  auto equal = [&](const InvertedIndex& x) {
+    return std::vector<int32_t>(x.keywords().begin(), x.keywords().end()) == keywords &&
+           std::vector<int64_t>(x.keyword_offsets().begin(), x.keyword_offsets().end()) == offsets &&
+           std::vector<int32_t>(x.postings().begin(), x.postings().end()) == postings &&
+           x.max_object_keywords() == built.max_object_keywords();
+  };
+  InvertedIndex copy;
+  {
+    InvertedIndex source = built;
+    copy = source;
+    InvertedIndex moved(std::move(source));
+    EXPECT_TRUE(equal(moved));
+    EXPECT_EQ(source.num_postings(), 0);
+    EXPECT_EQ(source.keyword_offsets().size(), 1u);
+  }
+  EXPECT_TRUE(equal(copy));
+  EXPECT_FALSE(copy.borrowed());
+
+  InvertedIndex borrowed;
+  ASSERT_TRUE(InvertedIndex::Borrow(built.num_objects(), keywords, offsets, postings, -1,
+                                    IndexOptions{}, &borrowed).ok());
+  EXPECT_TRUE(borrowed.borrowed());
+  EXPECT_TRUE(equal(borrowed));
+  EXPECT_EQ(borrowed.postings().data(), postings.data());
+  InvertedIndex borrowed_copy = borrowed;
+  EXPECT_TRUE(borrowed_copy.borrowed());
+  EXPECT_EQ(borrowed_copy.postings().data(), postings.data());
+  // a part of a borrowed index is its own
+  InvertedIndex part = borrowed.SliceObjects(0, built.num_objects() / 2);
+  EXPECT_FALSE(part.borrowed());
+  EXPECT_TRUE(part.postings().empty() || part.postings().data() != postings.data());
+}
+
 }  // namespace
 // Gallop from any start at or before the answer equals std::lower_bound
 // (before: x < v) and std::upper_bound (before: x <= v), duplicates included.

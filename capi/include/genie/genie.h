@@ -124,8 +124,22 @@ genie_status genie_index_create_from_postings(int32_t n_objects, int32_t n_keywo
 											  const int32_t *postings,
 											  const genie_index_options *options,
 											  genie_index **index, genie_error *err);
+/*
+ * The same List Array read in place, not copied: the arrays must stay
+ * unchanged and mapped until the index is freed (the genie service's copy
+ * in shared memory, which each backend maps).  max_object_keywords < 0:
+ * checked as genie_index_create_from_postings checks them (O(postings));
+ * else the arrays are a copy of ones checked before, which had that many
+ * keywords at most in one object, and only their shape is checked.
+ */
+genie_status genie_index_borrow(int32_t n_objects, int32_t n_keywords, const int32_t *keywords,
+								const int64_t *keyword_offsets, const int32_t *postings,
+								int32_t max_object_keywords, const genie_index_options *options,
+								genie_index **index, genie_error *err);
+/* The largest number of distinct keywords of one object of the index. */
+int32_t		genie_index_max_object_keywords(const genie_index *index);
 void		genie_index_free(genie_index *index);
-/* Host bytes held by the index. */
+/* Host bytes held by the index (for a borrowed one: the bytes it reads). */
 size_t		genie_index_memory_bytes(const genie_index *index);
 int32_t		genie_index_num_objects(const genie_index *index);
 int64_t		genie_index_num_postings(const genie_index *index);

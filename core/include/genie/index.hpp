@@ -29,7 +29,13 @@ struct IndexOptions {
 // one-to-many map is arithmetic, so it costs no memory.
 class InvertedIndex {
  public:
-  InvertedIndex() = default;
+  InvertedIndex() { AdoptOwned(); }
+  // Copies and moves re-point the views at the new object's own storage (a
+  // borrowed index's views keep pointing at the memory it borrows).
+  InvertedIndex(const InvertedIndex& other);
+  InvertedIndex(InvertedIndex&& other) noexcept;
+  InvertedIndex& operator=(const InvertedIndex& other);
+  InvertedIndex& operator=(InvertedIndex&& other) noexcept;
 
   // Object o owns keywords[offsets[o] .. offsets[o+1]); offsets has
   // n_objects + 1 entries.  Duplicates within an object count once.
@@ -44,6 +50,19 @@ class InvertedIndex {
   static Status FromPostings(int32_t n_objects, Span<int32_t> keywords,
                              Span<int64_t> keyword_offsets, Span<int32_t> postings,
                              const IndexOptions& options, InvertedIndex* out);
+
+  // The same arrays read in place, not copied (a borrowed index): the caller
+  // keeps them unchanged and mapped for the index's life and every copy of
+  // it; the genie service's copy in shared memory, which each backend maps.
+  // max_object_keywords < 0: validated as FromPostings does, and counted;
+  // else the arrays are taken as a copy of an index validated before, whose
+  // max_object_keywords that is, and only their shape is checked (O(1)).
+  static Status Borrow(int32_t n_objects, Span<int32_t> keywords, Span<int64_t> keyword_offsets,
+                       Span<int32_t> postings, int32_t max_object_keywords,
+                       const IndexOptions& options, InvertedIndex* out);
+
+  // Whether the arrays are borrowed (Borrow) rather than held.
+  bool borrowed() const { return borrowed_; }
 
   int32_t num_objects() const { return num_objects_; }
   int64_t num_postings() const { return static_cast<int64_t>(postings_.size()); }
@@ -70,16 +89,34 @@ class InvertedIndex {
   Status Serialize(void* buffer, std::size_t size) const;
   static Status Deserialize(const void* buffer, std::size_t size, InvertedIndex* out);
 
-  // Host bytes held by the index.
+  // Host bytes the index reads: its own, or for a borrowed index the
+  // arrays it borrows (the engines size their parts by what they read).
   std::size_t MemoryBytes() const;
 
  private:
+  // Points the views at the owned arrays (not borrowed).
+  void AdoptOwned();
+  // The same, then at other's borrowed memory when other borrows (its
+  // owned arrays, copied or moved here first, are then empty).
+  void AdoptViews(const InvertedIndex& other);
+  // Checks the shape and order of a List Array, counting the largest number
+  // of keywords of one object into *max_object_keywords.
+  static Status CheckPostings(int32_t n_objects, Span<int32_t> keywords,
+                              Span<int64_t> keyword_offsets, Span<int32_t> postings,
+                              int32_t* max_object_keywords);
+
   int32_t num_objects_ = 0;
   int32_t split_length_ = kDefaultSplitLength;
   int32_t max_object_keywords_ = 0;
-  std::vector<int32_t> keywords_;
-  std::vector<int64_t> keyword_offsets_{0};
-  std::vector<int32_t> postings_;
+  bool borrowed_ = false;
+  // What every reader reads: the owned arrays below, or borrowed memory.
+  Span<int32_t> keywords_;
+  Span<int64_t> keyword_offsets_;
+  Span<int32_t> postings_;
+  // Empty when borrowed; the builders write these and then AdoptOwned.
+  std::vector<int32_t> owned_keywords_;
+  std::vector<int64_t> owned_keyword_offsets_{0};
+  std::vector<int32_t> owned_postings_;
 };
 
 }  // namespace genie
