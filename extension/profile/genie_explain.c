@@ -36,13 +36,16 @@ bool		genie_explain_analyzing = false;
 static ExplainOneQuery_hook_type prev_explain_one_query = NULL;
 
 void
-genie_explain_search(int nq, int64 k, int64 rows, genie_engine_kind engine, bool by_service)
+genie_explain_search(int nq, int64 k, int64 rows, genie_engine_kind engine, bool by_service,
+					 bool shared)
 {
 	genie_explain_counts.searches++;
 	genie_explain_counts.queries += nq;
 	genie_explain_counts.largest_k = Max(genie_explain_counts.largest_k, k);
 	genie_explain_counts.engine_rows += rows;
-	if (engine == GENIE_ENGINE_GPU)
+	if (shared)
+		genie_explain_counts.engines |= GENIE_EXPLAIN_CPU_SHARED;
+	else if (engine == GENIE_ENGINE_GPU)
 		genie_explain_counts.engines |= by_service ? GENIE_EXPLAIN_GPU_SERVICE : GENIE_EXPLAIN_GPU_HERE;
 	else
 		genie_explain_counts.engines |= by_service ? GENIE_EXPLAIN_CPU_SERVICE : GENIE_EXPLAIN_CPU_HERE;
@@ -135,6 +138,7 @@ engines_text(uint8 engines)
 		{GENIE_EXPLAIN_CPU_SERVICE, "cpu, genie service"},
 		{GENIE_EXPLAIN_GPU_HERE, "gpu, this backend"},
 		{GENIE_EXPLAIN_CPU_HERE, "cpu, this backend"},
+		{GENIE_EXPLAIN_CPU_SHARED, "cpu, this backend, the genie service's shared postings"},
 	};
 
 	initStringInfo(&s);

@@ -40,11 +40,16 @@ typedef struct GenieExplainCounts
 #define GENIE_EXPLAIN_GPU_HERE		0x02
 #define GENIE_EXPLAIN_CPU_SERVICE	0x04
 #define GENIE_EXPLAIN_GPU_SERVICE	0x08
+#define GENIE_EXPLAIN_CPU_SHARED	0x10	/* here, over the service's shared postings */
 
 extern GenieExplainCounts genie_explain_counts;
 
-/* One engine search of nq queries for the top k, returning rows rows, on engine. */
-extern void genie_explain_search(int nq, int64 k, int64 rows, genie_engine_kind engine, bool by_service);
+/*
+ * One engine search of nq queries for the top k, returning rows rows, on
+ * engine, by the service or here (shared: over the service's shared postings).
+ */
+extern void genie_explain_search(int nq, int64 k, int64 rows, genie_engine_kind engine, bool by_service,
+								 bool shared);
 
 /*
  * True while EXPLAIN (ANALYZE) runs a statement: the permutation index then

@@ -25,6 +25,8 @@
 #include "utils/rel.h"
 
 #include "search/genie_cache.h"
+#include "search/genie_search_device.h"
+#include "search/genie_shared_postings.h"
 #include "storage/genie_content.h"
 #include "service/genie_service_client.h"
 #include "types/genie_type.h"
@@ -58,6 +60,9 @@ free_slot(CacheSlot *slot)
 		genie_engine_free(e->main_engine);	/* device memory included */
 		genie_engine_free(e->pending_engine);
 		genie_index_free(e->main_index);
+		/* after the index and engine that read it */
+		if (e->main_shared != NULL)
+			genie_shared_postings_release(e->main_shared);
 		genie_index_free(e->pending_index);
 		genie_value_set_free(&e->values);	/* its GPU copy included */
 		genie_value_set_free(&e->pending_values);
@@ -345,6 +350,9 @@ genie_cache_load_main(GenieCachedIndex *entry)
 
 	if (entry->main_index != NULL)
 		return;
+	/* the service's copy where it shares one: no copy of this backend's */
+	if (genie_service_configured() && genie_cache_share_main(entry))
+		return;
 	genie_profile_push(GENIE_PHASE_LOAD);
 	tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "genie load context",
 								   ALLOCSET_DEFAULT_SIZES);
@@ -376,6 +384,50 @@ genie_cache_ship_main(GenieCachedIndex *entry, genie_error *err)
 	return outcome;
 }
 
+/* ---- the genie service's shared copy of the main postings ---- */
+
+static GenieServiceOutcome
+ship_for_share(void *arg, genie_error *err)
+{
+	return genie_cache_ship_main((GenieCachedIndex *) arg, err);
+}
+
+bool
+genie_cache_share_main(GenieCachedIndex *entry)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	GenieSharedOutcome outcome;
+
+	/* also for a mapped copy: off (or a service with a GPU) sends every search to the service */
+	if (!genie_shared_postings || genie_device_setting == GENIE_DEVICE_SETTING_GPU ||
+		sh == NULL || sh->gpu_usable)
+		return false;
+	if (entry->main_shared != NULL)
+		return true;
+	if (entry->share_refused || entry->main_index != NULL || !genie_service_ready())
+		return false;
+	outcome = genie_shared_postings_map(&entry->main_key, entry->index_oid, entry->split_length,
+										ship_for_share, entry, &entry->main_index,
+										&entry->main_shared);
+	/* the service keeps this version in its own memory: searches go to it */
+	if (outcome == GENIE_SHARED_REFUSED)
+		entry->share_refused = true;
+	return outcome == GENIE_SHARED_MAPPED;
+}
+
+/* Lets go of the entry's mapping: its main_index and engine go with it. */
+static void
+unshare_main(GenieCachedIndex *entry)
+{
+	genie_engine_free(entry->main_engine);
+	entry->main_engine = NULL;
+	entry->engine_setting = -1;
+	genie_index_free(entry->main_index);
+	entry->main_index = NULL;
+	genie_shared_postings_release(entry->main_shared);
+	entry->main_shared = NULL;
+}
+
 bool
 genie_cache_holds_main(Oid index_oid)
 {
@@ -393,6 +445,14 @@ cache_get(Relation index)
 	CacheSlot  *slot;
 
 	cache_init();
+	/* the service's memory is not held by versions it dropped, unless in use */
+	if (genie_shared_postings_stale())
+	{
+		for (int i = 0; i < n_slots; i++)
+			if (slots[i]->pins == 0 && slots[i]->entry->main_shared != NULL &&
+				!genie_service_resident(&slots[i]->entry->main_key))
+				unshare_main(slots[i]->entry);
+	}
 	stamp = genie_read_stamp(index);
 	for (int i = 0; i < n_slots; i++)
 	{

@@ -11,6 +11,7 @@
 
 #include "postgres.h"
 
+#include "storage/dsm.h"
 #include "utils/relcache.h"
 
 #include "service/genie_service.h"
@@ -40,6 +41,17 @@ typedef struct GenieCachedIndex
 	int32		split_length;
 	genie_index *main_index;
 	genie_index *pending_index;
+
+	/*
+	 * With a genie service without a GPU: the service's copy of the main
+	 * postings in shared memory, which main_index then reads in place
+	 * (genie_shared_postings.c), mapped until the entry is freed, or until
+	 * the service drops the version; NULL when
+	 * not mapped.  share_refused: the service holds this version in its
+	 * own memory, so searches go to it.
+	 */
+	dsm_segment *main_shared;
+	bool		share_refused;
 
 	/*
 	 * The engines serving this version, made by genie_search.c when it first
@@ -120,6 +132,18 @@ extern GenieCachedIndex *genie_cache_get(Relation index);
  * or compaction in between): the statement may be retried.
  */
 extern void genie_cache_load_main(GenieCachedIndex *entry);
+
+/*
+ * Maps the genie service's shared copy of the entry's main postings as its
+ * main_index (genie_shared_postings.c), when genie.shared_postings is on, the
+ * service has no usable GPU and genie.device is not gpu: true when the
+ * entry reads it, so this backend searches the postings itself on its CPU
+ * engine, with no copy of its own.  False leaves the search to the
+ * service (which may hold them in its own memory, or have dropped the
+ * version since it answered: the next search asks again).
+ */
+extern bool genie_cache_share_main(GenieCachedIndex *entry);
+
 
 /*
  * Hands the entry's main postings to the genie service, reading them from

@@ -58,18 +58,20 @@ static bool said_service_away = false;
 
 static genie_engine_kind ran_engine = GENIE_ENGINE_CPU;
 static bool ran_by_service = false;
+static bool ran_shared = false;
 
 void
 genie_search_ran_on(genie_engine_kind engine, bool by_service)
 {
 	ran_engine = engine;
 	ran_by_service = by_service;
+	ran_shared = false;
 }
 
 void
 genie_search_count(int nq, int64 k, int64 rows)
 {
-	genie_explain_search(nq, k, rows, ran_engine, ran_by_service);
+	genie_explain_search(nq, k, rows, ran_engine, ran_by_service, ran_shared);
 }
 
 /* The options of an engine of this backend: cancel and statement_timeout stop it. */
@@ -464,7 +466,8 @@ search_parts(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 	 */
 	GenieServiceOverlap overlap = {search_pending_meanwhile, &pending, false};
 
-	if (genie_service_configured())
+	/* without a GPU in the service, its shared copy is searched here */
+	if (genie_service_configured() && !genie_cache_share_main(entry))
 		parts->by_service = search_through_service(entry, batch, k, &parts->service_results,
 												   has_pending ? &overlap : NULL);
 	if (!parts->by_service)
@@ -480,6 +483,7 @@ search_parts(GenieCachedIndex *entry, GenieQueryBatch *batch, int32 k,
 			status = search_main_on_cpu(entry, batch, k, &parts->main_results, &err);
 			genie_search_ran_on(GENIE_ENGINE_CPU, false);
 		}
+		ran_shared = entry->main_shared != NULL;
 		genie_profile_pop();
 		if (status != GENIE_OK)
 			genie_report_error(&err, "genie search");

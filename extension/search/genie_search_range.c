@@ -292,7 +292,8 @@ genie_search_range(GenieCachedIndex *entry, const GenieValueBatch *queries, doub
 	if (found == NULL)
 		found = by_permutation ? range_permutation(entry, genie_cache_values(entry), queries, radius)
 			: range_exact(entry, genie_cache_values(entry), queries, radius);
-	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false);
+	genie_explain_search(found->n_queries, 0, found->query_offsets[found->n_queries], found->device, false,
+						 false);
 	genie_explain_range(found->distances_computed, found->superclusters_discarded,
 						found->clusters_discarded);
 	if (by_permutation && genie_explain_analyzing)

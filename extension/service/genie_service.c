@@ -28,6 +28,7 @@
 
 #include "service/genie_service.h"
 
+bool		genie_shared_postings = true;
 double		genie_batch_window_ms = 0.2;
 GenieServiceShared *genie_service_shared = NULL;
 
@@ -65,6 +66,7 @@ genie_shmem_startup(void)
 		SpinLockInit(&genie_service_shared->mutex);
 		genie_service_shared->stats_lock = &(GetNamedLWLockTranche("genie service"))->lock;
 		genie_service_shared->n_slots = MaxBackends;
+		pg_atomic_init_u64(&genie_service_shared->shared_dropped, 0);
 		for (int i = 0; i < MaxBackends; i++)
 			genie_service_shared->slots[i].segment = DSM_HANDLE_INVALID;
 	}
@@ -84,6 +86,18 @@ genie_service_register(void)
 							 &genie_batch_window_ms,
 							 0.2, 0.0, 100.0,
 							 PGC_SIGHUP, GUC_UNIT_MS,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("genie.shared_postings",
+							 "Whether backends search a genie service's shared copy of an index's "
+							 "postings themselves when the service has no usable GPU.",
+							 "The service then keeps each version's main postings in shared memory, "
+							 "one copy for the server, and a backend maps it and searches it on its "
+							 "own CPU engine instead of sending each search to the service.  Off: "
+							 "every search goes to the service, as on a server with a GPU.",
+							 &genie_shared_postings,
+							 true,
+							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
 	if (!process_shared_preload_libraries_in_progress)

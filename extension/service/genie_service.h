@@ -42,6 +42,7 @@
 
 #include "postgres.h"
 
+#include "port/atomics.h"
 #include "storage/block.h"
 #include "storage/dsm.h"
 #include "storage/latch.h"
@@ -134,6 +135,12 @@ typedef struct GenieServiceShared
 	 */
 	bool		skip_wake;
 	bool		gpu_usable;		/* what the worker found at its start */
+	/*
+	 * Bumped when the worker has dropped versions whose postings it shared
+	 * (GenieSharedPostings) and published its stats without them: backends
+	 * then let go of their mappings of versions it no longer holds.
+	 */
+	pg_atomic_uint64 shared_dropped;
 	char		gpu_reason[128];	/* why not, when not */
 
 	LWLock	   *stats_lock;		/* the stats table below */
@@ -154,7 +161,8 @@ typedef enum GenieRequestKind
 	GENIE_REQUEST_LOAD,
 	GENIE_REQUEST_VERIFY,
 	GENIE_REQUEST_SCAN_VALUES,
-	GENIE_REQUEST_WITHIN
+	GENIE_REQUEST_WITHIN,
+	GENIE_REQUEST_SHARE
 } GenieRequestKind;
 
 
@@ -266,7 +274,34 @@ typedef struct GenieResponse
 	/* SCAN_VALUES with scan_alone: its queries read through the List of Clusters, and their distances */
 	int64		list_queries;
 	int64		list_distances;
+	/*
+	 * SHARE: the segment of the version's main postings in shared memory
+	 * (GenieSharedPostings), or DSM_HANDLE_INVALID when the worker holds
+	 * them in its own memory (it has a GPU, or no segment could be had)
+	 */
+	dsm_handle	shared_segment;
 } GenieResponse;
+
+/*
+ * The main postings of a version as a genie service without a GPU holds
+ * them: in a segment of shared memory, which each backend maps and
+ * searches itself on its CPU engine (genie.shared_postings), so that the
+ * server keeps one copy and no search waits for the service.  This header,
+ * then at data_offset the stream of a LOAD: keywords | keyword_offsets |
+ * postings, keywords padded to 8 bytes.  Written once by the worker before
+ * any backend hears of it, read-only after.
+ */
+#define GENIE_SHARED_POSTINGS_MAGIC 0x47535050	/* "GSPP" */
+
+typedef struct GenieSharedPostings
+{
+	uint32		magic;
+	GenieServiceKey key;		/* the version: a backend checks it is the one it asked for */
+	int32		split_length;
+	int32		max_object_keywords;	/* the worker counted it checking the postings */
+	Size		data_offset;
+	Size		data_bytes;
+} GenieSharedPostings;
 
 #define GENIE_SERVICE_ALIGN(x) TYPEALIGN(16, (x))
 
@@ -290,6 +325,7 @@ typedef struct GenieResponse
 /* ---- genie_service.c ---- */
 
 extern double genie_batch_window_ms;
+extern bool genie_shared_postings;
 extern GenieServiceShared *genie_service_shared;
 
 /* From _PG_init: GUCs, and when preloaded the shared area and the worker. */

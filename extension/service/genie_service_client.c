@@ -405,6 +405,23 @@ genie_service_load_values(const GenieServiceKey *key, Oid index_oid, const Genie
 	return send_stream(key, index_oid, 0, values, list_bytes, parts, sizes, 3, err);
 }
 
+GenieServiceOutcome
+genie_service_share(const GenieServiceKey *key, Oid index_oid, dsm_handle *segment,
+					genie_error *err)
+{
+	GenieRequest *req = begin_request(GENIE_REQUEST_SHARE, 0, sizeof(GenieResponse));
+	GenieResponse *resp;
+	GenieServiceOutcome outcome;
+
+	req->key = *key;
+	req->index_oid = index_oid;
+	*segment = DSM_HANDLE_INVALID;
+	outcome = call_for_answer(&resp, NULL, err);
+	if (outcome == GENIE_SERVICE_OK)
+		*segment = resp->shared_segment;
+	return outcome;
+}
+
 /*
  * Appends an answer's rows for queries [q0, q0 + nq) to the caller's arrays:
  * after the response header come query_offsets (nq + 1 int64) and then

@@ -48,6 +48,14 @@ typedef struct GenieServiceOverlap
  * that answered; *device_fallback: auto ran out of device memory and the
  * CPU answered.  overlap (or NULL) runs while the first request is out.
  */
+/*
+ * The segment of the key's main postings in shared memory, in *segment
+ * (GenieSharedPostings; DSM_HANDLE_INVALID when the service holds them in
+ * its own memory); NOT_RESIDENT when it does not hold the version.
+ */
+extern GenieServiceOutcome genie_service_share(const GenieServiceKey *key, Oid index_oid,
+											   dsm_handle *segment, genie_error *err);
+
 extern GenieServiceOutcome genie_service_search(const GenieServiceKey *key, Oid index_oid,
 												int device, const genie_query_batch *batch,
 												int32 k, genie_results *results,

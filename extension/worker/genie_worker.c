@@ -59,10 +59,12 @@ service_exit(int code, Datum arg)
 	 * A runner thread may be inside an engine: exit's teardown must not
 	 * pull the CUDA runtime from under it.  Its engine polls ProcDiePending
 	 * (the range runner's also the abandon flag); other exits wait for the
-	 * batches, at most a few seconds in all.
+	 * batches, at most a few seconds in all.  Without a GPU, for as long as
+	 * they take: their CPU engines poll often, and the postings they read
+	 * may be shared segments, which the teardown unmaps.
 	 */
 	genie_runner_abandon_range();
-	for (int r = 0, i = 0; r <= GENIE_SERVICE_RUNNERS && i < 50000; i++)
+	for (int r = 0, i = 0; r <= GENIE_SERVICE_RUNNERS && (i < 50000 || !state.gpu_usable); i++)
 	{
 		if (genie_runner_done(r < GENIE_SERVICE_RUNNERS ? &state.runners[r] : &state.range_runner))
 			r++;

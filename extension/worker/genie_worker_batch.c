@@ -232,6 +232,33 @@ finish_job(ServiceState *st, SearchJob *job)
 	job->results = NULL;
 }
 
+/* ---- a shared copy of the main postings ---- */
+
+/*
+ * The segment a backend maps to search the version itself: the worker's
+ * answer is quick (no engine call), so it is given on this thread.
+ */
+static void
+handle_share(ServiceState *st, TakenRequest *t)
+{
+	ServedIndex *s = genie_worker_find_served(st, &t->req.key);
+	GenieResponse *resp;
+
+	if (s == NULL)
+	{
+		genie_worker_reply_outcome(st, t, GENIE_SERVICE_NOT_RESIDENT, NULL);
+		return;
+	}
+	s->last_used = ++st->clock;
+	resp = genie_worker_begin_response(st, t, GENIE_SERVICE_OK, NULL);
+	if (resp != NULL)
+	{
+		resp->shared_segment = s->shared != NULL ? dsm_segment_handle(s->shared)
+			: DSM_HANDLE_INVALID;
+		genie_worker_end_reply(t, GENIE_SLOT_DONE);
+	}
+}
+
 /* ---- genie_similar's verification ---- */
 
 static void
@@ -375,6 +402,8 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b, GenieRunner *runner, b
 			genie_worker_handle_load(st, t);
 		else if (t->req.kind == GENIE_REQUEST_VERIFY)
 			handle_verify(st, t);
+		else if (t->req.kind == GENIE_REQUEST_SHARE)
+			handle_share(st, t);
 		else if (t->req.kind == GENIE_REQUEST_SCAN_VALUES)
 			scans[n_scans++] = t;
 		else if (t->req.kind == GENIE_REQUEST_WITHIN)
@@ -519,4 +548,10 @@ genie_worker_publish_stats(ServiceState *st)
 	}
 	sh->n_stats = n;
 	LWLockRelease(sh->stats_lock);
+	/* after the stats: a backend that hears of it finds the versions gone */
+	if (genie_worker_shared_dropped)
+	{
+		genie_worker_shared_dropped = false;
+		pg_atomic_fetch_add_u64(&sh->shared_dropped, 1);
+	}
 }

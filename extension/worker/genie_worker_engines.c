@@ -23,6 +23,8 @@
 #include "search/genie_search.h"
 #include "worker/genie_worker_internal.h"
 
+bool		genie_worker_shared_dropped = false;
+
 /* ---- answers ---- */
 
 static char *
@@ -205,6 +207,12 @@ free_served(ServedIndex *s)
 	drop_engine(s, GENIE_ENGINE_CPU);
 	drop_engine(s, GENIE_ENGINE_GPU);
 	genie_index_free(s->index);
+	/* backends that mapped it keep it until they let go (and hear of this) */
+	if (s->shared != NULL)
+	{
+		dsm_detach(s->shared);
+		genie_worker_shared_dropped = true;
+	}
 	free(s);
 }
 
@@ -389,14 +397,111 @@ genie_worker_ensure_engine(ServiceState *st, ServedIndex *s, genie_engine_kind k
 
 /* ---- a version handed over (the hand-over itself: genie_worker_loads.c) ---- */
 
+/*
+ * Without a GPU, the worker holds the main postings in a segment of shared
+ * memory that backends map and search themselves (GenieSharedPostings):
+ * the segment, the stream copied in, its header but max_object_keywords
+ * written; or NULL, said in the log, when no segment can be had (the
+ * worker then keeps its own copy and backends send it their searches).
+ */
+static dsm_segment *
+make_shared_postings(const PendingLoad *load, Size stream_bytes)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Size		data_offset = TYPEALIGN(8, sizeof(GenieSharedPostings));
+	dsm_segment *volatile seg = NULL;
+	GenieSharedPostings *header;
+
+	PG_TRY();
+	{
+		seg = dsm_create(data_offset + stream_bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+		/* the worker's until it drops the version, whatever the resource owner */
+		if (seg != NULL)
+			dsm_pin_mapping(seg);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(LOG,
+				(errmsg("genie service: no shared memory for the postings of index %u: %s",
+						load->index_oid, edata->message),
+				 errdetail("Backends send their searches of it to the service.")));
+		FreeErrorData(edata);
+		seg = NULL;
+	}
+	PG_END_TRY();
+	if (seg == NULL)
+		return NULL;
+	header = dsm_segment_address(seg);
+	memset(header, 0, data_offset);
+	header->key = load->key;
+	header->split_length = load->split_length;
+	header->data_offset = data_offset;
+	header->data_bytes = stream_bytes;
+	memcpy((char *) header + data_offset, load->buffer, stream_bytes);
+	return seg;
+}
+
+/*
+ * The served version's index over its main postings: read in place from
+ * its shared segment, checked here once (backends take it as checked), or
+ * a copy of the hand-over's buffer.
+ */
+static genie_status
+make_served_index(ServedIndex *s, const PendingLoad *load, const genie_index_options *options,
+				  genie_error *err)
+{
+	const GenieServiceKey *key = &load->key;
+	/* keywords | keyword_offsets | postings, keywords padded to 8 bytes */
+	Size		keywords_bytes = TYPEALIGN(8, sizeof(int32) * key->n_keywords);
+	Size		stream_bytes = keywords_bytes + sizeof(int64) * (key->n_keywords + 1) +
+		sizeof(int32) * key->n_postings;
+	char	   *data = load->buffer;
+	genie_status status;
+
+	/* its own genie.shared_postings: postgresql.conf's */
+	if (!genie_service_shared->gpu_usable && genie_shared_postings)
+		s->shared = make_shared_postings(load, stream_bytes);
+	if (s->shared != NULL)
+		data = (char *) dsm_segment_address(s->shared) +
+			((GenieSharedPostings *) dsm_segment_address(s->shared))->data_offset;
+	if (s->shared == NULL)
+		status = genie_index_create_from_postings(key->n_main_objects, key->n_keywords,
+												  (int32 *) data, (int64 *) (data + keywords_bytes),
+												  (int32 *) (data + keywords_bytes +
+															 sizeof(int64) * (key->n_keywords + 1)),
+												  options, &s->index, err);
+	else
+		status = genie_index_borrow(key->n_main_objects, key->n_keywords,
+									(int32 *) data, (int64 *) (data + keywords_bytes),
+									(int32 *) (data + keywords_bytes +
+											   sizeof(int64) * (key->n_keywords + 1)),
+									-1, options, &s->index, err);
+	if (status != GENIE_OK)
+		return status;
+	if (s->shared != NULL)
+	{
+		GenieSharedPostings *header = dsm_segment_address(s->shared);
+
+		header->max_object_keywords = genie_index_max_object_keywords(s->index);
+		/* last: a segment without it is not one a backend maps */
+		pg_write_barrier();
+		header->magic = GENIE_SHARED_POSTINGS_MAGIC;
+		s->host_bytes = (int64) (header->data_offset + header->data_bytes);
+	}
+	else
+		s->host_bytes = (int64) genie_index_memory_bytes(s->index);
+	return GENIE_OK;
+}
+
 void
 genie_worker_finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
 {
 	const GenieServiceKey *key = &load->key;
-	int32	   *keywords = (int32 *) load->buffer;
-	/* keywords | keyword_offsets | postings, keywords padded to 8 bytes */
-	int64	   *offsets = (int64 *) (load->buffer + TYPEALIGN(8, sizeof(int32) * key->n_keywords));
-	int32	   *postings = (int32 *) ((char *) offsets + sizeof(int64) * (key->n_keywords + 1));
 	genie_index_options options;
 	genie_error err;
 	ServedIndex *s = calloc(1, sizeof(ServedIndex));
@@ -409,17 +514,14 @@ genie_worker_finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
 	}
 	memset(&options, 0, sizeof(options));
 	options.split_length = load->split_length;
-	if (genie_index_create_from_postings(key->n_main_objects, key->n_keywords, keywords,
-										 offsets, postings, &options, &s->index,
-										 &err) != GENIE_OK)
+	if (make_served_index(s, load, &options, &err) != GENIE_OK)
 	{
-		free(s);
+		free_served(s);
 		genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &err);
 		return;
 	}
 	s->key = *key;
 	s->index_oid = load->index_oid;
-	s->host_bytes = (int64) genie_index_memory_bytes(s->index);
 	s->last_used = ++st->clock;
 	for (int e = 0; e < 2; e++)
 	{

@@ -89,11 +89,20 @@ typedef struct CancelGroup
 } CancelGroup;
 
 /* one index version the worker holds */
+/*
+ * A version whose postings were shared (ServedIndex.shared) was dropped
+ * since the stats were last published: publishing then bumps
+ * GenieServiceShared.shared_dropped, so backends let go of their mappings.
+ */
+extern bool genie_worker_shared_dropped;
+
 typedef struct ServedIndex
 {
 	GenieServiceKey key;
 	Oid			index_oid;
 	genie_index *index;			/* main postings, host copy */
+	/* without a GPU: where index reads them, which backends map (GenieSharedPostings) */
+	dsm_segment *shared;
 	int64		host_bytes;
 	genie_engine *engines[2];	/* by genie_engine_kind: CPU, GPU */
 	/* what each engine's cancel callback reads: set before every search */

@@ -22,6 +22,9 @@ shared_preload_libraries = 'genie'
 max_connections = 60
 genie.pending_list_limit = '128kB'
 genie.cpu_threads = 2
+# every search sent to the service, also without a GPU (TAP 018 tests the
+# shared postings that backends search themselves)
+genie.shared_postings = off
 });
 $node->start;
 
@@ -55,28 +58,7 @@ is($node->safe_psql('postgres', 'SELECT configured FROM genie_service_status()')
 	't', 'genie_service_status() says it is configured');
 
 # ---- many sessions at once ----
-$node->pgbench(
-	'--no-vacuum --client=16 --jobs=2 --transactions=150',
-	0,
-	[qr{processed: 2400/2400}],
-	[qr{\A(?:(?!ERROR|abort).)*\z}s],
-	'16 sessions: ordered queries, inserts and deletes through the service',
-	{
-		'genie_query@6' => q{
-			\set a random(0, 499)
-			\set b random(0, 499)
-			SELECT id FROM docs ORDER BY tags <~> ARRAY[:a, :b, 7] LIMIT 10;
-		},
-		'genie_insert@1' => q{
-			\set a random(0, 499)
-			\set b random(0, 499)
-			INSERT INTO docs VALUES (nextval('doc_ids'), ARRAY[:a, :b, 7]);
-		},
-		'genie_delete@1' => q{
-			\set a random(1, 20000)
-			DELETE FROM docs WHERE id = :a;
-		},
-	});
+docs_sessions($node, 16, 150, '16 sessions: ordered queries, inserts and deletes through the service');
 check_index_matches_seqscan($node, 'after 16 sessions through the service');
 
 my ($batches, $queries, $requests) = split /\|/, $node->safe_psql('postgres',
@@ -101,53 +83,22 @@ my $topk_mismatch = $node->safe_psql('postgres', q{
 is($topk_mismatch, '0', 'genie_topk through the service equals the sequential scans');
 
 # ---- the service terminated while sessions search ----
-my ($out, $err) = ('', '');
-my $script = $node->basedir . '/service_query.sql';
-append_to_file($script,
-	"\\set a random(0, 499)\nSELECT id FROM docs ORDER BY tags <~> ARRAY[:a, 7] LIMIT 10;\n");
-my $bench = IPC::Run::start(
-	[
-		'pgbench', '--no-vacuum', '--client=8', '--jobs=2', '--time=6', '-f', $script,
-		$node->connstr('postgres')
-	],
-	'>', \$out, '2>', \$err, IPC::Run::timeout(120));
+my $run = start_docs_queries($node, 8, 6, 'service_bench');
 sleep 2;
 is($node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)"), 't',
 	'the service is terminated mid-run');
-IPC::Run::finish($bench);
-is($?, 0, 'pgbench ends without an error while the service restarts');
-unlike($out . $err, qr/(aborted|ERROR)/, 'no client saw an error');
+finish_docs_queries($run, 'while the service restarts');
 my $new_pid = wait_for_service($pid);
 ok($new_pid > 0 && $new_pid != $pid, 'the postmaster started the service again');
 like($node->safe_psql('postgres', 'SELECT count(*) FROM docs'), qr/^\d+$/, 'the cluster runs on');
 check_index_matches_seqscan($node, 'after the restart');
 
 # ---- a backend cancelled while the service works for it ----
-$node->safe_psql('postgres', q{
-	SELECT setseed(0.5);
-	CREATE TABLE big (id int, tags int4[]);
-	INSERT INTO big SELECT i, ARRAY(SELECT (random() * 599)::int + 0 * i FROM generate_series(1, 40))
-	FROM generate_series(1, 60000) i;
-	CREATE INDEX big_idx ON big USING genie (tags);
-});
-my $batch = "SELECT count(*) FROM genie_topk('big_idx', ARRAY(SELECT ARRAY(SELECT (q * 31 + j * 17) % 600 "
-  . "FROM generate_series(1, 200) j)::genie_query FROM generate_series(1, %d) q), 10)";
-$node->safe_psql('postgres', sprintf($batch, 1));
+create_big($node);
+$node->safe_psql('postgres', big_batch(1));
+my $full = check_long_batch_cancel($node, 'through the service');
 my $start = time;
-is($node->safe_psql('postgres', sprintf($batch, 6000)), '60000', 'a long batch answers');
-my $full = time - $start;
-diag(sprintf('a batch of 6000 heavy queries through the service: %.2f s', $full));
-cmp_ok($full, '>', 0.6, 'the batch runs long enough for the test to mean something');
-
-$start = time;
-my ($ret, $stdout, $stderr) = $node->psql('postgres',
-	"SET statement_timeout = '200ms'; " . sprintf($batch, 6000));
-my $cancelled = time - $start;
-like($stderr, qr/canceling statement due to statement timeout/, 'statement_timeout ends the wait');
-diag(sprintf('statement_timeout 200 ms: the statement ended after %.0f ms', 1000 * $cancelled));
-cmp_ok($cancelled, '<', 0.2 + 0.5, 'the cancelled backend returns in time');
-$start = time;
-is($node->safe_psql('postgres', sprintf($batch, 2)), '20', 'the next search is answered');
+is($node->safe_psql('postgres', big_batch(2)), '20', 'the next search is answered');
 my $after = time - $start;
 diag(sprintf('the next search took %.0f ms', 1000 * $after));
 cmp_ok($after, '<', $full / 2 + 0.5,
@@ -190,7 +141,7 @@ SKIP:
 {
 	skip 'the service found a GPU', 1
 	  if $node->safe_psql('postgres', 'SELECT gpu FROM genie_service_status()') eq 't';
-	($ret, $stdout, $stderr) = $node->psql('postgres',
+	my ($ret, $stdout, $stderr) = $node->psql('postgres',
 		"SET genie.device = 'gpu'; SELECT id FROM docs ORDER BY tags <~> '{1,2}' LIMIT 1");
 	like($stderr, qr/no usable GPU/, 'genie.device = gpu is a clear error without a GPU');
 }
