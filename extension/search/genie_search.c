@@ -307,6 +307,14 @@ genie_search_through_service(GenieCachedIndex *entry, GenieServiceAsk ask, Genie
 		outcome = ship(entry, &err);
 		if (outcome == GENIE_SERVICE_ENGINE_ERROR)
 			genie_report_error(&err, psprintf("genie: handing %s to the genie service", held));
+		/* as the backend says it when it reads the list itself (genie_clusters.c) */
+		if (outcome == GENIE_SERVICE_CORRUPT)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("genie index \"%s\" has a corrupt list of clusters",
+							get_rel_name(entry->index_oid)),
+					 errdetail("%s", err.message),
+					 errhint("REINDEX the index.")));
 		if (outcome == GENIE_SERVICE_UNAVAILABLE)
 			return genie_search_service_away();
 		if (outcome == GENIE_SERVICE_NOT_RESIDENT)

@@ -172,7 +172,8 @@ typedef enum GenieServiceOutcome
 	GENIE_SERVICE_OK,
 	GENIE_SERVICE_NOT_RESIDENT, /* the worker does not hold this version: load it */
 	GENIE_SERVICE_ENGINE_ERROR, /* status and message say what */
-	GENIE_SERVICE_UNAVAILABLE	/* no worker, or it went away: search in-process */
+	GENIE_SERVICE_UNAVAILABLE,	/* no worker, or it went away: search in-process */
+	GENIE_SERVICE_CORRUPT		/* LOAD: what the index handed over is corrupt (message: what) */
 } GenieServiceOutcome;
 
 typedef struct GenieRequest

@@ -262,7 +262,7 @@ request_response(GenieRequest *req)
 static GenieServiceOutcome
 take_outcome(const GenieResponse *resp, genie_error *err)
 {
-	if (resp->outcome == GENIE_SERVICE_ENGINE_ERROR)
+	if (resp->outcome == GENIE_SERVICE_ENGINE_ERROR || resp->outcome == GENIE_SERVICE_CORRUPT)
 	{
 		err->status = resp->status;
 		strlcpy(err->message, resp->message, sizeof(err->message));

@@ -106,14 +106,22 @@ genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenReques
 	}
 	if (load->list_bytes > 0)
 	{
-		/* checked as the backend checks it when it reads the list itself */
-		if (genie_cluster_list_load(load->list_buffer, load->list_bytes, &s->list, &err) != GENIE_OK ||
-			genie_cluster_list_objects(s->list) != load->key.n_main_objects)
+		/* checked as the backend checks it when it reads the list itself, and said as it says it */
+		if (genie_cluster_list_load(load->list_buffer, load->list_bytes, &s->list, &err) != GENIE_OK)
 		{
 			genie_cluster_list_free(s->list);
 			free(s);
-			genie_worker_reply_error(st, t, GENIE_INVALID_ARGUMENT,
-									 "the genie index has a corrupt list of clusters: REINDEX it");
+			genie_worker_reply_outcome(st, t, GENIE_SERVICE_CORRUPT, &err);
+			return;
+		}
+		if (genie_cluster_list_objects(s->list) != load->key.n_main_objects)
+		{
+			err.status = GENIE_INVALID_ARGUMENT;
+			snprintf(err.message, sizeof(err.message), "It names %d objects, the index has %d.",
+					 genie_cluster_list_objects(s->list), load->key.n_main_objects);
+			genie_cluster_list_free(s->list);
+			free(s);
+			genie_worker_reply_outcome(st, t, GENIE_SERVICE_CORRUPT, &err);
 			return;
 		}
 	}

@@ -15,6 +15,7 @@
 # range runner: other sessions' requests are answered meanwhile, a cancel
 # stops it, and killing the service during one is a clean exit.  Stopping
 # the service sends the searches back in-process, with the same answers.
+# A damaged list handed to the service is an index_corrupted error.
 use strict;
 use warnings;
 use FindBin;
@@ -313,6 +314,29 @@ is(words_diff(2), '0', 'and answers range searches: the sequential scan\'s rows'
 $node->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'genie service'});
 $node->safe_psql('postgres', q{SET client_min_messages = warning; SELECT count(*) FROM genie_within('words_w', ARRAY['abc'], 1)});
 is(words_diff(2), '0', 'with the service restarting or away, the same rows');
+
+# A damaged List of Clusters (the last pages of a fresh build hold it):
+# the service finds it as the backend does, and says it the same way.
+$node->safe_psql('postgres', q{
+	CREATE TABLE pts_bad AS SELECT * FROM pts;
+	CREATE INDEX pts_bad_lsc ON pts_bad USING genie (v genie_vector_ops) WITH (m = 0, cluster_list = on, cluster_size = 32);
+});
+my $bad_file = $node->data_dir . '/' . $node->safe_psql('postgres', "SELECT pg_relation_filepath('pts_bad_lsc')");
+my $bad_pages = (-s $bad_file) / 8192;
+$node->stop;
+open(my $bad_fh, '+<', $bad_file) or die "cannot open $bad_file: $!";
+binmode $bad_fh;
+seek($bad_fh, 8192 * ($bad_pages - 1) + 64, 0);
+print $bad_fh "\xff" x 4000;
+close $bad_fh;
+$node->start;
+ok($node->poll_query_until('postgres', 'SELECT running FROM genie_service_status()'), 'the service runs');
+my ($bad_ret, $bad_out, $bad_err) = $node->psql('postgres',
+	"SELECT count(*) FROM genie_within('pts_bad_lsc', ARRAY['{1,2,3}'::real[]], 4)",
+	extra_params => ['-v', 'VERBOSITY=verbose']);
+like($bad_err, qr/ERROR:  XX002: genie index "pts_bad_lsc" has a corrupt list of clusters\n.*DETAIL:  .*member/,
+	'a corrupt list handed to the service: index_corrupted, as in-process');
+like($bad_err, qr/LOCATION:  genie_search_through_service/, 'said on the service\'s hand-over');
 
 $node->stop;
 done_testing();
