@@ -514,11 +514,13 @@ genie_service_main(Datum arg)
 		 * A lone small request on a service that saw no more last time:
 		 * searched on this thread, without the hand-off to a runner and back
 		 * (two thread wake-ups).  A large batch (one genie_knn of thousands
-		 * of queries) still goes to a runner, so that the worker keeps
-		 * taking, and on the CPU engine searching, other sessions' requests.
+		 * of queries, postings or stored values) still goes to a runner, so
+		 * that the worker keeps taking, and on the CPU engine searching,
+		 * other sessions' requests.
 		 */
 		if (b->n_taken == 1 && last_batch <= 1 &&
-			(b->taken[0].req.kind != GENIE_REQUEST_SEARCH ||
+			((b->taken[0].req.kind != GENIE_REQUEST_SEARCH &&
+			  b->taken[0].req.kind != GENIE_REQUEST_SCAN_VALUES) ||
 			 b->taken[0].req.n_queries <= GENIE_SERVICE_INLINE_QUERIES))
 		{
 			bool		uses_gpu;

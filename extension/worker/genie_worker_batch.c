@@ -366,7 +366,8 @@ genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b)
 		genie_engine_kind kind;
 		genie_error err;
 
-		if (!t->broken && t->req.kind == GENIE_REQUEST_SEARCH &&
+		if (!t->broken &&
+			(t->req.kind == GENIE_REQUEST_SEARCH || t->req.kind == GENIE_REQUEST_SCAN_VALUES) &&
 			genie_worker_resolve_kind(st, t->req.device, &kind, &err) == GENIE_OK &&
 			kind == GENIE_ENGINE_GPU)
 			return true;
@@ -414,8 +415,13 @@ genie_worker_start_batch(ServiceState *st, CycleBatch *b, GenieRunner *runner, b
 			continue;
 		grouped[i] = true;
 	}
-	/* scans of stored values: one engine call per group that can share one */
-	genie_worker_scan_values(st, scans, n_scans);
+	/* scans of stored values: one engine call per group that can share one, on the runner */
+	genie_worker_scan_values(st, scans, n_scans, b->jobs, &b->n_jobs);
+	for (int i = 0; i < b->n_jobs; i++)
+	{
+		n_runnable++;
+		*uses_gpu |= b->jobs[i]->kind == GENIE_ENGINE_GPU;
+	}
 
 	/* searches: one engine call per (version, engine, k) */
 	for (int i = 0; i < b->n_taken; i++)
@@ -499,8 +505,13 @@ genie_worker_finish_batch(ServiceState *st, CycleBatch *b)
 
 	for (int i = 0; i < b->n_jobs; i++)
 	{
-		finish_job(st, b->jobs[i]);
-		b->jobs[i]->served->busy--;
+		if (b->jobs[i]->scan != NULL)
+			genie_worker_finish_scan(st, b->jobs[i]);	/* the values' busy too */
+		else
+		{
+			finish_job(st, b->jobs[i]);
+			b->jobs[i]->served->busy--;
+		}
 	}
 	MemoryContextSwitchTo(old);
 	/* after a GPU error (device_failed) the worker's loop exits once no batch is in flight */

@@ -137,10 +137,32 @@ typedef struct WithinJob
  * Or, with within set (served NULL), one range search of stored values
  * (genie_worker_within.c).
  */
+/*
+ * A k-nearest scan of stored values as a runner does it: the engine call's
+ * inputs, made on the worker's thread in the batch's memory
+ * (genie_worker_scan_values), its engine call on a runner (genie_run_job),
+ * and its answer, which the worker's thread hands back
+ * (genie_worker_finish_scan).
+ */
+typedef struct ScanJob
+{
+	struct ServedValues *values;	/* busy while the job holds it */
+	GenieValueBatch queries;	/* the members' queries, concatenated */
+	uint8	   *excluded;
+	const genie_cluster_list *list;
+	genie_list_use list_use;
+	genie_engine_options options;
+	genie_engine_options cpu_options;
+	bool		cpu_fallback;	/* a member allows the CPU when the GPU runs out of memory */
+	genie_error gpu_err;		/* then the GPU's error, for the members that do not */
+	GenieValueFound found;
+} ScanJob;
+
 typedef struct SearchJob
 {
 	ServedIndex *served;
 	WithinJob  *within;
+	ScanJob    *scan;
 	genie_engine_kind kind;
 	int32		k;
 	TakenRequest **members;
@@ -341,8 +363,15 @@ extern ServedValues *genie_worker_find_values(ServiceState *st, const GenieServi
 extern void genie_worker_add_values(ServiceState *st, ServedValues *s, TakenRequest *t);
 /* A version's main values handed over: served from now on. */
 extern void genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenRequest *t);
-/* Answers the cycle's scans, one engine call per group that can share one. */
-extern void genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n);
+/*
+ * The cycle's scans as jobs, one engine call per group that can share one,
+ * appended to jobs[*n_jobs] (room for one a scan); a runner runs each
+ * (genie_run_job, on its thread: engine calls only) and the worker's
+ * thread answers it (genie_worker_finish_scan).
+ */
+extern void genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n, SearchJob **jobs,
+									 int *n_jobs);
+extern void genie_worker_finish_scan(ServiceState *st, SearchJob *job);
 /* Whether t is a well-formed request (a scan's, a range search's) of s's values. */
 typedef bool (*GenieValuesRequestCheck) (const ServedValues *s, TakenRequest *t);
 /*

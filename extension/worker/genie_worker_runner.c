@@ -172,6 +172,37 @@ run_within(SearchJob *job)
 	job->engine_ms = now_ms() - start;
 }
 
+/*
+ * A k-nearest scan of stored values (made by genie_worker_scan_values): its
+ * engine call, and on the CPU when its GPU ran out of memory and a member
+ * allows it.  It stops when its backends withdrew.
+ */
+static void
+run_scan(SearchJob *job)
+{
+	ScanJob    *scan = job->scan;
+	double		start = now_ms();
+
+	scan->options.cancel = genie_worker_job_cancelled;
+	scan->options.cancel_arg = job;
+	scan->cpu_options.cancel = genie_worker_job_cancelled;
+	scan->cpu_options.cancel_arg = job;
+	job->status = genie_value_set_scan(&scan->values->set, job->kind, &scan->options, &scan->queries,
+									   job->k, scan->excluded, NULL, NULL, scan->list, scan->list_use,
+									   &scan->found, &job->err);
+	if (job->status == GENIE_DEVICE_OUT_OF_MEMORY && scan->cpu_fallback)
+	{
+		/* those of the group that allow it run on the CPU; genie.device = gpu gets the error */
+		job->device_fallback = true;
+		scan->gpu_err = job->err;
+		genie_value_found_free(&scan->found);
+		job->status = genie_value_set_scan(&scan->values->set, GENIE_ENGINE_CPU, &scan->cpu_options,
+										   &scan->queries, job->k, scan->excluded, NULL, NULL,
+										   scan->list, scan->list_use, &scan->found, &job->err);
+	}
+	job->engine_ms = now_ms() - start;
+}
+
 void
 genie_run_job(SearchJob *job, int searcher)
 {
@@ -182,6 +213,11 @@ genie_run_job(SearchJob *job, int searcher)
 	if (job->within != NULL)
 	{
 		run_within(job);
+		return;
+	}
+	if (job->scan != NULL)
+	{
+		run_scan(job);
 		return;
 	}
 	group = &s->cancel[job->kind];

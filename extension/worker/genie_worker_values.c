@@ -313,75 +313,70 @@ reply(ServiceState *st, ServedValues *s, TakenRequest *t, const GenieValueFound 
 }
 
 /*
- * One engine call for the group (their queries concatenated, the largest
- * k), on the CPU for the members that allow it when the GPU runs out of
- * memory; then every member's answer and the statistics.
+ * The group's job (their queries concatenated, the largest k), in the
+ * current (the batch's) memory, for a runner to scan; the values stay held
+ * (busy) until genie_worker_finish_scan answers it.
  */
-static void
-scan_group(ServiceState *st, ServedValues *s, genie_engine_kind kind, TakenRequest **group, int n)
+static SearchJob *
+make_scan_job(ServedValues *s, genie_engine_kind kind, TakenRequest **group, int n)
 {
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "genie service scan",
-											  ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(cxt);
+	SearchJob  *job = palloc0(sizeof(SearchJob));
+	ScanJob    *scan = palloc0(sizeof(ScanJob));
 	GenieValueBatch *parts = palloc(sizeof(GenieValueBatch) * n);
-	GenieValueBatch queries;
-	uint8	   *excluded = genie_worker_excluded_flags(group[0], s->key.n_main_objects);
-	int32		k = 0;
-	GenieValueFound found;
-	genie_engine_options options;
-	CancelGroup cancel;
-	genie_error err;
-	genie_status status;
-	bool		fallback = false;
-	TimestampTz started = GetCurrentTimestamp();
-	double		engine_ms;
-	/* the group shares its members' genie.cluster_list_knn (same_scan) */
-	const genie_cluster_list *list = s->set.kind == GENIE_VALUES_VECTORS ? s->list : NULL;
-	genie_list_use list_use = (genie_list_use) group[0]->req.scan_list_use;
 
+	job->scan = scan;
+	job->kind = kind;
+	job->members = palloc(sizeof(TakenRequest *) * n);
+	memcpy(job->members, group, sizeof(TakenRequest *) * n);
+	job->n_members = n;
 	for (int i = 0; i < n; i++)
 	{
 		(void) genie_worker_read_queries(group[i], &parts[i]);	/* well_formed read them */
-		k = Max(k, group[i]->req.k);
+		job->k = Max(job->k, group[i]->req.k);
+		scan->cpu_fallback |= group[i]->req.device != GENIE_DEVICE_SETTING_GPU;
 	}
-	genie_value_batch_concat(parts, n, &queries);
-	genie_cancel_group_one(&cancel, group, n);
-	genie_worker_engine_options(kind, &cancel, &options);
-	status = genie_value_set_scan(&s->set, kind, &options, &queries, k, excluded, NULL, NULL,
-								  list, list_use, &found, &err);
-	if (status == GENIE_DEVICE_OUT_OF_MEMORY)
-	{
-		/* those of the group that allow it run on the CPU; genie.device = gpu gets the error */
-		fallback = true;
-		for (int i = 0; i < n; i++)
-			if (group[i]->req.device == GENIE_DEVICE_SETTING_GPU)
-				genie_worker_reply_outcome(st, group[i], GENIE_SERVICE_ENGINE_ERROR, &err);
-		genie_worker_engine_options(GENIE_ENGINE_CPU, &cancel, &options);
-		status = genie_value_set_scan(&s->set, GENIE_ENGINE_CPU, &options, &queries, k, excluded,
-									  NULL, NULL, list, list_use, &found, &err);
-	}
-	if (status == GENIE_DEVICE_ERROR)
+	scan->values = s;
+	genie_value_batch_concat(parts, n, &scan->queries);
+	scan->excluded = genie_worker_excluded_flags(group[0], s->key.n_main_objects);
+	/* the group shares its members' genie.cluster_list_knn (same_scan) */
+	scan->list = s->set.kind == GENIE_VALUES_VECTORS ? s->list : NULL;
+	scan->list_use = (genie_list_use) group[0]->req.scan_list_use;
+	/* the cancel callbacks: the job's own members (run_scan, genie_worker_runner.c) */
+	genie_worker_engine_options(kind, NULL, &scan->options);
+	genie_worker_engine_options(GENIE_ENGINE_CPU, NULL, &scan->cpu_options);
+	job->runnable = true;
+	s->busy++;
+	return job;
+}
+
+void
+genie_worker_finish_scan(ServiceState *st, SearchJob *job)
+{
+	ScanJob    *scan = job->scan;
+	ServedValues *s = scan->values;
+
+	if (job->status == GENIE_DEVICE_ERROR)
 		st->device_failed = true;
-	engine_ms = (double) (GetCurrentTimestamp() - started) / 1000.0;
-	for (int i = 0, q0 = 0; i < n; q0 += group[i]->req.n_queries, i++)
+	for (int i = 0, q0 = 0; i < job->n_members; q0 += job->members[i]->req.n_queries, i++)
 	{
-		if (group[i]->replied)
-			continue;
-		if (status == GENIE_CANCELLED)
-			genie_worker_fail_request(group[i]);
-		else if (status != GENIE_OK)
-			genie_worker_reply_outcome(st, group[i], GENIE_SERVICE_ENGINE_ERROR, &err);
+		TakenRequest *t = job->members[i];
+
+		if (job->device_fallback && t->req.device == GENIE_DEVICE_SETTING_GPU)
+			genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &scan->gpu_err);
+		else if (job->status == GENIE_CANCELLED)
+			genie_worker_fail_request(t);
+		else if (job->status != GENIE_OK)
+			genie_worker_reply_outcome(st, t, GENIE_SERVICE_ENGINE_ERROR, &job->err);
 		else
-			reply(st, s, group[i], &found, q0, fallback, engine_ms);
+			reply(st, s, t, &scan->found, q0, job->device_fallback, job->engine_ms);
 	}
 	genie_worker_count_list_bytes(s);
-	if (status == GENIE_OK)
-		genie_worker_count_batch(&s->stats[genie_value_found_device(&found) == GENIE_ENGINE_GPU ?
+	if (job->status == GENIE_OK)
+		genie_worker_count_batch(&s->stats[genie_value_found_device(&scan->found) == GENIE_ENGINE_GPU ?
 										   GENIE_ENGINE_GPU : GENIE_ENGINE_CPU],
-								 group, n, queries.n, engine_ms);
-	genie_value_found_free(&found);
-	MemoryContextSwitchTo(old);
-	MemoryContextDelete(cxt);
+								 job->members, job->n_members, scan->queries.n, job->engine_ms);
+	genie_value_found_free(&scan->found);
+	s->busy--;
 }
 
 ServedValues *
@@ -411,7 +406,7 @@ genie_worker_values_for(ServiceState *st, TakenRequest *t, GenieValuesRequestChe
 }
 
 void
-genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n)
+genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n, SearchJob **jobs, int *n_jobs)
 {
 	TakenRequest **group = palloc(sizeof(TakenRequest *) * Max(n, 1));
 	bool	   *done = palloc0(sizeof(bool) * Max(n, 1));
@@ -440,7 +435,7 @@ genie_worker_scan_values(ServiceState *st, TakenRequest **scans, int n)
 				nq += scans[j]->req.n_queries;
 				group[m++] = scans[j];
 			}
-		scan_group(st, s, kind, group, m);
+		jobs[(*n_jobs)++] = make_scan_job(s, kind, group, m);
 	}
 	pfree(group);
 	pfree(done);

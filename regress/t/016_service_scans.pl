@@ -23,6 +23,9 @@ shared_preload_libraries = 'genie'
 max_connections = 20
 genie.cpu_threads = 2
 genie.cache_size = '1MB'
+# keyword sets searched by the service too (a backend that maps the shared
+# postings keeps its version: it never needs to move)
+genie.shared_postings = off
 # a search that moves to the current version says so at DEBUG1
 log_min_messages = debug1
 });

@@ -13,7 +13,8 @@
 # (EXPLAIN (ANALYZE) through the service); the exact kNN reads it as
 # genie.cluster_list_knn says.  A long range search runs on the service's
 # range runner: other sessions' requests are answered meanwhile, a cancel
-# stops it, and killing the service during one is a clean exit.  Stopping
+# stops it, and killing the service during one is a clean exit; a long kNN
+# scan runs on a runner thread, other requests answered meanwhile.  Stopping
 # the service sends the searches back in-process, with the same answers.
 # A damaged list handed to the service is an index_corrupted error.
 use strict;
@@ -258,6 +259,54 @@ $long->quit;
 cmp_ok($node->safe_psql('postgres', q{
 	SELECT coalesce(sum(requests), 0) FROM genie_service_stats() WHERE index = 'big_v'::regclass}) - $big_before,
 	'>=', 1, 'the long range search was the service\'s too');
+
+# a long kNN scan of stored values runs on a runner thread too: meanwhile
+# the worker answers other sessions' scans; before, its own thread scanned
+# and every other request waited for it; and a cancel stops it
+sub start_long_knn
+{
+	my ($what) = @_;
+	my $session = $node->background_psql('postgres', on_error_stop => 0);
+	$session->query_until(qr/started/, q{
+		SET genie.device = cpu;
+		\echo started
+		SELECT count(*) AS long_knn FROM genie_knn('big_v', (SELECT array_agg(q) FROM bigq WHERE n <= 6000), 10);
+	});
+	ok($node->poll_query_until('postgres', q{
+		SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%long_knn%' AND state = 'active'
+		AND wait_event_type = 'Extension' AND pid <> pg_backend_pid()}), $what);
+	return $session;
+}
+$long = start_long_knn('a long kNN scan of 6,000 queries runs');
+$scans_before = $node->safe_psql('postgres', q{
+	SELECT coalesce(sum(requests), 0) FROM genie_service_stats() WHERE index = 'pts_v'::regclass});
+$started = time();
+for my $i (1 .. 5)
+{
+	$node->safe_psql('postgres', qq{SELECT count(*) FROM genie_knn('pts_v', ARRAY[ARRAY[$i, 2, 3]::real[]], 5)});
+}
+$light_s = sprintf('%.3f', time() - $started);
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%long_knn%' AND state = 'active' AND pid <> pg_backend_pid()}),
+	'1', "five kNN statements through the service were answered while the long kNN scan ran (${light_s} s)");
+cmp_ok($node->safe_psql('postgres', q{
+	SELECT coalesce(sum(requests), 0) FROM genie_service_stats() WHERE index = 'pts_v'::regclass}) - $scans_before,
+	'>=', 5, 'by the service');
+my $knn_answer = $long->query_until(qr/done/, "\\echo done\n");
+like($knn_answer, qr/^\s*60000\s*$/m, 'the long kNN scan answered its 6,000 queries, 10 rows each');
+$long->quit;
+$long = start_long_knn('another long kNN scan runs');
+$started = time();
+$node->safe_psql('postgres', q{
+	SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE '%long_knn%' AND pid <> pg_backend_pid()});
+ok($node->poll_query_until('postgres', q{
+	SELECT count(*) = 0 FROM pg_stat_activity WHERE query LIKE '%long_knn%' AND state = 'active' AND pid <> pg_backend_pid()}),
+	'a cancel ends the long kNN scan');
+my $knn_cancel_s = time() - $started;
+diag(sprintf('the cancelled kNN scan ended after %.0f ms', 1000 * $knn_cancel_s));
+$long->quit;
+is($node->safe_psql('postgres', q{SELECT count(*) FROM genie_knn('pts_v', ARRAY[ARRAY[1, 2, 3]::real[]], 5)}),
+	'5', 'and the service answers the next scan');
 
 # a cancel stops it on the range runner (the job polls its request's
 # withdrawal): the statement ends at once, and the next range search is
