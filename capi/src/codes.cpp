@@ -28,8 +28,11 @@ struct genie_codes {
   genie::CodeSet set;
   bool sealed = false;  // no scan until genie_codes_seal checked the rows
 #ifdef GENIE_WITH_CUDA
-  std::mutex gpu_mutex;  // the GPU copy is made on first use
-  std::unique_ptr<genie::GpuCodeSet> gpu;
+  // The GPU copy is made on first use; shared, so that a scan keeps the one
+  // it read while another call (other options) replaces it, and the genie
+  // service's stats read its size from another thread under the mutex.
+  mutable std::mutex gpu_mutex;
+  std::shared_ptr<genie::GpuCodeSet> gpu;
   int32_t gpu_device = -1;
   uint64_t gpu_budget = 0;
 #endif
@@ -43,17 +46,20 @@ genie::Status ToCResults(const genie::CodeScanResult& r, genie_engine_kind devic
 
 #ifdef GENIE_WITH_CUDA
 // The set's GPU copy for this device and budget, made on first use.
-genie::Status GpuCopy(genie_codes* codes, const genie::EngineOptions& options, genie::GpuCodeSet** out) {
+genie::Status GpuCopy(genie_codes* codes, const genie::EngineOptions& options,
+                      std::shared_ptr<genie::GpuCodeSet>* out) {
   std::lock_guard<std::mutex> lock(codes->gpu_mutex);
   if (codes->gpu == nullptr || codes->gpu_device != options.device_ordinal ||
       codes->gpu_budget != options.memory_budget_bytes) {
     codes->gpu.reset();
+    std::unique_ptr<genie::GpuCodeSet> made;
     GENIE_RETURN_IF_ERROR(
-        genie::GpuCodeSet::Create(codes->set, options.device_ordinal, options.memory_budget_bytes, &codes->gpu));
+        genie::GpuCodeSet::Create(codes->set, options.device_ordinal, options.memory_budget_bytes, &made));
+    codes->gpu = std::move(made);
     codes->gpu_device = options.device_ordinal;
     codes->gpu_budget = options.memory_budget_bytes;
   }
-  *out = codes->gpu.get();
+  *out = codes->gpu;
   return genie::Status::Ok();
 }
 #endif
@@ -105,7 +111,9 @@ size_t genie_codes_memory_bytes(const genie_codes* codes) {
 
 size_t genie_codes_device_bytes(const genie_codes* codes) {
 #ifdef GENIE_WITH_CUDA
-  if (codes != nullptr && codes->gpu != nullptr) return codes->gpu->device_bytes();
+  if (codes == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(codes->gpu_mutex);
+  if (codes->gpu != nullptr) return codes->gpu->device_bytes();
 #endif
   (void)codes;
   return 0;
@@ -154,7 +162,7 @@ genie_status genie_codes_scan(genie_codes* codes, genie_engine_kind device, cons
     }
 #ifdef GENIE_WITH_CUDA
     if (device != GENIE_ENGINE_CPU) {
-      genie::GpuCodeSet* gpu = nullptr;
+      std::shared_ptr<genie::GpuCodeSet> gpu;
       genie::Status status = GpuCopy(codes, engine_options, &gpu);
       if (status.ok()) {
         GENIE_RETURN_IF_ERROR(gpu->Scan(set, request, &found, engine_options.cancel));

@@ -260,7 +260,12 @@ genie_cache_clusters(GenieCachedIndex *entry)
 	if (r.data != NULL)
 	{
 		if (genie_cluster_list_load(r.data, (size_t) r.bytes, &list, &err) != GENIE_OK)
+		{
+			/* out of memory is not corruption */
+			if (err.status == GENIE_OUT_OF_MEMORY)
+				genie_report_error(&err, "genie: loading the list of clusters");
 			corrupt_list(entry, err.message);
+		}
 		if (genie_cluster_list_objects(list) != entry->n_main_objects)
 		{
 			char	   *detail = psprintf("It names %d objects, the index has %d.",

@@ -61,7 +61,8 @@ typedef struct TakenRequest
 
 /*
  * The threads that may search one engine at once: the runners, and the
- * worker's own (a CPU engine fallback, a verification, a scan of values).
+ * worker's own (a CPU engine fallback, a verification, a lone small search
+ * or scan of values).
  */
 #define GENIE_SERVICE_SEARCHERS (GENIE_SERVICE_RUNNERS + 1)
 #define GENIE_WORKER_SEARCHER GENIE_SERVICE_RUNNERS
@@ -132,12 +133,6 @@ typedef struct WithinJob
 } WithinJob;
 
 /*
- * One engine search for a group of requests of one version, engine and k,
- * over their queries concatenated; the runner thread fills in the outcome.
- * Or, with within set (served NULL), one range search of stored values
- * (genie_worker_within.c).
- */
-/*
  * A k-nearest scan of stored values as a runner does it: the engine call's
  * inputs, made on the worker's thread in the batch's memory
  * (genie_worker_scan_values), its engine call on a runner (genie_run_job),
@@ -153,10 +148,24 @@ typedef struct ScanJob
 	genie_list_use list_use;
 	genie_engine_options options;
 	genie_engine_options cpu_options;
-	bool		cpu_fallback;	/* a member allows the CPU when the GPU runs out of memory */
-	genie_error gpu_err;		/* then the GPU's error, for the members that do not */
+	/*
+	 * The members that allow the CPU when the GPU runs out of memory (not
+	 * genie.device = gpu): the CPU scan then runs for them, and stops when
+	 * they withdrew; the others get the GPU's error
+	 */
+	TakenRequest **cpu_members;
+	int			n_cpu_members;
+	genie_error gpu_err;
 	GenieValueFound found;
 } ScanJob;
+
+/*
+ * One engine search for a group of requests of one version, engine and k,
+ * over their queries concatenated; the runner thread fills in the outcome.
+ * Or, with within set (served NULL), one range search of stored values
+ * (genie_worker_within.c); with scan set (served NULL), one k-nearest scan
+ * of them (genie_worker_values.c).
+ */
 
 typedef struct SearchJob
 {
@@ -211,7 +220,7 @@ typedef struct ServedValues
 	GenieValueSet set;
 	/* the index's List of Clusters of them (NULL: none), which range searches prune by */
 	genie_cluster_list *list;
-	int			busy;			/* range searches of them handed to a runner */
+	int			busy;			/* scans and range searches of them handed to a runner */
 	int64		host_bytes;
 	uint64		last_used;
 	GenieServiceIndexStats stats[2];	/* by the engine that scanned */

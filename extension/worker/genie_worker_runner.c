@@ -8,8 +8,9 @@
  *	  with several, the CPU engine searches several batches at once (its
  *	  calls run concurrently; the GPU engine's one at a time).
  *
- * A thread calls only the C API (genie_engine_search, and for a range search
- * of stored values genie_value_set_within, which only calls it) and
+ * A thread calls only the C API (genie_engine_search, and for scans and range
+ * searches of stored values genie_value_set_scan and genie_value_set_within,
+ * which only call it) and
  * SetLatch, which is safe from any thread: it sets a flag and signals the
  * process.  It never
  * touches PostgreSQL memory other than the jobs the worker hands it, which
@@ -172,6 +173,17 @@ run_within(SearchJob *job)
 	job->engine_ms = now_ms() - start;
 }
 
+/* The CPU scan after the GPU ran out of memory: for the members that allow it alone. */
+static int
+cpu_scan_cancelled(void *arg)
+{
+	const ScanJob *scan = (const ScanJob *) arg;
+
+	if (ProcDiePending)
+		return 1;
+	return all_withdrawn(scan->cpu_members, scan->n_cpu_members) ? 1 : 0;
+}
+
 /*
  * A k-nearest scan of stored values (made by genie_worker_scan_values): its
  * engine call, and on the CPU when its GPU ran out of memory and a member
@@ -185,12 +197,12 @@ run_scan(SearchJob *job)
 
 	scan->options.cancel = genie_worker_job_cancelled;
 	scan->options.cancel_arg = job;
-	scan->cpu_options.cancel = genie_worker_job_cancelled;
-	scan->cpu_options.cancel_arg = job;
+	scan->cpu_options.cancel = cpu_scan_cancelled;
+	scan->cpu_options.cancel_arg = scan;
 	job->status = genie_value_set_scan(&scan->values->set, job->kind, &scan->options, &scan->queries,
 									   job->k, scan->excluded, NULL, NULL, scan->list, scan->list_use,
 									   &scan->found, &job->err);
-	if (job->status == GENIE_DEVICE_OUT_OF_MEMORY && scan->cpu_fallback)
+	if (job->status == GENIE_DEVICE_OUT_OF_MEMORY && scan->n_cpu_members > 0)
 	{
 		/* those of the group that allow it run on the CPU; genie.device = gpu gets the error */
 		job->device_fallback = true;

@@ -13,9 +13,9 @@
  * in-process scan gives.  The scans of one cycle that share the values,
  * the engine and the skipped objects are one engine call (their queries
  * concatenated, the largest k): one device pass over the values serves
- * every session's queries, which is what makes many sessions cheap.  The
- * worker scans on its own thread, as it verifies genie_similar
- * candidates; a scan stops when every backend of the call withdrew.  The
+ * every session's queries, which is what makes many sessions cheap.  A
+ * runner thread makes the call (a lone small one: the worker's own thread);
+ * a scan stops when every backend of the call withdrew.  The
  * LSH mode's re-ranking of candidates stays in the backend.  Range searches
  * of the values run on the range runner (genie_worker_within.c).
  *
@@ -111,7 +111,9 @@ genie_worker_finish_values_load(ServiceState *st, PendingLoad *load, TakenReques
 		{
 			genie_cluster_list_free(s->list);
 			free(s);
-			genie_worker_reply_outcome(st, t, GENIE_SERVICE_CORRUPT, &err);
+			/* out of memory is not corruption */
+			genie_worker_reply_outcome(st, t, err.status == GENIE_OUT_OF_MEMORY ? GENIE_SERVICE_ENGINE_ERROR
+									   : GENIE_SERVICE_CORRUPT, &err);
 			return;
 		}
 		if (genie_cluster_list_objects(s->list) != load->key.n_main_objects)
@@ -329,11 +331,13 @@ make_scan_job(ServedValues *s, genie_engine_kind kind, TakenRequest **group, int
 	job->members = palloc(sizeof(TakenRequest *) * n);
 	memcpy(job->members, group, sizeof(TakenRequest *) * n);
 	job->n_members = n;
+	scan->cpu_members = palloc(sizeof(TakenRequest *) * n);
 	for (int i = 0; i < n; i++)
 	{
 		(void) genie_worker_read_queries(group[i], &parts[i]);	/* well_formed read them */
 		job->k = Max(job->k, group[i]->req.k);
-		scan->cpu_fallback |= group[i]->req.device != GENIE_DEVICE_SETTING_GPU;
+		if (group[i]->req.device != GENIE_DEVICE_SETTING_GPU)
+			scan->cpu_members[scan->n_cpu_members++] = group[i];
 	}
 	scan->values = s;
 	genie_value_batch_concat(parts, n, &scan->queries);
