@@ -508,16 +508,18 @@ InvertedIndex::InvertedIndex(InvertedIndex&& other) noexcept : owned_keyword_off
   *this = std::move(other);
 }
 
+// Copied into a new object first: out of memory leaves this one as it was.
 InvertedIndex& InvertedIndex::operator=(const InvertedIndex& other) {
   if (this == &other) return *this;
-  num_objects_ = other.num_objects_;
-  split_length_ = other.split_length_;
-  max_object_keywords_ = other.max_object_keywords_;
-  owned_keywords_ = other.owned_keywords_;
-  owned_keyword_offsets_ = other.owned_keyword_offsets_;
-  owned_postings_ = other.owned_postings_;
-  AdoptViews(other);
-  return *this;
+  InvertedIndex copy;
+  copy.num_objects_ = other.num_objects_;
+  copy.split_length_ = other.split_length_;
+  copy.max_object_keywords_ = other.max_object_keywords_;
+  copy.owned_keywords_ = other.owned_keywords_;
+  copy.owned_keyword_offsets_ = other.owned_keyword_offsets_;
+  copy.owned_postings_ = other.owned_postings_;
+  copy.AdoptViews(other);
+  return *this = std::move(copy);
 }
 
 InvertedIndex& InvertedIndex::operator=(InvertedIndex&& other) noexcept {

@@ -442,16 +442,28 @@ cache_get(Relation index)
 {
 	Oid			relid = RelationGetRelid(index);
 	uint64		stamp;
+	uint64		dropped;
 	CacheSlot  *slot;
 
 	cache_init();
-	/* the service's memory is not held by versions it dropped, unless in use */
-	if (genie_shared_postings_stale())
+	/* the service's memory is not held by copies it let go of, once not in use */
+	if ((dropped = genie_shared_postings_stale()) != 0)
 	{
+		bool		all_checked = true;
+
 		for (int i = 0; i < n_slots; i++)
-			if (slots[i]->pins == 0 && slots[i]->entry->main_shared != NULL &&
-				!genie_service_resident(&slots[i]->entry->main_key))
-				unshare_main(slots[i]->entry);
+		{
+			GenieCachedIndex *e = slots[i]->entry;
+
+			if (e->main_shared == NULL)
+				continue;
+			if (slots[i]->pins > 0)
+				all_checked = false;
+			else if (!genie_shared_postings_current(e->main_shared, &e->main_key))
+				unshare_main(e);
+		}
+		if (all_checked)
+			genie_shared_postings_checked(dropped);
 	}
 	stamp = genie_read_stamp(index);
 	for (int i = 0; i < n_slots; i++)

@@ -23,6 +23,7 @@
 #include "pgstat.h"
 #include "storage/dsm.h"
 #include "storage/latch.h"
+#include "storage/lwlock.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -61,7 +62,9 @@ typedef struct SharedMapping
 {
 	GenieServiceKey key;
 	dsm_segment *seg;
+	dsm_handle	handle;
 	int			refs;			/* entries reading it */
+	bool		stale;			/* the service holds another copy or none: no new entry reads it */
 } SharedMapping;
 
 static SharedMapping *mappings = NULL;
@@ -73,7 +76,7 @@ static SharedMapping *
 find_mapping(const GenieServiceKey *key)
 {
 	for (int i = 0; i < n_mappings; i++)
-		if (genie_service_keys_equal(&mappings[i].key, key))
+		if (!mappings[i].stale && genie_service_keys_equal(&mappings[i].key, key))
 			return &mappings[i];
 	return NULL;
 }
@@ -156,14 +159,15 @@ ask_segment(const GenieServiceKey *key, Oid index_oid, GenieShipPostings ship, v
 			return true;
 		if (outcome != GENIE_SERVICE_NOT_RESIDENT)
 			return false;
+		/* handed over once a call: a version the service cannot keep is searched by it */
 		if (since == 0)
 		{
+			since = GetCurrentTimestamp();
 			outcome = ship(ship_arg, &err);
 			if (outcome == GENIE_SERVICE_OK)
 				continue;
 			if (outcome != GENIE_SERVICE_NOT_RESIDENT)
 				return false;
-			since = GetCurrentTimestamp();
 		}
 		if (TimestampDifferenceExceeds(since, GetCurrentTimestamp(), 1000))
 			return false;
@@ -191,7 +195,7 @@ genie_shared_postings_map(const GenieServiceKey *key, Oid index_oid, int32 split
 	{
 		*index = borrow_mapping(m, key, split_length);
 		if (*index == NULL)
-			return GENIE_SHARED_REFUSED;
+			return GENIE_SHARED_NOT_NOW;
 		*seg_out = m->seg;
 		return GENIE_SHARED_MAPPED;
 	}
@@ -200,9 +204,9 @@ genie_shared_postings_map(const GenieServiceKey *key, Oid index_oid, int32 split
 		return GENIE_SHARED_NOT_NOW;
 	if (handle == DSM_HANDLE_INVALID)
 		return GENIE_SHARED_REFUSED;
-	/* mapped by this backend already: a segment of another version (its handle reused) */
+	/* mapped by this backend already: one it holds as stale (the service answered before it dropped it) */
 	if (dsm_find_mapping(handle) != NULL)
-		return GENIE_SHARED_REFUSED;
+		return GENIE_SHARED_NOT_NOW;
 	reserve_mapping();
 	/* NULL: the service dropped the version since it answered */
 	seg = dsm_attach(handle);
@@ -213,29 +217,52 @@ genie_shared_postings_map(const GenieServiceKey *key, Oid index_oid, int32 split
 	m = &mappings[n_mappings++];
 	m->key = *key;
 	m->seg = seg;
+	m->handle = handle;
 	m->refs = 0;
+	m->stale = false;
 	*index = borrow_mapping(m, key, split_length);
 	if (*index == NULL)
 	{
-		/* not the version asked for */
+		/* not the version asked for (the handle reused after a drop), or no memory: next time */
 		n_mappings--;
 		dsm_detach(seg);
-		return GENIE_SHARED_REFUSED;
+		return GENIE_SHARED_NOT_NOW;
 	}
 	*seg_out = seg;
 	return GENIE_SHARED_MAPPED;
 }
 
-bool
+uint64
 genie_shared_postings_stale(void)
 {
 	uint64		dropped;
 
 	if (n_mappings == 0 || genie_service_shared == NULL)
-		return false;
+		return 0;
 	dropped = pg_atomic_read_u64(&genie_service_shared->shared_dropped);
-	if (dropped == seen_dropped)
-		return false;
+	return dropped != seen_dropped ? dropped : 0;
+}
+
+void
+genie_shared_postings_checked(uint64 dropped)
+{
 	seen_dropped = dropped;
-	return true;
+}
+
+bool
+genie_shared_postings_current(dsm_segment *seg, const GenieServiceKey *key)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	dsm_handle	held = DSM_HANDLE_INVALID;
+
+	LWLockAcquire(sh->stats_lock, LW_SHARED);
+	for (int i = 0; i < sh->n_stats && held == DSM_HANDLE_INVALID; i++)
+		if (sh->stats[i].resident && sh->stats[i].content == GENIE_SERVED_POSTINGS &&
+			genie_service_keys_equal(&sh->stats[i].key, key))
+			held = sh->stats[i].shared_segment;
+	LWLockRelease(sh->stats_lock);
+	for (int i = 0; i < n_mappings; i++)
+		if (mappings[i].seg == seg && mappings[i].handle != held)
+			mappings[i].stale = true;
+	return held != DSM_HANDLE_INVALID && held == dsm_segment_handle(seg);
 }

@@ -43,10 +43,20 @@ extern GenieSharedOutcome genie_shared_postings_map(const GenieServiceKey *key, 
 extern void genie_shared_postings_release(dsm_segment *seg);
 
 /*
- * Whether the service dropped shared versions since this backend last
- * asked, while it maps some: then each mapped version the service no
- * longer holds (genie_service_resident) should be let go.
+ * The count of the service's drops of shared versions (and of its starts)
+ * when it changed since this backend last checked its mappings, while it
+ * maps some; else 0.  The caller then lets go of each mapped version that
+ * is not current, and says genie_shared_postings_checked(count) once it
+ * could check every one (an entry in use waits for the next statement).
  */
-extern bool genie_shared_postings_stale(void);
+extern uint64 genie_shared_postings_stale(void);
+extern void genie_shared_postings_checked(uint64 dropped);
+
+/*
+ * Whether seg is the copy of version key the service holds now (a
+ * restarted service, or one that dropped the version and took it again,
+ * holds another or none): when not, no new entry reads it.
+ */
+extern bool genie_shared_postings_current(dsm_segment *seg, const GenieServiceKey *key);
 
 #endif							/* GENIE_SHARED_POSTINGS_H */

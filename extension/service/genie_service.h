@@ -116,6 +116,7 @@ typedef struct GenieServiceIndexStats
 	int64		max_batch_queries;
 	double		queue_wait_ms;	/* summed over requests */
 	double		engine_ms;		/* summed over batches */
+	dsm_handle	shared_segment; /* postings in shared memory (GenieSharedPostings), or invalid */
 } GenieServiceIndexStats;
 
 #define GENIE_SERVICE_MAX_STATS 128

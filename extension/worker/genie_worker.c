@@ -61,9 +61,11 @@ service_exit(int code, Datum arg)
 	 * (the range runner's also the abandon flag); other exits wait for the
 	 * batches, at most a few seconds in all.  Without a GPU, for as long as
 	 * they take: their CPU engines poll often, and the postings they read
-	 * may be shared segments, which the teardown unmaps.
+	 * may be shared segments, which the teardown unmaps.  Every search stops
+	 * at its next poll, also on an exit that is not a signal's.
 	 */
 	genie_runner_abandon_range();
+	genie_runner_abandon_all();
 	for (int r = 0, i = 0; r <= GENIE_SERVICE_RUNNERS && (i < 50000 || !state.gpu_usable); i++)
 	{
 		if (genie_runner_done(r < GENIE_SERVICE_RUNNERS ? &state.runners[r] : &state.range_runner))
@@ -396,6 +398,8 @@ genie_service_main(Datum arg)
 	state.mapped = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_segment *) * sh->n_slots);
 	state.mapped_handle = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_handle) * sh->n_slots);
 	probe_devices();
+	/* it holds nothing: backends let go of the segments a previous service shared */
+	pg_atomic_fetch_add_u64(&sh->shared_dropped, 1);
 
 	before_shmem_exit(service_exit, (Datum) 0);
 	SpinLockAcquire(&sh->mutex);

@@ -529,6 +529,7 @@ genie_worker_finish_load(ServiceState *st, PendingLoad *load, TakenRequest *t)
 		s->stats[e].index_oid = load->index_oid;
 		s->stats[e].engine = (genie_engine_kind) e;
 		s->stats[e].host_bytes = s->host_bytes;
+		s->stats[e].shared_segment = s->shared != NULL ? dsm_segment_handle(s->shared) : DSM_HANDLE_INVALID;
 	}
 	/* room in the table first; every version held may be in use */
 	genie_worker_evict_host(st, NULL, NULL, true, false);

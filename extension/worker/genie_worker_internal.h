@@ -433,6 +433,8 @@ extern void genie_runner_submit(GenieRunner *r, SearchJob **jobs, int n_jobs);
 extern bool genie_runner_done(GenieRunner *r);
 /* The range runner's search stops at its next poll (the worker exits, or its GPU failed). */
 extern void genie_runner_abandon_range(void);
+/* At the worker's exit: every runner's search stops at its next poll. */
+extern void genie_runner_abandon_all(void);
 /* Runs one job on this thread, as searcher (a runner's id, or GENIE_WORKER_SEARCHER). */
 extern void genie_run_job(SearchJob *job, int searcher);
 /* Sets searcher's entry of g (n = 0: none) under the cancel lock. */

@@ -90,6 +90,15 @@ all_withdrawn(TakenRequest *const *members, int n)
 	return n > 0;
 }
 
+/* Set when the worker exits: every search stops at its next poll (also on an exit not by a signal). */
+static volatile sig_atomic_t all_abandoned = false;
+
+void
+genie_runner_abandon_all(void)
+{
+	all_abandoned = true;
+}
+
 /*
  * The engines' cancel callback: stop when every backend of every call
  * searching the engine withdrew (with none, an upload: never).  The CPU
@@ -102,7 +111,7 @@ genie_cancel_group_cancelled(void *arg)
 	bool		any = false;
 	bool		live = false;
 
-	if (ProcDiePending)
+	if (ProcDiePending || all_abandoned)
 		return 1;
 	pthread_mutex_lock(&cancel_mutex);
 	for (int e = 0; e < GENIE_SERVICE_SEARCHERS && !live; e++)
@@ -123,7 +132,7 @@ genie_worker_job_cancelled(void *arg)
 {
 	const SearchJob *job = (const SearchJob *) arg;
 
-	if (ProcDiePending)
+	if (ProcDiePending || all_abandoned)
 		return 1;
 	return all_withdrawn(job->members, job->n_members) ? 1 : 0;
 }
@@ -179,7 +188,7 @@ cpu_scan_cancelled(void *arg)
 {
 	const ScanJob *scan = (const ScanJob *) arg;
 
-	if (ProcDiePending)
+	if (ProcDiePending || all_abandoned)
 		return 1;
 	return all_withdrawn(scan->cpu_members, scan->n_cpu_members) ? 1 : 0;
 }

@@ -187,6 +187,18 @@ like($node->safe_psql('postgres', q{
 	EXPLAIN (ANALYZE, COSTS OFF) SELECT id FROM docs ORDER BY tags <~> '{1,2,3}' LIMIT 10}),
 	qr/the genie service's shared postings/, 'a new session maps the new service\'s copy');
 check_index_matches_seqscan($node, 'after the restart');
+# the session that mapped the old service's copy lets go of it at its next
+# genie statement (the new service holds another), and it is gone
+my ($before_restart) = @postings_maps;
+is($cursor->query_safe(q{
+	SELECT (SELECT array_agg(s) FROM (SELECT tags <~> '{2,5}' AS s FROM docs ORDER BY tags <~> '{2,5}' LIMIT 25) x)
+	       IS NOT DISTINCT FROM
+	       (SELECT array_agg(s) FROM (SELECT (tags <~> '{2,5}') + 0 AS s FROM docs ORDER BY 1 LIMIT 25) y)}), 't',
+	'the session that mapped the old copy answers as the sequential scan');
+ok(!exists mapped_segments($cursor_pid)->{$before_restart},
+	'and let go of the old service\'s copy');
+ok(!-e $before_restart, 'which is gone from /dev/shm');
+$cursor->quit;
 
 # ---- a cancel stops a long batch over the shared postings ----
 create_big($node);
