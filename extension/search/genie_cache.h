@@ -45,10 +45,10 @@ typedef struct GenieCachedIndex
 	/*
 	 * With a genie service without a GPU: the service's copy of the main
 	 * postings in shared memory, which main_index then reads in place
-	 * (genie_shared_postings.c), mapped until the entry is freed, or until
-	 * the service drops the version; NULL when
-	 * not mapped.  share_refused: the service holds this version in its
-	 * own memory, so searches go to it.
+	 * (genie_shared_postings.c), mapped until the entry is freed or the
+	 * service lets go of that copy; NULL when not mapped.  share_refused:
+	 * the service holds this version in its own memory, so searches go to
+	 * it.
 	 */
 	dsm_segment *main_shared;
 	bool		share_refused;
@@ -143,7 +143,6 @@ extern void genie_cache_load_main(GenieCachedIndex *entry);
  * version since it answered: the next search asks again).
  */
 extern bool genie_cache_share_main(GenieCachedIndex *entry);
-
 
 /*
  * Hands the entry's main postings to the genie service, reading them from

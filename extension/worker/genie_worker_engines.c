@@ -461,6 +461,9 @@ make_served_index(ServedIndex *s, const PendingLoad *load, const genie_index_opt
 	Size		stream_bytes = keywords_bytes + sizeof(int64) * (key->n_keywords + 1) +
 		sizeof(int32) * key->n_postings;
 	char	   *data = load->buffer;
+	const int32 *keywords;
+	const int64 *offsets;
+	const int32 *postings;
 	genie_status status;
 
 	/* its own genie.shared_postings: postgresql.conf's */
@@ -469,18 +472,14 @@ make_served_index(ServedIndex *s, const PendingLoad *load, const genie_index_opt
 	if (s->shared != NULL)
 		data = (char *) dsm_segment_address(s->shared) +
 			((GenieSharedPostings *) dsm_segment_address(s->shared))->data_offset;
-	if (s->shared == NULL)
-		status = genie_index_create_from_postings(key->n_main_objects, key->n_keywords,
-												  (int32 *) data, (int64 *) (data + keywords_bytes),
-												  (int32 *) (data + keywords_bytes +
-															 sizeof(int64) * (key->n_keywords + 1)),
-												  options, &s->index, err);
-	else
-		status = genie_index_borrow(key->n_main_objects, key->n_keywords,
-									(int32 *) data, (int64 *) (data + keywords_bytes),
-									(int32 *) (data + keywords_bytes +
-											   sizeof(int64) * (key->n_keywords + 1)),
-									-1, options, &s->index, err);
+	keywords = (const int32 *) data;
+	offsets = (const int64 *) (data + keywords_bytes);
+	postings = (const int32 *) (data + keywords_bytes + sizeof(int64) * (key->n_keywords + 1));
+	status = s->shared != NULL
+		? genie_index_borrow(key->n_main_objects, key->n_keywords, keywords, offsets, postings, -1,
+							 options, &s->index, err)
+		: genie_index_create_from_postings(key->n_main_objects, key->n_keywords, keywords, offsets,
+										   postings, options, &s->index, err);
 	if (status != GENIE_OK)
 		return status;
 	if (s->shared != NULL)
