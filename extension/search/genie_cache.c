@@ -227,7 +227,7 @@ load_slot(Relation index)
 	GENIE_CONTENT_LOCK_SHARE(index);
 	genie_read_content(index, &content, keep_main);
 	genie_cache_make_key(index, &content, &key);
-	if (service && !genie_service_resident(&key))
+	if (service && !genie_service_resident(&key, NULL))
 	{
 		GenieServiceKey postings_key;
 

@@ -286,15 +286,8 @@ genie_search_through_service(GenieCachedIndex *entry, GenieServiceAsk ask, Genie
 		 * hand-over that stalls for a second (its backend died or moved
 		 * on); after that this backend hands it over itself.
 		 */
-		if (other_since != 0 &&
-			!TimestampDifferenceExceeds(other_since, GetCurrentTimestamp(), 1000))
-		{
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 2L, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
+		if (other_since != 0 && genie_service_wait_handover(other_since))
 			continue;
-		}
 		other_since = 0;
 
 		/* NOT_RESIDENT: hand the version over, and ask again */

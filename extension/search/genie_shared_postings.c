@@ -20,10 +20,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "storage/dsm.h"
-#include "storage/latch.h"
-#include "storage/lwlock.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -169,12 +166,8 @@ ask_segment(const GenieServiceKey *key, Oid index_oid, GenieShipPostings ship, v
 			if (outcome != GENIE_SERVICE_NOT_RESIDENT)
 				return false;
 		}
-		if (TimestampDifferenceExceeds(since, GetCurrentTimestamp(), 1000))
+		if (!genie_service_wait_handover(since))
 			return false;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 2L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
 	}
 }
 
@@ -252,15 +245,9 @@ genie_shared_postings_checked(uint64 dropped)
 bool
 genie_shared_postings_current(dsm_segment *seg, const GenieServiceKey *key)
 {
-	GenieServiceShared *sh = genie_service_shared;
-	dsm_handle	held = DSM_HANDLE_INVALID;
+	dsm_handle	held;
 
-	LWLockAcquire(sh->stats_lock, LW_SHARED);
-	for (int i = 0; i < sh->n_stats && held == DSM_HANDLE_INVALID; i++)
-		if (sh->stats[i].resident && sh->stats[i].content == GENIE_SERVED_POSTINGS &&
-			genie_service_keys_equal(&sh->stats[i].key, key))
-			held = sh->stats[i].shared_segment;
-	LWLockRelease(sh->stats_lock);
+	(void) genie_service_resident(key, &held);
 	for (int i = 0; i < n_mappings; i++)
 		if (mappings[i].seg == seg && mappings[i].handle != held)
 			mappings[i].stale = true;

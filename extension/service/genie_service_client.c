@@ -62,19 +62,37 @@ genie_service_ready(void)
 }
 
 bool
-genie_service_resident(const GenieServiceKey *key)
+genie_service_resident(const GenieServiceKey *key, dsm_handle *shared_segment)
 {
 	GenieServiceShared *sh = genie_service_shared;
 	bool		found = false;
 
+	if (shared_segment != NULL)
+		*shared_segment = DSM_HANDLE_INVALID;
 	if (sh == NULL)
 		return false;
 	LWLockAcquire(sh->stats_lock, LW_SHARED);
 	for (int i = 0; i < sh->n_stats && !found; i++)
+	{
 		found = sh->stats[i].resident && sh->stats[i].content == GENIE_SERVED_POSTINGS &&
 			genie_service_keys_equal(&sh->stats[i].key, key);
+		if (found && shared_segment != NULL)
+			*shared_segment = sh->stats[i].shared_segment;
+	}
 	LWLockRelease(sh->stats_lock);
 	return found;
+}
+
+bool
+genie_service_wait_handover(TimestampTz since)
+{
+	if (TimestampDifferenceExceeds(since, GetCurrentTimestamp(), 1000))
+		return false;
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 2L, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	return true;
 }
 
 /* At backend exit: the slot is no one's; an answer in flight is dropped. */

@@ -15,8 +15,20 @@
 /* Whether the worker is running and taking requests. */
 extern bool genie_service_ready(void);
 
-/* Whether the worker holds this version of the main postings (not only its stored strings). */
-extern bool genie_service_resident(const GenieServiceKey *key);
+/*
+ * Whether the worker holds this version of the main postings (not only its
+ * stored strings); shared_segment (may be NULL) gets the segment it shares
+ * them in (GenieSharedPostings), or DSM_HANDLE_INVALID.
+ */
+extern bool genie_service_resident(const GenieServiceKey *key, dsm_handle *shared_segment);
+
+/*
+ * While another backend hands a version over (a request said NOT_RESIDENT
+ * since then): waits 2 ms, cancel honoured, and true, for asking again;
+ * false once a second has passed (the service has dropped a hand-over
+ * stalled that long: this backend hands it over itself).
+ */
+extern bool genie_service_wait_handover(TimestampTz since);
 
 /*
  * Hands the worker a version of the main postings (as genie_read_content

@@ -295,14 +295,20 @@ cmp_ok($node->safe_psql('postgres', q{
 my $knn_answer = $long->query_until(qr/done/, "\\echo done\n");
 like($knn_answer, qr/^\s*60000\s*$/m, 'the long kNN scan answered its 6,000 queries, 10 rows each');
 $long->quit;
+# cancels the running statement tagged $tag, checks it ended ($label); the seconds it took
+sub cancel_long
+{
+	my ($tag, $label) = @_;
+	my $from = time();
+	$node->safe_psql('postgres', qq{
+		SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE '%$tag%' AND pid <> pg_backend_pid()});
+	ok($node->poll_query_until('postgres', qq{
+		SELECT count(*) = 0 FROM pg_stat_activity WHERE query LIKE '%$tag%' AND state = 'active' AND pid <> pg_backend_pid()}),
+		$label);
+	return time() - $from;
+}
 $long = start_long_knn('another long kNN scan runs');
-$started = time();
-$node->safe_psql('postgres', q{
-	SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE '%long_knn%' AND pid <> pg_backend_pid()});
-ok($node->poll_query_until('postgres', q{
-	SELECT count(*) = 0 FROM pg_stat_activity WHERE query LIKE '%long_knn%' AND state = 'active' AND pid <> pg_backend_pid()}),
-	'a cancel ends the long kNN scan');
-my $knn_cancel_s = time() - $started;
+my $knn_cancel_s = cancel_long('long_knn', 'a cancel ends the long kNN scan');
 diag(sprintf('the cancelled kNN scan ended after %.0f ms', 1000 * $knn_cancel_s));
 $long->quit;
 is($node->safe_psql('postgres', q{SELECT count(*) FROM genie_knn('pts_v', ARRAY[ARRAY[1, 2, 3]::real[]], 5)}),
@@ -312,13 +318,7 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM genie_knn('pts_v', ARRAY[
 # withdrawal): the statement ends at once, and the next range search is
 # answered without waiting for the rest of the cancelled one
 $long = start_long_range('another long range search runs');
-$started = time();
-$node->safe_psql('postgres', q{
-	SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE '%long_range%' AND pid <> pg_backend_pid()});
-ok($node->poll_query_until('postgres', q{
-	SELECT count(*) = 0 FROM pg_stat_activity WHERE query LIKE '%long_range%' AND state = 'active' AND pid <> pg_backend_pid()}),
-	'cancelled');
-my $cancel_s = time() - $started;
+my $cancel_s = cancel_long('long_range', 'cancelled');
 cmp_ok($cancel_s, '<', 1.0, sprintf('the statement ended %.3f s after the cancel', $cancel_s));
 $long->quit;
 # the range runner stopped the cancelled search: the next one does not wait
