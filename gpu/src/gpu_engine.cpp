@@ -66,8 +66,12 @@
 //   milliseconds.  A small batch (kInlineHostWork) compiles and prepares on
 //   the calling thread: waking the pool costs more than the work.
 //
-// * Multiple loading.  The index is uploaded when it takes at most half the
-//   budget.  Otherwise (or when one query's state does not fit beside it) the
+// * Multiple loading.  The index is uploaded when it leaves the room a
+//   batch's state needs (ResidentIndexLimit: an eighth of the budget, at
+//   least 24 MB; query groups fit a batch into it; streaming copies the
+//   whole index every call, so a resident index with small groups is the
+//   faster of the two).  Otherwise (or when one query's state does not fit
+//   beside it) the
 //   objects are split into parts (PlanObjectParts + SliceObjects, cached, page
 //   locked), part i + 1 is copied on a second stream while part i is matched,
 //   and the per-part top-k are merged (MergePartResults).  Query groups are
@@ -321,7 +325,7 @@ Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
         pack ? postings.size() * sizeof(uint16_t) + PackDirectoryEntries(*index_) * 4 : 0;
     if (bytes == 0) {
       resident_ = true;
-    } else if (pack && packed_bytes <= budget / 2) {
+    } else if (pack && packed_bytes <= ResidentIndexLimit(budget)) {
       Status status = UploadPacked();
       if (status.code() == GENIE_DEVICE_OUT_OF_MEMORY) {
         ReleaseAll();  // multiple loading
@@ -333,7 +337,7 @@ Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
         return status;
       }
       resident_ = true;
-    } else if (!pack && bytes <= budget / 2) {
+    } else if (!pack && bytes <= ResidentIndexLimit(budget)) {
       Status status = resident_postings_.Allocate(postings.size(), "the List Array");
       if (status.code() == GENIE_DEVICE_OUT_OF_MEMORY) return Status::Ok();  // multiple loading
       GENIE_RETURN_IF_ERROR(status);
@@ -476,11 +480,7 @@ Status GpuEngine::SearchImpl(const genie_query_batch& batch, int32_t k, TopKResu
     prof_.Mark("validate");
     Status status = SearchPipelined(batch, k, budget, out);
     if (status.code() != GENIE_DEVICE_OUT_OF_MEMORY || index.num_objects() < 2) return status;
-    const uint64_t held = ResidentBytes();  // (the 4-byte array may have joined it)
-    stats_ = SearchStats();
-    stats_.matcher = MatcherName(config_.matcher);
-    stats_.index_device_bytes = held;
-    return SearchParts(batch, k, budget > held ? budget - held : 0, out);
+    return SearchPartsBesideResident(batch, k, budget, out);
   }
   if (resident_) {
     CompiledQueries compiled;
@@ -500,11 +500,7 @@ Status GpuEngine::SearchImpl(const genie_query_batch& batch, int32_t k, TopKResu
     if (status.code() != GENIE_DEVICE_OUT_OF_MEMORY || index.num_objects() < 2) return status;
     // One query's state does not fit beside the index (or the 4-byte array
     // beside the packed one): multiple loading.
-    const uint64_t now_held = ResidentBytes();
-    stats_ = SearchStats();
-    stats_.matcher = MatcherName(config_.matcher);
-    stats_.index_device_bytes = now_held;
-    return SearchParts(batch, k, budget > now_held ? budget - now_held : 0, out);
+    return SearchPartsBesideResident(batch, k, budget, out);
   }
   return SearchParts(batch, k, budget, out);
 }

@@ -37,6 +37,27 @@ uint64_t GpuEngine::PartPostings(const InvertedIndex& index, int32_t begin, int3
   return total;
 }
 
+Status GpuEngine::SearchPartsBesideResident(const genie_query_batch& batch, int32_t k,
+                                            uint64_t budget, TopKResults* out) {
+  const uint64_t held = ResidentBytes();  // (the 4-byte array may have joined it)
+  stats_ = SearchStats();
+  stats_.matcher = MatcherName(config_.matcher);
+  stats_.index_device_bytes = held;
+  Status status = SearchParts(batch, k, budget > held ? budget - held : 0, out);
+  if (status.code() != GENIE_DEVICE_OUT_OF_MEMORY || held == 0) return status;
+  // Not even parts fit the room the resident index leaves (at least an
+  // eighth of the budget, ResidentIndexLimit): the resident copy goes, and
+  // from now on the index is searched in parts within the whole budget, as
+  // one too large for it is.  A batch that once fitted beside half the
+  // budget left free is not refused for the smaller room.
+  std::shared_ptr<const InvertedIndex> kept = index_;
+  ReleaseAll();
+  index_ = std::move(kept);
+  stats_ = SearchStats();
+  stats_.matcher = MatcherName(config_.matcher);
+  return SearchParts(batch, k, budget, out);
+}
+
 Status GpuEngine::SearchParts(const genie_query_batch& batch, int32_t k, uint64_t avail,
                               TopKResults* out) {
   const bool packed = PacksPostings(*index_);

@@ -55,11 +55,11 @@ Status GpuEngine::EnsureFullPostings(DeviceIndexView* view, uint64_t* avail) {
   }
   const Span<int32_t> postings = index_->postings();
   if (postings.empty()) return Status::Ok();
-  // Both forms resident must still leave half the budget for search state,
-  // as Upload's rule for one form; else multiple loading takes the batch.
+  // Both forms resident must still leave the room for search state that
+  // Upload's rule leaves one form; else multiple loading takes the batch.
   uint64_t budget = 0;
   GENIE_RETURN_IF_ERROR(EffectiveBudget(&budget));
-  if (ResidentBytes() + postings.size() * sizeof(int32_t) > budget / 2) {
+  if (ResidentBytes() + postings.size() * sizeof(int32_t) > ResidentIndexLimit(budget)) {
     return Status::DeviceOutOfMemory(
         "the 4-byte List Array does not fit beside the packed one for a count-table query");
   }

@@ -1,6 +1,6 @@
-// The GPU engine's API where no search runs: device listing, options
-// checked before any device is touched, and the errors for a machine
-// without a (usable) GPU.
+// The GPU engine's API: device listing, options checked before any device
+// is touched, the errors for a machine without a (usable) GPU, bad
+// arguments, Drop, and the C API's GPU engine on a tiny index.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -13,10 +13,14 @@
 #include "genie/gpu_engine.hpp"
 #include "genie/index.hpp"
 #include "genie/query.hpp"
+#include "genie/test_util.hpp"
 #include "gpu_test_util.hpp"
 
 namespace genie {
 namespace {
+
+using testing::Csr;
+using testing::MakeIndex;
 
 TEST(GpuEngineApi, ListDevicesNeverFails) {
   const auto devices = ListGpuDevices();  // must not crash without a driver
@@ -160,6 +164,64 @@ TEST(GpuEngineApi, PipelinedBatchRefusesABadLatePiece) {
   bad.item_offsets = bad_items.data();
   TopKResults out;
   EXPECT_EQ(engine->Search(bad, 10, &out).code(), GENIE_INVALID_ARGUMENT);
+}
+
+TEST(GpuEngineApi, ErrorsAndDrop) {
+  SKIP_WITHOUT_GPU();
+  Status status;
+  auto engine = MakeGpuEngine(EngineOptions(), &status);
+  ASSERT_NE(engine, nullptr) << status.message();
+  EXPECT_EQ(engine->kind(), GENIE_ENGINE_GPU);
+  QueryBatch batch;
+  const std::vector<int32_t> kws{1, 2};
+  batch.AddKeywordQuery(kws);
+  TopKResults out;
+  EXPECT_EQ(engine->Search(batch.View(), 5, &out).code(), GENIE_INVALID_ARGUMENT);  // no index
+  EXPECT_EQ(engine->Upload(nullptr).code(), GENIE_INVALID_ARGUMENT);
+  Csr csr;
+  csr.Add({1, 2});
+  csr.Add({2});
+  auto index = MakeIndex(csr);
+  ASSERT_TRUE(engine->Upload(index).ok());
+  EXPECT_EQ(engine->Search(batch.View(), 0, &out).code(), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(engine->Search(batch.View(), 5, nullptr).code(), GENIE_INVALID_ARGUMENT);
+  ASSERT_TRUE(engine->Search(batch.View(), 5, &out).ok());
+  ASSERT_EQ(out.hits.size(), 2u);
+  EXPECT_EQ(out.hits[0].object, 0);
+  EXPECT_EQ(out.hits[0].score, 2);
+  ASSERT_TRUE(engine->Drop().ok());
+  EXPECT_EQ(engine->Search(batch.View(), 5, &out).code(), GENIE_INVALID_ARGUMENT);
+  ASSERT_TRUE(engine->Upload(index).ok());  // upload again after drop
+  ASSERT_TRUE(engine->Search(batch.View(), 1, &out).ok());
+  EXPECT_EQ(out.hits.size(), 1u);
+}
+
+TEST(GpuEngineApi, CApiGpuEngine) {
+  SKIP_WITHOUT_GPU();
+  const int64_t offsets[] = {0, 2, 3, 6};
+  const int32_t keywords[] = {1, 2, 2, 1, 2, 3};
+  genie_error err;
+  genie_index* index = nullptr;
+  ASSERT_EQ(genie_index_create(offsets, 3, keywords, nullptr, &index, &err), GENIE_OK) << err.message;
+  genie_engine* engine = nullptr;
+  ASSERT_EQ(genie_engine_create(GENIE_ENGINE_GPU, nullptr, &engine, &err), GENIE_OK) << err.message;
+  EXPECT_EQ(genie_engine_get_kind(engine), GENIE_ENGINE_GPU);
+  ASSERT_EQ(genie_engine_upload(engine, index, &err), GENIE_OK) << err.message;
+  const int64_t q_offsets[] = {0, 3};
+  const int64_t i_offsets[] = {0, 1, 2, 3};
+  const int32_t lo[] = {1, 2, 3};
+  const int32_t hi[] = {1, 2, 3};
+  genie_query_batch batch{1, q_offsets, i_offsets, nullptr, lo, hi};
+  genie_results* results = nullptr;
+  ASSERT_EQ(genie_engine_search(engine, &batch, 2, &results, &err), GENIE_OK) << err.message;
+  ASSERT_EQ(results->query_offsets[1], 2);
+  EXPECT_EQ(results->objects[0], 2);
+  EXPECT_EQ(results->scores[0], 3);
+  EXPECT_EQ(results->objects[1], 0);
+  EXPECT_EQ(results->scores[1], 2);
+  genie_results_free(results);
+  genie_engine_free(engine);
+  genie_index_free(index);
 }
 
 }  // namespace

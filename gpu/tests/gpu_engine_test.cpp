@@ -518,13 +518,13 @@ TEST_P(GpuEngineTest, MultipleLoadingSmallBudget) {
   const uint64_t keywords = index->keyword_offsets().size() - 1;
   const uint64_t resident =
       packs ? index_bytes / 2 + keywords * ((300000 + 65535) / 65536 + 1) * 4 : index_bytes;
-  // Budgets where the resident form exceeds half the budget: it is never
+  // Budgets whose ResidentIndexLimit the resident form exceeds: it is never
   // resident; parts are streamed (packed where the engine packs, see
   // PackedParts).  The smaller ones force many parts and query groups.
   int tested = 0;
   for (uint64_t budget : {2 * resident - (1ull << 20), index_bytes + (24ull << 20),
                           index_bytes / 2 + (20ull << 20)}) {
-    if (resident <= budget / 2) continue;
+    if (resident <= ResidentIndexLimit(budget)) continue;
     ++tested;
     SCOPED_TRACE(::testing::Message() << "budget " << budget);
     gpu::SearchStats stats;
@@ -537,6 +537,32 @@ TEST_P(GpuEngineTest, MultipleLoadingSmallBudget) {
   EXPECT_GE(tested, 1);
 }
 
+// An index that leaves the budget just ResidentIndexLimit's room (more than
+// half the budget: multiple loading once took it) is resident, and the batch
+// runs in query groups beside it; exact.
+TEST_P(GpuEngineTest, ResidentUpToTheLimit) {
+  const LshData data = MakeLsh(44, 600000, 24, 16, 200, 300, 0.3);
+  auto index = MakeIndex(data.csr);
+  const bool packs = IsTiled(GetParam()) && GetParam() != Variant::kTiledFull;
+  const uint64_t keywords = index->keyword_offsets().size() - 1;
+  const uint64_t postings = static_cast<uint64_t>(index->num_postings());
+  const uint64_t resident =
+      packs ? postings * 2 + keywords * ((600000 + 65535) / 65536 + 1) * 4 : postings * 4;
+  EngineSpec spec;
+  spec.budget = resident + kMinSearchRoomBytes;
+  ASSERT_EQ(ResidentIndexLimit(spec.budget), resident);
+  ASSERT_GT(resident, spec.budget / 2);
+  gpu::SearchStats stats;
+  Check(data.csr, index, data.batch, 100, spec, &stats, "ResidentUpToTheLimit");
+  EXPECT_EQ(stats.parts, 1);
+  EXPECT_EQ(stats.index_device_bytes, resident);
+  EXPECT_GE(stats.query_groups, 1);
+  // A byte less and it streams.
+  spec.budget -= 1;
+  Check(data.csr, index, data.batch, 100, spec, &stats, "ResidentUpToTheLimit");
+  EXPECT_GT(stats.parts, 1);
+}
+
 // Multiple loading streams packed parts where the engine packs: 2 bytes a
 // posting and the part's pack directory, so a budget takes parts of twice
 // the objects.  A query whose hash table overflows in a packed part takes
@@ -547,8 +573,8 @@ TEST_P(GpuEngineTest, PackedParts) {
   }
   const LshData data = MakeLsh(41, 300000, 24, 16, 200, 256, 0.3);
   auto index = MakeIndex(data.csr);
-  // A budget whose half the packed index does not fit (so it is not
-  // resident), with room beside two packed parts for a part's 4-byte ids.
+  // A budget whose ResidentIndexLimit the packed index exceeds (so it is
+  // not resident), with room beside two packed parts for a part's 4-byte ids.
   const uint64_t keywords = index->keyword_offsets().size() - 1;
   const uint64_t resident = index->postings().size() * sizeof(uint16_t) +
                             keywords * ((300000 + 65535) / 65536 + 1) * 4;
@@ -575,11 +601,16 @@ TEST_P(GpuEngineTest, PackedParts) {
   // needs the part's 4-byte ids beside the two packed parts and a group's
   // 16 MB of slack: an index large enough that the budget has that room.
   // (Where it has not, the search streams 4-byte parts instead: also exact.)
-  const LshData large = MakeLsh(43, 1200000, 24, 16, 200, 64, 0.3);
+  // The budget leaves the packed form 22 MB (ResidentIndexLimit keeps 24 MB
+  // for search state): four parts, two of them a half of the index, and the
+  // other half for a part's 4-byte ids and the slack.
+  const LshData large = MakeLsh(43, 1600000, 24, 16, 200, 64, 0.3);
   auto large_index = MakeIndex(large.csr);
   const uint64_t large_resident = large_index->postings().size() * sizeof(uint16_t) +
-                                  keywords * ((1200000 + 65535) / 65536 + 1) * 4;
-  spec.budget = 2 * large_resident - (1ull << 20);
+                                  (large_index->keyword_offsets().size() - 1) *
+                                      ((1600000 + 65535) / 65536 + 1) * 4;
+  spec.budget = large_resident + (22ull << 20);
+  ASSERT_GT(large_resident, ResidentIndexLimit(spec.budget));
   spec.ht_slots = 4;
   gpu::SearchStats overflowing;
   Check(large.csr, large_index, large.batch, 100, spec, &overflowing, "PackedPartsOverflow");
@@ -725,8 +756,9 @@ TEST_P(GpuEngineTest, PipelinedBatch) {
 
 // Packed and resident, queries the count table must take (a heavy weight
 // over a wide range) need the 4-byte List Array as well: uploaded once and
-// kept for the next search; and where both forms would take more than half
-// the budget, the search goes to multiple loading (4-byte parts) instead.
+// kept for the next search; and where both forms would take more than
+// ResidentIndexLimit of the budget, the search goes to multiple loading
+// (4-byte parts) instead.
 // Either way the answers are the reference's.
 TEST_P(GpuEngineTest, CountTableQueriesBesidePackedPostings) {
   if (GetParam() != Variant::kTiledPacked) {
@@ -759,9 +791,12 @@ TEST_P(GpuEngineTest, CountTableQueriesBesidePackedPostings) {
     const uint64_t full = static_cast<uint64_t>(index->num_postings()) * 4;
     EXPECT_EQ(second.index_device_bytes, first.index_device_bytes + full);
   }
-  // A budget that holds the packed form in half but not both forms.
+  // A budget that keeps the packed form resident but not both forms.
   EngineSpec spec;
-  spec.budget = 2 * first.index_device_bytes + (1ull << 20);
+  spec.budget = first.index_device_bytes + (30ull << 20);
+  ASSERT_LE(first.index_device_bytes, ResidentIndexLimit(spec.budget));
+  ASSERT_GT(first.index_device_bytes + static_cast<uint64_t>(index->num_postings()) * 4,
+            ResidentIndexLimit(spec.budget));
   gpu::SearchStats parts;
   Check(data.csr, index, data.batch, 20, spec, &parts, "CountBesidePacked");
   EXPECT_GT(parts.parts, 1);
@@ -824,36 +859,6 @@ TEST(GpuEngineApi, ProfileOnRequest) {
   EXPECT_FALSE(stats.profile.empty());
 }
 
-TEST(GpuEngineApi, ErrorsAndDrop) {
-  SKIP_WITHOUT_GPU();
-  Status status;
-  auto engine = MakeGpuEngine(EngineOptions(), &status);
-  ASSERT_NE(engine, nullptr) << status.message();
-  EXPECT_EQ(engine->kind(), GENIE_ENGINE_GPU);
-  QueryBatch batch;
-  const std::vector<int32_t> kws{1, 2};
-  batch.AddKeywordQuery(kws);
-  TopKResults out;
-  EXPECT_EQ(engine->Search(batch.View(), 5, &out).code(), GENIE_INVALID_ARGUMENT);  // no index
-  EXPECT_EQ(engine->Upload(nullptr).code(), GENIE_INVALID_ARGUMENT);
-  Csr csr;
-  csr.Add({1, 2});
-  csr.Add({2});
-  auto index = MakeIndex(csr);
-  ASSERT_TRUE(engine->Upload(index).ok());
-  EXPECT_EQ(engine->Search(batch.View(), 0, &out).code(), GENIE_INVALID_ARGUMENT);
-  EXPECT_EQ(engine->Search(batch.View(), 5, nullptr).code(), GENIE_INVALID_ARGUMENT);
-  ASSERT_TRUE(engine->Search(batch.View(), 5, &out).ok());
-  ASSERT_EQ(out.hits.size(), 2u);
-  EXPECT_EQ(out.hits[0].object, 0);
-  EXPECT_EQ(out.hits[0].score, 2);
-  ASSERT_TRUE(engine->Drop().ok());
-  EXPECT_EQ(engine->Search(batch.View(), 5, &out).code(), GENIE_INVALID_ARGUMENT);
-  ASSERT_TRUE(engine->Upload(index).ok());  // upload again after drop
-  ASSERT_TRUE(engine->Search(batch.View(), 1, &out).ok());
-  EXPECT_EQ(out.hits.size(), 1u);
-}
-
 TEST(GpuEngineApi, TinyBudgetIsDeviceOutOfMemory) {
   SKIP_WITHOUT_GPU();
   const LshData data = MakeLsh(71, 20000, 16, 8, 20, 8, 0.3);
@@ -866,34 +871,6 @@ TEST(GpuEngineApi, TinyBudgetIsDeviceOutOfMemory) {
   TopKResults out;
   status = engine->Search(data.batch.View(), 10, &out);
   EXPECT_EQ(status.code(), GENIE_DEVICE_OUT_OF_MEMORY) << status.message();
-}
-
-TEST(GpuEngineApi, CApiGpuEngine) {
-  SKIP_WITHOUT_GPU();
-  const int64_t offsets[] = {0, 2, 3, 6};
-  const int32_t keywords[] = {1, 2, 2, 1, 2, 3};
-  genie_error err;
-  genie_index* index = nullptr;
-  ASSERT_EQ(genie_index_create(offsets, 3, keywords, nullptr, &index, &err), GENIE_OK) << err.message;
-  genie_engine* engine = nullptr;
-  ASSERT_EQ(genie_engine_create(GENIE_ENGINE_GPU, nullptr, &engine, &err), GENIE_OK) << err.message;
-  EXPECT_EQ(genie_engine_get_kind(engine), GENIE_ENGINE_GPU);
-  ASSERT_EQ(genie_engine_upload(engine, index, &err), GENIE_OK) << err.message;
-  const int64_t q_offsets[] = {0, 3};
-  const int64_t i_offsets[] = {0, 1, 2, 3};
-  const int32_t lo[] = {1, 2, 3};
-  const int32_t hi[] = {1, 2, 3};
-  genie_query_batch batch{1, q_offsets, i_offsets, nullptr, lo, hi};
-  genie_results* results = nullptr;
-  ASSERT_EQ(genie_engine_search(engine, &batch, 2, &results, &err), GENIE_OK) << err.message;
-  ASSERT_EQ(results->query_offsets[1], 2);
-  EXPECT_EQ(results->objects[0], 2);
-  EXPECT_EQ(results->scores[0], 3);
-  EXPECT_EQ(results->objects[1], 0);
-  EXPECT_EQ(results->scores[1], 2);
-  genie_results_free(results);
-  genie_engine_free(engine);
-  genie_index_free(index);
 }
 
 }  // namespace

@@ -77,6 +77,20 @@ struct GpuEngineOptions {
   int64_t set_match_min_postings = int64_t{1} << 14;
 };
 
+// The largest device form of an index (its List Array, packed or not, with
+// the pack directory) that the c-PQ engine keeps resident under a device
+// budget: all but the room a batch's search state needs, an eighth of the
+// budget and at least kMinSearchRoomBytes.  Query groups fit a batch into
+// that room; an index beyond it is searched in parts (multiple loading),
+// which copies the whole index to the device on every search.  0 when the
+// budget leaves no room.
+constexpr uint64_t kMinSearchRoomBytes = uint64_t{24} << 20;
+constexpr uint64_t ResidentIndexLimit(uint64_t budget) {
+  return budget / 8 >= kMinSearchRoomBytes ? budget - budget / 8
+         : budget > kMinSearchRoomBytes    ? budget - kMinSearchRoomBytes
+                                           : 0;
+}
+
 // The c-PQ engine (paper section III-C) with multiple loading (III-D).
 // Returns nullptr and sets *status on failure: GENIE_DEVICE_UNAVAILABLE when
 // no usable GPU, GENIE_INVALID_ARGUMENT for out-of-range gpu_options.
