@@ -67,11 +67,11 @@
 //   the calling thread: waking the pool costs more than the work.
 //
 // * Multiple loading.  The index is uploaded when it leaves the room a
-//   batch's state needs (ResidentIndexLimit: an eighth of the budget, at
-//   least 24 MB; query groups fit a batch into it; streaming copies the
-//   whole index every call, so a resident index with small groups is the
-//   faster of the two).  Otherwise (or when one query's state does not fit
-//   beside it) the
+//   batch's state needs (ResidentLimit: under an explicit budget an eighth
+//   of it, 24 MiB to half, ResidentIndexLimit; query groups fit a batch into
+//   it, and streaming copies the whole index every call, so a resident index
+//   with small groups is the faster of the two; else half of the free
+//   memory).  Otherwise (or when one query's state does not fit beside it) the
 //   objects are split into parts (PlanObjectParts + SliceObjects, cached, page
 //   locked), part i + 1 is copied on a second stream while part i is matched,
 //   and the per-part top-k are merged (MergePartResults).  Query groups are
@@ -325,7 +325,7 @@ Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
         pack ? postings.size() * sizeof(uint16_t) + PackDirectoryEntries(*index_) * 4 : 0;
     if (bytes == 0) {
       resident_ = true;
-    } else if (pack && packed_bytes <= ResidentIndexLimit(budget)) {
+    } else if (pack && packed_bytes <= ResidentLimit(budget)) {
       Status status = UploadPacked();
       if (status.code() == GENIE_DEVICE_OUT_OF_MEMORY) {
         ReleaseAll();  // multiple loading
@@ -337,7 +337,7 @@ Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
         return status;
       }
       resident_ = true;
-    } else if (!pack && bytes <= ResidentIndexLimit(budget)) {
+    } else if (!pack && bytes <= ResidentLimit(budget)) {
       Status status = resident_postings_.Allocate(postings.size(), "the List Array");
       if (status.code() == GENIE_DEVICE_OUT_OF_MEMORY) return Status::Ok();  // multiple loading
       GENIE_RETURN_IF_ERROR(status);

@@ -271,11 +271,17 @@ class GpuEngine final : public Engine {
   // The 4-byte List Array on the device beside the packed one, for the
   // queries the count table takes: uploaded on first need and kept (its
   // bytes then come off *avail); GENIE_DEVICE_OUT_OF_MEMORY when both forms
-  // would take more than ResidentIndexLimit of the budget.
+  // would take more than ResidentLimit of the budget.
   Status EnsureFullPostings(DeviceIndexView* view, uint64_t* avail);
 
   // Upload of the packed form (Upload chose it).
   Status UploadPacked();
+
+  // The largest device form kept resident under `budget` (EffectiveBudget's):
+  // ResidentIndexLimit with an explicit budget, else half of it.
+  uint64_t ResidentLimit(uint64_t budget) const {
+    return budget_option_ > 0 ? ResidentIndexLimit(budget) : budget / 2;
+  }
 
   uint64_t ResidentBytes() const {
     return resident_postings_.bytes() + packed_postings_.bytes() + pack_dir_.bytes();
@@ -327,9 +333,8 @@ class GpuEngine final : public Engine {
 
   // Resident, tiled, a large batch: compilation overlapped with the device
   // work, piece by piece (pipeline.cpp).
-  // Multiple loading for a batch one of whose queries' state does not fit
-  // beside the resident index: parts in the room the index leaves, else in
-  // the whole budget after the resident copy is let go.
+  // Multiple loading, in the room the resident index leaves, for a batch one
+  // of whose queries' state does not fit beside the index whole.
   Status SearchPartsBesideResident(const genie_query_batch& batch, int32_t k, uint64_t budget,
                                    TopKResults* out);
   Status SearchPipelined(const genie_query_batch& batch, int32_t k, uint64_t budget,

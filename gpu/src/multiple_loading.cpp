@@ -43,19 +43,7 @@ Status GpuEngine::SearchPartsBesideResident(const genie_query_batch& batch, int3
   stats_ = SearchStats();
   stats_.matcher = MatcherName(config_.matcher);
   stats_.index_device_bytes = held;
-  Status status = SearchParts(batch, k, budget > held ? budget - held : 0, out);
-  if (status.code() != GENIE_DEVICE_OUT_OF_MEMORY || held == 0) return status;
-  // Not even parts fit the room the resident index leaves (at least an
-  // eighth of the budget, ResidentIndexLimit): the resident copy goes, and
-  // from now on the index is searched in parts within the whole budget, as
-  // one too large for it is.  A batch that once fitted beside half the
-  // budget left free is not refused for the smaller room.
-  std::shared_ptr<const InvertedIndex> kept = index_;
-  ReleaseAll();
-  index_ = std::move(kept);
-  stats_ = SearchStats();
-  stats_.matcher = MatcherName(config_.matcher);
-  return SearchParts(batch, k, budget, out);
+  return SearchParts(batch, k, budget > held ? budget - held : 0, out);
 }
 
 Status GpuEngine::SearchParts(const genie_query_batch& batch, int32_t k, uint64_t avail,
@@ -227,10 +215,16 @@ Status GpuEngine::SearchPartsAs(const genie_query_batch& batch, int32_t k, uint6
     return Status::Ok();
   };
 
-  // current_part_ and the part's 4-byte ids never outlive this call.
+  // current_part_ and the part's 4-byte ids never outlive this call; nor do
+  // copies in flight after an error (a cancel, a part's state out of
+  // memory): the next call may free the host parts they read (SearchParts'
+  // retry with 4-byte parts does at once), and the buffers go with this
+  // call.  (After a whole search both streams are idle: no wait.)
   struct PartScope {
     GpuEngine* engine;
     ~PartScope() {
+      (void)cudaStreamSynchronize(engine->copy_stream_.get());
+      (void)cudaStreamSynchronize(engine->compute_stream_.get());
       engine->current_part_ = nullptr;
       engine->part_postings_.Reset();
     }

@@ -59,7 +59,7 @@ Status GpuEngine::EnsureFullPostings(DeviceIndexView* view, uint64_t* avail) {
   // Upload's rule leaves one form; else multiple loading takes the batch.
   uint64_t budget = 0;
   GENIE_RETURN_IF_ERROR(EffectiveBudget(&budget));
-  if (ResidentBytes() + postings.size() * sizeof(int32_t) > ResidentIndexLimit(budget)) {
+  if (ResidentBytes() + postings.size() * sizeof(int32_t) > ResidentLimit(budget)) {
     return Status::DeviceOutOfMemory(
         "the 4-byte List Array does not fit beside the packed one for a count-table query");
   }

@@ -1,6 +1,7 @@
 // The CUDA engine's host interface: plain C++, no CUDA types, so the C API (capi/)
 // can call it without including CUDA headers.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -78,17 +79,17 @@ struct GpuEngineOptions {
 };
 
 // The largest device form of an index (its List Array, packed or not, with
-// the pack directory) that the c-PQ engine keeps resident under a device
-// budget: all but the room a batch's search state needs, an eighth of the
-// budget and at least kMinSearchRoomBytes.  Query groups fit a batch into
+// the pack directory) that the c-PQ engine keeps resident under an explicit
+// device budget (EngineOptions::memory_budget_bytes, genie.device_memory_limit):
+// all but the room a batch's search state needs, an eighth of the budget,
+// at least kMinSearchRoomBytes, at most half.  Query groups fit a batch into
 // that room; an index beyond it is searched in parts (multiple loading),
-// which copies the whole index to the device on every search.  0 when the
-// budget leaves no room.
+// which copies the whole index to the device on every search.  Without an
+// explicit budget (most of the free memory, which other indexes and copies
+// share and which changes after the upload) the index must leave half.
 constexpr uint64_t kMinSearchRoomBytes = uint64_t{24} << 20;
 constexpr uint64_t ResidentIndexLimit(uint64_t budget) {
-  return budget / 8 >= kMinSearchRoomBytes ? budget - budget / 8
-         : budget > kMinSearchRoomBytes    ? budget - kMinSearchRoomBytes
-                                           : 0;
+  return budget - std::min(budget / 2, std::max(budget / 8, kMinSearchRoomBytes));
 }
 
 // The c-PQ engine (paper section III-C) with multiple loading (III-D).
