@@ -70,8 +70,10 @@
 //   batch's state needs (ResidentLimit: under an explicit budget an eighth
 //   of it, 24 MiB to half, ResidentIndexLimit; query groups fit a batch into
 //   it, and streaming copies the whole index every call, so a resident index
-//   with small groups is the faster of the two; else half of the free
-//   memory).  Otherwise (or when one query's state does not fit beside it) the
+//   with small groups is the faster of the two; else half of the budget,
+//   most of the free memory).  Otherwise (or when one query's state does not
+//   fit beside it: then in the room the index leaves, and a query whose state
+//   does not fit beside even a small part gets the device's out-of-memory) the
 //   objects are split into parts (PlanObjectParts + SliceObjects, cached, page
 //   locked), part i + 1 is copied on a second stream while part i is matched,
 //   and the per-part top-k are merged (MergePartResults).  Query groups are

@@ -331,12 +331,12 @@ class GpuEngine final : public Engine {
   // The resident index's view (SearchImpl, SearchPipelined).
   DeviceIndexView ResidentView() const;
 
-  // Resident, tiled, a large batch: compilation overlapped with the device
-  // work, piece by piece (pipeline.cpp).
   // Multiple loading, in the room the resident index leaves, for a batch one
   // of whose queries' state does not fit beside the index whole.
   Status SearchPartsBesideResident(const genie_query_batch& batch, int32_t k, uint64_t budget,
                                    TopKResults* out);
+  // Resident, tiled, a large batch: compilation overlapped with the device
+  // work, piece by piece (pipeline.cpp).
   Status SearchPipelined(const genie_query_batch& batch, int32_t k, uint64_t budget,
                          TopKResults* out);
 

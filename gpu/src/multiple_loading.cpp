@@ -217,9 +217,10 @@ Status GpuEngine::SearchPartsAs(const genie_query_batch& batch, int32_t k, uint6
 
   // current_part_ and the part's 4-byte ids never outlive this call; nor do
   // copies in flight after an error (a cancel, a part's state out of
-  // memory): the next call may free the host parts they read (SearchParts'
-  // retry with 4-byte parts does at once), and the buffers go with this
-  // call.  (After a whole search both streams are idle: no wait.)
+  // memory): the copy stream reads the host parts, and the compute stream a
+  // part's 4-byte ids, which the next call may free (SearchParts' retry with
+  // 4-byte parts does at once).  (After a whole search both streams are
+  // idle: no wait.)
   struct PartScope {
     GpuEngine* engine;
     ~PartScope() {

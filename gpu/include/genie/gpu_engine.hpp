@@ -86,7 +86,10 @@ struct GpuEngineOptions {
 // that room; an index beyond it is searched in parts (multiple loading),
 // which copies the whole index to the device on every search.  Without an
 // explicit budget (most of the free memory, which other indexes and copies
-// share and which changes after the upload) the index must leave half.
+// share and which changes after the upload) the index must leave half.  A
+// batch with a query whose state does not fit beside the resident index is
+// searched in parts in the room it leaves (an index at most half the budget
+// once had the other half for them).
 constexpr uint64_t kMinSearchRoomBytes = uint64_t{24} << 20;
 constexpr uint64_t ResidentIndexLimit(uint64_t budget) {
   return budget - std::min(budget / 2, std::max(budget / 8, kMinSearchRoomBytes));
