@@ -40,16 +40,24 @@
 #endif
 
 // Calls of one engine from several threads (the genie service's runners):
-// the CPU engine searches concurrently (shared), the GPU engine one call at
-// a time (its stream, staging slots and block cache are the engine's own),
+// the CPU engine searches concurrently (shared), a device group too (each
+// GPU one call at a time: genie/multi_device.hpp), a lone GPU engine one call
+// at a time (its stream, staging slots and block cache are the engine's own),
 // and an upload or drop waits for every search (exclusive).
 struct genie_engine {
   std::unique_ptr<genie::Engine> engine;
   std::shared_mutex calls;
 
   std::unique_lock<std::shared_mutex> Exclusive() { return std::unique_lock<std::shared_mutex>(calls); }
-  // A search: shared on the CPU engine, exclusive on every other.
-  std::variant<std::shared_lock<std::shared_mutex>, std::unique_lock<std::shared_mutex>> ForSearch() {
+  using Lock = std::variant<std::shared_lock<std::shared_mutex>, std::unique_lock<std::shared_mutex>>;
+  // A search: shared where the engine takes concurrent searches.
+  Lock ForSearch() {
+    if (engine->ConcurrentSearches()) return std::shared_lock<std::shared_mutex>(calls);
+    return Exclusive();
+  }
+  // A set match: shared on the CPU engine only (a GPU engine's device
+  // threshold is set for the call).
+  Lock ForMatchSet() {
     if (engine->kind() == GENIE_ENGINE_CPU) return std::shared_lock<std::shared_mutex>(calls);
     return Exclusive();
   }
@@ -512,7 +520,7 @@ genie_status genie_engine_match_set(genie_engine* engine, const genie_index* ind
     GENIE_RETURN_IF_ERROR(genie::capi::ToSetPredicate(predicate, &p));
     genie::Span<int32_t> sizes;
     GENIE_RETURN_IF_ERROR(genie::capi::IndexObjectSizes(index, p, genie::CancelCheck(), &sizes));
-    const auto lock = engine->ForSearch();
+    const auto lock = engine->ForMatchSet();
 #ifdef GENIE_WITH_CUDA
     if (device_min_postings >= 0) genie::gpu::SetSetMatchMinPostings(engine->engine.get(), device_min_postings);
 #else

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <new>
+#include <shared_mutex>
 
 #include "genie/parallel.hpp"
 
@@ -87,10 +89,10 @@ MultiDeviceEngine::MultiDeviceEngine(std::vector<DeviceMember> members, HostEngi
                                      Placement placement, int32_t threads, CancelCheck cancel)
     : make_host_(std::move(make_host)), placement_(placement), threads_(ResolveThreads(threads)),
       cancel_(cancel) {
-  slots_.resize(members.size());
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    slots_[i].member = std::move(members[i]);
-    slots_[i].report.device = slots_[i].member.device;
+  for (DeviceMember& m : members) {
+    slots_.emplace_back();
+    slots_.back().member = std::move(m);
+    slots_.back().report.device = slots_.back().member.device;
   }
 }
 
@@ -100,9 +102,9 @@ genie_engine_kind MultiDeviceEngine::kind() const {
 
 bool MultiDeviceEngine::sharded() const { return sharded_.load(); }
 
-// Reports are written holding both mutexes and read here holding report_mutex_
-// alone: the genie service reads them between its batches while the next one
-// searches.
+// Reports are written holding report_mutex_ (and the slot, or mutex_
+// exclusively) and read here holding report_mutex_ alone: the genie service
+// reads them between its batches while other batches search.
 std::vector<DeviceReport> MultiDeviceEngine::Report() const {
   std::lock_guard<std::mutex> lock(report_mutex_);
   std::vector<DeviceReport> out;
@@ -116,17 +118,18 @@ void MultiDeviceEngine::DropMember(Slot* slot, const Status& why) {
     slot->report.dropped = true;
     slot->report.failure = why.message();
   }
+  slot->dropped.store(true);
   if (slot->member.engine != nullptr) (void)slot->member.engine->Drop();  // frees what it can
 }
 
 Status MultiDeviceEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
   if (index == nullptr) return Status::InvalidArgument("cannot upload a NULL index");
   if (slots_.empty()) return Status::InvalidArgument("a device group needs at least one device");
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::shared_mutex> lock(mutex_);
   std::vector<uint64_t> capacities;
   std::vector<Slot*> live;
   for (Slot& s : slots_) {
-    if (s.report.dropped) continue;
+    if (s.dropped.load()) continue;
     live.push_back(&s);
     capacities.push_back(s.member.capacity_bytes);
   }
@@ -188,10 +191,10 @@ Status MultiDeviceEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
 }
 
 Status MultiDeviceEngine::Drop() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::shared_mutex> lock(mutex_);
   Status first;
   for (Slot& s : slots_) {
-    if (!s.report.dropped && s.part != nullptr) {
+    if (!s.dropped.load() && s.part != nullptr) {
       Status st = s.member.engine->Drop();
       if (!st.ok() && first.ok()) first = st;
     }
@@ -221,34 +224,83 @@ Status MultiDeviceEngine::HostSearch(Slot* slot, const genie_query_batch& batch,
   return host->Search(batch, k, out);
 }
 
+// Every member dropped: the host engine answers (it searches concurrently).
+Status MultiDeviceEngine::SearchOnHost(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+  Engine* host = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(host_mutex_);
+    if (whole_host_ == nullptr) {
+      std::unique_ptr<Engine> made = make_host_();
+      if (made == nullptr) return Status::Internal("no host engine to take over the failed devices");
+      GENIE_RETURN_IF_ERROR(made->Upload(index_));
+      whole_host_ = std::move(made);
+    }
+    host = whole_host_.get();
+  }
+  return host->Search(batch, k, out);
+}
+
+// The first member no call holds, from a turn that moves on each time; when
+// every one is busy, the one whose turn it is, once free.
+MultiDeviceEngine::Slot* MultiDeviceEngine::TakeFreeMember(const std::vector<Slot*>& live,
+                                                           std::unique_lock<std::mutex>* lock) {
+  const std::size_t n = live.size();
+  const std::size_t start = next_member_.fetch_add(1) % n;
+  for (std::size_t j = 0; j < n; ++j) {
+    Slot* s = live[(start + j) % n];
+    std::unique_lock<std::mutex> tried(s->busy, std::try_to_lock);
+    if (tried.owns_lock()) {
+      *lock = std::move(tried);
+      return s;
+    }
+  }
+  *lock = std::unique_lock<std::mutex>(live[start]->busy);
+  return live[start];
+}
+
 Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+  // Whether another search was under way when this one came: then a small
+  // batch takes one free device whole, so that the calls run side by side
+  // (one call's fixed cost each, where a split batch pays it on every device).
+  struct InFlight {
+    std::atomic<int32_t>* count;
+    bool alone;
+    explicit InFlight(std::atomic<int32_t>* c) : count(c), alone(c->fetch_add(1) == 0) {}
+    ~InFlight() { count->fetch_sub(1); }
+  } flight(&searching_);
   for (;;) {
     std::vector<Slot*> live;
     for (Slot& s : slots_)
-      if (!s.report.dropped && s.part != nullptr) live.push_back(&s);
-    if (live.empty()) {
-      if (whole_host_ == nullptr) {
-        std::unique_ptr<Engine> host = make_host_();
-        if (host == nullptr) return Status::Internal("no host engine to take over the failed devices");
-        GENIE_RETURN_IF_ERROR(host->Upload(index_));
-        whole_host_ = std::move(host);
-      }
-      return whole_host_->Search(batch, k, out);
-    }
-    const auto pieces = SplitQueries(batch.n_queries, static_cast<int32_t>(live.size()));
-    if (pieces.size() <= 1) {
-      // one piece: no threads, no copies (the floor of a lone query)
+      if (!s.dropped.load() && s.part != nullptr) live.push_back(&s);
+    if (live.empty()) return SearchOnHost(batch, k, out);
+    const bool split = live.size() > 1 && batch.n_queries > 1 &&
+                       (batch.n_queries >= kSplitQueries || flight.alone);
+    if (!split) {
+      // one member: no threads, no copies (the floor of a lone query)
+      std::unique_lock<std::mutex> lock;
+      Slot* s = TakeFreeMember(live, &lock);
+      if (s->dropped.load()) continue;  // dropped by a call before ours
       const auto t0 = std::chrono::steady_clock::now();
-      Status st = live[0]->member.engine->Search(batch, k, out);
+      Status st = s->member.engine->Search(batch, k, out);
       if (DeviceFailed(st)) {
-        DropMember(live[0], st);
+        DropMember(s, st);
         continue;
       }
-      std::lock_guard<std::mutex> lock(report_mutex_);
-      live[0]->report.searches += 1;
-      live[0]->report.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::lock_guard<std::mutex> report(report_mutex_);
+      s->report.searches += 1;
+      s->report.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return st;
     }
+    // every member, taken in slot order (live is in it)
+    std::vector<std::unique_lock<std::mutex>> locks;
+    locks.reserve(live.size());
+    bool dropped = false;
+    for (Slot* s : live) {
+      locks.emplace_back(s->busy);
+      dropped = dropped || s->dropped.load();
+    }
+    if (dropped) continue;  // dropped by a call before ours: plan again
+    const auto pieces = SplitQueries(batch.n_queries, static_cast<int32_t>(live.size()));
     std::vector<QueryBatchSlice> storage(pieces.size());
     std::vector<TopKResults> parts(pieces.size());
     std::vector<double> seconds(pieces.size(), 0.0);
@@ -261,7 +313,6 @@ Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32
           seconds[u] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           return st;
         });
-    bool dropped = false;
     for (std::size_t i = 0; i < statuses.size(); ++i) {
       if (DeviceFailed(statuses[i])) {
         DropMember(live[i], statuses[i]);
@@ -291,19 +342,23 @@ Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t 
   std::vector<Slot*> shards;
   for (Slot& s : slots_)
     if (s.part != nullptr) shards.push_back(&s);
+  // every shard's device (or host engine), taken in slot order
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(shards.size());
+  for (Slot* s : shards) locks.emplace_back(s->busy);
   std::vector<TopKResults> parts(shards.size());
   std::vector<double> seconds(shards.size(), 0.0);
   auto search = [&](int32_t i) {
     const auto u = static_cast<std::size_t>(i);
     Slot* s = shards[u];
     const auto t0 = std::chrono::steady_clock::now();
-    Status st = s->report.dropped ? HostSearch(s, batch, k, &parts[u]) : s->member.engine->Search(batch, k, &parts[u]);
+    Status st = s->dropped.load() ? HostSearch(s, batch, k, &parts[u]) : s->member.engine->Search(batch, k, &parts[u]);
     seconds[u] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return st;
   };
   std::vector<Status> statuses = RunEachConcurrently(static_cast<int32_t>(shards.size()), search);
   for (std::size_t i = 0; i < statuses.size(); ++i) {
-    if (DeviceFailed(statuses[i]) && !shards[i]->report.dropped) {
+    if (DeviceFailed(statuses[i]) && !shards[i]->dropped.load()) {
       DropMember(shards[i], statuses[i]);
       statuses[i] = search(static_cast<int32_t>(i));  // its shard on the host
     }
@@ -323,7 +378,7 @@ Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t 
 Status MultiDeviceEngine::Search(const genie_query_batch& batch, int32_t k, TopKResults* out) {
   if (out == nullptr) return Status::InvalidArgument("NULL results");
   GENIE_RETURN_IF_ERROR(ValidateK(k));
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::shared_lock<std::shared_mutex> lock(mutex_);
   if (index_ == nullptr) return Status::InvalidArgument("no index uploaded");
   if (batch.n_queries < 0) return Status::InvalidArgument("negative number of queries");
   if (batch.n_queries > 0 && (batch.query_offsets == nullptr || batch.item_offsets == nullptr))
@@ -334,16 +389,17 @@ Status MultiDeviceEngine::Search(const genie_query_batch& batch, int32_t k, TopK
 Status MultiDeviceEngine::MatchSet(SetPredicate predicate, Span<int32_t> keywords, Span<int32_t> object_sizes,
                                    std::vector<int32_t>* out) {
   if (out == nullptr) return Status::InvalidArgument("NULL output");
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::shared_lock<std::shared_mutex> lock(mutex_);
   if (index_ == nullptr) return Status::InvalidArgument("no index uploaded");
   out->clear();
   // replicated, one member answers for all: a live one where there is one
   Slot* first_live = nullptr;
   for (Slot& s : slots_)
-    if (first_live == nullptr && s.part != nullptr && !s.report.dropped) first_live = &s;
+    if (first_live == nullptr && s.part != nullptr && !s.dropped.load()) first_live = &s;
   for (Slot& s : slots_) {
     if (s.part == nullptr) continue;
     if (!sharded_ && first_live != nullptr && &s != first_live) continue;
+    std::lock_guard<std::mutex> busy(s.busy);  // one slot at a time: no order to keep
     const int32_t first = s.range.first;
     const std::size_t count = static_cast<std::size_t>(s.range.second - first);
     Span<int32_t> sizes;
@@ -353,9 +409,9 @@ Status MultiDeviceEngine::MatchSet(SetPredicate predicate, Span<int32_t> keyword
       sizes = Span<int32_t>(object_sizes.data() + first, count);
     }
     std::vector<int32_t> found;
-    Status st = s.report.dropped ? Status::DeviceUnavailable("dropped") : s.member.engine->MatchSet(predicate, keywords, sizes, &found);
+    Status st = s.dropped.load() ? Status::DeviceUnavailable("dropped") : s.member.engine->MatchSet(predicate, keywords, sizes, &found);
     if (DeviceFailed(st)) {
-      if (!s.report.dropped) DropMember(&s, st);
+      if (!s.dropped.load()) DropMember(&s, st);
       Engine* host = nullptr;
       GENIE_RETURN_IF_ERROR(HostFor(&s, &host));
       st = host->MatchSet(predicate, keywords, sizes, &found);

@@ -1,11 +1,15 @@
 // A device group (genie/multi_device.hpp) with CPU engines standing in for
 // the devices: replicated and sharded answers equal one CPU engine's hit
-// for hit (ties at the k-th score, k beyond a shard), and a device that
-// fails at upload or mid-batch leaves every answer exact.
+// for hit (ties at the k-th score, k beyond a shard), a device that fails
+// at upload or mid-batch leaves every answer exact, and concurrent callers
+// use the devices side by side, each device one call at a time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "genie/multi_device.hpp"
@@ -64,6 +68,57 @@ std::unique_ptr<MultiDeviceEngine> Group(int32_t devices, Placement placement, s
   }
   return std::make_unique<MultiDeviceEngine>(std::move(members), [] { return testing::MakeCpu(1); }, placement);
 }
+
+// A CPU engine that counts the calls in it at once, and its group's.
+struct CallCounts {
+  std::atomic<int> in_group{0};
+  std::atomic<int> group_max{0};
+};
+
+void RaiseTo(std::atomic<int>* max, int value) {
+  int seen = max->load();
+  while (value > seen && !max->compare_exchange_weak(seen, value)) {
+  }
+}
+
+class ProbeEngine final : public Engine {
+ public:
+  explicit ProbeEngine(CallCounts* counts) : inner_(testing::MakeCpu(1)), counts_(counts) {}
+  genie_engine_kind kind() const override { return GENIE_ENGINE_GPU; }
+  Status Upload(std::shared_ptr<const InvertedIndex> index) override { return inner_->Upload(std::move(index)); }
+  Status Drop() override { return inner_->Drop(); }
+  Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override {
+    Enter();
+    Status st = inner_->Search(batch, k, out);
+    Leave();
+    return st;
+  }
+  Status MatchSet(SetPredicate p, Span<int32_t> keywords, Span<int32_t> sizes, std::vector<int32_t>* out) override {
+    Enter();
+    Status st = inner_->MatchSet(p, keywords, sizes, out);
+    Leave();
+    return st;
+  }
+  int max_active() const { return max_active_.load(); }
+  int calls() const { return calls_.load(); }
+
+ private:
+  void Enter() {
+    RaiseTo(&max_active_, ++active_);
+    RaiseTo(&counts_->group_max, ++counts_->in_group);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a device call's time
+  }
+  void Leave() {
+    --counts_->in_group;
+    --active_;
+    ++calls_;
+  }
+  std::unique_ptr<Engine> inner_;
+  CallCounts* counts_;
+  std::atomic<int> active_{0};
+  std::atomic<int> max_active_{0};
+  std::atomic<int> calls_{0};
+};
 
 TEST(PlanPlacement, ReplicatesWhatFitsAndShardsTheRest) {
   PlacementPlan p = PlanPlacement(Placement::kAuto, 100, 10, {1000, 1000});
@@ -259,6 +314,91 @@ TEST(MultiDeviceEngine, SetPredicatesEqualOneIndex) {
       EXPECT_EQ(group->Report()[0].dropped, fail >= 0);
     }
   }
+}
+
+TEST(MultiDeviceEngine, ConcurrentCallersUseTheDevicesSideBySide) {
+  Csr csr = RandomCsr(41, DataSpec{});
+  auto index = MakeIndex(csr);
+  QuerySpec small_spec;
+  small_spec.queries = 8;
+  QueryBatch small = RandomBatch(42, small_spec);
+  QuerySpec large_spec;
+  large_spec.queries = MultiDeviceEngine::kSplitQueries;
+  QueryBatch large = RandomBatch(43, large_spec);
+  auto one = testing::MakeCpu(1);
+  const TopKResults small_expected = testing::Search(*one, index, small.View(), 10);
+  const TopKResults large_expected = testing::Search(*one, index, large.View(), 10);
+  for (Placement placement : {Placement::kReplicate, Placement::kShard}) {
+    SCOPED_TRACE(placement == Placement::kShard ? "sharded" : "replicated");
+    CallCounts counts;
+    std::vector<ProbeEngine*> probes;
+    std::vector<std::unique_ptr<Engine>> engines;
+    for (int d = 0; d < 2; ++d) {
+      auto probe = std::make_unique<ProbeEngine>(&counts);
+      probes.push_back(probe.get());
+      engines.push_back(std::move(probe));
+    }
+    auto group = Group(2, placement, std::move(engines));
+    EXPECT_TRUE(group->ConcurrentSearches());
+    ASSERT_TRUE(group->Upload(index).ok());
+    // A lone caller: a small batch and a large one each split over both.
+    TopKResults got;
+    ASSERT_TRUE(group->Search(small.View(), 10, &got).ok());
+    EXPECT_TRUE(SameResults(small_expected, got));
+    ASSERT_TRUE(group->Search(large.View(), 10, &got).ok());
+    EXPECT_TRUE(SameResults(large_expected, got));
+    EXPECT_EQ(probes[0]->calls(), 2);
+    EXPECT_EQ(probes[1]->calls(), 2);
+    // Four callers at once, small batches and large (the views made here:
+    // View() fills the batch's own arrays).
+    const genie_query_batch small_view = small.View();
+    const genie_query_batch large_view = large.View();
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> callers;
+    for (int c = 0; c < 4; ++c) {
+      callers.emplace_back([&, c] {
+        for (int i = 0; i < 30; ++i) {
+          const bool big = (i + c) % 10 == 0;
+          TopKResults mine;
+          Status st = group->Search(big ? large_view : small_view, 10, &mine);
+          if (!st.ok() || !SameResults(big ? large_expected : small_expected, mine)) ++wrong;
+        }
+      });
+    }
+    for (std::thread& t : callers) t.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_EQ(probes[0]->max_active(), 1) << "a device takes one call at a time";
+    EXPECT_EQ(probes[1]->max_active(), 1);
+    if (placement == Placement::kReplicate) {
+      EXPECT_EQ(counts.group_max.load(), 2) << "calls ran on both devices at once";
+      // a small batch of a caller beside another goes whole to one device
+      EXPECT_LT(probes[0]->calls() + probes[1]->calls(), 2 * (2 + 4 * 30));
+    } else {
+      EXPECT_EQ(probes[0]->calls(), 2 + 4 * 30);  // every shard in every call
+      EXPECT_EQ(probes[1]->calls(), 2 + 4 * 30);
+    }
+  }
+  // A device that fails while callers share the group: every answer exact.
+  std::vector<std::unique_ptr<Engine>> engines;
+  engines.push_back(nullptr);
+  engines.push_back(std::make_unique<FailingEngine>(0, 5));
+  auto group = Group(2, Placement::kReplicate, std::move(engines));
+  ASSERT_TRUE(group->Upload(index).ok());
+  const genie_query_batch small_view = small.View();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        TopKResults mine;
+        Status st = group->Search(small_view, 10, &mine);
+        if (!st.ok() || !SameResults(small_expected, mine)) ++wrong;
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_TRUE(group->Report()[1].dropped);
 }
 
 }  // namespace

@@ -283,20 +283,34 @@ n_in_flight(void)
 
 /*
  * Whether b may go to a runner now: one is free, and b's GPU searches, if
- * any, would not queue behind another batch's (the GPU engine's calls run
+ * any, would not queue behind another batch's (a GPU engine's calls run
  * one at a time: a batch started early would only be smaller, and each
  * engine call pays its floor; queuing them measured 0.82x at 16 clients,
- * bench/service-ab-h200.txt).  CPU engine batches run side by side.
+ * bench/service-ab-h200.txt).  CPU engine batches run side by side.  With
+ * several GPUs, as many batches of match counts as GPUs run side by side,
+ * each on a free GPU of its index's device group (genie/multi_device.hpp);
+ * scans of stored values, and sharded indexes (every GPU in each call), keep
+ * to one GPU batch at a time.
  */
 static bool
 can_start(CycleBatch *b)
 {
+	int			gpu_batches = 0;
+	bool		gpu_scans = false;
+	bool		scans;
+
 	if (free_runner() < 0)
 		return false;
 	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
 		if (state.in_flight[r] != NULL && state.in_flight_gpu[r])
-			return !genie_worker_batch_wants_gpu(&state, b);
-	return true;
+		{
+			gpu_batches++;
+			gpu_scans |= state.in_flight_gpu_scans[r];
+		}
+	if (gpu_batches == 0 || !genie_worker_batch_wants_gpu(&state, b, &scans))
+		return true;
+	return gpu_batches < state.n_gpus && genie_placement_setting != GENIE_PLACEMENT_SHARD &&
+		!scans && !gpu_scans;
 }
 
 /* Hands b's searches to a free runner (b is then in flight), or is done with b. */
@@ -305,12 +319,15 @@ start(CycleBatch *b)
 {
 	int			r = free_runner();
 	bool		uses_gpu;
+	bool		scans;
 
 	Assert(r >= 0 && b == &state.batches[state.cur]);
+	(void) genie_worker_batch_wants_gpu(&state, b, &scans);
 	if (genie_worker_start_batch(&state, b, &state.runners[r], &uses_gpu))
 	{
 		state.in_flight[r] = b;
 		state.in_flight_gpu[r] = uses_gpu;
+		state.in_flight_gpu_scans[r] = uses_gpu && scans;
 		/* collect into a batch no runner holds: there is one more than runners */
 		for (int i = 0; i <= GENIE_SERVICE_RUNNERS; i++)
 		{
@@ -350,12 +367,14 @@ probe_devices(void)
 		strlcpy(reason, genie_device_mask == 0 ? "genie.devices is none" :
 				"no usable GPU was found among genie.devices", sizeof(reason));
 		state.device_bytes_total = 0;
+		state.n_gpus = 0;
 		for (size_t i = 0; i < n; i++)
 		{
 			if (devices[i].kind == GENIE_DEVICE_GPU && devices[i].usable &&
 				genie_device_in_use(devices[i].ordinal))
 			{
 				usable = true;
+				state.n_gpus++;
 				state.device_bytes_total += (int64) devices[i].memory_bytes;
 			}
 		}

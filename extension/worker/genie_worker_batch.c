@@ -357,9 +357,16 @@ handle_verify(ServiceState *st, TakenRequest *t)
 
 /* ---- a batch ---- */
 
+/*
+ * Whether b has GPU searches; *scans: whether scans of stored values are
+ * among them.
+ */
 bool
-genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b)
+genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *scans)
 {
+	bool		wants = false;
+
+	*scans = false;
 	for (int i = 0; i < b->n_taken; i++)
 	{
 		TakenRequest *t = &b->taken[i];
@@ -370,9 +377,12 @@ genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b)
 			(t->req.kind == GENIE_REQUEST_SEARCH || t->req.kind == GENIE_REQUEST_SCAN_VALUES) &&
 			genie_worker_resolve_kind(st, t->req.device, &kind, &err) == GENIE_OK &&
 			kind == GENIE_ENGINE_GPU)
-			return true;
+		{
+			wants = true;
+			*scans |= t->req.kind == GENIE_REQUEST_SCAN_VALUES;
+		}
 	}
-	return false;
+	return wants;
 }
 
 bool

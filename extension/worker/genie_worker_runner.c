@@ -6,7 +6,8 @@
  *	  writes the previous batch's answers, so that the engine is busy back
  *	  to back under load instead of waiting for the worker's bookkeeping;
  *	  with several, the CPU engine searches several batches at once (its
- *	  calls run concurrently; the GPU engine's one at a time).
+ *	  calls run concurrently), a device group one a GPU (can_start in
+ *	  genie_worker.c), a lone GPU engine one at a time.
  *
  * A thread calls only the C API (genie_engine_search, and for scans and range
  * searches of stored values genie_value_set_scan and genie_value_set_within,

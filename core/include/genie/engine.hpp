@@ -85,6 +85,10 @@ class Engine {
   // runs it on the device where the query's lists are long.
   virtual Status MatchSet(SetPredicate predicate, Span<int32_t> keywords,
                           Span<int32_t> object_sizes, std::vector<int32_t>* out) = 0;
+  // Whether Search and SearchCancellable may run on several threads at once
+  // (never beside Upload or Drop): the CPU engine's do; a device group's do,
+  // each of its devices taking one call at a time; a GPU engine's do not.
+  virtual bool ConcurrentSearches() const { return kind() == GENIE_ENGINE_CPU; }
 };
 
 // The engines that search a host index they share with the caller: the

@@ -17,9 +17,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -149,6 +151,12 @@ class MultiDeviceEngine final : public Engine {
   Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override;
   Status MatchSet(SetPredicate predicate, Span<int32_t> keywords, Span<int32_t> object_sizes,
                   std::vector<int32_t>* out) override;
+  // Searches run side by side on different devices (the genie service's
+  // runners): a replicated batch of fewer than kSplitQueries queries runs
+  // whole on the first free device, while another search is under way;
+  // otherwise it is split among them all.  A sharded batch takes every device.
+  bool ConcurrentSearches() const override { return true; }
+  static constexpr int32_t kSplitQueries = 256;
 
   std::vector<DeviceReport> Report() const;
   bool sharded() const;
@@ -165,16 +173,27 @@ class MultiDeviceEngine final : public Engine {
     std::pair<int32_t, int32_t> range{0, 0};
     std::unique_ptr<Engine> host;               // its shard's host engine, once dropped
     DeviceReport report;
+    // Held by whoever calls its engine (or host): one call at a time.  A
+    // caller that holds several took them in slot order.
+    std::mutex busy;
+    std::atomic<bool> dropped{false};  // report.dropped, read without report_mutex_
   };
+  // Called holding slot->busy (or mutex_ alone, exclusively).
   void DropMember(Slot* slot, const Status& why);
   Status HostFor(Slot* slot, Engine** out);
   Status HostSearch(Slot* slot, const genie_query_batch& batch, int32_t k, TopKResults* out);
   Status SearchReplicated(const genie_query_batch& batch, int32_t k, TopKResults* out);
   Status SearchSharded(const genie_query_batch& batch, int32_t k, TopKResults* out);
+  Status SearchOnHost(const genie_query_batch& batch, int32_t k, TopKResults* out);
+  Slot* TakeFreeMember(const std::vector<Slot*>& live, std::unique_lock<std::mutex>* lock);
 
-  mutable std::mutex mutex_;         // one call at a time, as of one engine
+  // Shared by searches and set matches, exclusive for Upload and Drop.
+  mutable std::shared_mutex mutex_;
   mutable std::mutex report_mutex_;  // the slots' reports (see Report)
-  std::vector<Slot> slots_;
+  std::mutex host_mutex_;            // making whole_host_
+  std::atomic<int32_t> searching_{0};
+  std::atomic<uint32_t> next_member_{0};
+  std::deque<Slot> slots_;  // (a deque: slots neither move nor copy)
   HostEngineMaker make_host_;
   Placement placement_;
   int32_t threads_;
