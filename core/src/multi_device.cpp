@@ -224,6 +224,35 @@ Status MultiDeviceEngine::HostSearch(Slot* slot, const genie_query_batch& batch,
   return host->Search(batch, k, out);
 }
 
+namespace {
+
+// Searches under way on each device ordinal, over every group of the
+// process (indexes of the genie service share the GPUs): a free member on
+// an idle device is taken first.
+std::atomic<int32_t> device_searches[64];
+
+std::atomic<int32_t>* DeviceCount(int32_t device) {
+  return device >= 0 && device < 64 ? &device_searches[device] : nullptr;
+}
+
+// A member's engine call: counted on its device while it runs.
+Status MemberSearch(const DeviceMember& member, const genie_query_batch& batch, int32_t k,
+                    const CancelCheck* cancel, TopKResults* out) {
+  std::atomic<int32_t>* count = DeviceCount(member.device);
+  if (count != nullptr) count->fetch_add(1);
+  Status st = cancel != nullptr ? member.engine->SearchCancellable(batch, k, *cancel, out)
+                                : member.engine->Search(batch, k, out);
+  if (count != nullptr) count->fetch_sub(1);
+  return st;
+}
+
+bool DeviceIdle(int32_t device) {
+  const std::atomic<int32_t>* count = DeviceCount(device);
+  return count == nullptr || count->load() == 0;
+}
+
+}  // namespace
+
 // Every member dropped: the host engine answers (it searches concurrently).
 Status MultiDeviceEngine::SearchOnHost(const genie_query_batch& batch, int32_t k, TopKResults* out) {
   Engine* host = nullptr;
@@ -240,25 +269,30 @@ Status MultiDeviceEngine::SearchOnHost(const genie_query_batch& batch, int32_t k
   return host->Search(batch, k, out);
 }
 
-// The first member no call holds, from a turn that moves on each time; when
-// every one is busy, the one whose turn it is, once free.
+// The first member no call holds, on a device no search of the process
+// is using if there is one, from a turn that moves on each time; when every
+// one is busy, the one whose turn it is, once free.
 MultiDeviceEngine::Slot* MultiDeviceEngine::TakeFreeMember(const std::vector<Slot*>& live,
                                                            std::unique_lock<std::mutex>* lock) {
   const std::size_t n = live.size();
   const std::size_t start = next_member_.fetch_add(1) % n;
-  for (std::size_t j = 0; j < n; ++j) {
-    Slot* s = live[(start + j) % n];
-    std::unique_lock<std::mutex> tried(s->busy, std::try_to_lock);
-    if (tried.owns_lock()) {
-      *lock = std::move(tried);
-      return s;
+  for (bool idle_device : {true, false}) {
+    for (std::size_t j = 0; j < n; ++j) {
+      Slot* s = live[(start + j) % n];
+      if (idle_device && !DeviceIdle(s->member.device)) continue;
+      std::unique_lock<std::mutex> tried(s->busy, std::try_to_lock);
+      if (tried.owns_lock()) {
+        *lock = std::move(tried);
+        return s;
+      }
     }
   }
   *lock = std::unique_lock<std::mutex>(live[start]->busy);
   return live[start];
 }
 
-Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel,
+                                           TopKResults* out) {
   // Whether another search was under way when this one came: then a small
   // batch takes one free device whole, so that the calls run side by side
   // (one call's fixed cost each, where a split batch pays it on every device).
@@ -281,7 +315,7 @@ Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32
       Slot* s = TakeFreeMember(live, &lock);
       if (s->dropped.load()) continue;  // dropped by a call before ours
       const auto t0 = std::chrono::steady_clock::now();
-      Status st = s->member.engine->Search(batch, k, out);
+      Status st = MemberSearch(s->member, batch, k, cancel, out);
       if (DeviceFailed(st)) {
         DropMember(s, st);
         continue;
@@ -309,7 +343,7 @@ Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32
           const auto t0 = std::chrono::steady_clock::now();
           const auto u = static_cast<std::size_t>(i);
           const genie_query_batch slice = SliceQueryBatch(batch, pieces[u].first, pieces[u].second, &storage[u]);
-          Status st = live[u]->member.engine->Search(slice, k, &parts[u]);
+          Status st = MemberSearch(live[u]->member, slice, k, cancel, &parts[u]);
           seconds[u] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           return st;
         });
@@ -338,7 +372,8 @@ Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32
   }
 }
 
-Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel,
+                                        TopKResults* out) {
   std::vector<Slot*> shards;
   for (Slot& s : slots_)
     if (s.part != nullptr) shards.push_back(&s);
@@ -352,7 +387,7 @@ Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t 
     const auto u = static_cast<std::size_t>(i);
     Slot* s = shards[u];
     const auto t0 = std::chrono::steady_clock::now();
-    Status st = s->dropped.load() ? HostSearch(s, batch, k, &parts[u]) : s->member.engine->Search(batch, k, &parts[u]);
+    Status st = s->dropped.load() ? HostSearch(s, batch, k, &parts[u]) : MemberSearch(s->member, batch, k, cancel, &parts[u]);
     seconds[u] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return st;
   };
@@ -363,6 +398,7 @@ Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t 
       statuses[i] = search(static_cast<int32_t>(i));  // its shard on the host
     }
   }
+  locks.clear();  // the devices are free while the host merges
   for (const Status& st : statuses) GENIE_RETURN_IF_ERROR(st);
   std::vector<std::pair<int32_t, int32_t>> ranges;
   for (std::size_t i = 0; i < shards.size(); ++i) {
@@ -376,6 +412,16 @@ Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t 
 }
 
 Status MultiDeviceEngine::Search(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+  return SearchWith(batch, k, nullptr, out);
+}
+
+Status MultiDeviceEngine::SearchCancellable(const genie_query_batch& batch, int32_t k, const CancelCheck& cancel,
+                                            TopKResults* out) {
+  return SearchWith(batch, k, &cancel, out);
+}
+
+Status MultiDeviceEngine::SearchWith(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel,
+                                     TopKResults* out) {
   if (out == nullptr) return Status::InvalidArgument("NULL results");
   GENIE_RETURN_IF_ERROR(ValidateK(k));
   std::shared_lock<std::shared_mutex> lock(mutex_);
@@ -383,7 +429,7 @@ Status MultiDeviceEngine::Search(const genie_query_batch& batch, int32_t k, TopK
   if (batch.n_queries < 0) return Status::InvalidArgument("negative number of queries");
   if (batch.n_queries > 0 && (batch.query_offsets == nullptr || batch.item_offsets == nullptr))
     return Status::InvalidArgument("NULL query offsets");
-  return sharded_ ? SearchSharded(batch, k, out) : SearchReplicated(batch, k, out);
+  return sharded_ ? SearchSharded(batch, k, cancel, out) : SearchReplicated(batch, k, cancel, out);
 }
 
 Status MultiDeviceEngine::MatchSet(SetPredicate predicate, Span<int32_t> keywords, Span<int32_t> object_sizes,

@@ -289,15 +289,16 @@ n_in_flight(void)
  * bench/service-ab-h200.txt).  CPU engine batches run side by side.  With
  * several GPUs, as many batches of match counts as GPUs run side by side,
  * each on a free GPU of its index's device group (genie/multi_device.hpp);
- * scans of stored values, and sharded indexes (every GPU in each call), keep
- * to one GPU batch at a time.
+ * scans of stored values, a first search (its index's GPU engine made as it
+ * starts), and sharded indexes (every GPU in each call) keep to one GPU
+ * batch at a time.
  */
 static bool
 can_start(CycleBatch *b)
 {
 	int			gpu_batches = 0;
-	bool		gpu_scans = false;
-	bool		scans;
+	bool		gpu_alone = false;
+	bool		alone;
 
 	if (free_runner() < 0)
 		return false;
@@ -305,12 +306,12 @@ can_start(CycleBatch *b)
 		if (state.in_flight[r] != NULL && state.in_flight_gpu[r])
 		{
 			gpu_batches++;
-			gpu_scans |= state.in_flight_gpu_scans[r];
+			gpu_alone |= state.in_flight_gpu_alone[r];
 		}
-	if (gpu_batches == 0 || !genie_worker_batch_wants_gpu(&state, b, &scans))
+	if (gpu_batches == 0 || !genie_worker_batch_wants_gpu(&state, b, &alone))
 		return true;
 	return gpu_batches < state.n_gpus && genie_placement_setting != GENIE_PLACEMENT_SHARD &&
-		!scans && !gpu_scans;
+		!alone && !gpu_alone;
 }
 
 /* Hands b's searches to a free runner (b is then in flight), or is done with b. */
@@ -319,15 +320,15 @@ start(CycleBatch *b)
 {
 	int			r = free_runner();
 	bool		uses_gpu;
-	bool		scans;
+	bool		alone;
 
 	Assert(r >= 0 && b == &state.batches[state.cur]);
-	(void) genie_worker_batch_wants_gpu(&state, b, &scans);
+	(void) genie_worker_batch_wants_gpu(&state, b, &alone);
 	if (genie_worker_start_batch(&state, b, &state.runners[r], &uses_gpu))
 	{
 		state.in_flight[r] = b;
 		state.in_flight_gpu[r] = uses_gpu;
-		state.in_flight_gpu_scans[r] = uses_gpu && scans;
+		state.in_flight_gpu_alone[r] = uses_gpu && alone;
 		/* collect into a batch no runner holds: there is one more than runners */
 		for (int i = 0; i <= GENIE_SERVICE_RUNNERS; i++)
 		{

@@ -358,15 +358,18 @@ handle_verify(ServiceState *st, TakenRequest *t)
 /* ---- a batch ---- */
 
 /*
- * Whether b has GPU searches; *scans: whether scans of stored values are
- * among them.
+ * Whether b has GPU searches; *alone: whether they must be the only GPU
+ * batch in flight: scans of stored values, or a search of an index without
+ * its GPU engine yet (made on the worker's thread as the batch starts, its
+ * upload sized by the device's free memory, which another batch's search
+ * state would take).
  */
 bool
-genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *scans)
+genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *alone)
 {
 	bool		wants = false;
 
-	*scans = false;
+	*alone = false;
 	for (int i = 0; i < b->n_taken; i++)
 	{
 		TakenRequest *t = &b->taken[i];
@@ -378,8 +381,11 @@ genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *scans)
 			genie_worker_resolve_kind(st, t->req.device, &kind, &err) == GENIE_OK &&
 			kind == GENIE_ENGINE_GPU)
 		{
+			ServedIndex *s = t->req.kind == GENIE_REQUEST_SEARCH
+				? genie_worker_find_served(st, &t->req.key) : NULL;
+
 			wants = true;
-			*scans |= t->req.kind == GENIE_REQUEST_SCAN_VALUES;
+			*alone |= s == NULL || s->engines[GENIE_ENGINE_GPU] == NULL;
 		}
 	}
 	return wants;

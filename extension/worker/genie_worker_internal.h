@@ -295,7 +295,7 @@ typedef struct ServiceState
 	int			cur;
 	CycleBatch *in_flight[GENIE_SERVICE_RUNNERS];
 	bool		in_flight_gpu[GENIE_SERVICE_RUNNERS];	/* it has GPU searches */
-	bool		in_flight_gpu_scans[GENIE_SERVICE_RUNNERS];	/* of stored values among them */
+	bool		in_flight_gpu_alone[GENIE_SERVICE_RUNNERS];	/* the only GPU batch (genie_worker_batch_wants_gpu) */
 	GenieRunner runners[GENIE_SERVICE_RUNNERS];
 	bool		gpu_usable;
 	int			n_gpus;			/* usable GPUs among genie.devices */
@@ -423,7 +423,7 @@ extern void genie_worker_forget_kept(ServiceState *st, int slot);
 extern bool genie_worker_start_batch(ServiceState *st, CycleBatch *b, GenieRunner *runner,
 									 bool *uses_gpu);
 /* Whether any search request of b goes to the GPU engine (before it starts). */
-extern bool genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *scans);
+extern bool genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *alone);
 /* Answers the searches of a batch its runner finished (a GPU error sets st->device_failed). */
 extern void genie_worker_finish_batch(ServiceState *st, CycleBatch *b);
 extern void genie_worker_publish_stats(ServiceState *st);

@@ -211,6 +211,19 @@ class GpuEngine final : public Engine {
   Status Drop() override;
 
   Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override;
+  // Search polling the call's own check instead of the engine's.  A GPU
+  // engine's calls run one at a time (the C API's lock, a device group's
+  // lock for the device), so the call's check stands in for the engine's
+  // while it runs; a device group passes each call's own down, so that
+  // one withdrawn call stops while another goes on.
+  Status SearchCancellable(const genie_query_batch& batch, int32_t k, const CancelCheck& cancel,
+                           TopKResults* out) override {
+    const CancelCheck engine_cancel = cancel_;
+    cancel_ = cancel;
+    Status status = Search(batch, k, out);
+    cancel_ = engine_cancel;
+    return status;
+  }
   // Set predicates (set_match.cu): on the device for long lists.
   Status MatchSet(SetPredicate predicate, Span<int32_t> keywords, Span<int32_t> object_sizes,
                   std::vector<int32_t>* out) override;
@@ -473,7 +486,7 @@ class GpuEngine final : public Engine {
   const uint64_t budget_option_;
   Config config_;  // set_match_min_postings may change (SetSetMatchMinPostings)
   const int threads_;  // host threads for compiling and preparing batches
-  const CancelCheck cancel_;
+  CancelCheck cancel_;  // the engine's; a call's own during SearchCancellable
   std::shared_ptr<const InvertedIndex> index_;
   DeviceArray<int32_t> resident_postings_;
   DeviceArray<uint16_t> packed_postings_;  // genie/packed_postings.hpp (empty: not packed)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 
 #include "cuda_util.hpp"
 #include "gate.cuh"
@@ -484,18 +485,31 @@ std::size_t TiledSharedBytes(int32_t tile_words, int32_t hist_bins) {
   return TiledDynamicBytes(tile_words, hist_bins) + attributes.sharedSizeBytes;
 }
 
-// cudaFuncSetAttribute for the kernel's dynamic shared memory, only when
-// it changes (per device and variant): it costs microseconds a launch.
+// cudaFuncSetAttribute for the kernel's dynamic shared memory (per device
+// and variant), only ever raised: a launch may ask for less than the
+// attribute allows, and engines of several indexes on one device launch
+// from several threads at once (the genie service's batches side by side),
+// so a lower setting of one must never fail another's larger launch.  The
+// attribute is set only when it grows: it costs microseconds a launch.
 template <bool kPacked>
 Status SetTiledSharedBytes(std::size_t dynamic_bytes) {
   static std::atomic<int> set[64][2];
+  static std::mutex raising;
   int device = 0;
   GENIE_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  std::atomic<int>* last = device >= 0 && device < 64 ? &set[device][kPacked ? 1 : 0] : nullptr;
-  if (last != nullptr && last->load() == static_cast<int>(dynamic_bytes)) return Status::Ok();
-  GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(TiledKernel<kPacked>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  static_cast<int>(dynamic_bytes)));
-  if (last != nullptr) last->store(static_cast<int>(dynamic_bytes));
+  const int bytes = static_cast<int>(dynamic_bytes);
+  if (device < 0 || device >= 64) {
+    GENIE_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(TiledKernel<kPacked>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return Status::Ok();
+  }
+  std::atomic<int>& allowed = set[device][kPacked ? 1 : 0];
+  if (allowed.load() >= bytes) return Status::Ok();
+  std::lock_guard<std::mutex> lock(raising);
+  if (allowed.load() >= bytes) return Status::Ok();
+  GENIE_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(TiledKernel<kPacked>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  allowed.store(bytes);
   return Status::Ok();
 }
 

@@ -196,6 +196,30 @@ TEST(GpuEngineApi, ErrorsAndDrop) {
   EXPECT_EQ(out.hits.size(), 1u);
 }
 
+// A call's own cancel check stands in for the engine's while it runs (a
+// device group passes each call's down), and the engine's is back after.
+TEST(GpuEngineApi, SearchCancellablePollsTheCallsCheck) {
+  SKIP_WITHOUT_GPU();
+  Status status;
+  auto engine = MakeGpuEngine(EngineOptions(), &status);
+  ASSERT_NE(engine, nullptr) << status.message();
+  Csr csr;
+  for (int32_t o = 0; o < 5000; ++o) csr.Add({o % 7, 7 + o % 11, 20 + o % 3});
+  ASSERT_TRUE(engine->Upload(MakeIndex(csr)).ok());
+  QueryBatch batch;
+  for (int32_t q = 0; q < 40; ++q) batch.AddKeywordQuery(std::vector<int32_t>{q % 7, 7 + q % 11});
+  CancelCheck asks;
+  asks.fn = [](void*) { return 1; };
+  TopKResults out;
+  EXPECT_EQ(engine->SearchCancellable(batch.View(), 10, asks, &out).code(), GENIE_CANCELLED);
+  ASSERT_TRUE(engine->Search(batch.View(), 10, &out).ok());
+  TopKResults again;
+  ASSERT_TRUE(engine->SearchCancellable(batch.View(), 10, CancelCheck(), &again).ok());
+  EXPECT_EQ(out.hits.size(), again.hits.size());
+  EXPECT_EQ(out.query_offsets, again.query_offsets);
+  ASSERT_EQ(out.query_offsets.back(), 40 * 10);
+}
+
 TEST(GpuEngineApi, CApiGpuEngine) {
   SKIP_WITHOUT_GPU();
   const int64_t offsets[] = {0, 2, 3, 6};

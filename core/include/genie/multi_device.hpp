@@ -149,12 +149,16 @@ class MultiDeviceEngine final : public Engine {
   Status Upload(std::shared_ptr<const InvertedIndex> index) override;
   Status Drop() override;
   Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override;
+  // Each member polls the call's own check (calls run side by side).
+  Status SearchCancellable(const genie_query_batch& batch, int32_t k, const CancelCheck& cancel,
+                           TopKResults* out) override;
   Status MatchSet(SetPredicate predicate, Span<int32_t> keywords, Span<int32_t> object_sizes,
                   std::vector<int32_t>* out) override;
   // Searches run side by side on different devices (the genie service's
   // runners): a replicated batch of fewer than kSplitQueries queries runs
-  // whole on the first free device, while another search is under way;
-  // otherwise it is split among them all.  A sharded batch takes every device.
+  // whole on the first free device (preferring one no group of the process
+  // is searching on), while another search is under way; otherwise it is
+  // split among them all.  A sharded batch takes every device.
   bool ConcurrentSearches() const override { return true; }
   static constexpr int32_t kSplitQueries = 256;
 
@@ -182,8 +186,10 @@ class MultiDeviceEngine final : public Engine {
   void DropMember(Slot* slot, const Status& why);
   Status HostFor(Slot* slot, Engine** out);
   Status HostSearch(Slot* slot, const genie_query_batch& batch, int32_t k, TopKResults* out);
-  Status SearchReplicated(const genie_query_batch& batch, int32_t k, TopKResults* out);
-  Status SearchSharded(const genie_query_batch& batch, int32_t k, TopKResults* out);
+  // cancel: the call's own check, or null for the members' own
+  Status SearchWith(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
+  Status SearchReplicated(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
+  Status SearchSharded(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
   Status SearchOnHost(const genie_query_batch& batch, int32_t k, TopKResults* out);
   Slot* TakeFreeMember(const std::vector<Slot*>& live, std::unique_lock<std::mutex>* lock);
 
