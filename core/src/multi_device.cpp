@@ -218,10 +218,11 @@ Status MultiDeviceEngine::HostFor(Slot* slot, Engine** out) {
   return Status::Ok();
 }
 
-Status MultiDeviceEngine::HostSearch(Slot* slot, const genie_query_batch& batch, int32_t k, TopKResults* out) {
+Status MultiDeviceEngine::HostSearch(Slot* slot, const genie_query_batch& batch, int32_t k,
+                                     const CancelCheck* cancel, TopKResults* out) {
   Engine* host = nullptr;
   GENIE_RETURN_IF_ERROR(HostFor(slot, &host));
-  return host->Search(batch, k, out);
+  return cancel != nullptr ? host->SearchCancellable(batch, k, *cancel, out) : host->Search(batch, k, out);
 }
 
 namespace {
@@ -254,7 +255,8 @@ bool DeviceIdle(int32_t device) {
 }  // namespace
 
 // Every member dropped: the host engine answers (it searches concurrently).
-Status MultiDeviceEngine::SearchOnHost(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+Status MultiDeviceEngine::SearchOnHost(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel,
+                                       TopKResults* out) {
   Engine* host = nullptr;
   {
     std::lock_guard<std::mutex> lock(host_mutex_);
@@ -266,7 +268,7 @@ Status MultiDeviceEngine::SearchOnHost(const genie_query_batch& batch, int32_t k
     }
     host = whole_host_.get();
   }
-  return host->Search(batch, k, out);
+  return cancel != nullptr ? host->SearchCancellable(batch, k, *cancel, out) : host->Search(batch, k, out);
 }
 
 // The first member no call holds, on a device no search of the process
@@ -306,7 +308,7 @@ Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32
     std::vector<Slot*> live;
     for (Slot& s : slots_)
       if (!s.dropped.load() && s.part != nullptr) live.push_back(&s);
-    if (live.empty()) return SearchOnHost(batch, k, out);
+    if (live.empty()) return SearchOnHost(batch, k, cancel, out);
     const bool split = live.size() > 1 && batch.n_queries > 1 &&
                        (batch.n_queries >= kSplitQueries || flight.alone);
     if (!split) {
@@ -387,7 +389,7 @@ Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t 
     const auto u = static_cast<std::size_t>(i);
     Slot* s = shards[u];
     const auto t0 = std::chrono::steady_clock::now();
-    Status st = s->dropped.load() ? HostSearch(s, batch, k, &parts[u]) : MemberSearch(s->member, batch, k, cancel, &parts[u]);
+    Status st = s->dropped.load() ? HostSearch(s, batch, k, cancel, &parts[u]) : MemberSearch(s->member, batch, k, cancel, &parts[u]);
     seconds[u] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return st;
   };

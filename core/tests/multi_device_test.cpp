@@ -263,6 +263,10 @@ TEST(MultiDeviceEngine, AFailedDeviceIsDroppedAndItsWorkRedone) {
     TopKResults got = testing::Search(*group, index, batch.View(), 10);
     EXPECT_TRUE(SameResults(expected, got));
     for (const auto& r : group->Report()) EXPECT_TRUE(r.dropped);
+    // the host engines poll a call's own cancel check too
+    CancelCheck asks;
+    asks.fn = [](void*) { return 1; };
+    EXPECT_EQ(group->SearchCancellable(batch.View(), 10, asks, &got).code(), GENIE_CANCELLED);
   }
 }
 

@@ -185,12 +185,13 @@ class MultiDeviceEngine final : public Engine {
   // Called holding slot->busy (or mutex_ alone, exclusively).
   void DropMember(Slot* slot, const Status& why);
   Status HostFor(Slot* slot, Engine** out);
-  Status HostSearch(Slot* slot, const genie_query_batch& batch, int32_t k, TopKResults* out);
+  Status HostSearch(Slot* slot, const genie_query_batch& batch, int32_t k, const CancelCheck* cancel,
+                    TopKResults* out);
   // cancel: the call's own check, or null for the members' own
   Status SearchWith(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
   Status SearchReplicated(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
   Status SearchSharded(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
-  Status SearchOnHost(const genie_query_batch& batch, int32_t k, TopKResults* out);
+  Status SearchOnHost(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
   Slot* TakeFreeMember(const std::vector<Slot*>& live, std::unique_lock<std::mutex>* lock);
 
   // Shared by searches and set matches, exclusive for Upload and Drop.
