@@ -102,8 +102,7 @@ genie_engine_kind MultiDeviceEngine::kind() const {
 
 bool MultiDeviceEngine::sharded() const { return sharded_.load(); }
 
-// Reports are written holding report_mutex_ (and the slot, or mutex_
-// exclusively) and read here holding report_mutex_ alone: the genie service
+// Reports are written and read holding report_mutex_: the genie service
 // reads them between its batches while other batches search.
 std::vector<DeviceReport> MultiDeviceEngine::Report() const {
   std::lock_guard<std::mutex> lock(report_mutex_);
@@ -239,12 +238,17 @@ std::atomic<int32_t>* DeviceCount(int32_t device) {
 // A member's engine call: counted on its device while it runs.
 Status MemberSearch(const DeviceMember& member, const genie_query_batch& batch, int32_t k,
                     const CancelCheck* cancel, TopKResults* out) {
-  std::atomic<int32_t>* count = DeviceCount(member.device);
-  if (count != nullptr) count->fetch_add(1);
-  Status st = cancel != nullptr ? member.engine->SearchCancellable(batch, k, *cancel, out)
-                                : member.engine->Search(batch, k, out);
-  if (count != nullptr) count->fetch_sub(1);
-  return st;
+  struct Counted {
+    std::atomic<int32_t>* count;
+    explicit Counted(std::atomic<int32_t>* c) : count(c) {
+      if (count != nullptr) count->fetch_add(1);
+    }
+    ~Counted() {
+      if (count != nullptr) count->fetch_sub(1);
+    }
+  } counted(DeviceCount(member.device));
+  return cancel != nullptr ? member.engine->SearchCancellable(batch, k, *cancel, out)
+                           : member.engine->Search(batch, k, out);
 }
 
 bool DeviceIdle(int32_t device) {

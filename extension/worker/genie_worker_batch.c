@@ -385,7 +385,9 @@ genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *alone)
 				? genie_worker_find_served(st, &t->req.key) : NULL;
 
 			wants = true;
-			*alone |= s == NULL || s->engines[GENIE_ENGINE_GPU] == NULL;
+			/* (a version the service does not hold is answered "not resident") */
+			*alone |= t->req.kind == GENIE_REQUEST_SCAN_VALUES ||
+				(s != NULL && s->engines[GENIE_ENGINE_GPU] == NULL);
 		}
 	}
 	return wants;

@@ -218,11 +218,13 @@ class GpuEngine final : public Engine {
   // one withdrawn call stops while another goes on.
   Status SearchCancellable(const genie_query_batch& batch, int32_t k, const CancelCheck& cancel,
                            TopKResults* out) override {
-    const CancelCheck engine_cancel = cancel_;
+    struct Restore {
+      CancelCheck* slot;
+      CancelCheck engine;
+      ~Restore() { *slot = engine; }
+    } restore{&cancel_, cancel_};
     cancel_ = cancel;
-    Status status = Search(batch, k, out);
-    cancel_ = engine_cancel;
-    return status;
+    return Search(batch, k, out);
   }
   // Set predicates (set_match.cu): on the device for long lists.
   Status MatchSet(SetPredicate predicate, Span<int32_t> keywords, Span<int32_t> object_sizes,

@@ -71,9 +71,9 @@ class Engine {
   virtual Status Drop() = 0;
   virtual Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) = 0;
   // Search polling a cancel check of the call's own instead of the
-  // engine's: an engine that runs several searches at once (the CPU engine)
-  // stops only the call whose own check asks.  Engines whose calls run one
-  // at a time poll the engine's.
+  // engine's: an engine that runs several searches at once (the CPU engine,
+  // a device group) stops only the call whose own check asks; the GPU
+  // engine polls the call's while it runs.  By default, the engine's.
   virtual Status SearchCancellable(const genie_query_batch& batch, int32_t k,
                                    const CancelCheck& cancel, TopKResults* out) {
     (void)cancel;
