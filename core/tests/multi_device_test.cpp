@@ -69,6 +69,13 @@ std::unique_ptr<MultiDeviceEngine> Group(int32_t devices, Placement placement, s
   return std::make_unique<MultiDeviceEngine>(std::move(members), [] { return testing::MakeCpu(1); }, placement);
 }
 
+// A batch of n random queries.
+QueryBatch Queries(uint32_t seed, int32_t n) {
+  QuerySpec spec;
+  spec.queries = n;
+  return RandomBatch(seed, spec);
+}
+
 // A CPU engine that counts the calls in it at once, and its group's.
 struct CallCounts {
   std::atomic<int> in_group{0};
@@ -228,9 +235,7 @@ TEST(MultiDeviceEngine, ShardsWhenTheIndexOutgrowsADevice) {
 TEST(MultiDeviceEngine, AFailedDeviceIsDroppedAndItsWorkRedone) {
   Csr csr = RandomCsr(31, DataSpec{});
   auto index = MakeIndex(csr);
-  QuerySpec spec;
-  spec.queries = 25;
-  QueryBatch batch = RandomBatch(32, spec);
+  QueryBatch batch = Queries(32, 25);
   auto one = testing::MakeCpu(1);
   TopKResults expected = testing::Search(*one, index, batch.View(), 10);
   for (Placement placement : {Placement::kReplicate, Placement::kShard}) {
@@ -330,12 +335,8 @@ TEST(MultiDeviceEngine, SetPredicatesEqualOneIndex) {
 TEST(MultiDeviceEngine, ConcurrentCallersUseTheDevicesSideBySide) {
   Csr csr = RandomCsr(41, DataSpec{});
   auto index = MakeIndex(csr);
-  QuerySpec small_spec;
-  small_spec.queries = 8;
-  QueryBatch small = RandomBatch(42, small_spec);
-  QuerySpec large_spec;
-  large_spec.queries = MultiDeviceEngine::kSplitQueries;
-  QueryBatch large = RandomBatch(43, large_spec);
+  QueryBatch small = Queries(42, 8);
+  QueryBatch large = Queries(43, MultiDeviceEngine::kSplitQueries);
   auto one = testing::MakeCpu(1);
   const TopKResults small_expected = testing::Search(*one, index, small.View(), 10);
   const TopKResults large_expected = testing::Search(*one, index, large.View(), 10);

@@ -308,10 +308,11 @@ can_start(CycleBatch *b)
 			gpu_batches++;
 			gpu_alone |= state.in_flight_gpu_alone[r];
 		}
-	if (gpu_batches == 0 || !genie_worker_batch_wants_gpu(&state, b, &alone))
+	if (gpu_batches == 0)
 		return true;
-	return gpu_batches < state.n_gpus && genie_placement_setting != GENIE_PLACEMENT_SHARD &&
-		!alone && !gpu_alone;
+	if (gpu_batches >= state.n_gpus || genie_placement_setting == GENIE_PLACEMENT_SHARD || gpu_alone)
+		return !genie_worker_batch_wants_gpu(&state, b, NULL);
+	return !genie_worker_batch_wants_gpu(&state, b, &alone) || !alone;
 }
 
 /* Hands b's searches to a free runner (b is then in flight), or is done with b. */
@@ -320,10 +321,12 @@ start(CycleBatch *b)
 {
 	int			r = free_runner();
 	bool		uses_gpu;
-	bool		alone;
+	bool		alone = false;
 
 	Assert(r >= 0 && b == &state.batches[state.cur]);
-	(void) genie_worker_batch_wants_gpu(&state, b, &alone);
+	/* (before the start makes the batch's engines; with one GPU, no matter) */
+	if (state.n_gpus > 1)
+		(void) genie_worker_batch_wants_gpu(&state, b, &alone);
 	if (genie_worker_start_batch(&state, b, &state.runners[r], &uses_gpu))
 	{
 		state.in_flight[r] = b;

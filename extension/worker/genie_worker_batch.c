@@ -358,18 +358,19 @@ handle_verify(ServiceState *st, TakenRequest *t)
 /* ---- a batch ---- */
 
 /*
- * Whether b has GPU searches; *alone: whether they must be the only GPU
- * batch in flight: scans of stored values, or a search of an index without
- * its GPU engine yet (made on the worker's thread as the batch starts, its
- * upload sized by the device's free memory, which another batch's search
- * state would take).
+ * Whether b has GPU searches; *alone (when not NULL): whether they must be
+ * the only GPU batch in flight: scans of stored values, or a search of an
+ * index without its GPU engine yet (made on the worker's thread as the batch
+ * starts, its upload sized by the device's free memory, which another
+ * batch's search state would take).
  */
 bool
 genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *alone)
 {
 	bool		wants = false;
 
-	*alone = false;
+	if (alone != NULL)
+		*alone = false;
 	for (int i = 0; i < b->n_taken; i++)
 	{
 		TakenRequest *t = &b->taken[i];
@@ -381,13 +382,23 @@ genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *alone)
 			genie_worker_resolve_kind(st, t->req.device, &kind, &err) == GENIE_OK &&
 			kind == GENIE_ENGINE_GPU)
 		{
-			ServedIndex *s = t->req.kind == GENIE_REQUEST_SEARCH
-				? genie_worker_find_served(st, &t->req.key) : NULL;
+			ServedIndex *s;
 
 			wants = true;
+			if (alone == NULL)
+				break;
+			if (t->req.kind == GENIE_REQUEST_SCAN_VALUES)
+			{
+				*alone = true;
+				break;
+			}
 			/* (a version the service does not hold is answered "not resident") */
-			*alone |= t->req.kind == GENIE_REQUEST_SCAN_VALUES ||
-				(s != NULL && s->engines[GENIE_ENGINE_GPU] == NULL);
+			s = genie_worker_find_served(st, &t->req.key);
+			if (s != NULL && s->engines[GENIE_ENGINE_GPU] == NULL)
+			{
+				*alone = true;
+				break;
+			}
 		}
 	}
 	return wants;
