@@ -169,6 +169,7 @@ show(ExplainState *es, const GenieExplainCounts *before, const double *ms_before
 	};
 	int64		searches = now->searches - before->searches;
 	int64		heap_fetches = now->heap_fetches - before->heap_fetches;
+	int64		all_visible = now->all_visible - before->all_visible;
 	int64		moves = now->moves - before->moves;
 
 	if (searches == 0 && now->scan_rows == before->scan_rows)
@@ -184,10 +185,12 @@ show(ExplainState *es, const GenieExplainCounts *before, const double *ms_before
 		ExplainPropertyInteger("Genie Engine Rows", NULL, now->engine_rows - before->engine_rows, es);
 	}
 	ExplainPropertyInteger("Genie Scan Rows", NULL, now->scan_rows - before->scan_rows, es);
-	if (heap_fetches > 0)
+	if (heap_fetches > 0 || all_visible > 0)
 	{
+		/* as an index-only scan's Heap Fetches: the rows the visibility map did not answer */
 		ExplainPropertyInteger("Genie Heap Fetches", NULL, heap_fetches, es);
 		ExplainPropertyInteger("Genie Invisible Rows", NULL, now->invisible - before->invisible, es);
+		ExplainPropertyInteger("Genie All-Visible Rows", NULL, all_visible, es);
 	}
 	if (moves > 0)
 		ExplainPropertyInteger("Genie Version Moves", NULL, moves, es);

@@ -14,6 +14,7 @@
 
 #include "access/tableam.h"
 #include "executor/tuptable.h"
+#include "storage/buf.h"
 #include "utils/snapshot.h"
 
 #include "search/genie_cache.h"
@@ -39,6 +40,15 @@ typedef struct GenieVisibility
 	ItemPointerData *visible_tids;
 	/* genie_visibility_check_ahead's bitmap of the ids to check, by id */
 	uint64	   *wanted;
+
+	/*
+	 * A heap table and an MVCC snapshot: genie_visibility_check_ahead takes
+	 * the rows of an all-visible page as visible from the visibility map, as
+	 * an index-only scan does (vmbuffer: the map page it last read).
+	 */
+	Relation	heap;
+	bool		use_map;
+	Buffer		vmbuffer;
 } GenieVisibility;
 
 extern void genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation heap,
@@ -55,8 +65,12 @@ extern bool genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, i
  * block, a merge keeps the old order and appends the pending rows), so
  * consecutive checks mostly fall on the heap page already pinned, where
  * checking them in result order pins another page for almost every row.
- * Answers and counts are those of asking row by row; without the per-call
- * memory (one query, or a huge index) it does nothing.
+ * A row on a page the visibility map marks all-visible is visible to every
+ * MVCC snapshot: its answer comes from its line pointer, without reading
+ * its tuple (the fetch's lock, HOT chain walk and visibility test).
+ * Answers are those of asking row by row (rows answered by the map are
+ * counted as all_visible, not heap_fetches); without the per-call memory
+ * (one query, or a huge index) it does nothing.
  */
 extern void genie_visibility_check_ahead(GenieVisibility *vs, GenieCachedIndex *entry,
 										 const int32 *ids, const int64 *offsets, int nq,

@@ -1,0 +1,146 @@
+# Batch functions answer a row on a page the visibility map marks
+# all-visible from its line pointer, as an index-only scan does, without
+# reading its tuple.  Checked against a plain SQL oracle (the distance in
+# SQL over the table's current rows, their current ctids):
+#   - a vacuumed table: every row answered by the map, none fetched;
+#   - rows updated in place (HOT) and vacuumed: their index entries lead to
+#     redirects, and the ctid returned is the row's current version;
+#   - a table changed by the caller's own open transaction (deleted,
+#     updated, inserted rows), and one changed by a transaction committed
+#     after a REPEATABLE READ snapshot was taken: the map's bits are
+#     cleared there, and the rows are fetched and checked as before.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('visibility_map');
+$node->init;
+$node->append_conf('postgresql.conf', "genie.device = 'cpu'\nautovacuum = off\n");
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION genie;
+	CREATE EXTENSION pg_visibility;
+	SELECT setseed(0.4242);
+	-- room on each page for HOT updates
+	CREATE TABLE vm (id int PRIMARY KEY, v real[], tags int4[], note text) WITH (fillfactor = 50);
+	INSERT INTO vm SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1, 8) d WHERE i > 0),
+	                      ARRAY[i % 17, i % 23, 100 + i % 5], 'n'
+	FROM generate_series(1, 3000) i;
+	CREATE TABLE vq (qid int PRIMARY KEY, q real[]);
+	INSERT INTO vq SELECT j, (SELECT array_agg(random()::real) FROM generate_series(1, 8) d WHERE j > 0)
+	FROM generate_series(1, 40) j;
+	CREATE INDEX vm_v ON vm USING genie (v) WITH (m = 0);
+	CREATE INDEX vm_tags ON vm USING genie (tags);
+	-- the oracle: the distance in plain SQL, float8
+	CREATE FUNCTION l2(a real[], b real[]) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
+	  SELECT sqrt(sum((x::float8 - y::float8) * (x::float8 - y::float8))) FROM unnest(a, b) AS t(x, y)
+	$$;
+	-- rows genie_knn returns (with the row's id, through its ctid) that the oracle's
+	-- top k by distance over the current rows does not, and the other way
+	CREATE FUNCTION knn_mismatches(k int) RETURNS bigint LANGUAGE sql AS $$
+	  WITH got AS (
+	    SELECT g.query_no, vm.id, g.distance
+	    FROM genie_knn('vm_v', (SELECT array_agg(q ORDER BY qid) FROM vq), k) g
+	    LEFT JOIN vm ON vm.ctid = g.ctid),
+	  want AS (
+	    SELECT vq.qid AS query_no, o.id, o.d AS distance
+	    FROM vq, LATERAL (SELECT id, l2(v, vq.q) d FROM vm ORDER BY 2 LIMIT k) o)
+	  SELECT (SELECT count(*) FROM (TABLE got EXCEPT TABLE want) a)
+	       + (SELECT count(*) FROM (TABLE want EXCEPT TABLE got) b)
+	       + (SELECT count(*) FROM got WHERE id IS NULL)
+	$$;
+	-- genie_topk's rows whose ctid is not a current row with that score, and
+	-- the queries short of k rows
+	CREATE FUNCTION topk_mismatches(k int) RETURNS bigint LANGUAGE sql AS $$
+	  WITH q AS (SELECT ARRAY[j % 17, 100 + j % 5]::genie_query AS gq, ARRAY[j % 17, 100 + j % 5] AS a, j
+	             FROM generate_series(1, 30) j),
+	  got AS (SELECT g.*, vm.tags FROM genie_topk('vm_tags', (SELECT array_agg(gq ORDER BY j) FROM q), k) g
+	          LEFT JOIN vm ON vm.ctid = g.ctid)
+	  SELECT (SELECT count(*) FROM got JOIN q ON q.j = got.query_no
+	          WHERE got.tags IS NULL OR genie_match_count(got.tags, q.a) <> got.score)
+	       + (SELECT count(*) FROM (SELECT query_no FROM got GROUP BY 1 HAVING count(*) <> k) s)
+	       + 30 - (SELECT count(DISTINCT query_no) FROM got)
+	$$;
+});
+$node->safe_psql('postgres', 'VACUUM vm');
+
+# genie's EXPLAIN (ANALYZE) counts of a batch statement: heap fetches and all-visible rows
+sub counts
+{
+	my ($sql) = @_;
+	my $plan = $node->safe_psql('postgres', "LOAD 'genie'; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $sql");
+	my ($fetches) = $plan =~ /Genie Heap Fetches: (\d+)/;
+	my ($by_map) = $plan =~ /Genie All-Visible Rows: (\d+)/;
+	return ($fetches // -1, $by_map // -1);
+}
+my $knn = q{SELECT count(*) FROM genie_knn('vm_v', (SELECT array_agg(q ORDER BY qid) FROM vq), 10)};
+
+is($node->safe_psql('postgres', q{SELECT all_visible = (SELECT relpages FROM pg_class WHERE relname = 'vm')
+	FROM pg_visibility_map_summary('vm')}), 't', 'vacuumed: every page all-visible');
+is($node->safe_psql('postgres', 'SELECT knn_mismatches(10) + knn_mismatches(1) + knn_mismatches(200)'), '0',
+	'vacuumed: genie_knn equals the SQL oracle (k 1, 10, 200)');
+my ($fetches, $by_map) = counts($knn);
+is($fetches, 0, 'vacuumed: no row fetched from the heap');
+cmp_ok($by_map, '>', 0, 'vacuumed: the rows answered by the visibility map');
+is($node->safe_psql('postgres', 'SELECT topk_mismatches(10) + topk_mismatches(300)'), '0',
+	'vacuumed: genie_topk\'s rows are current rows with their scores');
+
+# HOT updates (a column no index covers), then VACUUM: the pages are all-visible
+# again and the index's TIDs lead to redirects
+$node->safe_psql('postgres', q{UPDATE vm SET note = 'hot' WHERE id % 3 = 0});
+$node->safe_psql('postgres', 'VACUUM vm');
+is($node->safe_psql('postgres', q{SELECT n_tup_hot_upd > 0 FROM pg_stat_user_tables WHERE relname = 'vm'}), 't',
+	'the updates were HOT');
+is($node->safe_psql('postgres', q{SELECT all_visible = (SELECT relpages FROM pg_class WHERE relname = 'vm')
+	FROM pg_visibility_map_summary('vm')}), 't', 'HOT-updated and vacuumed: every page all-visible');
+is($node->safe_psql('postgres', 'SELECT knn_mismatches(10) + knn_mismatches(200)'), '0',
+	'HOT-updated: genie_knn returns each row\'s current ctid');
+($fetches, $by_map) = counts($knn);
+is($fetches, 0, 'HOT-updated: redirects answered by the map, no row fetched');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE vm.note = 'hot') > 0 AND count(*) = count(vm.id)
+	FROM genie_knn('vm_v', (SELECT array_agg(q ORDER BY qid) FROM vq), 50) g LEFT JOIN vm ON vm.ctid = g.ctid}), 't',
+	'HOT-updated rows are among the answers, each at a current ctid');
+is($node->safe_psql('postgres', 'SELECT topk_mismatches(10) + topk_mismatches(300)'), '0',
+	'HOT-updated: genie_topk\'s ctids are current');
+
+# the caller's own open transaction: its deletes, updates and inserts clear the
+# map's bits of their pages; those rows are fetched and checked
+is($node->safe_psql('postgres', q{
+	BEGIN;
+	DELETE FROM vm WHERE id % 11 = 0;
+	UPDATE vm SET v = array_fill((0.25 + id / 20000.0)::real, ARRAY[8]) WHERE id % 13 = 0;
+	INSERT INTO vm SELECT 5000 + qid, q, ARRAY[1], 'new' FROM vq WHERE qid % 4 = 0;
+	SELECT knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10);
+	ROLLBACK;}), '0', 'the caller\'s own deletes, updates and inserts: genie_knn and genie_topk equal the oracle');
+
+# a REPEATABLE READ snapshot taken before another transaction commits changes:
+# the changed pages' bits are cleared, and the snapshot does not see the changes
+my $reader = $node->background_psql('postgres');
+$reader->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+my $before = $reader->query_safe('SELECT knn_mismatches(10)');
+$node->safe_psql('postgres', q{
+	DELETE FROM vm WHERE id % 7 = 1;
+	INSERT INTO vm SELECT 6000 + qid, q, ARRAY[2], 'late' FROM vq;});
+$node->safe_psql('postgres', 'VACUUM vm');
+is($reader->query_safe(q{SELECT count(*) FROM vm WHERE note = 'late'}), '0',
+	'the older snapshot does not see the later rows');
+is($reader->query_safe('SELECT knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10)'), "0",
+	'an older snapshot after later commits and a VACUUM: equal to the oracle in that snapshot');
+is($before, '0', 'and before them');
+$reader->query_safe('COMMIT');
+$reader->quit;
+is($node->safe_psql('postgres', 'SELECT knn_mismatches(10) + topk_mismatches(10)'), '0',
+	'a new snapshot sees the later rows, equal to the oracle');
+$node->safe_psql('postgres', 'VACUUM vm');
+is($node->safe_psql('postgres', 'SELECT knn_mismatches(10) + knn_mismatches(200)'), '0',
+	'vacuumed again: equal to the oracle');
+($fetches, $by_map) = counts($knn);
+cmp_ok($by_map, '>', 0, 'vacuumed again: the map answers again');
+
+$node->stop;
+done_testing();
