@@ -25,6 +25,7 @@
 #include "storage/bufmgr.h"
 #include "storage/predicate.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "profile/genie_explain.h"
 #include "search/genie_visibility.h"
@@ -41,7 +42,13 @@ genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation he
 	vs->fetch = table_index_fetch_begin(heap);
 	vs->slot = table_slot_create(heap, NULL);
 	vs->heap = heap;
-	vs->use_map = heap->rd_tableam == GetHeapamTableAmRoutine() && IsMVCCSnapshot(snapshot);
+	/*
+	 * With old_snapshot_threshold on, VACUUM may mark a page all-visible
+	 * that an old snapshot still sees differently (index-only scans test
+	 * their index pages for that): every row is fetched then.
+	 */
+	vs->use_map = heap->rd_tableam == GetHeapamTableAmRoutine() && IsMVCCSnapshot(snapshot) &&
+		!OldSnapshotThresholdActive();
 	vs->vmbuffer = InvalidBuffer;
 	if (nq > 1 &&
 		(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_VISIBILITY_CACHE_BYTES)
@@ -97,10 +104,11 @@ genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, int32 id, Ite
  * the index holds is a HOT chain's root, and a root that a committed HOT
  * update replaced is not visible to all); a redirect leads to it, the
  * chain's only member left.  The map is read again once the page is share
- * locked: a writer clears the bit under that lock before it changes the
- * page, so a row a writer added or updated and our snapshot may not see
- * shows the bit cleared.  A serializable transaction locks the page as an
- * index-only scan does.  Anything else is fetched as before.
+ * locked: a writer clears the bit under the page's exclusive lock, in the
+ * same hold as its change, so a row a writer added or updated and our
+ * snapshot may not see shows the bit cleared; the page's own flag must
+ * agree (a writer goes by it).  A serializable transaction locks each row
+ * so answered, as the fetch did.  Anything else is fetched as before.
  */
 static void
 check_page(GenieVisibility *vs, GenieCachedIndex *entry, BlockNumber block, const int32 *ids, int n)
@@ -114,7 +122,7 @@ check_page(GenieVisibility *vs, GenieCachedIndex *entry, BlockNumber block, cons
 
 		LockBuffer(buffer, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buffer);
-		if (VM_ALL_VISIBLE(vs->heap, block, &vs->vmbuffer))
+		if (PageIsAllVisible(page) && VM_ALL_VISIBLE(vs->heap, block, &vs->vmbuffer))
 		{
 			OffsetNumber max = PageGetMaxOffsetNumber(page);
 
@@ -122,6 +130,7 @@ check_page(GenieVisibility *vs, GenieCachedIndex *entry, BlockNumber block, cons
 			{
 				OffsetNumber offset = ItemPointerGetOffsetNumber(&entry->objects[ids[i]].tid);
 				ItemId		item;
+				HeapTupleHeader tuple;
 				bool		redirected = false;
 
 				if (offset < FirstOffsetNumber || offset > max)
@@ -136,15 +145,17 @@ check_page(GenieVisibility *vs, GenieCachedIndex *entry, BlockNumber block, cons
 					redirected = true;
 				}
 				/* a chain starts at a tuple that is not heap-only; a redirect leads to one that is */
-				if (!ItemIdIsNormal(item) ||
-					HeapTupleHeaderIsHeapOnly((HeapTupleHeader) PageGetItem(page, item)) != redirected)
+				if (!ItemIdIsNormal(item))
+					continue;
+				tuple = (HeapTupleHeader) PageGetItem(page, item);
+				if (HeapTupleHeaderIsHeapOnly(tuple) != redirected)
 					continue;
 				vs->known[ids[i]] = 1;
 				ItemPointerSet(&vs->visible_tids[ids[i]], block, offset);
+				PredicateLockTID(vs->heap, &vs->visible_tids[ids[i]], vs->snapshot,
+								 HeapTupleHeaderGetXmin(tuple));
 				by_map++;
 			}
-			if (by_map > 0)
-				PredicateLockPage(vs->heap, block, vs->snapshot);
 		}
 		UnlockReleaseBuffer(buffer);
 	}

@@ -8,7 +8,9 @@
 #   - a table changed by the caller's own open transaction (deleted,
 #     updated, inserted rows), and one changed by a transaction committed
 #     after a REPEATABLE READ snapshot was taken: the map's bits are
-#     cleared there, and the rows are fetched and checked as before.
+#     cleared there, and the rows are fetched and checked as before;
+#   - SERIALIZABLE: a row answered by the map is predicate-locked;
+#   - old_snapshot_threshold on: the map is not used.
 use strict;
 use warnings;
 use FindBin;
@@ -110,13 +112,17 @@ is($node->safe_psql('postgres', 'SELECT topk_mismatches(10) + topk_mismatches(30
 
 # the caller's own open transaction: its deletes, updates and inserts clear the
 # map's bits of their pages; those rows are fetched and checked
-is($node->safe_psql('postgres', q{
+my $own = $node->safe_psql('postgres', qq{
 	BEGIN;
 	DELETE FROM vm WHERE id % 11 = 0;
 	UPDATE vm SET v = array_fill((0.25 + id / 20000.0)::real, ARRAY[8]) WHERE id % 13 = 0;
 	INSERT INTO vm SELECT 5000 + qid, q, ARRAY[1], 'new' FROM vq WHERE qid % 4 = 0;
-	SELECT knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10);
-	ROLLBACK;}), '0', 'the caller\'s own deletes, updates and inserts: genie_knn and genie_topk equal the oracle');
+	LOAD 'genie';
+	EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $knn;
+	SELECT 'mismatches ' || (knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10));
+	ROLLBACK;});
+like($own, qr/^mismatches 0$/m, 'the caller\'s own deletes, updates and inserts: genie_knn and genie_topk equal the oracle');
+like($own, qr/Genie Heap Fetches: [1-9]/, 'the changed pages\' rows are fetched from the heap');
 
 # a REPEATABLE READ snapshot taken before another transaction commits changes:
 # the changed pages' bits are cleared, and the snapshot does not see the changes
@@ -132,6 +138,8 @@ is($reader->query_safe(q{SELECT count(*) FROM vm WHERE note = 'late'}), '0',
 is($reader->query_safe('SELECT knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10)'), "0",
 	'an older snapshot after later commits and a VACUUM: equal to the oracle in that snapshot');
 is($before, '0', 'and before them');
+like($reader->query_safe("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $knn"), qr/Genie Heap Fetches: [1-9]/,
+	'the older snapshot fetches the changed pages\' rows');
 $reader->query_safe('COMMIT');
 $reader->quit;
 is($node->safe_psql('postgres', 'SELECT knn_mismatches(10) + topk_mismatches(10)'), '0',
@@ -141,6 +149,41 @@ is($node->safe_psql('postgres', 'SELECT knn_mismatches(10) + knn_mismatches(200)
 	'vacuumed again: equal to the oracle');
 ($fetches, $by_map) = counts($knn);
 cmp_ok($by_map, '>', 0, 'vacuumed again: the map answers again');
+
+# SERIALIZABLE: a row answered by the map is predicate-locked as a fetched one
+# is.  s1 reads row x through genie_knn; s2 reads row y, writes x and commits;
+# s1 then writes y: a cycle of read/write dependencies, which PostgreSQL must
+# break by failing s1.  Without a lock on x, s1 would commit.
+my $x = $node->safe_psql('postgres', q{
+	SELECT vm.id FROM genie_knn('vm_v', (SELECT q FROM vq WHERE qid = 1), 1) g JOIN vm ON vm.ctid = g.ctid});
+my $y = $node->safe_psql('postgres', "SELECT min(id) FROM vm WHERE id <> $x");
+$node->safe_psql('postgres', 'VACUUM vm');
+my $s1 = $node->background_psql('postgres', on_error_stop => 0);
+my $s2 = $node->background_psql('postgres');
+$s1->query_safe('BEGIN ISOLATION LEVEL SERIALIZABLE');
+# two queries: a batch, whose rows the map answers (a single query fetches its rows)
+like($s1->query_safe(q{LOAD 'genie'; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF)
+	SELECT count(*) FROM genie_knn('vm_v', (SELECT array_agg(q ORDER BY qid) FROM vq WHERE qid <= 2), 1)}),
+	qr/Genie Heap Fetches: 0\n.*\n.*Genie All-Visible Rows: [12]/,
+	'serializable: s1 reads x through genie_knn, answered by the map');
+$s2->query_safe('BEGIN ISOLATION LEVEL SERIALIZABLE');
+$s2->query_safe("SELECT note FROM vm WHERE id = $y");
+$s2->query_safe("UPDATE vm SET note = 's2' WHERE id = $x");
+$s2->query_safe('COMMIT');
+$s1->query("UPDATE vm SET note = 's1' WHERE id = $y");
+$s1->query('COMMIT');
+like($s1->{stderr}, qr/could not serialize access/, 'serializable: the read/write cycle fails s1');
+$s1->quit;
+$s2->quit;
+
+# old_snapshot_threshold on: VACUUM may mark pages all-visible that an old
+# snapshot sees otherwise, so every row is fetched
+$node->append_conf('postgresql.conf', "old_snapshot_threshold = 0\n");
+$node->restart;
+$node->safe_psql('postgres', 'VACUUM vm');
+($fetches, $by_map) = counts($knn);
+ok($fetches > 0 && $by_map == 0, 'old_snapshot_threshold on: no row answered by the map');
+is($node->safe_psql('postgres', 'SELECT knn_mismatches(10)'), '0', 'old_snapshot_threshold on: equal to the oracle');
 
 $node->stop;
 done_testing();
