@@ -42,13 +42,17 @@ genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation he
 	vs->fetch = table_index_fetch_begin(heap);
 	vs->slot = table_slot_create(heap, NULL);
 	vs->heap = heap;
+	vs->use_map = heap->rd_tableam == GetHeapamTableAmRoutine() && IsMVCCSnapshot(snapshot);
+#if PG_VERSION_NUM < 170000
+
 	/*
 	 * With old_snapshot_threshold on, VACUUM may mark a page all-visible
 	 * that an old snapshot still sees differently (index-only scans test
-	 * their index pages for that): every row is fetched then.
+	 * their index pages for that): every row is fetched then.  PostgreSQL
+	 * 17 has no such setting.
 	 */
-	vs->use_map = heap->rd_tableam == GetHeapamTableAmRoutine() && IsMVCCSnapshot(snapshot) &&
-		!OldSnapshotThresholdActive();
+	vs->use_map = vs->use_map && !OldSnapshotThresholdActive();
+#endif
 	vs->vmbuffer = InvalidBuffer;
 	if (nq > 1 &&
 		(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_VISIBILITY_CACHE_BYTES)
