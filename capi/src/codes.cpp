@@ -86,7 +86,7 @@ genie_status genie_codes_create_unsealed(int32_t n, int32_t bits, genie_codes** 
     owned->set.words = genie::WordsForBits(bits);
     owned->set.n = n;
     // zeroed: a row the caller leaves alone (a NULL value) is the zero code
-    owned->set.values.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(owned->set.words), 0);
+    genie::ResizeZeroed(&owned->set.values, static_cast<std::size_t>(n) * static_cast<std::size_t>(owned->set.words));
     *rows = owned->set.values.data();
     *codes = owned.release();
     return genie::Status::Ok();

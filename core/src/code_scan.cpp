@@ -186,7 +186,7 @@ Status BuildCodeSet(int32_t bits, int32_t n, std::vector<uint64_t> values, CodeS
   out->bits = bits;
   out->words = words;
   out->n = n;
-  out->values = std::move(values);
+  out->values.assign(values.begin(), values.end());
   return Status::Ok();
 }
 

@@ -114,7 +114,7 @@ Status CheckFinite(const float* values, std::size_t count, const char* what) {
   return Status::Ok();
 }
 
-Status BuildVectorSet(int32_t dim, int32_t n, std::vector<float> values, VectorSet* out) {
+Status BuildVectorSet(int32_t dim, int32_t n, HostArray<float> values, VectorSet* out) {
   if (out == nullptr) return Status::InvalidArgument("BuildVectorSet: NULL output");
   if (dim < 1) return Status::InvalidArgument("a vector needs at least one dimension");
   if (n < 0) return Status::InvalidArgument("negative number of vectors");

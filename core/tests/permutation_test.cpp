@@ -151,13 +151,13 @@ TEST(Permutation, VectorRowsRankTheSquaredDistances) {
   std::vector<float> values(static_cast<std::size_t>(n * dim));
   for (float& v : values) v = g(rng);
   VectorSet set;
-  ASSERT_TRUE(BuildVectorSet(dim, n, values, &set).ok());
+  ASSERT_TRUE(BuildVectorSet(dim, n, {values.begin(), values.end()}, &set).ok());
   std::vector<int32_t> ids;
   ASSERT_TRUE(ChoosePermutants(n, {}, m, 9, &ids).ok());
   std::vector<float> pv;
   for (int32_t id : ids) pv.insert(pv.end(), set.row(id), set.row(id) + dim);
   VectorSet permutants;
-  ASSERT_TRUE(BuildVectorSet(dim, m, pv, &permutants).ok());
+  ASSERT_TRUE(BuildVectorSet(dim, m, {pv.begin(), pv.end()}, &permutants).ok());
   PermutationTable t;
   ASSERT_TRUE(MakePermutationTable(m, n + 2, &t).ok());
   ASSERT_TRUE(VectorPermutations(set, permutants, 2, 2, t.rows()).ok());
@@ -304,13 +304,13 @@ TEST(Permutation, CandidatesOfClusteredVectorsHoldTheNearestNeighbours) {
     for (int32_t i = 0; i < per; ++i)
       for (int32_t e = 0; e < dim; ++e) values.push_back(centres[static_cast<std::size_t>(c * dim + e)] + g(rng));
   VectorSet set;
-  ASSERT_TRUE(BuildVectorSet(dim, n, values, &set).ok());
+  ASSERT_TRUE(BuildVectorSet(dim, n, {values.begin(), values.end()}, &set).ok());
   std::vector<int32_t> ids;
   ASSERT_TRUE(ChoosePermutants(n, {}, m, 1, &ids).ok());
   std::vector<float> pv;
   for (int32_t id : ids) pv.insert(pv.end(), set.row(id), set.row(id) + dim);
   VectorSet permutants;
-  ASSERT_TRUE(BuildVectorSet(dim, m, pv, &permutants).ok());
+  ASSERT_TRUE(BuildVectorSet(dim, m, {pv.begin(), pv.end()}, &permutants).ok());
   PermutationTable objects;
   ASSERT_TRUE(MakePermutationTable(m, n, &objects).ok());
   ASSERT_TRUE(VectorPermutations(set, permutants, 0, 2, objects.rows()).ok());
@@ -320,7 +320,7 @@ TEST(Permutation, CandidatesOfClusteredVectorsHoldTheNearestNeighbours) {
   for (int32_t q = 0; q < nq; ++q)
     for (int32_t e = 0; e < dim; ++e) qv.push_back(set.row(q * 97)[e] + 0.3f * g(rng));
   VectorSet qset;
-  ASSERT_TRUE(BuildVectorSet(dim, nq, qv, &qset).ok());
+  ASSERT_TRUE(BuildVectorSet(dim, nq, {qv.begin(), qv.end()}, &qset).ok());
   PermutationTable queries;
   ASSERT_TRUE(MakePermutationTable(m, nq, &queries).ok());
   ASSERT_TRUE(VectorPermutations(qset, permutants, 0, 2, queries.rows()).ok());

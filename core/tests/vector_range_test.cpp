@@ -62,7 +62,7 @@ TEST(CpuVectorRangeScan, EqualsTheOracleAndTheWholeListSearch) {
     const int32_t n = 9000, dim = shape == VectorShape::kGaussian ? 37 : 12;
     std::vector<float> values = RandomVectors(&rng, shape, n, dim);
     VectorSet set;
-    ASSERT_TRUE(BuildVectorSet(dim, n, values, &set).ok());
+    ASSERT_TRUE(BuildVectorSet(dim, n, {values.begin(), values.end()}, &set).ok());
     std::vector<float> queries = NearbyQueries(&rng, values, n, dim, 70, 0.05f);
     std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);
     for (int32_t i = 0; i < n; i += 7) excluded[static_cast<std::size_t>(i)] = 1;
@@ -105,7 +105,7 @@ TEST(CpuVectorRangeScan, RejectsBadInputAndHonoursCancel) {
   const int32_t n = 5000, dim = 8;
   std::vector<float> values = RandomVectors(&rng, VectorShape::kGaussian, n, dim);
   VectorSet set;
-  ASSERT_TRUE(BuildVectorSet(dim, n, values, &set).ok());
+  ASSERT_TRUE(BuildVectorSet(dim, n, {values.begin(), values.end()}, &set).ok());
   std::vector<float> queries(values.begin(), values.begin() + 4 * dim);
   RangeResult out;
   RangeRequest request;

@@ -72,13 +72,13 @@ TEST(GpuPermutation, VectorRowsEqualTheCpu) {
     std::vector<float> values(static_cast<std::size_t>(n) * dim);
     for (float& v : values) v = dim == 1 ? static_cast<float>(static_cast<int>(g(rng) * 3)) : g(rng);  // dim 1: ties
     VectorSet set;
-    ASSERT_TRUE(BuildVectorSet(dim, n, values, &set).ok());
+    ASSERT_TRUE(BuildVectorSet(dim, n, {values.begin(), values.end()}, &set).ok());
     std::vector<int32_t> ids;
     ASSERT_TRUE(ChoosePermutants(n, {}, m, 4, &ids).ok());
     std::vector<float> pv;
     for (int32_t id : ids) pv.insert(pv.end(), set.row(id), set.row(id) + dim);
     VectorSet permutants;
-    ASSERT_TRUE(BuildVectorSet(dim, m, pv, &permutants).ok());
+    ASSERT_TRUE(BuildVectorSet(dim, m, {pv.begin(), pv.end()}, &permutants).ok());
     PermutationTable cpu, gpu, pieces;
     ASSERT_TRUE(MakePermutationTable(m, n, &cpu).ok());
     ASSERT_TRUE(MakePermutationTable(m, n, &gpu).ok());

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "genie/cancel.hpp"
+#include "genie/host_array.hpp"
 #include "genie/span.hpp"
 #include "genie/status.hpp"
 
@@ -49,7 +50,7 @@ struct CodeSet {
   int32_t bits = 0;
   int32_t words = 0;
   int32_t n = 0;
-  std::vector<uint64_t> values;  // n * words
+  HostArray<uint64_t> values;  // n * words
 
   int32_t size() const { return n; }
   const uint64_t* row(int32_t id) const {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "genie/cancel.hpp"
+#include "genie/host_array.hpp"
 #include "genie/span.hpp"
 #include "genie/status.hpp"
 
@@ -66,7 +67,7 @@ Status CheckFinite(const float* values, std::size_t count, const char* what);
 struct VectorSet {
   int32_t dim = 0;
   int32_t n = 0;
-  std::vector<float> values;  // n * dim
+  HostArray<float> values;  // n * dim
 
   int32_t size() const { return n; }
   const float* row(int32_t id) const {
@@ -76,7 +77,7 @@ struct VectorSet {
 
 // Takes n rows of dim floats.  InvalidArgument for dim < 1, a size that is
 // not n * dim, or a value that is NaN or infinite.
-Status BuildVectorSet(int32_t dim, int32_t n, std::vector<float> values, VectorSet* out);
+Status BuildVectorSet(int32_t dim, int32_t n, HostArray<float> values, VectorSet* out);
 
 // InvalidArgument unless every one of count values is finite; what names them.
 Status CheckFinite(const float* values, std::size_t count, const char* what);

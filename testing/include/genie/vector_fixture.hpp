@@ -72,9 +72,10 @@ inline std::vector<float> RandomVectors(std::mt19937* rng, VectorShape shape, in
   return v;
 }
 
-// Queries near the data: a data vector plus a little noise, or a copy.
-inline std::vector<float> NearbyQueries(std::mt19937* rng, const std::vector<float>& data, int32_t n,
-                                        int32_t dim, int32_t nq, float noise) {
+// Queries near the data (a std::vector or a set's values): a data vector plus a little noise, or a copy.
+template <typename Values>
+std::vector<float> NearbyQueries(std::mt19937* rng, const Values& data, int32_t n, int32_t dim, int32_t nq,
+                                 float noise) {
   std::vector<float> q(static_cast<std::size_t>(nq) * static_cast<std::size_t>(dim));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (int32_t i = 0; i < nq; ++i) {
@@ -89,7 +90,7 @@ inline std::vector<float> NearbyQueries(std::mt19937* rng, const std::vector<flo
 
 inline VectorSet MakeSet(int32_t dim, int32_t n, std::vector<float> values) {
   VectorSet set;
-  Status s = BuildVectorSet(dim, n, std::move(values), &set);
+  Status s = BuildVectorSet(dim, n, HostArray<float>(values.begin(), values.end()), &set);
   EXPECT_TRUE(s.ok()) << s.message();
   return set;
 }

@@ -1,0 +1,52 @@
+// HostArray and ResizeZeroed (genie/host_array.hpp): the zeros written on
+// every core reach every element, pieces and tail alike, over memory that
+// held other values; and a set made of a HostArray keeps its values.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "genie/host_array.hpp"
+#include "genie/vectors.hpp"
+
+namespace genie {
+namespace {
+
+template <typename T>
+std::size_t NonZero(const HostArray<T>& a) {
+  std::size_t bad = 0;
+  for (const T& x : a) bad += x != T{};
+  return bad;
+}
+
+TEST(HostArray, ResizeZeroedWritesEveryElement) {
+  constexpr std::size_t kFloatPiece = (std::size_t{8} << 20) / sizeof(float);
+  HostArray<float> a;
+  for (std::size_t count : {std::size_t{0}, std::size_t{1}, kFloatPiece - 1, kFloatPiece, 3 * kFloatPiece + 7,
+                            std::size_t{5}}) {
+    // what the memory held before: not zero
+    a.assign(a.capacity(), -1.5f);
+    ResizeZeroed(&a, count);
+    ASSERT_EQ(a.size(), count);
+    EXPECT_EQ(NonZero(a), 0u) << "count " << count;
+  }
+}
+
+TEST(HostArray, ResizeZeroedWordsOfCodes) {
+  HostArray<uint64_t> a(1000, ~uint64_t{0});
+  ResizeZeroed(&a, (std::size_t{8} << 20) / sizeof(uint64_t) * 2 + 3);
+  EXPECT_EQ(NonZero(a), 0u);
+}
+
+TEST(HostArray, SetBuiltFromItKeepsItsValues) {
+  const std::vector<float> values = {1, 2, 3, 4, 5, 6};
+  VectorSet set;
+  ASSERT_TRUE(BuildVectorSet(3, 2, HostArray<float>(values.begin(), values.end()), &set).ok());
+  ASSERT_EQ(set.values.size(), values.size());
+  EXPECT_EQ(std::memcmp(set.values.data(), values.data(), sizeof(float) * values.size()), 0);
+  EXPECT_EQ(set.row(1)[0], 4.0f);
+}
+
+}  // namespace
+}  // namespace genie
