@@ -446,6 +446,41 @@ genie_varlena_hash(Datum value, uint64 seed, bool extended)
 	return h;
 }
 
+/* genie_palloc_zeroed's pieces (genie_parallel_for's argument) */
+typedef struct ZeroedPieces
+{
+	char	   *base;
+	Size		bytes;
+} ZeroedPieces;
+
+#define GENIE_ZEROED_PIECE ((Size) 8 << 20)
+
+/* On a thread of genie_parallel_for, pure: piece i zeroed. */
+static void
+zero_piece(int64 i, void *arg)
+{
+	ZeroedPieces *z = arg;
+	Size		first = (Size) i * GENIE_ZEROED_PIECE;
+
+	memset(z->base + first, 0, Min(GENIE_ZEROED_PIECE, z->bytes - first));
+}
+
+void *
+genie_palloc_zeroed(Size bytes)
+{
+	ZeroedPieces z;
+	int64		pieces = (int64) ((bytes + GENIE_ZEROED_PIECE - 1) / GENIE_ZEROED_PIECE);
+	genie_error err;
+
+	z.base = palloc_extended(Max(bytes, 1), MCXT_ALLOC_HUGE);
+	z.bytes = bytes;
+	/* a few MB: not worth waking the threads; if they cannot run, this thread */
+	if (pieces <= 1 ||
+		genie_parallel_for(pieces, genie_cpu_threads, zero_piece, &z, NULL, NULL, &err) != GENIE_OK)
+		memset(z.base, 0, bytes);
+	return z.base;
+}
+
 /*
  * A batch function holds all its rows in memory when it starts to return
  * them; a result store of work_mem (4 MB by default, 45,000 to 65,000 rows

@@ -146,6 +146,14 @@ extern Relation genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess 
 extern void genie_result_rows_expected(FunctionCallInfo fcinfo, int64 n_rows);
 
 /*
+ * bytes of palloc'd memory (huge allowed), zeroed on genie.cpu_threads
+ * cores: the first touch of a fresh allocation of 100s of MB (each page
+ * faulted in and cleared by the kernel) is most of what zeroing it costs,
+ * and one core did it at a fraction of memory speed (bench/cold.md).
+ */
+extern void *genie_palloc_zeroed(Size bytes);
+
+/*
  * Equality, a total order and hashing for genie's query types (genie_query,
  * genie_ranges), so that DISTINCT, GROUP BY, UNION, IN and hash joins work
  * on them.  Their constructors zero every byte, so two values are equal when

@@ -102,8 +102,7 @@ code_batch(GenieCachedIndex *entry, const char *data, const int64 *offsets, int3
 	int32		bits = entry->value_dim;
 	Size		words = (Size) genie_code_words(bits);
 	int64		bytes = (bits + 7) / 8;
-	uint64	   *rows = palloc_extended(sizeof(uint64) * words * (Size) Max(n, 1),
-									   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	uint64	   *rows = genie_palloc_zeroed(sizeof(uint64) * words * (Size) Max(n, 1));
 
 	for (int32 i = 0; i < n; i++)
 	{
@@ -157,8 +156,7 @@ value_batch(GenieCachedIndex *entry, const char *data, const int64 *offsets, int
 		code_batch(entry, data, offsets, first, n, batch);
 		return;
 	}
-	matrix = palloc_extended(sizeof(float) * (Size) Max(n, 1) * dim,
-							 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	matrix = genie_palloc_zeroed(sizeof(float) * (Size) Max(n, 1) * dim);
 	for (int32 i = 0; i < n; i++)
 	{
 		int64		size = offsets[i + 1] - offsets[i];
@@ -384,8 +382,9 @@ genie_cache_ship_values(GenieCachedIndex *entry, const char *list, int64 list_by
 	genie_profile_push(GENIE_PHASE_LOAD);
 	if (entry->values_kind == GENIE_VALUES_VECTORS)
 	{
-		float	   *rows = palloc_extended(sizeof(float) * (Size) Max(entry->n_main_objects, 1) *
-										   entry->value_dim, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		/* zeroed on every core: a NULL row stays the zero vector */
+		float	   *rows = genie_palloc_zeroed(sizeof(float) * (Size) Max(entry->n_main_objects, 1) *
+											   entry->value_dim);
 
 		read_vectors(entry, &content, false, rows);
 		memset(&batch, 0, sizeof(batch));
