@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
 #ifdef GENIE_BENCH_FAISS
   const bool use_faiss = engines.find("faiss") != std::string::npos && bits % 8 == 0;
 #else
-  const bool use_faiss = false;
+  [[maybe_unused]] const bool use_faiss = false;
   if (engines.find("faiss") != std::string::npos)
     std::printf("(faiss: this build has no FAISS; install libfaiss-dev and rebuild)\n");
 #endif
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   genie_codes* set = nullptr;
   uint64_t* rows = nullptr;
   genie_error err{};
-  if (genie_codes_create_unsealed(n, bits, &set, &rows, &err) != GENIE_OK) {
+  if (genie_codes_create_unsealed(n, bits, 0, &set, &rows, &err) != GENIE_OK) {
     std::fprintf(stderr, "%s\n", err.message);
     return 1;
   }

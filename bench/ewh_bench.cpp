@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
   genie_error err{};
   genie_codes* set = nullptr;
   uint64_t* rows = nullptr;
-  if (genie_codes_create_unsealed(n, bits, &set, &rows, &err) != GENIE_OK) return 1;
+  if (genie_codes_create_unsealed(n, bits, 0, &set, &rows, &err) != GENIE_OK) return 1;
   std::copy(base.begin(), base.end(), rows);
   if (genie_codes_seal(set, &err) != GENIE_OK) {
     std::fprintf(stderr, "%s\n", err.message);

@@ -38,7 +38,7 @@ struct genie_cluster_list {
   // search of another set) frees nothing it reads.
   std::mutex rows_mutex;
   const void* rows_of = nullptr;
-  std::shared_ptr<const std::vector<float>> member_rows;
+  std::shared_ptr<const genie::HostArray<float>> member_rows;
   // GENIE_LIST_AUTO's measures (ListKnn): single queries, then batches
   genie::capi::ListKnnTimes knn_times[2];
 #ifdef GENIE_WITH_CUDA

@@ -74,7 +74,7 @@ int32_t genie_hamming_distance(const uint64_t* a, const uint64_t* b, int32_t wor
   return genie::HammingDistance(a, b, words);
 }
 
-genie_status genie_codes_create_unsealed(int32_t n, int32_t bits, genie_codes** codes, uint64_t** rows,
+genie_status genie_codes_create_unsealed(int32_t n, int32_t bits, int32_t threads, genie_codes** codes, uint64_t** rows,
                                          genie_error* err) {
   return Guarded(err, [&]() -> genie::Status {
     if (codes == nullptr || rows == nullptr)
@@ -86,7 +86,8 @@ genie_status genie_codes_create_unsealed(int32_t n, int32_t bits, genie_codes** 
     owned->set.words = genie::WordsForBits(bits);
     owned->set.n = n;
     // zeroed: a row the caller leaves alone (a NULL value) is the zero code
-    genie::ResizeZeroed(&owned->set.values, static_cast<std::size_t>(n) * static_cast<std::size_t>(owned->set.words));
+    genie::ResizeZeroed(&owned->set.values, static_cast<std::size_t>(n) * static_cast<std::size_t>(owned->set.words),
+                        threads);
     *rows = owned->set.values.data();
     *codes = owned.release();
     return genie::Status::Ok();

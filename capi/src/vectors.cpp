@@ -63,11 +63,11 @@ namespace {
 // kMaxHostRegistrationBytes (*pinned NULL otherwise, or when the driver
 // refuses: the rows are then gathered by id).
 genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, int32_t pin_device,
-                       const genie::EngineOptions& options, std::shared_ptr<const std::vector<float>>* rows,
+                       const genie::EngineOptions& options, std::shared_ptr<const genie::HostArray<float>>* rows,
                        std::shared_ptr<genie::GpuHostRegistration>* pinned) {
   std::lock_guard<std::mutex> lock(list->rows_mutex);
   if (list->rows_of != vectors && list->list.n_objects <= vectors->set.size()) {
-    auto made = std::make_shared<std::vector<float>>();
+    auto made = std::make_shared<genie::HostArray<float>>();
     GENIE_RETURN_IF_ERROR(genie::MemberRows(vectors->set, list->list, made.get(), options.cancel, options.threads));
 #ifdef GENIE_WITH_CUDA
     list->rows_pin.reset();  // before the rows it locks go
@@ -182,7 +182,7 @@ genie_status genie_vectors_create(const float* values, int32_t n, int32_t dim, g
   });
 }
 
-genie_status genie_vectors_create_unsealed(int32_t n, int32_t dim, genie_vectors** vectors, float** rows,
+genie_status genie_vectors_create_unsealed(int32_t n, int32_t dim, int32_t threads, genie_vectors** vectors, float** rows,
                                            genie_error* err) {
   return Guarded(err, [&]() -> genie::Status {
     if (vectors == nullptr || rows == nullptr)
@@ -192,8 +192,8 @@ genie_status genie_vectors_create_unsealed(int32_t n, int32_t dim, genie_vectors
     owned->set.dim = dim;
     owned->set.n = n;
     // zeroed: a row the caller leaves alone (a NULL value) is the zero vector;
-    // on every core, where the pages of a fresh set fault in (bench/cold.md)
-    genie::ResizeZeroed(&owned->set.values, static_cast<std::size_t>(n) * static_cast<std::size_t>(dim));
+    // on the threads, where the pages of a fresh set fault in (bench/cold.md)
+    genie::ResizeZeroed(&owned->set.values, static_cast<std::size_t>(n) * static_cast<std::size_t>(dim), threads);
     owned->sealed = false;
     *rows = owned->set.values.data();
     *vectors = owned.release();
@@ -284,7 +284,7 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
     // search runs on the CPU (CPU, or AUTO without a usable GPU)
     auto list_knn = [&]() -> genie::Status {
       genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
-      std::shared_ptr<const std::vector<float>> member_rows;  // this search's reference
+      std::shared_ptr<const genie::HostArray<float>> member_rows;  // this search's reference
       const genie::Status rows = ListRows(list, vectors, -1, engine_options, &member_rows, nullptr);
       // (without host memory for them, the rows are gathered by id)
       if (!rows.ok() && rows.code() != GENIE_OUT_OF_MEMORY) return rows;
@@ -478,7 +478,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
       // the list's order, page-locked
       // (without them, for lack of host memory, the rows are gathered by id)
       struct PinnedRows {
-        std::shared_ptr<const std::vector<float>> rows;
+        std::shared_ptr<const genie::HostArray<float>> rows;
         std::shared_ptr<genie::GpuHostRegistration> pin;
         ~PinnedRows() { pin.reset(); }  // unlocked before the rows can go
       };
@@ -513,7 +513,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
     }
 #endif
     // the CPU reads each cluster's rows contiguously, from a copy in the list's order
-    std::shared_ptr<const std::vector<float>> member_rows;  // this search's reference
+    std::shared_ptr<const genie::HostArray<float>> member_rows;  // this search's reference
     if (scan->list != nullptr && scan->candidate_offsets == nullptr)
       GENIE_RETURN_IF_ERROR(ListRows(const_cast<genie_cluster_list*>(scan->list), vectors, -1,
                                      ToEngineOptions(options), &member_rows, nullptr));

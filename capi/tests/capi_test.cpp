@@ -707,7 +707,7 @@ TEST(CApiVectors, UnsealedSetScansLikeACopiedOneOnceSealed) {
   ASSERT_EQ(genie_vectors_create(values.data(), n, dim, &copied, &err), GENIE_OK) << err.message;
   genie_vectors* filled = nullptr;
   float* rows = nullptr;
-  ASSERT_EQ(genie_vectors_create_unsealed(n, dim, &filled, &rows, &err), GENIE_OK) << err.message;
+  ASSERT_EQ(genie_vectors_create_unsealed(n, dim, 0, &filled, &rows, &err), GENIE_OK) << err.message;
   for (float* p = rows; p < rows + values.size(); ++p) ASSERT_EQ(*p, 0.0f) << "rows start zeroed";
   std::memcpy(rows, values.data(), sizeof(float) * values.size());
 

@@ -446,11 +446,12 @@ QueryMetricFactory VectorQueryMetrics(const VectorSet& set, const float* queries
   };
 }
 
-Status MemberRows(const VectorSet& set, const ClusterList& list, std::vector<float>* out,
+Status MemberRows(const VectorSet& set, const ClusterList& list, HostArray<float>* out,
                   const CancelCheck& cancel, int32_t threads) {
   const std::size_t dim = static_cast<std::size_t>(set.dim);
   const int64_t n = static_cast<int64_t>(list.members.size());
-  // (a new connection's first list search makes them: on every core)
+  // (a new connection's first list search makes them: on every core, where
+  // their pages fault in; unwritten until each row is copied)
   out->resize(list.members.size() * dim);
   return ParallelFor(
       (n + kMemberRowsPiece - 1) / kMemberRowsPiece, threads,

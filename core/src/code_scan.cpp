@@ -174,7 +174,7 @@ Status CheckCodes(const uint64_t* codes, int64_t count, int32_t bits, const char
   return Status::Ok();
 }
 
-Status BuildCodeSet(int32_t bits, int32_t n, std::vector<uint64_t> values, CodeSet* out) {
+Status BuildCodeSet(int32_t bits, int32_t n, HostArray<uint64_t> values, CodeSet* out) {
   if (out == nullptr) return Status::InvalidArgument("BuildCodeSet: NULL output");
   if (n < 0) return Status::InvalidArgument("negative number of codes");
   if (bits < 1 || bits > kMaxCodeBits)
@@ -186,7 +186,7 @@ Status BuildCodeSet(int32_t bits, int32_t n, std::vector<uint64_t> values, CodeS
   out->bits = bits;
   out->words = words;
   out->n = n;
-  out->values.assign(values.begin(), values.end());
+  out->values = std::move(values);
   return Status::Ok();
 }
 

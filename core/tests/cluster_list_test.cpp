@@ -132,7 +132,7 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data()), request, threads, &got).ok());
       ExpectSame(BruteForce(n, nq, r, excluded, unlisted, to_query), got, "list");
       // the list's members read from their rows stored in its order
-      std::vector<float> rows;
+      HostArray<float> rows;
       ASSERT_TRUE(MemberRows(set, list, &rows).ok());
       RangeResult from_rows;
       ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data(), rows.data()), request, threads,
@@ -154,7 +154,7 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       RangeRequest with_tail = request;
       with_tail.n_objects = n;
       RangeResult tail_rows;
-      std::vector<float> head_rows;
+      HostArray<float> head_rows;
       ASSERT_TRUE(MemberRows(set, head, &head_rows).ok());
       ASSERT_TRUE(CpuRangeSearch(head, VectorQueryMetrics(set, queries.data(), head_rows.data()), with_tail, threads,
                                  &tail_rows).ok());

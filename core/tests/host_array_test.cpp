@@ -23,19 +23,26 @@ std::size_t NonZero(const HostArray<T>& a) {
 TEST(HostArray, ResizeZeroedWritesEveryElement) {
   constexpr std::size_t kFloatPiece = (std::size_t{8} << 20) / sizeof(float);
   HostArray<float> a;
-  for (std::size_t count : {std::size_t{0}, std::size_t{1}, kFloatPiece - 1, kFloatPiece, 3 * kFloatPiece + 7,
-                            std::size_t{5}}) {
-    // what the memory held before: not zero
-    a.assign(a.capacity(), -1.5f);
-    ResizeZeroed(&a, count);
-    ASSERT_EQ(a.size(), count);
-    EXPECT_EQ(NonZero(a), 0u) << "count " << count;
+  // room for the largest count first: every count below reuses memory the
+  // loop dirtied (a fresh allocation's pages would be zero already)
+  a.reserve(3 * kFloatPiece + 7);
+  for (int32_t threads : {0, 1, 3}) {
+    for (std::size_t count : {std::size_t{0}, std::size_t{1}, kFloatPiece - 1, kFloatPiece, 3 * kFloatPiece + 7,
+                              std::size_t{5}}) {
+      a.assign(a.capacity(), -1.5f);  // what the memory held before: not zero
+      ResizeZeroed(&a, count, threads);
+      ASSERT_EQ(a.size(), count);
+      EXPECT_EQ(NonZero(a), 0u) << "count " << count << ", threads " << threads;
+    }
   }
 }
 
 TEST(HostArray, ResizeZeroedWordsOfCodes) {
-  HostArray<uint64_t> a(1000, ~uint64_t{0});
-  ResizeZeroed(&a, (std::size_t{8} << 20) / sizeof(uint64_t) * 2 + 3);
+  const std::size_t count = (std::size_t{8} << 20) / sizeof(uint64_t) * 2 + 3;
+  HostArray<uint64_t> a;
+  a.reserve(count);
+  a.assign(count, ~uint64_t{0});
+  ResizeZeroed(&a, count, 0);
   EXPECT_EQ(NonZero(a), 0u);
 }
 

@@ -43,7 +43,7 @@ TEST(CpuVectorListKnn, EqualsBruteForceAndTheExactScan) {
       auto metric = VectorObjectMetric(set);
       ClusterList list;
       ASSERT_TRUE(BuildClusterList(*metric, listed, unlisted, 16, supercluster_clusters, 2, &list).ok());
-      std::vector<float> rows;
+      HostArray<float> rows;
       ASSERT_TRUE(MemberRows(set, list, &rows).ok());
       // objects left out of the list at build are dead: excluded now
       std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);

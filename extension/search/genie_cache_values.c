@@ -239,7 +239,7 @@ load_vector_set(GenieCachedIndex *entry, GenieIndexContent *content, GenieValueS
 	float	   *rows;
 	genie_error err;
 
-	GENIE_CHECK(genie_vectors_create_unsealed(entry->n_objects, entry->value_dim,
+	GENIE_CHECK(genie_vectors_create_unsealed(entry->n_objects, entry->value_dim, genie_cpu_threads,
 											  (genie_vectors **) &vectors, &rows, &err),
 				&err, "genie: loading the stored vectors");
 	PG_TRY();
@@ -382,7 +382,7 @@ genie_cache_ship_values(GenieCachedIndex *entry, const char *list, int64 list_by
 	genie_profile_push(GENIE_PHASE_LOAD);
 	if (entry->values_kind == GENIE_VALUES_VECTORS)
 	{
-		/* zeroed on every core: a NULL row stays the zero vector */
+		/* zeroed on genie.cpu_threads: a NULL row stays the zero vector */
 		float	   *rows = genie_palloc_zeroed(sizeof(float) * (Size) Max(entry->n_main_objects, 1) *
 											   entry->value_dim);
 

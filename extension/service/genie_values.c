@@ -223,7 +223,7 @@ genie_value_set_create(const GenieValueBatch *batch, GenieValueSet *set, genie_e
 	if (batch->kind == GENIE_VALUES_CODES)
 	{
 		uint64	   *rows;
-		genie_status status = genie_codes_create_unsealed(batch->n, batch->dim, &set->codes, &rows,
+		genie_status status = genie_codes_create_unsealed(batch->n, batch->dim, genie_cpu_threads, &set->codes, &rows,
 														   err);
 
 		if (status != GENIE_OK)

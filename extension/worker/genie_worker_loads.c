@@ -74,7 +74,7 @@ make_load_buffer(PendingLoad *load, const GenieRequest *req, Size values_bytes, 
 		float	   *rows;
 		genie_error err;
 
-		if (genie_vectors_create_unsealed(n, dim, &load->vectors, &rows, &err) == GENIE_OK)
+		if (genie_vectors_create_unsealed(n, dim, genie_cpu_threads, &load->vectors, &rows, &err) == GENIE_OK)
 			load->buffer = (char *) rows;
 	}
 	else

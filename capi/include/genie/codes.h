@@ -34,9 +34,10 @@ int32_t		genie_hamming_distance(const uint64_t *a, const uint64_t *b, int32_t wo
  * n zero codes whose words (*rows, n * genie_code_words(bits), row-major)
  * the caller writes, then genie_codes_seal checks (a bit set beyond the
  * length is GENIE_INVALID_ARGUMENT); a scan of an unsealed set is
- * GENIE_INVALID_ARGUMENT.
+ * GENIE_INVALID_ARGUMENT.  The zeros are written on up to threads threads
+ * (0: every core).
  */
-genie_status genie_codes_create_unsealed(int32_t n, int32_t bits, genie_codes **codes,
+genie_status genie_codes_create_unsealed(int32_t n, int32_t bits, int32_t threads, genie_codes **codes,
 										 uint64_t **rows, genie_error *err);
 genie_status genie_codes_seal(genie_codes *codes, genie_error *err);
 void		genie_codes_free(genie_codes *codes);

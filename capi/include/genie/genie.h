@@ -564,9 +564,10 @@ genie_status genie_vectors_create(const float *values, int32_t n, int32_t dim,
  * genie_vectors_seal checks (NaN or infinity is GENIE_INVALID_ARGUMENT,
  * and the set stays unsealed); a scan of an unsealed set is
  * GENIE_INVALID_ARGUMENT.  For loading a large set straight from where it
- * is stored.
+ * is stored.  The zeros are written on up to threads threads (0: every
+ * core), where a fresh set's pages fault in.
  */
-genie_status genie_vectors_create_unsealed(int32_t n, int32_t dim, genie_vectors **vectors,
+genie_status genie_vectors_create_unsealed(int32_t n, int32_t dim, int32_t threads, genie_vectors **vectors,
 										   float **rows, genie_error *err);
 genie_status genie_vectors_seal(genie_vectors *vectors, genie_error *err);
 void		genie_vectors_free(genie_vectors *vectors);

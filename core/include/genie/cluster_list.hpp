@@ -145,7 +145,7 @@ QueryMetricFactory VectorQueryMetrics(const VectorSet& set, const float* queries
                                       const float* member_rows = nullptr);
 // The set's rows of list's members, in the list's order, into *out, on up
 // to `threads` threads (0: every core); cancel is polled every 4,096 rows.
-Status MemberRows(const VectorSet& set, const ClusterList& list, std::vector<float>* out,
+Status MemberRows(const VectorSet& set, const ClusterList& list, HostArray<float>* out,
                   const CancelCheck& cancel = CancelCheck(), int32_t threads = 0);
 QueryMetricFactory StringQueryMetrics(const CodePointStrings& strings,
                                       const CodePointStrings& queries,

@@ -60,7 +60,7 @@ struct CodeSet {
 
 // Takes n codes of `bits` bits (WordsForBits(bits) words each), checked by
 // CheckCodes; InvalidArgument for a size that is not n * words.
-Status BuildCodeSet(int32_t bits, int32_t n, std::vector<uint64_t> values, CodeSet* out);
+Status BuildCodeSet(int32_t bits, int32_t n, HostArray<uint64_t> values, CodeSet* out);
 
 struct CodeScanRequest {
   int32_t n_queries = 0;

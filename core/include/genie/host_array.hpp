@@ -4,8 +4,8 @@
 // costs: each 4 KB page faults in and the kernel clears it (a 188 MB set of
 // Fashion-MNIST vectors spent most of a backend's load there,
 // bench/cold.md).  A HostArray leaves its elements as the allocation left
-// them, and ResizeZeroed writes the zeros on every core, so that the pages
-// fault in side by side.
+// them, and ResizeZeroed writes the zeros on several threads, so that the
+// pages fault in side by side.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -47,10 +47,10 @@ class DefaultInitAllocator : public std::allocator<T> {
 template <typename T>
 using HostArray = std::vector<T, DefaultInitAllocator<T>>;
 
-// *array becomes count zeros, written in pieces of 8 MB over every core
-// (ParallelFor); if the threads cannot run, the calling thread writes them.
+// *array becomes count zeros, written in pieces of 8 MB on up to threads
+// threads (ParallelFor: 0, every core; the caller's among them).
 template <typename T>
-void ResizeZeroed(HostArray<T>* array, std::size_t count) {
+void ResizeZeroed(HostArray<T>* array, std::size_t count, int32_t threads) {
   static_assert(std::is_trivial<T>::value, "ResizeZeroed writes zero bytes");
   array->clear();
   array->resize(count);
@@ -62,7 +62,8 @@ void ResizeZeroed(HostArray<T>* array, std::size_t count) {
     std::memset(static_cast<void*>(data + first), 0, std::min(kPiece, count - first) * sizeof(T));
     return Status::Ok();
   };
-  if (pieces <= 1 || !ParallelFor(pieces, 0, zero).ok()) {
+  // (the pieces cannot fail; should ParallelFor all the same, this thread writes them all)
+  if (pieces <= 1 || !ParallelFor(pieces, threads, zero).ok()) {
     if (count > 0) std::memset(static_cast<void*>(data), 0, count * sizeof(T));
   }
 }

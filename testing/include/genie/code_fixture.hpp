@@ -63,7 +63,7 @@ inline std::vector<uint64_t> PlantedQueries(std::mt19937_64* rng, const std::vec
 inline CodeSet MakeCodeSet(int32_t bits, const std::vector<uint64_t>& codes) {
   CodeSet set;
   const int32_t n = static_cast<int32_t>(codes.size() / static_cast<std::size_t>(WordsForBits(bits)));
-  const Status s = BuildCodeSet(bits, n, codes, &set);
+  const Status s = BuildCodeSet(bits, n, HostArray<uint64_t>(codes.begin(), codes.end()), &set);
   EXPECT_TRUE(s.ok()) << s.message();
   return set;
 }
