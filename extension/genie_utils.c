@@ -474,10 +474,16 @@ genie_palloc_zeroed(Size bytes)
 
 	z.base = palloc_extended(Max(bytes, 1), MCXT_ALLOC_HUGE);
 	z.bytes = bytes;
-	/* a few MB: not worth waking the threads; if they cannot run, this thread */
-	if (pieces <= 1 ||
-		genie_parallel_for(pieces, genie_cpu_threads, zero_piece, &z, NULL, NULL, &err) != GENIE_OK)
+	/* a few MB: not worth waking the threads */
+	if (pieces <= 1)
 		memset(z.base, 0, bytes);
+	else if (genie_parallel_for(pieces, genie_cpu_threads, zero_piece, &z, genie_cancel_requested, NULL,
+								&err) != GENIE_OK)
+	{
+		/* a cancel (polled before each piece) raises its error here; anything else, this thread zeroes it */
+		CHECK_FOR_INTERRUPTS();
+		memset(z.base, 0, bytes);
+	}
 	return z.base;
 }
 

@@ -149,7 +149,8 @@ extern void genie_result_rows_expected(FunctionCallInfo fcinfo, int64 n_rows);
  * bytes of palloc'd memory (huge allowed), zeroed on genie.cpu_threads
  * cores: the first touch of a fresh allocation of 100s of MB (each page
  * faulted in and cleared by the kernel) is most of what zeroing it costs,
- * and one core did it at a fraction of memory speed (bench/cold.md).
+ * and one core did it at a fraction of memory speed (bench/cold.md).  A
+ * cancel is answered between 8 MB pieces.
  */
 extern void *genie_palloc_zeroed(Size bytes);
 
