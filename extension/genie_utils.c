@@ -446,45 +446,19 @@ genie_varlena_hash(Datum value, uint64 seed, bool extended)
 	return h;
 }
 
-/* genie_palloc_zeroed's pieces (genie_parallel_for's argument) */
-typedef struct ZeroedPieces
-{
-	char	   *base;
-	Size		bytes;
-} ZeroedPieces;
-
-#define GENIE_ZEROED_PIECE ((Size) 8 << 20)
-
-/* On a thread of genie_parallel_for, pure: piece i zeroed. */
-static void
-zero_piece(int64 i, void *arg)
-{
-	ZeroedPieces *z = arg;
-	Size		first = (Size) i * GENIE_ZEROED_PIECE;
-
-	memset(z->base + first, 0, Min(GENIE_ZEROED_PIECE, z->bytes - first));
-}
-
 void *
 genie_palloc_zeroed(Size bytes)
 {
-	ZeroedPieces z;
-	int64		pieces = (int64) ((bytes + GENIE_ZEROED_PIECE - 1) / GENIE_ZEROED_PIECE);
+	void	   *p = palloc_extended(Max(bytes, 1), MCXT_ALLOC_HUGE);
 	genie_error err;
 
-	z.base = palloc_extended(Max(bytes, 1), MCXT_ALLOC_HUGE);
-	z.bytes = bytes;
-	/* a few MB: not worth waking the threads */
-	if (pieces <= 1)
-		memset(z.base, 0, bytes);
-	else if (genie_parallel_for(pieces, genie_cpu_threads, zero_piece, &z, genie_cancel_requested, NULL,
-								&err) != GENIE_OK)
+	if (genie_parallel_zero(p, bytes, genie_cpu_threads, genie_cancel_requested, NULL, &err) != GENIE_OK)
 	{
-		/* a cancel (polled before each piece) raises its error here; anything else, this thread zeroes it */
+		/* a cancel (polled before each 8 MB piece) raises its error here; otherwise this thread zeroes it */
 		CHECK_FOR_INTERRUPTS();
-		memset(z.base, 0, bytes);
+		memset(p, 0, bytes);
 	}
-	return z.base;
+	return p;
 }
 
 /*

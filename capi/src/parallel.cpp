@@ -22,3 +22,11 @@ genie_status genie_parallel_for(int64_t n, int32_t threads, void (*body)(int64_t
         genie::CancelCheck{cancel, cancel_arg});
   });
 }
+
+genie_status genie_parallel_zero(void* data, size_t bytes, int32_t threads, int (*cancel)(void* arg),
+                                 void* cancel_arg, genie_error* err) {
+  return Guarded(err, [&]() -> genie::Status {
+    if (bytes > 0 && data == nullptr) return genie::Status::InvalidArgument("genie_parallel_zero: NULL data");
+    return genie::ZeroOnThreads(data, bytes, threads, genie::CancelCheck{cancel, cancel_arg});
+  });
+}

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -200,6 +201,26 @@ Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_
     });
   });
   return failure.Take();
+}
+
+Status ZeroOnThreads(void* data, std::size_t bytes, int32_t threads, const CancelCheck& cancel) {
+  constexpr std::size_t kPiece = std::size_t{8} << 20;
+  char* base = static_cast<char*>(data);
+  const auto pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
+  if (pieces > 1) {
+    const Status s = ParallelFor(
+        pieces, threads,
+        [&](int64_t p) {
+          const std::size_t first = static_cast<std::size_t>(p) * kPiece;
+          std::memset(base + first, 0, std::min(kPiece, bytes - first));
+          return Status::Ok();
+        },
+        cancel);
+    if (s.ok() || s.code() == GENIE_CANCELLED) return s;
+  }
+  // a few MB (not worth waking the threads), or the threads stopped otherwise
+  if (bytes > 0) std::memset(base, 0, bytes);
+  return Status::Ok();
 }
 
 }  // namespace genie

@@ -3,6 +3,7 @@
 // held other values; and a set made of a HostArray keeps its values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -53,6 +54,23 @@ TEST(HostArray, SetBuiltFromItKeepsItsValues) {
   ASSERT_EQ(set.values.size(), values.size());
   EXPECT_EQ(std::memcmp(set.values.data(), values.data(), sizeof(float) * values.size()), 0);
   EXPECT_EQ(set.row(1)[0], 4.0f);
+}
+
+}  // namespace
+}  // namespace genie
+
+namespace genie {
+namespace {
+
+int AlwaysCancel(void*) { return 1; }
+
+// ZeroOnThreads, which ResizeZeroed and the C API's genie_parallel_zero share:
+// a cancel before the pieces stops them, with Cancelled
+TEST(HostArray, ZeroOnThreadsAnswersACancel) {
+  std::vector<char> bytes((std::size_t{8} << 20) * 3, 1);
+  EXPECT_EQ(ZeroOnThreads(bytes.data(), bytes.size(), 2, CancelCheck{AlwaysCancel, nullptr}).code(), GENIE_CANCELLED);
+  ASSERT_TRUE(ZeroOnThreads(bytes.data(), bytes.size(), 2).ok());
+  EXPECT_EQ(std::count(bytes.begin(), bytes.end(), 0), static_cast<std::ptrdiff_t>(bytes.size()));
 }
 
 }  // namespace

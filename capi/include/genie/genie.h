@@ -197,6 +197,15 @@ genie_status genie_parallel_for(int64_t n, int32_t threads, void (*body) (int64_
 								genie_error *err);
 
 /*
+ * bytes at data set to zero in pieces of 8 MB on up to threads threads (0:
+ * every core), where a fresh allocation's pages fault in side by side.
+ * cancel (may be NULL) is polled before each piece: GENIE_CANCELLED leaves
+ * the rest unwritten.
+ */
+genie_status genie_parallel_zero(void *data, size_t bytes, int32_t threads, int (*cancel) (void *arg),
+								 void *cancel_arg, genie_error *err);
+
+/*
  * Set predicates from the postings (int4[] @>, && and <@ on a keyword
  * index): the ids of the objects whose keyword set contains the query's
  * keywords (GENIE_SET_CONTAINS), shares one with them (GENIE_SET_OVERLAPS)

@@ -7,10 +7,8 @@
 // them, and ResizeZeroed writes the zeros on several threads, so that the
 // pages fault in side by side.
 #pragma once
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -47,25 +45,14 @@ class DefaultInitAllocator : public std::allocator<T> {
 template <typename T>
 using HostArray = std::vector<T, DefaultInitAllocator<T>>;
 
-// *array becomes count zeros, written in pieces of 8 MB on up to threads
-// threads (ParallelFor: 0, every core; the caller's among them).
+// *array becomes count zeros, written by ZeroOnThreads on up to threads
+// threads (0: every core; the caller's among them).
 template <typename T>
 void ResizeZeroed(HostArray<T>* array, std::size_t count, int32_t threads) {
   static_assert(std::is_trivial<T>::value, "ResizeZeroed writes zero bytes");
   array->clear();
   array->resize(count);
-  constexpr std::size_t kPiece = (std::size_t{8} << 20) / sizeof(T);
-  T* data = array->data();
-  const auto pieces = static_cast<int64_t>((count + kPiece - 1) / kPiece);
-  const auto zero = [&](int64_t p) {
-    const std::size_t first = static_cast<std::size_t>(p) * kPiece;
-    std::memset(static_cast<void*>(data + first), 0, std::min(kPiece, count - first) * sizeof(T));
-    return Status::Ok();
-  };
-  // (the pieces cannot fail; should ParallelFor all the same, this thread writes them all)
-  if (pieces <= 1 || !ParallelFor(pieces, threads, zero).ok()) {
-    if (count > 0) std::memset(static_cast<void*>(data), 0, count * sizeof(T));
-  }
+  (void)ZeroOnThreads(array->data(), count * sizeof(T), threads);  // no cancel: every byte written
 }
 
 }  // namespace genie

@@ -4,6 +4,7 @@
 // thread has finished its part, however the work ends.
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -33,6 +34,14 @@ void RunOnThreads(int32_t threads, const std::function<void()>& worker) noexcept
 // Status::Cancelled() is returned (keep an index's work small enough).
 Status ParallelFor(int64_t n, int32_t threads, const std::function<Status(int64_t)>& fn,
                    const CancelCheck& cancel = CancelCheck());
+
+// bytes of memory at data set to zero, in pieces of 8 MB on up to threads
+// threads (as ParallelFor): the first touch of a fresh allocation of 100s of
+// MB (each page faulted in and cleared by the kernel) then runs side by side
+// (bench/cold.md).  cancel is polled before each piece; Cancelled() leaves
+// the rest unwritten.  Anything else that stops the threads: the calling
+// thread writes every byte.
+Status ZeroOnThreads(void* data, std::size_t bytes, int32_t threads, const CancelCheck& cancel = CancelCheck());
 
 // One thread of the caller's own beside it, started with every signal
 // blocked (as the pool's), joined by Join() or by the destructor however the
