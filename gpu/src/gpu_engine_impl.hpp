@@ -422,13 +422,26 @@ class GpuEngine final : public Engine {
   // may_defer: as FetchHits's.
   Status SortEmitFetch(Candidates* cand, const std::vector<int32_t>& group, int32_t k,
                        std::vector<std::vector<Hit>>* per_query, bool may_defer = false);
+  // A group's answers on the device: each query's hit count, then k hits a
+  // query at hits_at, the layout of the pinned slot they are copied into, so
+  // that one copy brings both back (a small call's copies are their fixed cost).
+  struct DeviceHits {
+    DeviceMemory memory;
+    std::size_t hits_at = 0;
+    Status Allocate(int32_t num_queries, int32_t k) {
+      const std::size_t count_bytes = static_cast<std::size_t>(num_queries) * sizeof(int32_t);
+      hits_at = (count_bytes + 15) / 16 * 16;
+      return memory.Allocate(hits_at + static_cast<std::size_t>(num_queries) * k * sizeof(DevHit), "results");
+    }
+    int32_t* counts() const { return static_cast<int32_t*>(memory.get()); }
+    DevHit* hits() const { return reinterpret_cast<DevHit*>(static_cast<char*>(memory.get()) + hits_at); }
+  };
   // Each query's first k hits (group order) from the device into per_query.
   // may_defer: the group's hits are final (no query of it is redone by the
   // count table after an overflow), so that while defer_fetch_ is set they
   // may land after the call returns (CollectHits).
-  Status FetchHits(const DeviceArray<DevHit>& hits, const DeviceArray<int32_t>& counts,
-                   const std::vector<int32_t>& group, int32_t k, std::vector<std::vector<Hit>>* per_query,
-                   bool may_defer = false);
+  Status FetchHits(const DeviceHits& found, const std::vector<int32_t>& group, int32_t k,
+                   std::vector<std::vector<Hit>>* per_query, bool may_defer = false);
 
   Status FetchOverflow(const DeviceArray<int32_t>& overflow, const std::vector<int32_t>& group,
                        std::vector<int32_t>* overflowed);
@@ -462,7 +475,8 @@ class GpuEngine final : public Engine {
   // The Gate's buffers for a group.  d_params: the group's QueryParams
   // already on the device (nullptr: uploaded here).  with_gate false (the
   // tiled list mode with its one-block selection): only the tables, which
-  // the kernels then use without ZipperArray, AuditThreshold or overflow.
+  // the kernels then use without ZipperArray, AuditThreshold or overflow,
+  // and uncleared (the tiled kernel writes every slot the selection reads).
   Status AllocateGate(GateBuffers* gb, const std::vector<QueryParams>& params, int64_t za_total,
                       int64_t ht_total, int32_t k, GateState* gate, const QueryParams* d_params = nullptr,
                       bool with_gate = true);

@@ -177,9 +177,11 @@ Status SortCandidates(void* temp, std::size_t* temp_bytes, const unsigned long l
 
 // The tiled matcher's list mode with at most kListSelectSlots table slots a
 // query: each query's first k entries by (score desc, object asc) straight
-// from its table into out (k a query) and counts, one block a query.
+// from the first `slots` (tiles * k) of its table into out (k a query) and
+// counts, one block a query; object ids below n_objects.
 constexpr uint32_t kListSelectSlots = 4096;
-Status LaunchListSelect(const GateState& gate, int32_t k, DevHit* out, int32_t* counts, cudaStream_t stream);
+Status LaunchListSelect(const GateState& gate, int32_t k, int32_t slots, int32_t n_objects, DevHit* out,
+                        int32_t* counts, cudaStream_t stream);
 
 Status LaunchEmit(const unsigned long long* sorted, const CandState& cand, int32_t num_queries,
                   int32_t k, DevHit* out, int32_t* counts, cudaStream_t stream);

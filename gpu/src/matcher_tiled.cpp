@@ -135,13 +135,11 @@ Status GpuEngine::RunTiledGroup(const DeviceIndexView& view, const Prepared& pre
   if (list_select) {
     // every query's table is tiles * k <= kListSelectSlots slots (the same
     // for each): one block a query selects, no overflow can have happened
-    DeviceArray<DevHit> hits;
-    DeviceArray<int32_t> counts;
-    GENIE_RETURN_IF_ERROR(hits.Allocate(static_cast<std::size_t>(g) * k, "results"));
-    GENIE_RETURN_IF_ERROR(counts.Allocate(static_cast<std::size_t>(g), "result counts"));
-    GENIE_RETURN_IF_ERROR(LaunchListSelect(gate, k, hits.get(), counts.get(), stream));
+    DeviceHits found;
+    GENIE_RETURN_IF_ERROR(found.Allocate(g, k));
+    GENIE_RETURN_IF_ERROR(LaunchListSelect(gate, k, tp.num_tiles * k, n, found.hits(), found.counts(), stream));
     prof_.Mark("select");
-    return FetchHits(hits, counts, group, k, per_query, /*may_defer=*/true);
+    return FetchHits(found, group, k, per_query, /*may_defer=*/true);
   }
 
   Candidates cand;

@@ -176,6 +176,13 @@ __device__ __forceinline__ int32_t TiesIn(uint32_t word, int32_t level, uint32_t
   return ties;
 }
 
+// List mode: the slots [from, k) of a tile's k that it left unwritten get
+// the empty entry, so that its query's table needs no clearing before the
+// kernel (a cudaMemsetAsync a call).
+__device__ __forceinline__ void EmptyListSlots(unsigned long long* slots, int32_t from, int32_t k, int tid) {
+  for (int32_t i = from + tid; i < k; i += kTiledThreads) slots[i] = ~0ull;
+}
+
 constexpr int kTiledWarps = kTiledThreads / 32;
 constexpr int kSegChunk = 256;
 constexpr int kHistItems = 8;  // kTiledThreads * kHistItems >= kCpqMaxScore + 1
@@ -283,7 +290,11 @@ __global__ void __launch_bounds__(kTiledThreads, 3) TiledKernel(TiledParams tp, 
     total += chunk_total;
     __syncthreads();  // s_lo/s_pre/s_w and scan_tmp are reused by the next chunk
   }
-  if (total == 0) return;  // no object of this tile scores for this query
+  unsigned long long* ht = g.ht + p.ht_offset;
+  if (total == 0) {  // no object of this tile scores for this query
+    if (tp.list_mode != 0) EmptyListSlots(ht + static_cast<int64_t>(tile) * g.k, 0, g.k, tid);
+    return;
+  }
 
   // ---- the Gate: Algorithm 1 with each object's final tile count -----------
   // thr = max(AT - 1, 1): objects below AT - 1 can never be top-k.
@@ -399,7 +410,6 @@ __global__ void __launch_bounds__(kTiledThreads, 3) TiledKernel(TiledParams tp, 
     for (int w = 0; w < warp; ++w) running += s_warp_ties[w];
   }
   bool overflow = false;
-  unsigned long long* ht = g.ht + p.ht_offset;
   for (int32_t it = 0; it < region; it += 32) {
     const int32_t widx = wbase + it + lane;
     const uint32_t word = sbc[widx];
@@ -432,7 +442,11 @@ __global__ void __launch_bounds__(kTiledThreads, 3) TiledKernel(TiledParams tp, 
       }
     }
   }
-  if (list) return;  // nothing to gate: the collection takes every entry
+  if (list) {  // nothing to gate: the collection takes every entry
+    __syncthreads();  // s_slot is final
+    EmptyListSlots(ht + static_cast<int64_t>(tile) * k, s_slot, k, tid);
+    return;
+  }
   if (overflow) atomicExch(&s_overflow, 1);
 
   // ZA[j] += number of inserted objects whose count reached j, for j >= AT.

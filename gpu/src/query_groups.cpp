@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -85,42 +86,41 @@ Status GpuEngine::SortEmitFetch(Candidates* cand, const std::vector<int32_t>& gr
                                        cand->total, g, cand->seg_begin.get(),
                                        cand->seg_end.get(), stream));
   prof_.Mark("sort");
-  DeviceArray<DevHit> hits;
-  DeviceArray<int32_t> counts;
-  GENIE_RETURN_IF_ERROR(hits.Allocate(static_cast<std::size_t>(g) * k, "results"));
-  GENIE_RETURN_IF_ERROR(counts.Allocate(static_cast<std::size_t>(g), "result counts"));
-  GENIE_RETURN_IF_ERROR(LaunchEmit(sorted.get(), cand->state, g, k, hits.get(), counts.get(), stream));
-  return FetchHits(hits, counts, group, k, per_query, may_defer);
+  DeviceHits found;
+  GENIE_RETURN_IF_ERROR(found.Allocate(g, k));
+  GENIE_RETURN_IF_ERROR(LaunchEmit(sorted.get(), cand->state, g, k, found.hits(), found.counts(), stream));
+  return FetchHits(found, group, k, per_query, may_defer);
 }
 
-Status GpuEngine::FetchHits(const DeviceArray<DevHit>& hits, const DeviceArray<int32_t>& counts,
-                            const std::vector<int32_t>& group, int32_t k,
+Status GpuEngine::FetchHits(const DeviceHits& found, const std::vector<int32_t>& group, int32_t k,
                             std::vector<std::vector<Hit>>* per_query, bool may_defer) {
   cudaStream_t stream = compute_stream_.get();
   const int32_t g = static_cast<int32_t>(group.size());
-  GENIE_RETURN_IF_ERROR(CheckCancel());  // before the copies and the wait
-  const std::size_t count_bytes = static_cast<std::size_t>(g) * sizeof(int32_t);
-  const std::size_t hits_at = (count_bytes + 15) / 16 * 16;
-  const std::size_t hit_bytes = static_cast<std::size_t>(g) * k * sizeof(DevHit);
+  GENIE_RETURN_IF_ERROR(CheckCancel());  // before the copy and the wait
+  const std::size_t hits_at = found.hits_at;
+  const std::size_t bytes = hits_at + static_cast<std::size_t>(g) * k * sizeof(DevHit);
   PendingHits pending;
   // Beyond kMaxPinnedBytes, or without pinned memory: through pageable memory.
-  if (hits_at + hit_bytes > kMaxPinnedBytes || !pinned_.Take(hits_at + hit_bytes, &pending.slot).ok()) {
-    // The copies below block (pageable memory), then the stream is waited for.
-    std::vector<DevHit> host_hits(static_cast<std::size_t>(g) * k);
-    std::vector<int32_t> host_counts(static_cast<std::size_t>(g));
-    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_counts.data(), counts.get(), count_bytes,
-                                               cudaMemcpyDeviceToHost, stream));
-    GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_hits.data(), hits.get(), hit_bytes,
-                                               cudaMemcpyDeviceToHost, stream));
+  if (bytes > kMaxPinnedBytes || !pinned_.Take(bytes, &pending.slot).ok()) {
+    // The copy below blocks (pageable memory), then the stream is waited for.
+    // (DevHit and int32_t are 4-byte aligned: a vector of them holds the copy.)
+    static_assert(sizeof(DevHit) % sizeof(int32_t) == 0, "DevHit is whole int32s");
+    std::vector<int32_t> host((bytes + sizeof(int32_t) - 1) / sizeof(int32_t));
+    GENIE_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(host.data(), found.memory.get(), bytes, cudaMemcpyDeviceToHost, stream));
     GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     prof_.Mark("emit+fetch");
+    const int32_t* host_counts = host.data();
+    DevHit host_hit;
+    const char* host_hits = reinterpret_cast<const char*>(host.data()) + hits_at;
     for (int32_t i = 0; i < g; ++i) {
       auto& dst = (*per_query)[static_cast<std::size_t>(group[static_cast<std::size_t>(i)])];
-      const int32_t c = std::min(host_counts[static_cast<std::size_t>(i)], k);
+      const int32_t c = std::min(host_counts[i], k);
       dst.resize(static_cast<std::size_t>(std::max(c, 0)));
       for (int32_t j = 0; j < c; ++j) {
-        const DevHit& h = host_hits[static_cast<std::size_t>(i) * k + j];
-        dst[static_cast<std::size_t>(j)] = Hit{h.object, h.score};
+        std::memcpy(&host_hit, host_hits + (static_cast<std::size_t>(i) * k + j) * sizeof(DevHit),
+                    sizeof(DevHit));
+        dst[static_cast<std::size_t>(j)] = Hit{host_hit.object, host_hit.score};
       }
     }
     return Status::Ok();
@@ -136,11 +136,7 @@ Status GpuEngine::FetchHits(const DeviceArray<DevHit>& hits, const DeviceArray<i
   }
   cudaError_t error = cudaSuccess;
   if (status.ok()) {
-    error = cudaMemcpyAsync(pending.slot->data(), counts.get(), count_bytes, cudaMemcpyDeviceToHost, stream);
-  }
-  if (status.ok() && error == cudaSuccess) {
-    error = cudaMemcpyAsync(pending.slot->data() + hits_at, hits.get(), hit_bytes, cudaMemcpyDeviceToHost,
-                            stream);
+    error = cudaMemcpyAsync(pending.slot->data(), found.memory.get(), bytes, cudaMemcpyDeviceToHost, stream);
   }
   if (status.ok()) {
     status = error == cudaSuccess ? pending.slot->MarkUsed(stream)
@@ -234,8 +230,8 @@ Status GpuEngine::AllocateGate(GateBuffers* gb, const std::vector<QueryParams>& 
     d_params = gb->queries.get();
   }
   GENIE_RETURN_IF_ERROR(gb->ht.Allocate(static_cast<std::size_t>(ht_total), "hash tables"));
-  GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gb->ht.get(), 0xFF, gb->ht.bytes(), stream));
   if (with_gate) {
+    GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gb->ht.get(), 0xFF, gb->ht.bytes(), stream));
     GENIE_RETURN_IF_ERROR(gb->za.Allocate(static_cast<std::size_t>(za_total), "ZipperArrays"));
     GENIE_RETURN_IF_ERROR(gb->at.Allocate(g, "AuditThresholds"));
     GENIE_RETURN_IF_ERROR(gb->overflow.Allocate(g, "overflow flags"));

@@ -4,6 +4,8 @@
 // the tiled matcher's list mode, all of it in one block a query).
 // See kernels.hpp for the decomposition and the design notes in
 // gpu_engine.cpp for the invariants they keep.
+#include <algorithm>
+
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_segmented_sort.cuh>
@@ -203,54 +205,57 @@ __global__ void EmitKernel(const unsigned long long* sorted, CandState cs, int32
 }
 
 // List mode (TiledParams::list_mode): a query's table holds its tiles' own
-// top-k lists, no object twice, at most kListSelectSlots entries.  One
+// top-k lists, no object twice, `slots` (tiles * k) entries at most.  One
 // block sorts them by (score desc, object asc) in shared memory and writes
 // the first k: the work of the collection, the segmented sort and the
-// emission, in one launch.  The key packs kCpqMaxScore - score above the
-// 31-bit object, 43 bits for the radix sort; an empty slot is all ones and
-// sorts last.
-constexpr int kListSelectThreads = 512;
-constexpr int kListSelectItems = kListSelectSlots / kListSelectThreads;
-constexpr int kListKeyBits = 43;
-static_assert(kCpqMaxScore < (1 << 12), "the list key holds 12 bits of score");
+// emission, in one launch.  The key packs max_score - score above the
+// object's obj_bits, and the sort reads only those bits: a lone tag query
+// (about 25 bits) takes 7 radix passes instead of 11, and the block is as
+// large as the table, not kListSelectSlots (one query, k 10: 320 slots, 20
+// -> a few us on the H200).  An empty slot is all ones; no entry's key is,
+// since an entry's score is at least 1 (max_score - score < 2^score_bits - 1).
+constexpr int kListSelectItems = 4;
 
-__global__ void __launch_bounds__(kListSelectThreads)
-    ListSelectKernel(GateState g, int32_t k, DevHit* out, int32_t* counts) {
-  using Sort = cub::BlockRadixSort<unsigned long long, kListSelectThreads, kListSelectItems>;
+template <int kThreads, int kItems>
+__global__ void __launch_bounds__(kThreads)
+    ListSelectKernel(GateState g, int32_t k, int32_t slots, int32_t obj_bits, DevHit* out, int32_t* counts) {
+  using Sort = cub::BlockRadixSort<unsigned long long, kThreads, kItems>;
   __shared__ typename Sort::TempStorage sort_tmp;
   __shared__ int32_t s_filled;
   const int32_t q = blockIdx.x;
   const QueryParams p = g.queries[q];
   const unsigned long long* ht = g.ht + p.ht_offset;
-  const uint32_t capacity = p.ht_mask + 1;
+  const uint32_t max_score = static_cast<uint32_t>(max(p.max_score, 1));
+  const int score_bits = 32 - __clz(max_score);
   if (threadIdx.x == 0) s_filled = 0;
   __syncthreads();
-  unsigned long long keys[kListSelectItems];
+  unsigned long long keys[kItems];
   int32_t filled = 0;
 #pragma unroll
-  for (int j = 0; j < kListSelectItems; ++j) {
-    const uint32_t slot = threadIdx.x * kListSelectItems + j;
+  for (int j = 0; j < kItems; ++j) {
+    const int32_t slot = static_cast<int32_t>(threadIdx.x) * kItems + j;
     keys[j] = ~0ull;
-    if (slot < capacity) {
+    if (slot < slots) {
       const unsigned long long e = ht[slot];
       const uint32_t key = static_cast<uint32_t>(e);
       if (key != kEmptyKey) {
         const uint32_t score = static_cast<uint32_t>(e >> 32);
-        keys[j] = (static_cast<unsigned long long>(kCpqMaxScore - score) << 31) | key;
+        keys[j] = (static_cast<unsigned long long>(max_score - score) << obj_bits) | key;
         ++filled;
       }
     }
   }
   if (filled > 0) atomicAdd(&s_filled, filled);
-  Sort(sort_tmp).Sort(keys, 0, kListKeyBits);  // blocked: thread t holds ranks t * items + j
+  Sort(sort_tmp).Sort(keys, 0, obj_bits + score_bits);  // blocked: thread t holds ranks t * items + j
   const int32_t n = min(s_filled, k);  // read after Sort's barriers
+  const unsigned long long obj_mask = (1ull << obj_bits) - 1;
 #pragma unroll
-  for (int j = 0; j < kListSelectItems; ++j) {
-    const int32_t rank = static_cast<int32_t>(threadIdx.x) * kListSelectItems + j;
+  for (int j = 0; j < kItems; ++j) {
+    const int32_t rank = static_cast<int32_t>(threadIdx.x) * kItems + j;
     if (rank < n) {
       DevHit h;
-      h.object = static_cast<int32_t>(keys[j] & 0x7FFFFFFFull);
-      h.score = kCpqMaxScore - static_cast<int32_t>(keys[j] >> 31);
+      h.object = static_cast<int32_t>(keys[j] & obj_mask);
+      h.score = static_cast<int32_t>(max_score - static_cast<uint32_t>(keys[j] >> obj_bits));
       out[static_cast<int64_t>(q) * k + rank] = h;
     }
   }
@@ -305,10 +310,28 @@ Status SortCandidates(void* temp, std::size_t* temp_bytes, const unsigned long l
   return Status::Ok();
 }
 
-Status LaunchListSelect(const GateState& gate, int32_t k, DevHit* out, int32_t* counts, cudaStream_t stream) {
+Status LaunchListSelect(const GateState& gate, int32_t k, int32_t slots, int32_t n_objects, DevHit* out,
+                        int32_t* counts, cudaStream_t stream) {
   if (gate.num_queries <= 0) return Status::Ok();
-  ListSelectKernel<<<static_cast<unsigned>(gate.num_queries), kListSelectThreads, 0, stream>>>(gate, k, out,
-                                                                                            counts);
+  if (slots < 0 || slots > static_cast<int32_t>(kListSelectSlots)) {
+    return Status::Internal("list selection past its slots");
+  }
+  // bits of the largest object id (at least one)
+  const uint32_t last = static_cast<uint32_t>(std::max(n_objects, 2) - 1);
+  const int32_t obj_bits = 32 - __builtin_clz(last);
+  const unsigned grid = static_cast<unsigned>(gate.num_queries);
+  // the smallest block whose kListSelectItems a thread hold every slot
+  if (slots <= 128 * kListSelectItems) {
+    ListSelectKernel<128, kListSelectItems><<<grid, 128, 0, stream>>>(gate, k, slots, obj_bits, out, counts);
+  } else if (slots <= 256 * kListSelectItems) {
+    ListSelectKernel<256, kListSelectItems><<<grid, 256, 0, stream>>>(gate, k, slots, obj_bits, out, counts);
+  } else if (slots <= 512 * kListSelectItems) {
+    ListSelectKernel<512, kListSelectItems><<<grid, 512, 0, stream>>>(gate, k, slots, obj_bits, out, counts);
+  } else {
+    static_assert(512 * 2 * kListSelectItems == kListSelectSlots, "the largest block holds every slot");
+    ListSelectKernel<512, 2 * kListSelectItems><<<grid, 512, 0, stream>>>(gate, k, slots, obj_bits, out,
+                                                                        counts);
+  }
   GENIE_CUDA_CHECK_LAUNCH("ListSelectKernel");
   return Status::Ok();
 }
