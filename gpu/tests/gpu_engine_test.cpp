@@ -398,7 +398,7 @@ TEST_P(GpuEngineTest, ListModeAndGate) {
   batch.AddKeywordQuery(std::vector<int32_t>{0, 1, 2, 7, 10});
   batch.AddKeywordQuery(std::vector<int32_t>{3});
   auto index = MakeIndex(csr);
-  for (int32_t k : {1, 100, 5000, 100000}) {
+  for (int32_t k : {1, 7, 37, 100, 5000, 100000}) {  // (7, 37: the k-th inside a level)
     SCOPED_TRACE(::testing::Message() << "k " << k);
     gpu::SearchStats stats;
     Check(csr, index, batch, k, EngineSpec{GetParam(), 0, 0, 512, CancelCheck()}, &stats);
