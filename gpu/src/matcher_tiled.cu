@@ -171,6 +171,7 @@ __device__ __forceinline__ bool HoldsAtLeast8(uint32_t word, uint32_t t) {
 constexpr uint32_t kLowNibbles = 0x0F0F0F0Fu;
 
 // How many counters of a word (8- or 4-bit) are at least t (1 <= t <= 255).
+// (Any bits but 8 reads as 4: the callers pass only these widths.)
 __device__ __forceinline__ int32_t CountAtLeast(uint32_t word, uint32_t t, uint32_t bits) {
   const uint32_t tt = t * kEveryByte;
   if (bits == 8) return __popc(__vcmpgeu4(word, tt)) >> 3;
@@ -338,8 +339,9 @@ __global__ void __launch_bounds__(kTiledThreads, 3) TiledKernel(TiledParams tp, 
   // it is not the tile's top-k.  Two passes of byte-wise max and compares
   // over the counters, no atomics; then the histogram and the entries skip
   // a warp's words with no counter at or above their threshold.  A sparse
-  // tile (tag queries) keeps the plain loops: most of its words are zero,
-  // and the passes and skips cost tag batches 5-13% (bench/tiled-select-h200.txt).
+  // tile (tag queries) skips these probes (with the histogram after them
+  // they cost tag batches 5-13%, bench/tiled-select-h200.txt): its level is
+  // found by counting instead (by_counts, below).
   const bool dense = list && bits == 8 && total >= tp.tile_objects;
   if (dense) {
     if (tid < 4) s_probe[tid] = 0;
@@ -406,7 +408,8 @@ __global__ void __launch_bounds__(kTiledThreads, 3) TiledKernel(TiledParams tp, 
       top = max(top, s_part_top[w]);
       s_thr += s_part[0][w];
     }
-    // S(c): the tile's objects counting at least c.  S(lo) >= k > S(hi).
+    // S(c): the tile's objects counting at least c; when s_thr > k the
+    // search keeps S(lo) >= k > S(hi).
     int32_t lo = 1, s_lo = s_thr, hi = static_cast<int32_t>(top) + 1, s_hi = 0;
     if (s_thr > k) {
       // (uniform: every thread computes the same S, so the barriers are met
