@@ -439,7 +439,6 @@ genie_service_main(Datum arg)
 	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
 		genie_runner_init(&state.runners[r], r, MyLatch);
 	genie_runner_init(&state.range_runner, GENIE_SERVICE_RANGE_RUNNER, MyLatch);
-	genie_wakers_init();
 
 	for (;;)
 	{

@@ -186,7 +186,6 @@ finish_job(ServiceState *st, SearchJob *job)
 		genie_results_free(job->results);
 		if (job->status == GENIE_DEVICE_ERROR)
 			st->device_failed = true;
-		genie_worker_defer_wakes(true);
 		for (int i = 0; i < job->n_members; i++)
 		{
 			if (job->status == GENIE_CANCELLED)
@@ -194,7 +193,6 @@ finish_job(ServiceState *st, SearchJob *job)
 			else
 				genie_worker_reply_outcome(st, job->members[i], GENIE_SERVICE_ENGINE_ERROR, &job->err);
 		}
-		genie_worker_defer_wakes(false);
 		return;
 	}
 
@@ -202,8 +200,6 @@ finish_job(ServiceState *st, SearchJob *job)
 							 job->engine_ms);
 	s->last_used = ++st->clock;
 
-	/* the members' backends woken off this thread once all are answered */
-	genie_worker_defer_wakes(true);
 	for (int i = 0; i < job->n_members; i++)
 	{
 		TakenRequest *t = job->members[i];
@@ -232,7 +228,6 @@ finish_job(ServiceState *st, SearchJob *job)
 		}
 		q0 += mq;
 	}
-	genie_worker_defer_wakes(false);
 	genie_results_free(job->results);
 	job->results = NULL;
 }

@@ -68,7 +68,7 @@ genie_worker_end_reply(TakenRequest *t, GenieSlotState final)
 	SpinLockRelease(&sh->mutex);
 	t->replied = true;
 	if (latch != NULL)
-		genie_worker_wake(latch);
+		SetLatch(latch);
 }
 
 /* A request whose segment could not be read: the backend searches in-process. */
@@ -90,7 +90,7 @@ genie_worker_fail_request(TakenRequest *t)
 	SpinLockRelease(&sh->mutex);
 	t->replied = true;
 	if (latch != NULL)
-		genie_worker_wake(latch);
+		SetLatch(latch);
 }
 
 /* Starts an answer: the response header, zeroed; NULL when the backend withdrew. */

@@ -8,8 +8,6 @@
  * The files, bottom first:
  *	- genie_worker_runner.c: the threads that run a batch's engine searches,
  *	  and the range runner's;
- *	- genie_worker_waker.c: the threads that wake the backends a batch
- *	  answered;
  *	- genie_worker_engines.c: answers, the versions held and their engines,
  *	  host memory and eviction;
  *	- genie_worker_values.c: the stored values (strings, vectors or codes)
@@ -429,13 +427,6 @@ extern bool genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *
 /* Answers the searches of a batch its runner finished (a GPU error sets st->device_failed). */
 extern void genie_worker_finish_batch(ServiceState *st, CycleBatch *b);
 extern void genie_worker_publish_stats(ServiceState *st);
-
-/* genie_worker_waker.c */
-extern void genie_wakers_init(void);
-/* Sets a backend's latch: now, or while deferring at the end of the deferral. */
-extern void genie_worker_wake(Latch *latch);
-/* From true to false: the latches queued since are set, on the waker threads. */
-extern void genie_worker_defer_wakes(bool defer);
 
 /* genie_worker_runner.c */
 extern void genie_runner_init(GenieRunner *r, int id, Latch *latch);

@@ -361,7 +361,6 @@ genie_worker_finish_scan(ServiceState *st, SearchJob *job)
 
 	if (job->status == GENIE_DEVICE_ERROR)
 		st->device_failed = true;
-	genie_worker_defer_wakes(true);	/* the members' backends woken off this thread */
 	for (int i = 0, q0 = 0; i < job->n_members; q0 += job->members[i]->req.n_queries, i++)
 	{
 		TakenRequest *t = job->members[i];
@@ -375,7 +374,6 @@ genie_worker_finish_scan(ServiceState *st, SearchJob *job)
 		else
 			reply(st, s, t, &scan->found, q0, job->device_fallback, job->engine_ms);
 	}
-	genie_worker_defer_wakes(false);
 	genie_worker_count_list_bytes(s);
 	if (job->status == GENIE_OK)
 		genie_worker_count_batch(&s->stats[genie_value_found_device(&scan->found) == GENIE_ENGINE_GPU ?
