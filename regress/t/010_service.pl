@@ -68,6 +68,22 @@ my $mean = $batches > 0 ? $queries / $batches : 0;
 diag(sprintf('service: %d engine calls for %d queries (%.2f queries per call)', $batches, $queries, $mean));
 cmp_ok($mean, '>', 1.0, 'concurrent sessions\' queries share engine calls');
 
+# The sessions a shared engine call answered are woken at once (by the
+# service's waker threads): one whose wake-up was lost would sit out its
+# 100 ms poll, so a mean far below that says none was.
+$node->pgbench(
+	'--no-vacuum --client=8 --jobs=2 --transactions=100',
+	0,
+	[ qr{processed: 800/800}, qr{latency average = (?:\d|[1-4]\d)\.\d+ ms} ],
+	[qr{\A(?:(?!ERROR|abort).)*\z}s],
+	'8 sessions through the service: a mean latency under 50 ms (no session left to its poll)',
+	{
+		'genie_wake' => q{
+			\set a random(0, 499)
+			SELECT id FROM docs ORDER BY tags <~> ARRAY[:a, 7] LIMIT 10;
+		},
+	});
+
 # The same answers through genie_topk, by index and by the service.
 my $topk_mismatch = $node->safe_psql('postgres', q{
 	SET genie.device = 'cpu';
