@@ -159,12 +159,6 @@ __device__ __forceinline__ void CountRun(const uint16_t* __restrict__ packed, in
 // 237 tables) are compared four counters at a time.
 constexpr uint32_t kEveryByte = 0x01010101u;
 
-// Whether a word of 8-bit counters holds one >= t: four byte compares in
-// one instruction (dense tiles only: their counters are 8-bit).
-__device__ __forceinline__ bool HoldsAtLeast8(uint32_t word, uint32_t t) {
-  return __vcmpgeu4(word, t * kEveryByte) != 0;
-}
-
 // A word of 4-bit counters as two words of 8-bit ones: the even counters
 // (bytes' low halves) and the odd ones, so that the byte-wise compares
 // serve both widths.
@@ -178,7 +172,8 @@ __device__ __forceinline__ int32_t CountAtLeast(uint32_t word, uint32_t t, uint3
   return (__popc(__vcmpgeu4(word & kLowNibbles, tt)) + __popc(__vcmpgeu4((word >> 4) & kLowNibbles, tt))) >> 3;
 }
 
-// Whether a word of 8- or 4-bit counters holds one >= t.
+// Whether a word of 8- or 4-bit counters holds one >= t: four byte
+// compares in one instruction (two for 4-bit counters).
 __device__ __forceinline__ bool HoldsAtLeast(uint32_t word, uint32_t t, uint32_t bits) {
   const uint32_t tt = t * kEveryByte;
   if (bits == 8) return __vcmpgeu4(word, tt) != 0;
@@ -448,7 +443,7 @@ __global__ void __launch_bounds__(kTiledThreads, 3) TiledKernel(TiledParams tp, 
     // Histogram of the counts >= thr.
     for (int32_t it = 0; it < region; it += 32) {
       const uint32_t word = sbc[wbase + it + lane];
-      if (__ballot_sync(kFullMask, dense ? HoldsAtLeast8(word, static_cast<uint32_t>(thr)) : word != 0) == 0) {
+      if (__ballot_sync(kFullMask, dense ? HoldsAtLeast(word, static_cast<uint32_t>(thr), 8) : word != 0) == 0) {
         continue;
       }
       for (uint32_t sub = 0; sub < per_word; ++sub) {
