@@ -68,7 +68,11 @@ genie_shmem_startup(void)
 		genie_service_shared->n_slots = MaxBackends;
 		pg_atomic_init_u64(&genie_service_shared->shared_dropped, 0);
 		for (int i = 0; i < MaxBackends; i++)
+		{
 			genie_service_shared->slots[i].segment = DSM_HANDLE_INVALID;
+			pg_atomic_init_u32(&genie_service_shared->slots[i].wake_word, 0);
+			pg_atomic_init_u32(&genie_service_shared->slots[i].sleeping, 0);
+		}
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

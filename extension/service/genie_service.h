@@ -19,7 +19,8 @@
  * slot moves FREE -> SUBMITTED and the worker's latch is set.  The worker
  * moves SUBMITTED -> TAKEN, copies the request out while the slot is
  * marked busy, computes, and writes the response into the segment (busy
- * again) before moving the slot to DONE and setting the backend's latch.
+ * again) before moving the slot to DONE and waking the backend
+ * (service/genie_slot_wake.h: a futex in the slot, not the latch).
  * A backend that is cancelled while it waits withdraws: SUBMITTED goes
  * back to FREE, TAKEN becomes WITHDRAWN, which the worker turns into FREE
  * without writing; the backend never returns while the worker is copying
@@ -85,7 +86,10 @@ typedef struct GenieServiceSlot
 	uint64		seq;			/* bumped at every submission and withdrawal */
 	bool		busy;			/* the worker is copying from or to the segment */
 	int			pid;			/* the backend's, 0 when unused */
-	Latch	   *latch;			/* the backend's */
+	Latch	   *latch;			/* the backend's (elsewhere than Linux, its wake-up) */
+	/* the backend waits on these: service/genie_slot_wake.h */
+	pg_atomic_uint32 wake_word;	/* bumped by the service at each wake-up */
+	pg_atomic_uint32 sleeping;	/* the backend may be asleep on wake_word */
 	dsm_handle	segment;		/* the backend's request segment */
 	TimestampTz submitted_at;
 } GenieServiceSlot;

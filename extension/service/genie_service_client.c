@@ -26,6 +26,7 @@
 #include "service/genie_service.h"
 #include "profile/genie_profile.h"
 #include "service/genie_service_client.h"
+#include "service/genie_slot_wake.h"
 
 /* the worker copies a load in pieces of at most this many bytes */
 #define LOAD_PIECE_BYTES	((Size) 8 << 20)
@@ -215,24 +216,38 @@ call_service(GenieServiceOverlap *overlap)
 		for (;;)
 		{
 			bool		gone;
+			uint32		seen;
 
+			/*
+			 * A signal that came while this backend was not asleep (between
+			 * two calls of a split batch, say) leaves no trace in the futex
+			 * word, so its interrupt is served here, before the sleep.
+			 */
+			CHECK_FOR_INTERRUPTS();
+			seen = genie_slot_prepare_sleep(slot);
 			SpinLockAcquire(&sh->mutex);
 			state = slot->state;
 			gone = sh->generation != generation || !sh->ready;
 			SpinLockRelease(&sh->mutex);
 			if (state == GENIE_SLOT_DONE || state == GENIE_SLOT_FAILED)
+			{
+				genie_slot_cancel_sleep(slot);
 				break;
+			}
 			if (gone)
 			{
 				/* the worker's exit fails its slots; this covers a lost wakeup */
+				genie_slot_cancel_sleep(slot);
 				withdraw(slot);
 				state = GENIE_SLOT_FAILED;
 				break;
 			}
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 100L, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
+			/*
+			 * A cancel's signal ends the sleep at once; one that lands between
+			 * the check above and the sleep waits out the timeout, so it is
+			 * short.
+			 */
+			genie_slot_sleep(slot, seen, GENIE_SLOT_SLEEP_MS);
 		}
 	}
 	PG_CATCH();

@@ -39,6 +39,7 @@
 
 #include "search/genie_search_device.h"
 #include "service/genie_service.h"
+#include "service/genie_slot_wake.h"
 #include "worker/genie_worker_internal.h"
 
 PGDLLEXPORT void genie_service_main(Datum arg);
@@ -52,8 +53,6 @@ static void
 service_exit(int code, Datum arg)
 {
 	GenieServiceShared *sh = genie_service_shared;
-	Latch	   *wake[64];
-	int			n_wake = 0;
 
 	/*
 	 * A runner thread may be inside an engine: exit's teardown must not
@@ -85,19 +84,15 @@ service_exit(int code, Datum arg)
 		GenieServiceSlot *slot = &sh->slots[i];
 
 		if (slot->state == GENIE_SLOT_SUBMITTED || slot->state == GENIE_SLOT_TAKEN)
-		{
 			slot->state = GENIE_SLOT_FAILED;
-			if (slot->latch != NULL && n_wake < lengthof(wake))
-				wake[n_wake++] = slot->latch;
-		}
 		else if (slot->state == GENIE_SLOT_WITHDRAWN)
 			slot->state = GENIE_SLOT_FREE;
 		slot->busy = false;
 	}
 	SpinLockRelease(&sh->mutex);
-	/* the rest notice the new generation within their 100 ms poll */
-	for (int i = 0; i < n_wake; i++)
-		SetLatch(wake[i]);
+	/* every slot: a wake where no backend sleeps is one atomic add */
+	for (int i = 0; i < sh->n_slots; i++)
+		genie_slot_wake(&sh->slots[i]);
 
 	LWLockAcquire(sh->stats_lock, LW_EXCLUSIVE);
 	sh->n_stats = 0;

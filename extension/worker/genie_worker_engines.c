@@ -15,12 +15,12 @@
 #include "common/relpath.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
-#include "storage/latch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "search/genie_cache.h"
 #include "search/genie_search.h"
+#include "service/genie_slot_wake.h"
 #include "worker/genie_worker_internal.h"
 
 bool		genie_worker_shared_dropped = false;
@@ -56,19 +56,19 @@ genie_worker_end_reply(TakenRequest *t, GenieSlotState final)
 {
 	GenieServiceShared *sh = genie_service_shared;
 	GenieServiceSlot *slot = &sh->slots[t->slot];
-	Latch	   *latch = NULL;
+	bool		wake = false;
 
 	SpinLockAcquire(&sh->mutex);
 	slot->busy = false;
 	if (slot->seq == t->seq)
 	{
 		slot->state = final;
-		latch = slot->latch;
+		wake = true;
 	}
 	SpinLockRelease(&sh->mutex);
 	t->replied = true;
-	if (latch != NULL)
-		SetLatch(latch);
+	if (wake)
+		genie_slot_wake(slot);
 }
 
 /* A request whose segment could not be read: the backend searches in-process. */
@@ -77,20 +77,20 @@ genie_worker_fail_request(TakenRequest *t)
 {
 	GenieServiceShared *sh = genie_service_shared;
 	GenieServiceSlot *slot = &sh->slots[t->slot];
-	Latch	   *latch = NULL;
+	bool		wake = false;
 
 	SpinLockAcquire(&sh->mutex);
 	if (slot->seq == t->seq && slot->state == GENIE_SLOT_TAKEN)
 	{
 		slot->state = GENIE_SLOT_FAILED;
-		latch = slot->latch;
+		wake = true;
 	}
 	else if (slot->seq == t->seq && slot->state == GENIE_SLOT_WITHDRAWN)
 		slot->state = GENIE_SLOT_FREE;
 	SpinLockRelease(&sh->mutex);
 	t->replied = true;
-	if (latch != NULL)
-		SetLatch(latch);
+	if (wake)
+		genie_slot_wake(slot);
 }
 
 /* Starts an answer: the response header, zeroed; NULL when the backend withdrew. */
