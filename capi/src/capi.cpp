@@ -308,51 +308,6 @@ int genie_gpu_prepare_wait(int32_t timeout_ms) {
   }
 }
 
-genie_status genie_match_count_int4(const int32_t* object, size_t object_len, const int32_t* query,
-                                    size_t query_len, int32_t* count, genie_error* err) {
-  return Guarded(err, [&]() -> genie::Status {
-    if (count == nullptr || (object == nullptr && object_len > 0) ||
-        (query == nullptr && query_len > 0))
-      return genie::Status::InvalidArgument("genie_match_count_int4: null input");
-    // Both sides are sets: the count is the number of distinct query
-    // keywords the object holds.  An ordered scan's projection calls this
-    // once a returned row with the same short query, so only the query is
-    // sorted (in a buffer on the stack when it is short) and each object
-    // element is looked up in it; sorting and copying both sides was a
-    // tenth of a single tag statement's time.
-    constexpr std::size_t kShort = 64;
-    int32_t on_stack[kShort];
-    std::vector<int32_t> on_heap;
-    int32_t* q = on_stack;
-    if (query_len > kShort) {
-      on_heap.assign(query, query + query_len);
-      q = on_heap.data();
-    } else if (query_len > 0) {
-      std::copy(query, query + query_len, on_stack);
-    }
-    std::sort(q, q + query_len);
-    const std::size_t m = static_cast<std::size_t>(std::unique(q, q + query_len) - q);
-    uint64_t seen_short = 0;             // query positions found, when m <= 64
-    std::vector<uint8_t> seen_long(m > kShort ? m : 0);
-    int32_t matched = 0;
-    for (std::size_t i = 0; i < object_len && static_cast<std::size_t>(matched) < m; ++i) {
-      const int32_t* at = std::lower_bound(q, q + m, object[i]);
-      if (at == q + m || *at != object[i]) continue;
-      const std::size_t pos = static_cast<std::size_t>(at - q);
-      if (m <= kShort) {
-        const uint64_t bit = uint64_t{1} << pos;
-        matched += (seen_short & bit) == 0;
-        seen_short |= bit;
-      } else {
-        matched += seen_long[pos] == 0;
-        seen_long[pos] = 1;
-      }
-    }
-    *count = matched;
-    return genie::Status::Ok();
-  });
-}
-
 genie_status genie_score_int4(const int32_t* object, size_t object_len,
                               const genie_query_batch* query, int64_t* score, genie_error* err) {
   return Guarded(err, [&]() -> genie::Status {

@@ -21,11 +21,21 @@
 
 namespace {
 
+// The count by both forms, which must agree: at once, and against the
+// query prepared (genie_match_count_prepare_int4, in place in a copy).
 int32_t MatchCount(std::vector<int32_t> o, std::vector<int32_t> q) {
-  int32_t count = -1;
+  int32_t count = -1, prepared_count = -2;
   genie_error err{};
   EXPECT_EQ(genie_match_count_int4(o.data(), o.size(), q.data(), q.size(), &count, &err), GENIE_OK)
       << err.message;
+  std::vector<int32_t> keywords = q;
+  std::size_t n = 0;
+  uint64_t filter = 0;
+  EXPECT_EQ(genie_match_count_prepare_int4(keywords.data(), keywords.size(), keywords.data(), &n, &filter, &err),
+            GENIE_OK);
+  EXPECT_EQ(genie_match_count_prepared_int4(o.data(), o.size(), keywords.data(), n, filter, &prepared_count, &err),
+            GENIE_OK);
+  EXPECT_EQ(count, prepared_count);
   return count;
 }
 
@@ -63,6 +73,43 @@ TEST(CApiMatchCount, RandomAgainstSets) {
     for (int32_t x : qs) expected += os.count(x) ? 1 : 0;
     ASSERT_EQ(MatchCount(o, q), expected);
   }
+}
+
+TEST(CApiMatchCount, OnePreparedQueryManyObjects) {
+  // keywords over the whole int4 range (the filter's hash spreads them), one
+  // query prepared once and counted against many objects, as a scan does
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<int32_t> q(1 + rng() % 90);
+    for (auto& x : q) x = static_cast<int32_t>(rng());
+    std::vector<int32_t> keywords(q.size());
+    std::size_t n = 0;
+    uint64_t filter = 0;
+    genie_error err{};
+    ASSERT_EQ(genie_match_count_prepare_int4(q.data(), q.size(), keywords.data(), &n, &filter, &err), GENIE_OK);
+    const std::set<int32_t> qs(q.begin(), q.end());
+    ASSERT_EQ(n, qs.size());
+    for (int object = 0; object < 50; ++object) {
+      std::vector<int32_t> o(rng() % 60);
+      for (auto& x : o) x = rng() % 3 == 0 ? q[rng() % q.size()] : static_cast<int32_t>(rng());
+      int32_t expected = 0;
+      const std::set<int32_t> os(o.begin(), o.end());
+      for (int32_t x : qs) expected += os.count(x) ? 1 : 0;
+      int32_t count = -1;
+      ASSERT_EQ(genie_match_count_prepared_int4(o.data(), o.size(), keywords.data(), n, filter, &count, &err),
+                GENIE_OK);
+      ASSERT_EQ(count, expected);
+    }
+  }
+  // an empty query counts 0 against anything
+  std::size_t n = 1;
+  uint64_t filter = 1;
+  int32_t count = -1, one = 1;
+  EXPECT_EQ(genie_match_count_prepare_int4(nullptr, 0, nullptr, &n, &filter, nullptr), GENIE_OK);
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(genie_match_count_prepared_int4(&one, 1, nullptr, 0, filter, &count, nullptr), GENIE_OK);
+  EXPECT_EQ(count, 0);
+  EXPECT_EQ(genie_match_count_prepared_int4(&one, 1, &one, 1, ~uint64_t{0}, nullptr, nullptr), GENIE_INVALID_ARGUMENT);
 }
 
 TEST(CApiErrors, NullArgumentsGiveStatusAndMessage) {

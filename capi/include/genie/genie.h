@@ -75,16 +75,7 @@ void		genie_gpu_prepare(int32_t ordinal);
  */
 int			genie_gpu_prepare_wait(int32_t timeout_ms);
 
-/* ---- single-object match count ---- */
-
-/*
- * GENIE's match count of keyword sets: the number of distinct query keywords
- * that occur in the object.  Duplicates count once on either side; an empty
- * side gives 0.
- */
-genie_status genie_match_count_int4(const int32_t *object, size_t object_len,
-									const int32_t *query, size_t query_len,
-									int32_t *count, genie_error *err);
+/* ---- single-object scores (genie/match_count.h: the match count) ---- */
 
 /*
  * score(Q, O) of one object against the single query of a batch
@@ -871,5 +862,7 @@ genie_status genie_lsh_estimate_width(int32_t family, const float *sample, int32
 
 /* binary codes: the Hamming scan and Error Weighted Hashing */
 #include "genie/codes.h"
+/* one object's match count against an int4 query */
+#include "genie/match_count.h"
 
 #endif							/* GENIE_GENIE_H */
