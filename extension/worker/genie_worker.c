@@ -11,7 +11,7 @@
  * and hands each backend the slice of the answers that is its own.  While
  * a cycle runs, new requests queue up: under load every cycle is a batch.
  * The searches run on runner threads (genie_worker_runner.c), up to
- * GENIE_SERVICE_RUNNERS batches at once (see can_start), or, for a lone
+ * n_runners batches at once (see can_start), or, for a lone
  * request on an idle service, on the worker's own thread.
  *
  * The worker keeps each index version's main postings once (host memory,
@@ -260,7 +260,7 @@ ready_to_sleep(bool all_runners_busy)
 static int
 free_runner(void)
 {
-	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
+	for (int r = 0; r < state.n_runners; r++)
 		if (state.in_flight[r] == NULL)
 			return r;
 	return -1;
@@ -281,7 +281,9 @@ n_in_flight(void)
  * any, would not queue behind another batch's (a GPU engine's calls run
  * one at a time: a batch started early would only be smaller, and each
  * engine call pays its floor; queuing them measured 0.82x at 16 clients,
- * bench/service-ab-h200.txt).  CPU engine batches run side by side.  With
+ * bench/service-ab-h200.txt, and queuing only batches of 32 queries or
+ * more 0.91x at 128, bench/service-queue-h200x2.txt).  Up to
+ * GENIE_SERVICE_CPU_BATCHES CPU engine batches run side by side.  With
  * several GPUs, as many batches of match counts as GPUs run side by side,
  * each on a free GPU of its index's device group (genie/multi_device.hpp);
  * scans of stored values, a first search (its index's GPU engine made as it
@@ -292,17 +294,27 @@ static bool
 can_start(CycleBatch *b)
 {
 	int			gpu_batches = 0;
+	int			cpu_batches = 0;
 	bool		gpu_alone = false;
 	bool		alone;
 
 	if (free_runner() < 0)
 		return false;
-	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
-		if (state.in_flight[r] != NULL && state.in_flight_gpu[r])
+	for (int r = 0; r < state.n_runners; r++)
+	{
+		if (state.in_flight[r] == NULL)
+			continue;
+		if (state.in_flight_gpu[r])
 		{
 			gpu_batches++;
 			gpu_alone |= state.in_flight_gpu_alone[r];
 		}
+		else
+			cpu_batches++;
+	}
+	/* (a host of more GPUs than CPU batches has runners to spare for them) */
+	if (cpu_batches >= GENIE_SERVICE_CPU_BATCHES && !genie_worker_batch_wants_gpu(&state, b, NULL))
+		return false;
 	if (gpu_batches == 0)
 		return true;
 	if (gpu_batches >= state.n_gpus || genie_placement_setting == GENIE_PLACEMENT_SHARD || gpu_alone)
@@ -416,6 +428,13 @@ genie_service_main(Datum arg)
 	state.mapped = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_segment *) * sh->n_slots);
 	state.mapped_handle = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_handle) * sh->n_slots);
 	probe_devices();
+	/*
+	 * A runner a GPU, at least two: with two runners a host of four GPUs
+	 * had at most two batches in flight, so two of its GPUs sat idle under
+	 * load (each batch below MultiDeviceEngine::kSplitQueries runs whole on
+	 * one GPU while another is searched).
+	 */
+	state.n_runners = Max(2, Min(state.n_gpus, GENIE_SERVICE_RUNNERS));
 	/* it holds nothing: backends let go of the segments a previous service shared */
 	pg_atomic_fetch_add_u64(&sh->shared_dropped, 1);
 
@@ -431,7 +450,7 @@ genie_service_main(Datum arg)
 						 state.gpu_usable ? "searches run on the GPU or the CPU engine"
 						 : "no usable GPU; searches run on the CPU engine")));
 
-	for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)
+	for (int r = 0; r < state.n_runners; r++)
 		genie_runner_init(&state.runners[r], r, MyLatch);
 	genie_runner_init(&state.range_runner, GENIE_SERVICE_RANGE_RUNNER, MyLatch);
 

@@ -48,8 +48,14 @@ typedef struct TakenRequest
  * Batches in flight at once, each searched by a runner thread of its own
  * (genie_worker_runner.c): while one runner's engine works, another
  * searches the next batch, and the worker's thread collects and answers.
+ * A service uses two, or one a GPU where it has more (ServiceState.
+ * n_runners), so that every GPU of a host can have a batch of its own;
+ * this is the bound.
  */
-#define GENIE_SERVICE_RUNNERS 2
+#define GENIE_SERVICE_RUNNERS 8
+
+/* CPU engine batches side by side: each searches on every core already */
+#define GENIE_SERVICE_CPU_BATCHES 2
 
 /*
  * One more thread does the range searches of stored values, one at a time
@@ -297,6 +303,7 @@ typedef struct ServiceState
 	bool		in_flight_gpu[GENIE_SERVICE_RUNNERS];	/* it has GPU searches */
 	bool		in_flight_gpu_alone[GENIE_SERVICE_RUNNERS];	/* the only GPU batch (genie_worker_batch_wants_gpu) */
 	GenieRunner runners[GENIE_SERVICE_RUNNERS];
+	int			n_runners;		/* those in use: runners[0 .. n_runners) */
 	bool		gpu_usable;
 	int			n_gpus;			/* usable GPUs among genie.devices */
 	int64		device_bytes_total;
