@@ -32,6 +32,9 @@
  * is shared (not FUTEX_PRIVATE_FLAG) because the slot is in the server's
  * shared memory and the two sides are different processes.
  */
+StaticAssertDecl(sizeof(((pg_atomic_uint32 *) 0)->value) == sizeof(uint32),
+				 "a futex word is 32 bits: pg_atomic_uint32's value must be one");
+
 static uint32 *
 futex_word(GenieServiceSlot *slot)
 {

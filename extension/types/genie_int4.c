@@ -111,13 +111,17 @@ prepared_query(FmgrInfo *flinfo, ArrayType *query)
 	 */
 	if (p->capacity < bytes)
 	{
+		/* the new buffers first: an allocation's error leaves the old ones */
+		char	   *copy = MemoryContextAlloc(flinfo->fn_mcxt, bytes);
+		int32	   *keywords = MemoryContextAlloc(flinfo->fn_mcxt, bytes);
+
 		if (p->copy != NULL)
 		{
 			pfree(p->copy);
 			pfree(p->keywords);
 		}
-		p->copy = MemoryContextAlloc(flinfo->fn_mcxt, bytes);
-		p->keywords = MemoryContextAlloc(flinfo->fn_mcxt, bytes);
+		p->copy = copy;
+		p->keywords = keywords;
 		p->capacity = bytes;
 	}
 	memcpy(p->copy, query, bytes);

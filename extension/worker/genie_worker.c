@@ -312,7 +312,12 @@ can_start(CycleBatch *b)
 		else
 			cpu_batches++;
 	}
-	/* (a host of more GPUs than CPU batches has runners to spare for them) */
+	/*
+	 * (a host of more GPUs than CPU batches has runners to spare for them;
+	 * a batch with any GPU search counts as a GPU batch, so its CPU
+	 * searches, requests of genie.device = cpu among them, may make a
+	 * third CPU search at once there: contention, not a wrong answer)
+	 */
 	if (cpu_batches >= GENIE_SERVICE_CPU_BATCHES && !genie_worker_batch_wants_gpu(&state, b, NULL))
 		return false;
 	if (gpu_batches == 0)
