@@ -85,6 +85,36 @@ $node->pgbench(
 		},
 	});
 
+# Answers under load: 8 sessions whose every statement compares the scores
+# of the rows the index scan returned (through the service, batched with
+# the others') with a sequential scan's top scores for the same query, and
+# writes its query into a table when they differ (bench/service-check does
+# this on a GPU host).
+$node->safe_psql('postgres', 'CREATE TABLE load_mismatches (a int, b int)');
+my ($requests_before) = $node->safe_psql('postgres', 'SELECT sum(requests) FROM genie_service_stats()');
+$node->pgbench(
+	'--no-vacuum --client=8 --jobs=2 --transactions=60',
+	0,
+	[ qr{processed: 480/480} ],
+	[qr{\A(?:(?!ERROR|abort).)*\z}s],
+	'8 sessions check their answers through the service against sequential scans',
+	{
+		'genie_load_check' => q{
+			\set a random(0, 499)
+			\set b random(0, 499)
+			INSERT INTO load_mismatches SELECT :a, :b WHERE
+			  (SELECT array_agg(s) FROM (SELECT tags <~> ARRAY[:a, :b, 7] AS s FROM docs
+			                             ORDER BY tags <~> ARRAY[:a, :b, 7] LIMIT 12) x)
+			  IS DISTINCT FROM
+			  (SELECT array_agg(s) FROM (SELECT -genie_match_count(tags, ARRAY[:a, :b, 7])::float8 AS s
+			                             FROM docs ORDER BY 1 LIMIT 12) y);
+		},
+	});
+is($node->safe_psql('postgres', 'SELECT count(*) FROM load_mismatches'), '0',
+	'every answer under load equals the sequential scan\'s');
+cmp_ok($node->safe_psql('postgres', 'SELECT sum(requests) FROM genie_service_stats()') - $requests_before,
+	'>=', 480, 'the service answered each of those statements');
+
 # The same answers through genie_topk, by index and by the service.
 my $topk_mismatch = $node->safe_psql('postgres', q{
 	SET genie.device = 'cpu';
