@@ -4,14 +4,16 @@
 // cost bounds the service's rate).
 //
 //   batch_bench [--n N] [--k K] [--sizes 1,4,16,64,256] [--repeat T] [--engines cpu,gpu]
-//               [--tile-words W] [--check]
+//               [--tile-words W] [--query-draws D] [--check]
 //
 // --tile-words sets the GPU engine's tiled matcher option (0: its default);
 // --check compares every GPU call's answers with the CPU engine's (hit for
 // hit: objects, scores and order) and stops on the first difference.
 //
 // Objects: 5 to 45 draws of tag = 50000 * u^3 (distinct), as
-// bench/service_bench.sql; queries: 8 draws.  Per engine and batch size:
+// bench/service_bench.sql; queries: 8 draws (--query-draws: as many as
+// service_bench.sql's query_draws, e.g. 64 for the workload where one GPU
+// is the service's limit).  Per engine and batch size:
 // median call time, per-query time, and for the GPU engine the phase
 // profile of one more call.
 #include <algorithm>
@@ -65,7 +67,7 @@ int main(int argc, char** argv) {
   int64_t n = 1000000;
   int32_t k = 100, repeat = 20;
   std::string sizes_arg = "1,4,16,64,256", engines = "cpu,gpu";
-  int32_t tile_words = 0;
+  int32_t tile_words = 0, query_draws = 8;
   bool check = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -81,6 +83,7 @@ int main(int argc, char** argv) {
     else if (arg == "--repeat") repeat = std::max(1, std::atoi(value.c_str()));
     else if (arg == "--engines") engines = value;
     else if (arg == "--tile-words") tile_words = std::atoi(value.c_str());
+    else if (arg == "--query-draws") query_draws = std::max(1, std::atoi(value.c_str()));
     else Die("unknown argument " + arg);
   }
   std::vector<int32_t> sizes;
@@ -99,10 +102,10 @@ int main(int argc, char** argv) {
   auto index = std::make_shared<InvertedIndex>();
   Status st = InvertedIndex::Build(offsets, keywords, genie::IndexOptions(), index.get());
   if (!st.ok()) Die("build: " + st.message());
-  std::printf("index: %d objects, %lld postings; queries of 8 draws, k = %d\n", index->num_objects(),
-              static_cast<long long>(index->num_postings()), k);
+  std::printf("index: %d objects, %lld postings; queries of %d draws, k = %d\n", index->num_objects(),
+              static_cast<long long>(index->num_postings()), query_draws, k);
   QueryBatch all;
-  for (int32_t q = 0; q < max_size; ++q) all.AddKeywordQuery(Draw(rng, 8));
+  for (int32_t q = 0; q < max_size; ++q) all.AddKeywordQuery(Draw(rng, query_draws));
 
   std::printf("| engine | queries per call | call time (median) | per query | queries/s |\n");
   std::printf("|---|---|---|---|---|\n");
