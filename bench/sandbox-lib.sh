@@ -1,9 +1,10 @@
 # Shared by the bench drivers that run inside scripts/pg-sandbox
-# (bench/service-bench, bench/latency-profile): restarting the sandbox's
-# cluster with genie preloaded or not, device memory, the workloads'
-# tables (tags, strings, vectors, documents), a median and the host's CPU
-# time.  Source it after `cd` to the
-# repository root, with $work a temporary folder.
+# (bench/service-bench, bench/latency-profile, bench/service-ab,
+# bench/service-check): restarting the sandbox's cluster with genie
+# preloaded or not, device memory, the workloads' tables (tags, strings,
+# vectors, documents), a median, the service's engine totals and the
+# host's CPU time.  Source it after `cd` to the repository root, with
+# $work a temporary folder.
 : "${GENIE_SANDBOX_DIR:?run inside scripts/pg-sandbox}"
 pgbin=${PGBIN:-/usr/lib/postgresql/15/bin}
 [ -x "$pgbin/pg_ctl" ] || pgbin=$(dirname "$(command -v pg_ctl)")
@@ -70,5 +71,12 @@ setup_documents() {
 
 # The median of the numbers on standard input, one a line.
 med() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# The genie service's engine time (ms, summed over its engines: two GPUs
+# busy at once count twice), batches and queries so far ("0 0 0" when it
+# does not run)
+service_engine_totals() {
+  psql -XAtF' ' -c "SELECT coalesce(sum(engine_ms), 0), coalesce(sum(batches), 0), coalesce(sum(queries), 0)
+                     FROM genie_service_stats()" 2>/dev/null || echo "0 0 0"
+}
 # Busy and total jiffies of the whole host (/proc/stat): "busy total".
 host_jiffies() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
