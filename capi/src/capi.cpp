@@ -40,9 +40,9 @@
 #endif
 
 // Calls of one engine from several threads (the genie service's runners):
-// the CPU engine searches concurrently (shared), a device group too (each
-// GPU one call at a time: genie/multi_device.hpp), a lone GPU engine one call
-// at a time (its stream, staging slots and block cache are the engine's own),
+// searches run side by side (shared) where the engine takes them so (the
+// CPU engine; a GPU engine, which does their host work side by side and
+// takes its device one call at a time; a device group: genie/multi_device.hpp),
 // and an upload or drop waits for every search (exclusive).
 struct genie_engine {
   std::unique_ptr<genie::Engine> engine;

@@ -66,6 +66,14 @@
 //   milliseconds.  A small batch (kInlineHostWork) compiles and prepares on
 //   the calling thread: waking the pool costs more than the work.
 //
+// * Calls side by side (host_stage.cpp).  A resident tiled call below the
+//   pipelined size compiles and prepares its queries before it takes the
+//   device (device_mutex_), so that calls from several threads (the genie
+//   service's runners) overlap one call's host work with another's
+//   kernels; everything that touches the device or the engine's mutable
+//   state runs under the lock, one call at a time, with that call's cancel
+//   check.
+//
 // * Multiple loading.  The index is uploaded when it leaves the room a
 //   batch's state needs (ResidentLimit: under an explicit budget an eighth
 //   of it, 24 MiB to half, ResidentIndexLimit; query groups fit a batch into
@@ -94,7 +102,6 @@
 #include "cuda_util.hpp"
 #include "genie/gpu_engine.hpp"
 #include "genie/gpu_stats.hpp"
-#include "genie/gallop.hpp"
 #include "genie/multi_device.hpp"
 #include "genie/parallel.hpp"
 #include "gpu_engine_impl.hpp"
@@ -104,183 +111,6 @@
 namespace genie {
 namespace gpu {
 
-Status CompileQueries(const InvertedIndex& index, const genie_query_batch& batch,
-                      int64_t split_length, int threads, const CancelCheck& cancel,
-                      CompiledQueries* out) {
-  GENIE_RETURN_IF_ERROR(ValidateBatch(batch));
-  return CompileQueryRange(index, batch, 0, batch.n_queries, split_length, threads, cancel, out);
-}
-
-Status CompileQueryRange(const InvertedIndex& index, const genie_query_batch& batch,
-                         int32_t q_begin, int32_t q_end, int64_t split_length, int threads,
-                         const CancelCheck& cancel, CompiledQueries* out) {
-  const int64_t nq = q_end - q_begin;
-  const int64_t ranges = batch.item_offsets != nullptr && batch.query_offsets != nullptr
-                             ? batch.item_offsets[batch.query_offsets[q_end]] -
-                                   batch.item_offsets[batch.query_offsets[q_begin]]
-                             : nq;
-  // A small batch compiles on the calling thread: waking the pool's threads
-  // costs tens of microseconds, more than its whole compilation.
-  if (ranges <= kInlineHostWork) threads = 1;
-  const int64_t per_chunk = QueriesPerTask(nq, ranges, threads);
-  const int64_t n_chunks = (nq + per_chunk - 1) / per_chunk;
-  out->chunks.assign(static_cast<std::size_t>(n_chunks), CompiledBatch());
-  Status status = ParallelFor(n_chunks, threads, [&](int64_t c) -> Status {
-    const int64_t q0 = q_begin + c * per_chunk, q1 = std::min<int64_t>(q_end, q0 + per_chunk);
-    SubBatchStorage storage;
-    const genie_query_batch sub = SubBatch(batch, static_cast<int32_t>(q0), static_cast<int32_t>(q1), &storage);
-    return CompileBatch(index, sub, &out->chunks[static_cast<std::size_t>(c)], split_length);
-  }, cancel);
-  if (!status.ok()) {
-    // Report the error with the batch's own query numbers.
-    if (status.code() == GENIE_INVALID_ARGUMENT) {
-      CompiledBatch whole;
-      Status exact = CompileBatch(index, batch, &whole);
-      if (!exact.ok()) return exact;
-    }
-    return status;
-  }
-  out->first.resize(static_cast<std::size_t>(nq));
-  out->count.resize(static_cast<std::size_t>(nq));
-  out->bound.resize(static_cast<std::size_t>(nq));
-  int64_t q = 0;
-  for (const CompiledBatch& chunk : out->chunks) {
-    for (int32_t j = 0; j < chunk.num_queries(); ++j, ++q) {
-      const int64_t b = chunk.query_slice_offsets[static_cast<std::size_t>(j)];
-      const int64_t e = chunk.query_slice_offsets[static_cast<std::size_t>(j) + 1];
-      out->first[static_cast<std::size_t>(q)] = chunk.slices.data() + b;
-      out->count[static_cast<std::size_t>(q)] = e - b;
-      out->bound[static_cast<std::size_t>(q)] = chunk.max_score[static_cast<std::size_t>(j)];
-    }
-  }
-  return Status::Ok();
-}
-
-int64_t QueriesPerTask(int64_t queries, int64_t work, int threads) {
-  if (queries <= 0) return 1;
-  // A task of more than kMaxTaskWork ranges or slices (about 10 ms of LSH
-  // queries) would hold a cancel that long: cancel is checked between tasks.
-  constexpr int64_t kMaxTaskWork = int64_t{1} << 16;
-  const int64_t at_most = work > kMaxTaskWork ? std::max<int64_t>(1, queries * kMaxTaskWork / work) : queries;
-  if (threads <= 1) return at_most;
-  // four tasks a thread balance uneven queries; a task of fewer than
-  // kMinTaskWork ranges or slices costs more in its own set-up than it
-  // gains (LSH queries of 237 keywords: 2 a task; tag queries of 8: 48)
-  constexpr int64_t kMinTaskWork = 384;
-  const int64_t per_thread = (queries + int64_t{threads} * 4 - 1) / (int64_t{threads} * 4);
-  const int64_t by_work = work > 0 ? (queries * kMinTaskWork + work - 1) / work : queries;
-  return std::max<int64_t>(1, std::min(at_most, std::max(per_thread, std::min(by_work, queries))));
-}
-
-namespace {
-
-// A query's slices, consecutive contiguous slices of equal weight joined
-// back into ranges (CompileBatch cuts spans into split_length slices), then
-// each range cut at keyword-list boundaries (CompileBatch joins the lists of
-// a keyword range into one span): sorted runs of one list each.
-// The list holding List Array position b: the last i with offs[i] <= b,
-// galloping on from `from` when b is at or past offs[from] (a query's slices
-// mostly ascend), else a binary search.
-std::size_t ListAt(Span<int64_t> offs, int64_t b, std::size_t from) {
-  if (from < offs.size() && offs[from] <= b) {
-    const auto it = Gallop(offs.begin() + static_cast<std::ptrdiff_t>(from), offs.end(), b,
-                           [](int64_t offset, int64_t v) { return offset <= v; });
-    return static_cast<std::size_t>(it - offs.begin()) - 1;
-  }
-  const std::size_t i = static_cast<std::size_t>(std::upper_bound(offs.begin(), offs.end(), b) - offs.begin());
-  return i == 0 ? 0 : i - 1;
-}
-
-template <typename Emit>
-void ForEachListRun(Span<ListSlice> slices, Span<int64_t> offs, Emit emit) {
-  const std::size_t last = slices.size();
-  std::size_t list = 0;
-  for (std::size_t s = 0; s < last;) {
-    const ListSlice& first = slices[s];
-    int64_t b = first.begin, e = first.end;
-    const int32_t w = first.weight;
-    for (++s; s < last; ++s) {
-      const ListSlice& next = slices[s];
-      if (next.begin != e || next.weight != w) break;
-      e = next.end;
-    }
-    if (b >= e) continue;
-    // An empty list before the span's first keyword shares its offset, so
-    // the recorded list is taken only when it really starts at or before b.
-    std::size_t i = first.list >= 0 && static_cast<std::size_t>(first.list) + 1 < offs.size() &&
-                            offs[static_cast<std::size_t>(first.list)] <= b &&
-                            offs[static_cast<std::size_t>(first.list) + 1] > b
-                        ? static_cast<std::size_t>(first.list)
-                        : ListAt(offs, b, list);
-    while (b < e) {
-      while (i + 1 < offs.size() && offs[i + 1] <= b) ++i;
-      const int64_t list_end = i + 1 < offs.size() ? offs[i + 1] : e;
-      const int64_t piece_end = std::min(e, list_end);
-      emit(Segment{b, piece_end, static_cast<int64_t>(i), w});
-      b = piece_end;
-    }
-    list = i;
-  }
-}
-
-}  // namespace
-
-Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, int threads,
-               const CancelCheck& cancel, Prepared* out) {
-  const int32_t nq = cq.num_queries();
-  int64_t slices = 0;
-  for (int64_t c : cq.count) slices += c;
-  if (slices <= kInlineHostWork) threads = 1;  // as in CompileQueryRange
-  out->max_score.assign(static_cast<std::size_t>(nq), 0);
-  out->num_runs.assign(static_cast<std::size_t>(nq), 0);
-  out->runs = FlatRuns();
-  const int64_t per_task = QueriesPerTask(nq, slices, threads);
-  const int64_t tasks = (nq + per_task - 1) / per_task;
-  // Pass 1: bounds and run counts.
-  GENIE_RETURN_IF_ERROR(ParallelFor(tasks, threads, [&](int64_t t) -> Status {
-    const int32_t q1 = static_cast<int32_t>(std::min<int64_t>(nq, (t + 1) * per_task));
-    for (int32_t q = static_cast<int32_t>(t * per_task); q < q1; ++q) {
-      const std::size_t qi = static_cast<std::size_t>(q);
-      int64_t sum = 0, runs = 0;
-      ForEachListRun(cq.Slices(q), offs, [&](const Segment& seg) {
-        sum += seg.weight;
-        ++runs;
-      });
-      out->max_score[qi] = std::min(sum, cq.bound[qi]);
-      out->num_runs[qi] = runs;
-    }
-    return Status::Ok();
-  }, cancel));
-  if (!keep_runs) return Status::Ok();
-  // Pass 2 (tiled): the runs themselves, flat, each query at its offset.
-  FlatRuns& flat = out->runs;
-  flat.offsets.assign(static_cast<std::size_t>(nq) + 1, 0);
-  for (int32_t q = 0; q < nq; ++q) {
-    flat.offsets[static_cast<std::size_t>(q) + 1] =
-        flat.offsets[static_cast<std::size_t>(q)] + out->num_runs[static_cast<std::size_t>(q)];
-  }
-  const std::size_t total = static_cast<std::size_t>(flat.offsets.back());
-  flat.begin.resize(total);
-  flat.length.resize(total);
-  flat.weight.resize(total);
-  flat.list.resize(total);
-  flat.list_begin.resize(total);
-  return ParallelFor(tasks, threads, [&](int64_t t) -> Status {
-    const int32_t q1 = static_cast<int32_t>(std::min<int64_t>(nq, (t + 1) * per_task));
-    for (int32_t q = static_cast<int32_t>(t * per_task); q < q1; ++q) {
-      std::size_t r = static_cast<std::size_t>(flat.offsets[static_cast<std::size_t>(q)]);
-      ForEachListRun(cq.Slices(q), offs, [&](const Segment& seg) {
-        flat.begin[r] = seg.begin;
-        flat.length[r] = static_cast<int32_t>(seg.end - seg.begin);  // within one list
-        flat.weight[r] = seg.weight;
-        flat.list[r] = seg.list;
-        flat.list_begin[r] = offs[static_cast<std::size_t>(seg.list)];
-        ++r;
-      });
-    }
-    return Status::Ok();
-  }, cancel);
-}
 GpuEngine::~GpuEngine() {
   DeviceGuard guard;
   (void)guard.Enter(device_);
@@ -311,6 +141,8 @@ Status GpuEngine::Init() {
 Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
   if (index == nullptr) return Status::InvalidArgument("cannot upload a NULL index");
   try {
+    std::lock_guard<std::mutex> device(device_mutex_);
+    cancel_ = engine_cancel_;
     DeviceGuard guard;
     GENIE_RETURN_IF_ERROR(guard.Enter(device_));
     ReleaseAll();
@@ -362,28 +194,39 @@ Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
 }
 
 Status GpuEngine::Drop() {
+  std::lock_guard<std::mutex> device(device_mutex_);
   DeviceGuard guard;
   GENIE_RETURN_IF_ERROR(guard.Enter(device_));
   ReleaseAll();
   return Status::Ok();
 }
 
-Status GpuEngine::Search(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+Status GpuEngine::SearchWith(const genie_query_batch& batch, int32_t k, const CancelCheck& cancel,
+                             TopKResults* out) {
   if (out == nullptr) return Status::InvalidArgument("results output is NULL");
   GENIE_RETURN_IF_ERROR(ValidateK(k));
   if (index_ == nullptr) return Status::InvalidArgument("no index uploaded to the engine");
   const auto start = std::chrono::steady_clock::now();
-  stats_ = SearchStats();
-  stats_.matcher = MatcherName(config_.matcher);
   try {
+    // Before the device is ours: another call's kernels may be running.
+    HostStage host;
+    if (TakesHostStage(batch.n_queries)) GENIE_RETURN_IF_ERROR(RunHostStage(batch, cancel, &host));
+    std::lock_guard<std::mutex> device(device_mutex_);
+    cancel_ = cancel;
+    stats_ = SearchStats();
+    stats_.matcher = MatcherName(config_.matcher);
     DeviceGuard guard;
     GENIE_RETURN_IF_ERROR(guard.Enter(device_));
     DeviceBlockScope blocks;  // the search's transient buffers are reused
     DeviceMemory::ResetPeak();
     prof_.Start(profile_, compute_stream_.get());
+    if (host.ready) {
+      prof_.Add("compile", host.compile_ms);
+      prof_.Add("prepare", host.prepare_ms);
+    }
     stats_.index_device_bytes = ResidentBytes();
     TopKResults results;
-    Status status = SearchImpl(batch, k, &results);
+    Status status = SearchImpl(batch, k, &host, &results);
     if (!status.ok()) {
       // Anything queued is finished or failed before the buffers go.
       (void)cudaStreamSynchronize(compute_stream_.get());
@@ -471,7 +314,7 @@ DeviceIndexView GpuEngine::ResidentView() const {
   return view;
 }
 
-Status GpuEngine::SearchImpl(const genie_query_batch& batch, int32_t k, TopKResults* out) {
+Status GpuEngine::SearchImpl(const genie_query_batch& batch, int32_t k, HostStage* host, TopKResults* out) {
   const InvertedIndex& index = *index_;
   uint64_t budget = 0;
   GENIE_RETURN_IF_ERROR(EffectiveBudget(&budget));
@@ -486,14 +329,19 @@ Status GpuEngine::SearchImpl(const genie_query_batch& batch, int32_t k, TopKResu
   }
   if (resident_) {
     CompiledQueries compiled;
-    GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, SplitLength(index), threads_, cancel_, &compiled));
-    prof_.Mark("compile");
-    const int32_t nq = compiled.num_queries();
+    const CompiledQueries* cq = &host->compiled;
+    if (!host->ready) {
+      GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, SplitLength(index), threads_, cancel_, &compiled));
+      prof_.Mark("compile");
+      cq = &compiled;
+    }
+    const int32_t nq = cq->num_queries();
     const uint64_t held = ResidentBytes();
     const uint64_t avail = budget > held ? budget - held : 0;
     const DeviceIndexView view = ResidentView();
     std::vector<std::vector<Hit>> per_query;
-    Status status = RunQueries(view, compiled, k, avail, &per_query);
+    Status status = host->ready ? RunPrepared(view, *cq, host->prep, k, avail, &per_query)
+                                : RunQueries(view, *cq, k, avail, &per_query);
     if (status.ok()) {
       stats_.parts = 1;
       Assemble(nq, &per_query, out);

@@ -2,6 +2,8 @@
 // to gpu/src.  The engine is split by role:
 //   gpu_engine.cpp           the driver: creation, upload, search, planning of
 //                            query groups, the design notes (invariants)
+//   host_stage.cpp           a call's host work: queries compiled and
+//                            prepared, before the call takes the device
 //   multiple_loading.cpp     parts of the index copied on a second stream
 //   packed_postings.cpp      the packed device form of the List Array (tiled)
 //   pipeline.cpp             large resident tiled batches, compiled piece by
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -197,6 +200,7 @@ class GpuEngine final : public Engine {
         budget_option_(options.memory_budget_bytes),
         config_(config),
         threads_(std::min(ResolveThreads(options.threads), 64)),
+        engine_cancel_(options.cancel),
         cancel_(options.cancel),
         profile_(config.profile ? ProfileMode::kPhases : ProfileMode::kOff) {}
 
@@ -210,22 +214,21 @@ class GpuEngine final : public Engine {
 
   Status Drop() override;
 
-  Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override;
-  // Search polling the call's own check instead of the engine's.  A GPU
-  // engine's calls run one at a time (the C API's lock, a device group's
-  // lock for the device), so the call's check stands in for the engine's
-  // while it runs; a device group passes each call's own down, so that
-  // one withdrawn call stops while another goes on.
+  Status Search(const genie_query_batch& batch, int32_t k, TopKResults* out) override {
+    return SearchWith(batch, k, engine_cancel_, out);
+  }
+  // Search polling the call's own check instead of the engine's (a device
+  // group passes each call's own down, so that one withdrawn call stops
+  // while another goes on).
   Status SearchCancellable(const genie_query_batch& batch, int32_t k, const CancelCheck& cancel,
                            TopKResults* out) override {
-    struct Restore {
-      CancelCheck* slot;
-      CancelCheck engine;
-      ~Restore() { *slot = engine; }
-    } restore{&cancel_, cancel_};
-    cancel_ = cancel;
-    return Search(batch, k, out);
+    return SearchWith(batch, k, cancel, out);
   }
+  // Calls may come from several threads at once: each does its host stage
+  // (HostStage) on its own, then takes the device one call at a time
+  // (device_mutex_), so that a call queued behind another is ready to
+  // launch when the device is free.
+  bool ConcurrentSearches() const override { return true; }
   // Set predicates (set_match.cu): on the device for long lists.
   Status MatchSet(SetPredicate predicate, Span<int32_t> keywords, Span<int32_t> object_sizes,
                   std::vector<int32_t>* out) override;
@@ -246,7 +249,24 @@ class GpuEngine final : public Engine {
   // The device-memory budget for the index plus a batch's state.
   Status EffectiveBudget(uint64_t* budget);
 
-  Status SearchImpl(const genie_query_batch& batch, int32_t k, TopKResults* out);
+  // A resident tiled call's host work, done before it takes the device:
+  // its queries compiled and prepared (at 64 draws a query, 55% of a
+  // 32-query call: bench/batch-draws-h200.txt).  Reads only the index and
+  // the configuration, which change only in Upload and Drop, never beside
+  // a search.
+  struct HostStage {
+    bool ready = false;
+    CompiledQueries compiled;
+    Prepared prep;
+    double compile_ms = 0, prepare_ms = 0;  // for the profile
+  };
+  // Whether a call of n queries takes the resident tiled path whose host
+  // work HostStage holds (below the pipelined search's size).
+  bool TakesHostStage(int32_t n_queries) const;
+  Status RunHostStage(const genie_query_batch& batch, const CancelCheck& cancel, HostStage* out) const;
+
+  Status SearchWith(const genie_query_batch& batch, int32_t k, const CancelCheck& cancel, TopKResults* out);
+  Status SearchImpl(const genie_query_batch& batch, int32_t k, HostStage* host, TopKResults* out);
 
   static void Assemble(int32_t nq, std::vector<std::vector<Hit>>* per_query, TopKResults* out);
 
@@ -502,7 +522,11 @@ class GpuEngine final : public Engine {
   const uint64_t budget_option_;
   Config config_;  // set_match_min_postings may change (SetSetMatchMinPostings)
   const int threads_;  // host threads for compiling and preparing batches
-  CancelCheck cancel_;  // the engine's; a call's own during SearchCancellable
+  const CancelCheck engine_cancel_;  // the engine's (EngineOptions::cancel)
+  // Held by the call that uses the device and the engine's state below
+  // (every entry point but a search's host stage); one call at a time.
+  std::mutex device_mutex_;
+  CancelCheck cancel_;  // the check of the call holding device_mutex_
   std::shared_ptr<const InvertedIndex> index_;
   DeviceArray<int32_t> resident_postings_;
   DeviceArray<uint16_t> packed_postings_;  // genie/packed_postings.hpp (empty: not packed)

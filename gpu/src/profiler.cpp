@@ -60,6 +60,10 @@ void Profiler::Mark(const char* phase) {
   phases_.emplace_back(phase, ms);
 }
 
+void Profiler::Add(const char* phase, double ms) {
+  if (mode_ == ProfileMode::kPhases) phases_.emplace_back(phase, ms);
+}
+
 std::string Profiler::Report() {
   std::string out;
   char buf[128];

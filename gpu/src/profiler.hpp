@@ -35,6 +35,10 @@ class Profiler {
   // on it the first time and kept from search to search).
   void Start(ProfileMode mode, cudaStream_t stream);
   void Mark(const char* phase);
+  // Phases: ms of host work done for the search before Start (its host
+  // stage, run before the call took the device), as a phase of its own.
+  // A timeline starts when the device is taken and leaves it out.
+  void Add(const char* phase, double ms);
   // Phases: "phase ms; ...".  Timeline (waits for the stream): "phase
   // host/device ms; ..." from Start.
   std::string Report();

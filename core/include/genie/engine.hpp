@@ -86,8 +86,9 @@ class Engine {
   virtual Status MatchSet(SetPredicate predicate, Span<int32_t> keywords,
                           Span<int32_t> object_sizes, std::vector<int32_t>* out) = 0;
   // Whether Search and SearchCancellable may run on several threads at once
-  // (never beside Upload or Drop): the CPU engine's do; a device group's do,
-  // each of its devices taking one call at a time; a GPU engine's do not.
+  // (never beside Upload or Drop): the CPU engine's do; a GPU engine's do,
+  // each call's host work side by side and the device one call at a time;
+  // a device group's do, a few whole batches a device.
   virtual bool ConcurrentSearches() const { return kind() == GENIE_ENGINE_CPU; }
 };
 

@@ -29,7 +29,8 @@ struct SearchStats {
   std::string profile;
 };
 
-// False when engine is not a GPU engine.
+// False when engine is not a GPU engine.  (Of the search that took the
+// device last: read it where no other search runs.)
 bool GetLastSearchStats(const Engine* engine, SearchStats* stats);
 
 // Turns the per-phase profile of the following searches on or off (initially
