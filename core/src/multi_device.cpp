@@ -275,26 +275,66 @@ Status MultiDeviceEngine::SearchOnHost(const genie_query_batch& batch, int32_t k
   return cancel != nullptr ? host->SearchCancellable(batch, k, *cancel, out) : host->Search(batch, k, out);
 }
 
-// The first member no call holds, on a device no search of the process
-// is using if there is one, from a turn that moves on each time; when every
-// one is busy, the one whose turn it is, once free.
-MultiDeviceEngine::Slot* MultiDeviceEngine::TakeFreeMember(const std::vector<Slot*>& live,
-                                                           std::unique_lock<std::mutex>* lock) {
+bool MemberSeats::TryTake(int32_t below) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (exclusive_ || exclusive_waiting_ > 0 || taken_ >= below) return false;
+  ++taken_;
+  return true;
+}
+
+void MemberSeats::Take(int32_t limit) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  freed_.wait(lock, [&] {
+    return !exclusive_ && exclusive_waiting_ == 0 && taken_ < limit;
+  });
+  ++taken_;
+}
+
+void MemberSeats::Release() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --taken_;
+  }
+  freed_.notify_all();
+}
+
+void MemberSeats::TakeExclusive() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  ++exclusive_waiting_;
+  freed_.wait(lock, [&] { return !exclusive_ && taken_ == 0; });
+  --exclusive_waiting_;
+  exclusive_ = true;
+}
+
+void MemberSeats::ReleaseExclusive() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    exclusive_ = false;
+  }
+  freed_.notify_all();
+}
+
+// A seat in the first member no call holds, on a device no search of the
+// process is using if there is one, from a turn that moves on each time;
+// then one with a seat left (SeatsOf); when none has, a seat in the one
+// whose turn it is, once free.
+MultiDeviceEngine::Slot* MultiDeviceEngine::TakeFreeMember(const std::vector<Slot*>& live, SeatHold* hold) {
   const std::size_t n = live.size();
   const std::size_t start = next_member_.fetch_add(1) % n;
-  for (bool idle_device : {true, false}) {
+  for (int pass = 0; pass < 3; ++pass) {
     for (std::size_t j = 0; j < n; ++j) {
       Slot* s = live[(start + j) % n];
-      if (idle_device && !DeviceIdle(s->member.device)) continue;
-      std::unique_lock<std::mutex> tried(s->busy, std::try_to_lock);
-      if (tried.owns_lock()) {
-        *lock = std::move(tried);
+      if (pass == 0 && !DeviceIdle(s->member.device)) continue;
+      if (s->seats.TryTake(pass < 2 ? 1 : SeatsOf(*s))) {
+        *hold = SeatHold(&s->seats, false);
         return s;
       }
     }
   }
-  *lock = std::unique_lock<std::mutex>(live[start]->busy);
-  return live[start];
+  Slot* s = live[start];
+  s->seats.Take(SeatsOf(*s));
+  *hold = SeatHold(&s->seats, false);
+  return s;
 }
 
 Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel,
@@ -317,13 +357,16 @@ Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32
                        (batch.n_queries >= kSplitQueries || flight.alone);
     if (!split) {
       // one member: no threads, no copies (the floor of a lone query)
-      std::unique_lock<std::mutex> lock;
-      Slot* s = TakeFreeMember(live, &lock);
+      SeatHold seat;
+      Slot* s = TakeFreeMember(live, &seat);
       if (s->dropped.load()) continue;  // dropped by a call before ours
       const auto t0 = std::chrono::steady_clock::now();
       Status st = MemberSearch(s->member, batch, k, cancel, out);
       if (DeviceFailed(st)) {
-        DropMember(s, st);
+        // dropped alone: a search beside ours may still be in its engine
+        seat.Leave();
+        SeatHold alone = SeatHold::Exclusive(&s->seats);
+        if (!s->dropped.load()) DropMember(s, st);
         continue;
       }
       std::lock_guard<std::mutex> report(report_mutex_);
@@ -332,11 +375,11 @@ Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32
       return st;
     }
     // every member, taken in slot order (live is in it)
-    std::vector<std::unique_lock<std::mutex>> locks;
+    std::vector<SeatHold> locks;
     locks.reserve(live.size());
     bool dropped = false;
     for (Slot* s : live) {
-      locks.emplace_back(s->busy);
+      locks.push_back(SeatHold::Exclusive(&s->seats));
       dropped = dropped || s->dropped.load();
     }
     if (dropped) continue;  // dropped by a call before ours: plan again
@@ -384,9 +427,9 @@ Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t 
   for (Slot& s : slots_)
     if (s.part != nullptr) shards.push_back(&s);
   // every shard's device (or host engine), taken in slot order
-  std::vector<std::unique_lock<std::mutex>> locks;
+  std::vector<SeatHold> locks;
   locks.reserve(shards.size());
-  for (Slot* s : shards) locks.emplace_back(s->busy);
+  for (Slot* s : shards) locks.push_back(SeatHold::Exclusive(&s->seats));
   std::vector<TopKResults> parts(shards.size());
   std::vector<double> seconds(shards.size(), 0.0);
   auto search = [&](int32_t i) {
@@ -451,7 +494,7 @@ Status MultiDeviceEngine::MatchSet(SetPredicate predicate, Span<int32_t> keyword
   for (Slot& s : slots_) {
     if (s.part == nullptr) continue;
     if (!sharded_ && first_live != nullptr && &s != first_live) continue;
-    std::lock_guard<std::mutex> busy(s.busy);  // one slot at a time: no order to keep
+    const SeatHold alone = SeatHold::Exclusive(&s.seats);  // one slot at a time: no order to keep
     const int32_t first = s.range.first;
     const std::size_t count = static_cast<std::size_t>(s.range.second - first);
     Span<int32_t> sizes;

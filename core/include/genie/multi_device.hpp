@@ -15,6 +15,7 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -115,6 +116,66 @@ void JoinQueryRanges(const std::vector<Rows>& parts, Rows* out) {
   *out = std::move(joined);
 }
 
+// The calls in a member's engine: searches side by side, up to a limit
+// (an engine whose searches run concurrently: a GPU engine does one call's
+// host stage while another's kernels run, genie/gpu_engine.hpp), or one
+// exclusive call (a split or sharded batch, a set match, dropping it).  An
+// exclusive caller waiting keeps new searches out, so that a stream of
+// small searches cannot starve it.
+class MemberSeats {
+ public:
+  // A search's seat if fewer than `below` are taken and no exclusive call
+  // holds or waits for the member.
+  bool TryTake(int32_t below);
+  // A search's seat once fewer than `limit` are taken.
+  void Take(int32_t limit);
+  void Release();
+  void TakeExclusive();
+  void ReleaseExclusive();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  int32_t taken_ = 0;  // searches in it
+  bool exclusive_ = false;
+  int32_t exclusive_waiting_ = 0;
+};
+
+// A seat held for a scope: a search's, or with exclusive, the member alone.
+class SeatHold {
+ public:
+  SeatHold() = default;
+  SeatHold(MemberSeats* seats, bool exclusive) : seats_(seats), exclusive_(exclusive) {}
+  SeatHold(const SeatHold&) = delete;
+  SeatHold& operator=(const SeatHold&) = delete;
+  SeatHold(SeatHold&& other) noexcept : seats_(other.seats_), exclusive_(other.exclusive_) { other.seats_ = nullptr; }
+  SeatHold& operator=(SeatHold&& other) noexcept {
+    if (this != &other) {
+      Leave();
+      seats_ = other.seats_;
+      exclusive_ = other.exclusive_;
+      other.seats_ = nullptr;
+    }
+    return *this;
+  }
+  ~SeatHold() { Leave(); }
+  // The member alone, once every search in it has left.
+  static SeatHold Exclusive(MemberSeats* seats) {
+    seats->TakeExclusive();
+    return SeatHold(seats, true);
+  }
+  void Leave() {
+    if (seats_ == nullptr) return;
+    if (exclusive_) seats_->ReleaseExclusive();
+    else seats_->Release();
+    seats_ = nullptr;
+  }
+
+ private:
+  MemberSeats* seats_ = nullptr;
+  bool exclusive_ = false;
+};
+
 // One device of a group.
 struct DeviceMember {
   int32_t device = 0;           // its CUDA ordinal (in reports)
@@ -158,9 +219,13 @@ class MultiDeviceEngine final : public Engine {
   // runners): a replicated batch of fewer than kSplitQueries queries runs
   // whole on the first free device (preferring one no group of the process
   // is searching on), while another search is under way; otherwise it is
-  // split among them all.  A sharded batch takes every device.
+  // split among them all.  A sharded batch takes every device.  A member
+  // whose engine searches concurrently takes kCallsPerMember whole batches
+  // at once, where every member has one (the second's host stage runs
+  // while the first's kernels do).
   bool ConcurrentSearches() const override { return true; }
   static constexpr int32_t kSplitQueries = 256;
+  static constexpr int32_t kCallsPerMember = 2;
 
   std::vector<DeviceReport> Report() const;
   bool sharded() const;
@@ -177,12 +242,13 @@ class MultiDeviceEngine final : public Engine {
     std::pair<int32_t, int32_t> range{0, 0};
     std::unique_ptr<Engine> host;               // its shard's host engine, once dropped
     DeviceReport report;
-    // Held by whoever calls its engine (or host): one call at a time.  A
+    // Taken by whoever calls its engine (or host): a whole replicated
+    // batch takes a seat (SeatsOf), anything else the member alone.  A
     // caller that holds several took them in slot order.
-    std::mutex busy;
+    MemberSeats seats;
     std::atomic<bool> dropped{false};  // report.dropped, read without report_mutex_
   };
-  // Called holding slot->busy (or mutex_ alone, exclusively).
+  // Called holding the slot alone (or mutex_, exclusively).
   void DropMember(Slot* slot, const Status& why);
   Status HostFor(Slot* slot, Engine** out);
   Status HostSearch(Slot* slot, const genie_query_batch& batch, int32_t k, const CancelCheck* cancel,
@@ -192,7 +258,11 @@ class MultiDeviceEngine final : public Engine {
   Status SearchReplicated(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
   Status SearchSharded(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
   Status SearchOnHost(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
-  Slot* TakeFreeMember(const std::vector<Slot*>& live, std::unique_lock<std::mutex>* lock);
+  Slot* TakeFreeMember(const std::vector<Slot*>& live, SeatHold* hold);
+  // The searches a member takes at once.
+  static int32_t SeatsOf(const Slot& slot) {
+    return slot.member.engine != nullptr && slot.member.engine->ConcurrentSearches() ? kCallsPerMember : 1;
+  }
 
   // Shared by searches and set matches, exclusive for Upload and Drop.
   mutable std::shared_mutex mutex_;
