@@ -278,17 +278,18 @@ n_in_flight(void)
 
 /*
  * Whether b may go to a runner now: one is free, and b's GPU searches, if
- * any, would not queue behind another batch's (a GPU engine's calls run
- * one at a time: a batch started early would only be smaller, and each
- * engine call pays its floor; queuing them measured 0.82x at 16 clients,
- * bench/service-ab-h200.txt, and queuing only batches of 32 queries or
- * more 0.91x at 128, bench/service-queue-h200x2.txt).  Up to
- * GENIE_SERVICE_CPU_BATCHES CPU engine batches run side by side.  With
- * several GPUs, as many batches of match counts as GPUs run side by side,
- * each on a free GPU of its index's device group (genie/multi_device.hpp);
- * scans of stored values, a first search (its index's GPU engine made as it
- * starts), and sharded indexes (every GPU in each call) keep to one GPU
- * batch at a time.
+ * any, find a GPU free, or one with a single batch when b's own host work
+ * is worth the wait (GENIE_SERVICE_QUEUE_RANGES): its engine call then
+ * compiles b while the other's kernels run, and takes the device when
+ * they are done.  A smaller batch waits to grow instead, since each engine
+ * call pays its floor (queuing every batch, before the host work was done
+ * outside the device's lock, measured 0.82x at 16 clients,
+ * bench/service-ab-h200.txt).  Up to GENIE_SERVICE_CPU_BATCHES CPU engine
+ * batches run side by side.  With several GPUs, batches of match counts
+ * run side by side, each on a GPU of its index's device group
+ * (genie/multi_device.hpp); scans of stored values, a first search (its
+ * index's GPU engine made as it starts), and sharded indexes (every GPU in
+ * each call) keep to one GPU batch at a time.
  */
 static bool
 can_start(CycleBatch *b)
@@ -322,7 +323,9 @@ can_start(CycleBatch *b)
 		return false;
 	if (gpu_batches == 0)
 		return true;
-	if (gpu_batches >= state.n_gpus || genie_placement_setting == GENIE_PLACEMENT_SHARD || gpu_alone)
+	if (genie_placement_setting == GENIE_PLACEMENT_SHARD || gpu_alone ||
+		gpu_batches >= GENIE_SERVICE_GPU_CALLS * state.n_gpus ||
+		(gpu_batches >= state.n_gpus && genie_worker_batch_ranges(b) < GENIE_SERVICE_QUEUE_RANGES))
 		return !genie_worker_batch_wants_gpu(&state, b, NULL);
 	return !genie_worker_batch_wants_gpu(&state, b, &alone) || !alone;
 }
@@ -434,12 +437,13 @@ genie_service_main(Datum arg)
 	state.mapped_handle = MemoryContextAllocZero(state.top_cxt, sizeof(dsm_handle) * sh->n_slots);
 	probe_devices();
 	/*
-	 * A runner a GPU, at least two: with two runners a host of four GPUs
-	 * had at most two batches in flight, so two of its GPUs sat idle under
-	 * load (each batch below MultiDeviceEngine::kSplitQueries runs whole on
-	 * one GPU while another is searched).
+	 * GENIE_SERVICE_GPU_CALLS runners a GPU and one for CPU batches, at
+	 * least two: with two runners a host of four GPUs had at most two
+	 * batches in flight, so two of its GPUs sat idle under load (each batch
+	 * below MultiDeviceEngine::kSplitQueries runs whole on one GPU while
+	 * another is searched).
 	 */
-	state.n_runners = Max(2, Min(state.n_gpus, GENIE_SERVICE_RUNNERS));
+	state.n_runners = Max(2, Min(GENIE_SERVICE_GPU_CALLS * state.n_gpus + 1, GENIE_SERVICE_RUNNERS));
 	/* it holds nothing: backends let go of the segments a previous service shared */
 	pg_atomic_fetch_add_u64(&sh->shared_dropped, 1);
 

@@ -404,6 +404,18 @@ genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *alone)
 	return wants;
 }
 
+/* The query ranges of b's searches (can_start's measure of their host work). */
+int64
+genie_worker_batch_ranges(CycleBatch *b)
+{
+	int64		ranges = 0;
+
+	for (int i = 0; i < b->n_taken; i++)
+		if (!b->taken[i].broken && b->taken[i].req.kind == GENIE_REQUEST_SEARCH)
+			ranges += b->taken[i].req.n_ranges;
+	return ranges;
+}
+
 bool
 genie_worker_start_batch(ServiceState *st, CycleBatch *b, GenieRunner *runner, bool *uses_gpu)
 {

@@ -48,11 +48,27 @@ typedef struct TakenRequest
  * Batches in flight at once, each searched by a runner thread of its own
  * (genie_worker_runner.c): while one runner's engine works, another
  * searches the next batch, and the worker's thread collects and answers.
- * A service uses two, or one a GPU where it has more (ServiceState.
- * n_runners), so that every GPU of a host can have a batch of its own;
- * this is the bound.
+ * A service uses GENIE_SERVICE_GPU_CALLS a GPU and one more, at least two
+ * (ServiceState.n_runners), so that every GPU of a host can have a batch
+ * running and one getting ready; this is the bound.
  */
-#define GENIE_SERVICE_RUNNERS 8
+#define GENIE_SERVICE_RUNNERS 16
+
+/*
+ * Batches a GPU takes at once: one on the device, and one whose engine
+ * call does its host work (its queries compiled and prepared) meanwhile,
+ * then waits for the device (genie/gpu_engine.hpp).
+ */
+#define GENIE_SERVICE_GPU_CALLS 2
+
+/*
+ * A batch waits for a GPU that has one already unless its searches hold
+ * at least this many query ranges: the host work it then does beside the
+ * other's kernels (about 90 ns a range on the H200) must outweigh the
+ * fixed device cost of the extra, smaller call it makes (about 0.07 ms:
+ * bench/batch-draws-h200.txt).
+ */
+#define GENIE_SERVICE_QUEUE_RANGES 1024
 
 /* CPU engine batches side by side: each searches on every core already */
 #define GENIE_SERVICE_CPU_BATCHES 2
@@ -431,6 +447,7 @@ extern bool genie_worker_start_batch(ServiceState *st, CycleBatch *b, GenieRunne
 									 bool *uses_gpu);
 /* Whether any search request of b goes to the GPU engine (before it starts). */
 extern bool genie_worker_batch_wants_gpu(ServiceState *st, CycleBatch *b, bool *alone);
+extern int64 genie_worker_batch_ranges(CycleBatch *b);
 /* Answers the searches of a batch its runner finished (a GPU error sets st->device_failed). */
 extern void genie_worker_finish_batch(ServiceState *st, CycleBatch *b);
 extern void genie_worker_publish_stats(ServiceState *st);
