@@ -68,11 +68,11 @@
 //
 // * Calls side by side (host_stage.cpp).  A resident tiled call below the
 //   pipelined size compiles and prepares its queries before it takes the
-//   device (device_mutex_), so that calls from several threads (the genie
-//   service's runners) overlap one call's host work with another's
-//   kernels; everything that touches the device or the engine's mutable
-//   state runs under the lock, one call at a time, with that call's cancel
-//   check.
+//   device (DeviceCallLock, one for the process a device), so that calls
+//   from several threads (the genie service's runners) overlap one call's
+//   host work with another's kernels; everything that touches the device
+//   or the engine's mutable state runs under the lock, one call at a time,
+//   with that call's cancel check, which is also polled while it waits.
 //
 // * Multiple loading.  The index is uploaded when it leaves the room a
 //   batch's state needs (ResidentLimit: under an explicit budget an eighth
@@ -141,7 +141,8 @@ Status GpuEngine::Init() {
 Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
   if (index == nullptr) return Status::InvalidArgument("cannot upload a NULL index");
   try {
-    std::lock_guard<std::mutex> device(device_mutex_);
+    std::unique_lock<std::timed_mutex> device;
+    GENIE_RETURN_IF_ERROR(TakeDevice(engine_cancel_, &device));
     cancel_ = engine_cancel_;
     DeviceGuard guard;
     GENIE_RETURN_IF_ERROR(guard.Enter(device_));
@@ -194,10 +195,29 @@ Status GpuEngine::Upload(std::shared_ptr<const InvertedIndex> index) {
 }
 
 Status GpuEngine::Drop() {
-  std::lock_guard<std::mutex> device(device_mutex_);
-  DeviceGuard guard;
-  GENIE_RETURN_IF_ERROR(guard.Enter(device_));
-  ReleaseAll();
+  try {
+    std::lock_guard<std::timed_mutex> device(device_lock_);
+    DeviceGuard guard;
+    GENIE_RETURN_IF_ERROR(guard.Enter(device_));
+    ReleaseAll();
+    return Status::Ok();
+  } catch (...) {
+    return Status::Internal("unexpected exception dropping the index");
+  }
+}
+
+std::timed_mutex& DeviceCallLock(int device) {
+  // (ordinals beyond the table share a lock: correct, only less parallel)
+  static std::timed_mutex locks[64];
+  return locks[static_cast<unsigned>(device) % 64];
+}
+
+Status GpuEngine::TakeDevice(const CancelCheck& cancel, std::unique_lock<std::timed_mutex>* lock) {
+  std::unique_lock<std::timed_mutex> held(device_lock_, std::defer_lock);
+  while (!held.try_lock_for(std::chrono::milliseconds(5))) {
+    if (cancel.requested()) return Status::Cancelled();
+  }
+  *lock = std::move(held);
   return Status::Ok();
 }
 
@@ -211,7 +231,8 @@ Status GpuEngine::SearchWith(const genie_query_batch& batch, int32_t k, const Ca
     // Before the device is ours: another call's kernels may be running.
     HostStage host;
     if (TakesHostStage(batch.n_queries)) GENIE_RETURN_IF_ERROR(RunHostStage(batch, cancel, &host));
-    std::lock_guard<std::mutex> device(device_mutex_);
+    std::unique_lock<std::timed_mutex> device;
+    GENIE_RETURN_IF_ERROR(TakeDevice(cancel, &device));
     cancel_ = cancel;
     stats_ = SearchStats();
     stats_.matcher = MatcherName(config_.matcher);

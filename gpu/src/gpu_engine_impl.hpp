@@ -193,6 +193,9 @@ struct Prepared {
 Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, int threads,
                const CancelCheck& cancel, Prepared* out);
 
+// The lock of CUDA ordinal device's calls, one a device for the process.
+std::timed_mutex& DeviceCallLock(int device);
+
 class GpuEngine final : public Engine {
  public:
   GpuEngine(int device, const EngineOptions& options, const Config& config)
@@ -201,6 +204,7 @@ class GpuEngine final : public Engine {
         config_(config),
         threads_(std::min(ResolveThreads(options.threads), 64)),
         engine_cancel_(options.cancel),
+        device_lock_(DeviceCallLock(device)),
         cancel_(options.cancel),
         profile_(config.profile ? ProfileMode::kPhases : ProfileMode::kOff) {}
 
@@ -226,16 +230,26 @@ class GpuEngine final : public Engine {
   }
   // Calls may come from several threads at once: each does its host stage
   // (HostStage) on its own, then takes the device one call at a time
-  // (device_mutex_), so that a call queued behind another is ready to
+  // (device_lock_), so that a call queued behind another is ready to
   // launch when the device is free.
   bool ConcurrentSearches() const override { return true; }
   // Set predicates (set_match.cu): on the device for long lists.
   Status MatchSet(SetPredicate predicate, Span<int32_t> keywords, Span<int32_t> object_sizes,
                   std::vector<int32_t>* out) override;
 
-  const SearchStats& stats() const { return stats_; }
-  void set_profile(ProfileMode mode) { profile_ = mode; }
-  void set_set_match_min_postings(int64_t postings) { config_.set_match_min_postings = postings; }
+  // (Under the device's lock: another thread's search may be writing them.)
+  SearchStats stats() const {
+    std::lock_guard<std::timed_mutex> device(device_lock_);
+    return stats_;
+  }
+  void set_profile(ProfileMode mode) {
+    std::lock_guard<std::timed_mutex> device(device_lock_);
+    profile_ = mode;
+  }
+  void set_set_match_min_postings(int64_t postings) {
+    std::lock_guard<std::timed_mutex> device(device_lock_);
+    config_.set_match_min_postings = postings;
+  }
 
  private:
   void ReleaseAll();
@@ -251,9 +265,9 @@ class GpuEngine final : public Engine {
 
   // A resident tiled call's host work, done before it takes the device:
   // its queries compiled and prepared (at 64 draws a query, 55% of a
-  // 32-query call: bench/batch-draws-h200.txt).  Reads only the index and
-  // the configuration, which change only in Upload and Drop, never beside
-  // a search.
+  // 32-query call: bench/batch-draws-h200.txt).  Reads only the index,
+  // resident_, the matcher and threads_, which change only in Upload and
+  // Drop, never beside a search.
   struct HostStage {
     bool ready = false;
     CompiledQueries compiled;
@@ -266,6 +280,10 @@ class GpuEngine final : public Engine {
   Status RunHostStage(const genie_query_batch& batch, const CancelCheck& cancel, HostStage* out) const;
 
   Status SearchWith(const genie_query_batch& batch, int32_t k, const CancelCheck& cancel, TopKResults* out);
+  // The device's lock for a call whose check is cancel: Cancelled() when
+  // the check asks while the call waits for another's device work (polled
+  // every few milliseconds: a pipelined or streamed call holds it long).
+  Status TakeDevice(const CancelCheck& cancel, std::unique_lock<std::timed_mutex>* lock);
   Status SearchImpl(const genie_query_batch& batch, int32_t k, HostStage* host, TopKResults* out);
 
   static void Assemble(int32_t nq, std::vector<std::vector<Hit>>* per_query, TopKResults* out);
@@ -523,10 +541,13 @@ class GpuEngine final : public Engine {
   Config config_;  // set_match_min_postings may change (SetSetMatchMinPostings)
   const int threads_;  // host threads for compiling and preparing batches
   const CancelCheck engine_cancel_;  // the engine's (EngineOptions::cancel)
-  // Held by the call that uses the device and the engine's state below
-  // (every entry point but a search's host stage); one call at a time.
-  std::mutex device_mutex_;
-  CancelCheck cancel_;  // the check of the call holding device_mutex_
+  // The device's call lock (DeviceCallLock), held by the call that uses the
+  // device and the engine's state below (every entry point but a search's
+  // host stage): one call at a time on the device, whichever engine of the
+  // process makes it (each sizes its state from the memory the device has
+  // free, and its scope's end waits for the whole device).
+  std::timed_mutex& device_lock_;
+  CancelCheck cancel_;  // the check of the call holding device_lock_
   std::shared_ptr<const InvertedIndex> index_;
   DeviceArray<int32_t> resident_postings_;
   DeviceArray<uint16_t> packed_postings_;  // genie/packed_postings.hpp (empty: not packed)

@@ -18,7 +18,8 @@ Status GpuEngine::MatchSet(SetPredicate predicate, Span<int32_t> keywords,
                            Span<int32_t> object_sizes, std::vector<int32_t>* out) {
   if (out == nullptr) return Status::InvalidArgument("set match output is NULL");
   if (index_ == nullptr) return Status::InvalidArgument("no index uploaded to the engine");
-  std::lock_guard<std::mutex> device(device_mutex_);
+  std::unique_lock<std::timed_mutex> device;
+  GENIE_RETURN_IF_ERROR(TakeDevice(engine_cancel_, &device));
   cancel_ = engine_cancel_;
   const InvertedIndex& index = *index_;
   const int32_t n = index.num_objects();

@@ -3,6 +3,8 @@
 // arguments, Drop, and the C API's GPU engine on a tiny index.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -218,6 +220,79 @@ TEST(GpuEngineApi, SearchCancellablePollsTheCallsCheck) {
   EXPECT_EQ(out.hits.size(), again.hits.size());
   EXPECT_EQ(out.query_offsets, again.query_offsets);
   ASSERT_EQ(out.query_offsets.back(), 40 * 10);
+}
+
+// Calls from several threads: one holds the device (its own cancel check,
+// polled under the device's lock, holds it there until the other is done);
+// another, waiting for the device behind it, stops within 100 ms of its own
+// check asking; the first then answers in full, as it does alone.
+TEST(GpuEngineApi, ACallWaitingForTheDeviceStopsOnItsOwnCancel) {
+  SKIP_WITHOUT_GPU();
+  Status status;
+  auto engine = MakeGpuEngine(EngineOptions(), &status);
+  ASSERT_NE(engine, nullptr) << status.message();
+  ASSERT_TRUE(engine->ConcurrentSearches());
+  Csr csr;
+  for (int32_t o = 0; o < 20000; ++o) csr.Add({o % 7, 7 + o % 11, 20 + o % 13, 40 + o % 101});
+  ASSERT_TRUE(engine->Upload(MakeIndex(csr)).ok());
+  QueryBatch large;  // the pipelined path: the device taken first, polled under it
+  for (int32_t q = 0; q < 600; ++q) large.AddKeywordQuery(std::vector<int32_t>{q % 7, 7 + q % 11, 40 + q % 101});
+  QueryBatch small;  // a host stage first, then the wait
+  for (int32_t q = 0; q < 8; ++q) small.AddKeywordQuery(std::vector<int32_t>{q % 7, 20 + q % 13});
+  const genie_query_batch large_view = large.View();
+  const genie_query_batch small_view = small.View();
+  TopKResults alone;
+  ASSERT_TRUE(engine->Search(large_view, 10, &alone).ok());
+
+  struct Hold {
+    std::atomic<bool> holding{false};
+    std::atomic<bool> release{false};
+  } hold;
+  CancelCheck holder;  // never asks; its first poll waits (up to 5 s) for the release
+  holder.arg = &hold;
+  holder.fn = [](void* arg) {
+    auto* h = static_cast<Hold*>(arg);
+    if (!h->holding.exchange(true)) {
+      for (int i = 0; i < 5000 && !h->release.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return 0;
+  };
+  TopKResults held_out;
+  Status held_status;
+  std::thread first([&] { held_status = engine->SearchCancellable(large_view, 10, holder, &held_out); });
+  for (int i = 0; i < 5000 && !hold.holding.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(hold.holding.load()) << "the first call never polled its check";
+
+  std::atomic<bool> ask{false};
+  CancelCheck waiter;
+  waiter.arg = &ask;
+  waiter.fn = [](void* arg) { return static_cast<std::atomic<bool>*>(arg)->load() ? 1 : 0; };
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point asked;
+  std::thread asker([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    asked = Clock::now();
+    ask = true;
+  });
+  TopKResults waited_out;
+  const Status waited = engine->SearchCancellable(small_view, 10, waiter, &waited_out);
+  const auto returned = Clock::now();
+  asker.join();
+  hold.release = true;
+  first.join();
+  EXPECT_EQ(waited.code(), GENIE_CANCELLED);
+  const double stopped_ms = std::chrono::duration<double, std::milli>(returned - asked).count();
+  EXPECT_LT(stopped_ms, 100.0) << "a withdrawn call stops within 100 ms";
+  ASSERT_TRUE(held_status.ok()) << held_status.message();
+  EXPECT_EQ(held_out.query_offsets, alone.query_offsets);
+  ASSERT_EQ(held_out.hits.size(), alone.hits.size());
+  for (std::size_t i = 0; i < alone.hits.size(); ++i) {
+    EXPECT_EQ(held_out.hits[i].object, alone.hits[i].object);
+    EXPECT_EQ(held_out.hits[i].score, alone.hits[i].score);
+  }
+  // and the device is free again: the small batch answers
+  ASSERT_TRUE(engine->Search(small_view, 10, &waited_out).ok());
+  EXPECT_EQ(waited_out.num_queries(), 8);
 }
 
 TEST(GpuEngineApi, CApiGpuEngine) {

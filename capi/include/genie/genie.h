@@ -335,9 +335,12 @@ genie_status genie_engine_drop(genie_engine *engine, genie_error *err);
 
 /*
  * Several threads may search (and match sets on) one engine at once: the CPU
- * engine runs the calls concurrently, others one at a time; upload and drop
- * wait for them (free must not overlap any).  _with_cancel polls its own
- * cancel where calls run concurrently (the CPU engine): it stops that alone.
+ * engine runs the searches concurrently, a GPU engine does their host work
+ * concurrently and takes its device one call at a time, a device group a
+ * few whole batches a GPU; set matches on a GPU run one at a time; upload
+ * and drop wait for them (free must not overlap any).  _with_cancel polls
+ * its own cancel, also while the call waits for the device: it stops that
+ * call alone.
  */
 genie_status genie_engine_search(genie_engine *engine,
 								 const genie_query_batch *queries, int32_t k,

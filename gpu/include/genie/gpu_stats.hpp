@@ -22,7 +22,8 @@ struct SearchStats {
   int32_t list_queries = 0;        // c-PQ queries of the tiled matcher's list mode (no Gate)
   uint64_t index_device_bytes = 0; // resident List Array
   uint64_t peak_device_bytes = 0;  // peak of all engine device memory during the search
-  double device_seconds = 0;       // wall time of the search (host clock, synchronised)
+  double device_seconds = 0;       // wall time of the search (host clock, synchronised; from the
+                                   // call's start: its host stage and any wait for the device too)
   // With profiling on (GpuEngineOptions::profile or SetProfile): "phase ms;
   // phase ms; ..." (the engine then synchronises after every phase, which
   // costs the overlap); with SetTimeline, the timeline.
