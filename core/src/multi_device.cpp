@@ -282,12 +282,19 @@ bool MemberSeats::TryTake(int32_t below) {
   return true;
 }
 
-void MemberSeats::Take(int32_t limit) {
+namespace {
+// How often a seat's wait polls its cancel check.
+constexpr auto kSeatPoll = std::chrono::milliseconds(5);
+}  // namespace
+
+bool MemberSeats::Take(int32_t limit, const CancelCheck& cancel) {
   std::unique_lock<std::mutex> lock(mutex_);
-  freed_.wait(lock, [&] {
-    return !exclusive_ && exclusive_waiting_ == 0 && taken_ < limit;
-  });
+  while (exclusive_ || exclusive_waiting_ > 0 || taken_ >= limit) {
+    if (cancel.requested()) return false;
+    freed_.wait_for(lock, kSeatPoll);
+  }
   ++taken_;
+  return true;
 }
 
 void MemberSeats::Release() {
@@ -298,12 +305,21 @@ void MemberSeats::Release() {
   freed_.notify_all();
 }
 
-void MemberSeats::TakeExclusive() {
+bool MemberSeats::TakeExclusive(const CancelCheck& cancel) {
   std::unique_lock<std::mutex> lock(mutex_);
   ++exclusive_waiting_;
-  freed_.wait(lock, [&] { return !exclusive_ && taken_ == 0; });
+  while (exclusive_ || taken_ > 0) {
+    if (cancel.requested()) {
+      --exclusive_waiting_;  // the searches it kept out may come in again
+      lock.unlock();
+      freed_.notify_all();
+      return false;
+    }
+    freed_.wait_for(lock, kSeatPoll);
+  }
   --exclusive_waiting_;
   exclusive_ = true;
+  return true;
 }
 
 void MemberSeats::ReleaseExclusive() {
@@ -318,7 +334,8 @@ void MemberSeats::ReleaseExclusive() {
 // process is using if there is one, from a turn that moves on each time;
 // then one with a seat left (SeatsOf); when none has, a seat in the one
 // whose turn it is, once free.
-MultiDeviceEngine::Slot* MultiDeviceEngine::TakeFreeMember(const std::vector<Slot*>& live, SeatHold* hold) {
+MultiDeviceEngine::Slot* MultiDeviceEngine::TakeFreeMember(const std::vector<Slot*>& live, const CancelCheck& cancel,
+                                                           SeatHold* hold) {
   const std::size_t n = live.size();
   const std::size_t start = next_member_.fetch_add(1) % n;
   for (int pass = 0; pass < 3; ++pass) {
@@ -332,9 +349,24 @@ MultiDeviceEngine::Slot* MultiDeviceEngine::TakeFreeMember(const std::vector<Slo
     }
   }
   Slot* s = live[start];
-  s->seats.Take(SeatsOf(*s));
+  if (!s->seats.Take(SeatsOf(*s), cancel)) return nullptr;
   *hold = SeatHold(&s->seats, false);
   return s;
+}
+
+Status MultiDeviceEngine::TakeAlone(const std::vector<Slot*>& slots, const CancelCheck& cancel,
+                                    std::vector<SeatHold>* holds) {
+  holds->clear();
+  holds->reserve(slots.size());
+  for (Slot* s : slots) {
+    SeatHold hold;
+    if (!SeatHold::Exclusive(&s->seats, cancel, &hold)) {
+      holds->clear();  // the ones taken, given back
+      return Status::Cancelled();
+    }
+    holds->push_back(std::move(hold));
+  }
+  return Status::Ok();
 }
 
 Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel,
@@ -358,14 +390,17 @@ Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32
     if (!split) {
       // one member: no threads, no copies (the floor of a lone query)
       SeatHold seat;
-      Slot* s = TakeFreeMember(live, &seat);
+      Slot* s = TakeFreeMember(live, CheckOf(cancel), &seat);
+      if (s == nullptr) return Status::Cancelled();
       if (s->dropped.load()) continue;  // dropped by a call before ours
       const auto t0 = std::chrono::steady_clock::now();
       Status st = MemberSearch(s->member, batch, k, cancel, out);
       if (DeviceFailed(st)) {
         // dropped alone: a search beside ours may still be in its engine
+        // (on a failed device it fails soon: the wait is not cancelled)
         seat.Leave();
-        SeatHold alone = SeatHold::Exclusive(&s->seats);
+        SeatHold alone;
+        (void)SeatHold::Exclusive(&s->seats, CancelCheck(), &alone);
         if (!s->dropped.load()) DropMember(s, st);
         continue;
       }
@@ -376,12 +411,9 @@ Status MultiDeviceEngine::SearchReplicated(const genie_query_batch& batch, int32
     }
     // every member, taken in slot order (live is in it)
     std::vector<SeatHold> locks;
-    locks.reserve(live.size());
+    GENIE_RETURN_IF_ERROR(TakeAlone(live, CheckOf(cancel), &locks));
     bool dropped = false;
-    for (Slot* s : live) {
-      locks.push_back(SeatHold::Exclusive(&s->seats));
-      dropped = dropped || s->dropped.load();
-    }
+    for (Slot* s : live) dropped = dropped || s->dropped.load();
     if (dropped) continue;  // dropped by a call before ours: plan again
     const auto pieces = SplitQueries(batch.n_queries, static_cast<int32_t>(live.size()));
     std::vector<QueryBatchSlice> storage(pieces.size());
@@ -428,8 +460,7 @@ Status MultiDeviceEngine::SearchSharded(const genie_query_batch& batch, int32_t 
     if (s.part != nullptr) shards.push_back(&s);
   // every shard's device (or host engine), taken in slot order
   std::vector<SeatHold> locks;
-  locks.reserve(shards.size());
-  for (Slot* s : shards) locks.push_back(SeatHold::Exclusive(&s->seats));
+  GENIE_RETURN_IF_ERROR(TakeAlone(shards, CheckOf(cancel), &locks));
   std::vector<TopKResults> parts(shards.size());
   std::vector<double> seconds(shards.size(), 0.0);
   auto search = [&](int32_t i) {
@@ -494,7 +525,8 @@ Status MultiDeviceEngine::MatchSet(SetPredicate predicate, Span<int32_t> keyword
   for (Slot& s : slots_) {
     if (s.part == nullptr) continue;
     if (!sharded_ && first_live != nullptr && &s != first_live) continue;
-    const SeatHold alone = SeatHold::Exclusive(&s.seats);  // one slot at a time: no order to keep
+    SeatHold alone;  // one slot at a time: no order to keep
+    if (!SeatHold::Exclusive(&s.seats, cancel_, &alone)) return Status::Cancelled();
     const int32_t first = s.range.first;
     const std::size_t count = static_cast<std::size_t>(s.range.second - first);
     Span<int32_t> sizes;

@@ -32,9 +32,13 @@ using Ranges = std::vector<std::pair<int32_t, int32_t>>;
 // A CPU engine that fails like a lost GPU: at upload, or from its nth search on.
 class FailingEngine final : public Engine {
  public:
-  FailingEngine(int fail_upload, int fail_from_search, Status failure = Status::DeviceError("the device fell off the bus"))
-      : inner_(testing::MakeCpu(1)), fail_upload_(fail_upload), fail_from_(fail_from_search), failure_(std::move(failure)) {}
+  // concurrent: its searches run side by side (as a GPU engine's do)
+  FailingEngine(int fail_upload, int fail_from_search, Status failure = Status::DeviceError("the device fell off the bus"),
+                bool concurrent = false)
+      : inner_(testing::MakeCpu(1)), fail_upload_(fail_upload), fail_from_(fail_from_search), failure_(std::move(failure)),
+        concurrent_(concurrent) {}
   genie_engine_kind kind() const override { return GENIE_ENGINE_GPU; }
+  bool ConcurrentSearches() const override { return concurrent_; }
   Status Upload(std::shared_ptr<const InvertedIndex> index) override {
     if (fail_upload_) return failure_;
     return inner_->Upload(std::move(index));
@@ -53,8 +57,9 @@ class FailingEngine final : public Engine {
   std::unique_ptr<Engine> inner_;
   int fail_upload_;
   int fail_from_;
-  int searches_ = 0;
+  std::atomic<int> searches_{0};
   Status failure_;
+  const bool concurrent_;
 };
 
 std::unique_ptr<MultiDeviceEngine> Group(int32_t devices, Placement placement, std::vector<std::unique_ptr<Engine>> engines = {}) {
@@ -414,27 +419,72 @@ TEST(MultiDeviceEngine, ConcurrentCallersUseTheDevicesSideBySide) {
       EXPECT_EQ(probes[0]->calls() + probes[1]->calls() - before, 2 * 4 * 30);  // every shard in every call
     }
   }
-  // A device that fails while callers share the group: every answer exact.
-  std::vector<std::unique_ptr<Engine>> engines;
-  engines.push_back(nullptr);
-  engines.push_back(std::make_unique<FailingEngine>(0, 5));
-  auto group = Group(2, Placement::kReplicate, std::move(engines));
-  ASSERT_TRUE(group->Upload(index).ok());
-  const genie_query_batch small_view = small.View();
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> callers;
-  for (int c = 0; c < 4; ++c) {
-    callers.emplace_back([&] {
-      for (int i = 0; i < 20; ++i) {
-        TopKResults mine;
-        Status st = group->Search(small_view, 10, &mine);
-        if (!st.ok() || !SameResults(small_expected, mine)) ++wrong;
-      }
-    });
+  // A device that fails while callers share the group: every answer exact
+  // (where it takes two batches at once, the one that fails first drops
+  // it once the other has left).
+  for (bool concurrent : {false, true}) {
+    SCOPED_TRACE(concurrent ? "failing member searches side by side" : "failing member searches one at a time");
+    std::vector<std::unique_ptr<Engine>> engines;
+    engines.push_back(nullptr);
+    engines.push_back(std::make_unique<FailingEngine>(0, 5, Status::DeviceError("the device fell off the bus"), concurrent));
+    auto group = Group(2, Placement::kReplicate, std::move(engines));
+    ASSERT_TRUE(group->Upload(index).ok());
+    const genie_query_batch small_view = small.View();
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> callers;
+    for (int c = 0; c < 4; ++c) {
+      callers.emplace_back([&] {
+        for (int i = 0; i < 20; ++i) {
+          TopKResults mine;
+          Status st = group->Search(small_view, 10, &mine);
+          if (!st.ok() || !SameResults(small_expected, mine)) ++wrong;
+        }
+      });
+    }
+    for (std::thread& t : callers) t.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_TRUE(group->Report()[1].dropped);
   }
-  for (std::thread& t : callers) t.join();
-  EXPECT_EQ(wrong.load(), 0);
-  EXPECT_TRUE(group->Report()[1].dropped);
+}
+
+// A call waiting for a member's seat stops when its own check asks, and an
+// exclusive caller that gives up lets searches in again.
+TEST(MemberSeats, AWaitStopsWhenItsCallIsCancelled) {
+  std::atomic<bool> ask{false};
+  CancelCheck check;
+  check.fn = [](void* arg) { return static_cast<std::atomic<bool>*>(arg)->load() ? 1 : 0; };
+  check.arg = &ask;
+  const auto ask_after = [&ask](int ms) {
+    return std::thread([&ask, ms] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      ask = true;
+    });
+  };
+  using Clock = std::chrono::steady_clock;
+  MemberSeats seats;
+  ASSERT_TRUE(seats.TakeExclusive(CancelCheck()));
+  auto t0 = Clock::now();
+  std::thread asker = ask_after(30);
+  EXPECT_FALSE(seats.Take(2, check)) << "no seat while the member is held alone";
+  const double waited_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  asker.join();
+  EXPECT_GE(waited_ms, 25.0);
+  EXPECT_LT(waited_ms, 130.0) << "stopped within 100 ms of its cancel";
+  seats.ReleaseExclusive();
+
+  ask = false;
+  ASSERT_TRUE(seats.Take(2, CancelCheck()));  // a search in the member
+  t0 = Clock::now();
+  asker = ask_after(30);
+  EXPECT_FALSE(seats.TakeExclusive(check));
+  const double gave_up_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  EXPECT_LT(gave_up_ms, 130.0);
+  asker.join();
+  EXPECT_TRUE(seats.TryTake(2)) << "searches come in again once the exclusive caller gave up";
+  seats.Release();
+  seats.Release();
+  EXPECT_TRUE(seats.TakeExclusive(CancelCheck()));
+  seats.ReleaseExclusive();
 }
 
 }  // namespace

@@ -127,10 +127,13 @@ class MemberSeats {
   // A search's seat if fewer than `below` are taken and no exclusive call
   // holds or waits for the member.
   bool TryTake(int32_t below);
-  // A search's seat once fewer than `limit` are taken.
-  void Take(int32_t limit);
+  // A search's seat once fewer than `limit` are taken; false (no seat) when
+  // cancel asks while it waits (polled every few milliseconds).
+  bool Take(int32_t limit, const CancelCheck& cancel);
   void Release();
-  void TakeExclusive();
+  // The member alone once every search in it has left; false (nothing
+  // taken) when cancel asks while it waits.
+  bool TakeExclusive(const CancelCheck& cancel);
   void ReleaseExclusive();
 
  private:
@@ -159,10 +162,11 @@ class SeatHold {
     return *this;
   }
   ~SeatHold() { Leave(); }
-  // The member alone, once every search in it has left.
-  static SeatHold Exclusive(MemberSeats* seats) {
-    seats->TakeExclusive();
-    return SeatHold(seats, true);
+  // The member alone (TakeExclusive) into *hold; false when cancel asked.
+  static bool Exclusive(MemberSeats* seats, const CancelCheck& cancel, SeatHold* hold) {
+    if (!seats->TakeExclusive(cancel)) return false;
+    *hold = SeatHold(seats, true);
+    return true;
   }
   void Leave() {
     if (seats_ == nullptr) return;
@@ -258,7 +262,13 @@ class MultiDeviceEngine final : public Engine {
   Status SearchReplicated(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
   Status SearchSharded(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
   Status SearchOnHost(const genie_query_batch& batch, int32_t k, const CancelCheck* cancel, TopKResults* out);
-  Slot* TakeFreeMember(const std::vector<Slot*>& live, SeatHold* hold);
+  // nullptr when cancel asked while every member was full.
+  Slot* TakeFreeMember(const std::vector<Slot*>& live, const CancelCheck& cancel, SeatHold* hold);
+  // Every one of slots alone, in their order, into *holds; Cancelled()
+  // (none held) when cancel asks while it waits.
+  static Status TakeAlone(const std::vector<Slot*>& slots, const CancelCheck& cancel, std::vector<SeatHold>* holds);
+  // The call's check, or the group's own for a call without one.
+  const CancelCheck& CheckOf(const CancelCheck* cancel) const { return cancel != nullptr ? *cancel : cancel_; }
   // The searches a member takes at once.
   static int32_t SeatsOf(const Slot& slot) {
     return slot.member.engine != nullptr && slot.member.engine->ConcurrentSearches() ? kCallsPerMember : 1;
