@@ -339,9 +339,11 @@ start(CycleBatch *b)
 	bool		alone = false;
 
 	Assert(r >= 0 && b == &state.batches[state.cur]);
-	/* (before the start makes the batch's engines; with one GPU, no matter) */
-	if (state.n_gpus > 1)
-		(void) genie_worker_batch_wants_gpu(&state, b, &alone);
+	/*
+	 * (before the start makes the batch's engines): a scan of stored values
+	 * or a first search runs alone on the GPUs, as can_start keeps it
+	 */
+	(void) genie_worker_batch_wants_gpu(&state, b, &alone);
 	if (genie_worker_start_batch(&state, b, &state.runners[r], &uses_gpu))
 	{
 		state.in_flight[r] = b;

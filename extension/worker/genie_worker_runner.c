@@ -6,8 +6,9 @@
  *	  writes the previous batch's answers, so that the engine is busy back
  *	  to back under load instead of waiting for the worker's bookkeeping;
  *	  with several, the CPU engine searches several batches at once (its
- *	  calls run concurrently), a device group one a GPU (can_start in
- *	  genie_worker.c), a lone GPU engine one at a time.
+ *	  calls run concurrently), and a GPU takes a second batch while one
+ *	  runs, the second's host work done meanwhile (can_start in
+ *	  genie_worker.c).
  *
  * A thread calls only the C API (genie_engine_search, and for scans and range
  * searches of stored values genie_value_set_scan and genie_value_set_within,
@@ -102,8 +103,8 @@ genie_runner_abandon_all(void)
 
 /*
  * The engines' cancel callback: stop when every backend of every call
- * searching the engine withdrew (with none, an upload: never).  The CPU
- * engine's searches poll their own job's instead (genie_worker_job_cancelled).
+ * searching the engine withdrew (with none, an upload: never).  Searches
+ * poll their own job's instead (genie_worker_job_cancelled).
  */
 int
 genie_cancel_group_cancelled(void *arg)
@@ -247,7 +248,7 @@ genie_run_job(SearchJob *job, int searcher)
 	/* the engine's cancel callback reads these: the backends it serves */
 	genie_cancel_group_set(group, searcher, job->members, job->n_members);
 	job->results = NULL;
-	/* and where calls run concurrently (the CPU engine), the job's own */
+	/* and the search its own job's: it stops when its backends withdrew */
 	job->status = genie_engine_search_with_cancel(s->engines[job->kind], &job->batch, job->k,
 												  genie_worker_job_cancelled, job,
 												  &job->results, &job->err);
