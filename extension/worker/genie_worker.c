@@ -287,9 +287,9 @@ n_in_flight(void)
  * bench/service-ab-h200.txt).  Up to GENIE_SERVICE_CPU_BATCHES CPU engine
  * batches run side by side.  With several GPUs, batches of match counts
  * run side by side, each on a GPU of its index's device group
- * (genie/multi_device.hpp); scans of stored values, a first search (its
- * index's GPU engine made as it starts), and sharded indexes (every GPU in
- * each call) keep to one GPU batch at a time.
+ * (genie/multi_device.hpp).  On any number of GPUs, scans of stored values,
+ * a first search (its index's GPU engine made as it starts), and sharded
+ * indexes (every GPU in each call) keep to one GPU batch at a time.
  */
 static bool
 can_start(CycleBatch *b)

@@ -57,7 +57,7 @@ typedef struct TakenRequest
 /*
  * Batches a GPU takes at once: one on the device, and one whose engine
  * call does its host work (its queries compiled and prepared) meanwhile,
- * then waits for the device (genie/gpu_engine.hpp).
+ * then waits for the device (gpu/src/host_stage.cpp).
  */
 #define GENIE_SERVICE_GPU_CALLS 2
 

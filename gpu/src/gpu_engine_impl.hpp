@@ -541,11 +541,13 @@ class GpuEngine final : public Engine {
   Config config_;  // set_match_min_postings may change (SetSetMatchMinPostings)
   const int threads_;  // host threads for compiling and preparing batches
   const CancelCheck engine_cancel_;  // the engine's (EngineOptions::cancel)
-  // The device's call lock (DeviceCallLock), held by the call that uses the
-  // device and the engine's state below (every entry point but a search's
-  // host stage): one call at a time on the device, whichever engine of the
-  // process makes it (each sizes its state from the memory the device has
-  // free, and its scope's end waits for the whole device).
+  // The device's call lock (DeviceCallLock), held by Upload, Drop,
+  // MatchSet, a search past its host stage and the setters: one call at a
+  // time on the device, whichever engine of the process makes it (each
+  // sizes its state from the memory the device has free, and its scope's
+  // end waits for the whole device).  index_ and resident_ are read
+  // outside it: only Upload and Drop write them, never beside a search (the
+  // C API's and a device group's exclusive locks).
   std::timed_mutex& device_lock_;
   CancelCheck cancel_;  // the check of the call holding device_lock_
   std::shared_ptr<const InvertedIndex> index_;
