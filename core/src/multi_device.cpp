@@ -283,22 +283,30 @@ bool MemberSeats::TryTake(int32_t below) {
 }
 
 namespace {
-// How often a seat's wait polls its cancel check.
-constexpr auto kSeatPoll = std::chrono::milliseconds(5);
+
+// Waits on freed under lock while blocked() holds, polling cancel every
+// 5 ms (outside the lock: the check is the caller's code); false when it
+// asked while still blocked.
+template <typename Blocked>
+bool WaitWhile(std::unique_lock<std::mutex>* lock, std::condition_variable* freed, Blocked blocked,
+               const CancelCheck& cancel) {
+  while (blocked()) {
+    freed->wait_for(*lock, std::chrono::milliseconds(5));
+    if (!blocked()) break;
+    lock->unlock();
+    const bool asked = cancel.requested();
+    lock->lock();
+    if (asked && blocked()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool MemberSeats::Take(int32_t limit, const CancelCheck& cancel) {
   std::unique_lock<std::mutex> lock(mutex_);
-  const auto full = [&] { return exclusive_ || exclusive_waiting_ > 0 || taken_ >= limit; };
-  while (full()) {
-    freed_.wait_for(lock, kSeatPoll);
-    if (!full()) break;
-    // (the check is the caller's code: not under the seats' mutex)
-    lock.unlock();
-    const bool asked = cancel.requested();
-    lock.lock();
-    if (asked && full()) return false;
-  }
+  if (!WaitWhile(&lock, &freed_, [&] { return exclusive_ || exclusive_waiting_ > 0 || taken_ >= limit; }, cancel))
+    return false;
   ++taken_;
   return true;
 }
@@ -313,22 +321,14 @@ void MemberSeats::Release() {
 
 bool MemberSeats::TakeExclusive(const CancelCheck& cancel) {
   std::unique_lock<std::mutex> lock(mutex_);
-  const auto busy = [&] { return exclusive_ || taken_ > 0; };
   ++exclusive_waiting_;
-  while (busy()) {
-    freed_.wait_for(lock, kSeatPoll);
-    if (!busy()) break;
-    lock.unlock();
-    const bool asked = cancel.requested();
-    lock.lock();
-    if (asked && busy()) {
-      --exclusive_waiting_;  // the searches it kept out may come in again
-      lock.unlock();
-      freed_.notify_all();
-      return false;
-    }
-  }
+  const bool taken = WaitWhile(&lock, &freed_, [&] { return exclusive_ || taken_ > 0; }, cancel);
   --exclusive_waiting_;
+  if (!taken) {
+    lock.unlock();
+    freed_.notify_all();  // the searches it kept out may come in again
+    return false;
+  }
   exclusive_ = true;
   return true;
 }
