@@ -73,6 +73,8 @@
 //   host work with another's kernels; everything that touches the device
 //   or the engine's mutable state runs under the lock, one call at a time,
 //   with that call's cancel check, which is also polled while it waits.
+//   A call that starts beside others on its device compiles on its own
+//   thread, not the pool (CallUnderWay).
 //
 // * Multiple loading.  The index is uploaded when it leaves the room a
 //   batch's state needs (ResidentLimit: under an explicit budget an eighth
@@ -91,6 +93,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
 #include <memory>
@@ -212,6 +215,16 @@ std::timed_mutex& DeviceCallLock(int device) {
   return locks[static_cast<unsigned>(device) % 64];
 }
 
+static std::atomic<int32_t>& CallsUnderWay(int device) {
+  static std::atomic<int32_t> counts[64];  // as DeviceCallLock's table
+  return counts[static_cast<unsigned>(device) % 64];
+}
+
+CallUnderWay::CallUnderWay(int device)
+    : count_(CallsUnderWay(device)), others_(count_.fetch_add(1, std::memory_order_relaxed)) {}
+
+CallUnderWay::~CallUnderWay() { count_.fetch_sub(1, std::memory_order_relaxed); }
+
 Status GpuEngine::TakeDevice(const CancelCheck& cancel, std::unique_lock<std::timed_mutex>* lock) {
   std::unique_lock<std::timed_mutex> held(device_lock_, std::defer_lock);
   while (!held.try_lock_for(std::chrono::milliseconds(5))) {
@@ -229,8 +242,10 @@ Status GpuEngine::SearchWith(const genie_query_batch& batch, int32_t k, const Ca
   const auto start = std::chrono::steady_clock::now();
   try {
     // Before the device is ours: another call's kernels may be running.
+    const CallUnderWay under_way(device_);
     HostStage host;
-    if (TakesHostStage(batch.n_queries)) GENIE_RETURN_IF_ERROR(RunHostStage(batch, cancel, &host));
+    if (TakesHostStage(batch.n_queries))
+      GENIE_RETURN_IF_ERROR(RunHostStage(batch, under_way.others() > 0 ? 1 : threads_, cancel, &host));
     std::unique_lock<std::timed_mutex> device;
     GENIE_RETURN_IF_ERROR(TakeDevice(cancel, &device));
     cancel_ = cancel;

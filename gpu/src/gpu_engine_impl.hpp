@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -195,6 +196,26 @@ Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, in
 
 // The lock of CUDA ordinal device's calls, one a device for the process.
 std::timed_mutex& DeviceCallLock(int device);
+// A search call of the process's GPU engines on one device under way,
+// from its start to its end; others: how many were under way on the
+// device when it started.  A call beside others does its host stage on
+// its own thread: the calls are the parallelism then (the genie service's
+// runners), and waking pool threads for each one's few hundred
+// microseconds cost the loaded host more CPU than it saved
+// (bench/service-inline-h200.txt).  A lone call, or one per device of a
+// batch split over a device group, keeps the pool.
+class CallUnderWay {
+ public:
+  explicit CallUnderWay(int device);
+  ~CallUnderWay();
+  CallUnderWay(const CallUnderWay&) = delete;
+  CallUnderWay& operator=(const CallUnderWay&) = delete;
+  int32_t others() const { return others_; }
+
+ private:
+  std::atomic<int32_t>& count_;
+  int32_t others_;
+};
 
 class GpuEngine final : public Engine {
  public:
@@ -277,7 +298,9 @@ class GpuEngine final : public Engine {
   // Whether a call of n queries takes the resident tiled path whose host
   // work HostStage holds (below the pipelined search's size).
   bool TakesHostStage(int32_t n_queries) const;
-  Status RunHostStage(const genie_query_batch& batch, const CancelCheck& cancel, HostStage* out) const;
+  // threads: threads_, or 1 for a call beside others (CallUnderWay)
+  Status RunHostStage(const genie_query_batch& batch, int threads, const CancelCheck& cancel,
+                      HostStage* out) const;
 
   Status SearchWith(const genie_query_batch& batch, int32_t k, const CancelCheck& cancel, TopKResults* out);
   // The device's lock for a call whose check is cancel: Cancelled() when

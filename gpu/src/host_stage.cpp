@@ -199,13 +199,14 @@ bool GpuEngine::TakesHostStage(int32_t n_queries) const {
          n_queries < 2 * kPipelineQueries && index_->num_objects() > 0;
 }
 
-Status GpuEngine::RunHostStage(const genie_query_batch& batch, const CancelCheck& cancel, HostStage* out) const {
+Status GpuEngine::RunHostStage(const genie_query_batch& batch, int threads, const CancelCheck& cancel,
+                               HostStage* out) const {
   using Ms = std::chrono::duration<double, std::milli>;
   const InvertedIndex& index = *index_;
   const auto t0 = std::chrono::steady_clock::now();
-  GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, SplitLength(index), threads_, cancel, &out->compiled));
+  GENIE_RETURN_IF_ERROR(CompileQueries(index, batch, SplitLength(index), threads, cancel, &out->compiled));
   const auto t1 = std::chrono::steady_clock::now();
-  GENIE_RETURN_IF_ERROR(Prepare(out->compiled, index.keyword_offsets(), /*keep_runs=*/true, threads_, cancel, &out->prep));
+  GENIE_RETURN_IF_ERROR(Prepare(out->compiled, index.keyword_offsets(), /*keep_runs=*/true, threads, cancel, &out->prep));
   out->compile_ms = Ms(t1 - t0).count();
   out->prepare_ms = Ms(std::chrono::steady_clock::now() - t1).count();
   out->ready = true;

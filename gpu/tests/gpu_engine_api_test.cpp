@@ -22,7 +22,12 @@ namespace genie {
 namespace {
 
 using testing::Csr;
+using testing::DataSpec;
 using testing::MakeIndex;
+using testing::QuerySpec;
+using testing::RandomBatch;
+using testing::RandomCsr;
+using testing::SameResults;
 
 TEST(GpuEngineApi, ListDevicesNeverFails) {
   const auto devices = ListGpuDevices();  // must not crash without a driver
@@ -297,6 +302,64 @@ TEST(GpuEngineApi, ACallWaitingForTheDeviceStopsOnItsOwnCancel) {
   // and the device is free again: the small batch answers
   ASSERT_TRUE(engine->Search(small_view, 10, &waited_out).ok());
   EXPECT_EQ(waited_out.num_queries(), 8);
+}
+
+// Calls side by side on one device: each answers what the CPU engine
+// does, whether its host stage ran on the pool (alone) or on its own
+// thread (beside others: CallUnderWay), with batches of more ranges than
+// the calling thread takes on its own alone (kInlineHostWork).
+TEST(GpuEngineApi, CallsSideBySideAnswerAsTheCpuEngine) {
+  SKIP_WITHOUT_GPU();
+  DataSpec data;
+  data.objects = 40000;
+  data.max_length = 16;
+  data.universe = 600;
+  data.zipf = 0.8;
+  data.keyword_base = 0;
+  const auto index = MakeIndex(RandomCsr(41, data));
+  auto cpu = MakeCpuEngine(EngineOptions());
+  ASSERT_TRUE(cpu->Upload(index).ok());
+  Status status;
+  auto gpu = MakeGpuEngine(EngineOptions(), &status);
+  ASSERT_NE(gpu, nullptr) << status.message();
+  ASSERT_TRUE(gpu->Upload(index).ok());
+  std::vector<QueryBatch> batches;
+  std::vector<TopKResults> expected;
+  for (uint32_t b = 0; b < 4; ++b) {
+    QuerySpec spec;
+    spec.queries = 96 + 64 * static_cast<int32_t>(b);  // 96-288 queries of up to 24 ranges
+    spec.max_items = 24;
+    spec.max_ranges = 1;
+    spec.max_width = 3;
+    spec.lo_min = 0;
+    spec.lo_max = 620;
+    batches.push_back(RandomBatch(300 + b, spec));
+    expected.emplace_back();
+    ASSERT_TRUE(cpu->Search(batches.back().View(), 20, &expected.back()).ok());
+    TopKResults alone;
+    ASSERT_TRUE(gpu->Search(batches.back().View(), 20, &alone).ok());
+    EXPECT_TRUE(SameResults(expected.back(), alone)) << "batch " << b << " alone";
+  }
+  std::vector<genie_query_batch> views;
+  for (const QueryBatch& b : batches) views.push_back(b.View());
+  std::atomic<int> wrong{0}, failed{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([&, c] {
+      for (int i = 0; i < 25; ++i) {
+        const std::size_t b = static_cast<std::size_t>((c + i) % 4);
+        TopKResults got;
+        if (!gpu->Search(views[b], 20, &got).ok()) {
+          ++failed;
+        } else if (!SameResults(expected[b], got)) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(GpuEngineApi, CApiGpuEngine) {
