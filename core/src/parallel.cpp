@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -51,7 +52,11 @@ bool StartBlocked(std::vector<std::thread>* threads, Fn&& fn) noexcept {
 // per handful of queries) would pay on every call.  One job at a time; a
 // caller that finds the pool busy (a nested or concurrent call) tries the
 // next pool (RunOnAPool).  The pool is never destroyed: its threads
-// sleep on a condition variable and end with the process.
+// sleep on a condition variable each and end with the process.  A job
+// wakes only the workers it wants: a job of a few tasks on a pool of a
+// host's 16 or more threads woke every one of them (one condition
+// variable), and on a loaded host those wake-ups cost more CPU than the
+// job (bench/pool-wake-2core.txt).
 class Pool {
  public:
   // Runs worker on `helpers` pool threads besides the caller's, or returns
@@ -63,7 +68,18 @@ class Pool {
       std::lock_guard<std::mutex> lock(mutex_);
       while (static_cast<int32_t>(threads_.size()) < helpers) {
         const std::size_t slot = threads_.size();
-        if (!StartBlocked(&threads_, [this, slot] { Loop(slot); })) break;
+        // (the worker's condition variable first: its thread waits on it)
+        std::unique_ptr<std::condition_variable> wake(new (std::nothrow) std::condition_variable());
+        if (wake == nullptr) break;
+        try {
+          wakes_.push_back(std::move(wake));
+        } catch (const std::bad_alloc&) {
+          break;
+        }
+        if (!StartBlocked(&threads_, [this, slot] { Loop(slot); })) {
+          wakes_.pop_back();
+          break;
+        }
       }
       helpers = std::min<int32_t>(helpers, static_cast<int32_t>(threads_.size()));
       job_ = &worker;
@@ -71,7 +87,8 @@ class Pool {
       running_ = helpers;
       ++generation_;
     }
-    wake_.notify_all();
+    // (wakes_ changes only in Run, which busy_ keeps to one caller)
+    for (int32_t i = 0; i < helpers; ++i) wakes_[static_cast<std::size_t>(i)]->notify_one();
     worker();
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [this] { return running_ == 0; });
@@ -86,10 +103,12 @@ class Pool {
       const std::function<void()>* job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        // a worker takes part when its slot is among the job's helpers
-        wake_.wait(lock, [&] { return generation_ != seen; });
+        std::condition_variable& wake = *wakes_[slot];
+        // a worker takes part, once, in a job whose helpers its slot is
+        // among (Run waits for every one of them, so the job cannot pass
+        // it by)
+        wake.wait(lock, [&] { return generation_ != seen && slot < static_cast<std::size_t>(wanted_); });
         seen = generation_;
-        if (slot >= static_cast<std::size_t>(wanted_)) continue;
         job = job_;
       }
       (*job)();
@@ -100,7 +119,8 @@ class Pool {
 
   std::mutex busy_;   // held by the caller of Run for the whole job
   std::mutex mutex_;  // the fields below
-  std::condition_variable wake_, done_;
+  std::condition_variable done_;
+  std::vector<std::unique_ptr<std::condition_variable>> wakes_;  // one a worker, by slot
   std::vector<std::thread> threads_;
   const std::function<void()>* job_ = nullptr;
   int32_t wanted_ = 0, running_ = 0;

@@ -3,6 +3,7 @@
 // and the C API reports GENIE_CANCELLED.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -108,6 +109,47 @@ TEST(ParallelFor, ZeroThreadsIsEveryCore) {
     return Status::Ok();
   }).ok());
   EXPECT_GE(seen.size(), 2u);
+}
+
+// The pools wake only the workers a job wants: jobs of every size from
+// several callers at once, after the pools grew to 23 workers, each index
+// run exactly once by as many threads as the job asked for at most, and
+// every call returns (a worker left out of one job takes part in a later
+// one that wants it).
+TEST(ParallelFor, JobsOfEverySizeFromSeveralCallers) {
+  // grow a pool (or several) to 23 workers
+  std::atomic<int64_t> grown{0};
+  ASSERT_TRUE(ParallelFor(24, 24, [&](int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ++grown;
+    return Status::Ok();
+  }).ok());
+  ASSERT_EQ(grown.load(), 24);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 6; ++c) {
+    callers.emplace_back([&, c] {
+      std::mt19937 rng(static_cast<uint32_t>(77 + c));
+      for (int i = 0; i < 300; ++i) {
+        const int64_t n = std::uniform_int_distribution<int64_t>(1, 40)(rng);
+        const int32_t threads = std::uniform_int_distribution<int32_t>(1, 24)(rng);
+        std::vector<std::atomic<int>> runs(static_cast<std::size_t>(n));
+        std::mutex mutex;
+        std::set<std::thread::id> ran_on;
+        const Status s = ParallelFor(n, threads, [&](int64_t j) {
+          ++runs[static_cast<std::size_t>(j)];
+          std::lock_guard<std::mutex> lock(mutex);
+          ran_on.insert(std::this_thread::get_id());
+          return Status::Ok();
+        });
+        bool ok = s.ok() && static_cast<int64_t>(ran_on.size()) <= std::min<int64_t>(n, threads);
+        for (const auto& r : runs) ok = ok && r.load() == 1;
+        if (!ok) ++wrong;
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(Cancel, CpuEngineStopsAtOnceAndMidway) {
