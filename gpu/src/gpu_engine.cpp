@@ -215,15 +215,39 @@ std::timed_mutex& DeviceCallLock(int device) {
   return locks[static_cast<unsigned>(device) % 64];
 }
 
-static std::atomic<int32_t>& CallsUnderWay(int device) {
-  static std::atomic<int32_t> counts[64];  // as DeviceCallLock's table
+namespace {
+
+// The search calls under way on each device, as DeviceCallLock's table.
+std::atomic<int32_t>& CallCountOn(int device) {
+  static std::atomic<int32_t> counts[64];
   return counts[static_cast<unsigned>(device) % 64];
 }
 
-CallUnderWay::CallUnderWay(int device)
-    : count_(CallsUnderWay(device)), others_(count_.fetch_add(1, std::memory_order_relaxed)) {}
+// A search call of the process's GPU engines on one device, from its start
+// to its end; others: how many were under way on the device when it
+// started.  A call beside others does its host stage on its own thread:
+// the calls are the parallelism then (the genie service's runners), and
+// waking pool threads for each one's few hundred microseconds cost the
+// loaded host more CPU than it saved (bench/service-inline-h200.txt: every
+// host stage inline; bench/service-under-way-h200.txt: this rule).  A lone
+// call, or one per device of a batch split over a device group, keeps the
+// pool.  (Read once, at the start: a call that starts just before another
+// ends stays on its thread.)
+class CallUnderWay {
+ public:
+  explicit CallUnderWay(int device)
+      : count_(CallCountOn(device)), others_(count_.fetch_add(1, std::memory_order_relaxed)) {}
+  ~CallUnderWay() { count_.fetch_sub(1, std::memory_order_relaxed); }
+  CallUnderWay(const CallUnderWay&) = delete;
+  CallUnderWay& operator=(const CallUnderWay&) = delete;
+  int32_t others() const { return others_; }
 
-CallUnderWay::~CallUnderWay() { count_.fetch_sub(1, std::memory_order_relaxed); }
+ private:
+  std::atomic<int32_t>& count_;
+  int32_t others_;
+};
+
+}  // namespace
 
 Status GpuEngine::TakeDevice(const CancelCheck& cancel, std::unique_lock<std::timed_mutex>* lock) {
   std::unique_lock<std::timed_mutex> held(device_lock_, std::defer_lock);

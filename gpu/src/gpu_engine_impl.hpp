@@ -17,7 +17,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -196,27 +195,6 @@ Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, in
 
 // The lock of CUDA ordinal device's calls, one a device for the process.
 std::timed_mutex& DeviceCallLock(int device);
-// A search call of the process's GPU engines on one device under way,
-// from its start to its end; others: how many were under way on the
-// device when it started.  A call beside others does its host stage on
-// its own thread: the calls are the parallelism then (the genie service's
-// runners), and waking pool threads for each one's few hundred
-// microseconds cost the loaded host more CPU than it saved
-// (bench/service-inline-h200.txt).  A lone call, or one per device of a
-// batch split over a device group, keeps the pool.
-class CallUnderWay {
- public:
-  explicit CallUnderWay(int device);
-  ~CallUnderWay();
-  CallUnderWay(const CallUnderWay&) = delete;
-  CallUnderWay& operator=(const CallUnderWay&) = delete;
-  int32_t others() const { return others_; }
-
- private:
-  std::atomic<int32_t>& count_;
-  int32_t others_;
-};
-
 class GpuEngine final : public Engine {
  public:
   GpuEngine(int device, const EngineOptions& options, const Config& config)

@@ -334,6 +334,9 @@ TEST(GpuEngineApi, CallsSideBySideAnswerAsTheCpuEngine) {
     spec.lo_min = 0;
     spec.lo_max = 620;
     batches.push_back(RandomBatch(300 + b, spec));
+    const genie_query_batch view = batches.back().View();
+    // more than a lone call compiles on its own thread (kInlineHostWork, 1,024 ranges)
+    ASSERT_GT(view.item_offsets[view.query_offsets[view.n_queries]], 1024) << "batch " << b;
     expected.emplace_back();
     ASSERT_TRUE(cpu->Search(batches.back().View(), 20, &expected.back()).ok());
     TopKResults alone;
