@@ -58,11 +58,11 @@ bool StartBlocked(std::vector<std::thread>* threads, Fn&& fn) noexcept {
 // had grown to a host's 15 or more workers woke every one of them, each
 // taking the mutex to go back to sleep, and on a loaded host those
 // wake-ups cost more CPU than the job (bench/pool-wake-2core.txt: 4 tasks
-// with threads 16, 1.2-1.4x faster, half the CPU).  Workers sleep in
+// with threads 16, 1.2-1.5x faster, about half the CPU).  Workers sleep in
 // groups by slot (0-1, 2-3, 4-7, 8-15, ...), and a job of h helpers
 // broadcasts to the groups of slots below h: fewer than 2h woken, in
 // log2(h) system calls.  (A job wanting every worker pays those extra
-// calls: 0.87x with 16 threads on 2 cores, likely because a woken group
+// calls: 0.87-0.97x with 16 threads on 2 cores, likely as a woken group
 // preempts the caller there before its next broadcast.)
 
 // A pool's workers at most (ResolveThreads' bound: a job has at most
