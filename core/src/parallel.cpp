@@ -107,7 +107,6 @@ class Pool {
   }
 
  private:
-
   void Loop(std::size_t slot) noexcept {
     std::condition_variable& wake = wakes_[Group(slot)];
     uint64_t seen = 0;

@@ -111,7 +111,7 @@ TEST(ParallelFor, ZeroThreadsIsEveryCore) {
   EXPECT_GE(seen.size(), 2u);
 }
 
-// The pools wake only the workers a job wants: jobs of every size from
+// The pools wake the groups of workers a job wants: jobs of every size from
 // several callers at once, after the pools grew to 23 workers, each index
 // run exactly once by as many threads as the job asked for at most, and
 // every call returns (a worker left out of one job takes part in a later

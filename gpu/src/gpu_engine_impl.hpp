@@ -195,6 +195,7 @@ Status Prepare(const CompiledQueries& cq, Span<int64_t> offs, bool keep_runs, in
 
 // The lock of CUDA ordinal device's calls, one a device for the process.
 std::timed_mutex& DeviceCallLock(int device);
+
 class GpuEngine final : public Engine {
  public:
   GpuEngine(int device, const EngineOptions& options, const Config& config)
