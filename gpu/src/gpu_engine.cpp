@@ -209,18 +209,19 @@ Status GpuEngine::Drop() {
   }
 }
 
-std::timed_mutex& DeviceCallLock(int device) {
-  // (ordinals beyond the table share a lock: correct, only less parallel)
-  static std::timed_mutex locks[64];
-  return locks[static_cast<unsigned>(device) % 64];
-}
-
 namespace {
 
-// The search calls under way on each device, as DeviceCallLock's table.
-std::atomic<int32_t>& CallCountOn(int device) {
-  static std::atomic<int32_t> counts[64];
-  return counts[static_cast<unsigned>(device) % 64];
+// What the process keeps a CUDA ordinal: its call lock and its search calls
+// under way (ordinals beyond the table share an entry: correct, only less
+// parallel).
+struct DeviceCalls {
+  std::timed_mutex lock;
+  std::atomic<int32_t> under_way{0};
+};
+
+DeviceCalls& CallsOn(int device) {
+  static DeviceCalls table[64];
+  return table[static_cast<unsigned>(device) % 64];
 }
 
 // A search call of the process's GPU engines on one device, from its start
@@ -236,7 +237,7 @@ std::atomic<int32_t>& CallCountOn(int device) {
 class CallUnderWay {
  public:
   explicit CallUnderWay(int device)
-      : count_(CallCountOn(device)), others_(count_.fetch_add(1, std::memory_order_relaxed)) {}
+      : count_(CallsOn(device).under_way), others_(count_.fetch_add(1, std::memory_order_relaxed)) {}
   ~CallUnderWay() { count_.fetch_sub(1, std::memory_order_relaxed); }
   CallUnderWay(const CallUnderWay&) = delete;
   CallUnderWay& operator=(const CallUnderWay&) = delete;
@@ -248,6 +249,8 @@ class CallUnderWay {
 };
 
 }  // namespace
+
+std::timed_mutex& DeviceCallLock(int device) { return CallsOn(device).lock; }
 
 Status GpuEngine::TakeDevice(const CancelCheck& cancel, std::unique_lock<std::timed_mutex>* lock) {
   std::unique_lock<std::timed_mutex> held(device_lock_, std::defer_lock);
