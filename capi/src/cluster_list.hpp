@@ -45,8 +45,10 @@ struct genie_cluster_list {
   // member_rows page-locked for streamed GPU searches (made by the first;
   // declared after the rows, so freed before them); under rows_mutex
   std::shared_ptr<genie::GpuHostRegistration> rows_pin;
-  std::mutex gpu_mutex;  // the members' device copy is made on first use; shared as the rows
-  std::shared_ptr<genie::GpuClusterMembers> gpu;
+  // the members' copy on each GPU (by CUDA ordinal), made on first use;
+  // shared as the rows
+  std::mutex gpu_mutex;
+  std::vector<std::shared_ptr<genie::GpuClusterMembers>> gpu;
 #endif
 };
 

@@ -10,6 +10,7 @@
 #include "cluster_list.hpp"
 #include "device_group.hpp"
 #include "genie/genie.h"
+#include "genie/multi_device.hpp"
 #include "genie/permutation.hpp"
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_permutation.hpp"
@@ -17,6 +18,7 @@
 #include "genie/string_scan.hpp"
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_string_scan.hpp"
+#include "range_group.hpp"
 #endif
 
 using genie::capi::AddStrings;
@@ -62,6 +64,11 @@ genie::Status GpuCopy(genie_strings* strings, int32_t device_ordinal, std::share
   return genie::Status::Ok();
 }
 
+// What a set's copy takes on a GPU, as a device group places it.
+uint64_t StringSetBytes(const genie::StringSet& set) {
+  return set.strings.code_points.size() * sizeof(genie::CodePoint) + set.strings.offsets.size() * sizeof(int64_t);
+}
+
 // The set's copies on the GPUs of a device group (capi/src/device_group.hpp),
 // made on first use and again when the options name other GPUs.
 genie::Status GroupCopies(genie_strings* strings, const std::vector<genie::capi::GroupDevice>& devices,
@@ -77,12 +84,49 @@ genie::Status GroupCopies(genie_strings* strings, const std::vector<genie::capi:
                      std::unique_ptr<genie::GpuStringSet>* gpu) {
     return genie::GpuStringSet::Create(rows, ordinal, gpu);
   };
-  const uint64_t bytes = set.strings.code_points.size() * sizeof(genie::CodePoint) +
-                         set.strings.offsets.size() * sizeof(int64_t);
-  GENIE_RETURN_IF_ERROR(
-      genie::capi::EnsureDeviceGroup(set, set.size(), bytes, devices, options, slice, make_gpu, &strings->group));
+  GENIE_RETURN_IF_ERROR(genie::capi::EnsureDeviceGroup(set, set.size(), StringSetBytes(set), devices, options, slice,
+                                                       make_gpu, &strings->group));
   *out = strings->group.get();
   return genie::Status::Ok();
+}
+
+// A range search's device pass on one GPU copy (capi/src/cluster_list.hpp):
+// queries [first_query, first_query + n_queries) over their length windows
+// (the plan's items are every object a query), and the queries past the
+// device's prepared pattern on the CPU engine.  gpu, set, queries, scan and
+// options must outlive the pass.
+genie::capi::RangeDevicePass WithinPass(genie::GpuStringSet* gpu, const genie::StringSet& set,
+                                        const genie::CodePointStrings& queries, const genie_range_scan* scan,
+                                        const genie::EngineOptions& options) {
+  return [gpu, &set, &queries, scan, &options](int32_t first_query, int32_t n_queries, const genie::RangePlan&,
+                                               std::vector<genie::RangeCandidate>* out, int64_t* computed) {
+    genie::CodePointStrings batch;
+    for (int32_t q = first_query; q < first_query + n_queries; ++q) batch.Add(queries.Get(q));
+    const genie::Span<uint8_t> excluded =
+        scan->excluded != nullptr ? genie::Span<uint8_t>(scan->excluded, static_cast<std::size_t>(set.size()))
+                                  : genie::Span<uint8_t>();
+    std::vector<int32_t> host;
+    GENIE_RETURN_IF_ERROR(gpu->Within(set, batch, scan->radius, excluded, out, &host, computed, options.cancel));
+    if (host.empty()) return genie::Status::Ok();
+    // queries past the device's prepared pattern: the CPU engine's range search
+    genie::CodePointStrings long_queries;
+    for (int32_t q : host) long_queries.Add(batch.Get(q));
+    genie::RangeRequest request;
+    request.n_queries = long_queries.size();
+    request.radius = scan->radius;
+    request.n_objects = set.size();
+    request.excluded = excluded;
+    genie::RangeResult found;
+    GENIE_RETURN_IF_ERROR(genie::CpuRangeSearch(genie::WholeList(set.size()),
+                                                genie::StringQueryMetrics(set.strings, long_queries, options.cancel),
+                                                request, options.threads, &found, options.cancel));
+    for (std::size_t i = 0; i < host.size(); ++i)
+      for (int64_t r = found.offsets[i]; r < found.offsets[i + 1]; ++r)
+        out->push_back(genie::RangeCandidate{host[i], found.objects[static_cast<std::size_t>(r)],
+                                             found.distances[static_cast<std::size_t>(r)]});
+    *computed += found.distances_computed;
+    return genie::Status::Ok();
+  };
 }
 
 // The scan over a device group: rows merged by distance, length, then id,
@@ -293,53 +337,54 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
     if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_AUTO && device != GENIE_ENGINE_GPU)
       return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
     if (device != GENIE_ENGINE_CPU && scan->candidate_offsets == nullptr) {
+      GENIE_RETURN_IF_ERROR(genie::capi::CheckPlacement(options));
+      // The device reads each query's length window whole, which beats any
+      // list on the CPU; a list's members are in no length order, so the
+      // device would gather them, and it is left unread.
+      genie_range_scan whole = *scan;
+      whole.list = nullptr;
+      const genie::StringSet& set = strings->set;
+      // Several GPUs, each with the whole set (the scans' copies): a batch's
+      // queries split among them.  A set that does not fit every GPU is
+      // searched on one.
+      genie::EngineOptions one = engine_options;
+      const auto devices = genie::capi::GroupDevices(&one);
+      const uint64_t set_bytes = StringSetBytes(set);
+      std::vector<uint64_t> capacities;
+      bool fits = true;
+      for (const auto& d : devices) {
+        capacities.push_back(d.capacity_bytes);
+        fits = fits && (d.capacity_bytes == 0 || set_bytes <= d.capacity_bytes);
+      }
+      if (!devices.empty() && fits &&
+          !genie::PlanPlacement(static_cast<genie::Placement>(engine_options.placement), set_bytes, set.size(),
+                                capacities)
+               .sharded) {
+        StringGroup* g = nullptr;
+        GENIE_RETURN_IF_ERROR(GroupCopies(strings, devices, engine_options, &g));
+        std::vector<genie::capi::RangeGroupMember> members;
+        for (const auto& c : g->copies)
+          if (!c->dropped && c->gpu != nullptr)
+            members.push_back({WithinPass(c->gpu.get(), set, queries, scan, engine_options), &c->dropped});
+        if (members.size() > 1)
+          return genie::capi::RangeSearchHandle(set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
+                                                genie::capi::GroupRangePass(std::move(members), false,
+                                                                            genie::capi::kMinRangeShareQueries * set.size()),
+                                                nullptr,
+                                                results);
+      }
       std::shared_ptr<genie::GpuStringSet> gpu;
       const genie::Status status = GpuCopy(strings, engine_options.device_ordinal, &gpu);
       // AUTO without a usable GPU searches on the CPU; every other failure goes to the caller
       if (!status.ok() && (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE)) return status;
-      if (status.ok()) {
-        // The device reads each query's length window whole, which beats
-        // any list on the CPU; a list's members are in no length order, so
-        // the device would gather them, and it is left unread.
-        genie_range_scan whole = *scan;
-        whole.list = nullptr;
-        const genie::StringSet& set = strings->set;
-        const genie::capi::RangeDevicePass device_pass =
-            [gpu, &set, &queries, scan, &engine_options](int32_t first_query, int32_t n_queries,
-                                                         const genie::RangePlan&,
-                                                         std::vector<genie::RangeCandidate>* out, int64_t* computed) {
-              genie::CodePointStrings batch;
-              for (int32_t q = first_query; q < first_query + n_queries; ++q) batch.Add(queries.Get(q));
-              const genie::Span<uint8_t> excluded =
-                  scan->excluded != nullptr
-                      ? genie::Span<uint8_t>(scan->excluded, static_cast<std::size_t>(set.size()))
-                      : genie::Span<uint8_t>();
-              std::vector<int32_t> host;
-              GENIE_RETURN_IF_ERROR(
-                  gpu->Within(set, batch, scan->radius, excluded, out, &host, computed, engine_options.cancel));
-              if (host.empty()) return genie::Status::Ok();
-              // queries past the device's prepared pattern: the CPU engine's range search
-              genie::CodePointStrings long_queries;
-              for (int32_t q : host) long_queries.Add(batch.Get(q));
-              genie::RangeRequest request;
-              request.n_queries = long_queries.size();
-              request.radius = scan->radius;
-              request.n_objects = set.size();
-              request.excluded = excluded;
-              genie::RangeResult found;
-              GENIE_RETURN_IF_ERROR(genie::CpuRangeSearch(
-                  genie::WholeList(set.size()), genie::StringQueryMetrics(set.strings, long_queries, engine_options.cancel),
-                  request, engine_options.threads, &found, engine_options.cancel));
-              for (std::size_t i = 0; i < host.size(); ++i)
-                for (int64_t r = found.offsets[i]; r < found.offsets[i + 1]; ++r)
-                  out->push_back(genie::RangeCandidate{host[i], found.objects[static_cast<std::size_t>(r)],
-                                                       found.distances[static_cast<std::size_t>(r)]});
-              *computed += found.distances_computed;
-              return genie::Status::Ok();
-            };
-        return genie::capi::RangeSearchHandle(set.size(), metrics, GENIE_ENGINE_GPU, options, &whole, device_pass,
-                                              nullptr, results);
-      }
+      if (status.ok())
+        return genie::capi::RangeSearchHandle(
+            set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
+            [gpu, pass = WithinPass(gpu.get(), set, queries, scan, engine_options)](
+                int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
+                std::vector<genie::RangeCandidate>* out,
+                int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); },
+            nullptr, results);
     }
 #endif
     return genie::capi::RangeSearchHandle(strings->set.size(), metrics, device, options, scan, nullptr, nullptr,

@@ -21,6 +21,7 @@
 #include "genie/vectors.hpp"
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_vector_scan.hpp"
+#include "range_group.hpp"
 #endif
 
 using genie::capi::Guarded;
@@ -139,6 +140,22 @@ genie::Status GroupCopies(genie_vectors* vectors, const std::vector<genie::capi:
   GENIE_RETURN_IF_ERROR(genie::capi::EnsureDeviceGroup(set, set.n, static_cast<uint64_t>(set.values.size()) * sizeof(float),
                                                        devices, options, slice, make_gpu, &vectors->group));
   *out = vectors->group.get();
+  return genie::Status::Ok();
+}
+
+// The list's members on GPU ordinal, copied there by the first search
+// that reads them on it; *out is the search's reference.
+genie::Status MembersOn(genie_cluster_list* list, int32_t ordinal, std::shared_ptr<genie::GpuClusterMembers>* out) {
+  if (ordinal < 0) return genie::Status::InvalidArgument("no GPU ordinal for the list's members");
+  std::lock_guard<std::mutex> lock(list->gpu_mutex);
+  if (list->gpu.size() <= static_cast<std::size_t>(ordinal)) list->gpu.resize(static_cast<std::size_t>(ordinal) + 1);
+  auto& on = list->gpu[static_cast<std::size_t>(ordinal)];
+  if (on == nullptr) {
+    std::unique_ptr<genie::GpuClusterMembers> made;
+    GENIE_RETURN_IF_ERROR(genie::GpuClusterMembers::Create(list->list.members, ordinal, &made));
+    on = std::move(made);
+  }
+  *out = on;
   return genie::Status::Ok();
 }
 
@@ -456,6 +473,57 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
     // given candidates are the CPU's (RangeSearchHandle): no device copy for them
     if (device != GENIE_ENGINE_CPU && scan->candidate_offsets == nullptr) {
       const genie::EngineOptions engine_options = ToEngineOptions(options);
+      GENIE_RETURN_IF_ERROR(genie::capi::CheckPlacement(options));
+      // Several GPUs: each holds the whole set (the kNN scans' copies) and
+      // reads a share of each batch's plan.  A set that does not fit every
+      // GPU is searched on one, streamed, below (no group copies made).
+      genie::EngineOptions one = engine_options;
+      const auto devices = genie::capi::GroupDevices(&one);
+      const uint64_t set_bytes = static_cast<uint64_t>(set.values.size()) * sizeof(float);
+      std::vector<uint64_t> capacities;
+      bool fits = true;
+      for (const auto& d : devices) {
+        capacities.push_back(d.capacity_bytes);
+        fits = fits && (d.capacity_bytes == 0 || set_bytes <= d.capacity_bytes);
+      }
+      if (!devices.empty() && fits &&
+          !genie::PlanPlacement(static_cast<genie::Placement>(engine_options.placement), set_bytes, set.n, capacities)
+               .sharded) {
+        VectorGroup* g = nullptr;
+        GENIE_RETURN_IF_ERROR(GroupCopies(vectors, devices, engine_options, &g));
+        std::vector<genie::capi::RangeGroupMember> members;
+        bool resident = !g->sharded;
+        for (const auto& c : g->copies) {
+          if (c->dropped || c->gpu == nullptr) continue;
+          resident = resident && c->gpu->parts() == 1;
+          std::shared_ptr<genie::GpuClusterMembers> on;  // this search's reference
+          if (scan->list != nullptr)
+            GENIE_RETURN_IF_ERROR(MembersOn(const_cast<genie_cluster_list*>(scan->list), c->device, &on));
+          genie::GpuVectorSet* copy = c->gpu.get();
+          members.push_back(genie::capi::RangeGroupMember{
+              [copy, vectors, scan, on, &engine_options](int32_t first_query, int32_t n_queries,
+                                                         const genie::RangePlan& plan,
+                                                         std::vector<genie::RangeCandidate>* out, int64_t*) {
+                genie::GpuRangeRequest request;
+                request.queries =
+                    scan->queries + static_cast<std::size_t>(first_query) * static_cast<std::size_t>(vectors->set.dim);
+                request.n_queries = n_queries;
+                request.radius = scan->radius;
+                request.device_members = on.get();
+                if (scan->list != nullptr) request.members = genie::Span<int32_t>(scan->list->list.members);
+                request.threads = engine_options.threads;
+                return copy->RangeCandidates(vectors->set, request, plan, out, engine_options.cancel);
+              },
+              &c->dropped});
+        }
+        if (resident && members.size() > 1)
+          return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries),
+                                                GENIE_ENGINE_GPU, options, scan,
+                                                genie::capi::GroupRangePass(std::move(members), true,
+                                                                            genie::capi::kMinRangeShareFloats / set.dim),
+                                                scan_all,
+                                                results);
+      }
       std::shared_ptr<genie::GpuVectorSet> gpu;
       genie::Status status = GpuCopy(vectors, engine_options, &gpu);
       // AUTO without a usable GPU searches on the CPU; every other failure goes to the caller
@@ -463,17 +531,9 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
       // a resident set reads the list's members on the device; a streamed
       // one gathers its rows by the host's
       std::shared_ptr<genie::GpuClusterMembers> members;
-      if (status.ok() && gpu->parts() == 1 && scan->list != nullptr) {
-        genie_cluster_list* list = const_cast<genie_cluster_list*>(scan->list);
-        std::lock_guard<std::mutex> lock(list->gpu_mutex);
-        if (list->gpu == nullptr || list->gpu->device() != engine_options.device_ordinal) {
-          std::unique_ptr<genie::GpuClusterMembers> made;
-          GENIE_RETURN_IF_ERROR(
-              genie::GpuClusterMembers::Create(list->list.members, engine_options.device_ordinal, &made));
-          list->gpu = std::move(made);
-        }
-        members = list->gpu;  // this search's reference
-      }
+      if (status.ok() && gpu->parts() == 1 && scan->list != nullptr)
+        GENIE_RETURN_IF_ERROR(
+            MembersOn(const_cast<genie_cluster_list*>(scan->list), engine_options.device_ordinal, &members));
       // a streamed set copies runs of the list's members from its rows in
       // the list's order, page-locked
       // (without them, for lack of host memory, the rows are gathered by id)

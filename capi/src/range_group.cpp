@@ -1,0 +1,125 @@
+// A range search's device pass over a device group (range_group.hpp).
+#include "range_group.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+
+#include "genie/multi_device.hpp"
+
+namespace genie {
+namespace capi {
+
+std::vector<RangePlanShare> SplitRangePlan(const RangePlan& plan, int32_t shares, bool cut_items,
+                                           int64_t min_members) {
+  int64_t total = 0;
+  for (const RangeItem& item : plan.items) total += item.count;
+  int64_t wanted = std::max<int64_t>(shares, 1);
+  if (min_members > 0) wanted = std::min(wanted, total / min_members);
+  wanted = std::max<int64_t>(wanted, 1);
+  // share j ends where the members before it reach total (j + 1) / wanted
+  auto end_of = [&](int64_t j) { return total * (j + 1) / wanted; };
+  std::vector<RangePlan> plans(static_cast<std::size_t>(wanted));
+  int64_t done = 0;
+  int64_t j = 0;
+  if (cut_items) {
+    for (const RangeItem& item : plan.items) {
+      RangeItem rest = item;
+      while (rest.count > 0) {
+        while (j < wanted - 1 && done >= end_of(j)) ++j;
+        const int64_t room = j == wanted - 1 ? rest.count : end_of(j) - done;
+        RangeItem piece = rest;
+        piece.count = static_cast<int32_t>(std::min<int64_t>(rest.count, room));
+        plans[static_cast<std::size_t>(j)].items.push_back(piece);
+        rest.begin += piece.count;
+        rest.count -= piece.count;
+        done += piece.count;
+      }
+    }
+  } else {
+    // a plan's items come query by query (PlanRangeSearch)
+    for (std::size_t i = 0; i < plan.items.size();) {
+      std::size_t end = i;
+      int64_t members = 0;
+      while (end < plan.items.size() && plan.items[end].query == plan.items[i].query)
+        members += plan.items[end++].count;
+      while (j < wanted - 1 && done >= end_of(j)) ++j;
+      auto& items = plans[static_cast<std::size_t>(j)].items;
+      items.insert(items.end(), plan.items.begin() + static_cast<std::ptrdiff_t>(i),
+                   plan.items.begin() + static_cast<std::ptrdiff_t>(end));
+      done += members;
+      i = end;
+    }
+  }
+  std::vector<RangePlanShare> out;
+  for (RangePlan& p : plans) {
+    if (p.items.empty()) continue;
+    int32_t first = p.items.front().query;
+    int32_t last = first;
+    for (const RangeItem& item : p.items) {
+      first = std::min(first, item.query);
+      last = std::max(last, item.query);
+    }
+    for (RangeItem& item : p.items) item.query -= first;
+    RangePlanShare share;
+    share.first_query = first;
+    share.n_queries = last - first + 1;
+    share.plan = std::move(p);
+    out.push_back(std::move(share));
+  }
+  return out;
+}
+
+RangeDevicePass GroupRangePass(std::vector<RangeGroupMember> members, bool cut_items, int64_t min_members) {
+  return [members = std::move(members), cut_items, min_members](
+             int32_t first_query, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
+             int64_t* computed) -> Status {
+    std::vector<const RangeGroupMember*> live;
+    for (const RangeGroupMember& m : members)
+      if (!m.dropped->load()) live.push_back(&m);
+    if (live.empty()) return Status::DeviceUnavailable("every GPU of the device group has failed");
+    const std::vector<RangePlanShare> shares =
+        SplitRangePlan(plan, static_cast<int32_t>(live.size()), cut_items, min_members);
+    std::vector<std::vector<RangeCandidate>> found(shares.size());
+    std::vector<int64_t> counted(shares.size());
+    auto run = [&](const RangeGroupMember& m, std::size_t i) {
+      const RangePlanShare& share = shares[i];
+      found[i].clear();
+      // what a pass that reads every member of its items computes (ListRange's rule)
+      counted[i] = 0;
+      for (const RangeItem& item : share.plan.items) counted[i] += item.count;
+      return m.pass(first_query + share.first_query, share.n_queries, share.plan, &found[i], &counted[i]);
+    };
+    std::vector<Status> statuses = RunEachConcurrently(
+        static_cast<int32_t>(shares.size()), [&](int32_t i) { return run(*live[static_cast<std::size_t>(i)], static_cast<std::size_t>(i)); });
+    for (std::size_t i = 0; i < shares.size(); ++i)
+      if (DeviceFailed(statuses[i])) live[i]->dropped->store(true);
+    // a lost GPU's share, again on a member left (one after another: a rare path)
+    for (std::size_t i = 0; i < shares.size(); ++i) {
+      while (DeviceFailed(statuses[i])) {
+        const RangeGroupMember* next = nullptr;
+        for (const RangeGroupMember& m : members)
+          if (!m.dropped->load()) {
+            next = &m;
+            break;
+          }
+        if (next == nullptr) return statuses[i];
+        statuses[i] = run(*next, i);
+        if (DeviceFailed(statuses[i])) next->dropped->store(true);
+      }
+    }
+    for (const Status& s : statuses) GENIE_RETURN_IF_ERROR(s);
+    *computed = 0;
+    for (std::size_t i = 0; i < shares.size(); ++i) {
+      for (RangeCandidate c : found[i]) {
+        c.query += shares[i].first_query;
+        out->push_back(c);
+      }
+      *computed += counted[i];
+    }
+    return Status::Ok();
+  };
+}
+
+}  // namespace capi
+}  // namespace genie

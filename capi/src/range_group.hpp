@@ -1,0 +1,61 @@
+// A range search's device pass over the GPUs of a device group (capi/src
+// only): the batch's plan is split among the GPUs by the members it reads,
+// each GPU's share runs at once on a thread of its own, and the candidates
+// are joined.  A range search's candidates are independent of one another
+// (FinishRangeSearch sorts them and drops duplicates), so a share may be
+// any run of the plan's items, even part of one query's: a single query
+// over every vector splits as well as a batch.  Plain C++ (the passes are
+// std::function), so capi/tests exercise it with stand-ins.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "cluster_list.hpp"
+
+namespace genie {
+namespace capi {
+
+// One GPU's share of a plan: queries [first_query, first_query + n_queries)
+// of the plan's, and the items (or parts of items) it reads, their queries
+// counted from first_query.
+struct RangePlanShare {
+  int32_t first_query = 0;
+  int32_t n_queries = 0;
+  RangePlan plan;
+};
+
+// The least work worth a GPU's share: its thread, launches and wait cost
+// about 0.15 ms (two H200s: one query over 200,000 vectors of 128 floats
+// took 0.32 ms split in two, 0.17 ms on one GPU; bench/range.md), so a
+// vector share reads at least 2^28 floats (about 1.5 ms of one GPU's
+// pass), and a string share at least 8 queries' windows.
+constexpr int64_t kMinRangeShareFloats = int64_t{1} << 28;
+constexpr int64_t kMinRangeShareQueries = 8;
+
+// plan split into at most `shares` shares, in order, of about equal
+// members (each item's count), none below min_members unless it is the
+// only one.  With cut_items a share may end inside an item (a vector pass
+// reads any run of members); without, every query's items go to one share
+// whole (a pass that reads whole queries: the strings' length windows).
+// The plan's counters stay with the caller.
+std::vector<RangePlanShare> SplitRangePlan(const RangePlan& plan, int32_t shares, bool cut_items,
+                                           int64_t min_members);
+
+// A GPU of the group: its pass (the single-GPU pass bound to its copy), and
+// its copy's flag that says it failed (DeviceFailed) and is out for good.
+struct RangeGroupMember {
+  RangeDevicePass pass;
+  std::atomic<bool>* dropped = nullptr;
+};
+
+// The group's pass: the plan split among the members not dropped
+// (SplitRangePlan), their shares run at once, the candidates joined in
+// share order and *computed summed.  A member whose share fails with a
+// device's failure is dropped and the share run again by another member;
+// with none left, the failure goes to the caller (as from one GPU).  Any
+// other failure (a cancel, out of memory) goes to the caller.
+RangeDevicePass GroupRangePass(std::vector<RangeGroupMember> members, bool cut_items, int64_t min_members);
+
+}  // namespace capi
+}  // namespace genie

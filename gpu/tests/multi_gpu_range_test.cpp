@@ -1,0 +1,189 @@
+// Range search over every GPU of the host (capi/src/range_group.hpp),
+// through the C API's device mask as the extension calls it: each GPU holds
+// the whole set and reads a share of each batch's plan, cut inside a query
+// where one query reads enough.  The rows equal the CPU engine's, row for
+// row and to the bit, for vectors (no list, a List of Superclusters, a list
+// of the first objects with the rest pending; excluded rows; one query,
+// batches, and more queries than one pass plans) and for strings; a mask of
+// one GPU still searches on that one.  Skipped where fewer than two GPUs
+// are usable.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "genie/genie.h"
+#include "genie/vector_fixture.hpp"
+#include "gpu_test_util.hpp"
+
+namespace genie {
+namespace {
+
+using testing::NearbyQueries;
+using testing::RandomVectors;
+using testing::VectorShape;
+
+int32_t UsableGpus() {
+  int32_t n = 0;
+  for (const genie_device_info& d : ListGpuDevices()) n += d.usable ? 1 : 0;
+  return n;
+}
+
+struct Rows {
+  std::vector<int64_t> offsets;
+  std::vector<int32_t> objects;
+  std::vector<double> distances;
+  genie_engine_kind device = GENIE_ENGINE_AUTO;
+};
+
+// The rows of call(&results, &err), a genie_*_within.
+template <typename Call>
+Rows Collect(const Call& call) {
+  genie_range_results* r = nullptr;
+  genie_error err{};
+  EXPECT_EQ(call(&r, &err), GENIE_OK) << err.message;
+  Rows out;
+  if (r == nullptr) return out;
+  out.offsets.assign(r->query_offsets, r->query_offsets + r->n_queries + 1);
+  out.objects.assign(r->objects, r->objects + out.offsets.back());
+  out.distances.assign(r->distances, r->distances + out.offsets.back());
+  out.device = r->device;
+  genie_range_results_free(r);
+  return out;
+}
+
+void ExpectSame(const Rows& cpu, const Rows& gpu, const std::string& what) {
+  EXPECT_EQ(cpu.device, GENIE_ENGINE_CPU) << what;
+  EXPECT_EQ(gpu.device, GENIE_ENGINE_GPU) << what;
+  ASSERT_EQ(cpu.offsets, gpu.offsets) << what;
+  EXPECT_EQ(cpu.objects, gpu.objects) << what;
+  EXPECT_EQ(cpu.distances, gpu.distances) << what;
+}
+
+TEST(MultiGpuRange, VectorsEqualTheCpuEngine) {
+  if (UsableGpus() < 2) GTEST_SKIP() << "fewer than two usable GPUs";
+  for (VectorShape shape : {VectorShape::kGaussian, VectorShape::kDuplicates}) {
+    std::mt19937 rng(900u + static_cast<uint32_t>(shape));
+    // 600 queries, and 154 of them, read enough for two shares (2^28 floats
+    // each), cut inside a query
+    const int32_t n = 70001, dim = 64, nq = 600;
+    const std::vector<float> values = RandomVectors(&rng, shape, n, dim);
+    const std::vector<float> queries = NearbyQueries(&rng, values, n, dim, nq, 0.05f);
+    genie_error err{};
+    genie_vectors *set = nullptr, *head = nullptr;
+    ASSERT_EQ(genie_vectors_create(values.data(), n, dim, &set, &err), GENIE_OK);
+    ASSERT_EQ(genie_vectors_create(values.data(), n - 5000, dim, &head, &err), GENIE_OK);
+    genie_cluster_list *lsc = nullptr, *partial = nullptr;
+    ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 8, nullptr, &lsc, &err), GENIE_OK);
+    ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 64, 4, nullptr, &partial, &err), GENIE_OK);
+    std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);
+    for (int32_t i = 0; i < n; i += 7) excluded[static_cast<std::size_t>(i)] = 1;
+    std::vector<double> all;
+    for (int32_t o = 0; o < n; ++o) all.push_back(genie_l2_distance(queries.data(), values.data() + o * dim, dim));
+    std::sort(all.begin(), all.end());
+    for (double radius : {all[20], all[700], std::numeric_limits<double>::infinity()}) {
+      for (const genie_cluster_list* list : {static_cast<const genie_cluster_list*>(nullptr),
+                                             static_cast<const genie_cluster_list*>(lsc),
+                                             static_cast<const genie_cluster_list*>(partial)}) {
+        // an infinite radius answers every row: one batch size is enough
+        for (int32_t count : radius == std::numeric_limits<double>::infinity() ? std::vector<int32_t>{3}
+                                                                                : std::vector<int32_t>{1, 154, nq}) {
+          genie_range_scan scan{};
+          scan.n_queries = count;
+          scan.queries = queries.data();
+          scan.radius = radius;
+          scan.excluded = count == 1 ? nullptr : excluded.data();
+          scan.list = list;
+          const std::string what = std::string("shape ") + testing::ShapeName(shape) + " radius " +
+                                   std::to_string(radius) + " queries " + std::to_string(count) +
+                                   (list == nullptr ? " no list" : list == lsc ? " lsc" : " partial");
+          const Rows cpu = Collect([&](genie_range_results** r, genie_error* e) {
+            return genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, r, e);
+          });
+          ASSERT_FALSE(cpu.offsets.empty()) << what;
+          EXPECT_GT(cpu.offsets.back(), 0) << what;
+          for (uint64_t mask : {~uint64_t{0}, uint64_t{2}}) {
+            genie_engine_options options{};
+            options.device_mask = mask;
+            ExpectSame(cpu,
+                       Collect([&](genie_range_results** r, genie_error* e) {
+                         return genie_vectors_within(set, GENIE_ENGINE_GPU, &options, &scan, r, e);
+                       }),
+                       what + " mask " + std::to_string(mask));
+          }
+        }
+      }
+    }
+    // the group's copies (a whole set on each GPU) beside GPU 1's own copy
+    EXPECT_GE(genie_vectors_device_bytes(set), 3 * values.size() * sizeof(float));
+    genie_cluster_list_free(lsc);
+    genie_cluster_list_free(partial);
+    genie_vectors_free(set);
+    genie_vectors_free(head);
+  }
+}
+
+// Words over a small alphabet (many ties), as text and offsets.
+struct Words {
+  std::string text;
+  std::vector<int64_t> offsets{0};
+  int32_t size() const { return static_cast<int32_t>(offsets.size()) - 1; }
+};
+
+Words RandomWords(std::mt19937* rng, int32_t n, int32_t max_length) {
+  static const char* const letters[] = {"a", "b", "c", "d", "\xc3\xa9"};  // and e-acute
+  Words words;
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t length = 1 + static_cast<int32_t>((*rng)() % static_cast<uint32_t>(max_length));
+    for (int32_t j = 0; j < length; ++j) words.text += letters[(*rng)() % 5];
+    words.offsets.push_back(static_cast<int64_t>(words.text.size()));
+  }
+  return words;
+}
+
+TEST(MultiGpuRange, StringsEqualTheCpuEngine) {
+  if (UsableGpus() < 2) GTEST_SKIP() << "fewer than two usable GPUs";
+  std::mt19937 rng(17);
+  const Words words = RandomWords(&rng, 60013, 12);
+  genie_error err{};
+  genie_strings* set = nullptr;
+  ASSERT_EQ(genie_strings_create(words.text.data(), words.offsets.data(), words.size(), &set, &err), GENIE_OK);
+  std::vector<uint8_t> excluded(static_cast<std::size_t>(words.size()), 0);
+  for (int32_t i = 0; i < words.size(); i += 5) excluded[static_cast<std::size_t>(i)] = 1;
+  // one query past the device's prepared pattern (300 code points): the CPU answers it
+  Words queries = RandomWords(&rng, 199, 14);
+  queries.text += std::string(300, 'a');
+  queries.offsets.push_back(static_cast<int64_t>(queries.text.size()));
+  for (int32_t radius : {0, 1, 2}) {
+    for (int32_t count : {1, 7, queries.size()}) {
+      genie_range_scan scan{};
+      scan.n_queries = count;
+      scan.query_text = queries.text.data();
+      scan.query_text_offsets = queries.offsets.data();
+      scan.radius = radius;
+      scan.excluded = excluded.data();
+      const std::string what = "radius " + std::to_string(radius) + " queries " + std::to_string(count);
+      const Rows cpu = Collect([&](genie_range_results** r, genie_error* e) {
+        return genie_strings_within(set, GENIE_ENGINE_CPU, nullptr, &scan, r, e);
+      });
+      ASSERT_FALSE(cpu.offsets.empty()) << what;
+      for (uint64_t mask : {~uint64_t{0}, uint64_t{2}}) {
+        genie_engine_options options{};
+        options.device_mask = mask;
+        ExpectSame(cpu,
+                   Collect([&](genie_range_results** r, genie_error* e) {
+                     return genie_strings_within(set, GENIE_ENGINE_GPU, &options, &scan, r, e);
+                   }),
+                   what + " mask " + std::to_string(mask));
+      }
+    }
+  }
+  genie_strings_free(set);
+}
+
+}  // namespace
+}  // namespace genie
