@@ -5,8 +5,12 @@
 // checked against the CPU's brute force.  RANGE_STREAM=F (F > 1) adds the
 // GPU methods over the set streamed under a device budget of 1/F of its
 // bytes (the paper's multi-pipeline: gpu-brute-streamed, gpu-lsc-streamed);
-// RANGE_BATCHES=1,154,1000 replaces the batch sizes; RANGE_KNN=k measures
-// the exact k nearest through the list instead (Knn below).
+// RANGE_BATCHES=1,154,1000 replaces the batch sizes; RANGE_GPUS=1 adds the
+// GPU methods on every GPU of the host (gpu-brute-all, gpu-lsc-all: each
+// GPU a whole copy, reading a share of each batch), "vs_one_gpu" against
+// GPU 0 alone; RANGE_METHODS=a,b keeps those methods (and cpu-brute, the
+// reference); RANGE_KNN=k measures the exact k nearest through the list
+// instead (Knn below).
 //   fmnist  Fashion-MNIST 60,000 x 784 (PATH: the folder of the idx files),
 //           queries: the test images;
 //   gauss   PATH data.f32,queries.f32 of bench/gen_lsh_workload.py --vectors
@@ -75,9 +79,10 @@ struct Run {
 };
 
 Run Within(const Data& d, genie_engine_kind device, int32_t first, int32_t count, double radius,
-           const genie_cluster_list* list, uint64_t budget = 0) {
+           const genie_cluster_list* list, uint64_t budget = 0, uint64_t mask = 0) {
   genie_engine_options options{};
   options.memory_budget_bytes = budget;
+  options.device_mask = mask;  // 0: GPU 0 alone
   genie_range_scan scan{};
   scan.n_queries = count;
   scan.radius = radius;
@@ -93,7 +98,7 @@ Run Within(const Data& d, genie_engine_kind device, int32_t first, int32_t count
   genie_range_results* r = nullptr;
   genie_error err{};
   const double t0 = Now();
-  Check(d.strings ? genie_strings_within(d.sset, device, nullptr, &scan, &r, &err)
+  Check(d.strings ? genie_strings_within(d.sset, device, &options, &scan, &r, &err)
                   : genie_vectors_within(d.vset, device, &options, &scan, &r, &err),
         err, "within");
   Run out;
@@ -294,18 +299,35 @@ int main(int argc, char** argv) {
     genie_engine_kind device;
     bool list;
     uint64_t budget;  // the device's (0: the default, the set resident)
+    uint64_t mask;    // the GPUs (0: GPU 0 alone)
   };
-  std::vector<Method> methods{{"cpu-brute", GENIE_ENGINE_CPU, false, 0}, {"cpu-lsc", GENIE_ENGINE_CPU, true, 0}};
+  std::vector<Method> methods{{"cpu-brute", GENIE_ENGINE_CPU, false, 0, 0}, {"cpu-lsc", GENIE_ENGINE_CPU, true, 0, 0}};
   if (gpu) {
-    methods.push_back({"gpu-brute", GENIE_ENGINE_GPU, false, 0});
-    if (!d.strings) methods.push_back({"gpu-lsc", GENIE_ENGINE_GPU, true, 0});
+    methods.push_back({"gpu-brute", GENIE_ENGINE_GPU, false, 0, 0});
+    if (!d.strings) methods.push_back({"gpu-lsc", GENIE_ENGINE_GPU, true, 0, 0});
+    // RANGE_GPUS=1: the same on every GPU of the host, each a whole copy
+    // reading a share of each batch (capi/src/range_group.hpp)
+    if (std::getenv("RANGE_GPUS") != nullptr && std::atoi(std::getenv("RANGE_GPUS")) > 0) {
+      methods.push_back({"gpu-brute-all", GENIE_ENGINE_GPU, false, 0, ~uint64_t{0}});
+      if (!d.strings) methods.push_back({"gpu-lsc-all", GENIE_ENGINE_GPU, true, 0, ~uint64_t{0}});
+    }
     const double fraction = std::getenv("RANGE_STREAM") != nullptr ? std::atof(std::getenv("RANGE_STREAM")) : 0;
     if (fraction > 1 && !d.strings) {
       const uint64_t budget = static_cast<uint64_t>(static_cast<double>(d.n) * ((d.dim + 3) / 4 * 4) * 4 / fraction);
       std::printf("STREAM device budget %.1f MB (the set's padded rows / %.1f)\n", budget / 1048576.0, fraction);
-      methods.push_back({"gpu-brute-streamed", GENIE_ENGINE_GPU, false, budget});
-      methods.push_back({"gpu-lsc-streamed", GENIE_ENGINE_GPU, true, budget});
+      methods.push_back({"gpu-brute-streamed", GENIE_ENGINE_GPU, false, budget, 0});
+      methods.push_back({"gpu-lsc-streamed", GENIE_ENGINE_GPU, true, budget, 0});
     }
+  }
+  // RANGE_METHODS=a,b,...: only these (cpu-brute, the rows' reference, always)
+  if (const char* only = std::getenv("RANGE_METHODS")) {
+    const std::string wanted = std::string(",") + only + ",";
+    methods.erase(std::remove_if(methods.begin(), methods.end(),
+                                 [&](const Method& m) {
+                                   return std::string(m.name) != "cpu-brute" &&
+                                          wanted.find(std::string(",") + m.name + ",") == std::string::npos;
+                                 }),
+                  methods.end());
   }
   std::vector<int32_t> batches{1, 28, 98, 154};
   if (const char* b = std::getenv("RANGE_BATCHES")) {
@@ -333,7 +355,7 @@ int main(int argc, char** argv) {
       std::map<std::string, double> method_ms;
       for (const Method& m : methods) {
         // warm: the device copies and the list's rows in its order are made by a first call
-        (void)Within(d, m.device, 0, q_batch, radius.second, m.list ? lsc : nullptr, m.budget);
+        (void)Within(d, m.device, 0, q_batch, radius.second, m.list ? lsc : nullptr, m.budget, m.mask);
         std::vector<double> ms;
         Run last;
         bool same = true;
@@ -343,7 +365,7 @@ int main(int argc, char** argv) {
           answers = distances = discarded = 0;
           for (int32_t c = 0; c < calls; ++c) {
             const int32_t first = (c * q_batch) % std::max(1, d.nq - q_batch);
-            Run r = Within(d, m.device, first, q_batch, radius.second, m.list ? lsc : nullptr, m.budget);
+            Run r = Within(d, m.device, first, q_batch, radius.second, m.list ? lsc : nullptr, m.budget, m.mask);
             total += r.ms;
             answers += r.offsets.back();
             distances += r.distances;
@@ -362,6 +384,11 @@ int main(int argc, char** argv) {
         // (all-fit), and the streamed list against streamed brute force
         std::string extra;
         const std::string name = m.name;
+        if (m.mask != 0) {
+          // every GPU against GPU 0 alone, the same method
+          const std::string alone = name.substr(0, name.size() - std::string("-all").size());
+          extra = ", \"vs_one_gpu\": " + std::to_string(per > 0 ? method_ms[alone] / per : 0.0);
+        }
         if (m.budget > 0) {
           const std::string fit = name.substr(0, name.size() - std::string("-streamed").size());
           extra = ", \"vs_all_fit\": " + std::to_string(method_ms[fit] > 0 ? per / method_ms[fit] : 0.0);
