@@ -786,14 +786,10 @@ Status FinishRangeSearch(const QueryMetricFactory& metrics, const RangeRequest& 
   if (std::isnan(request.radius) || request.radius < 0)
     return Status::InvalidArgument("the radius must be a number at least 0");
   const int32_t nq = request.n_queries;
-  std::sort(candidates.begin(), candidates.end(), [](const RangeCandidate& a, const RangeCandidate& b) {
-    return a.query != b.query ? a.query < b.query : a.object < b.object;
-  });
-  candidates.erase(std::unique(candidates.begin(), candidates.end(),
-                               [](const RangeCandidate& a, const RangeCandidate& b) {
-                                 return a.query == b.query && a.object == b.object;
-                               }),
-                   candidates.end());
+  // The candidates by query (a count, then each moved to its query's run),
+  // then each query's sorted by object and deduplicated on the threads: a
+  // batch's may be millions (a GPU pass at a wide radius), which one sort
+  // on one thread took most of the search's time over.
   std::vector<std::size_t> first(static_cast<std::size_t>(nq) + 1, 0);
   for (const RangeCandidate& c : candidates) {
     if (c.query < 0 || c.query >= nq) return Status::Internal("a range candidate of no query");
@@ -802,22 +798,36 @@ Status FinishRangeSearch(const QueryMetricFactory& metrics, const RangeRequest& 
     ++first[static_cast<std::size_t>(c.query) + 1];
   }
   for (int32_t q = 0; q < nq; ++q) first[static_cast<std::size_t>(q) + 1] += first[static_cast<std::size_t>(q)];
+  std::vector<RangeCandidate> by_query(candidates.size());
+  {
+    std::vector<std::size_t> next(first.begin(), first.end() - 1);
+    for (const RangeCandidate& c : candidates) by_query[next[static_cast<std::size_t>(c.query)]++] = c;
+  }
+  std::vector<RangeCandidate>().swap(candidates);
   std::vector<std::vector<Hit>> hits(static_cast<std::size_t>(nq));
+  std::vector<int64_t> computed(static_cast<std::size_t>(nq), 0);
   Status s = ParallelFor(
       nq, ResolveThreads(threads),
       [&](int64_t qi) {
         const std::size_t q = static_cast<std::size_t>(qi);
-        if (first[q] == first[q + 1]) return Status::Ok();
+        const auto begin = by_query.begin() + static_cast<std::ptrdiff_t>(first[q]);
+        auto end = by_query.begin() + static_cast<std::ptrdiff_t>(first[q + 1]);
+        if (begin == end) return Status::Ok();
+        std::sort(begin, end, [](const RangeCandidate& a, const RangeCandidate& b) { return a.object < b.object; });
+        end = std::unique(begin, end,
+                          [](const RangeCandidate& a, const RangeCandidate& b) { return a.object == b.object; });
         std::unique_ptr<QueryMetric> metric;
-        for (std::size_t i = first[q]; i < first[q + 1] && metric == nullptr; ++i)
-          if (std::isnan(candidates[i].distance)) metric = metrics(static_cast<int32_t>(qi));
-        for (std::size_t i = first[q]; i < first[q + 1]; ++i) {
-          const int32_t o = candidates[i].object;
+        for (auto it = begin; it != end && metric == nullptr; ++it)
+          if (std::isnan(it->distance)) metric = metrics(static_cast<int32_t>(qi));
+        int64_t seen = 0;
+        for (auto it = begin; it != end; ++it) {
+          const int32_t o = it->object;
+          if ((++seen & 1023) == 0 && cancel.requested()) return Status::Cancelled();
+          // (counted as the search computed it, excluded or not)
+          if (std::isnan(it->distance)) ++computed[q];
           if (!request.excluded.empty() && request.excluded[static_cast<std::size_t>(o)] != 0) continue;
-          const double d = std::isnan(candidates[i].distance) ? metric->Distance(o, request.radius)
-                                                               : candidates[i].distance;
+          const double d = std::isnan(it->distance) ? metric->Distance(o, request.radius) : it->distance;
           if (d <= request.radius) hits[q].push_back(Hit{d, o});
-          if ((i & 1023) == 1023 && cancel.requested()) return Status::Cancelled();
         }
         std::sort(hits[q].begin(), hits[q].end());
         return Status::Ok();
@@ -826,7 +836,7 @@ Status FinishRangeSearch(const QueryMetricFactory& metrics, const RangeRequest& 
   if (!s.ok()) return s;
   RangeResult result;
   result.offsets.assign(1, 0);
-  for (const RangeCandidate& c : candidates) result.distances_computed += std::isnan(c.distance) ? 1 : 0;
+  for (int64_t c : computed) result.distances_computed += c;
   for (const std::vector<Hit>& h : hits) AppendQueryRows(h, &result);
   *out = std::move(result);
   return Status::Ok();

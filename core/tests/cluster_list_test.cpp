@@ -172,6 +172,21 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       ASSERT_TRUE(FinishRangeSearch(VectorQueryMetrics(set, queries.data()), with_tail, candidates, threads,
                                     &finished).ok());
       ExpectSame(tail_rows, finished, "plan and finish");
+      // in any order, with duplicates, some with their distance given: the same rows
+      std::vector<RangeCandidate> shuffled = candidates;
+      for (std::size_t i = 0; i < candidates.size(); i += 3) {
+        RangeCandidate c = candidates[i];
+        if (i % 2 == 0) {
+          const int32_t q = c.query;
+          c.distance = L2Distance(queries.data() + static_cast<std::size_t>(q) * dim, set.row(c.object), dim);
+        }
+        shuffled.push_back(c);
+      }
+      std::shuffle(shuffled.begin(), shuffled.end(), rng);
+      RangeResult unordered;
+      ASSERT_TRUE(FinishRangeSearch(VectorQueryMetrics(set, queries.data()), with_tail, shuffled, threads,
+                                    &unordered).ok());
+      ExpectSame(tail_rows, unordered, "shuffled candidates");
       if (r == radii[0]) {
         EXPECT_LT(candidates.size(), static_cast<std::size_t>(n) * nq / 2);
       }
