@@ -813,7 +813,11 @@ Status FinishRangeSearch(const QueryMetricFactory& metrics, const RangeRequest& 
         const auto begin = by_query.begin() + static_cast<std::ptrdiff_t>(first[q]);
         auto end = by_query.begin() + static_cast<std::ptrdiff_t>(first[q + 1]);
         if (begin == end) return Status::Ok();
-        std::sort(begin, end, [](const RangeCandidate& a, const RangeCandidate& b) { return a.object < b.object; });
+        // a duplicate with its distance given first, so that unique keeps it
+        // (the distances computed are then the same on every run)
+        std::sort(begin, end, [](const RangeCandidate& a, const RangeCandidate& b) {
+          return a.object != b.object ? a.object < b.object : !std::isnan(a.distance) && std::isnan(b.distance);
+        });
         end = std::unique(begin, end,
                           [](const RangeCandidate& a, const RangeCandidate& b) { return a.object == b.object; });
         std::unique_ptr<QueryMetric> metric;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -187,6 +188,12 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       ASSERT_TRUE(FinishRangeSearch(VectorQueryMetrics(set, queries.data()), with_tail, shuffled, threads,
                                     &unordered).ok());
       ExpectSame(tail_rows, unordered, "shuffled candidates");
+      // a distance is computed for each (query, object) none of whose copies had one
+      std::map<std::pair<int32_t, int32_t>, bool> given;
+      for (const RangeCandidate& c : shuffled) given[{c.query, c.object}] |= !std::isnan(c.distance);
+      int64_t to_compute = 0;
+      for (const auto& g : given) to_compute += g.second ? 0 : 1;
+      EXPECT_EQ(unordered.distances_computed, to_compute);
       if (r == radii[0]) {
         EXPECT_LT(candidates.size(), static_cast<std::size_t>(n) * nq / 2);
       }
