@@ -48,19 +48,33 @@ struct DeviceGroup {
   }
 };
 
+// Whether a set of set_bytes and n objects would be whole on each of
+// devices (replicated, as EnsureDeviceGroup places it), within every GPU's
+// capacity: a search that needs the whole set on each GPU asks first.
+inline bool Replicated(const std::vector<GroupDevice>& devices, uint64_t set_bytes, int32_t n, int32_t placement) {
+  std::vector<uint64_t> capacities;
+  for (const GroupDevice& d : devices) {
+    if (d.capacity_bytes != 0 && set_bytes > d.capacity_bytes) return false;
+    capacities.push_back(d.capacity_bytes);
+  }
+  return !PlanPlacement(static_cast<Placement>(placement), set_bytes, n, capacities).sharded;
+}
+
 // *out made for options: kept when it was, else (re)made: the copies of set
 // (n objects, set_bytes of them) on devices, whole on each when it fits the
 // smallest capacity or placement asks, else a contiguous shard each, whose
 // objects slice(first, end, &rows) makes.  make_gpu(rows, ordinal, budget,
 // &gpu) copies rows to a GPU; one that fails to take its copy is dropped.
-// The caller serialises calls for one *out.  options.cancel is polled
-// between copies.
+// The caller serialises calls for one *out.  Shared: a search holds its own
+// reference, so that a call with other options replacing the group frees
+// no copy that search still reads (they go when the last one ends).
+// options.cancel is polled between copies.
 template <typename Set, typename GpuSet, typename Slice, typename MakeGpu>
 Status EnsureDeviceGroup(const Set& set, int32_t n, uint64_t set_bytes, const std::vector<GroupDevice>& devices,
                          const EngineOptions& options, const Slice& slice, const MakeGpu& make_gpu,
-                         std::unique_ptr<DeviceGroup<Set, GpuSet>>* out) {
+                         std::shared_ptr<DeviceGroup<Set, GpuSet>>* out) {
   if (*out != nullptr && (*out)->MadeFor(options)) return Status::Ok();
-  out->reset();  // the old copies' device memory first
+  out->reset();  // the old copies' device memory first (unless a search still holds them)
   auto made = std::make_unique<DeviceGroup<Set, GpuSet>>();
   made->mask = options.device_mask;
   made->placement = options.placement;

@@ -2,6 +2,8 @@
 #include "range_group.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <cstddef>
 #include <utility>
 
@@ -70,19 +72,23 @@ std::vector<RangePlanShare> SplitRangePlan(const RangePlan& plan, int32_t shares
   return out;
 }
 
-RangeDevicePass GroupRangePass(std::vector<RangeGroupMember> members, bool cut_items, int64_t min_members) {
-  return [members = std::move(members), cut_items, min_members](
+RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, int64_t min_members) {
+  // a batch too small to split goes to the next GPU in turn, not always the first
+  auto turn = std::make_shared<std::atomic<uint32_t>>(0);
+  return [gpus = std::move(gpus), cut_items, min_members, turn](
              int32_t first_query, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
              int64_t* computed) -> Status {
-    std::vector<const RangeGroupMember*> live;
-    for (const RangeGroupMember& m : members)
+    std::vector<const RangeGroupGpu*> live;
+    for (const RangeGroupGpu& m : gpus)
       if (!m.dropped->load()) live.push_back(&m);
     if (live.empty()) return Status::DeviceUnavailable("every GPU of the device group has failed");
+    std::rotate(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(turn->fetch_add(1) % live.size()),
+                live.end());
     const std::vector<RangePlanShare> shares =
         SplitRangePlan(plan, static_cast<int32_t>(live.size()), cut_items, min_members);
     std::vector<std::vector<RangeCandidate>> found(shares.size());
     std::vector<int64_t> counted(shares.size());
-    auto run = [&](const RangeGroupMember& m, std::size_t i) {
+    auto run = [&](const RangeGroupGpu& m, std::size_t i) {
       const RangePlanShare& share = shares[i];
       found[i].clear();
       // what a pass that reads every member of its items computes (ListRange's rule)
@@ -90,15 +96,16 @@ RangeDevicePass GroupRangePass(std::vector<RangeGroupMember> members, bool cut_i
       for (const RangeItem& item : share.plan.items) counted[i] += item.count;
       return m.pass(first_query + share.first_query, share.n_queries, share.plan, &found[i], &counted[i]);
     };
-    std::vector<Status> statuses = RunEachConcurrently(
-        static_cast<int32_t>(shares.size()), [&](int32_t i) { return run(*live[static_cast<std::size_t>(i)], static_cast<std::size_t>(i)); });
+    std::vector<Status> statuses = RunEachConcurrently(static_cast<int32_t>(shares.size()), [&](int32_t i) {
+      return run(*live[static_cast<std::size_t>(i)], static_cast<std::size_t>(i));
+    });
     for (std::size_t i = 0; i < shares.size(); ++i)
       if (DeviceFailed(statuses[i])) live[i]->dropped->store(true);
-    // a lost GPU's share, again on a member left (one after another: a rare path)
+    // a lost GPU's share, again on a GPU left (one after another: a rare path)
     for (std::size_t i = 0; i < shares.size(); ++i) {
       while (DeviceFailed(statuses[i])) {
-        const RangeGroupMember* next = nullptr;
-        for (const RangeGroupMember& m : members)
+        const RangeGroupGpu* next = nullptr;
+        for (const RangeGroupGpu& m : gpus)
           if (!m.dropped->load()) {
             next = &m;
             break;

@@ -35,7 +35,8 @@ constexpr int64_t kMinRangeShareQueries = 8;
 
 // plan split into at most `shares` shares, in order, of about equal
 // members (each item's count), none below min_members unless it is the
-// only one.  With cut_items a share may end inside an item (a vector pass
+// only one (without cut_items the last share may be smaller: queries are
+// not cut).  With cut_items a share may end inside an item (a vector pass
 // reads any run of members); without, every query's items go to one share
 // whole (a pass that reads whole queries: the strings' length windows).
 // The plan's counters stay with the caller.
@@ -44,18 +45,19 @@ std::vector<RangePlanShare> SplitRangePlan(const RangePlan& plan, int32_t shares
 
 // A GPU of the group: its pass (the single-GPU pass bound to its copy), and
 // its copy's flag that says it failed (DeviceFailed) and is out for good.
-struct RangeGroupMember {
+struct RangeGroupGpu {
   RangeDevicePass pass;
   std::atomic<bool>* dropped = nullptr;
 };
 
-// The group's pass: the plan split among the members not dropped
+// The group's pass: the plan split among the GPUs not dropped
 // (SplitRangePlan), their shares run at once, the candidates joined in
-// share order and *computed summed.  A member whose share fails with a
-// device's failure is dropped and the share run again by another member;
-// with none left, the failure goes to the caller (as from one GPU).  Any
-// other failure (a cancel, out of memory) goes to the caller.
-RangeDevicePass GroupRangePass(std::vector<RangeGroupMember> members, bool cut_items, int64_t min_members);
+// share order and *computed summed.  A GPU whose share fails with a
+// device's failure is dropped and the share run again by another GPU; with
+// none left, the failure goes to the caller (as from one GPU; the next
+// search finds no GPU left, and AUTO searches on the CPU).  Any other
+// failure (a cancel, out of memory) goes to the caller.
+RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, int64_t min_members);
 
 }  // namespace capi
 }  // namespace genie

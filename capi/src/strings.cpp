@@ -36,7 +36,7 @@ struct genie_strings {
   // shared: a call keeps its copy while another, on another device, makes a new one
   std::shared_ptr<genie::GpuStringSet> gpu;
   int32_t gpu_device = -1;
-  std::unique_ptr<StringGroup> group;  // several GPUs
+  std::shared_ptr<StringGroup> group;  // several GPUs
 #endif
 };
 
@@ -72,7 +72,7 @@ uint64_t StringSetBytes(const genie::StringSet& set) {
 // The set's copies on the GPUs of a device group (capi/src/device_group.hpp),
 // made on first use and again when the options name other GPUs.
 genie::Status GroupCopies(genie_strings* strings, const std::vector<genie::capi::GroupDevice>& devices,
-                          const genie::EngineOptions& options, StringGroup** out) {
+                          const genie::EngineOptions& options, std::shared_ptr<StringGroup>* out) {
   std::lock_guard<std::mutex> lock(strings->gpu_mutex);
   const genie::StringSet& set = strings->set;
   auto slice = [&set](int32_t first, int32_t end, genie::StringSet* rows) {
@@ -86,7 +86,7 @@ genie::Status GroupCopies(genie_strings* strings, const std::vector<genie::capi:
   };
   GENIE_RETURN_IF_ERROR(genie::capi::EnsureDeviceGroup(set, set.size(), StringSetBytes(set), devices, options, slice,
                                                        make_gpu, &strings->group));
-  *out = strings->group.get();
+  *out = strings->group;  // this search's reference
   return genie::Status::Ok();
 }
 
@@ -247,9 +247,9 @@ genie_status genie_strings_scan(genie_strings* strings, genie_engine_kind device
       genie::EngineOptions one = engine_options;
       const auto group = genie::capi::GroupDevices(&one);
       if (!group.empty()) {
-        StringGroup* g = nullptr;
+        std::shared_ptr<StringGroup> g;
         GENIE_RETURN_IF_ERROR(GroupCopies(strings, group, engine_options, &g));
-        GENIE_RETURN_IF_ERROR(GroupScan(strings->set, g, engine_options, request, &found));
+        GENIE_RETURN_IF_ERROR(GroupScan(strings->set, g.get(), engine_options, request, &found));
         return ToCResults(found, GENIE_ENGINE_GPU, results);
       }
       std::shared_ptr<genie::GpuStringSet> gpu;
@@ -344,37 +344,33 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
       genie_range_scan whole = *scan;
       whole.list = nullptr;
       const genie::StringSet& set = strings->set;
-      // Several GPUs, each with the whole set (the scans' copies): a batch's
-      // queries split among them.  A set that does not fit every GPU is
-      // searched on one.
+      // Several GPUs, each with the whole set (the scans' replicated copies):
+      // a batch's queries split among them.  A set the group would shard is
+      // searched on one GPU.
       genie::EngineOptions one = engine_options;
       const auto devices = genie::capi::GroupDevices(&one);
-      const uint64_t set_bytes = StringSetBytes(set);
-      std::vector<uint64_t> capacities;
-      bool fits = true;
-      for (const auto& d : devices) {
-        capacities.push_back(d.capacity_bytes);
-        fits = fits && (d.capacity_bytes == 0 || set_bytes <= d.capacity_bytes);
-      }
-      if (!devices.empty() && fits &&
-          !genie::PlanPlacement(static_cast<genie::Placement>(engine_options.placement), set_bytes, set.size(),
-                                capacities)
-               .sharded) {
-        StringGroup* g = nullptr;
+      genie::Status status = genie::Status::Ok();
+      if (!devices.empty() &&
+          genie::capi::Replicated(devices, StringSetBytes(set), set.size(), engine_options.placement)) {
+        std::shared_ptr<StringGroup> g;  // this search's reference
         GENIE_RETURN_IF_ERROR(GroupCopies(strings, devices, engine_options, &g));
-        std::vector<genie::capi::RangeGroupMember> members;
+        std::vector<genie::capi::RangeGroupGpu> gpus;
         for (const auto& c : g->copies)
           if (!c->dropped && c->gpu != nullptr)
-            members.push_back({WithinPass(c->gpu.get(), set, queries, scan, engine_options), &c->dropped});
-        if (members.size() > 1)
-          return genie::capi::RangeSearchHandle(set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
-                                                genie::capi::GroupRangePass(std::move(members), false,
-                                                                            genie::capi::kMinRangeShareQueries * set.size()),
-                                                nullptr,
-                                                results);
+            gpus.push_back({[g, pass = WithinPass(c->gpu.get(), set, queries, scan, engine_options)](
+                                int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
+                                std::vector<genie::RangeCandidate>* out,
+                                int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); },
+                            &c->dropped});
+        if (!gpus.empty())
+          return genie::capi::RangeSearchHandle(
+              set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
+              genie::capi::GroupRangePass(std::move(gpus), false, genie::capi::kMinRangeShareQueries * set.size()),
+              nullptr, results);
+        status = genie::Status::DeviceUnavailable("every GPU of the device group has failed");
       }
       std::shared_ptr<genie::GpuStringSet> gpu;
-      const genie::Status status = GpuCopy(strings, engine_options.device_ordinal, &gpu);
+      if (status.ok()) status = GpuCopy(strings, one.device_ordinal, &gpu);
       // AUTO without a usable GPU searches on the CPU; every other failure goes to the caller
       if (!status.ok() && (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE)) return status;
       if (status.ok())

@@ -42,7 +42,7 @@ struct genie_vectors {
   std::shared_ptr<genie::GpuVectorSet> gpu;
   int32_t gpu_device = -1;
   uint64_t gpu_budget = 0;
-  std::unique_ptr<VectorGroup> group;  // several GPUs: made on first use too
+  std::shared_ptr<VectorGroup> group;  // several GPUs: made on first use too
 #endif
 };
 
@@ -124,7 +124,7 @@ genie::Status GpuCopy(genie_vectors* vectors, const genie::EngineOptions& option
 // The set's copies on the GPUs of a device group (capi/src/device_group.hpp),
 // made on first use and again when the options name other GPUs.
 genie::Status GroupCopies(genie_vectors* vectors, const std::vector<genie::capi::GroupDevice>& devices,
-                          const genie::EngineOptions& options, VectorGroup** out) {
+                          const genie::EngineOptions& options, std::shared_ptr<VectorGroup>* out) {
   std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
   const genie::VectorSet& set = vectors->set;
   auto slice = [&set](int32_t first, int32_t end, genie::VectorSet* rows) {
@@ -139,7 +139,7 @@ genie::Status GroupCopies(genie_vectors* vectors, const std::vector<genie::capi:
   };
   GENIE_RETURN_IF_ERROR(genie::capi::EnsureDeviceGroup(set, set.n, static_cast<uint64_t>(set.values.size()) * sizeof(float),
                                                        devices, options, slice, make_gpu, &vectors->group));
-  *out = vectors->group.get();
+  *out = vectors->group;  // this search's reference
   return genie::Status::Ok();
 }
 
@@ -320,10 +320,10 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
       genie::EngineOptions one = engine_options;
       const auto group = genie::capi::GroupDevices(&one);
       if (!group.empty()) {
-        VectorGroup* g = nullptr;
+        std::shared_ptr<VectorGroup> g;
         GENIE_RETURN_IF_ERROR(GroupCopies(vectors, group, engine_options, &g));
         int32_t parts = 1;
-        GENIE_RETURN_IF_ERROR(GroupScan(set, g, engine_options, request, &found, &parts));
+        GENIE_RETURN_IF_ERROR(GroupScan(set, g.get(), engine_options, request, &found, &parts));
         return ToCResults(found, GENIE_ENGINE_GPU, parts, results);
       }
       std::shared_ptr<genie::GpuVectorSet> gpu;
@@ -474,66 +474,74 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
     if (device != GENIE_ENGINE_CPU && scan->candidate_offsets == nullptr) {
       const genie::EngineOptions engine_options = ToEngineOptions(options);
       GENIE_RETURN_IF_ERROR(genie::capi::CheckPlacement(options));
-      // Several GPUs: each holds the whole set (the kNN scans' copies) and
-      // reads a share of each batch's plan.  A set that does not fit every
-      // GPU is searched on one, streamed, below (no group copies made).
+      // Several GPUs: each holds the whole set (the kNN scans' replicated
+      // copies) and reads a share of each batch's plan (range_group.hpp).  A
+      // set the group would shard is searched on one GPU, streamed; a group
+      // whose copies stream lends its first GPU's copy (no second copy there).
       genie::EngineOptions one = engine_options;
       const auto devices = genie::capi::GroupDevices(&one);
-      const uint64_t set_bytes = static_cast<uint64_t>(set.values.size()) * sizeof(float);
-      std::vector<uint64_t> capacities;
-      bool fits = true;
-      for (const auto& d : devices) {
-        capacities.push_back(d.capacity_bytes);
-        fits = fits && (d.capacity_bytes == 0 || set_bytes <= d.capacity_bytes);
-      }
-      if (!devices.empty() && fits &&
-          !genie::PlanPlacement(static_cast<genie::Placement>(engine_options.placement), set_bytes, set.n, capacities)
-               .sharded) {
-        VectorGroup* g = nullptr;
+      std::shared_ptr<genie::GpuVectorSet> gpu;  // the one GPU's copy
+      int32_t ordinal = one.device_ordinal;     // and its GPU
+      genie::Status status = genie::Status::Ok();
+      if (!devices.empty() && genie::capi::Replicated(devices, static_cast<uint64_t>(set.values.size()) * sizeof(float), set.n,
+                                         engine_options.placement)) {
+        std::shared_ptr<VectorGroup> g;  // this search's reference
         GENIE_RETURN_IF_ERROR(GroupCopies(vectors, devices, engine_options, &g));
-        std::vector<genie::capi::RangeGroupMember> members;
+        std::vector<genie::capi::GroupCopy<genie::VectorSet, genie::GpuVectorSet>*> live;
         bool resident = !g->sharded;
         for (const auto& c : g->copies) {
           if (c->dropped || c->gpu == nullptr) continue;
+          live.push_back(c.get());
           resident = resident && c->gpu->parts() == 1;
-          std::shared_ptr<genie::GpuClusterMembers> on;  // this search's reference
-          if (scan->list != nullptr)
-            GENIE_RETURN_IF_ERROR(MembersOn(const_cast<genie_cluster_list*>(scan->list), c->device, &on));
-          genie::GpuVectorSet* copy = c->gpu.get();
-          members.push_back(genie::capi::RangeGroupMember{
-              [copy, vectors, scan, on, &engine_options](int32_t first_query, int32_t n_queries,
-                                                         const genie::RangePlan& plan,
-                                                         std::vector<genie::RangeCandidate>* out, int64_t*) {
-                genie::GpuRangeRequest request;
-                request.queries =
-                    scan->queries + static_cast<std::size_t>(first_query) * static_cast<std::size_t>(vectors->set.dim);
-                request.n_queries = n_queries;
-                request.radius = scan->radius;
-                request.device_members = on.get();
-                if (scan->list != nullptr) request.members = genie::Span<int32_t>(scan->list->list.members);
-                request.threads = engine_options.threads;
-                return copy->RangeCandidates(vectors->set, request, plan, out, engine_options.cancel);
-              },
-              &c->dropped});
         }
-        if (resident && members.size() > 1)
-          return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries),
-                                                GENIE_ENGINE_GPU, options, scan,
-                                                genie::capi::GroupRangePass(std::move(members), true,
-                                                                            genie::capi::kMinRangeShareFloats / set.dim),
-                                                scan_all,
-                                                results);
+        if (!live.empty() && !resident) {
+          gpu = std::shared_ptr<genie::GpuVectorSet>(g, live[0]->gpu.get());  // holds the group
+          ordinal = live[0]->device;
+        } else if (!live.empty()) {
+          std::vector<genie::capi::RangeGroupGpu> gpus;
+          for (auto* c : live) {
+            std::shared_ptr<genie::GpuClusterMembers> on;  // this search's reference
+            if (scan->list != nullptr) {
+              const genie::Status made = MembersOn(const_cast<genie_cluster_list*>(scan->list), c->device, &on);
+              if (genie::DeviceFailed(made)) {
+                c->dropped = true;  // for good, as a failed search drops it
+                continue;
+              }
+              GENIE_RETURN_IF_ERROR(made);
+            }
+            genie::GpuVectorSet* copy = c->gpu.get();
+            gpus.push_back(genie::capi::RangeGroupGpu{
+                [g, copy, vectors, scan, on, &engine_options](int32_t first_query, int32_t n_queries,
+                                                              const genie::RangePlan& plan,
+                                                              std::vector<genie::RangeCandidate>* out, int64_t*) {
+                  genie::GpuRangeRequest request;
+                  request.queries = scan->queries + static_cast<std::size_t>(first_query) *
+                                                        static_cast<std::size_t>(vectors->set.dim);
+                  request.n_queries = n_queries;
+                  request.radius = scan->radius;
+                  request.device_members = on.get();
+                  if (scan->list != nullptr) request.members = genie::Span<int32_t>(scan->list->list.members);
+                  request.threads = engine_options.threads;
+                  return copy->RangeCandidates(vectors->set, request, plan, out, engine_options.cancel);
+                },
+                &c->dropped});
+          }
+          if (!gpus.empty())
+            return genie::capi::RangeSearchHandle(
+                set.size(), genie::VectorQueryMetrics(set, scan->queries), GENIE_ENGINE_GPU, options, scan,
+                genie::capi::GroupRangePass(std::move(gpus), true, genie::capi::kMinRangeShareFloats / set.dim),
+                scan_all, results);
+        }
+        if (gpu == nullptr) status = genie::Status::DeviceUnavailable("every GPU of the device group has failed");
       }
-      std::shared_ptr<genie::GpuVectorSet> gpu;
-      genie::Status status = GpuCopy(vectors, engine_options, &gpu);
+      if (gpu == nullptr && status.ok()) status = GpuCopy(vectors, one, &gpu);
       // AUTO without a usable GPU searches on the CPU; every other failure goes to the caller
       if (!status.ok() && (device != GENIE_ENGINE_AUTO || status.code() != GENIE_DEVICE_UNAVAILABLE)) return status;
       // a resident set reads the list's members on the device; a streamed
       // one gathers its rows by the host's
       std::shared_ptr<genie::GpuClusterMembers> members;
       if (status.ok() && gpu->parts() == 1 && scan->list != nullptr)
-        GENIE_RETURN_IF_ERROR(
-            MembersOn(const_cast<genie_cluster_list*>(scan->list), engine_options.device_ordinal, &members));
+        GENIE_RETURN_IF_ERROR(MembersOn(const_cast<genie_cluster_list*>(scan->list), ordinal, &members));
       // a streamed set copies runs of the list's members from its rows in
       // the list's order, page-locked
       // (without them, for lack of host memory, the rows are gathered by id)
@@ -544,9 +552,8 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
       };
       const auto rows_ref = std::make_shared<PinnedRows>();
       if (status.ok() && gpu->parts() > 1 && scan->list != nullptr) {
-        const genie::Status listed = ListRows(const_cast<genie_cluster_list*>(scan->list), vectors,
-                                              engine_options.device_ordinal, engine_options,
-                                              &rows_ref->rows, &rows_ref->pin);
+        const genie::Status listed = ListRows(const_cast<genie_cluster_list*>(scan->list), vectors, ordinal,
+                                              engine_options, &rows_ref->rows, &rows_ref->pin);
         if (!listed.ok() && listed.code() != GENIE_OUT_OF_MEMORY) return listed;
       }
       if (status.ok()) {

@@ -68,7 +68,7 @@ struct Fixture {
   }
 
   Status Make(int32_t placement, std::vector<int32_t> fail_at_creation, std::vector<int32_t> fail_scans,
-              std::unique_ptr<Group>* group) {
+              std::shared_ptr<Group>* group) {
     group->reset();
     EngineOptions options;
     options.device_mask = 7;
@@ -115,7 +115,7 @@ TEST(DeviceGroup, ReplicatedAndShardedEqualOneScan) {
   Fixture f;
   for (int32_t placement : {GENIE_PLACEMENT_REPLICATE, GENIE_PLACEMENT_SHARD}) {
     for (int32_t k : {1, 7, 400, 2000}) {
-      std::unique_ptr<Group> g;
+      std::shared_ptr<Group> g;
       ASSERT_TRUE(f.Make(placement, {}, {}, &g).ok());
       EXPECT_EQ(g->sharded, placement == GENIE_PLACEMENT_SHARD);
       IntRows got;
@@ -134,7 +134,7 @@ TEST(DeviceGroup, FailedGpusAreDroppedAndTheirPartsRedone) {
   const IntRows expected = Brute(f.set, f.queries, 0, static_cast<int32_t>(f.queries.size()), 9);
   for (int32_t placement : {GENIE_PLACEMENT_REPLICATE, GENIE_PLACEMENT_SHARD}) {
     // GPU 1 will not take its copy; GPU 2 fails in its first scan
-    std::unique_ptr<Group> g;
+    std::shared_ptr<Group> g;
     ASSERT_TRUE(f.Make(placement, {1}, {2}, &g).ok());
     EXPECT_TRUE(g->copies[1]->dropped);
     for (int round = 0; round < 2; ++round) {
@@ -159,7 +159,7 @@ TEST(DeviceGroup, OtherFailuresGoToTheCaller) {
   Fixture f;
   EngineOptions options;
   options.device_mask = 3;
-  std::unique_ptr<Group> g;
+  std::shared_ptr<Group> g;
   auto slice = [](int32_t, int32_t, IntSet*) { return Status::Ok(); };
   auto out_of_memory = [](const IntSet&, int32_t, uint64_t, std::unique_ptr<FakeGpu>*) {
     return Status::DeviceOutOfMemory("too large");

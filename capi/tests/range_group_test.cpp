@@ -23,7 +23,7 @@ namespace genie {
 namespace {
 
 using capi::GroupRangePass;
-using capi::RangeGroupMember;
+using capi::RangeGroupGpu;
 using capi::RangePlanShare;
 using capi::SplitRangePlan;
 
@@ -124,20 +124,26 @@ struct FakeGpu {
   std::atomic<bool> dropped{false};
 };
 
-RangeGroupMember Member(FakeGpu* gpu) {
-  return RangeGroupMember{[gpu](int32_t, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
-                                int64_t*) {
-                            ++gpu->passes;
-                            if (!gpu->failure.ok()) return gpu->failure;
-                            for (const RangeItem& item : plan.items)
-                              for (int64_t i = 0; i < item.count; ++i)
-                                out->push_back(RangeCandidate{item.query,
-                                                              static_cast<int32_t>((item.listed ? 0 : 1000000) +
-                                                                                   item.begin + i),
-                                                              std::nan("")});
-                            return Status::Ok();
-                          },
-                          &gpu->dropped};
+// Its candidates' objects name the query they were read for, counted from
+// the batch (first_query + the item's), so a share given the wrong first
+// query reads the wrong rows, as a real GPU would.
+RangeGroupGpu Member(FakeGpu* gpu) {
+  return RangeGroupGpu{[gpu](int32_t first_query, int32_t n_queries, const RangePlan& plan,
+                             std::vector<RangeCandidate>* out, int64_t*) {
+                         ++gpu->passes;
+                         if (!gpu->failure.ok()) return gpu->failure;
+                         for (const RangeItem& item : plan.items) {
+                           if (item.query < 0 || item.query >= n_queries) return Status::Internal("query out of range");
+                           for (int64_t i = 0; i < item.count; ++i)
+                             out->push_back(RangeCandidate{
+                                 item.query,
+                                 static_cast<int32_t>((first_query + item.query) * 100000 +
+                                                      (item.listed ? 0 : 50000) + item.begin + i),
+                                 std::nan("")});
+                         }
+                         return Status::Ok();
+                       },
+                       &gpu->dropped};
 }
 
 std::vector<std::pair<int32_t, int32_t>> Pairs(const std::vector<RangeCandidate>& c, int32_t first_query) {
@@ -153,13 +159,14 @@ TEST(GroupRangePass, CandidatesAreOnePasssAndALostGpuIsReplaced) {
   for (int32_t trial = 0; trial < 50; ++trial) {
     const int32_t nq = 1 + static_cast<int32_t>(rng() % 30);
     const RangePlan plan = RandomPlan(&rng, nq, 500);
+    const int32_t first_query = static_cast<int32_t>(rng() % 7);  // the batch's place in the search
     FakeGpu alone;
     std::vector<RangeCandidate> expected;
     int64_t expected_computed = Members(plan);
-    ASSERT_TRUE(Member(&alone).pass(0, nq, plan, &expected, &expected_computed).ok());
+    ASSERT_TRUE(Member(&alone).pass(first_query, nq, plan, &expected, &expected_computed).ok());
     // three GPUs; in odd trials the second is lost at its first pass
     std::vector<std::unique_ptr<FakeGpu>> gpus;
-    std::vector<RangeGroupMember> members;
+    std::vector<RangeGroupGpu> members;
     for (int32_t i = 0; i < 3; ++i) {
       gpus.push_back(std::make_unique<FakeGpu>());
       members.push_back(Member(gpus.back().get()));
@@ -168,16 +175,17 @@ TEST(GroupRangePass, CandidatesAreOnePasssAndALostGpuIsReplaced) {
     const capi::RangeDevicePass pass = GroupRangePass(members, trial % 4 < 2, 10);
     std::vector<RangeCandidate> got;
     int64_t computed = -1;
-    ASSERT_TRUE(pass(0, nq, plan, &got, &computed).ok());
+    ASSERT_TRUE(pass(first_query, nq, plan, &got, &computed).ok());
     EXPECT_EQ(Pairs(got, 0), Pairs(expected, 0)) << "trial " << trial;
     EXPECT_EQ(computed, Members(plan));
     EXPECT_EQ(gpus[1]->dropped.load(), trial % 2 == 1 && gpus[1]->passes.load() > 0);
     // a lost GPU gets no share of the next batch
     const int32_t before = gpus[1]->passes.load();
+    const bool lost = gpus[1]->dropped.load();
     got.clear();
-    ASSERT_TRUE(pass(0, nq, plan, &got, &computed).ok());
+    ASSERT_TRUE(pass(first_query, nq, plan, &got, &computed).ok());
     EXPECT_EQ(Pairs(got, 0), Pairs(expected, 0));
-    if (gpus[1]->dropped.load()) {
+    if (lost) {
       EXPECT_EQ(gpus[1]->passes.load(), before);
     }
   }

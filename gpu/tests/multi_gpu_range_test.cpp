@@ -118,7 +118,8 @@ TEST(MultiGpuRange, VectorsEqualTheCpuEngine) {
         }
       }
     }
-    // the group's copies (a whole set on each GPU) beside GPU 1's own copy
+    // the group's copies (a whole set on each GPU), and the copy on GPU 1
+    // that the mask naming it alone searched
     EXPECT_GE(genie_vectors_device_bytes(set), 3 * values.size() * sizeof(float));
     genie_cluster_list_free(lsc);
     genie_cluster_list_free(partial);
@@ -171,6 +172,9 @@ TEST(MultiGpuRange, StringsEqualTheCpuEngine) {
         return genie_strings_within(set, GENIE_ENGINE_CPU, nullptr, &scan, r, e);
       });
       ASSERT_FALSE(cpu.offsets.empty()) << what;
+      if (radius > 0 && count > 1) {
+        EXPECT_GT(cpu.offsets.back(), 0) << what;
+      }
       for (uint64_t mask : {~uint64_t{0}, uint64_t{2}}) {
         genie_engine_options options{};
         options.device_mask = mask;
