@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
         // (all-fit), and the streamed list against streamed brute force
         std::string extra;
         const std::string name = m.name;
-        if (m.mask != 0) {
+        if (m.mask != 0 && method_ms.count(name.substr(0, name.size() - std::string("-all").size())) > 0) {
           // every GPU against GPU 0 alone, the same method
           const std::string alone = name.substr(0, name.size() - std::string("-all").size());
           extra = ", \"vs_one_gpu\": " + std::to_string(per > 0 ? method_ms[alone] / per : 0.0);

@@ -729,7 +729,12 @@ void		genie_range_results_free(genie_range_results *results);
  * the device reads each query's length window whole (strings of lengths
  * within the radius of the query's), not through the list, which orders
  * no lengths; distances_computed counts the pairs it read.  options:
- * threads, device ordinal, memory budget, cancel.
+ * threads, device ordinal or device_mask, placement, memory budget, cancel.
+ * With device_mask naming several usable GPUs and a set whole on each
+ * (replicated), each GPU reads a share of every batch (vectors: by the
+ * rows each query reads, a query's own rows split when there are enough;
+ * strings: by whole queries); a GPU that fails is dropped and its share
+ * read by another; the same rows as one GPU.
  */
 genie_status genie_strings_within(genie_strings *strings, genie_engine_kind device,
 								  const genie_engine_options *options,
