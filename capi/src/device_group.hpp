@@ -36,6 +36,9 @@ struct DeviceGroup {
   uint64_t budget = 0;
   bool sharded = false;
   std::vector<std::unique_ptr<GroupCopy<Set, GpuSet>>> copies;
+  // which GPU a range search's first share goes to next (range_group.hpp):
+  // one-share batches from every session take the GPUs in turn
+  std::atomic<uint32_t> range_turn{0};
 
   bool MadeFor(const EngineOptions& o) const {
     return mask == o.device_mask && placement == o.placement && budget == o.memory_budget_bytes;
@@ -49,12 +52,14 @@ struct DeviceGroup {
 };
 
 // Whether a set of set_bytes and n objects would be whole on each of
-// devices (replicated, as EnsureDeviceGroup places it), within every GPU's
-// capacity: a search that needs the whole set on each GPU asks first.
-inline bool Replicated(const std::vector<GroupDevice>& devices, uint64_t set_bytes, int32_t n, int32_t placement) {
+// devices (replicated, as EnsureDeviceGroup places it), and with must_fit
+// within every GPU's capacity (a set that cannot stream): a search that
+// needs the whole set on each GPU asks first.
+inline bool Replicated(const std::vector<GroupDevice>& devices, uint64_t set_bytes, int32_t n, int32_t placement,
+                       bool must_fit) {
   std::vector<uint64_t> capacities;
   for (const GroupDevice& d : devices) {
-    if (d.capacity_bytes != 0 && set_bytes > d.capacity_bytes) return false;
+    if (must_fit && d.capacity_bytes != 0 && set_bytes > d.capacity_bytes) return false;
     capacities.push_back(d.capacity_bytes);
   }
   return !PlanPlacement(static_cast<Placement>(placement), set_bytes, n, capacities).sharded;

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <memory>
 #include <cstddef>
 #include <utility>
 
@@ -72,9 +71,9 @@ std::vector<RangePlanShare> SplitRangePlan(const RangePlan& plan, int32_t shares
   return out;
 }
 
-RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, int64_t min_members) {
+RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, int64_t min_members,
+                               std::atomic<uint32_t>* turn) {
   // a batch too small to split goes to the next GPU in turn, not always the first
-  auto turn = std::make_shared<std::atomic<uint32_t>>(0);
   return [gpus = std::move(gpus), cut_items, min_members, turn](
              int32_t first_query, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
              int64_t* computed) -> Status {

@@ -57,7 +57,10 @@ struct RangeGroupGpu {
 // none left, the failure goes to the caller (as from one GPU; the next
 // search finds no GPU left, and AUTO searches on the CPU).  Any other
 // failure (a cancel, out of memory) goes to the caller.
-RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, int64_t min_members);
+// turn (the group's, shared by its searches; it must outlive the pass)
+// picks the GPU of the first share, in turn.
+RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, int64_t min_members,
+                               std::atomic<uint32_t>* turn);
 
 }  // namespace capi
 }  // namespace genie

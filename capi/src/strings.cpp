@@ -346,12 +346,13 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
       const genie::StringSet& set = strings->set;
       // Several GPUs, each with the whole set (the scans' replicated copies):
       // a batch's queries split among them.  A set the group would shard is
-      // searched on one GPU.
+      // searched on the mask's first GPU.
       genie::EngineOptions one = engine_options;
       const auto devices = genie::capi::GroupDevices(&one);
+      if (!devices.empty()) one.device_ordinal = devices[0].ordinal;  // one of the mask's GPUs
       genie::Status status = genie::Status::Ok();
       if (!devices.empty() &&
-          genie::capi::Replicated(devices, StringSetBytes(set), set.size(), engine_options.placement)) {
+          genie::capi::Replicated(devices, StringSetBytes(set), set.size(), engine_options.placement, true)) {
         std::shared_ptr<StringGroup> g;  // this search's reference
         GENIE_RETURN_IF_ERROR(GroupCopies(strings, devices, engine_options, &g));
         std::vector<genie::capi::RangeGroupGpu> gpus;
@@ -365,7 +366,8 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
         if (!gpus.empty())
           return genie::capi::RangeSearchHandle(
               set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
-              genie::capi::GroupRangePass(std::move(gpus), false, genie::capi::kMinRangeShareQueries * set.size()),
+              genie::capi::GroupRangePass(std::move(gpus), false, genie::capi::kMinRangeShareQueries * set.size(),
+                                          &g->range_turn),
               nullptr, results);
         status = genie::Status::DeviceUnavailable("every GPU of the device group has failed");
       }

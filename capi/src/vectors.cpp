@@ -476,25 +476,29 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
       GENIE_RETURN_IF_ERROR(genie::capi::CheckPlacement(options));
       // Several GPUs: each holds the whole set (the kNN scans' replicated
       // copies) and reads a share of each batch's plan (range_group.hpp).  A
-      // set the group would shard is searched on one GPU, streamed; a group
-      // whose copies stream lends its first GPU's copy (no second copy there).
+      // set the group would shard is searched on its first GPU, streamed; a
+      // group whose copies stream lends its first GPU's copy (no second copy
+      // there).
       genie::EngineOptions one = engine_options;
       const auto devices = genie::capi::GroupDevices(&one);
+      if (!devices.empty()) one.device_ordinal = devices[0].ordinal;  // one of the mask's GPUs
       std::shared_ptr<genie::GpuVectorSet> gpu;  // the one GPU's copy
       int32_t ordinal = one.device_ordinal;     // and its GPU
       genie::Status status = genie::Status::Ok();
-      if (!devices.empty() && genie::capi::Replicated(devices, static_cast<uint64_t>(set.values.size()) * sizeof(float), set.n,
-                                         engine_options.placement)) {
+      if (!devices.empty() && genie::capi::Replicated(devices, static_cast<uint64_t>(set.values.size()) * sizeof(float),
+                                                      set.n, engine_options.placement, false)) {
         std::shared_ptr<VectorGroup> g;  // this search's reference
         GENIE_RETURN_IF_ERROR(GroupCopies(vectors, devices, engine_options, &g));
         std::vector<genie::capi::GroupCopy<genie::VectorSet, genie::GpuVectorSet>*> live;
-        bool resident = !g->sharded;
+        bool resident = true;
         for (const auto& c : g->copies) {
           if (c->dropped || c->gpu == nullptr) continue;
           live.push_back(c.get());
           resident = resident && c->gpu->parts() == 1;
         }
-        if (!live.empty() && !resident) {
+        if (g->sharded) {
+          // (the placement decided otherwise when the group was made: a shard is not the set)
+        } else if (!live.empty() && !resident) {
           gpu = std::shared_ptr<genie::GpuVectorSet>(g, live[0]->gpu.get());  // holds the group
           ordinal = live[0]->device;
         } else if (!live.empty()) {
@@ -529,10 +533,12 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
           if (!gpus.empty())
             return genie::capi::RangeSearchHandle(
                 set.size(), genie::VectorQueryMetrics(set, scan->queries), GENIE_ENGINE_GPU, options, scan,
-                genie::capi::GroupRangePass(std::move(gpus), true, genie::capi::kMinRangeShareFloats / set.dim),
+                genie::capi::GroupRangePass(std::move(gpus), true, genie::capi::kMinRangeShareFloats / set.dim,
+                                            &g->range_turn),
                 scan_all, results);
         }
-        if (gpu == nullptr) status = genie::Status::DeviceUnavailable("every GPU of the device group has failed");
+        if (gpu == nullptr && !g->sharded)
+          status = genie::Status::DeviceUnavailable("every GPU of the device group has failed");
       }
       if (gpu == nullptr && status.ok()) status = GpuCopy(vectors, one, &gpu);
       // AUTO without a usable GPU searches on the CPU; every other failure goes to the caller

@@ -172,7 +172,8 @@ TEST(GroupRangePass, CandidatesAreOnePasssAndALostGpuIsReplaced) {
       members.push_back(Member(gpus.back().get()));
     }
     if (trial % 2 == 1) gpus[1]->failure = Status::DeviceError("lost");
-    const capi::RangeDevicePass pass = GroupRangePass(members, trial % 4 < 2, 10);
+    std::atomic<uint32_t> turn{0};
+    const capi::RangeDevicePass pass = GroupRangePass(members, trial % 4 < 2, 10, &turn);
     std::vector<RangeCandidate> got;
     int64_t computed = -1;
     ASSERT_TRUE(pass(first_query, nq, plan, &got, &computed).ok());
@@ -195,24 +196,45 @@ TEST(GroupRangePass, FailuresGoToTheCaller) {
   RangePlan plan;
   plan.items.push_back(RangeItem{0, 1000, 0, true});
   plan.items.push_back(RangeItem{1, 1000, 0, true});
+  std::atomic<uint32_t> turn{0};
   FakeGpu a, b;
   a.failure = Status::DeviceError("lost");
   b.failure = Status::DeviceUnavailable("gone");
   std::vector<RangeCandidate> got;
   int64_t computed = 0;
   // every GPU lost: a device's failure, and both out for good
-  EXPECT_TRUE(DeviceFailed(GroupRangePass({Member(&a), Member(&b)}, true, 10)(0, 2, plan, &got, &computed)));
+  EXPECT_TRUE(DeviceFailed(GroupRangePass({Member(&a), Member(&b)}, true, 10, &turn)(0, 2, plan, &got, &computed)));
   EXPECT_TRUE(a.dropped.load());
   EXPECT_TRUE(b.dropped.load());
-  EXPECT_EQ(GroupRangePass({Member(&a), Member(&b)}, true, 10)(0, 2, plan, &got, &computed).code(),
+  EXPECT_EQ(GroupRangePass({Member(&a), Member(&b)}, true, 10, &turn)(0, 2, plan, &got, &computed).code(),
             GENIE_DEVICE_UNAVAILABLE);
   // a cancel is the caller's, and drops no GPU
   FakeGpu c, d;
   d.failure = Status::Cancelled();
-  EXPECT_EQ(GroupRangePass({Member(&c), Member(&d)}, true, 10)(0, 2, plan, &got, &computed).code(),
+  EXPECT_EQ(GroupRangePass({Member(&c), Member(&d)}, true, 10, &turn)(0, 2, plan, &got, &computed).code(),
             GENIE_CANCELLED);
   EXPECT_FALSE(c.dropped.load());
   EXPECT_FALSE(d.dropped.load());
+}
+
+// Batches too small to split (one share) go to the GPUs in turn, the turn
+// shared by every pass over the group (as every session's searches share it).
+TEST(GroupRangePass, OneShareBatchesTakeTheGpusInTurn) {
+  RangePlan plan;
+  plan.items.push_back(RangeItem{0, 5, 0, true});
+  std::atomic<uint32_t> turn{0};
+  FakeGpu a, b, c;
+  for (int32_t call = 0; call < 6; ++call) {
+    // a pass made anew each call, as each search makes its own
+    std::vector<RangeCandidate> got;
+    int64_t computed = 0;
+    ASSERT_TRUE(
+        GroupRangePass({Member(&a), Member(&b), Member(&c)}, true, 1000, &turn)(0, 1, plan, &got, &computed).ok());
+    EXPECT_EQ(got.size(), 5u);
+  }
+  EXPECT_EQ(a.passes.load(), 2);
+  EXPECT_EQ(b.passes.load(), 2);
+  EXPECT_EQ(c.passes.load(), 2);
 }
 
 }  // namespace

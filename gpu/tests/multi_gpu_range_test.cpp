@@ -118,6 +118,29 @@ TEST(MultiGpuRange, VectorsEqualTheCpuEngine) {
         }
       }
     }
+    // a mask naming no GPU of this host: GPU asked, the device's failure;
+    // AUTO, the CPU engine's rows
+    {
+      genie_range_scan scan{};
+      scan.n_queries = 5;
+      scan.queries = queries.data();
+      scan.radius = all[700];
+      genie_engine_options options{};
+      options.device_mask = uint64_t{1} << 63;
+      genie_range_results* r = nullptr;
+      genie_error e{};
+      EXPECT_EQ(genie_vectors_within(set, GENIE_ENGINE_GPU, &options, &scan, &r, &e), GENIE_DEVICE_UNAVAILABLE);
+      genie_range_results_free(r);
+      const Rows cpu = Collect([&](genie_range_results** out, genie_error* err2) {
+        return genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, out, err2);
+      });
+      const Rows autod = Collect([&](genie_range_results** out, genie_error* err2) {
+        return genie_vectors_within(set, GENIE_ENGINE_AUTO, &options, &scan, out, err2);
+      });
+      EXPECT_EQ(autod.device, GENIE_ENGINE_CPU);
+      EXPECT_EQ(cpu.offsets, autod.offsets);
+      EXPECT_EQ(cpu.objects, autod.objects);
+    }
     // the group's copies (a whole set on each GPU), and the copy on GPU 1
     // that the mask naming it alone searched
     EXPECT_GE(genie_vectors_device_bytes(set), 3 * values.size() * sizeof(float));
