@@ -27,18 +27,7 @@ using testing::NearbyQueries;
 using testing::RandomVectors;
 using testing::VectorShape;
 
-int32_t UsableGpus() {
-  int32_t n = 0;
-  for (const genie_device_info& d : ListGpuDevices()) n += d.usable ? 1 : 0;
-  return n;
-}
-
-struct Rows {
-  std::vector<int64_t> offsets;
-  std::vector<int32_t> objects;
-  std::vector<double> distances;
-  genie_engine_kind device = GENIE_ENGINE_AUTO;
-};
+using Rows = RangeRows;
 
 // The rows of call(&results, &err), a genie_*_within.
 template <typename Call>
@@ -46,26 +35,24 @@ Rows Collect(const Call& call) {
   genie_range_results* r = nullptr;
   genie_error err{};
   EXPECT_EQ(call(&r, &err), GENIE_OK) << err.message;
-  Rows out;
-  if (r == nullptr) return out;
-  out.offsets.assign(r->query_offsets, r->query_offsets + r->n_queries + 1);
-  out.objects.assign(r->objects, r->objects + out.offsets.back());
-  out.distances.assign(r->distances, r->distances + out.offsets.back());
-  out.device = r->device;
-  genie_range_results_free(r);
-  return out;
+  return TakeRangeRows(r);
 }
 
-void ExpectSame(const Rows& cpu, const Rows& gpu, const std::string& what) {
-  EXPECT_EQ(cpu.device, GENIE_ENGINE_CPU) << what;
-  EXPECT_EQ(gpu.device, GENIE_ENGINE_GPU) << what;
-  ASSERT_EQ(cpu.offsets, gpu.offsets) << what;
-  EXPECT_EQ(cpu.objects, gpu.objects) << what;
-  EXPECT_EQ(cpu.distances, gpu.distances) << what;
+// within(GENIE_ENGINE_GPU, &options, &results, &err), one genie_*_within,
+// under a mask of every GPU and of GPU 1 alone: the CPU engine's rows.
+template <typename Within>
+void ExpectEveryMaskAsTheCpu(const Rows& cpu, const Within& within, const std::string& what) {
+  for (uint64_t mask : {~uint64_t{0}, uint64_t{2}}) {
+    genie_engine_options options{};
+    options.device_mask = mask;
+    ExpectSameRangeRows(
+        cpu, Collect([&](genie_range_results** r, genie_error* e) { return within(&options, r, e); }),
+        what + " mask " + std::to_string(mask));
+  }
 }
 
 TEST(MultiGpuRange, VectorsEqualTheCpuEngine) {
-  if (UsableGpus() < 2) GTEST_SKIP() << "fewer than two usable GPUs";
+  SKIP_WITHOUT_TWO_GPUS();
   for (VectorShape shape : {VectorShape::kGaussian, VectorShape::kDuplicates}) {
     std::mt19937 rng(900u + static_cast<uint32_t>(shape));
     // 600 queries, and 154 of them, read enough for two shares (2^28 floats
@@ -106,15 +93,12 @@ TEST(MultiGpuRange, VectorsEqualTheCpuEngine) {
           });
           ASSERT_FALSE(cpu.offsets.empty()) << what;
           EXPECT_GT(cpu.offsets.back(), 0) << what;
-          for (uint64_t mask : {~uint64_t{0}, uint64_t{2}}) {
-            genie_engine_options options{};
-            options.device_mask = mask;
-            ExpectSame(cpu,
-                       Collect([&](genie_range_results** r, genie_error* e) {
-                         return genie_vectors_within(set, GENIE_ENGINE_GPU, &options, &scan, r, e);
-                       }),
-                       what + " mask " + std::to_string(mask));
-          }
+          ExpectEveryMaskAsTheCpu(
+              cpu,
+              [&](const genie_engine_options* options, genie_range_results** r, genie_error* e) {
+                return genie_vectors_within(set, GENIE_ENGINE_GPU, options, &scan, r, e);
+              },
+              what);
         }
       }
     }
@@ -170,7 +154,7 @@ Words RandomWords(std::mt19937* rng, int32_t n, int32_t max_length) {
 }
 
 TEST(MultiGpuRange, StringsEqualTheCpuEngine) {
-  if (UsableGpus() < 2) GTEST_SKIP() << "fewer than two usable GPUs";
+  SKIP_WITHOUT_TWO_GPUS();
   std::mt19937 rng(17);
   const Words words = RandomWords(&rng, 60013, 12);
   genie_error err{};
@@ -198,15 +182,12 @@ TEST(MultiGpuRange, StringsEqualTheCpuEngine) {
       if (radius > 0 && count > 1) {
         EXPECT_GT(cpu.offsets.back(), 0) << what;
       }
-      for (uint64_t mask : {~uint64_t{0}, uint64_t{2}}) {
-        genie_engine_options options{};
-        options.device_mask = mask;
-        ExpectSame(cpu,
-                   Collect([&](genie_range_results** r, genie_error* e) {
-                     return genie_strings_within(set, GENIE_ENGINE_GPU, &options, &scan, r, e);
-                   }),
-                   what + " mask " + std::to_string(mask));
-      }
+      ExpectEveryMaskAsTheCpu(
+          cpu,
+          [&](const genie_engine_options* options, genie_range_results** r, genie_error* e) {
+            return genie_strings_within(set, GENIE_ENGINE_GPU, options, &scan, r, e);
+          },
+          what);
     }
   }
   genie_strings_free(set);

@@ -29,17 +29,6 @@ using testing::RandomBatch;
 using testing::RandomCsr;
 using testing::SameResults;
 
-int32_t UsableGpus() {
-  int32_t n = 0;
-  for (const genie_device_info& d : ListGpuDevices()) n += d.usable ? 1 : 0;
-  return n;
-}
-
-#define SKIP_WITHOUT_TWO_GPUS()                                            \
-  do {                                                                     \
-    if (UsableGpus() < 2) GTEST_SKIP() << "fewer than two usable GPUs";    \
-  } while (0)
-
 // Results of the C API as the core's, for SameResults.
 TopKResults FromC(const genie_results* r) {
   TopKResults out;
@@ -138,7 +127,7 @@ TEST(MultiGpu, AGpuLostMidBatchLeavesAnswersExact) {
   const TopKResults expected = testing::Search(*cpu, index, batch.View(), 20);
   for (Placement placement : {Placement::kReplicate, Placement::kShard}) {
     std::vector<DeviceMember> members;
-    for (int32_t d = 0; d < UsableGpus(); ++d) {
+    for (int32_t d = 0; d < UsableGpuCount(); ++d) {
       EngineOptions options;
       options.device_ordinal = d;
       Status status;

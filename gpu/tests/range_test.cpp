@@ -28,12 +28,7 @@ using testing::NearbyQueries;
 using testing::RandomVectors;
 using testing::VectorShape;
 
-struct Rows {
-  std::vector<int64_t> offsets;
-  std::vector<int32_t> objects;
-  std::vector<double> distances;
-  genie_engine_kind device = GENIE_ENGINE_AUTO;
-};
+using Rows = RangeRows;
 
 Rows Within(genie_vectors* set, genie_engine_kind device, const std::vector<float>& queries, int32_t nq,
             double radius, const uint8_t* excluded, const genie_cluster_list* list,
@@ -46,23 +41,8 @@ Rows Within(genie_vectors* set, genie_engine_kind device, const std::vector<floa
   scan.list = list;
   genie_range_results* r = nullptr;
   genie_error err{};
-  Rows out;
   EXPECT_EQ(genie_vectors_within(set, device, options, &scan, &r, &err), expect) << err.message;
-  if (r == nullptr) return out;
-  out.offsets.assign(r->query_offsets, r->query_offsets + r->n_queries + 1);
-  out.objects.assign(r->objects, r->objects + out.offsets.back());
-  out.distances.assign(r->distances, r->distances + out.offsets.back());
-  out.device = r->device;
-  genie_range_results_free(r);
-  return out;
-}
-
-void ExpectSame(const Rows& cpu, const Rows& gpu, const std::string& what) {
-  EXPECT_EQ(cpu.device, GENIE_ENGINE_CPU) << what;
-  EXPECT_EQ(gpu.device, GENIE_ENGINE_GPU) << what;
-  ASSERT_EQ(cpu.offsets, gpu.offsets) << what;
-  EXPECT_EQ(cpu.objects, gpu.objects) << what;
-  EXPECT_EQ(cpu.distances, gpu.distances) << what;
+  return TakeRangeRows(r);
 }
 
 TEST(GpuRange, VectorsEqualTheCpuEngine) {
@@ -96,9 +76,9 @@ TEST(GpuRange, VectorsEqualTheCpuEngine) {
                                  std::to_string(r) + (list == nullptr ? " no list" : list == lsc ? " lsc"
                                                       : list == lc ? " lc" : " partial");
         Rows cpu = Within(set, GENIE_ENGINE_CPU, queries, nq, r, excluded.data(), list);
-        ExpectSame(cpu, Within(set, GENIE_ENGINE_GPU, queries, nq, r, excluded.data(), list), what);
+        ExpectSameRangeRows(cpu, Within(set, GENIE_ENGINE_GPU, queries, nq, r, excluded.data(), list), what);
         std::vector<float> one(queries.begin() + 3 * dim, queries.begin() + 4 * dim);
-        ExpectSame(Within(set, GENIE_ENGINE_CPU, one, 1, r, nullptr, list),
+        ExpectSameRangeRows(Within(set, GENIE_ENGINE_CPU, one, 1, r, nullptr, list),
                    Within(set, GENIE_ENGINE_AUTO, one, 1, r, nullptr, list), what + " single");
       }
     }
@@ -125,10 +105,10 @@ TEST(GpuRange, ManyAnswersAndTheBoundary) {
   Rows cpu = Within(set, GENIE_ENGINE_CPU, queries, nq, 1e9, nullptr, nullptr);
   Rows gpu = Within(set, GENIE_ENGINE_GPU, queries, nq, 1e9, nullptr, nullptr);
   EXPECT_EQ(cpu.offsets.back(), static_cast<int64_t>(n) * nq);
-  ExpectSame(cpu, gpu, "every row");
+  ExpectSameRangeRows(cpu, gpu, "every row");
   cpu = Within(set, GENIE_ENGINE_CPU, queries, nq, r, nullptr, nullptr);
   gpu = Within(set, GENIE_ENGINE_GPU, queries, nq, r, nullptr, nullptr);
-  ExpectSame(cpu, gpu, "boundary");
+  ExpectSameRangeRows(cpu, gpu, "boundary");
   EXPECT_NE(std::find(gpu.objects.begin(), gpu.objects.begin() + gpu.offsets[1], 5),
             gpu.objects.begin() + gpu.offsets[1]) << "the row at exactly the radius";
   genie_vectors_free(set);
@@ -189,10 +169,10 @@ TEST(GpuRange, StreamedSetEqualsTheCpuEngine) {
       const std::string what = "radius " + std::to_string(r) +
                                (list == nullptr ? " no list" : list == lsc ? " lsc" : " partial");
       const Rows cpu = Within(set, GENIE_ENGINE_CPU, queries, nq, r, excluded.data(), list);
-      ExpectSame(cpu, Within(set, GENIE_ENGINE_GPU, queries, nq, r, excluded.data(), list, &streamed), what);
+      ExpectSameRangeRows(cpu, Within(set, GENIE_ENGINE_GPU, queries, nq, r, excluded.data(), list, &streamed), what);
       // and the resident copy gives the same rows
-      ExpectSame(cpu, Within(set, GENIE_ENGINE_GPU, queries, nq, r, excluded.data(), list), what + " resident");
-      ExpectSame(Within(set, GENIE_ENGINE_CPU, first, 1, r, nullptr, list),
+      ExpectSameRangeRows(cpu, Within(set, GENIE_ENGINE_GPU, queries, nq, r, excluded.data(), list), what + " resident");
+      ExpectSameRangeRows(Within(set, GENIE_ENGINE_CPU, first, 1, r, nullptr, list),
                  Within(set, GENIE_ENGINE_AUTO, first, 1, r, nullptr, list, &streamed), what + " single");
     }
   }
@@ -201,7 +181,7 @@ TEST(GpuRange, StreamedSetEqualsTheCpuEngine) {
   const std::vector<float> forty(queries.begin(), queries.begin() + 40 * dim);
   const Rows every = Within(set, GENIE_ENGINE_GPU, forty, 40, 1e30, nullptr, lsc, &streamed);
   EXPECT_EQ(every.offsets.back(), int64_t{40} * n);
-  ExpectSame(Within(set, GENIE_ENGINE_CPU, forty, 40, 1e30, nullptr, lsc), every, "every row");
+  ExpectSameRangeRows(Within(set, GENIE_ENGINE_CPU, forty, 40, 1e30, nullptr, lsc), every, "every row");
   // cancel: asked at once, and after a few polls (between the segments);
   // the next search is exact
   for (int after : {0, 3, 40}) {
@@ -212,7 +192,7 @@ TEST(GpuRange, StreamedSetEqualsTheCpuEngine) {
     cancelled.cancel_arg = &counter;
     Within(set, GENIE_ENGINE_GPU, queries, nq, all[2000], nullptr, lsc, &cancelled, GENIE_CANCELLED);
   }
-  ExpectSame(Within(set, GENIE_ENGINE_CPU, queries, nq, all[20], nullptr, lsc),
+  ExpectSameRangeRows(Within(set, GENIE_ENGINE_CPU, queries, nq, all[20], nullptr, lsc),
              Within(set, GENIE_ENGINE_GPU, queries, nq, all[20], nullptr, lsc, &streamed), "after cancel");
   genie_cluster_list_free(lsc);
   genie_cluster_list_free(partial);
