@@ -8,7 +8,9 @@
 // RANGE_BATCHES=1,154,1000 replaces the batch sizes; RANGE_GPUS=1 adds the
 // GPU methods on every GPU of the host (gpu-brute-all, gpu-lsc-all: each
 // GPU a whole copy, reading a share of each batch), "vs_one_gpu" against
-// GPU 0 alone; RANGE_METHODS=a,b keeps those methods (and cpu-brute, the
+// GPU 0 alone, and with RANGE_STREAM the streamed methods on every GPU
+// (gpu-brute-streamed-all, gpu-lsc-streamed-all: the set sharded, each GPU
+// streaming its own objects); RANGE_METHODS=a,b keeps those methods (and cpu-brute, the
 // reference); RANGE_KNN=k measures the exact k nearest through the list
 // instead (Knn below).
 //   fmnist  Fashion-MNIST 60,000 x 784 (PATH: the folder of the idx files),
@@ -317,6 +319,12 @@ int main(int argc, char** argv) {
       std::printf("STREAM device budget %.1f MB (the set's padded rows / %.1f)\n", budget / 1048576.0, fraction);
       methods.push_back({"gpu-brute-streamed", GENIE_ENGINE_GPU, false, budget, 0});
       methods.push_back({"gpu-lsc-streamed", GENIE_ENGINE_GPU, true, budget, 0});
+      // and with RANGE_GPUS, on every GPU: a set beyond one GPU's budget is
+      // sharded, each GPU streaming (or holding) its own objects
+      if (std::getenv("RANGE_GPUS") != nullptr && std::atoi(std::getenv("RANGE_GPUS")) > 0) {
+        methods.push_back({"gpu-brute-streamed-all", GENIE_ENGINE_GPU, false, budget, ~uint64_t{0}});
+        methods.push_back({"gpu-lsc-streamed-all", GENIE_ENGINE_GPU, true, budget, ~uint64_t{0}});
+      }
     }
   }
   // RANGE_METHODS=a,b,...: only these (cpu-brute, the rows' reference, always)
@@ -384,17 +392,19 @@ int main(int argc, char** argv) {
         // (all-fit), and the streamed list against streamed brute force
         std::string extra;
         const std::string name = m.name;
-        if (m.mask != 0 && method_ms.count(name.substr(0, name.size() - std::string("-all").size())) > 0) {
+        const bool all = m.mask != 0;
+        const std::string one = all ? name.substr(0, name.size() - std::string("-all").size()) : name;
+        if (all && method_ms.count(one) > 0) {
           // every GPU against GPU 0 alone, the same method
-          const std::string alone = name.substr(0, name.size() - std::string("-all").size());
-          extra = ", \"vs_one_gpu\": " + std::to_string(per > 0 ? method_ms[alone] / per : 0.0);
+          extra = ", \"vs_one_gpu\": " + std::to_string(per > 0 ? method_ms[one] / per : 0.0);
         }
-        if (m.budget > 0) {
+        if (m.budget > 0 && !all) {
           const std::string fit = name.substr(0, name.size() - std::string("-streamed").size());
           extra = ", \"vs_all_fit\": " + std::to_string(method_ms[fit] > 0 ? per / method_ms[fit] : 0.0);
-          if (m.list && method_ms["gpu-brute-streamed"] > 0)
-            extra += ", \"vs_streamed_brute\": " + std::to_string(per > 0 ? method_ms["gpu-brute-streamed"] / per : 0.0);
         }
+        const std::string brute = all ? "gpu-brute-streamed-all" : "gpu-brute-streamed";
+        if (m.budget > 0 && m.list && method_ms[brute] > 0)
+          extra += ", \"vs_streamed_brute\": " + std::to_string(per > 0 ? method_ms[brute] / per : 0.0);
         const double per_query = static_cast<double>(q_batch) * calls;
         std::printf("RESULT {\"data\": \"%s\", \"radius\": \"%s\", \"r\": %.6g, \"Q\": %d, \"method\": \"%s\", "
                     "\"ms\": %.3f, \"qps\": %.0f, \"distances_per_query\": %.0f, \"discarded_per_query\": %.1f, "

@@ -18,8 +18,16 @@ in-process):
     scans' total;
 every method's rows checked against the sequential scan's (single
 statements: the same rows per query; batches: as many rows).
+--variant NAME:SETTING=VALUE,... (repeatable) runs every genie_within
+method once per variant, its settings SET first (for example one GPU
+against every GPU: 'one:genie.devices=0' 'all:genie.devices=all', with
+genie.device_memory_limit or genie.placement beside them); each variant's
+figures carry "vs_first_variant" (the first variant's ms / this one's) and
+a cold batch: the first batch statement in a new connection (the index
+read into the backend and copied to the devices included), one per run.
   range_sql.py --train COPY --test COPY [--nq 50] [--runs 3] [--device cpu]
                [--cluster-size 32] [--supercluster-clusters 4]
+               [--variant NAME:SETTING=VALUE,...]...
 """
 import argparse
 import statistics
@@ -45,7 +53,19 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--cluster-size", type=int, default=32)
     ap.add_argument("--supercluster-clusters", type=int, default=4)
+    ap.add_argument("--variant", action="append", default=[])
     a = ap.parse_args()
+    variants = []
+    for v in a.variant or ["default:"]:
+        name, _, settings = v.partition(":")
+        variants.append((name, [kv.split("=", 1) for kv in settings.split(",") if kv]))
+
+    def apply(cursor, settings):
+        cursor.execute("RESET ALL")
+        cursor.execute(f"SET genie.device = {a.device}")
+        for key, value in settings:
+            cursor.execute(psycopg.sql.SQL("SELECT set_config({}, {}, false)").format(
+                psycopg.sql.Literal(key), psycopg.sql.Literal(value)))
     conn = psycopg.connect(autocommit=True)
     cur = conn.cursor()
     cur.execute("CREATE EXTENSION IF NOT EXISTS genie")
@@ -87,35 +107,56 @@ def main():
         seq = statistics.median(seq_ms)
         print(f"RESULT {{\"radius\": \"{label}\", \"r\": {r:.4f}, \"method\": \"sequential scan\", \"mode\": \"single\", "
               f"\"ms\": {seq:.3f}, \"qps\": {1000.0 / seq:.1f}, \"answers_per_query\": {answers:.1f}, \"vs_seqscan\": 1.00}}")
+        first_ms = {}
         for index in ("rv_all", "rv_lsc"):
-            cur.execute(within_single, (index, queries[0], r))  # warm: the cache and the list's rows
-            times, same = [], True
-            for run in range(a.runs):
-                t0 = time.perf_counter()
-                for i, q in enumerate(queries):
-                    cur.execute(within_single, (index, q, r))
-                    same = same and sorted(row[0] for row in cur.fetchall()) == truth[i]
-                times.append((time.perf_counter() - t0) * 1000.0 / len(queries))
-            ms = statistics.median(times)
-            print(f"RESULT {{\"radius\": \"{label}\", \"r\": {r:.4f}, \"method\": \"genie_within {index}\", "
-                  f"\"mode\": \"single\", \"ms\": {ms:.3f}, \"qps\": {1000.0 / ms:.1f}, "
-                  f"\"answers_per_query\": {answers:.1f}, \"vs_seqscan\": {seq / ms:.2f}}}")
-            if not same:
-                print(f"MISMATCH genie_within {index} radius {label}: rows differ from the sequential scan")
-            # the batch: every query in one statement
-            cur.execute("SELECT count(*) FROM genie_within(%s::regclass, %s::real[], %s)", (index, batch, r))
-            times = []
-            for run in range(a.runs):
-                ms_b, rows = timed(cur, "SELECT query_no, ctid FROM genie_within(%s::regclass, %s::real[], %s)",
-                                   (index, batch, r))
-                times.append(ms_b)
-            total = sum(len(v) for v in truth.values())
-            if len(rows) != total:
-                print(f"MISMATCH batch genie_within {index} radius {label}: {len(rows)} rows, the scan {total}")
-            ms_b = statistics.median(times)
-            print(f"RESULT {{\"radius\": \"{label}\", \"r\": {r:.4f}, \"method\": \"genie_within {index}\", "
-                  f"\"mode\": \"batch of {len(queries)}\", \"ms\": {ms_b:.3f}, "
-                  f"\"qps\": {1000.0 * len(queries) / ms_b:.1f}, \"vs_seqscan\": {seq * len(queries) / ms_b:.2f}}}")
+            for variant, settings in variants:
+                apply(cur, settings)
+                method = f"genie_within {index}" + ("" if len(variants) == 1 else f" {variant}")
+                cur.execute(within_single, (index, queries[0], r))  # warm: the cache and the list's rows
+                times, same = [], True
+                for run in range(a.runs):
+                    t0 = time.perf_counter()
+                    for i, q in enumerate(queries):
+                        cur.execute(within_single, (index, q, r))
+                        same = same and sorted(row[0] for row in cur.fetchall()) == truth[i]
+                    times.append((time.perf_counter() - t0) * 1000.0 / len(queries))
+                ms = statistics.median(times)
+                first = first_ms.setdefault((index, "single"), ms)
+                print(f"RESULT {{\"radius\": \"{label}\", \"r\": {r:.4f}, \"method\": \"{method}\", "
+                      f"\"mode\": \"single\", \"ms\": {ms:.3f}, \"qps\": {1000.0 / ms:.1f}, "
+                      f"\"answers_per_query\": {answers:.1f}, \"vs_seqscan\": {seq / ms:.2f}, "
+                      f"\"vs_first_variant\": {first / ms:.2f}}}")
+                if not same:
+                    print(f"MISMATCH {method} radius {label}: rows differ from the sequential scan")
+                # the batch: every query in one statement
+                cur.execute("SELECT count(*) FROM genie_within(%s::regclass, %s::real[], %s)", (index, batch, r))
+                times = []
+                for run in range(a.runs):
+                    ms_b, rows = timed(cur, "SELECT query_no, ctid FROM genie_within(%s::regclass, %s::real[], %s)",
+                                       (index, batch, r))
+                    times.append(ms_b)
+                total = sum(len(v) for v in truth.values())
+                if len(rows) != total:
+                    print(f"MISMATCH batch {method} radius {label}: {len(rows)} rows, the scan {total}")
+                ms_b = statistics.median(times)
+                first = first_ms.setdefault((index, "batch"), ms_b)
+                # cold: the same batch as a new connection's first genie statement
+                cold = []
+                for run in range(a.runs if label == "0.01%" else 0):
+                    with psycopg.connect(autocommit=True) as fresh:
+                        fc = fresh.cursor()
+                        apply(fc, settings)
+                        ms_c, rows_c = timed(fc, "SELECT query_no, ctid FROM genie_within(%s::regclass, %s::real[], %s)",
+                                             (index, batch, r))
+                        cold.append(ms_c)
+                        if len(rows_c) != total:
+                            print(f"MISMATCH cold batch {method} radius {label}: {len(rows_c)} rows, the scan {total}")
+                cold_part = f", \"cold_ms\": {statistics.median(cold):.1f}" if cold else ""
+                print(f"RESULT {{\"radius\": \"{label}\", \"r\": {r:.4f}, \"method\": \"{method}\", "
+                      f"\"mode\": \"batch of {len(queries)}\", \"ms\": {ms_b:.3f}, "
+                      f"\"qps\": {1000.0 * len(queries) / ms_b:.1f}, \"vs_seqscan\": {seq * len(queries) / ms_b:.2f}, "
+                      f"\"vs_first_variant\": {first / ms_b:.2f}{cold_part}}}")
+        apply(cur, [])
     cur.execute("DROP TABLE rv, rq")
 
 

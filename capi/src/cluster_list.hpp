@@ -30,6 +30,12 @@ struct ListKnnTimes {
 }  // namespace capi
 }  // namespace genie
 
+namespace genie {
+namespace capi {
+struct RangeShardMembers;  // range_group.hpp
+}  // namespace capi
+}  // namespace genie
+
 struct genie_cluster_list {
   genie::ClusterList list;
   // A vector set's rows in the list's member order (genie::MemberRows),
@@ -49,6 +55,25 @@ struct genie_cluster_list {
   // shared as the rows
   std::mutex gpu_mutex;
   std::vector<std::shared_ptr<genie::GpuClusterMembers>> gpu;
+  // A streamed shard's rows of its members, in their order, page-locked
+  // (as member_rows and rows_pin for one GPU): its runs then go by DMA.
+  struct ShardRows {
+    genie::HostArray<float> rows;
+    std::unique_ptr<genie::GpuHostRegistration> pin;  // NULL: refused, or too large to lock
+    ~ShardRows() { pin.reset(); }                    // unlocked before the rows go
+  };
+  // a sharded device group's views of the members (range_group.hpp), one
+  // a shard: with their copy on the shard's GPU when its rows are resident,
+  // else with their rows; made on first use, under gpu_mutex
+  struct Shard {
+    int32_t first = 0;
+    int32_t end = 0;
+    int32_t device = -1;
+    std::shared_ptr<const genie::capi::RangeShardMembers> members;
+    std::shared_ptr<genie::GpuClusterMembers> gpu;
+    std::shared_ptr<const ShardRows> rows;
+  };
+  std::vector<Shard> shards;
 #endif
 };
 

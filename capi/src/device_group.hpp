@@ -52,14 +52,13 @@ struct DeviceGroup {
 };
 
 // Whether a set of set_bytes and n objects would be whole on each of
-// devices (replicated, as EnsureDeviceGroup places it), and with must_fit
-// within every GPU's capacity (a set that cannot stream): a search that
-// needs the whole set on each GPU asks first.
-inline bool Replicated(const std::vector<GroupDevice>& devices, uint64_t set_bytes, int32_t n, int32_t placement,
-                       bool must_fit) {
+// devices (replicated, as EnsureDeviceGroup places it) and within every
+// GPU's capacity: a search that needs the whole set resident on each GPU
+// (the strings' range search, which cannot stream) asks first.
+inline bool Replicated(const std::vector<GroupDevice>& devices, uint64_t set_bytes, int32_t n, int32_t placement) {
   std::vector<uint64_t> capacities;
   for (const GroupDevice& d : devices) {
-    if (must_fit && d.capacity_bytes != 0 && set_bytes > d.capacity_bytes) return false;
+    if (d.capacity_bytes != 0 && set_bytes > d.capacity_bytes) return false;
     capacities.push_back(d.capacity_bytes);
   }
   return !PlanPlacement(static_cast<Placement>(placement), set_bytes, n, capacities).sharded;

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <utility>
 
 #include "genie/multi_device.hpp"
+#include "genie/parallel.hpp"
 
 namespace genie {
 namespace capi {
@@ -123,6 +125,91 @@ RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, 
       }
       *computed += counted[i];
     }
+    return Status::Ok();
+  };
+}
+
+RangeShardMembers ShardMembers(Span<int32_t> list_members, int32_t first, int32_t end) {
+  RangeShardMembers out;
+  out.before.reserve(list_members.size() + 1);
+  for (std::size_t p = 0; p < list_members.size(); ++p) {
+    out.before.push_back(static_cast<int32_t>(out.members.size()));
+    const int32_t o = list_members[p];
+    if (o >= first && o < end) out.members.push_back(o - first);
+  }
+  out.before.push_back(static_cast<int32_t>(out.members.size()));
+  return out;
+}
+
+RangePlan ShardRangePlan(const RangePlan& plan, const RangeShardMembers* members, int32_t first, int32_t end) {
+  RangePlan out;
+  for (const RangeItem& item : plan.items) {
+    RangeItem piece = item;
+    if (item.listed) {
+      const int32_t b = members->before[static_cast<std::size_t>(item.begin)];
+      piece.begin = b;
+      piece.count = members->before[static_cast<std::size_t>(item.begin + item.count)] - b;
+    } else {
+      const int64_t lo = std::max<int64_t>(item.begin, first);
+      const int64_t hi = std::min<int64_t>(item.begin + item.count, end);
+      piece.begin = lo - first;
+      piece.count = static_cast<int32_t>(std::max<int64_t>(hi - lo, 0));
+    }
+    if (piece.count > 0) out.items.push_back(piece);
+  }
+  return out;
+}
+
+Status HostRangeShard(const QueryMetricFactory& metrics, Span<int32_t> list_members, double radius,
+                      int32_t first_query, const RangePlan& plan, int32_t first, int32_t end, int32_t threads,
+                      std::vector<RangeCandidate>* out, const CancelCheck& cancel) {
+  std::vector<std::vector<RangeCandidate>> found(plan.items.size());
+  GENIE_RETURN_IF_ERROR(ParallelFor(
+      static_cast<int64_t>(plan.items.size()), threads,
+      [&](int64_t i) -> Status {
+        const RangeItem& item = plan.items[static_cast<std::size_t>(i)];
+        const std::unique_ptr<QueryMetric> metric = metrics(first_query + item.query);
+        for (int64_t at = item.begin; at < item.begin + item.count; ++at) {
+          // (an item may be every object: the cancel polled inside it)
+          if ((at & 4095) == 0 && cancel.requested()) return Status::Cancelled();
+          const int32_t o = item.listed ? list_members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
+          if (o < first || o >= end) continue;
+          const double d = metric->Distance(o, radius);
+          if (d <= radius) found[static_cast<std::size_t>(i)].push_back(RangeCandidate{item.query, o, d});
+        }
+        return Status::Ok();
+      },
+      cancel));
+  for (const auto& f : found) out->insert(out->end(), f.begin(), f.end());
+  return Status::Ok();
+}
+
+RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeHostShard host) {
+  return [shards = std::move(shards), host = std::move(host)](int32_t first_query, int32_t n_queries,
+                                                              const RangePlan& plan, std::vector<RangeCandidate>* out,
+                                                              int64_t*) -> Status {
+    std::vector<std::vector<RangeCandidate>> found(shards.size());
+    std::vector<Status> statuses = RunEachConcurrently(static_cast<int32_t>(shards.size()), [&](int32_t i) {
+      const RangeShard& shard = shards[static_cast<std::size_t>(i)];
+      if (shard.dropped->load()) return Status::DeviceUnavailable("this shard's GPU has failed");
+      const RangePlan mine = ShardRangePlan(plan, shard.members, shard.first, shard.end);
+      if (mine.items.empty()) return Status::Ok();
+      int64_t counted = 0;
+      GENIE_RETURN_IF_ERROR(shard.pass(first_query, n_queries, mine, &found[static_cast<std::size_t>(i)], &counted));
+      for (RangeCandidate& c : found[static_cast<std::size_t>(i)]) c.object += shard.first;
+      return Status::Ok();
+    });
+    // a lost GPU's shard, on the host (one after another: a rare path)
+    for (std::size_t i = 0; i < shards.size(); ++i) {
+      if (!DeviceFailed(statuses[i])) continue;
+      shards[i].dropped->store(true);
+      found[i].clear();
+      statuses[i] = host(first_query, plan, shards[i].first, shards[i].end, &found[i]);
+    }
+    for (const Status& s : statuses) GENIE_RETURN_IF_ERROR(s);
+    // every member of the plan's items read once, on one shard or another:
+    // *computed stays the plan's count
+    for (const auto& f : found) out->insert(out->end(), f.begin(), f.end());
     return Status::Ok();
   };
 }

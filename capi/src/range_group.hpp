@@ -1,7 +1,9 @@
 // A range search's device pass over the GPUs of a device group (capi/src
-// only): the batch's plan is split among the GPUs by the members it reads,
-// each GPU's share runs at once on a thread of its own, and the candidates
-// are joined.  A range search's candidates are independent of one another
+// only).  Replicated: the batch's plan is split among the GPUs by the
+// members it reads, each GPU's share runs at once on a thread of its own,
+// and the candidates are joined.  Sharded (a set larger than one GPU's
+// budget, the seed's data beyond device memory): every GPU reads its own
+// objects' part of every item, resident or streamed.  A range search's candidates are independent of one another
 // (FinishRangeSearch sorts them and drops duplicates), so a share may be
 // any run of the plan's items, even part of one query's: a single query
 // over every vector splits as well as a batch.  Plain C++ (the passes are
@@ -9,6 +11,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "cluster_list.hpp"
@@ -61,6 +64,51 @@ struct RangeGroupGpu {
 // picks the GPU of the first share, in turn.
 RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, int64_t min_members,
                                std::atomic<uint32_t>* turn);
+
+// ---- a sharded group: GPU i holds objects [first_i, end_i) ----
+
+// A list's members that fall in a shard [first, end): their ids counted
+// from first, in the list's order, and before[p], how many of the list's
+// members before position p are the shard's (so that a listed item's
+// members [begin, begin + count) are the shard's [before[begin],
+// before[begin + count])).
+struct RangeShardMembers {
+  std::vector<int32_t> members;
+  std::vector<int32_t> before;  // one more than the list's members
+};
+RangeShardMembers ShardMembers(Span<int32_t> list_members, int32_t first, int32_t end);
+
+// plan as the shard [first, end) reads it: listed items through members
+// (NULL: the plan has none), the objects past the list cut to the shard's
+// and counted from first; items left empty dropped, queries unchanged.
+RangePlan ShardRangePlan(const RangePlan& plan, const RangeShardMembers* members, int32_t first, int32_t end);
+
+// One shard: its objects, its members (NULL without a list), its GPU's
+// pass over its own rows (candidates' ids counted from first), and its
+// copy's flag that says the GPU failed.
+struct RangeShard {
+  int32_t first = 0;
+  int32_t end = 0;
+  const RangeShardMembers* members = nullptr;
+  RangeDevicePass pass;
+  std::atomic<bool>* dropped = nullptr;
+};
+
+// The exact answers of plan's items among objects [first, end) on the
+// host (the set's ids; list_members: the list's): a shard whose GPU
+// failed.  metrics as RangeSearchHandle's (queries from first_query).
+Status HostRangeShard(const QueryMetricFactory& metrics, Span<int32_t> list_members, double radius,
+                      int32_t first_query, const RangePlan& plan, int32_t first, int32_t end, int32_t threads,
+                      std::vector<RangeCandidate>* out, const CancelCheck& cancel);
+
+// The sharded group's pass: each shard's plan (ShardRangePlan) on its GPU,
+// all at once, the candidates joined with the set's ids.  A GPU that fails
+// (DeviceFailed) is dropped and its shard read by host (HostRangeShard
+// bound to the search): no other GPU holds those rows.  Any other failure
+// goes to the caller.
+using RangeHostShard = std::function<Status(int32_t first_query, const RangePlan& plan, int32_t first, int32_t end,
+                                            std::vector<RangeCandidate>* out)>;
+RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeHostShard host);
 
 }  // namespace capi
 }  // namespace genie

@@ -352,7 +352,7 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
       if (!devices.empty()) one.device_ordinal = devices[0].ordinal;  // one of the mask's GPUs
       genie::Status status = genie::Status::Ok();
       if (!devices.empty() &&
-          genie::capi::Replicated(devices, StringSetBytes(set), set.size(), engine_options.placement, true)) {
+          genie::capi::Replicated(devices, StringSetBytes(set), set.size(), engine_options.placement)) {
         std::shared_ptr<StringGroup> g;  // this search's reference
         GENIE_RETURN_IF_ERROR(GroupCopies(strings, devices, engine_options, &g));
         std::vector<genie::capi::RangeGroupGpu> gpus;

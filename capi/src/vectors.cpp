@@ -14,6 +14,7 @@
 #include "genie/genie.h"
 #include "genie/lsh.hpp"
 #include "genie/multi_device.hpp"
+#include "genie/parallel.hpp"
 #include "genie/permutation.hpp"
 #ifdef GENIE_WITH_CUDA
 #include "genie/gpu_permutation.hpp"
@@ -156,6 +157,123 @@ genie::Status MembersOn(genie_cluster_list* list, int32_t ordinal, std::shared_p
     on = std::move(made);
   }
   *out = on;
+  return genie::Status::Ok();
+}
+
+// The list's members in a shard [first, end) of a sharded group
+// (range_group.hpp), and on the shard's GPU: their copy when its rows
+// (rows, the shard's own) are resident, else their rows in their order,
+// page-locked when at most kMaxHostRegistrationBytes, for a streamed
+// search; each made on first use and kept with the list (the last few
+// shards').  The caller gets its own references.
+struct ShardView {
+  std::shared_ptr<const genie::capi::RangeShardMembers> members;
+  std::shared_ptr<genie::GpuClusterMembers> on;           // resident
+  std::shared_ptr<const genie_cluster_list::ShardRows> rows;  // streamed
+};
+genie::Status ShardViewOn(genie_cluster_list* list, const genie::VectorSet& rows, int32_t first, int32_t end,
+                          int32_t device, bool resident, const genie::EngineOptions& options, ShardView* out) {
+  constexpr std::size_t kKeptShards = 16;  // groups remade for other GPUs or budgets leave theirs behind
+  std::lock_guard<std::mutex> lock(list->gpu_mutex);
+  auto shard = std::find_if(list->shards.begin(), list->shards.end(), [&](const genie_cluster_list::Shard& s) {
+    return s.first == first && s.end == end && s.device == device;
+  });
+  if (shard == list->shards.end()) {
+    if (list->shards.size() >= kKeptShards) list->shards.erase(list->shards.begin());
+    genie_cluster_list::Shard made;
+    made.first = first;
+    made.end = end;
+    made.device = device;
+    made.members = std::make_shared<const genie::capi::RangeShardMembers>(
+        genie::capi::ShardMembers(genie::Span<int32_t>(list->list.members), first, end));
+    list->shards.push_back(std::move(made));
+    shard = list->shards.end() - 1;
+  }
+  const std::vector<int32_t>& members = shard->members->members;
+  if (resident && shard->gpu == nullptr) {
+    std::unique_ptr<genie::GpuClusterMembers> made;
+    GENIE_RETURN_IF_ERROR(genie::GpuClusterMembers::Create(genie::Span<int32_t>(members), device, &made));
+    shard->gpu = std::move(made);
+  }
+  if (!resident && shard->rows == nullptr) {
+    auto made = std::make_shared<genie_cluster_list::ShardRows>();
+    const std::size_t dim = static_cast<std::size_t>(rows.dim);
+    made->rows.resize(members.size() * dim);
+    constexpr int64_t kPiece = 4096;  // rows a task, the cancel polled between
+    GENIE_RETURN_IF_ERROR(genie::ParallelFor(
+        (static_cast<int64_t>(members.size()) + kPiece - 1) / kPiece, options.threads,
+        [&](int64_t piece) {
+          const std::size_t b = static_cast<std::size_t>(piece * kPiece);
+          const std::size_t e = std::min(members.size(), b + static_cast<std::size_t>(kPiece));
+          for (std::size_t i = b; i < e; ++i) std::memcpy(&made->rows[i * dim], rows.row(members[i]), dim * sizeof(float));
+          return genie::Status::Ok();
+        },
+        options.cancel));
+    const std::size_t bytes = made->rows.size() * sizeof(float);
+    if (bytes > 0 && bytes <= genie::kMaxHostRegistrationBytes)
+      (void)genie::GpuHostRegistration::Create(made->rows.data(), bytes, device, &made->pin);  // refused: gathered by id
+    shard->rows = std::move(made);
+  }
+  out->members = shard->members;
+  out->on = resident ? shard->gpu : nullptr;
+  out->rows = resident ? nullptr : shard->rows;
+  return genie::Status::Ok();
+}
+
+// The range search's pass over a sharded group (range_group.hpp): each
+// GPU reads its own objects' part of every item, resident or streamed, and
+// a GPU that fails has its shard read on the host.  *pass stays empty when
+// a shard has no live copy (the caller then searches one GPU).
+genie::Status ShardedWithin(genie_vectors* vectors, const std::shared_ptr<VectorGroup>& g,
+                            const genie_range_scan* scan, const genie::EngineOptions& engine_options,
+                            genie::capi::RangeDevicePass* pass) {
+  std::vector<genie::capi::RangeShard> shards;
+  for (const auto& c : g->copies) {
+    if (c->dropped || c->gpu == nullptr || c->slice == nullptr) return genie::Status::Ok();
+    const bool resident = c->gpu->parts() == 1;
+    ShardView view;  // this search's references
+    if (scan->list != nullptr) {
+      const genie::Status made = ShardViewOn(const_cast<genie_cluster_list*>(scan->list), *c->slice, c->range.first,
+                                             c->range.second, c->device, resident, engine_options, &view);
+      if (genie::DeviceFailed(made)) {
+        c->dropped = true;  // for good, as a failed search drops it
+        return genie::Status::Ok();
+      }
+      GENIE_RETURN_IF_ERROR(made);
+    }
+    genie::GpuVectorSet* copy = c->gpu.get();
+    const genie::VectorSet* rows = c->slice.get();
+    genie::capi::RangeShard shard;
+    shard.first = c->range.first;
+    shard.end = c->range.second;
+    shard.members = view.members.get();
+    shard.dropped = &c->dropped;
+    shard.pass = [g, copy, rows, view, scan, &engine_options](int32_t first_query, int32_t n_queries,
+                                                              const genie::RangePlan& plan,
+                                                              std::vector<genie::RangeCandidate>* out, int64_t*) {
+      genie::GpuRangeRequest request;
+      request.queries = scan->queries + static_cast<std::size_t>(first_query) * static_cast<std::size_t>(rows->dim);
+      request.n_queries = n_queries;
+      request.radius = scan->radius;
+      request.device_members = view.on.get();
+      if (view.members != nullptr) request.members = genie::Span<int32_t>(view.members->members);
+      // runs of members copied by DMA from their rows in order, else gathered by id
+      if (view.rows != nullptr && view.rows->pin != nullptr) request.member_rows = view.rows->rows.data();
+      request.threads = engine_options.threads;
+      return copy->RangeCandidates(*rows, request, plan, out, engine_options.cancel);
+    };
+    shards.push_back(std::move(shard));
+  }
+  const genie::QueryMetricFactory metrics = genie::VectorQueryMetrics(vectors->set, scan->queries);
+  *pass = genie::capi::ShardedRangePass(
+      std::move(shards), [metrics, scan, &engine_options](int32_t first_query, const genie::RangePlan& plan,
+                                                          int32_t first, int32_t end,
+                                                          std::vector<genie::RangeCandidate>* out) {
+        const genie::Span<int32_t> list_members =
+            scan->list != nullptr ? genie::Span<int32_t>(scan->list->list.members) : genie::Span<int32_t>();
+        return genie::capi::HostRangeShard(metrics, list_members, scan->radius, first_query, plan, first, end,
+                                           engine_options.threads, out, engine_options.cancel);
+      });
   return genie::Status::Ok();
 }
 
@@ -474,19 +592,18 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
     if (device != GENIE_ENGINE_CPU && scan->candidate_offsets == nullptr) {
       const genie::EngineOptions engine_options = ToEngineOptions(options);
       GENIE_RETURN_IF_ERROR(genie::capi::CheckPlacement(options));
-      // Several GPUs: each holds the whole set (the kNN scans' replicated
-      // copies) and reads a share of each batch's plan (range_group.hpp).  A
-      // set the group would shard is searched on its first GPU, streamed; a
-      // group whose copies stream lends its first GPU's copy (no second copy
-      // there).
+      // Several GPUs (the kNN scans' copies, range_group.hpp): replicated,
+      // each holds the whole set and reads a share of each batch's plan;
+      // sharded, each reads its own objects' part of every item, resident or
+      // streamed.  A replicated group whose copies stream lends its first
+      // GPU's copy (no second copy there).
       genie::EngineOptions one = engine_options;
       const auto devices = genie::capi::GroupDevices(&one);
       if (!devices.empty()) one.device_ordinal = devices[0].ordinal;  // one of the mask's GPUs
       std::shared_ptr<genie::GpuVectorSet> gpu;  // the one GPU's copy
       int32_t ordinal = one.device_ordinal;     // and its GPU
       genie::Status status = genie::Status::Ok();
-      if (!devices.empty() && genie::capi::Replicated(devices, static_cast<uint64_t>(set.values.size()) * sizeof(float),
-                                                      set.n, engine_options.placement, false)) {
+      if (!devices.empty()) {
         std::shared_ptr<VectorGroup> g;  // this search's reference
         GENIE_RETURN_IF_ERROR(GroupCopies(vectors, devices, engine_options, &g));
         std::vector<genie::capi::GroupCopy<genie::VectorSet, genie::GpuVectorSet>*> live;
@@ -497,7 +614,12 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
           resident = resident && c->gpu->parts() == 1;
         }
         if (g->sharded) {
-          // (the placement decided otherwise when the group was made: a shard is not the set)
+          genie::capi::RangeDevicePass sharded;
+          GENIE_RETURN_IF_ERROR(ShardedWithin(vectors, g, scan, engine_options, &sharded));
+          if (sharded != nullptr)
+            return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries),
+                                                  GENIE_ENGINE_GPU, options, scan, sharded, scan_all, results);
+          // a shard without its GPU: the set streamed through the mask's first GPU
         } else if (!live.empty() && !resident) {
           gpu = std::shared_ptr<genie::GpuVectorSet>(g, live[0]->gpu.get());  // holds the group
           ordinal = live[0]->device;

@@ -5,7 +5,8 @@
 // row and to the bit, for vectors (no list, a List of Superclusters, a list
 // of the first objects with the rest pending; excluded rows; one query,
 // batches, and more queries than one pass plans) and for strings; a mask of
-// one GPU still searches on that one.  Skipped where fewer than two GPUs
+// one GPU still searches on that one; a sharded set (each GPU reading its
+// own objects, resident or streamed) as well.  Skipped where fewer than two GPUs
 // are usable.
 #include <gtest/gtest.h>
 
@@ -51,6 +52,43 @@ void ExpectEveryMaskAsTheCpu(const Rows& cpu, const Within& within, const std::s
   }
 }
 
+// A set of n x dim vectors and what the range tests search it with: a List
+// of Superclusters of every object (K 32, N 8), a list of the first n -
+// 5,000 (K 64, N 4; the rest as an index's pending rows), every 7th row
+// excluded, and the first query's distances to every object, sorted (radii
+// by rank).
+struct RangeSet {
+  genie_vectors* set = nullptr;
+  genie_vectors* head = nullptr;
+  genie_cluster_list* lsc = nullptr;
+  genie_cluster_list* partial = nullptr;
+  std::vector<uint8_t> excluded;
+  std::vector<double> sorted;
+  RangeSet() = default;
+  RangeSet(const RangeSet&) = delete;
+  RangeSet& operator=(const RangeSet&) = delete;
+  ~RangeSet() {
+    genie_cluster_list_free(lsc);
+    genie_cluster_list_free(partial);
+    genie_vectors_free(set);
+    genie_vectors_free(head);
+  }
+};
+
+void MakeRangeSet(const std::vector<float>& values, int32_t n, int32_t dim, const std::vector<float>& queries,
+                  RangeSet* out) {
+  genie_error err{};
+  ASSERT_EQ(genie_vectors_create(values.data(), n, dim, &out->set, &err), GENIE_OK);
+  ASSERT_EQ(genie_vectors_create(values.data(), n - 5000, dim, &out->head, &err), GENIE_OK);
+  ASSERT_EQ(genie_vectors_cluster_list(out->set, nullptr, 32, 8, nullptr, &out->lsc, &err), GENIE_OK);
+  ASSERT_EQ(genie_vectors_cluster_list(out->head, nullptr, 64, 4, nullptr, &out->partial, &err), GENIE_OK);
+  out->excluded.assign(static_cast<std::size_t>(n), 0);
+  for (int32_t i = 0; i < n; i += 7) out->excluded[static_cast<std::size_t>(i)] = 1;
+  for (int32_t o = 0; o < n; ++o)
+    out->sorted.push_back(genie_l2_distance(queries.data(), values.data() + static_cast<std::size_t>(o) * dim, dim));
+  std::sort(out->sorted.begin(), out->sorted.end());
+}
+
 TEST(MultiGpuRange, VectorsEqualTheCpuEngine) {
   SKIP_WITHOUT_TWO_GPUS();
   for (VectorShape shape : {VectorShape::kGaussian, VectorShape::kDuplicates}) {
@@ -60,18 +98,14 @@ TEST(MultiGpuRange, VectorsEqualTheCpuEngine) {
     const int32_t n = 70001, dim = 64, nq = 600;
     const std::vector<float> values = RandomVectors(&rng, shape, n, dim);
     const std::vector<float> queries = NearbyQueries(&rng, values, n, dim, nq, 0.05f);
-    genie_error err{};
-    genie_vectors *set = nullptr, *head = nullptr;
-    ASSERT_EQ(genie_vectors_create(values.data(), n, dim, &set, &err), GENIE_OK);
-    ASSERT_EQ(genie_vectors_create(values.data(), n - 5000, dim, &head, &err), GENIE_OK);
-    genie_cluster_list *lsc = nullptr, *partial = nullptr;
-    ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 8, nullptr, &lsc, &err), GENIE_OK);
-    ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 64, 4, nullptr, &partial, &err), GENIE_OK);
-    std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);
-    for (int32_t i = 0; i < n; i += 7) excluded[static_cast<std::size_t>(i)] = 1;
-    std::vector<double> all;
-    for (int32_t o = 0; o < n; ++o) all.push_back(genie_l2_distance(queries.data(), values.data() + o * dim, dim));
-    std::sort(all.begin(), all.end());
+    RangeSet r;
+    MakeRangeSet(values, n, dim, queries, &r);
+    if (HasFatalFailure()) return;
+    genie_vectors* set = r.set;
+    const genie_cluster_list* lsc = r.lsc;
+    const genie_cluster_list* partial = r.partial;
+    const std::vector<uint8_t>& excluded = r.excluded;
+    const std::vector<double>& all = r.sorted;
     for (double radius : {all[20], all[700], std::numeric_limits<double>::infinity()}) {
       for (const genie_cluster_list* list : {static_cast<const genie_cluster_list*>(nullptr),
                                              static_cast<const genie_cluster_list*>(lsc),
@@ -131,10 +165,59 @@ TEST(MultiGpuRange, VectorsEqualTheCpuEngine) {
       EXPECT_EQ(cpu.objects, autod.objects);
       EXPECT_GE(genie_vectors_device_bytes(set), 2 * values.size() * sizeof(float));
     }
-    genie_cluster_list_free(lsc);
-    genie_cluster_list_free(partial);
-    genie_vectors_free(set);
-    genie_vectors_free(head);
+  }
+}
+
+// A sharded group (placement shard with every shard resident, or a budget
+// that the set is 3x and each half 1.5x, so both shards stream): each GPU
+// reads its own objects' part of every item; the rows equal the CPU
+// engine's, to the bit, for no list, a List of Superclusters and a list of
+// the first objects with the rest pending.
+TEST(MultiGpuRange, ShardedVectorsEqualTheCpuEngine) {
+  SKIP_WITHOUT_TWO_GPUS();
+  std::mt19937 rng(950);
+  const int32_t n = 50003, dim = 48, nq = 300;
+  const std::vector<float> values = RandomVectors(&rng, VectorShape::kDuplicates, n, dim);
+  const std::vector<float> queries = NearbyQueries(&rng, values, n, dim, nq, 0.05f);
+  const uint64_t set_bytes = static_cast<uint64_t>(values.size()) * sizeof(float);
+  RangeSet data;
+  MakeRangeSet(values, n, dim, queries, &data);
+  if (HasFatalFailure()) return;
+  for (const bool streamed : {false, true}) {
+    genie_engine_options options{};
+    options.device_mask = ~uint64_t{0};
+    options.placement = streamed ? GENIE_PLACEMENT_AUTO : GENIE_PLACEMENT_SHARD;
+    options.memory_budget_bytes = streamed ? set_bytes / 3 : 0;
+    for (double radius : {data.sorted[30], data.sorted[900]}) {
+      for (const genie_cluster_list* list : {static_cast<const genie_cluster_list*>(nullptr),
+                                             static_cast<const genie_cluster_list*>(data.lsc),
+                                             static_cast<const genie_cluster_list*>(data.partial)}) {
+        for (int32_t count : {1, 37, nq}) {
+          genie_range_scan scan{};
+          scan.n_queries = count;
+          scan.queries = queries.data();
+          scan.radius = radius;
+          scan.excluded = count == 1 ? nullptr : data.excluded.data();
+          scan.list = list;
+          const std::string what = std::string(streamed ? "streamed" : "resident") + " radius " +
+                                   std::to_string(radius) + " queries " + std::to_string(count) +
+                                   (list == nullptr ? " no list" : list == data.lsc ? " lsc" : " partial");
+          const Rows cpu = Collect([&](genie_range_results** r, genie_error* e) {
+            return genie_vectors_within(data.set, GENIE_ENGINE_CPU, nullptr, &scan, r, e);
+          });
+          EXPECT_GT(cpu.offsets.back(), 0) << what;
+          ExpectSameRangeRows(cpu, Collect([&](genie_range_results** r, genie_error* e) {
+                                return genie_vectors_within(data.set, GENIE_ENGINE_GPU, &options, &scan, r, e);
+                              }),
+                              what);
+        }
+      }
+    }
+    if (!streamed) {
+      // the shards alone: half the set on each GPU, no whole copy made beside them
+      EXPECT_GE(genie_vectors_device_bytes(data.set), set_bytes);
+      EXPECT_LT(genie_vectors_device_bytes(data.set), set_bytes * 3 / 2);
+    }
   }
 }
 

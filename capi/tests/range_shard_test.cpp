@@ -1,0 +1,290 @@
+// A range search's pass over a sharded device group (capi/src/range_group.hpp)
+// with stand-in passes: each shard's plan reads exactly the plan's objects
+// that are its own, each once; the shards' candidates, in the set's ids, are
+// one pass's over the whole set; a GPU that fails has its shard read on the
+// host (HostRangeShard, exact distances against L2Distance); other failures
+// go to the caller.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "genie/cluster_list.hpp"
+#include "genie/vectors.hpp"
+#include "range_group.hpp"
+
+namespace genie {
+namespace {
+
+using capi::RangeShard;
+using capi::RangeShardMembers;
+using capi::ShardedRangePass;
+using capi::ShardMembers;
+using capi::ShardRangePlan;
+
+// A list over the first list_n of n objects (its members a permutation of
+// them), and a plan as PlanRangeSearch makes one: per query runs of the
+// members, then sometimes the objects past the list.
+struct Fixture {
+  int32_t n = 0;
+  int32_t list_n = 0;
+  std::vector<int32_t> members;
+  RangePlan plan;
+};
+
+Fixture RandomFixture(std::mt19937* rng, int32_t n_queries) {
+  Fixture f;
+  f.n = 1 + static_cast<int32_t>((*rng)() % 3000);
+  f.list_n = static_cast<int32_t>((*rng)() % static_cast<uint32_t>(f.n + 1));
+  f.members.resize(static_cast<std::size_t>(f.list_n));
+  std::iota(f.members.begin(), f.members.end(), 0);
+  std::shuffle(f.members.begin(), f.members.end(), *rng);
+  for (int32_t q = 0; q < n_queries; ++q) {
+    int64_t begin = f.list_n > 0 ? (*rng)() % static_cast<uint32_t>(f.list_n) : 0;
+    for (int32_t i = 0; i < 4 && begin < f.list_n; ++i) {
+      const int32_t count = 1 + static_cast<int32_t>((*rng)() % static_cast<uint32_t>(f.list_n - begin));
+      f.plan.items.push_back(RangeItem{q, count, begin, true});
+      begin += count + static_cast<int64_t>((*rng)() % 40);
+    }
+    if (f.list_n < f.n && (*rng)() % 2 == 0) f.plan.items.push_back(RangeItem{q, f.n - f.list_n, f.list_n, false});
+  }
+  return f;
+}
+
+// Contiguous shards of [0, n), as PlanPlacement cuts them (some may be empty).
+std::vector<std::pair<int32_t, int32_t>> Cut(std::mt19937* rng, int32_t n, int32_t shards) {
+  std::vector<int32_t> ends;
+  for (int32_t i = 0; i + 1 < shards; ++i) ends.push_back(static_cast<int32_t>((*rng)() % static_cast<uint32_t>(n + 1)));
+  std::sort(ends.begin(), ends.end());
+  ends.push_back(n);
+  std::vector<std::pair<int32_t, int32_t>> out;
+  int32_t first = 0;
+  for (int32_t end : ends) {
+    out.emplace_back(first, end);
+    first = end;
+  }
+  return out;
+}
+
+// Every (query, object id) a plan reads; members: the list's (ids from first) or NULL.
+using Read = std::pair<int32_t, int32_t>;
+std::vector<Read> Reads(const RangePlan& plan, const std::vector<int32_t>& members, int32_t first) {
+  std::vector<Read> out;
+  for (const RangeItem& item : plan.items)
+    for (int64_t at = item.begin; at < item.begin + item.count; ++at)
+      out.emplace_back(item.query, first + (item.listed ? members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at)));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(ShardRangePlan, EachShardReadsItsOwnObjectsOnce) {
+  std::mt19937 rng(31);
+  for (int32_t trial = 0; trial < 200; ++trial) {
+    const Fixture f = RandomFixture(&rng, 1 + static_cast<int32_t>(rng() % 12));
+    const std::vector<Read> whole = Reads(f.plan, f.members, 0);
+    for (int32_t shards : {1, 2, 3, 4}) {
+      std::vector<Read> joined;
+      for (const auto& [first, end] : Cut(&rng, f.n, shards)) {
+        const RangeShardMembers m = ShardMembers(Span<int32_t>(f.members), first, end);
+        ASSERT_EQ(m.before.size(), f.members.size() + 1);
+        for (int32_t o : m.members) {
+          ASSERT_GE(o, 0);
+          ASSERT_LT(o, end - first);
+        }
+        const RangePlan mine = ShardRangePlan(f.plan, &m, first, end);
+        for (const RangeItem& item : mine.items) ASSERT_GT(item.count, 0);
+        const std::vector<Read> reads = Reads(mine, m.members, first);
+        for (const Read& r : reads) {
+          ASSERT_GE(r.second, first);
+          ASSERT_LT(r.second, end);
+        }
+        joined.insert(joined.end(), reads.begin(), reads.end());
+      }
+      std::sort(joined.begin(), joined.end());
+      EXPECT_EQ(joined, whole) << "trial " << trial << " shards " << shards;
+    }
+  }
+}
+
+// A stand-in distance of a query and an object; within the radius 0.5 for
+// about half the pairs.
+double FakeDistance(int32_t query, int32_t object) { return ((query * 7919 + object * 104729) % 1000) / 1000.0; }
+
+// What a GPU's pass over its shard finds: the reads within 0.5, ids counted from the shard's first.
+struct FakeShard {
+  const std::vector<int32_t>* members = nullptr;  // the shard's, from first
+  int32_t first = 0;
+  Status failure = Status::Ok();
+  std::atomic<bool> dropped{false};
+  std::atomic<int32_t> passes{0};
+  Status Pass(int32_t first_query, const RangePlan& plan, std::vector<RangeCandidate>* out) {
+    ++passes;
+    if (!failure.ok()) return failure;
+    for (const RangeItem& item : plan.items)
+      for (int64_t at = item.begin; at < item.begin + item.count; ++at) {
+        const int32_t local = item.listed ? (*members)[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
+        const double d = FakeDistance(first_query + item.query, first + local);
+        if (d <= 0.5) out->push_back(RangeCandidate{item.query, local, d});
+      }
+    return Status::Ok();
+  }
+};
+
+std::vector<std::tuple<int32_t, int32_t, double>> Sorted(const std::vector<RangeCandidate>& c) {
+  std::vector<std::tuple<int32_t, int32_t, double>> out;
+  for (const RangeCandidate& x : c) out.emplace_back(x.query, x.object, x.distance);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
+  std::mt19937 rng(32);
+  for (int32_t trial = 0; trial < 60; ++trial) {
+    const int32_t nq = 1 + static_cast<int32_t>(rng() % 10);
+    const Fixture f = RandomFixture(&rng, nq);
+    const int32_t first_query = static_cast<int32_t>(rng() % 5);
+    FakeShard alone;
+    alone.members = &f.members;
+    std::vector<RangeCandidate> expected;
+    ASSERT_TRUE(alone.Pass(first_query, f.plan, &expected).ok());
+    const auto cut = Cut(&rng, f.n, 1 + trial % 4);
+    std::vector<std::unique_ptr<RangeShardMembers>> members;
+    std::vector<std::unique_ptr<FakeShard>> fakes;
+    std::vector<RangeShard> shards;
+    for (const auto& [first, end] : cut) {
+      members.push_back(std::make_unique<RangeShardMembers>(ShardMembers(Span<int32_t>(f.members), first, end)));
+      fakes.push_back(std::make_unique<FakeShard>());
+      FakeShard* fake = fakes.back().get();
+      fake->members = &members.back()->members;
+      fake->first = first;
+      RangeShard shard;
+      shard.first = first;
+      shard.end = end;
+      shard.members = members.back().get();
+      shard.dropped = &fake->dropped;
+      shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out, int64_t*) {
+        return fake->Pass(fq, plan, out);
+      };
+      shards.push_back(std::move(shard));
+    }
+    // in odd trials the last shard's GPU is lost; the host reads its
+    // objects from the whole plan, the set's ids
+    const bool lose = trial % 2 == 1;
+    if (lose) fakes.back()->failure = Status::DeviceError("lost");
+    int32_t host_calls = 0;
+    const capi::RangeDevicePass pass = ShardedRangePass(
+        shards, [&](int32_t fq, const RangePlan& plan, int32_t first, int32_t end, std::vector<RangeCandidate>* out) {
+          ++host_calls;
+          for (const RangeItem& item : plan.items)
+            for (int64_t at = item.begin; at < item.begin + item.count; ++at) {
+              const int32_t o = item.listed ? f.members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
+              const double d = FakeDistance(fq + item.query, o);
+              if (o >= first && o < end && d <= 0.5) out->push_back(RangeCandidate{item.query, o, d});
+            }
+          return Status::Ok();
+        });
+    for (int32_t round = 0; round < 2; ++round) {
+      std::vector<RangeCandidate> got;
+      int64_t computed = 17;
+      ASSERT_TRUE(pass(first_query, nq, f.plan, &got, &computed).ok());
+      EXPECT_EQ(Sorted(got), Sorted(expected)) << "trial " << trial << " round " << round;
+      EXPECT_EQ(computed, 17);  // the plan's count stays the caller's
+    }
+    const bool lost_read = lose && fakes.back()->passes.load() > 0;
+    EXPECT_EQ(fakes.back()->dropped.load(), lost_read);
+    // a dropped shard is not asked again: the host reads it both rounds
+    if (lost_read) {
+      EXPECT_EQ(fakes.back()->passes.load(), 1);
+      EXPECT_EQ(host_calls, 2);
+    } else {
+      EXPECT_EQ(host_calls, 0);
+    }
+  }
+}
+
+TEST(ShardedRangePass, OtherFailuresGoToTheCaller) {
+  Fixture f;
+  f.n = 100;
+  f.plan.items.push_back(RangeItem{0, 100, 0, false});
+  std::vector<std::unique_ptr<FakeShard>> fakes;
+  std::vector<RangeShard> shards;
+  for (int32_t i = 0; i < 2; ++i) {
+    fakes.push_back(std::make_unique<FakeShard>());
+    FakeShard* fake = fakes.back().get();
+    fake->first = i * 50;
+    RangeShard shard;
+    shard.first = i * 50;
+    shard.end = i * 50 + 50;
+    shard.dropped = &fake->dropped;
+    shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out, int64_t*) {
+      return fake->Pass(fq, plan, out);
+    };
+    shards.push_back(std::move(shard));
+  }
+  fakes[1]->failure = Status::Cancelled();
+  bool host_asked = false;
+  const capi::RangeDevicePass pass =
+      ShardedRangePass(shards, [&](int32_t, const RangePlan&, int32_t, int32_t, std::vector<RangeCandidate>*) {
+        host_asked = true;
+        return Status::Ok();
+      });
+  std::vector<RangeCandidate> got;
+  int64_t computed = 0;
+  EXPECT_EQ(pass(0, 1, f.plan, &got, &computed).code(), GENIE_CANCELLED);
+  EXPECT_FALSE(host_asked);
+  EXPECT_FALSE(fakes[1]->dropped.load());
+}
+
+TEST(HostRangeShard, TheShardsRowsWithinTheRadiusByL2Distance) {
+  std::mt19937 rng(33);
+  const int32_t n = 900, dim = 5, nq = 4;
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  HostArray<float> values(static_cast<std::size_t>(n) * dim);
+  for (float& v : values) v = normal(rng);
+  std::vector<float> queries(static_cast<std::size_t>(nq) * dim);
+  for (float& v : queries) v = normal(rng);
+  VectorSet set;
+  ASSERT_TRUE(BuildVectorSet(dim, n, std::move(values), &set).ok());
+  // a list of the first 600 objects, in a shuffled order; the rest past it
+  std::vector<int32_t> members(600);
+  std::iota(members.begin(), members.end(), 0);
+  std::shuffle(members.begin(), members.end(), rng);
+  RangePlan plan;
+  for (int32_t q = 0; q < nq; ++q) {
+    plan.items.push_back(RangeItem{q, 250, q * 50, true});
+    plan.items.push_back(RangeItem{q, n - 600, 600, false});
+  }
+  const double radius = 2.5;
+  const int32_t first_query = 1;  // queries 1 .. 4 of a batch of 5
+  std::vector<float> batch(static_cast<std::size_t>(dim), 0.0f);
+  batch.insert(batch.end(), queries.begin(), queries.end());
+  const QueryMetricFactory metrics = VectorQueryMetrics(set, batch.data());
+  for (const auto& [first, end] : {std::pair<int32_t, int32_t>{0, n}, {0, 300}, {300, 700}, {700, n}}) {
+    std::vector<RangeCandidate> got;
+    ASSERT_TRUE(capi::HostRangeShard(metrics, Span<int32_t>(members), radius, first_query, plan, first, end, 2, &got,
+                                     CancelCheck())
+                    .ok());
+    std::vector<std::tuple<int32_t, int32_t, double>> expected;
+    for (const RangeItem& item : plan.items)
+      for (int64_t at = item.begin; at < item.begin + item.count; ++at) {
+        const int32_t o = item.listed ? members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
+        if (o < first || o >= end) continue;
+        const double d = L2Distance(batch.data() + static_cast<std::size_t>(first_query + item.query) * dim,
+                                    set.row(o), dim);
+        if (d <= radius) expected.emplace_back(item.query, o, d);
+      }
+    std::sort(expected.begin(), expected.end());
+    EXPECT_FALSE(expected.empty());
+    EXPECT_EQ(Sorted(got), expected) << first << ".." << end;
+  }
+}
+
+}  // namespace
+}  // namespace genie
