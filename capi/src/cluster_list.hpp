@@ -64,8 +64,10 @@ struct genie_cluster_list {
   };
   // a sharded device group's views of the members (range_group.hpp), one
   // a shard: with their copy on the shard's GPU when its rows are resident,
-  // else with their rows; made on first use, under gpu_mutex
+  // else with their rows; made on first use, under gpu_mutex, for one set
+  // and one shard a GPU (a group remade replaces its GPUs' shards)
   struct Shard {
+    const void* of = nullptr;  // the vector set (a genie_vectors) the rows are of
     int32_t first = 0;
     int32_t end = 0;
     int32_t device = -1;

@@ -162,25 +162,31 @@ genie::Status MembersOn(genie_cluster_list* list, int32_t ordinal, std::shared_p
 
 // The list's members in a shard [first, end) of a sharded group
 // (range_group.hpp), and on the shard's GPU: their copy when its rows
-// (rows, the shard's own) are resident, else their rows in their order,
-// page-locked when at most kMaxHostRegistrationBytes, for a streamed
-// search; each made on first use and kept with the list (the last few
-// shards').  The caller gets its own references.
+// (rows, the shard's own, of the set `of`) are resident, else their rows in
+// their order, page-locked when at most kMaxHostRegistrationBytes, for a
+// streamed search; made on first use and kept with the list, one shard a
+// GPU (another set's, or another shard of the GPU, replaced: at most the
+// set's size in rows).  The caller gets its own references.
 struct ShardView {
   std::shared_ptr<const genie::capi::RangeShardMembers> members;
-  std::shared_ptr<genie::GpuClusterMembers> on;           // resident
+  std::shared_ptr<genie::GpuClusterMembers> on;               // resident
   std::shared_ptr<const genie_cluster_list::ShardRows> rows;  // streamed
 };
-genie::Status ShardViewOn(genie_cluster_list* list, const genie::VectorSet& rows, int32_t first, int32_t end,
-                          int32_t device, bool resident, const genie::EngineOptions& options, ShardView* out) {
-  constexpr std::size_t kKeptShards = 16;  // groups remade for other GPUs or budgets leave theirs behind
+genie::Status ShardViewOn(genie_cluster_list* list, const void* of, const genie::VectorSet& rows, int32_t first,
+                          int32_t end, int32_t device, bool resident, const genie::EngineOptions& options,
+                          ShardView* out) {
   std::lock_guard<std::mutex> lock(list->gpu_mutex);
   auto shard = std::find_if(list->shards.begin(), list->shards.end(), [&](const genie_cluster_list::Shard& s) {
-    return s.first == first && s.end == end && s.device == device;
+    return s.of == of && s.first == first && s.end == end && s.device == device;
   });
   if (shard == list->shards.end()) {
-    if (list->shards.size() >= kKeptShards) list->shards.erase(list->shards.begin());
+    list->shards.erase(std::remove_if(list->shards.begin(), list->shards.end(),
+                                      [&](const genie_cluster_list::Shard& s) {
+                                        return s.of != of || s.device == device;
+                                      }),
+                       list->shards.end());
     genie_cluster_list::Shard made;
+    made.of = of;
     made.first = first;
     made.end = end;
     made.device = device;
@@ -233,8 +239,9 @@ genie::Status ShardedWithin(genie_vectors* vectors, const std::shared_ptr<Vector
     const bool resident = c->gpu->parts() == 1;
     ShardView view;  // this search's references
     if (scan->list != nullptr) {
-      const genie::Status made = ShardViewOn(const_cast<genie_cluster_list*>(scan->list), *c->slice, c->range.first,
-                                             c->range.second, c->device, resident, engine_options, &view);
+      const genie::Status made = ShardViewOn(const_cast<genie_cluster_list*>(scan->list), vectors, *c->slice,
+                                             c->range.first, c->range.second, c->device, resident, engine_options,
+                                             &view);
       if (genie::DeviceFailed(made)) {
         c->dropped = true;  // for good, as a failed search drops it
         return genie::Status::Ok();
