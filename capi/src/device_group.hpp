@@ -64,6 +64,14 @@ inline bool Replicated(const std::vector<GroupDevice>& devices, uint64_t set_byt
   return !PlanPlacement(static_cast<Placement>(placement), set_bytes, n, capacities).sharded;
 }
 
+// Whether EnsureDeviceGroup would shard a set of set_bytes and n objects
+// over devices (each GPU a contiguous range of them).
+inline bool Sharded(const std::vector<GroupDevice>& devices, uint64_t set_bytes, int32_t n, int32_t placement) {
+  std::vector<uint64_t> capacities;
+  for (const GroupDevice& d : devices) capacities.push_back(d.capacity_bytes);
+  return PlanPlacement(static_cast<Placement>(placement), set_bytes, n, capacities).sharded;
+}
+
 // *out made for options: kept when it was, else (re)made: the copies of set
 // (n objects, set_bytes of them) on devices, whole on each when it fits the
 // smallest capacity or placement asks, else a contiguous shard each, whose

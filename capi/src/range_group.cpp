@@ -187,29 +187,38 @@ Status HostRangeShard(const QueryMetricFactory& metrics, Span<int32_t> list_memb
 RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeHostShard host) {
   return [shards = std::move(shards), host = std::move(host)](int32_t first_query, int32_t n_queries,
                                                               const RangePlan& plan, std::vector<RangeCandidate>* out,
-                                                              int64_t*) -> Status {
-    std::vector<std::vector<RangeCandidate>> found(shards.size());
-    std::vector<Status> statuses = RunEachConcurrently(static_cast<int32_t>(shards.size()), [&](int32_t i) {
-      const RangeShard& shard = shards[static_cast<std::size_t>(i)];
-      if (shard.dropped->load()) return Status::DeviceUnavailable("this shard's GPU has failed");
-      const RangePlan mine = ShardRangePlan(plan, shard.members, shard.first, shard.end);
-      if (mine.items.empty()) return Status::Ok();
-      int64_t counted = 0;
-      GENIE_RETURN_IF_ERROR(shard.pass(first_query, n_queries, mine, &found[static_cast<std::size_t>(i)], &counted));
-      for (RangeCandidate& c : found[static_cast<std::size_t>(i)]) c.object += shard.first;
+                                                              int64_t* computed) -> Status {
+    const std::size_t n = shards.size();
+    std::vector<RangePlan> mine(n);
+    std::vector<int64_t> counted(n, 0);  // each shard's own members, unless its pass says otherwise
+    for (std::size_t i = 0; i < n; ++i) {
+      mine[i] = ShardRangePlan(plan, shards[i].members, shards[i].first, shards[i].end);
+      for (const RangeItem& item : mine[i].items) counted[i] += item.count;
+    }
+    std::vector<std::vector<RangeCandidate>> found(n);
+    std::vector<Status> statuses = RunEachConcurrently(static_cast<int32_t>(n), [&](int32_t s) {
+      const std::size_t i = static_cast<std::size_t>(s);
+      if (shards[i].dropped->load()) return Status::DeviceUnavailable("this shard's GPU has failed");
+      if (mine[i].items.empty()) return Status::Ok();
+      GENIE_RETURN_IF_ERROR(shards[i].pass(first_query, n_queries, mine[i], &found[i], &counted[i]));
+      for (RangeCandidate& c : found[i]) c.object += shards[i].first;
       return Status::Ok();
     });
     // a lost GPU's shard, on the host (one after another: a rare path)
-    for (std::size_t i = 0; i < shards.size(); ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
       if (!DeviceFailed(statuses[i])) continue;
       shards[i].dropped->store(true);
       found[i].clear();
+      counted[i] = 0;
+      for (const RangeItem& item : mine[i].items) counted[i] += item.count;
       statuses[i] = host(first_query, plan, shards[i].first, shards[i].end, &found[i]);
     }
     for (const Status& s : statuses) GENIE_RETURN_IF_ERROR(s);
-    // every member of the plan's items read once, on one shard or another:
-    // *computed stays the plan's count
-    for (const auto& f : found) out->insert(out->end(), f.begin(), f.end());
+    *computed = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      out->insert(out->end(), found[i].begin(), found[i].end());
+      *computed += counted[i];
+    }
     return Status::Ok();
   };
 }

@@ -84,8 +84,9 @@ RangeShardMembers ShardMembers(Span<int32_t> list_members, int32_t first, int32_
 RangePlan ShardRangePlan(const RangePlan& plan, const RangeShardMembers* members, int32_t first, int32_t end);
 
 // One shard: its objects, its members (NULL without a list), its GPU's
-// pass over its own rows (candidates' ids counted from first), and its
-// copy's flag that says the GPU failed.
+// pass over its own rows (candidates' ids counted from first; *computed
+// comes set to its plan's members), and its copy's flag that says the GPU
+// failed.
 struct RangeShard {
   int32_t first = 0;
   int32_t end = 0;
@@ -102,10 +103,11 @@ Status HostRangeShard(const QueryMetricFactory& metrics, Span<int32_t> list_memb
                       std::vector<RangeCandidate>* out, const CancelCheck& cancel);
 
 // The sharded group's pass: each shard's plan (ShardRangePlan) on its GPU,
-// all at once, the candidates joined with the set's ids.  A GPU that fails
-// (DeviceFailed) is dropped and its shard read by host (HostRangeShard
-// bound to the search): no other GPU holds those rows.  Any other failure
-// goes to the caller.
+// all at once, the candidates joined with the set's ids, *computed the
+// shards' sums (each its plan's members, unless its pass says otherwise).
+// A GPU that fails (DeviceFailed) is dropped and its shard read by host
+// (HostRangeShard bound to the search): no other GPU holds those rows.
+// Any other failure goes to the caller.
 using RangeHostShard = std::function<Status(int32_t first_query, const RangePlan& plan, int32_t first, int32_t end,
                                             std::vector<RangeCandidate>* out)>;
 RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeHostShard host);

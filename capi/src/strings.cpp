@@ -92,28 +92,27 @@ genie::Status GroupCopies(genie_strings* strings, const std::vector<genie::capi:
 
 // A range search's device pass on one GPU copy (capi/src/cluster_list.hpp):
 // queries [first_query, first_query + n_queries) over their length windows
-// (the plan's items are every object a query), and the queries past the
-// device's prepared pattern on the CPU engine.  gpu, set, queries, scan and
-// options must outlive the pass.
+// of set (the plan's items are every object a query; set may be a shard,
+// excluded then its part of the flags, candidates' ids the shard's), and
+// the queries past the device's prepared pattern on the CPU engine.  gpu,
+// set, queries and options must outlive the pass.
 genie::capi::RangeDevicePass WithinPass(genie::GpuStringSet* gpu, const genie::StringSet& set,
-                                        const genie::CodePointStrings& queries, const genie_range_scan* scan,
-                                        const genie::EngineOptions& options) {
-  return [gpu, &set, &queries, scan, &options](int32_t first_query, int32_t n_queries, const genie::RangePlan&,
-                                               std::vector<genie::RangeCandidate>* out, int64_t* computed) {
+                                        const genie::CodePointStrings& queries, genie::Span<uint8_t> excluded,
+                                        double radius, const genie::EngineOptions& options) {
+  return [gpu, &set, &queries, excluded, radius, &options](int32_t first_query, int32_t n_queries,
+                                                           const genie::RangePlan&,
+                                                           std::vector<genie::RangeCandidate>* out, int64_t* computed) {
     genie::CodePointStrings batch;
     for (int32_t q = first_query; q < first_query + n_queries; ++q) batch.Add(queries.Get(q));
-    const genie::Span<uint8_t> excluded =
-        scan->excluded != nullptr ? genie::Span<uint8_t>(scan->excluded, static_cast<std::size_t>(set.size()))
-                                  : genie::Span<uint8_t>();
     std::vector<int32_t> host;
-    GENIE_RETURN_IF_ERROR(gpu->Within(set, batch, scan->radius, excluded, out, &host, computed, options.cancel));
+    GENIE_RETURN_IF_ERROR(gpu->Within(set, batch, radius, excluded, out, &host, computed, options.cancel));
     if (host.empty()) return genie::Status::Ok();
     // queries past the device's prepared pattern: the CPU engine's range search
     genie::CodePointStrings long_queries;
     for (int32_t q : host) long_queries.Add(batch.Get(q));
     genie::RangeRequest request;
     request.n_queries = long_queries.size();
-    request.radius = scan->radius;
+    request.radius = radius;
     request.n_objects = set.size();
     request.excluded = excluded;
     genie::RangeResult found;
@@ -344,9 +343,12 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
       genie_range_scan whole = *scan;
       whole.list = nullptr;
       const genie::StringSet& set = strings->set;
-      // Several GPUs, each with the whole set (the scans' replicated copies):
-      // a batch's queries split among them.  A set the group would shard is
-      // searched on the mask's first GPU.
+      // Several GPUs (the scans' copies): replicated, each with the whole
+      // set, a batch's queries split among them; sharded, every query's
+      // window read by each GPU over its own strings.
+      const genie::Span<uint8_t> excluded =
+          scan->excluded != nullptr ? genie::Span<uint8_t>(scan->excluded, static_cast<std::size_t>(set.size()))
+                                    : genie::Span<uint8_t>();
       genie::EngineOptions one = engine_options;
       const auto devices = genie::capi::GroupDevices(&one);
       if (!devices.empty()) one.device_ordinal = devices[0].ordinal;  // one of the mask's GPUs
@@ -358,7 +360,7 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
         std::vector<genie::capi::RangeGroupGpu> gpus;
         for (const auto& c : g->copies)
           if (!c->dropped && c->gpu != nullptr)
-            gpus.push_back({[g, pass = WithinPass(c->gpu.get(), set, queries, scan, engine_options)](
+            gpus.push_back({[g, pass = WithinPass(c->gpu.get(), set, queries, excluded, scan->radius, engine_options)](
                                 int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
                                 std::vector<genie::RangeCandidate>* out,
                                 int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); },
@@ -370,6 +372,42 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
                                           &g->range_turn),
               nullptr, results);
         status = genie::Status::DeviceUnavailable("every GPU of the device group has failed");
+      } else if (!devices.empty() &&
+                 genie::capi::Sharded(devices, StringSetBytes(set), set.size(), engine_options.placement)) {
+        std::shared_ptr<StringGroup> g;  // this search's reference
+        GENIE_RETURN_IF_ERROR(GroupCopies(strings, devices, engine_options, &g));
+        std::vector<genie::capi::RangeShard> shards;
+        for (const auto& c : g->copies) {
+          if (!g->sharded || c->dropped || c->gpu == nullptr || c->slice == nullptr) {
+            shards.clear();  // a shard without its GPU: the set on the mask's first GPU
+            break;
+          }
+          genie::capi::RangeShard shard;
+          shard.first = c->range.first;
+          shard.end = c->range.second;
+          shard.dropped = &c->dropped;
+          const genie::Span<uint8_t> mine =
+              excluded.empty() ? excluded
+                               : genie::Span<uint8_t>(excluded.data() + shard.first,
+                                                      static_cast<std::size_t>(shard.end - shard.first));
+          shard.pass = [g, pass = WithinPass(c->gpu.get(), *c->slice, queries, mine, scan->radius, engine_options)](
+                           int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
+                           std::vector<genie::RangeCandidate>* out,
+                           int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); };
+          shards.push_back(std::move(shard));
+        }
+        if (!shards.empty())
+          return genie::capi::RangeSearchHandle(
+              set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
+              genie::capi::ShardedRangePass(
+                  std::move(shards),
+                  [&metrics, scan, &engine_options](int32_t first_query, const genie::RangePlan& plan, int32_t first,
+                                                    int32_t end, std::vector<genie::RangeCandidate>* out) {
+                    return genie::capi::HostRangeShard(metrics, genie::Span<int32_t>(), scan->radius, first_query,
+                                                       plan, first, end, engine_options.threads, out,
+                                                       engine_options.cancel);
+                  }),
+              nullptr, results);
       }
       std::shared_ptr<genie::GpuStringSet> gpu;
       if (status.ok()) status = GpuCopy(strings, one.device_ordinal, &gpu);
@@ -378,7 +416,7 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
       if (status.ok())
         return genie::capi::RangeSearchHandle(
             set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
-            [gpu, pass = WithinPass(gpu.get(), set, queries, scan, engine_options)](
+            [gpu, pass = WithinPass(gpu.get(), set, queries, excluded, scan->radius, engine_options)](
                 int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
                 std::vector<genie::RangeCandidate>* out,
                 int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); },

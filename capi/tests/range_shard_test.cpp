@@ -192,10 +192,12 @@ TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
         });
     for (int32_t round = 0; round < 2; ++round) {
       std::vector<RangeCandidate> got;
-      int64_t computed = 17;
+      int64_t computed = -1;
       ASSERT_TRUE(pass(first_query, nq, f.plan, &got, &computed).ok());
       EXPECT_EQ(Sorted(got), Sorted(expected)) << "trial " << trial << " round " << round;
-      EXPECT_EQ(computed, 17);  // the plan's count stays the caller's
+      int64_t members = 0;  // each member of the plan read once, by a GPU or the host
+      for (const RangeItem& item : f.plan.items) members += item.count;
+      EXPECT_EQ(computed, members);
     }
     const bool lost_read = lose && fakes.back()->passes.load() > 0;
     EXPECT_EQ(fakes.back()->dropped.load(), lost_read);
@@ -240,6 +242,35 @@ TEST(ShardedRangePass, OtherFailuresGoToTheCaller) {
   EXPECT_EQ(pass(0, 1, f.plan, &got, &computed).code(), GENIE_CANCELLED);
   EXPECT_FALSE(host_asked);
   EXPECT_FALSE(fakes[1]->dropped.load());
+}
+
+TEST(ShardedRangePass, ComputedIsTheShardsSum) {
+  // a pass that reads other than its plan's members (the strings' length
+  // windows) says so; the others count their plan's
+  RangePlan plan;
+  plan.items.push_back(RangeItem{0, 100, 0, false});
+  std::atomic<bool> dropped[2] = {{false}, {false}};
+  std::vector<RangeShard> shards(2);
+  for (int32_t i = 0; i < 2; ++i) {
+    shards[static_cast<std::size_t>(i)].first = i * 30;
+    shards[static_cast<std::size_t>(i)].end = i == 0 ? 30 : 100;
+    shards[static_cast<std::size_t>(i)].dropped = &dropped[i];
+  }
+  shards[0].pass = [](int32_t, int32_t, const RangePlan&, std::vector<RangeCandidate>*, int64_t* computed) {
+    EXPECT_EQ(*computed, 30);
+    *computed = 7;
+    return Status::Ok();
+  };
+  shards[1].pass = [](int32_t, int32_t, const RangePlan&, std::vector<RangeCandidate>*, int64_t* computed) {
+    EXPECT_EQ(*computed, 70);
+    return Status::Ok();
+  };
+  const capi::RangeDevicePass pass = ShardedRangePass(
+      shards, [](int32_t, const RangePlan&, int32_t, int32_t, std::vector<RangeCandidate>*) { return Status::Ok(); });
+  std::vector<RangeCandidate> got;
+  int64_t computed = 0;
+  ASSERT_TRUE(pass(0, 1, plan, &got, &computed).ok());
+  EXPECT_EQ(computed, 77);
 }
 
 TEST(HostRangeShard, TheShardsRowsWithinTheRadiusByL2Distance) {

@@ -6,7 +6,7 @@
 // of the first objects with the rest pending; excluded rows; one query,
 // batches, and more queries than one pass plans) and for strings; a mask of
 // one GPU still searches on that one; a sharded set (each GPU reading its
-// own objects, resident or streamed) as well.  Skipped where fewer than two GPUs
+// own objects, resident or, for vectors, streamed) as well.  Skipped where fewer than two GPUs
 // are usable.
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "genie/genie.h"
@@ -40,15 +41,19 @@ Rows Collect(const Call& call) {
 }
 
 // within(GENIE_ENGINE_GPU, &options, &results, &err), one genie_*_within,
-// under a mask of every GPU and of GPU 1 alone: the CPU engine's rows.
+// under a mask of every GPU (the set sharded, then replicated) and of GPU 1
+// alone: the CPU engine's rows.
 template <typename Within>
 void ExpectEveryMaskAsTheCpu(const Rows& cpu, const Within& within, const std::string& what) {
-  for (uint64_t mask : {~uint64_t{0}, uint64_t{2}}) {
+  const std::pair<uint64_t, int32_t> masks[] = {
+      {~uint64_t{0}, GENIE_PLACEMENT_SHARD}, {~uint64_t{0}, GENIE_PLACEMENT_AUTO}, {uint64_t{2}, GENIE_PLACEMENT_AUTO}};
+  for (const auto& [mask, placement] : masks) {
     genie_engine_options options{};
     options.device_mask = mask;
+    options.placement = placement;
     ExpectSameRangeRows(
         cpu, Collect([&](genie_range_results** r, genie_error* e) { return within(&options, r, e); }),
-        what + " mask " + std::to_string(mask));
+        what + " mask " + std::to_string(mask) + " placement " + std::to_string(placement));
   }
 }
 
