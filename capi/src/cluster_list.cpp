@@ -2,6 +2,7 @@
 // genie_range_results_free); genie_strings_within and genie_vectors_within
 // live beside their sets and meet here.
 #include "cluster_list.hpp"
+#include "range_group.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -319,6 +320,17 @@ size_t genie_cluster_list_memory_bytes(const genie_cluster_list* list) {
     std::lock_guard<std::mutex> lock(const_cast<genie_cluster_list*>(list)->rows_mutex);
     if (list->member_rows != nullptr) rows = list->member_rows->capacity() * sizeof(float);
   }
+#ifdef GENIE_WITH_CUDA
+  {
+    // a sharded group's views (range_group.hpp): members, their counts before, streamed shards' rows
+    std::lock_guard<std::mutex> lock(const_cast<genie_cluster_list*>(list)->gpu_mutex);
+    for (const auto& shard : list->shards) {
+      if (shard.members != nullptr)
+        rows += (shard.members->members.capacity() + shard.members->before.capacity()) * sizeof(int32_t);
+      if (shard.rows != nullptr) rows += shard.rows->values.capacity() * sizeof(float);
+    }
+  }
+#endif
   return sizeof(*list) + list->list.members.capacity() * sizeof(int32_t) + rows +
          list->list.clusters.capacity() * sizeof(genie::Cluster) +
          list->list.superclusters.capacity() * sizeof(genie::Supercluster);

@@ -58,21 +58,21 @@ struct genie_cluster_list {
   // A streamed shard's rows of its members, in their order, page-locked
   // (as member_rows and rows_pin for one GPU): its runs then go by DMA.
   struct ShardRows {
-    genie::HostArray<float> rows;
-    std::unique_ptr<genie::GpuHostRegistration> pin;  // NULL: refused, or too large to lock
-    ~ShardRows() { pin.reset(); }                    // unlocked before the rows go
+    genie::HostArray<float> values;
+    std::unique_ptr<genie::GpuHostRegistration> pin;  // declared after values: unlocked first
   };
   // a sharded device group's views of the members (range_group.hpp), one
   // a shard: with their copy on the shard's GPU when its rows are resident,
-  // else with their rows; made on first use, under gpu_mutex, for one set
-  // and one shard a GPU (a group remade replaces its GPUs' shards)
+  // else with their rows when small enough to lock; made on first use,
+  // under gpu_mutex, for one set and one shard a GPU (a group remade
+  // replaces its GPUs' shards)
   struct Shard {
     const void* of = nullptr;  // the vector set (a genie_vectors) the rows are of
     int32_t first = 0;
     int32_t end = 0;
     int32_t device = -1;
     std::shared_ptr<const genie::capi::RangeShardMembers> members;
-    std::shared_ptr<genie::GpuClusterMembers> gpu;
+    std::shared_ptr<genie::GpuClusterMembers> gpu_members;
     std::shared_ptr<const ShardRows> rows;
   };
   std::vector<Shard> shards;

@@ -129,16 +129,19 @@ RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, 
   };
 }
 
-RangeShardMembers ShardMembers(Span<int32_t> list_members, int32_t first, int32_t end) {
-  RangeShardMembers out;
-  out.before.reserve(list_members.size() + 1);
+Status ShardMembers(Span<int32_t> list_members, int32_t first, int32_t end, RangeShardMembers* out,
+                    const CancelCheck& cancel) {
+  out->members.clear();
+  out->before.clear();
+  out->before.reserve(list_members.size() + 1);
   for (std::size_t p = 0; p < list_members.size(); ++p) {
-    out.before.push_back(static_cast<int32_t>(out.members.size()));
+    if ((p & ((std::size_t{1} << 20) - 1)) == 0 && cancel.requested()) return Status::Cancelled();
+    out->before.push_back(static_cast<int32_t>(out->members.size()));
     const int32_t o = list_members[p];
-    if (o >= first && o < end) out.members.push_back(o - first);
+    if (o >= first && o < end) out->members.push_back(o - first);
   }
-  out.before.push_back(static_cast<int32_t>(out.members.size()));
-  return out;
+  out->before.push_back(static_cast<int32_t>(out->members.size()));
+  return Status::Ok();
 }
 
 RangePlan ShardRangePlan(const RangePlan& plan, const RangeShardMembers* members, int32_t first, int32_t end) {
@@ -160,31 +163,30 @@ RangePlan ShardRangePlan(const RangePlan& plan, const RangeShardMembers* members
   return out;
 }
 
-Status HostRangeShard(const QueryMetricFactory& metrics, Span<int32_t> list_members, double radius,
-                      int32_t first_query, const RangePlan& plan, int32_t first, int32_t end, int32_t threads,
-                      std::vector<RangeCandidate>* out, const CancelCheck& cancel) {
-  std::vector<std::vector<RangeCandidate>> found(plan.items.size());
+Status ReadShardOnHost(const RangeShardHost& host, int32_t first_query, const RangePlan& shard_plan,
+                       const RangeShardMembers* members, int32_t first, std::vector<RangeCandidate>* out) {
+  std::vector<std::vector<RangeCandidate>> found(shard_plan.items.size());
   GENIE_RETURN_IF_ERROR(ParallelFor(
-      static_cast<int64_t>(plan.items.size()), threads,
+      static_cast<int64_t>(shard_plan.items.size()), host.threads,
       [&](int64_t i) -> Status {
-        const RangeItem& item = plan.items[static_cast<std::size_t>(i)];
-        const std::unique_ptr<QueryMetric> metric = metrics(first_query + item.query);
+        const RangeItem& item = shard_plan.items[static_cast<std::size_t>(i)];
+        const std::unique_ptr<QueryMetric> metric = host.metrics(first_query + item.query);
         for (int64_t at = item.begin; at < item.begin + item.count; ++at) {
-          // (an item may be every object: the cancel polled inside it)
-          if ((at & 4095) == 0 && cancel.requested()) return Status::Cancelled();
-          const int32_t o = item.listed ? list_members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
-          if (o < first || o >= end) continue;
-          const double d = metric->Distance(o, radius);
-          if (d <= radius) found[static_cast<std::size_t>(i)].push_back(RangeCandidate{item.query, o, d});
+          // (an item may be every object of the shard: the cancel polled inside it)
+          if (((at - item.begin) & 4095) == 0 && host.cancel.requested()) return Status::Cancelled();
+          const int32_t o =
+              first + (item.listed ? members->members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at));
+          const double d = metric->Distance(o, host.radius);
+          if (d <= host.radius) found[static_cast<std::size_t>(i)].push_back(RangeCandidate{item.query, o, d});
         }
         return Status::Ok();
       },
-      cancel));
+      host.cancel));
   for (const auto& f : found) out->insert(out->end(), f.begin(), f.end());
   return Status::Ok();
 }
 
-RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeHostShard host) {
+RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeShardHost host) {
   return [shards = std::move(shards), host = std::move(host)](int32_t first_query, int32_t n_queries,
                                                               const RangePlan& plan, std::vector<RangeCandidate>* out,
                                                               int64_t* computed) -> Status {
@@ -198,20 +200,21 @@ RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeHostShard 
     std::vector<std::vector<RangeCandidate>> found(n);
     std::vector<Status> statuses = RunEachConcurrently(static_cast<int32_t>(n), [&](int32_t s) {
       const std::size_t i = static_cast<std::size_t>(s);
-      if (shards[i].dropped->load()) return Status::DeviceUnavailable("this shard's GPU has failed");
       if (mine[i].items.empty()) return Status::Ok();
+      if (shards[i].dropped->load() || shards[i].pass == nullptr)
+        return Status::DeviceUnavailable("this shard's GPU has failed");
       GENIE_RETURN_IF_ERROR(shards[i].pass(first_query, n_queries, mine[i], &found[i], &counted[i]));
       for (RangeCandidate& c : found[i]) c.object += shards[i].first;
       return Status::Ok();
     });
-    // a lost GPU's shard, on the host (one after another: a rare path)
+    // a lost GPU's shard, on the host
     for (std::size_t i = 0; i < n; ++i) {
       if (!DeviceFailed(statuses[i])) continue;
       shards[i].dropped->store(true);
       found[i].clear();
       counted[i] = 0;
       for (const RangeItem& item : mine[i].items) counted[i] += item.count;
-      statuses[i] = host(first_query, plan, shards[i].first, shards[i].end, &found[i]);
+      statuses[i] = ReadShardOnHost(host, first_query, mine[i], shards[i].members, shards[i].first, &found[i]);
     }
     for (const Status& s : statuses) GENIE_RETURN_IF_ERROR(s);
     *computed = 0;

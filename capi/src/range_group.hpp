@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cluster_list.hpp"
+#include "genie/cancel.hpp"
 
 namespace genie {
 namespace capi {
@@ -71,12 +72,13 @@ RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, 
 // from first, in the list's order, and before[p], how many of the list's
 // members before position p are the shard's (so that a listed item's
 // members [begin, begin + count) are the shard's [before[begin],
-// before[begin + count])).
+// before[begin + count])).  cancel is polled every 2^20 members.
 struct RangeShardMembers {
   std::vector<int32_t> members;
   std::vector<int32_t> before;  // one more than the list's members
 };
-RangeShardMembers ShardMembers(Span<int32_t> list_members, int32_t first, int32_t end);
+Status ShardMembers(Span<int32_t> list_members, int32_t first, int32_t end, RangeShardMembers* out,
+                    const CancelCheck& cancel = CancelCheck());
 
 // plan as the shard [first, end) reads it: listed items through members
 // (NULL: the plan has none), the objects past the list cut to the shard's
@@ -86,7 +88,8 @@ RangePlan ShardRangePlan(const RangePlan& plan, const RangeShardMembers* members
 // One shard: its objects, its members (NULL without a list), its GPU's
 // pass over its own rows (candidates' ids counted from first; *computed
 // comes set to its plan's members), and its copy's flag that says the GPU
-// failed.
+// failed (a shard whose GPU is out from the start: a pass that returns
+// DeviceUnavailable, or none).
 struct RangeShard {
   int32_t first = 0;
   int32_t end = 0;
@@ -95,22 +98,28 @@ struct RangeShard {
   std::atomic<bool>* dropped = nullptr;
 };
 
-// The exact answers of plan's items among objects [first, end) on the
-// host (the set's ids; list_members: the list's): a shard whose GPU
-// failed.  metrics as RangeSearchHandle's (queries from first_query).
-Status HostRangeShard(const QueryMetricFactory& metrics, Span<int32_t> list_members, double radius,
-                      int32_t first_query, const RangePlan& plan, int32_t first, int32_t end, int32_t threads,
-                      std::vector<RangeCandidate>* out, const CancelCheck& cancel);
+// What reads a shard on the host: the search's metrics (queries numbered
+// as RangeSearchHandle's), radius, threads and cancel.
+struct RangeShardHost {
+  QueryMetricFactory metrics;
+  double radius = 0;
+  int32_t threads = 0;
+  CancelCheck cancel;
+};
+
+// The exact answers of a shard's plan (ShardRangePlan's; members as
+// there) on the host, with the set's ids: a shard whose GPU failed.
+// cancel is polled every 4,096 members.
+Status ReadShardOnHost(const RangeShardHost& host, int32_t first_query, const RangePlan& shard_plan,
+                       const RangeShardMembers* members, int32_t first, std::vector<RangeCandidate>* out);
 
 // The sharded group's pass: each shard's plan (ShardRangePlan) on its GPU,
 // all at once, the candidates joined with the set's ids, *computed the
 // shards' sums (each its plan's members, unless its pass says otherwise).
-// A GPU that fails (DeviceFailed) is dropped and its shard read by host
-// (HostRangeShard bound to the search): no other GPU holds those rows.
+// A GPU that fails (DeviceFailed), or was out before, is dropped and its
+// shard read on the host (ReadShardOnHost): no other GPU holds those rows.
 // Any other failure goes to the caller.
-using RangeHostShard = std::function<Status(int32_t first_query, const RangePlan& plan, int32_t first, int32_t end,
-                                            std::vector<RangeCandidate>* out)>;
-RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeHostShard host);
+RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeShardHost host);
 
 }  // namespace capi
 }  // namespace genie

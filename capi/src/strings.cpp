@@ -175,11 +175,20 @@ void genie_strings_free(genie_strings* strings) { std::unique_ptr<genie_strings>
 
 size_t genie_strings_memory_bytes(const genie_strings* strings) {
   if (strings == nullptr) return 0;
-  const genie::StringSet& s = strings->set;
-  return s.strings.code_points.capacity() * sizeof(genie::CodePoint) +
-         s.strings.offsets.capacity() * sizeof(int64_t) + s.order.capacity() * sizeof(int32_t) +
-         s.length_begin.capacity() * sizeof(int64_t) +
-         s.signatures.capacity() * sizeof(genie::StringSignature);
+  auto host_bytes = [](const genie::StringSet& s) {
+    return s.strings.code_points.capacity() * sizeof(genie::CodePoint) +
+           s.strings.offsets.capacity() * sizeof(int64_t) + s.order.capacity() * sizeof(int32_t) +
+           s.length_begin.capacity() * sizeof(int64_t) + s.signatures.capacity() * sizeof(genie::StringSignature);
+  };
+  std::size_t bytes = host_bytes(strings->set);
+#ifdef GENIE_WITH_CUDA
+  // a sharded group's slices: a second copy of the strings on the host
+  std::lock_guard<std::mutex> lock(strings->gpu_mutex);
+  if (strings->group != nullptr)
+    for (const auto& c : strings->group->copies)
+      if (c->slice != nullptr) bytes += host_bytes(*c->slice);
+#endif
+  return bytes;
 }
 
 size_t genie_strings_device_bytes(const genie_strings* strings) {
@@ -377,37 +386,34 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
         std::shared_ptr<StringGroup> g;  // this search's reference
         GENIE_RETURN_IF_ERROR(GroupCopies(strings, devices, engine_options, &g));
         std::vector<genie::capi::RangeShard> shards;
+        bool any = false;
         for (const auto& c : g->copies) {
-          if (!g->sharded || c->dropped || c->gpu == nullptr || c->slice == nullptr) {
-            shards.clear();  // a shard without its GPU: the set on the mask's first GPU
-            break;
-          }
           genie::capi::RangeShard shard;
           shard.first = c->range.first;
           shard.end = c->range.second;
           shard.dropped = &c->dropped;
-          const genie::Span<uint8_t> mine =
-              excluded.empty() ? excluded
-                               : genie::Span<uint8_t>(excluded.data() + shard.first,
-                                                      static_cast<std::size_t>(shard.end - shard.first));
-          shard.pass = [g, pass = WithinPass(c->gpu.get(), *c->slice, queries, mine, scan->radius, engine_options)](
-                           int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
-                           std::vector<genie::RangeCandidate>* out,
-                           int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); };
+          // a GPU out of the group: the host reads its shard (ShardedRangePass)
+          if (g->sharded && !c->dropped && c->gpu != nullptr && c->slice != nullptr) {
+            any = true;
+            const genie::Span<uint8_t> mine =
+                excluded.empty() ? excluded
+                                 : genie::Span<uint8_t>(excluded.data() + shard.first,
+                                                        static_cast<std::size_t>(shard.end - shard.first));
+            shard.pass = [g, pass = WithinPass(c->gpu.get(), *c->slice, queries, mine, scan->radius, engine_options)](
+                             int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
+                             std::vector<genie::RangeCandidate>* out,
+                             int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); };
+          }
           shards.push_back(std::move(shard));
         }
-        if (!shards.empty())
+        if (g->sharded && any)
           return genie::capi::RangeSearchHandle(
               set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
               genie::capi::ShardedRangePass(
                   std::move(shards),
-                  [&metrics, scan, &engine_options](int32_t first_query, const genie::RangePlan& plan, int32_t first,
-                                                    int32_t end, std::vector<genie::RangeCandidate>* out) {
-                    return genie::capi::HostRangeShard(metrics, genie::Span<int32_t>(), scan->radius, first_query,
-                                                       plan, first, end, engine_options.threads, out,
-                                                       engine_options.cancel);
-                  }),
+                  genie::capi::RangeShardHost{metrics, scan->radius, engine_options.threads, engine_options.cancel}),
               nullptr, results);
+        if (g->sharded) status = genie::Status::DeviceUnavailable("every GPU of the device group has failed");
       }
       std::shared_ptr<genie::GpuStringSet> gpu;
       if (status.ok()) status = GpuCopy(strings, one.device_ordinal, &gpu);

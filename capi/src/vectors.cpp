@@ -160,20 +160,25 @@ genie::Status MembersOn(genie_cluster_list* list, int32_t ordinal, std::shared_p
   return genie::Status::Ok();
 }
 
-// The list's members in a shard [first, end) of a sharded group
-// (range_group.hpp), and on the shard's GPU: their copy when its rows
-// (rows, the shard's own, of the set `of`) are resident, else their rows in
-// their order, page-locked when at most kMaxHostRegistrationBytes, for a
-// streamed search; made on first use and kept with the list, one shard a
-// GPU (another set's, or another shard of the GPU, replaced: at most the
-// set's size in rows).  The caller gets its own references.
+// What a shard of a sharded group needs of the list (range_group.hpp):
+// its members, and on its GPU either their copy (its rows resident) or
+// their rows in their order, page-locked (its rows streamed; only when at
+// most kMaxHostRegistrationBytes: a larger shard, or one whose rows the
+// host cannot hold or lock, gathers its rows by id).  A GPU that is out
+// needs the members alone (the host reads its shard).
+enum class ShardNeed { kMembers, kDeviceMembers, kPinnedRows };
 struct ShardView {
   std::shared_ptr<const genie::capi::RangeShardMembers> members;
-  std::shared_ptr<genie::GpuClusterMembers> on;               // resident
-  std::shared_ptr<const genie_cluster_list::ShardRows> rows;  // streamed
+  std::shared_ptr<genie::GpuClusterMembers> gpu_members;
+  std::shared_ptr<const genie_cluster_list::ShardRows> rows;
 };
-genie::Status ShardViewOn(genie_cluster_list* list, const void* of, const genie::VectorSet& rows, int32_t first,
-                          int32_t end, int32_t device, bool resident, const genie::EngineOptions& options,
+
+// The view of shard [first, end) of the set `of` (rows: the shard's own)
+// on device, made on first use and kept with the list, one shard a GPU
+// (another set's, or the GPU's other shard, replaced: at most the set's
+// size in rows).  The caller gets its own references.
+genie::Status ShardViewOn(genie_cluster_list* list, const void* of, const genie::VectorSet* rows, int32_t first,
+                          int32_t end, int32_t device, ShardNeed need, const genie::EngineOptions& options,
                           ShardView* out) {
   std::lock_guard<std::mutex> lock(list->gpu_mutex);
   auto shard = std::find_if(list->shards.begin(), list->shards.end(), [&](const genie_cluster_list::Shard& s) {
@@ -185,102 +190,119 @@ genie::Status ShardViewOn(genie_cluster_list* list, const void* of, const genie:
                                         return s.of != of || s.device == device;
                                       }),
                        list->shards.end());
+    auto members = std::make_shared<genie::capi::RangeShardMembers>();
+    GENIE_RETURN_IF_ERROR(
+        genie::capi::ShardMembers(genie::Span<int32_t>(list->list.members), first, end, members.get(), options.cancel));
     genie_cluster_list::Shard made;
     made.of = of;
     made.first = first;
     made.end = end;
     made.device = device;
-    made.members = std::make_shared<const genie::capi::RangeShardMembers>(
-        genie::capi::ShardMembers(genie::Span<int32_t>(list->list.members), first, end));
+    made.members = std::move(members);
     list->shards.push_back(std::move(made));
     shard = list->shards.end() - 1;
   }
   const std::vector<int32_t>& members = shard->members->members;
-  if (resident && shard->gpu == nullptr) {
+  if (need == ShardNeed::kDeviceMembers && shard->gpu_members == nullptr) {
     std::unique_ptr<genie::GpuClusterMembers> made;
     GENIE_RETURN_IF_ERROR(genie::GpuClusterMembers::Create(genie::Span<int32_t>(members), device, &made));
-    shard->gpu = std::move(made);
+    shard->gpu_members = std::move(made);
   }
-  if (!resident && shard->rows == nullptr) {
+  const std::size_t dim = static_cast<std::size_t>(rows != nullptr ? rows->dim : 0);
+  const std::size_t bytes = members.size() * dim * sizeof(float);
+  if (need == ShardNeed::kPinnedRows && shard->rows == nullptr && bytes > 0 &&
+      bytes <= genie::kMaxHostRegistrationBytes) {
     auto made = std::make_shared<genie_cluster_list::ShardRows>();
-    const std::size_t dim = static_cast<std::size_t>(rows.dim);
-    made->rows.resize(members.size() * dim);
+    made->values.resize(members.size() * dim);
     constexpr int64_t kPiece = 4096;  // rows a task, the cancel polled between
     GENIE_RETURN_IF_ERROR(genie::ParallelFor(
         (static_cast<int64_t>(members.size()) + kPiece - 1) / kPiece, options.threads,
         [&](int64_t piece) {
           const std::size_t b = static_cast<std::size_t>(piece * kPiece);
           const std::size_t e = std::min(members.size(), b + static_cast<std::size_t>(kPiece));
-          for (std::size_t i = b; i < e; ++i) std::memcpy(&made->rows[i * dim], rows.row(members[i]), dim * sizeof(float));
+          for (std::size_t i = b; i < e; ++i)
+            std::memcpy(&made->values[i * dim], rows->row(members[i]), dim * sizeof(float));
           return genie::Status::Ok();
         },
         options.cancel));
-    const std::size_t bytes = made->rows.size() * sizeof(float);
-    if (bytes > 0 && bytes <= genie::kMaxHostRegistrationBytes)
-      (void)genie::GpuHostRegistration::Create(made->rows.data(), bytes, device, &made->pin);  // refused: gathered by id
-    shard->rows = std::move(made);
+    // kept only locked: rows the driver will not lock are gathered by id, as without them
+    if (genie::GpuHostRegistration::Create(made->values.data(), bytes, device, &made->pin).ok())
+      shard->rows = std::move(made);
   }
   out->members = shard->members;
-  out->on = resident ? shard->gpu : nullptr;
-  out->rows = resident ? nullptr : shard->rows;
+  out->gpu_members = need == ShardNeed::kDeviceMembers ? shard->gpu_members : nullptr;
+  out->rows = need == ShardNeed::kPinnedRows ? shard->rows : nullptr;
   return genie::Status::Ok();
 }
 
 // The range search's pass over a sharded group (range_group.hpp): each
-// GPU reads its own objects' part of every item, resident or streamed, and
-// a GPU that fails has its shard read on the host.  *pass stays empty when
-// a shard has no live copy (the caller then searches one GPU).
+// GPU reads its own objects' part of every item, resident or streamed; a
+// GPU that is out, or fails, has its shard read on the host.  *pass stays
+// empty when every GPU of the group is out.
 genie::Status ShardedWithin(genie_vectors* vectors, const std::shared_ptr<VectorGroup>& g,
                             const genie_range_scan* scan, const genie::EngineOptions& engine_options,
                             genie::capi::RangeDevicePass* pass) {
   std::vector<genie::capi::RangeShard> shards;
+  std::vector<std::shared_ptr<const genie::capi::RangeShardMembers>> held;  // what shards[i].members points to
+  bool any = false;
   for (const auto& c : g->copies) {
-    if (c->dropped || c->gpu == nullptr || c->slice == nullptr) return genie::Status::Ok();
-    const bool resident = c->gpu->parts() == 1;
+    const bool out_of_service = c->dropped || c->gpu == nullptr;
+    const bool resident = !out_of_service && c->gpu->parts() == 1;
     ShardView view;  // this search's references
     if (scan->list != nullptr) {
-      const genie::Status made = ShardViewOn(const_cast<genie_cluster_list*>(scan->list), vectors, *c->slice,
-                                             c->range.first, c->range.second, c->device, resident, engine_options,
-                                             &view);
+      const ShardNeed need =
+          out_of_service ? ShardNeed::kMembers : resident ? ShardNeed::kDeviceMembers : ShardNeed::kPinnedRows;
+      genie::Status made = ShardViewOn(const_cast<genie_cluster_list*>(scan->list), vectors, c->slice.get(),
+                                       c->range.first, c->range.second, c->device, need, engine_options, &view);
+      if (!made.ok() && need == ShardNeed::kPinnedRows && made.code() == GENIE_OUT_OF_MEMORY)
+        made = ShardViewOn(const_cast<genie_cluster_list*>(scan->list), vectors, c->slice.get(), c->range.first,
+                           c->range.second, c->device, ShardNeed::kMembers, engine_options, &view);  // by id
       if (genie::DeviceFailed(made)) {
-        c->dropped = true;  // for good, as a failed search drops it
-        return genie::Status::Ok();
+        c->dropped = true;  // for good, as a failed search drops it; the host reads its shard
+        made = ShardViewOn(const_cast<genie_cluster_list*>(scan->list), vectors, c->slice.get(), c->range.first,
+                           c->range.second, c->device, ShardNeed::kMembers, engine_options, &view);
       }
       GENIE_RETURN_IF_ERROR(made);
     }
-    genie::GpuVectorSet* copy = c->gpu.get();
-    const genie::VectorSet* rows = c->slice.get();
     genie::capi::RangeShard shard;
     shard.first = c->range.first;
     shard.end = c->range.second;
     shard.members = view.members.get();
     shard.dropped = &c->dropped;
-    shard.pass = [g, copy, rows, view, scan, &engine_options](int32_t first_query, int32_t n_queries,
-                                                              const genie::RangePlan& plan,
-                                                              std::vector<genie::RangeCandidate>* out, int64_t*) {
-      genie::GpuRangeRequest request;
-      request.queries = scan->queries + static_cast<std::size_t>(first_query) * static_cast<std::size_t>(rows->dim);
-      request.n_queries = n_queries;
-      request.radius = scan->radius;
-      request.device_members = view.on.get();
-      if (view.members != nullptr) request.members = genie::Span<int32_t>(view.members->members);
-      // runs of members copied by DMA from their rows in order, else gathered by id
-      if (view.rows != nullptr && view.rows->pin != nullptr) request.member_rows = view.rows->rows.data();
-      request.threads = engine_options.threads;
-      return copy->RangeCandidates(*rows, request, plan, out, engine_options.cancel);
-    };
+    if (!out_of_service && !c->dropped) {
+      any = true;
+      genie::GpuVectorSet* copy = c->gpu.get();
+      const genie::VectorSet* rows = c->slice.get();
+      shard.pass = [g, copy, rows, view, scan, &engine_options](int32_t first_query, int32_t n_queries,
+                                                                const genie::RangePlan& plan,
+                                                                std::vector<genie::RangeCandidate>* out, int64_t*) {
+        genie::GpuRangeRequest request;
+        request.queries =
+            scan->queries + static_cast<std::size_t>(first_query) * static_cast<std::size_t>(rows->dim);
+        request.n_queries = n_queries;
+        request.radius = scan->radius;
+        request.device_members = view.gpu_members.get();
+        if (view.members != nullptr) request.members = genie::Span<int32_t>(view.members->members);
+        // runs of members copied by DMA from their rows in order, else gathered by id
+        if (view.rows != nullptr) request.member_rows = view.rows->values.data();
+        request.threads = engine_options.threads;
+        return copy->RangeCandidates(*rows, request, plan, out, engine_options.cancel);
+      };
+    } else {
+      // the members stay with this search: the host reads the shard through them
+      shard.pass = nullptr;
+    }
     shards.push_back(std::move(shard));
+    if (view.members != nullptr) held.push_back(view.members);
   }
-  const genie::QueryMetricFactory metrics = genie::VectorQueryMetrics(vectors->set, scan->queries);
-  *pass = genie::capi::ShardedRangePass(
-      std::move(shards), [metrics, scan, &engine_options](int32_t first_query, const genie::RangePlan& plan,
-                                                          int32_t first, int32_t end,
-                                                          std::vector<genie::RangeCandidate>* out) {
-        const genie::Span<int32_t> list_members =
-            scan->list != nullptr ? genie::Span<int32_t>(scan->list->list.members) : genie::Span<int32_t>();
-        return genie::capi::HostRangeShard(metrics, list_members, scan->radius, first_query, plan, first, end,
-                                           engine_options.threads, out, engine_options.cancel);
-      });
+  if (!any) return genie::Status::Ok();
+  genie::capi::RangeShardHost host{genie::VectorQueryMetrics(vectors->set, scan->queries), scan->radius,
+                                   engine_options.threads, engine_options.cancel};
+  *pass = [held = std::move(held), g, sharded = genie::capi::ShardedRangePass(std::move(shards), std::move(host))](
+              int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
+              std::vector<genie::RangeCandidate>* out, int64_t* computed) {
+    return sharded(first_query, n_queries, plan, out, computed);
+  };
   return genie::Status::Ok();
 }
 
@@ -356,7 +378,16 @@ genie_status genie_vectors_seal(genie_vectors* vectors, genie_error* err) {
 void genie_vectors_free(genie_vectors* vectors) { std::unique_ptr<genie_vectors> owned(vectors); }
 
 size_t genie_vectors_memory_bytes(const genie_vectors* vectors) {
-  return vectors == nullptr ? 0 : vectors->set.values.capacity() * sizeof(float);
+  if (vectors == nullptr) return 0;
+  std::size_t bytes = vectors->set.values.capacity() * sizeof(float);
+#ifdef GENIE_WITH_CUDA
+  // a sharded group's slices: a second copy of the rows on the host
+  std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
+  if (vectors->group != nullptr)
+    for (const auto& c : vectors->group->copies)
+      if (c->slice != nullptr) bytes += c->slice->values.capacity() * sizeof(float);
+#endif
+  return bytes;
 }
 
 size_t genie_vectors_device_bytes(const genie_vectors* vectors) {
@@ -626,7 +657,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
           if (sharded != nullptr)
             return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries),
                                                   GENIE_ENGINE_GPU, options, scan, sharded, scan_all, results);
-          // a shard without its GPU: the set streamed through the mask's first GPU
+          status = genie::Status::DeviceUnavailable("every GPU of the device group has failed");
         } else if (!live.empty() && !resident) {
           gpu = std::shared_ptr<genie::GpuVectorSet>(g, live[0]->gpu.get());  // holds the group
           ordinal = live[0]->device;

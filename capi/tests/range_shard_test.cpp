@@ -1,9 +1,9 @@
 // A range search's pass over a sharded device group (capi/src/range_group.hpp)
 // with stand-in passes: each shard's plan reads exactly the plan's objects
 // that are its own, each once; the shards' candidates, in the set's ids, are
-// one pass's over the whole set; a GPU that fails has its shard read on the
-// host (HostRangeShard, exact distances against L2Distance); other failures
-// go to the caller.
+// one pass's over the whole set; a GPU that fails, or is out from the start,
+// has its shard read on the host (ReadShardOnHost, exact distances against
+// L2Distance); other failures go to the caller.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -92,7 +92,8 @@ TEST(ShardRangePlan, EachShardReadsItsOwnObjectsOnce) {
     for (int32_t shards : {1, 2, 3, 4}) {
       std::vector<Read> joined;
       for (const auto& [first, end] : Cut(&rng, f.n, shards)) {
-        const RangeShardMembers m = ShardMembers(Span<int32_t>(f.members), first, end);
+        RangeShardMembers m;
+        ASSERT_TRUE(ShardMembers(Span<int32_t>(f.members), first, end, &m).ok());
         ASSERT_EQ(m.before.size(), f.members.size() + 1);
         for (int32_t o : m.members) {
           ASSERT_GE(o, 0);
@@ -116,6 +117,27 @@ TEST(ShardRangePlan, EachShardReadsItsOwnObjectsOnce) {
 // A stand-in distance of a query and an object; within the radius 0.5 for
 // about half the pairs.
 double FakeDistance(int32_t query, int32_t object) { return ((query * 7919 + object * 104729) % 1000) / 1000.0; }
+
+// FakeDistance as a query's metric; *made counts the metrics made (one an
+// item the host reads).
+class FakeMetric : public QueryMetric {
+ public:
+  explicit FakeMetric(int32_t query) : query_(query) {}
+  double Distance(int32_t object, double) override { return FakeDistance(query_, object); }
+
+ private:
+  int32_t query_;
+};
+capi::RangeShardHost FakeHost(std::atomic<int32_t>* made) {
+  capi::RangeShardHost host;
+  host.metrics = [made](int32_t q) -> std::unique_ptr<QueryMetric> {
+    ++*made;
+    return std::make_unique<FakeMetric>(q);
+  };
+  host.radius = 0.5;
+  host.threads = 2;
+  return host;
+}
 
 // What a GPU's pass over its shard finds: the reads within 0.5, ids counted from the shard's first.
 struct FakeShard {
@@ -146,6 +168,7 @@ std::vector<std::tuple<int32_t, int32_t, double>> Sorted(const std::vector<Range
 
 TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
   std::mt19937 rng(32);
+  int32_t lost_reads = 0;
   for (int32_t trial = 0; trial < 60; ++trial) {
     const int32_t nq = 1 + static_cast<int32_t>(rng() % 10);
     const Fixture f = RandomFixture(&rng, nq);
@@ -159,7 +182,8 @@ TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
     std::vector<std::unique_ptr<FakeShard>> fakes;
     std::vector<RangeShard> shards;
     for (const auto& [first, end] : cut) {
-      members.push_back(std::make_unique<RangeShardMembers>(ShardMembers(Span<int32_t>(f.members), first, end)));
+      members.push_back(std::make_unique<RangeShardMembers>());
+      ASSERT_TRUE(ShardMembers(Span<int32_t>(f.members), first, end, members.back().get()).ok());
       fakes.push_back(std::make_unique<FakeShard>());
       FakeShard* fake = fakes.back().get();
       fake->members = &members.back()->members;
@@ -174,22 +198,14 @@ TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
       };
       shards.push_back(std::move(shard));
     }
-    // in odd trials the last shard's GPU is lost; the host reads its
-    // objects from the whole plan, the set's ids
+    // in odd trials the last shard's GPU is lost; in every fourth the
+    // first's is out from the start (no pass); the host reads them
     const bool lose = trial % 2 == 1;
+    const bool out_from_start = trial % 4 == 0 && shards.size() > 1;
     if (lose) fakes.back()->failure = Status::DeviceError("lost");
-    int32_t host_calls = 0;
-    const capi::RangeDevicePass pass = ShardedRangePass(
-        shards, [&](int32_t fq, const RangePlan& plan, int32_t first, int32_t end, std::vector<RangeCandidate>* out) {
-          ++host_calls;
-          for (const RangeItem& item : plan.items)
-            for (int64_t at = item.begin; at < item.begin + item.count; ++at) {
-              const int32_t o = item.listed ? f.members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
-              const double d = FakeDistance(fq + item.query, o);
-              if (o >= first && o < end && d <= 0.5) out->push_back(RangeCandidate{item.query, o, d});
-            }
-          return Status::Ok();
-        });
+    if (out_from_start) shards.front().pass = nullptr;
+    std::atomic<int32_t> host_metrics{0};
+    const capi::RangeDevicePass pass = ShardedRangePass(shards, FakeHost(&host_metrics));
     for (int32_t round = 0; round < 2; ++round) {
       std::vector<RangeCandidate> got;
       int64_t computed = -1;
@@ -200,15 +216,20 @@ TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
       EXPECT_EQ(computed, members);
     }
     const bool lost_read = lose && fakes.back()->passes.load() > 0;
+    lost_reads += lost_read ? 1 : 0;
     EXPECT_EQ(fakes.back()->dropped.load(), lost_read);
-    // a dropped shard is not asked again: the host reads it both rounds
+    // a dropped shard is not asked again
     if (lost_read) {
       EXPECT_EQ(fakes.back()->passes.load(), 1);
-      EXPECT_EQ(host_calls, 2);
-    } else {
-      EXPECT_EQ(host_calls, 0);
+    }
+    if (out_from_start) {
+      EXPECT_EQ(fakes.front()->passes.load(), 0);
+    }
+    if (!lost_read && !out_from_start) {
+      EXPECT_EQ(host_metrics.load(), 0);
     }
   }
+  EXPECT_GT(lost_reads, 10);  // the lost GPU's branch ran, not only empty shards
 }
 
 TEST(ShardedRangePass, OtherFailuresGoToTheCaller) {
@@ -231,16 +252,12 @@ TEST(ShardedRangePass, OtherFailuresGoToTheCaller) {
     shards.push_back(std::move(shard));
   }
   fakes[1]->failure = Status::Cancelled();
-  bool host_asked = false;
-  const capi::RangeDevicePass pass =
-      ShardedRangePass(shards, [&](int32_t, const RangePlan&, int32_t, int32_t, std::vector<RangeCandidate>*) {
-        host_asked = true;
-        return Status::Ok();
-      });
+  std::atomic<int32_t> host_metrics{0};
+  const capi::RangeDevicePass pass = ShardedRangePass(shards, FakeHost(&host_metrics));
   std::vector<RangeCandidate> got;
   int64_t computed = 0;
   EXPECT_EQ(pass(0, 1, f.plan, &got, &computed).code(), GENIE_CANCELLED);
-  EXPECT_FALSE(host_asked);
+  EXPECT_EQ(host_metrics.load(), 0);
   EXPECT_FALSE(fakes[1]->dropped.load());
 }
 
@@ -265,15 +282,15 @@ TEST(ShardedRangePass, ComputedIsTheShardsSum) {
     EXPECT_EQ(*computed, 70);
     return Status::Ok();
   };
-  const capi::RangeDevicePass pass = ShardedRangePass(
-      shards, [](int32_t, const RangePlan&, int32_t, int32_t, std::vector<RangeCandidate>*) { return Status::Ok(); });
+  std::atomic<int32_t> host_metrics{0};
+  const capi::RangeDevicePass pass = ShardedRangePass(shards, FakeHost(&host_metrics));
   std::vector<RangeCandidate> got;
   int64_t computed = 0;
   ASSERT_TRUE(pass(0, 1, plan, &got, &computed).ok());
   EXPECT_EQ(computed, 77);
 }
 
-TEST(HostRangeShard, TheShardsRowsWithinTheRadiusByL2Distance) {
+TEST(ReadShardOnHost, TheShardsRowsWithinTheRadiusByL2Distance) {
   std::mt19937 rng(33);
   const int32_t n = 900, dim = 5, nq = 4;
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -292,16 +309,19 @@ TEST(HostRangeShard, TheShardsRowsWithinTheRadiusByL2Distance) {
     plan.items.push_back(RangeItem{q, 250, q * 50, true});
     plan.items.push_back(RangeItem{q, n - 600, 600, false});
   }
-  const double radius = 2.5;
   const int32_t first_query = 1;  // queries 1 .. 4 of a batch of 5
   std::vector<float> batch(static_cast<std::size_t>(dim), 0.0f);
   batch.insert(batch.end(), queries.begin(), queries.end());
-  const QueryMetricFactory metrics = VectorQueryMetrics(set, batch.data());
+  capi::RangeShardHost host;
+  host.metrics = VectorQueryMetrics(set, batch.data());
+  host.radius = 2.5;
+  host.threads = 2;
   for (const auto& [first, end] : {std::pair<int32_t, int32_t>{0, n}, {0, 300}, {300, 700}, {700, n}}) {
+    RangeShardMembers m;
+    ASSERT_TRUE(ShardMembers(Span<int32_t>(members), first, end, &m).ok());
     std::vector<RangeCandidate> got;
-    ASSERT_TRUE(capi::HostRangeShard(metrics, Span<int32_t>(members), radius, first_query, plan, first, end, 2, &got,
-                                     CancelCheck())
-                    .ok());
+    ASSERT_TRUE(
+        capi::ReadShardOnHost(host, first_query, ShardRangePlan(plan, &m, first, end), &m, first, &got).ok());
     std::vector<std::tuple<int32_t, int32_t, double>> expected;
     for (const RangeItem& item : plan.items)
       for (int64_t at = item.begin; at < item.begin + item.count; ++at) {
@@ -309,7 +329,7 @@ TEST(HostRangeShard, TheShardsRowsWithinTheRadiusByL2Distance) {
         if (o < first || o >= end) continue;
         const double d = L2Distance(batch.data() + static_cast<std::size_t>(first_query + item.query) * dim,
                                     set.row(o), dim);
-        if (d <= radius) expected.emplace_back(item.query, o, d);
+        if (d <= host.radius) expected.emplace_back(item.query, o, d);
       }
     std::sort(expected.begin(), expected.end());
     EXPECT_FALSE(expected.empty());

@@ -174,7 +174,7 @@ TEST(MultiGpuRange, VectorsEqualTheCpuEngine) {
 }
 
 // A sharded group (placement shard with every shard resident, or a budget
-// that the set is 3x and each half 1.5x, so both shards stream): each GPU
+// that each GPU's shard is twice, so every shard streams): each GPU
 // reads its own objects' part of every item; the rows equal the CPU
 // engine's, to the bit, for no list, a List of Superclusters and a list of
 // the first objects with the rest pending.
@@ -192,7 +192,7 @@ TEST(MultiGpuRange, ShardedVectorsEqualTheCpuEngine) {
     genie_engine_options options{};
     options.device_mask = ~uint64_t{0};
     options.placement = streamed ? GENIE_PLACEMENT_AUTO : GENIE_PLACEMENT_SHARD;
-    options.memory_budget_bytes = streamed ? set_bytes / 3 : 0;
+    options.memory_budget_bytes = streamed ? set_bytes / (2 * static_cast<uint64_t>(UsableGpuCount())) : 0;
     for (double radius : {data.sorted[30], data.sorted[900]}) {
       for (const genie_cluster_list* list : {static_cast<const genie_cluster_list*>(nullptr),
                                              static_cast<const genie_cluster_list*>(data.lsc),
