@@ -43,7 +43,7 @@ struct genie_cluster_list {
   // search holds its own reference, so that another one replacing them (a
   // search of another set) frees nothing it reads.
   std::mutex rows_mutex;
-  const void* rows_of = nullptr;
+  uint64_t rows_of = 0;  // a genie_vectors' generation (0: none)
   std::shared_ptr<const genie::HostArray<float>> member_rows;
   // GENIE_LIST_AUTO's measures (ListKnn): single queries, then batches
   genie::capi::ListKnnTimes knn_times[2];
@@ -67,7 +67,7 @@ struct genie_cluster_list {
   // under gpu_mutex, for one set and one shard a GPU (a group remade
   // replaces its GPUs' shards)
   struct Shard {
-    const void* of = nullptr;  // the vector set (a genie_vectors) the rows are of
+    uint64_t of = 0;  // the generation of the vector set (a genie_vectors) the rows are of
     int32_t first = 0;
     int32_t end = 0;
     int32_t device = -1;

@@ -1,6 +1,7 @@
 // The C API of vector sets, the vector scan and LSH (genie_vectors_*,
 // genie_lsh_*).
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -32,8 +33,19 @@ using genie::capi::ToEngineOptions;
 using VectorGroup = genie::capi::DeviceGroup<genie::VectorSet, genie::GpuVectorSet>;
 #endif
 
+namespace {
+uint64_t NextGeneration() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+}  // namespace
+
 struct genie_vectors {
   genie::VectorSet set;
+  // Which set this is, for the lists' copies of its rows (rows_of,
+  // Shard::of): an address may come back for another set once this one is
+  // freed, a generation does not.
+  const uint64_t generation = NextGeneration();
   // genie_vectors_create_unsealed: rows the caller is still writing; no
   // scan until genie_vectors_seal checked them
   bool sealed = true;
@@ -68,16 +80,16 @@ genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, i
                        const genie::EngineOptions& options, std::shared_ptr<const genie::HostArray<float>>* rows,
                        std::shared_ptr<genie::GpuHostRegistration>* pinned) {
   std::lock_guard<std::mutex> lock(list->rows_mutex);
-  if (list->rows_of != vectors && list->list.n_objects <= vectors->set.size()) {
+  if (list->rows_of != vectors->generation && list->list.n_objects <= vectors->set.size()) {
     auto made = std::make_shared<genie::HostArray<float>>();
     GENIE_RETURN_IF_ERROR(genie::MemberRows(vectors->set, list->list, made.get(), options.cancel, options.threads));
 #ifdef GENIE_WITH_CUDA
     list->rows_pin.reset();  // before the rows it locks go
 #endif
     list->member_rows = std::move(made);
-    list->rows_of = vectors;
+    list->rows_of = vectors->generation;
   }
-  if (list->rows_of != vectors) return genie::Status::Ok();
+  if (list->rows_of != vectors->generation) return genie::Status::Ok();
   *rows = list->member_rows;
 #ifdef GENIE_WITH_CUDA
   const std::size_t bytes = list->member_rows->size() * sizeof(float);
@@ -173,11 +185,11 @@ struct ShardView {
   std::shared_ptr<const genie_cluster_list::ShardRows> rows;
 };
 
-// The view of shard [first, end) of the set `of` (rows: the shard's own)
+// The view of shard [first, end) of the set of generation `of` (rows: the shard's own)
 // on device, made on first use and kept with the list, one shard a GPU
 // (another set's, or the GPU's other shard, replaced: at most the set's
 // size in rows).  The caller gets its own references.
-genie::Status ShardViewOn(genie_cluster_list* list, const void* of, const genie::VectorSet* rows, int32_t first,
+genie::Status ShardViewOn(genie_cluster_list* list, uint64_t of, const genie::VectorSet* rows, int32_t first,
                           int32_t end, int32_t device, ShardNeed need, const genie::EngineOptions& options,
                           ShardView* out) {
   std::lock_guard<std::mutex> lock(list->gpu_mutex);
@@ -250,17 +262,19 @@ genie::Status ShardedWithin(genie_vectors* vectors, const std::shared_ptr<Vector
     const bool resident = !out_of_service && c->gpu->parts() == 1;
     ShardView view;  // this search's references
     if (scan->list != nullptr) {
+      auto view_for = [&](ShardNeed need) {
+        return ShardViewOn(const_cast<genie_cluster_list*>(scan->list), vectors->generation, c->slice.get(),
+                           c->range.first, c->range.second, c->device, need, engine_options, &view);
+      };
       const ShardNeed need =
           out_of_service ? ShardNeed::kMembers : resident ? ShardNeed::kDeviceMembers : ShardNeed::kPinnedRows;
-      genie::Status made = ShardViewOn(const_cast<genie_cluster_list*>(scan->list), vectors, c->slice.get(),
-                                       c->range.first, c->range.second, c->device, need, engine_options, &view);
+      genie::Status made = view_for(need);
+      // rows the host cannot hold: gathered by id
       if (!made.ok() && need == ShardNeed::kPinnedRows && made.code() == GENIE_OUT_OF_MEMORY)
-        made = ShardViewOn(const_cast<genie_cluster_list*>(scan->list), vectors, c->slice.get(), c->range.first,
-                           c->range.second, c->device, ShardNeed::kMembers, engine_options, &view);  // by id
+        made = view_for(ShardNeed::kMembers);
       if (genie::DeviceFailed(made)) {
         c->dropped = true;  // for good, as a failed search drops it; the host reads its shard
-        made = ShardViewOn(const_cast<genie_cluster_list*>(scan->list), vectors, c->slice.get(), c->range.first,
-                           c->range.second, c->device, ShardNeed::kMembers, engine_options, &view);
+        made = view_for(ShardNeed::kMembers);
       }
       GENIE_RETURN_IF_ERROR(made);
     }

@@ -61,7 +61,8 @@ Fixture RandomFixture(std::mt19937* rng, int32_t n_queries) {
 // Contiguous shards of [0, n), as PlanPlacement cuts them (some may be empty).
 std::vector<std::pair<int32_t, int32_t>> Cut(std::mt19937* rng, int32_t n, int32_t shards) {
   std::vector<int32_t> ends;
-  for (int32_t i = 0; i + 1 < shards; ++i) ends.push_back(static_cast<int32_t>((*rng)() % static_cast<uint32_t>(n + 1)));
+  for (int32_t i = 0; i + 1 < shards; ++i)
+    ends.push_back(static_cast<int32_t>((*rng)() % static_cast<uint32_t>(n + 1)));
   std::sort(ends.begin(), ends.end());
   ends.push_back(n);
   std::vector<std::pair<int32_t, int32_t>> out;
@@ -79,7 +80,8 @@ std::vector<Read> Reads(const RangePlan& plan, const std::vector<int32_t>& membe
   std::vector<Read> out;
   for (const RangeItem& item : plan.items)
     for (int64_t at = item.begin; at < item.begin + item.count; ++at)
-      out.emplace_back(item.query, first + (item.listed ? members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at)));
+      out.emplace_back(item.query,
+                       first + (item.listed ? members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at)));
   std::sort(out.begin(), out.end());
   return out;
 }
