@@ -10,7 +10,9 @@
 // GPU a whole copy, reading a share of each batch), "vs_one_gpu" against
 // GPU 0 alone, and with RANGE_STREAM the streamed methods on every GPU
 // (gpu-brute-streamed-all, gpu-lsc-streamed-all: the set sharded, each GPU
-// streaming its own objects); RANGE_METHODS=a,b keeps those methods (and cpu-brute, the
+// streaming its own objects); RANGE_PLACEMENT=shard makes every "-all"
+// method's set sharded (each GPU its own objects, resident when they fit);
+// RANGE_METHODS=a,b keeps those methods (and cpu-brute, the
 // reference); RANGE_KNN=k measures the exact k nearest through the list
 // instead (Knn below).
 //   fmnist  Fashion-MNIST 60,000 x 784 (PATH: the folder of the idx files),
@@ -85,6 +87,9 @@ Run Within(const Data& d, genie_engine_kind device, int32_t first, int32_t count
   genie_engine_options options{};
   options.memory_budget_bytes = budget;
   options.device_mask = mask;  // 0: GPU 0 alone
+  // RANGE_PLACEMENT=shard: every GPU holds a part of the set, not a whole copy
+  const char* placement = std::getenv("RANGE_PLACEMENT");
+  if (mask != 0 && placement != nullptr && std::string(placement) == "shard") options.placement = GENIE_PLACEMENT_SHARD;
   genie_range_scan scan{};
   scan.n_queries = count;
   scan.radius = radius;
