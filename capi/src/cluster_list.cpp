@@ -321,15 +321,7 @@ size_t genie_cluster_list_memory_bytes(const genie_cluster_list* list) {
     if (list->member_rows != nullptr) rows = list->member_rows->capacity() * sizeof(float);
   }
 #ifdef GENIE_WITH_CUDA
-  {
-    // a sharded group's views (range_group.hpp): members, their counts before, streamed shards' rows
-    std::lock_guard<std::mutex> lock(const_cast<genie_cluster_list*>(list)->gpu_mutex);
-    for (const auto& shard : list->shards) {
-      if (shard.members != nullptr)
-        rows += (shard.members->members.capacity() + shard.members->before.capacity()) * sizeof(int32_t);
-      if (shard.rows != nullptr) rows += shard.rows->values.capacity() * sizeof(float);
-    }
-  }
+  rows += list->shard_bytes.load();  // a sharded group's views (range_group.hpp)
 #endif
   return sizeof(*list) + list->list.members.capacity() * sizeof(int32_t) + rows +
          list->list.clusters.capacity() * sizeof(genie::Cluster) +

@@ -6,6 +6,7 @@
 #include "genie/cluster_list.hpp"
 #include "genie/genie.h"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -74,8 +75,10 @@ struct genie_cluster_list {
     std::shared_ptr<const genie::capi::RangeShardMembers> members;
     std::shared_ptr<genie::GpuClusterMembers> gpu_members;
     std::shared_ptr<const ShardRows> rows;
+    bool rows_refused = false;  // the host or the driver would not hold them locked
   };
   std::vector<Shard> shards;
+  std::atomic<std::size_t> shard_bytes{0};  // their host bytes, read without gpu_mutex
 #endif
 };
 

@@ -37,10 +37,20 @@ struct genie_strings {
   std::shared_ptr<genie::GpuStringSet> gpu;
   int32_t gpu_device = -1;
   std::shared_ptr<StringGroup> group;  // several GPUs
+  // the group's shards' host copies (slices), for genie_strings_memory_bytes
+  // without gpu_mutex (a group's copies take seconds to make under it)
+  std::atomic<std::size_t> slice_bytes{0};
 #endif
 };
 
 namespace {
+
+// A string set's host memory (genie_strings_memory_bytes).
+std::size_t StringSetHostBytes(const genie::StringSet& s) {
+  return s.strings.code_points.capacity() * sizeof(genie::CodePoint) +
+         s.strings.offsets.capacity() * sizeof(int64_t) + s.order.capacity() * sizeof(int32_t) +
+         s.length_begin.capacity() * sizeof(int64_t) + s.signatures.capacity() * sizeof(genie::StringSignature);
+}
 
 genie::Status ToCResults(const genie::StringScanResult& r, genie_engine_kind device,
                          genie_string_results** out) {
@@ -86,6 +96,10 @@ genie::Status GroupCopies(genie_strings* strings, const std::vector<genie::capi:
   };
   GENIE_RETURN_IF_ERROR(genie::capi::EnsureDeviceGroup(set, set.size(), StringSetBytes(set), devices, options, slice,
                                                        make_gpu, &strings->group));
+  std::size_t slices = 0;
+  for (const auto& c : strings->group->copies)
+    if (c->slice != nullptr) slices += StringSetHostBytes(*c->slice);
+  strings->slice_bytes.store(slices);
   *out = strings->group;  // this search's reference
   return genie::Status::Ok();
 }
@@ -175,18 +189,9 @@ void genie_strings_free(genie_strings* strings) { std::unique_ptr<genie_strings>
 
 size_t genie_strings_memory_bytes(const genie_strings* strings) {
   if (strings == nullptr) return 0;
-  auto host_bytes = [](const genie::StringSet& s) {
-    return s.strings.code_points.capacity() * sizeof(genie::CodePoint) +
-           s.strings.offsets.capacity() * sizeof(int64_t) + s.order.capacity() * sizeof(int32_t) +
-           s.length_begin.capacity() * sizeof(int64_t) + s.signatures.capacity() * sizeof(genie::StringSignature);
-  };
-  std::size_t bytes = host_bytes(strings->set);
+  std::size_t bytes = StringSetHostBytes(strings->set);
 #ifdef GENIE_WITH_CUDA
-  // a sharded group's slices: a second copy of the strings on the host
-  std::lock_guard<std::mutex> lock(strings->gpu_mutex);
-  if (strings->group != nullptr)
-    for (const auto& c : strings->group->copies)
-      if (c->slice != nullptr) bytes += host_bytes(*c->slice);
+  bytes += strings->slice_bytes.load();  // a sharded group's second copy of the strings on the host
 #endif
   return bytes;
 }
@@ -362,58 +367,65 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
       const auto devices = genie::capi::GroupDevices(&one);
       if (!devices.empty()) one.device_ordinal = devices[0].ordinal;  // one of the mask's GPUs
       genie::Status status = genie::Status::Ok();
+      // The group decides, not the test: a group kept from an earlier call
+      // (made when another capacity placed it) may be sharded where the set
+      // now fits each GPU, and the other way round.
       if (!devices.empty() &&
-          genie::capi::Replicated(devices, StringSetBytes(set), set.size(), engine_options.placement)) {
+          (genie::capi::Replicated(devices, StringSetBytes(set), set.size(), engine_options.placement) ||
+           genie::capi::Sharded(devices, StringSetBytes(set), set.size(), engine_options.placement))) {
         std::shared_ptr<StringGroup> g;  // this search's reference
         GENIE_RETURN_IF_ERROR(GroupCopies(strings, devices, engine_options, &g));
-        std::vector<genie::capi::RangeGroupGpu> gpus;
-        for (const auto& c : g->copies)
-          if (!c->dropped && c->gpu != nullptr)
-            gpus.push_back({[g, pass = WithinPass(c->gpu.get(), set, queries, excluded, scan->radius, engine_options)](
-                                int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
-                                std::vector<genie::RangeCandidate>* out,
-                                int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); },
-                            &c->dropped});
-        if (!gpus.empty())
-          return genie::capi::RangeSearchHandle(
-              set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
-              genie::capi::GroupRangePass(std::move(gpus), false, genie::capi::kMinRangeShareQueries * set.size(),
-                                          &g->range_turn),
-              nullptr, results);
-        status = genie::Status::DeviceUnavailable("every GPU of the device group has failed");
-      } else if (!devices.empty() &&
-                 genie::capi::Sharded(devices, StringSetBytes(set), set.size(), engine_options.placement)) {
-        std::shared_ptr<StringGroup> g;  // this search's reference
-        GENIE_RETURN_IF_ERROR(GroupCopies(strings, devices, engine_options, &g));
-        std::vector<genie::capi::RangeShard> shards;
-        bool any = false;
-        for (const auto& c : g->copies) {
-          genie::capi::RangeShard shard;
-          shard.first = c->range.first;
-          shard.end = c->range.second;
-          shard.dropped = &c->dropped;
-          // a GPU out of the group: the host reads its shard (ShardedRangePass)
-          if (g->sharded && !c->dropped && c->gpu != nullptr && c->slice != nullptr) {
-            any = true;
-            const genie::Span<uint8_t> mine =
-                excluded.empty() ? excluded
-                                 : genie::Span<uint8_t>(excluded.data() + shard.first,
-                                                        static_cast<std::size_t>(shard.end - shard.first));
-            shard.pass = [g, pass = WithinPass(c->gpu.get(), *c->slice, queries, mine, scan->radius, engine_options)](
-                             int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
-                             std::vector<genie::RangeCandidate>* out,
-                             int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); };
+        if (!g->sharded) {
+          std::vector<genie::capi::RangeGroupGpu> gpus;
+          for (const auto& c : g->copies)
+            if (!c->dropped && c->gpu != nullptr)
+              gpus.push_back(
+                  {[g, pass = WithinPass(c->gpu.get(), set, queries, excluded, scan->radius, engine_options)](
+                       int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
+                       std::vector<genie::RangeCandidate>* out,
+                       int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); },
+                   &c->dropped});
+          if (!gpus.empty())
+            return genie::capi::RangeSearchHandle(
+                set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
+                genie::capi::GroupRangePass(std::move(gpus), false, genie::capi::kMinRangeShareQueries * set.size(),
+                                            &g->range_turn),
+                nullptr, results);
+        } else {
+          std::vector<genie::capi::RangeShard> shards;
+          bool any = false;
+          for (const auto& c : g->copies) {
+            genie::capi::RangeShard shard;
+            shard.first = c->range.first;
+            shard.end = c->range.second;
+            shard.dropped = &c->dropped;
+            // a GPU out of the group: the host reads its shard (ShardedRangePass),
+            // every string of it, not a length window (a rare path)
+            if (!c->dropped && c->gpu != nullptr && c->slice != nullptr) {
+              any = true;
+              const genie::Span<uint8_t> mine =
+                  excluded.empty() ? excluded
+                                   : genie::Span<uint8_t>(excluded.data() + shard.first,
+                                                          static_cast<std::size_t>(shard.end - shard.first));
+              shard.pass = [g, pass = WithinPass(c->gpu.get(), *c->slice, queries, mine, scan->radius,
+                                                 engine_options)](int32_t first_query, int32_t n_queries,
+                                                                  const genie::RangePlan& plan,
+                                                                  std::vector<genie::RangeCandidate>* out,
+                                                                  int64_t* computed) {
+                return pass(first_query, n_queries, plan, out, computed);
+              };
+            }
+            shards.push_back(std::move(shard));
           }
-          shards.push_back(std::move(shard));
+          if (any)
+            return genie::capi::RangeSearchHandle(
+                set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
+                genie::capi::ShardedRangePass(
+                    std::move(shards),
+                    genie::capi::RangeShardHost{metrics, scan->radius, engine_options.threads, engine_options.cancel}),
+                nullptr, results);
         }
-        if (g->sharded && any)
-          return genie::capi::RangeSearchHandle(
-              set.size(), metrics, GENIE_ENGINE_GPU, options, &whole,
-              genie::capi::ShardedRangePass(
-                  std::move(shards),
-                  genie::capi::RangeShardHost{metrics, scan->radius, engine_options.threads, engine_options.cancel}),
-              nullptr, results);
-        if (g->sharded) status = genie::Status::DeviceUnavailable("every GPU of the device group has failed");
+        status = genie::Status::DeviceUnavailable("every GPU of the device group has failed");
       }
       std::shared_ptr<genie::GpuStringSet> gpu;
       if (status.ok()) status = GpuCopy(strings, one.device_ordinal, &gpu);

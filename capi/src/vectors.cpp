@@ -56,6 +56,9 @@ struct genie_vectors {
   int32_t gpu_device = -1;
   uint64_t gpu_budget = 0;
   std::shared_ptr<VectorGroup> group;  // several GPUs: made on first use too
+  // the group's shards' host copies (slices), for genie_vectors_memory_bytes
+  // without gpu_mutex (a group's copies take seconds to make under it)
+  std::atomic<std::size_t> slice_bytes{0};
 #endif
 };
 
@@ -152,6 +155,10 @@ genie::Status GroupCopies(genie_vectors* vectors, const std::vector<genie::capi:
   };
   GENIE_RETURN_IF_ERROR(genie::capi::EnsureDeviceGroup(set, set.n, static_cast<uint64_t>(set.values.size()) * sizeof(float),
                                                        devices, options, slice, make_gpu, &vectors->group));
+  std::size_t slices = 0;
+  for (const auto& c : vectors->group->copies)
+    if (c->slice != nullptr) slices += c->slice->values.capacity() * sizeof(float);
+  vectors->slice_bytes.store(slices);
   *out = vectors->group;  // this search's reference
   return genie::Status::Ok();
 }
@@ -222,25 +229,41 @@ genie::Status ShardViewOn(genie_cluster_list* list, uint64_t of, const genie::Ve
   }
   const std::size_t dim = static_cast<std::size_t>(rows != nullptr ? rows->dim : 0);
   const std::size_t bytes = members.size() * dim * sizeof(float);
-  if (need == ShardNeed::kPinnedRows && shard->rows == nullptr && bytes > 0 &&
+  if (need == ShardNeed::kPinnedRows && shard->rows == nullptr && !shard->rows_refused && bytes > 0 &&
       bytes <= genie::kMaxHostRegistrationBytes) {
     auto made = std::make_shared<genie_cluster_list::ShardRows>();
-    made->values.resize(members.size() * dim);
-    constexpr int64_t kPiece = 4096;  // rows a task, the cancel polled between
-    GENIE_RETURN_IF_ERROR(genie::ParallelFor(
-        (static_cast<int64_t>(members.size()) + kPiece - 1) / kPiece, options.threads,
-        [&](int64_t piece) {
-          const std::size_t b = static_cast<std::size_t>(piece * kPiece);
-          const std::size_t e = std::min(members.size(), b + static_cast<std::size_t>(kPiece));
-          for (std::size_t i = b; i < e; ++i)
-            std::memcpy(&made->values[i * dim], rows->row(members[i]), dim * sizeof(float));
-          return genie::Status::Ok();
-        },
-        options.cancel));
-    // kept only locked: rows the driver will not lock are gathered by id, as without them
-    if (genie::GpuHostRegistration::Create(made->values.data(), bytes, device, &made->pin).ok())
+    bool held = true;
+    try {
+      made->values.resize(members.size() * dim);
+    } catch (const std::bad_alloc&) {
+      held = false;  // no room on the host: gathered by id, as without them
+    }
+    if (held) {
+      constexpr int64_t kPiece = 4096;  // rows a task, the cancel polled between
+      GENIE_RETURN_IF_ERROR(genie::ParallelFor(
+          (static_cast<int64_t>(members.size()) + kPiece - 1) / kPiece, options.threads,
+          [&](int64_t piece) {
+            const std::size_t b = static_cast<std::size_t>(piece * kPiece);
+            const std::size_t e = std::min(members.size(), b + static_cast<std::size_t>(kPiece));
+            for (std::size_t i = b; i < e; ++i)
+              std::memcpy(&made->values[i * dim], rows->row(members[i]), dim * sizeof(float));
+            return genie::Status::Ok();
+          },
+          options.cancel));
+    }
+    // kept only locked; rows the host or the driver refuse are gathered by
+    // id from then on, not gathered again for every search
+    if (held && genie::GpuHostRegistration::Create(made->values.data(), bytes, device, &made->pin).ok())
       shard->rows = std::move(made);
+    else
+      shard->rows_refused = true;
   }
+  std::size_t kept = 0;  // the list's shard views, for genie_cluster_list_memory_bytes
+  for (const auto& v : list->shards) {
+    kept += (v.members->members.capacity() + v.members->before.capacity()) * sizeof(int32_t);
+    if (v.rows != nullptr) kept += v.rows->values.capacity() * sizeof(float);
+  }
+  list->shard_bytes.store(kept);
   out->members = shard->members;
   out->gpu_members = need == ShardNeed::kDeviceMembers ? shard->gpu_members : nullptr;
   out->rows = need == ShardNeed::kPinnedRows ? shard->rows : nullptr;
@@ -395,11 +418,7 @@ size_t genie_vectors_memory_bytes(const genie_vectors* vectors) {
   if (vectors == nullptr) return 0;
   std::size_t bytes = vectors->set.values.capacity() * sizeof(float);
 #ifdef GENIE_WITH_CUDA
-  // a sharded group's slices: a second copy of the rows on the host
-  std::lock_guard<std::mutex> lock(vectors->gpu_mutex);
-  if (vectors->group != nullptr)
-    for (const auto& c : vectors->group->copies)
-      if (c->slice != nullptr) bytes += c->slice->values.capacity() * sizeof(float);
+  bytes += vectors->slice_bytes.load();  // a sharded group's second copy of the rows on the host
 #endif
   return bytes;
 }
