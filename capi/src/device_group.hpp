@@ -51,25 +51,21 @@ struct DeviceGroup {
   }
 };
 
-// Whether a set of set_bytes and n objects would be whole on each of
-// devices (replicated, as EnsureDeviceGroup places it) and within every
-// GPU's capacity: a search that needs the whole set resident on each GPU
-// (the strings' range search, which cannot stream) asks first.
-inline bool Replicated(const std::vector<GroupDevice>& devices, uint64_t set_bytes, int32_t n, int32_t placement) {
-  std::vector<uint64_t> capacities;
-  for (const GroupDevice& d : devices) {
-    if (d.capacity_bytes != 0 && set_bytes > d.capacity_bytes) return false;
-    capacities.push_back(d.capacity_bytes);
-  }
-  return !PlanPlacement(static_cast<Placement>(placement), set_bytes, n, capacities).sharded;
-}
-
 // Whether EnsureDeviceGroup would shard a set of set_bytes and n objects
 // over devices (each GPU a contiguous range of them).
 inline bool Sharded(const std::vector<GroupDevice>& devices, uint64_t set_bytes, int32_t n, int32_t placement) {
   std::vector<uint64_t> capacities;
   for (const GroupDevice& d : devices) capacities.push_back(d.capacity_bytes);
   return PlanPlacement(static_cast<Placement>(placement), set_bytes, n, capacities).sharded;
+}
+
+// Whether such a set would be whole on each of devices (replicated) and
+// within every GPU's capacity: a search that needs the whole set resident
+// on each GPU (the strings' range search, which cannot stream) asks first.
+inline bool Replicated(const std::vector<GroupDevice>& devices, uint64_t set_bytes, int32_t n, int32_t placement) {
+  for (const GroupDevice& d : devices)
+    if (d.capacity_bytes != 0 && set_bytes > d.capacity_bytes) return false;
+  return !Sharded(devices, set_bytes, n, placement);
 }
 
 // *out made for options: kept when it was, else (re)made: the copies of set

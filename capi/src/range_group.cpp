@@ -194,7 +194,7 @@ RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeShardHost 
     std::vector<RangePlan> mine(n);
     std::vector<int64_t> counted(n, 0);  // each shard's own members, unless its pass says otherwise
     for (std::size_t i = 0; i < n; ++i) {
-      mine[i] = ShardRangePlan(plan, shards[i].members, shards[i].first, shards[i].end);
+      mine[i] = ShardRangePlan(plan, shards[i].members.get(), shards[i].first, shards[i].end);
       for (const RangeItem& item : mine[i].items) counted[i] += item.count;
     }
     std::vector<std::vector<RangeCandidate>> found(n);
@@ -214,7 +214,8 @@ RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeShardHost 
       found[i].clear();
       counted[i] = 0;
       for (const RangeItem& item : mine[i].items) counted[i] += item.count;
-      statuses[i] = ReadShardOnHost(host, first_query, mine[i], shards[i].members, shards[i].first, &found[i]);
+      statuses[i] =
+          ReadShardOnHost(host, first_query, mine[i], shards[i].members.get(), shards[i].first, &found[i]);
     }
     for (const Status& s : statuses) GENIE_RETURN_IF_ERROR(s);
     *computed = 0;

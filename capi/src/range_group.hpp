@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "cluster_list.hpp"
@@ -93,7 +94,7 @@ RangePlan ShardRangePlan(const RangePlan& plan, const RangeShardMembers* members
 struct RangeShard {
   int32_t first = 0;
   int32_t end = 0;
-  const RangeShardMembers* members = nullptr;
+  std::shared_ptr<const RangeShardMembers> members;  // held: the host may read the shard through them
   RangeDevicePass pass;
   std::atomic<bool>* dropped = nullptr;
 };

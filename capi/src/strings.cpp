@@ -94,12 +94,17 @@ genie::Status GroupCopies(genie_strings* strings, const std::vector<genie::capi:
                      std::unique_ptr<genie::GpuStringSet>* gpu) {
     return genie::GpuStringSet::Create(rows, ordinal, gpu);
   };
+  // (re)made by this call: its slices counted once (an address may come back, MadeFor tells)
+  const bool remade = strings->group == nullptr || !strings->group->MadeFor(options);
+  if (remade) strings->slice_bytes.store(0);  // the old group's go with it
   GENIE_RETURN_IF_ERROR(genie::capi::EnsureDeviceGroup(set, set.size(), StringSetBytes(set), devices, options, slice,
                                                        make_gpu, &strings->group));
-  std::size_t slices = 0;
-  for (const auto& c : strings->group->copies)
-    if (c->slice != nullptr) slices += StringSetHostBytes(*c->slice);
-  strings->slice_bytes.store(slices);
+  if (remade) {
+    std::size_t slices = 0;
+    for (const auto& c : strings->group->copies)
+      if (c->slice != nullptr) slices += StringSetHostBytes(*c->slice);
+    strings->slice_bytes.store(slices);
+  }
   *out = strings->group;  // this search's reference
   return genie::Status::Ok();
 }

@@ -153,12 +153,17 @@ genie::Status GroupCopies(genie_vectors* vectors, const std::vector<genie::capi:
                      std::unique_ptr<genie::GpuVectorSet>* gpu) {
     return genie::GpuVectorSet::Create(rows, ordinal, budget, gpu);
   };
+  // (re)made by this call: its slices counted once (an address may come back, MadeFor tells)
+  const bool remade = vectors->group == nullptr || !vectors->group->MadeFor(options);
+  if (remade) vectors->slice_bytes.store(0);  // the old group's go with it
   GENIE_RETURN_IF_ERROR(genie::capi::EnsureDeviceGroup(set, set.n, static_cast<uint64_t>(set.values.size()) * sizeof(float),
                                                        devices, options, slice, make_gpu, &vectors->group));
-  std::size_t slices = 0;
-  for (const auto& c : vectors->group->copies)
-    if (c->slice != nullptr) slices += c->slice->values.capacity() * sizeof(float);
-  vectors->slice_bytes.store(slices);
+  if (remade) {
+    std::size_t slices = 0;
+    for (const auto& c : vectors->group->copies)
+      if (c->slice != nullptr) slices += c->slice->values.capacity() * sizeof(float);
+    vectors->slice_bytes.store(slices);
+  }
   *out = vectors->group;  // this search's reference
   return genie::Status::Ok();
 }
@@ -203,7 +208,9 @@ genie::Status ShardViewOn(genie_cluster_list* list, uint64_t of, const genie::Ve
   auto shard = std::find_if(list->shards.begin(), list->shards.end(), [&](const genie_cluster_list::Shard& s) {
     return s.of == of && s.first == first && s.end == end && s.device == device;
   });
+  bool changed = false;  // the list's shard views, counted again only then
   if (shard == list->shards.end()) {
+    changed = true;
     list->shards.erase(std::remove_if(list->shards.begin(), list->shards.end(),
                                       [&](const genie_cluster_list::Shard& s) {
                                         return s.of != of || s.device == device;
@@ -253,17 +260,21 @@ genie::Status ShardViewOn(genie_cluster_list* list, uint64_t of, const genie::Ve
     }
     // kept only locked; rows the host or the driver refuse are gathered by
     // id from then on, not gathered again for every search
-    if (held && genie::GpuHostRegistration::Create(made->values.data(), bytes, device, &made->pin).ok())
+    if (held && genie::GpuHostRegistration::Create(made->values.data(), bytes, device, &made->pin).ok()) {
       shard->rows = std::move(made);
-    else
+      changed = true;
+    } else {
       shard->rows_refused = true;
+    }
   }
-  std::size_t kept = 0;  // the list's shard views, for genie_cluster_list_memory_bytes
-  for (const auto& v : list->shards) {
-    kept += (v.members->members.capacity() + v.members->before.capacity()) * sizeof(int32_t);
-    if (v.rows != nullptr) kept += v.rows->values.capacity() * sizeof(float);
+  if (changed) {  // for genie_cluster_list_memory_bytes
+    std::size_t kept = 0;
+    for (const auto& v : list->shards) {
+      kept += (v.members->members.capacity() + v.members->before.capacity()) * sizeof(int32_t);
+      if (v.rows != nullptr) kept += v.rows->values.capacity() * sizeof(float);
+    }
+    list->shard_bytes.store(kept);
   }
-  list->shard_bytes.store(kept);
   out->members = shard->members;
   out->gpu_members = need == ShardNeed::kDeviceMembers ? shard->gpu_members : nullptr;
   out->rows = need == ShardNeed::kPinnedRows ? shard->rows : nullptr;
@@ -278,7 +289,6 @@ genie::Status ShardedWithin(genie_vectors* vectors, const std::shared_ptr<Vector
                             const genie_range_scan* scan, const genie::EngineOptions& engine_options,
                             genie::capi::RangeDevicePass* pass) {
   std::vector<genie::capi::RangeShard> shards;
-  std::vector<std::shared_ptr<const genie::capi::RangeShardMembers>> held;  // what shards[i].members points to
   bool any = false;
   for (const auto& c : g->copies) {
     const bool out_of_service = c->dropped || c->gpu == nullptr;
@@ -304,7 +314,7 @@ genie::Status ShardedWithin(genie_vectors* vectors, const std::shared_ptr<Vector
     genie::capi::RangeShard shard;
     shard.first = c->range.first;
     shard.end = c->range.second;
-    shard.members = view.members.get();
+    shard.members = view.members;
     shard.dropped = &c->dropped;
     if (!out_of_service && !c->dropped) {
       any = true;
@@ -325,21 +335,14 @@ genie::Status ShardedWithin(genie_vectors* vectors, const std::shared_ptr<Vector
         request.threads = engine_options.threads;
         return copy->RangeCandidates(*rows, request, plan, out, engine_options.cancel);
       };
-    } else {
-      // the members stay with this search: the host reads the shard through them
-      shard.pass = nullptr;
-    }
+    }  // else no pass: the host reads the shard
     shards.push_back(std::move(shard));
-    if (view.members != nullptr) held.push_back(view.members);
   }
   if (!any) return genie::Status::Ok();
   genie::capi::RangeShardHost host{genie::VectorQueryMetrics(vectors->set, scan->queries), scan->radius,
                                    engine_options.threads, engine_options.cancel};
-  *pass = [held = std::move(held), g, sharded = genie::capi::ShardedRangePass(std::move(shards), std::move(host))](
-              int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
-              std::vector<genie::RangeCandidate>* out, int64_t* computed) {
-    return sharded(first_query, n_queries, plan, out, computed);
-  };
+  // (the live shards' passes hold the group, whose copies' flags every shard points to)
+  *pass = genie::capi::ShardedRangePass(std::move(shards), std::move(host));
   return genie::Status::Ok();
 }
 

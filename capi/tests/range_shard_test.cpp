@@ -180,11 +180,11 @@ TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
     std::vector<RangeCandidate> expected;
     ASSERT_TRUE(alone.Pass(first_query, f.plan, &expected).ok());
     const auto cut = Cut(&rng, f.n, 1 + trial % 4);
-    std::vector<std::unique_ptr<RangeShardMembers>> members;
+    std::vector<std::shared_ptr<RangeShardMembers>> members;
     std::vector<std::unique_ptr<FakeShard>> fakes;
     std::vector<RangeShard> shards;
     for (const auto& [first, end] : cut) {
-      members.push_back(std::make_unique<RangeShardMembers>());
+      members.push_back(std::make_shared<RangeShardMembers>());
       ASSERT_TRUE(ShardMembers(Span<int32_t>(f.members), first, end, members.back().get()).ok());
       fakes.push_back(std::make_unique<FakeShard>());
       FakeShard* fake = fakes.back().get();
@@ -193,7 +193,7 @@ TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
       RangeShard shard;
       shard.first = first;
       shard.end = end;
-      shard.members = members.back().get();
+      shard.members = members.back();
       shard.dropped = &fake->dropped;
       shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out, int64_t*) {
         return fake->Pass(fq, plan, out);
