@@ -465,8 +465,8 @@ similar_by_scan(SimilarState *st, SimilarQuery *queries, int nq, int32 k, GenieV
 	batch.n = nq;
 	batch.text = text;
 	batch.text_offsets = offsets;
-	genie_search_values_visible(st->entry, st->heap, GetActiveSnapshot(), &batch, NULL, k, rows,
-								tids);
+	genie_search_values_visible(st->entry, st->heap, GetActiveSnapshot(), &batch, NULL, k, NULL,
+								rows, tids);
 }
 
 /* genie_similar's whole search, as genie_search_batch_retrying runs it. */

@@ -74,6 +74,13 @@ genie_explain_list(int64 queries, int64 distances)
 	genie_explain_counts.list_distances += distances;
 }
 
+void
+genie_explain_ahead(int64 queries, int64 pieces)
+{
+	genie_explain_counts.ahead_queries += queries;
+	genie_explain_counts.ahead_pieces += pieces;
+}
+
 /*
  * What explain.c's ExplainOneQuery does for a query when no hook is set
  * (PostgreSQL 17's also measures the planner's memory for EXPLAIN (MEMORY)).
@@ -219,6 +226,13 @@ show(ExplainState *es, const GenieExplainCounts *before, const double *ms_before
 		ExplainPropertyInteger("Genie List Queries", NULL, now->list_queries - before->list_queries, es);
 		ExplainPropertyInteger("Genie List Distances", NULL,
 							   now->list_distances - before->list_distances, es);
+	}
+	if (now->ahead_queries > before->ahead_queries)
+	{
+		ExplainPropertyInteger("Genie Queries Scanned Ahead", NULL,
+							   now->ahead_queries - before->ahead_queries, es);
+		ExplainPropertyInteger("Genie Pieces Scanned Ahead", NULL,
+							   now->ahead_pieces - before->ahead_pieces, es);
 	}
 	if (es->timing)
 		for (int i = 0; i < lengthof(times); i++)

@@ -34,6 +34,8 @@ typedef struct GenieExplainCounts
 	int64		range_clusters_discarded;	/* clusters their lists skipped */
 	int64		list_queries;	/* exact kNN queries answered through a List of Clusters */
 	int64		list_distances; /* the distances they computed (centres and members) */
+	int64		ahead_queries;	/* batch queries scanned while the batch was read */
+	int64		ahead_pieces;	/* the engine calls that scanned them */
 	uint8		engines;		/* GENIE_EXPLAIN_* bits: where the searches ran */
 } GenieExplainCounts;
 
@@ -71,6 +73,9 @@ extern void genie_explain_range(int64 distances, int64 superclusters_discarded,
 
 /* An exact kNN search that answered queries through a List of Clusters computing distances. */
 extern void genie_explain_list(int64 queries, int64 distances);
+
+/* A batch whose queries were scanned in pieces while it was read (genie_scan_ahead.h). */
+extern void genie_explain_ahead(int64 queries, int64 pieces);
 
 /* Installs the EXPLAIN hook (from _PG_init). */
 extern void genie_explain_init(void);

@@ -683,6 +683,12 @@ genie_search_batch_retrying(Relation index, GenieBatchSearch search, void *arg)
 }
 
 int32
+genie_search_first_k(int32 k, int32 n_objects)
+{
+	return (int32) Min((int64) k, (int64) Max(n_objects, 1));
+}
+
+int32
 genie_search_wider_k(int32 k, int32 n_objects)
 {
 	return (int32) Min((int64) k * 4, (int64) Max(n_objects, 1));
@@ -703,7 +709,7 @@ genie_search_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 {
 	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));	/* queries still short of k rows */
 	int			n_short = nq;
-	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
+	int32		kprime = genie_search_first_k(k, entry->n_objects);
 	int64		capacity = Min(k, 1 << 20);
 	ItemPointerData *found_tids = palloc(sizeof(ItemPointerData) * capacity);
 	int32	   *found_scores = palloc(sizeof(int32) * capacity);

@@ -58,6 +58,8 @@ extern void genie_search_free(GenieSearchResult *result);
  * score >= 1 (asking again would give nothing new).
  */
 extern int32 genie_search_wider_k(int32 k, int32 n_objects);
+/* The k' of a batch's first round: k, at most every object (at least one). */
+extern int32 genie_search_first_k(int32 k, int32 n_objects);
 
 /*
  * Runs search(entry, arg), a batch function's whole search before it

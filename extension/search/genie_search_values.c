@@ -132,18 +132,25 @@ scan_set(const GenieValueSet *set, genie_engine_kind device, const GenieValueBat
 }
 
 /*
- * Moves a C API result (malloc'd) into palloc'd rows, the lengths from
- * lengths_of (the set scanned, when they are needed to merge) or zero; the
- * allocations may not throw before the result is freed.
+ * Moves C API results (malloc'd: parts[0 .. n_parts), the scans of
+ * consecutive pieces of one batch, their queries in order) into palloc'd
+ * rows, the lengths from lengths_of (the set scanned, when they are needed
+ * to merge) or zero; the allocations may not throw before the results are
+ * freed.
  */
-static void
-take_found(GenieValueFound *found, const GenieValueSet *lengths_of, GenieValueRows *rows)
+void
+genie_value_rows_take(GenieValueFound *parts, int n_parts, const GenieValueSet *lengths_of,
+					  GenieValueRows *rows)
 {
-	const int64 *offsets = genie_value_found_offsets(found);
-	int			nq = genie_value_found_queries(found);
-	int64		n = offsets[nq];
+	int			nq = 0;
+	int64		n = 0;
 	int			flags = MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM;
 
+	for (int p = 0; p < n_parts; p++)
+	{
+		nq += genie_value_found_queries(&parts[p]);
+		n += genie_value_found_offsets(&parts[p])[genie_value_found_queries(&parts[p])];
+	}
 	rows->n_queries = nq;
 	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), flags);
 	rows->objects = palloc_extended(sizeof(int32) * Max(n, 1), flags);
@@ -152,16 +159,30 @@ take_found(GenieValueFound *found, const GenieValueSet *lengths_of, GenieValueRo
 	if (rows->offsets != NULL && rows->objects != NULL && rows->distances != NULL &&
 		rows->lengths != NULL)
 	{
-		memcpy(rows->offsets, offsets, sizeof(int64) * (nq + 1));
-		for (int64 i = 0; i < n; i++)
+		int			q0 = 0;
+		int64		row0 = 0;
+
+		rows->offsets[0] = 0;
+		for (int p = 0; p < n_parts; p++)
 		{
-			rows->objects[i] = genie_value_found_object(found, i);
-			rows->distances[i] = genie_value_found_distance(found, i);
-			if (lengths_of != NULL)
-				rows->lengths[i] = genie_value_set_length(lengths_of, rows->objects[i]);
+			const int64 *offsets = genie_value_found_offsets(&parts[p]);
+			int			part_nq = genie_value_found_queries(&parts[p]);
+
+			for (int q = 1; q <= part_nq; q++)
+				rows->offsets[q0 + q] = row0 + offsets[q];
+			for (int64 i = 0; i < offsets[part_nq]; i++)
+			{
+				rows->objects[row0 + i] = genie_value_found_object(&parts[p], i);
+				rows->distances[row0 + i] = genie_value_found_distance(&parts[p], i);
+				if (lengths_of != NULL)
+					rows->lengths[row0 + i] = genie_value_set_length(lengths_of, rows->objects[row0 + i]);
+			}
+			q0 += part_nq;
+			row0 += offsets[part_nq];
 		}
 	}
-	genie_value_found_free(found);
+	for (int p = 0; p < n_parts; p++)
+		genie_value_found_free(&parts[p]);
 	if (rows->offsets == NULL || rows->objects == NULL || rows->distances == NULL ||
 		rows->lengths == NULL)
 		ereport(ERROR,
@@ -184,14 +205,8 @@ genie_value_rows_free(GenieValueRows *rows)
 	memset(rows, 0, sizeof(*rows));
 }
 
-/*
- * The index's List of Clusters (its main objects; the pending ones are read
- * each) when an exact vector kNN on device may read it, as
- * genie.cluster_list_knn says: on reads it on the CPU engine whatever the
- * device, auto on the CPU engine alone (genie.device = gpu: not loaded).
- */
-static const genie_cluster_list *
-knn_list(GenieCachedIndex *entry, GenieValuesKind kind, genie_engine_kind device)
+const genie_cluster_list *
+genie_search_values_list(GenieCachedIndex *entry, GenieValuesKind kind, genie_engine_kind device)
 {
 	if (kind != GENIE_VALUES_VECTORS || genie_cluster_list_knn == GENIE_LIST_NEVER ||
 		(genie_cluster_list_knn == GENIE_LIST_AUTO && device == GENIE_ENGINE_GPU))
@@ -206,7 +221,7 @@ scan_in_process(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k
 {
 	const GenieValueSet *set = genie_cache_values(entry);
 	genie_engine_kind device = genie_search_device();
-	const genie_cluster_list *list = knn_list(entry, queries->kind, device);
+	const genie_cluster_list *list = genie_search_values_list(entry, queries->kind, device);
 	GenieValueFound found;
 	genie_error err;
 	genie_status status;
@@ -215,7 +230,7 @@ scan_in_process(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k
 	status = scan_set(set, device, queries, k, entry->excluded, NULL, list, &found, &err);
 	if (genie_search_cpu_fallback(status, &err, kind_what(queries->kind)))
 	{
-		list = knn_list(entry, queries->kind, GENIE_ENGINE_CPU);
+		list = genie_search_values_list(entry, queries->kind, GENIE_ENGINE_CPU);
 		status = scan_set(set, GENIE_ENGINE_CPU, queries, k, entry->excluded, NULL, list, &found, &err);
 	}
 	genie_profile_pop();
@@ -228,7 +243,7 @@ scan_in_process(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k
 		if (found.vectors->listed > 0)
 			genie_explain_list(found.vectors->listed, found.vectors->list_distances);
 	}
-	take_found(&found, NULL, rows);
+	genie_value_rows_take(&found, 1, NULL, rows);
 }
 
 /*
@@ -271,7 +286,7 @@ search_approximate(GenieCachedIndex *entry, const GenieValueBatch *queries,
 		genie_report_error(&err, codes ? "genie: re-ranking EWH candidates" :
 						   "genie: re-ranking LSH candidates");
 	genie_search_free(&counted);
-	take_found(&found, NULL, rows);
+	genie_value_rows_take(&found, 1, NULL, rows);
 }
 
 /*
@@ -360,7 +375,7 @@ search_permutation(GenieCachedIndex *entry, const GenieValueBatch *queries, int3
 	genie_profile_pop();
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: re-ranking permutation candidates");
-	take_found(&found, NULL, rows);
+	genie_value_rows_take(&found, 1, NULL, rows);
 	genie_search_count(queries->n, k, rows->offsets[queries->n]);
 	if (genie_explain_analyzing)
 		explain_recall(entry, queries, k, rows, (int64) candidates * queries->n);
@@ -414,7 +429,7 @@ scan_pending(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
 		genie_report_error(&err, psprintf("genie: %s of the pending rows", kind_what(queries->kind)));
 	pfree(excluded);
 	/* the lengths of pending strings decide ties with main ones */
-	take_found(&found, pending, rows);
+	genie_value_rows_take(&found, 1, pending, rows);
 }
 
 /* The first k of main's and pending's rows of each query, by (distance, length, id). */
@@ -642,11 +657,13 @@ collected_sorted(const RowCollector *c, int q, int64 n)
  * (skip[q], sorted, base[q] of them).  With approximate queries, a query
  * whose candidates ran out short of k (rows of match count 0 are never
  * candidates) goes into
- * ran_out (*n_ran_out of them), for the exact rest.
+ * ran_out (*n_ran_out of them), for the exact rest.  first (NULL: none) is
+ * the first round's rows, searched already (taken).
  */
 static void
 collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBatch *queries,
-			   GenieQuery **approximate, int32 k, int32 kprime, RowCollector *collected,
+			   GenieQuery **approximate, int32 k, int32 kprime, GenieValueRows *first,
+			   RowCollector *collected,
 			   const int *queries_in, int n_short, const int64 *base, int32 *const *skip,
 			   int *ran_out, int *n_ran_out)
 {
@@ -673,9 +690,16 @@ collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBat
 				for (int i = 0; i < n_short; i++)
 					sub_approximate[i] = approximate[short_of_k[i]];
 		}
-		genie_search_values(entry, &sub,
-							approximate == NULL ? NULL : whole ? approximate : sub_approximate,
-							kprime, &found);
+		if (first != NULL)
+		{
+			Assert(whole && first->n_queries == n_short);
+			found = *first;
+			first = NULL;
+		}
+		else
+			genie_search_values(entry, &sub,
+								approximate == NULL ? NULL : whole ? approximate : sub_approximate,
+								kprime, &found);
 		if (!whole)
 			genie_value_batch_free_copy(&sub);
 		genie_profile_push(GENIE_PHASE_VISIBILITY);
@@ -726,13 +750,13 @@ collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBat
 void
 genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot snapshot,
 							const GenieValueBatch *queries, GenieQuery **approximate, int32 k,
-							GenieValueRows *rows, ItemPointerData **tids)
+							GenieValueRows *first, GenieValueRows *rows, ItemPointerData **tids)
 {
 	int			nq = queries->n;
 	int		   *short_of_k = palloc(sizeof(int) * Max(nq, 1));
 	int		   *ran_out = palloc(sizeof(int) * Max(nq, 1));
 	int			n_ran_out = 0;
-	int32		kprime = (int32) Min((int64) k, (int64) Max(entry->n_objects, 1));
+	int32		kprime = genie_search_first_k(k, entry->n_objects);
 	RowCollector collected;
 	GenieVisibility vs;
 
@@ -740,9 +764,8 @@ genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot sna
 	collector_begin(&collected, nq, k, tids);
 	for (int i = 0; i < nq; i++)
 		short_of_k[i] = i;
-	collect_rounds(entry, &vs, queries, approximate, k, kprime, &collected, short_of_k, nq,
-				   NULL, NULL,
-				   ran_out, &n_ran_out);
+	collect_rounds(entry, &vs, queries, approximate, k, kprime, first, &collected, short_of_k, nq,
+				   NULL, NULL, ran_out, &n_ran_out);
 
 	/*
 	 * LSH: the candidates of these queries ran out before k visible rows;
@@ -765,7 +788,7 @@ genie_search_values_visible(GenieCachedIndex *entry, Relation heap, Snapshot sna
 			widest = Max(widest, base[q]);
 		}
 		kprime = (int32) Min((int64) k + widest, (int64) Max(entry->n_objects, 1));
-		collect_rounds(entry, &vs, queries, NULL, k, kprime, &collected, ran_out, n_ran_out,
+		collect_rounds(entry, &vs, queries, NULL, k, kprime, NULL, &collected, ran_out, n_ran_out,
 					   base, skip, NULL, &unused);
 		for (int i = 0; i < n_ran_out; i++)
 			pfree(skip[ran_out[i]]);

@@ -57,6 +57,16 @@ extern bool genie_search_approximate(GenieValuesKind kind);
 extern bool genie_search_permutation(GenieValuesKind kind);
 
 /*
+ * The index's List of Clusters (its main objects; the pending ones are read
+ * each) when an exact vector kNN on device may read it, as
+ * genie.cluster_list_knn says: on reads it on the CPU engine whatever the
+ * device, auto on the CPU engine alone (genie.device = gpu: not loaded);
+ * else NULL.
+ */
+extern const genie_cluster_list *genie_search_values_list(GenieCachedIndex *entry,
+														  GenieValuesKind kind,
+														  genie_engine_kind device);
+/*
  * The k nearest values of each query (queries->kind must be the entry's
  * values_kind) over every object of the entry's version that is not dead
  * or NULL, visible or not, in (distance, length, id) order: through the
@@ -79,13 +89,22 @@ extern void genie_search_values(GenieCachedIndex *entry, const GenieValueBatch *
  * nearest visible rows (fewer only when fewer rows have a value), with the
  * TIDs of their visible versions in tids (n_queries arrays, palloc'd);
  * searches again with a wider k for the queries whose nearest rows were
- * not all visible.
+ * not all visible.  first (NULL: none) is genie_search_values' answer for
+ * the whole batch at genie_search_first_k(k, entry->n_objects), searched
+ * already (genie_scan_ahead.h); it is taken, as a round's rows.
  */
 extern void genie_search_values_visible(GenieCachedIndex *entry, Relation heap,
 										Snapshot snapshot, const GenieValueBatch *queries,
-										GenieQuery **approximate, int32 k, GenieValueRows *rows,
-										ItemPointerData **tids);
+										GenieQuery **approximate, int32 k, GenieValueRows *first,
+										GenieValueRows *rows, ItemPointerData **tids);
 
+/*
+ * Moves the C API's scans of consecutive pieces of one batch (parts[0 ..
+ * n_parts), freed) into palloc'd rows, the lengths from lengths_of (NULL:
+ * zero).
+ */
+extern void genie_value_rows_take(GenieValueFound *parts, int n_parts,
+								  const GenieValueSet *lengths_of, GenieValueRows *rows);
 /* Frees rows' arrays (a widening round's, before asking again). */
 extern void genie_value_rows_free(GenieValueRows *rows);
 

@@ -55,6 +55,32 @@ genie_code_bits(VarBit *code, const char *what)
 	return bits;
 }
 
+void
+genie_code_batch_add(GenieValueBatch *batch, int64 *capacity, VarBit *code, int64 number)
+{
+	int32		bits = genie_code_bits(code, "a query code");
+	Size		words = (Size) genie_code_words(bits);
+	uint64	   *rows = unconstify(uint64 *, batch->codes);
+
+	if (batch->n == 0)
+		batch->dim = bits;
+	else if (bits != batch->dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_STRING_DATA_LENGTH_MISMATCH),
+				 errmsg("the query codes have %d and %d bits", batch->dim, bits),
+				 errdetail("Query %lld differs from the first.", (long long) number)));
+	if ((int64) (batch->n + 1) * (int64) words > *capacity)
+	{
+		*capacity = Max(*capacity * 2, (int64) (batch->n + 1) * (int64) words);
+		rows = rows == NULL ? palloc_extended(sizeof(uint64) * *capacity, MCXT_ALLOC_HUGE)
+			: repalloc_huge(rows, sizeof(uint64) * *capacity);
+	}
+	memset(rows + (Size) batch->n * words, 0, sizeof(uint64) * words);
+	memcpy(rows + (Size) batch->n * words, VARBITS(code), VARBITBYTES(code));
+	batch->codes = rows;
+	batch->n++;
+}
+
 static void
 check_length(Relation index, int32 expected, int32 got, const char *what)
 {

@@ -14,8 +14,18 @@
 #include "utils/relcache.h"
 #include "utils/varbit.h"
 
+#include "service/genie_values.h"
+
 /* A code's length in bits: an error unless 1 to GENIE_MAX_CODE_BITS (what names it). */
 extern int32 genie_code_bits(VarBit *code, const char *what);
+
+/*
+ * Appends a query code to a batch of codes (its rows palloc'd, grown as they
+ * come; *capacity their words), checked: the first sets the batch's bits,
+ * another length is an error naming query number.
+ */
+extern void genie_code_batch_add(GenieValueBatch *batch, int64 *capacity, VarBit *code,
+								 int64 number);
 
 /*
  * An error unless the index can answer query codes of bits bits: it holds

@@ -3,11 +3,15 @@
 -- out of line, in one query; in batches small and large enough for the
 -- threads, and past the bytes it reads at once.  Every answer equals the
 -- sequential scan's (an oracle that reads no query through genie), and a
--- bad row anywhere is the error of that row.
+-- bad row anywhere is the error of that row.  A batch of more than a
+-- piece (1,024 rows here) is scanned in pieces while it is read, on either
+-- engine, where one exact scan answers it: EXPLAIN (ANALYZE) counts them;
+-- an error or a cancel in the middle stops the scans, and the next
+-- statement is answered.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(16);
+SELECT plan(25);
 
 -- 40 indexed vectors of 2,000 dimensions: small integers, so ties are
 -- decided by the row order as in the scan
@@ -90,6 +94,73 @@ SELECT results_eq(
   $$ SELECT query_no, ctid::text, distance FROM genie_knn('qr_items_v', (SELECT array_agg(q ORDER BY qid) FROM qr_pglz), 3)
      ORDER BY query_no, distance, ctid $$,
   'genie_knn_from equals genie_knn over the same rows as one array');
+
+-- the 5,000 rows were scanned in five pieces while they were read (the
+-- first answer above); with the permutation index asked, read, then searched
+CREATE FUNCTION pg_temp.genie_explain(sql text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text; out text := '';
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || sql LOOP
+    out := out || line || E'\n';
+  END LOOP;
+  RETURN out;
+END $$;
+SELECT matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
+               'Genie Queries Scanned Ahead: 5000\nGenie Pieces Scanned Ahead: 5\n',
+               'EXPLAIN ANALYZE: the 5,000 rows were scanned ahead in five pieces of 1,024 or fewer');
+SELECT doesnt_match(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz WHERE qid <= 1000 ORDER BY qid', 3)$$),
+                    'Scanned Ahead',
+                    'a batch of one piece is read, then searched');
+SET genie.vector_search = permutation;
+SELECT doesnt_match(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
+                    'Scanned Ahead',
+                    'genie.vector_search = permutation (no permutants: exact): the rows are read, then searched');
+SELECT results_eq(
+  $$ SELECT query_no, ctid::text, distance FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)
+     ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('qr_pglz', 5000) ORDER BY 1, 3, 2 $$,
+  'read, then searched: genie_knn_from of the 5,000 rows equals the sequential scan');
+RESET genie.vector_search;
+SET genie.device = cpu;
+SELECT matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
+               'Genie Engines: cpu, this backend\n(.*\n)*Genie Queries Scanned Ahead: 5000\n',
+               'genie.device = cpu: the CPU engine scans ahead too');
+RESET genie.device;
+
+-- rows pending since the index's build, and dead ones, with pieces scanned ahead
+INSERT INTO qr_items
+  SELECT i, array_agg(((i * 3 + j * 7) % 13)::real ORDER BY j)
+  FROM generate_series(41, 60) i, generate_series(1, 2000) j GROUP BY i;
+DELETE FROM qr_items WHERE id IN (3, 44);
+SELECT results_eq(
+  $$ SELECT query_no, ctid::text, distance FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)
+     ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('qr_pglz', 5000) ORDER BY 1, 3, 2 $$,
+  'genie_knn_from of 5,000 rows scanned ahead, with pending and deleted rows, equals the sequential scan');
+
+-- an error in a late piece, after the first ones were scanned, and a
+-- cancel under way: the statement ends with its error, the next is answered
+CREATE TABLE qr_late (qid int PRIMARY KEY, q real[]);
+INSERT INTO qr_late SELECT qid, q FROM qr_pglz;
+UPDATE qr_late SET q[3] = 'Infinity' WHERE qid = 4700;
+SELECT throws_ok($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_late ORDER BY qid', 3)$$,
+                 '22000', 'queries must not contain infinity',
+                 'genie_knn_from: a bad row after four pieces were scanned ahead is the error');
+-- (40,000 rows: about 0.8 s on two cores; a cancel is caught by name only)
+SET statement_timeout = '20ms';
+DO $$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+  PERFORM * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz, generate_series(1, 8) ORDER BY qid', 3);
+  CREATE TEMP TABLE qr_cancel AS SELECT 'answered'::text AS outcome, clock_timestamp() - t0 AS took;
+EXCEPTION WHEN query_canceled THEN
+  CREATE TEMP TABLE qr_cancel AS SELECT 'cancelled'::text AS outcome, clock_timestamp() - t0 AS took;
+END $$;
+RESET statement_timeout;
+SELECT ok((SELECT outcome = 'cancelled' AND took < interval '500ms' FROM qr_cancel),
+          'genie_knn_from: statement_timeout cancels a batch while its pieces are scanned, at once');
+SELECT is((SELECT count(*) FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz WHERE qid <= 2100 ORDER BY qid', 3)),
+          6300::bigint, 'the next batch after the error and the cancel is answered');
 
 -- a bad row among pglz rows that the threads read: the error names it
 CREATE TABLE qr_bad (qid int PRIMARY KEY, q real[]);
