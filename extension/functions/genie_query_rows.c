@@ -286,7 +286,9 @@ read_kept_rows(GenieQueryRows *qr)
 	{
 		genie_error err;
 
-		if (genie_parallel_for(qr->n_kept, genie_cpu_threads, read_row, &read,
+		if (genie_parallel_for(qr->n_kept,
+							   qr->ahead != NULL ? genie_scan_ahead_reading_threads(qr->ahead) : genie_cpu_threads,
+							   read_row, &read,
 							   genie_cancel_requested, NULL, &err) != GENIE_OK)
 			genie_report_error(&err, "genie_knn_from: reading the query rows");
 	}

@@ -17,9 +17,12 @@
  * than it hid).
  *
  * The thread calls the C API alone (genie_value_set_scan, as the genie
- * service's runners do), on copies of the pieces' vectors that it owns
- * (malloc'd: the reader's buffer grows by repalloc and may move), with the
- * entry's set and flags, which the caller's pin keeps.  Its signals are
+ * service's runners do), on copies of the pieces' vectors (malloc'd: the
+ * reader's buffer grows by repalloc and may move), with the entry's set
+ * and flags, which the caller's pin keeps.  A copy scanned is used again
+ * for a later piece: a fresh one for every piece faulted its pages in
+ * while the reader's threads wrote theirs, and the reading took the
+ * longer (bench/latency.md).  Its signals are
  * blocked from its start, so they all go to the backend's thread.  Its
  * cancel reads QueryCancelPending and ProcDiePending (statement_timeout
  * sets the first) and the scan ahead's own stop, which
@@ -34,6 +37,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -45,10 +49,17 @@
 #include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
 
+/* A piece's copy of its vectors: malloc'd, used again once scanned. */
+typedef struct AheadRoom
+{
+	float	   *vectors;
+	Size		floats;
+} AheadRoom;
+
 /* One piece of the batch: malloc'd, the thread's until the backend joins it. */
 typedef struct AheadPiece
 {
-	float	   *vectors;		/* the copy, freed once scanned */
+	AheadRoom	room;			/* the copy, given back to spare once scanned */
 	int			n;
 	genie_status status;
 	GenieValueFound found;		/* when status is GENIE_OK, until taken */
@@ -74,12 +85,36 @@ struct GenieScanAhead
 	int			n_pieces;
 	int			room;
 	bool		closed;			/* no piece follows */
+	AheadRoom	spare[GENIE_SCAN_AHEAD_SPARE];	/* the copies scanned, for the next pieces */
+	int			n_spare;
 
 	pg_atomic_uint32 stop;		/* the scans left are skipped, the one under way cancelled */
 	bool		failed;			/* (the backend's) a piece was not added */
 	int			n_queries;		/* (the backend's) the rows added */
 	bool		taken;			/* the rows went to the caller */
+	int			reading_threads;	/* the caller's, while it reads */
 };
+
+/*
+ * Whether the scans run on a GPU: genie.device = gpu, or auto with the GPU
+ * a search would use usable (the CUDA probe is made once a process).
+ */
+static bool
+scans_on_gpu(genie_engine_kind device, int ordinal)
+{
+	genie_device_info devices[17];
+	size_t		count = 0;
+	genie_error err;
+
+	if (device != GENIE_ENGINE_AUTO)
+		return device == GENIE_ENGINE_GPU;
+	if (genie_list_devices(devices, lengthof(devices), &count, &err) != GENIE_OK)
+		return false;
+	for (size_t i = 0; i < count && i < lengthof(devices); i++)
+		if (devices[i].kind == GENIE_DEVICE_GPU && devices[i].ordinal == ordinal)
+			return devices[i].usable != 0;
+	return false;
+}
 
 /* The scans' cancel: the backend's interrupts, or the scan ahead stopped. */
 static int
@@ -115,14 +150,19 @@ ahead_main(void *arg)
 			memset(&queries, 0, sizeof(queries));
 			queries.kind = GENIE_VALUES_VECTORS;
 			queries.n = piece->n;
-			queries.vectors = piece->vectors;
+			queries.vectors = piece->room.vectors;
 			queries.dim = ahead->dim;
 			piece->status = genie_value_set_scan(ahead->set, ahead->device, &ahead->options, &queries,
 												 ahead->k, ahead->excluded, NULL, NULL, NULL,
 												 GENIE_LIST_NEVER, &piece->found, &piece->err);
 		}
-		free(piece->vectors);
-		piece->vectors = NULL;
+		pthread_mutex_lock(&ahead->mutex);
+		if (ahead->n_spare < GENIE_SCAN_AHEAD_SPARE)
+		{
+			ahead->spare[ahead->n_spare++] = piece->room;
+			piece->room.vectors = NULL;
+		}
+		pthread_mutex_unlock(&ahead->mutex);
 		/* a failed piece: the batch is searched again as usual, so the rest would be wasted */
 		if (piece->status != GENIE_OK)
 			pg_atomic_write_u32(&ahead->stop, 1);
@@ -154,6 +194,25 @@ genie_scan_ahead_begin(GenieCachedIndex *entry, int dim, int32 k)
 	ahead->device = device;
 	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
 								ahead_cancelled, ahead, &ahead->options);
+
+	/*
+	 * Beside GPU scans the reading takes half the cores and the scans' host
+	 * side (padding, uploads, the finish) the rest: on a 16-core GPU host,
+	 * both on every core read 25-50% slower than the reading alone, and
+	 * the statement gained 1.0-1.25x; at 8 each the reading kept its pace.
+	 * CPU scans keep every core: they are most of the work, and the reading
+	 * beside them on every core cost nothing measurable on two cores
+	 * (bench/latency.md).
+	 */
+	ahead->reading_threads = genie_cpu_threads;
+	if (scans_on_gpu(device, ahead->options.device_ordinal))
+	{
+		int			cores = genie_cpu_threads > 0 ? genie_cpu_threads
+			: (int) Max(1, sysconf(_SC_NPROCESSORS_ONLN));
+
+		ahead->options.threads = Max(1, cores / 2);
+		ahead->reading_threads = Max(1, cores - ahead->options.threads);
+	}
 	ahead->k = genie_search_first_k(k, entry->n_objects);
 	ahead->dim = dim;
 	pg_atomic_init_u32(&ahead->stop, 0);
@@ -194,10 +253,28 @@ genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n)
 		return;
 	piece = calloc(1, sizeof(AheadPiece));
 	if (piece != NULL)
-		piece->vectors = malloc(sizeof(float) * (Size) n * ahead->dim);
-	if (piece != NULL && piece->vectors != NULL)
 	{
-		memcpy(piece->vectors, vectors, sizeof(float) * (Size) n * ahead->dim);
+		Size		floats = (Size) n * ahead->dim;
+
+		/* a copy scanned already, large enough, else a new one */
+		pthread_mutex_lock(&ahead->mutex);
+		for (int i = 0; i < ahead->n_spare; i++)
+			if (ahead->spare[i].floats >= floats)
+			{
+				piece->room = ahead->spare[i];
+				ahead->spare[i] = ahead->spare[--ahead->n_spare];
+				break;
+			}
+		pthread_mutex_unlock(&ahead->mutex);
+		if (piece->room.vectors == NULL)
+		{
+			piece->room.vectors = malloc(sizeof(float) * floats);
+			piece->room.floats = floats;
+		}
+	}
+	if (piece != NULL && piece->room.vectors != NULL)
+	{
+		memcpy(piece->room.vectors, vectors, sizeof(float) * (Size) n * ahead->dim);
 		piece->n = n;
 		pthread_mutex_lock(&ahead->mutex);
 		if (ahead->n_pieces == ahead->room)
@@ -223,7 +300,7 @@ genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n)
 	{
 		/* no room for the copy: the batch is searched as usual once read */
 		if (piece != NULL)
-			free(piece->vectors);
+			free(piece->room.vectors);
 		free(piece);
 		ahead->failed = true;
 		pg_atomic_write_u32(&ahead->stop, 1);
@@ -244,6 +321,12 @@ ahead_join(GenieScanAhead *ahead)
 	pthread_mutex_unlock(&ahead->mutex);
 	pthread_join(ahead->thread, NULL);
 	ahead->started = false;
+}
+
+int
+genie_scan_ahead_reading_threads(const GenieScanAhead *ahead)
+{
+	return ahead->reading_threads;
 }
 
 bool
@@ -286,12 +369,14 @@ genie_scan_ahead_end(GenieScanAhead *ahead)
 	{
 		AheadPiece *piece = ahead->pieces[i];
 
-		free(piece->vectors);
+		free(piece->room.vectors);
 		if (piece->status == GENIE_OK && !ahead->taken)
 			genie_value_found_free(&piece->found);
 		free(piece);
 	}
 	free(ahead->pieces);
+	for (int i = 0; i < ahead->n_spare; i++)
+		free(ahead->spare[i].vectors);
 	pthread_cond_destroy(&ahead->wake);
 	pthread_mutex_destroy(&ahead->mutex);
 	free(ahead);

@@ -22,6 +22,8 @@ typedef struct GenieScanAhead GenieScanAhead;
  */
 #define GENIE_SCAN_AHEAD_PIECE_ROWS		1024
 #define GENIE_SCAN_AHEAD_PIECE_BYTES	((Size) 2 * 1024 * 1024)
+/* The pieces' copies kept for the next pieces once scanned. */
+#define GENIE_SCAN_AHEAD_SPARE			4
 
 /*
  * A scan ahead of vector queries of dim elements, k nearest, on entry
@@ -35,6 +37,13 @@ extern GenieScanAhead *genie_scan_ahead_begin(GenieCachedIndex *entry, int dim, 
 
 /* The next n query vectors of the batch, copied: the engine scans them on its thread. */
 extern void genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n);
+
+/*
+ * The threads the caller reads the batch on while the pieces are scanned
+ * (as genie.cpu_threads: 0 is every core): beside GPU scans, the cores
+ * the scans' host side leaves.
+ */
+extern int	genie_scan_ahead_reading_threads(const GenieScanAhead *ahead);
 
 /*
  * After the batch's last piece (nq queries in all): waits for the scans and
