@@ -12,7 +12,6 @@
  */
 #include "postgres.h"
 
-
 #include "access/genam.h"
 #include "access/relation.h"
 #include "access/table.h"
@@ -29,11 +28,11 @@
 #include "utils/snapmgr.h"
 
 #include "genie_utils.h"
+#include "functions/genie_query_rows.h"
 #include "search/genie_search_device.h"
 #include "search/genie_search_values.h"
 #include "types/genie_bit.h"
 #include "types/genie_vector.h"
-#include "functions/genie_query_rows.h"
 #include "profile/genie_profile.h"
 
 PG_FUNCTION_INFO_V1(genie_knn);
@@ -71,33 +70,77 @@ typedef struct KnnSearch
 	ItemPointerData **tids;		/* out, one array a query */
 } KnnSearch;
 
-static Relation open_knn_index(Oid indexoid, bool codes, Relation *heap, GenieIndexType *type);
+/* Whether an index of type answers a batch of codes (genie_hamming_knn) or of vectors (genie_knn). */
+static bool
+knn_answers(const GenieIndexType *type, bool codes)
+{
+	return strcmp(type->info->batch_function, codes ? "genie_hamming_knn" : "genie_knn") == 0;
+}
+
+/* The error of a batch of the other kind than the index answers. */
+static void
+knn_kind_error(Relation index, const GenieIndexType *type, bool codes)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("%s cannot search genie index \"%s\", which is of operator class %s",
+					codes ? "a search by bit queries" : "a search by real[] queries",
+					RelationGetRelationName(index), type->info->opclass),
+			 errhint("Use %s() for this index.", type->info->batch_function)));
+}
 
 /*
- * genie_knn_from's rows, read by the first attempt of its search on a
- * vector index (a retry searches the rows read): its vectors are scanned
- * ahead on the attempt's entry while they are read; true and *first the
- * first round's rows when they were.
+ * The index (and *heap), opened for a batch search by vectors or by codes,
+ * once the table has no row-level security and the index is of a kind
+ * those queries search.
+ */
+static Relation
+open_knn_index(Oid indexoid, bool codes, Relation *heap, GenieIndexType *type)
+{
+	Relation	index = genie_open_index(indexoid, heap, GENIE_ACCESS_READ);
+
+	/* genie_knn reads rows by TID, past any row-level security policy */
+	if (check_enable_rls(RelationGetRelid(*heap), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("genie_knn cannot be used on table \"%s\", which has row-level security enabled",
+						RelationGetRelationName(*heap)),
+				 errhint("Use ORDER BY ... <-> ... LIMIT k, which applies the policies.")));
+	genie_index_type(index, type);
+	if (!knn_answers(type, codes))
+		knn_kind_error(index, type, codes);
+	return index;
+}
+
+/*
+ * genie_knn_from's rows on a vector index, read by its search's attempt on
+ * the index's current entry, the first that reads them whole (a later
+ * attempt searches the rows read): its vectors are scanned ahead on the
+ * entry while they are read; true and *first the first round's rows when
+ * they were.  The entry's values are loaded before the first row is read,
+ * so an attempt that moves to a new version has read none, unless the
+ * query's own SQL raised the move (its genie searches retry on their own
+ * first): then the query runs again.
  */
 static bool
 knn_read_rows(GenieCachedIndex *entry, KnnSearch *s, GenieValueRows *first)
 {
 	GenieQueryRows *qr = &s->query_rows;
+	GenieScanAhead *ahead;
 	bool		scanned;
 
+	genie_query_rows_free(qr);	/* an attempt that failed midway */
+	ahead = genie_scan_ahead_begin(entry, s->k);
 	genie_profile_push(GENIE_PHASE_QUERY);
-	scanned = genie_query_rows_read(s->sql, entry, s->k, qr, first);
+	scanned = genie_query_rows_read(s->sql, ahead, qr, first);
 	genie_profile_pop();
 	s->sql = NULL;
-	if (qr->codes)
-	{
-		Relation	heap;
-		GenieIndexType type;
-
-		/* the error a search by codes of a vector index gets */
-		(void) open_knn_index(RelationGetRelid(s->index), true, &heap, &type);
-	}
+	/* codes on a vector index: its error, as genie_knn_from of codes gets (none when none) */
+	if (qr->codes && qr->code_batch.n > 0)
+		knn_kind_error(s->index, &s->type, true);
 	genie_query_rows_batch(qr, &s->batch);
+	if (qr->codes)
+		s->batch.n = 0;
 	s->tids = palloc(sizeof(ItemPointerData *) * Max(s->batch.n, 1));
 	if (s->batch.n > 0)
 		genie_vector_check_queries(s->index, s->batch.dim);
@@ -120,6 +163,13 @@ knn_search(GenieCachedIndex *entry, void *arg)
 		{
 			s->rows.offsets = palloc0(sizeof(int64));
 			return;
+		}
+		/* the rows' SQL may have changed the settings: the first round is then not the search's */
+		if (scanned && (genie_search_approximate(s->batch.kind) ||
+						genie_search_permutation(s->batch.kind)))
+		{
+			genie_value_rows_free(&first);
+			scanned = false;
 		}
 	}
 	nq = s->batch.n;
@@ -144,33 +194,6 @@ knn_search(GenieCachedIndex *entry, void *arg)
 								s->k, scanned ? &first : NULL, &s->rows, s->tids);
 }
 
-/*
- * The index (and *heap), opened for a batch search by vectors or by codes,
- * once the table has no row-level security and the index is of a kind
- * those queries search.
- */
-static Relation
-open_knn_index(Oid indexoid, bool codes, Relation *heap, GenieIndexType *type)
-{
-	Relation	index = genie_open_index(indexoid, heap, GENIE_ACCESS_READ);
-
-	/* genie_knn reads rows by TID, past any row-level security policy */
-	if (check_enable_rls(RelationGetRelid(*heap), InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("genie_knn cannot be used on table \"%s\", which has row-level security enabled",
-						RelationGetRelationName(*heap)),
-				 errhint("Use ORDER BY ... <-> ... LIMIT k, which applies the policies.")));
-	genie_index_type(index, type);
-	if (strcmp(type->info->batch_function, codes ? "genie_hamming_knn" : "genie_knn") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("%s cannot search genie index \"%s\", which is of operator class %s",
-						codes ? "a search by bit queries" : "a search by real[] queries",
-						RelationGetRelationName(index), type->info->opclass),
-				 errhint("Use %s() for this index.", type->info->batch_function)));
-	return index;
-}
 
 /*
  * The k nearest rows of each query of queries (vectors of dim finite
@@ -397,9 +420,10 @@ genie_knn_from(PG_FUNCTION_ARGS)
 	check_k(k);
 	index = genie_open_index(indexoid, &heap, GENIE_ACCESS_READ);
 	genie_index_type(index, &type);
-	vectors = strcmp(type.info->batch_function, "genie_knn") == 0;
-	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
+	vectors = knn_answers(&type, false);
+	/* (the locks are kept to the end of the transaction, as knn_rows' own) */
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
 	/* a vector index: the rows are read by the search, which scans them as they come */
 	if (vectors)
 	{
@@ -407,7 +431,7 @@ genie_knn_from(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 	genie_profile_push(GENIE_PHASE_QUERY);
-	(void) genie_query_rows_read(sql, NULL, k, &qr, NULL);
+	(void) genie_query_rows_read(sql, NULL, &qr, NULL);
 	genie_profile_pop();
 	if (qr.codes)
 		knn_rows(fcinfo, indexoid, &qr.code_batch, NULL, k);

@@ -8,8 +8,9 @@
  * 3 kB) is stored pglz-compressed, and decompressing 10,000 of them on the
  * backend's one core was most of a batch's reading (bench/latency.md): a
  * compressed row is kept as the cursor gives it and expanded, checked and
- * copied on every core every 16 MB.  While the backend reads, the engine
- * scans the rows read so far in pieces (genie_scan_ahead.h).
+ * copied on the threads every 16 MB (or every piece).  While the backend
+ * reads, the engine scans the rows read so far in pieces
+ * (genie_scan_ahead.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -263,8 +264,9 @@ read_row(int64 i, void *arg)
 }
 
 /*
- * The kept rows expanded, checked and copied into their places on every
- * core (genie.cpu_threads), then forgotten; a row a thread left (a failed
+ * The kept rows expanded, checked and copied into their places on
+ * genie.cpu_threads threads (beside a scan ahead, the threads it leaves),
+ * then forgotten; a row a thread left (a failed
  * check, corrupt data) is done again here, which reports the first such
  * kept row with the error one row at a time gives (a bad row that was not
  * kept, read as it came, is reported before kept rows ahead of it).
@@ -322,9 +324,9 @@ read_kept_rows(GenieQueryRows *qr)
 /*
  * The rows read since the last piece, handed to the scan ahead once they
  * make a piece (GENIE_SCAN_AHEAD_PIECE_ROWS and _BYTES), or at the last
- * row; the scan ahead starts with the first piece, so that a batch of a
- * piece or less is searched as one, as before.  Kept rows are read first:
- * only checked rows are scanned.
+ * row once a piece was handed, so that a batch of a piece or less is
+ * searched as one, as before.  Kept rows are read first: only checked
+ * rows are scanned.
  */
 static void
 scan_ahead(GenieQueryRows *qr, bool last)
@@ -332,28 +334,19 @@ scan_ahead(GenieQueryRows *qr, bool last)
 	int64		piece = Max((int64) GENIE_SCAN_AHEAD_PIECE_ROWS,
 							(int64) (GENIE_SCAN_AHEAD_PIECE_BYTES / sizeof(float) / Max(qr->dim, 1)));
 
-	if (qr->entry == NULL || qr->n == qr->scanned || (!last && qr->n - qr->scanned < piece))
+	if (qr->ahead == NULL || qr->n == qr->handed || (last && qr->handed == 0) ||
+		(!last && qr->n - qr->handed < piece))
 		return;
-	if (qr->ahead == NULL)
-	{
-		if (last)
-			return;
-		qr->ahead = genie_scan_ahead_begin(qr->entry, qr->dim, qr->k);
-		if (qr->ahead == NULL)
-		{
-			qr->entry = NULL;	/* declined: not asked again */
-			return;
-		}
-	}
 	if (qr->n_kept > 0)
 		read_kept_rows(qr);
-	genie_scan_ahead_add(qr->ahead, qr->vectors + (int64) qr->scanned * qr->dim, qr->n - qr->scanned);
-	qr->scanned = qr->n;
+	genie_scan_ahead_add(qr->ahead, qr->vectors + (int64) qr->handed * qr->dim, qr->n - qr->handed,
+						 qr->dim);
+	qr->handed = qr->n;
 }
 
 /*
- * Runs sql (read-only, as the caller) and gathers its rows, one real[]
- * column, into qr: row by row from a cursor, without building an array.
+ * Runs sql (read-only, as the caller) and gathers its rows, one real[] or
+ * bit column, into qr: row by row from a cursor, without building an array.
  */
 static void
 query_rows(const char *sql, GenieQueryRows *qr)
@@ -422,7 +415,7 @@ query_rows(const char *sql, GenieQueryRows *qr)
 }
 
 bool
-genie_query_rows_read(const char *sql, GenieCachedIndex *entry, int32 k, GenieQueryRows *qr,
+genie_query_rows_read(const char *sql, GenieScanAhead *ahead, GenieQueryRows *qr,
 					  GenieValueRows *first)
 {
 	volatile bool scanned = false;
@@ -432,24 +425,22 @@ genie_query_rows_read(const char *sql, GenieCachedIndex *entry, int32 k, GenieQu
 	qr->rows_cxt = AllocSetContextCreate(CurrentMemoryContext, "genie_knn_from rows",
 										 ALLOCSET_DEFAULT_SIZES);
 	qr->code_batch.kind = GENIE_VALUES_CODES;
-	qr->entry = entry;
-	qr->k = k;
+	qr->ahead = ahead;
 	/* the scans' thread reads the entry's values: it ends before any way out */
 	PG_TRY();
 	{
 		query_rows(sql, qr);
-		if (qr->ahead != NULL)
-			scanned = genie_scan_ahead_finish(qr->ahead, qr->n, first);
+		if (ahead != NULL)
+			scanned = genie_scan_ahead_finish(ahead, qr->n, first);
 	}
 	PG_FINALLY();
 	{
-		genie_scan_ahead_end(qr->ahead);
+		genie_scan_ahead_end(ahead);
 		qr->ahead = NULL;
 	}
 	PG_END_TRY();
 	MemoryContextDelete(qr->rows_cxt);
 	qr->rows_cxt = NULL;
-	qr->entry = NULL;
 	return scanned;
 }
 
@@ -461,5 +452,15 @@ genie_query_rows_batch(const GenieQueryRows *qr, GenieValueBatch *batch)
 	batch->n = qr->n;
 	batch->vectors = qr->vectors;
 	batch->dim = qr->dim;
+}
+
+void
+genie_query_rows_free(GenieQueryRows *qr)
+{
+	if (qr->vectors != NULL)
+		pfree(qr->vectors);
+	if (qr->code_batch.codes != NULL)
+		pfree(unconstify(uint64 *, qr->code_batch.codes));
+	memset(qr, 0, sizeof(*qr));
 }
 

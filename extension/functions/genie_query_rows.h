@@ -11,8 +11,6 @@
 #ifndef GENIE_QUERY_ROWS_H
 #define GENIE_QUERY_ROWS_H
 
-#include "postgres.h"
-
 #include "search/genie_scan_ahead.h"
 
 struct RowValue;
@@ -33,26 +31,26 @@ typedef struct GenieQueryRows
 	int			n_kept;
 	int			kept_room;
 	Size		kept_bytes;
-	/* scanning vectors ahead (NULL entry: not asked) */
-	GenieCachedIndex *entry;
-	int32		k;
-	GenieScanAhead *ahead;
-	int			scanned;		/* rows handed to ahead */
+	GenieScanAhead *ahead;		/* NULL: none */
+	int			handed;			/* rows handed to ahead */
 } GenieQueryRows;
 
 /*
  * Runs sql (read-only, as the caller) and gathers its rows into qr, in the
  * caller's memory context: a real[] column's into the batch of vectors, a
- * bit column's into code_batch (codes set).  With entry (the index's
- * pinned entry of a batch search; NULL: none), pieces of vector rows are
- * scanned for their k nearest while the next are read
- * (genie_scan_ahead.h): then, true and *first the first round's rows of
- * the whole batch, as genie_search_values_visible takes them.
+ * bit column's into code_batch (codes set).  With ahead (NULL: none;
+ * ended here, whatever happens), pieces of vector rows are handed to it
+ * while the next are read: then, when it scanned them all, true and *first
+ * the first round's rows of the whole batch, as
+ * genie_search_values_visible takes them.
  */
-extern bool genie_query_rows_read(const char *sql, GenieCachedIndex *entry, int32 k,
-								  GenieQueryRows *qr, GenieValueRows *first);
+extern bool genie_query_rows_read(const char *sql, GenieScanAhead *ahead, GenieQueryRows *qr,
+								  GenieValueRows *first);
 
 /* The vectors read, as a batch of queries (qr's arrays, not copied). */
 extern void genie_query_rows_batch(const GenieQueryRows *qr, GenieValueBatch *batch);
+
+/* Frees what qr holds (a search's attempt that will read again). */
+extern void genie_query_rows_free(GenieQueryRows *qr);
 
 #endif							/* GENIE_QUERY_ROWS_H */

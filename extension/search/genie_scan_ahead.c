@@ -7,11 +7,9 @@
  * genie_knn_from of 10,000 Fashion-MNIST rows spent about 20 ms reading
  * its query rows (the cursor, then decompressing them on every core) and
  * then 30 ms in the engine, one after the other (bench/latency.md).  Here
- * one thread of the backend's own runs the engine on each piece of rows as
+ * a thread of the backend's own runs the engine on each piece of rows as
  * soon as the backend has read it, so the engine's time hides behind the
- * reading but for the last piece (on the CPU engine too, whose scans share
- * the cores with the reading: bench/latency.md has both).  The visibility
- * checks still run once,
+ * reading but for the last piece.  The visibility checks still run once,
  * over the whole batch's rows, after the reading (checking each piece's
  * rows apart pinned the same heap pages once per piece, which cost more
  * than it hid).
@@ -20,16 +18,21 @@
  * service's runners do), on copies of the pieces' vectors (malloc'd: the
  * reader's buffer grows by repalloc and may move), with the entry's set
  * and flags, which the caller's pin keeps.  A copy scanned is used again
- * for a later piece: a fresh one for every piece faulted its pages in
- * while the reader's threads wrote theirs, and the reading took the
- * longer (bench/latency.md).  Its signals are
- * blocked from its start, so they all go to the backend's thread.  Its
- * cancel reads QueryCancelPending and ProcDiePending (statement_timeout
- * sets the first) and the scan ahead's own stop, which
- * genie_scan_ahead_end sets on every way out.  Each piece's rows are
- * exactly what a scan of the whole batch gives its queries (the engines
- * answer each query alone), so the rounds after the first, the widening
- * for invisible rows, search as before.
+ * for a later piece: a fresh copy for every piece faulted its pages in
+ * while the reader's threads wrote theirs, and the reading took the longer
+ * (bench/latency.md); and the reader waits while GENIE_AHEAD_QUEUED pieces
+ * are not scanned yet, so that slow scans (the CPU engine's) never hold a
+ * second copy of the whole batch.
+ *
+ * The thread's signals are blocked from its start, so they all go to the
+ * backend's thread.  Its cancel reads QueryCancelPending and ProcDiePending
+ * (statement_timeout sets the first) and the scan ahead's own stop, which
+ * genie_scan_ahead_end sets on every way out of an ERROR; a FATAL exit
+ * skips that, so a proc_exit callback stops and joins every thread still
+ * running before the process (and the CUDA runtime) goes.  Each piece's
+ * rows are exactly what a scan of the whole batch gives its queries (the
+ * engines answer each query alone), so the rounds after the first, the
+ * widening for invisible rows, search as before.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,7 +43,7 @@
 #include <unistd.h>
 
 #include "miscadmin.h"
-#include "port/atomics.h"
+#include "storage/ipc.h"
 
 #include "genie_utils.h"
 #include "search/genie_cache_values.h"
@@ -49,17 +52,20 @@
 #include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
 
+/* The pieces added and not scanned yet at most: the reader waits beyond. */
+#define GENIE_AHEAD_QUEUED	4
+
 /* A piece's copy of its vectors: malloc'd, used again once scanned. */
-typedef struct AheadRoom
+typedef struct AheadCopy
 {
 	float	   *vectors;
 	Size		floats;
-} AheadRoom;
+} AheadCopy;
 
 /* One piece of the batch: malloc'd, the thread's until the backend joins it. */
 typedef struct AheadPiece
 {
-	AheadRoom	room;			/* the copy, given back to spare once scanned */
+	AheadCopy	copy;			/* given back to spare once scanned */
 	int			n;
 	genie_status status;
 	GenieValueFound found;		/* when status is GENIE_OK, until taken */
@@ -74,26 +80,33 @@ struct GenieScanAhead
 	genie_engine_kind device;
 	genie_engine_options options;
 	int32		k;				/* the first round's k' */
-	int			dim;
+	int			dim;			/* the entry's */
+	int			reading_threads;	/* the caller's, while it reads */
 
 	pthread_t	thread;
 	bool		started;		/* and not joined */
 	pthread_mutex_t mutex;
-	pthread_cond_t wake;
+	pthread_cond_t wake;		/* the thread: a piece, or closed */
+	pthread_cond_t scanned;		/* the reader: a piece scanned */
 	/* under mutex */
 	AheadPiece **pieces;
 	int			n_pieces;
-	int			room;
+	int			pieces_room;
+	int			n_scanned;
 	bool		closed;			/* no piece follows */
-	AheadRoom	spare[GENIE_SCAN_AHEAD_SPARE];	/* the copies scanned, for the next pieces */
+	bool		stop;			/* the pieces left are skipped, the one under way cancelled */
+	AheadCopy	spare[GENIE_AHEAD_QUEUED];	/* the copies scanned, for the next pieces */
 	int			n_spare;
 
-	pg_atomic_uint32 stop;		/* the scans left are skipped, the one under way cancelled */
-	bool		failed;			/* (the backend's) a piece was not added */
-	int			n_queries;		/* (the backend's) the rows added */
+	/* the backend's */
+	bool		failed;			/* a piece was not added */
+	int			n_queries;		/* the rows added */
 	bool		taken;			/* the rows went to the caller */
-	int			reading_threads;	/* the caller's, while it reads */
+	GenieScanAhead *next;		/* in the backend's running list */
 };
+
+/* The scans ahead whose thread runs, for the proc_exit callback. */
+static GenieScanAhead *running = NULL;
 
 /*
  * Whether the scans run on a GPU: genie.device = gpu, or auto with the GPU
@@ -102,7 +115,7 @@ struct GenieScanAhead
 static bool
 scans_on_gpu(genie_engine_kind device, int ordinal)
 {
-	genie_device_info devices[17];
+	genie_device_info devices[65];	/* the CPU and genie.devices' 64 GPUs */
 	size_t		count = 0;
 	genie_error err;
 
@@ -121,8 +134,12 @@ static int
 ahead_cancelled(void *arg)
 {
 	GenieScanAhead *ahead = arg;
+	bool		stop;
 
-	return pg_atomic_read_u32(&ahead->stop) != 0 || QueryCancelPending || ProcDiePending;
+	pthread_mutex_lock(&ahead->mutex);
+	stop = ahead->stop;
+	pthread_mutex_unlock(&ahead->mutex);
+	return stop || QueryCancelPending || ProcDiePending;
 }
 
 static void *
@@ -133,6 +150,7 @@ ahead_main(void *arg)
 	for (int i = 0;; i++)
 	{
 		AheadPiece *piece = NULL;
+		bool		stop;
 		GenieValueBatch queries;
 
 		pthread_mutex_lock(&ahead->mutex);
@@ -140,155 +158,233 @@ ahead_main(void *arg)
 			pthread_cond_wait(&ahead->wake, &ahead->mutex);
 		if (i < ahead->n_pieces)
 			piece = ahead->pieces[i];
+		stop = ahead->stop;
 		pthread_mutex_unlock(&ahead->mutex);
 		if (piece == NULL)
 			return NULL;
-		if (ahead_cancelled(ahead))
+		if (stop)
 			piece->status = GENIE_CANCELLED;
 		else
 		{
 			memset(&queries, 0, sizeof(queries));
 			queries.kind = GENIE_VALUES_VECTORS;
 			queries.n = piece->n;
-			queries.vectors = piece->room.vectors;
+			queries.vectors = piece->copy.vectors;
 			queries.dim = ahead->dim;
 			piece->status = genie_value_set_scan(ahead->set, ahead->device, &ahead->options, &queries,
 												 ahead->k, ahead->excluded, NULL, NULL, NULL,
 												 GENIE_LIST_NEVER, &piece->found, &piece->err);
 		}
 		pthread_mutex_lock(&ahead->mutex);
-		if (ahead->n_spare < GENIE_SCAN_AHEAD_SPARE)
+		if (ahead->n_spare < GENIE_AHEAD_QUEUED)
 		{
-			ahead->spare[ahead->n_spare++] = piece->room;
-			piece->room.vectors = NULL;
+			ahead->spare[ahead->n_spare++] = piece->copy;
+			piece->copy.vectors = NULL;
 		}
-		pthread_mutex_unlock(&ahead->mutex);
 		/* a failed piece: the batch is searched again as usual, so the rest would be wasted */
 		if (piece->status != GENIE_OK)
-			pg_atomic_write_u32(&ahead->stop, 1);
+			ahead->stop = true;
+		ahead->n_scanned++;
+		pthread_cond_signal(&ahead->scanned);
+		pthread_mutex_unlock(&ahead->mutex);
 	}
 }
 
-GenieScanAhead *
-genie_scan_ahead_begin(GenieCachedIndex *entry, int dim, int32 k)
+/* Lets the thread end after the pieces it has (all skipped when stop), and waits for it. */
+static void
+ahead_join(GenieScanAhead *ahead, bool stop)
 {
+	if (!ahead->started)
+		return;
+	pthread_mutex_lock(&ahead->mutex);
+	ahead->closed = true;
+	ahead->stop |= stop;
+	pthread_cond_signal(&ahead->wake);
+	pthread_mutex_unlock(&ahead->mutex);
+	pthread_join(ahead->thread, NULL);
+	ahead->started = false;
+	for (GenieScanAhead **p = &running; *p != NULL; p = &(*p)->next)
+		if (*p == ahead)
+		{
+			*p = ahead->next;
+			break;
+		}
+}
+
+/* A FATAL exit skips the callers' PG_FINALLY: no thread may outlive the process's teardown. */
+static void
+stop_running_at_exit(int code, Datum arg)
+{
+	while (running != NULL)
+		ahead_join(running, true);
+}
+
+GenieScanAhead *
+genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k)
+{
+	static bool exit_callback = false;
 	genie_engine_kind device;
+	bool		on_gpu;
+	int			cores;
+	const GenieValueSet *set;
 	GenieScanAhead *ahead;
-	sigset_t	all,
-				saved;
 
 	/* what genie_search_values would not answer by one exact in-process scan */
 	if (entry->values_kind != GENIE_VALUES_VECTORS || entry->n_objects == 0 ||
-		entry->value_dim != dim || dim <= 0 || genie_search_approximate(GENIE_VALUES_VECTORS) ||
+		entry->value_dim <= 0 || genie_search_approximate(GENIE_VALUES_VECTORS) ||
 		genie_search_permutation(GENIE_VALUES_VECTORS) || genie_service_configured())
 		return NULL;
 	device = genie_search_device();
-	if (genie_search_values_list(entry, GENIE_VALUES_VECTORS, device) != NULL)
+	cores = genie_cpu_threads > 0 ? genie_cpu_threads : (int) Max(1, sysconf(_SC_NPROCESSORS_ONLN));
+	on_gpu = scans_on_gpu(device, Max(genie_first_device(), 0));
+	/* one core: the reading and the scans would take turns on it anyway */
+	if (cores < 2 ||
+		genie_search_values_list(entry, GENIE_VALUES_VECTORS,
+								 on_gpu ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU) != NULL)
 		return NULL;
+	/* loaded here, before the caller reads a row (a load may move to a new version) */
+	set = genie_cache_values(entry);
 
 	ahead = calloc(1, sizeof(GenieScanAhead));
 	if (ahead == NULL)
 		return NULL;
-	ahead->set = genie_cache_values(entry);
-	ahead->excluded = entry->excluded;
-	ahead->device = device;
-	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
-								ahead_cancelled, ahead, &ahead->options);
-
-	/*
-	 * Beside GPU scans the reading takes half the cores and the scans' host
-	 * side (padding, uploads, the finish) the rest: on a 16-core GPU host,
-	 * both on every core read 25-50% slower than the reading alone, and
-	 * the statement gained 1.0-1.25x; at 8 each the reading kept its pace.
-	 * CPU scans keep every core: they are most of the work, and the reading
-	 * beside them on every core cost nothing measurable on two cores
-	 * (bench/latency.md).
-	 */
-	ahead->reading_threads = genie_cpu_threads;
-	if (scans_on_gpu(device, ahead->options.device_ordinal))
-	{
-		int			cores = genie_cpu_threads > 0 ? genie_cpu_threads
-			: (int) Max(1, sysconf(_SC_NPROCESSORS_ONLN));
-
-		ahead->options.threads = Max(1, cores / 2);
-		ahead->reading_threads = Max(1, cores - ahead->options.threads);
-	}
-	ahead->k = genie_search_first_k(k, entry->n_objects);
-	ahead->dim = dim;
-	pg_atomic_init_u32(&ahead->stop, 0);
 	if (pthread_mutex_init(&ahead->mutex, NULL) != 0)
 	{
 		free(ahead);
 		return NULL;
 	}
-	if (pthread_cond_init(&ahead->wake, NULL) != 0)
+	if (pthread_cond_init(&ahead->wake, NULL) != 0 || pthread_cond_init(&ahead->scanned, NULL) != 0)
 	{
+		/* (a condition variable that failed to initialise is not destroyed: glibc's never fail) */
 		pthread_mutex_destroy(&ahead->mutex);
 		free(ahead);
 		return NULL;
 	}
+	ahead->set = set;
+	ahead->excluded = entry->excluded;
+	ahead->device = device;
+	ahead->dim = entry->value_dim;
+	ahead->k = genie_search_first_k(k, entry->n_objects);
+	genie_search_engine_options(device == GENIE_ENGINE_CPU ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU,
+								ahead_cancelled, ahead, &ahead->options);
+
+	/*
+	 * The cores genie.cpu_threads gives a search are split: beside GPU scans
+	 * the reading takes half and the scans' host side (padding, uploads,
+	 * the finish) the rest: on a 16-core GPU host, both on every core read
+	 * 25-50% slower than the reading alone, and the statement gained
+	 * 1.0-1.25x; at 8 each the reading kept its pace.  CPU scans, most of
+	 * the work, keep every core (at one fewer they ran slower after the
+	 * reading too), and the reading's expansions, a few ms a piece, take
+	 * one thread beside them.
+	 */
+	ahead->options.threads = on_gpu ? cores / 2 : cores;
+	ahead->reading_threads = on_gpu ? cores - cores / 2 : 1;
+	if (!exit_callback)
+	{
+		on_proc_exit(stop_running_at_exit, (Datum) 0);
+		exit_callback = true;
+	}
+	return ahead;
+}
+
+int
+genie_scan_ahead_reading_threads(const GenieScanAhead *ahead)
+{
+	return ahead->reading_threads;
+}
+
+/* The thread, at the first piece: false when it cannot start. */
+static bool
+ahead_start(GenieScanAhead *ahead)
+{
+	sigset_t	all,
+				saved;
+
 	/* the thread inherits this mask: no signal ever reaches it */
 	if (sigfillset(&all) == 0 && pthread_sigmask(SIG_BLOCK, &all, &saved) == 0)
 	{
 		ahead->started = pthread_create(&ahead->thread, NULL, ahead_main, ahead) == 0;
 		pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	}
-	if (!ahead->started)
+	if (ahead->started)
 	{
-		pthread_cond_destroy(&ahead->wake);
-		pthread_mutex_destroy(&ahead->mutex);
-		free(ahead);
-		return NULL;
+		ahead->next = running;
+		running = ahead;
 	}
-	return ahead;
+	return ahead->started;
 }
 
 void
-genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n)
+genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim)
 {
 	AheadPiece *piece;
+	Size		floats = (Size) n * Max(dim, 0);
 	bool		added = false;
 
 	if (n <= 0 || ahead->failed)
 		return;
+	/* rows of another width: the search reports them, the scans are not for them */
+	if (dim != ahead->dim || (!ahead->started && !ahead_start(ahead)))
+	{
+		ahead->failed = true;
+		return;
+	}
+	/* at most GENIE_AHEAD_QUEUED pieces wait to be scanned; a cancel is seen within 20 ms */
+	pthread_mutex_lock(&ahead->mutex);
+	while (ahead->n_pieces - ahead->n_scanned >= GENIE_AHEAD_QUEUED && !ahead->stop)
+	{
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 20 * 1000 * 1000;
+		until.tv_sec += until.tv_nsec / 1000000000;
+		until.tv_nsec %= 1000000000;
+		pthread_cond_timedwait(&ahead->scanned, &ahead->mutex, &until);
+		if (INTERRUPTS_PENDING_CONDITION())
+		{
+			pthread_mutex_unlock(&ahead->mutex);
+			CHECK_FOR_INTERRUPTS();
+			pthread_mutex_lock(&ahead->mutex);
+		}
+	}
+	pthread_mutex_unlock(&ahead->mutex);
+	/* a copy scanned already, large enough, or a new one */
 	piece = calloc(1, sizeof(AheadPiece));
 	if (piece != NULL)
 	{
-		Size		floats = (Size) n * ahead->dim;
-
-		/* a copy scanned already, large enough, else a new one */
 		pthread_mutex_lock(&ahead->mutex);
 		for (int i = 0; i < ahead->n_spare; i++)
 			if (ahead->spare[i].floats >= floats)
 			{
-				piece->room = ahead->spare[i];
+				piece->copy = ahead->spare[i];
 				ahead->spare[i] = ahead->spare[--ahead->n_spare];
 				break;
 			}
 		pthread_mutex_unlock(&ahead->mutex);
-		if (piece->room.vectors == NULL)
-		{
-			piece->room.vectors = malloc(sizeof(float) * floats);
-			piece->room.floats = floats;
-		}
 	}
-	if (piece != NULL && piece->room.vectors != NULL)
+	if (piece != NULL && piece->copy.vectors == NULL)
 	{
-		memcpy(piece->room.vectors, vectors, sizeof(float) * (Size) n * ahead->dim);
+		piece->copy.vectors = malloc(sizeof(float) * floats);
+		piece->copy.floats = floats;
+	}
+	if (piece != NULL && piece->copy.vectors != NULL)
+	{
+		memcpy(piece->copy.vectors, vectors, sizeof(float) * floats);
 		piece->n = n;
 		pthread_mutex_lock(&ahead->mutex);
-		if (ahead->n_pieces == ahead->room)
+		if (ahead->n_pieces == ahead->pieces_room)
 		{
-			int			room = Max(ahead->room * 2, 16);
+			int			room = Max(ahead->pieces_room * 2, 16);
 			AheadPiece **grown = realloc(ahead->pieces, sizeof(AheadPiece *) * room);
 
 			if (grown != NULL)
 			{
 				ahead->pieces = grown;
-				ahead->room = room;
+				ahead->pieces_room = room;
 			}
 		}
-		if (ahead->n_pieces < ahead->room)
+		if (ahead->n_pieces < ahead->pieces_room)
 		{
 			ahead->pieces[ahead->n_pieces++] = piece;
 			added = true;
@@ -298,35 +394,17 @@ genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n)
 	}
 	if (!added)
 	{
-		/* no room for the copy: the batch is searched as usual once read */
+		/* no room for the piece: the batch is searched as usual once read */
 		if (piece != NULL)
-			free(piece->room.vectors);
+			free(piece->copy.vectors);
 		free(piece);
 		ahead->failed = true;
-		pg_atomic_write_u32(&ahead->stop, 1);
+		pthread_mutex_lock(&ahead->mutex);
+		ahead->stop = true;
+		pthread_mutex_unlock(&ahead->mutex);
 		return;
 	}
 	ahead->n_queries += n;
-}
-
-/* Lets the thread end after the pieces it has, and waits for it. */
-static void
-ahead_join(GenieScanAhead *ahead)
-{
-	if (!ahead->started)
-		return;
-	pthread_mutex_lock(&ahead->mutex);
-	ahead->closed = true;
-	pthread_cond_signal(&ahead->wake);
-	pthread_mutex_unlock(&ahead->mutex);
-	pthread_join(ahead->thread, NULL);
-	ahead->started = false;
-}
-
-int
-genie_scan_ahead_reading_threads(const GenieScanAhead *ahead)
-{
-	return ahead->reading_threads;
 }
 
 bool
@@ -334,8 +412,10 @@ genie_scan_ahead_finish(GenieScanAhead *ahead, int nq, GenieValueRows *first)
 {
 	GenieValueFound *parts;
 
+	if (!ahead->started)
+		return false;			/* no piece: the batch is searched as usual */
 	genie_profile_push(GENIE_PHASE_ENGINE);
-	ahead_join(ahead);
+	ahead_join(ahead, false);
 	genie_profile_pop();
 	if (ahead->failed || ahead->n_queries != nq || nq == 0)
 		return false;
@@ -363,13 +443,12 @@ genie_scan_ahead_end(GenieScanAhead *ahead)
 {
 	if (ahead == NULL)
 		return;
-	pg_atomic_write_u32(&ahead->stop, 1);
-	ahead_join(ahead);
+	ahead_join(ahead, true);
 	for (int i = 0; i < ahead->n_pieces; i++)
 	{
 		AheadPiece *piece = ahead->pieces[i];
 
-		free(piece->room.vectors);
+		free(piece->copy.vectors);
 		if (piece->status == GENIE_OK && !ahead->taken)
 			genie_value_found_free(&piece->found);
 		free(piece);
@@ -377,6 +456,7 @@ genie_scan_ahead_end(GenieScanAhead *ahead)
 	free(ahead->pieces);
 	for (int i = 0; i < ahead->n_spare; i++)
 		free(ahead->spare[i].vectors);
+	pthread_cond_destroy(&ahead->scanned);
 	pthread_cond_destroy(&ahead->wake);
 	pthread_mutex_destroy(&ahead->mutex);
 	free(ahead);

@@ -11,7 +11,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(25);
+SELECT plan(26);
 
 -- 40 indexed vectors of 2,000 dimensions: small integers, so ties are
 -- decided by the row order as in the scan
@@ -105,9 +105,11 @@ BEGIN
   END LOOP;
   RETURN out;
 END $$;
-SELECT matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
-               'Genie Queries Scanned Ahead: 5000\nGenie Pieces Scanned Ahead: 5\n',
-               'EXPLAIN ANALYZE: the 5,000 rows were scanned ahead in five pieces of 1,024 or fewer');
+SELECT CASE WHEN current_setting('shared_preload_libraries') LIKE '%genie%'
+            THEN skip('with the genie service the rows are read, then searched by the service', 1)
+            ELSE matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
+                         'Genie Queries Scanned Ahead: 5000\nGenie Pieces Scanned Ahead: 5\n',
+                         'EXPLAIN ANALYZE: the 5,000 rows were scanned ahead in five pieces of 1,024 or fewer') END;
 SELECT doesnt_match(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz WHERE qid <= 1000 ORDER BY qid', 3)$$),
                     'Scanned Ahead',
                     'a batch of one piece is read, then searched');
@@ -122,9 +124,11 @@ SELECT results_eq(
   'read, then searched: genie_knn_from of the 5,000 rows equals the sequential scan');
 RESET genie.vector_search;
 SET genie.device = cpu;
-SELECT matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
-               'Genie Engines: cpu, this backend\n(.*\n)*Genie Queries Scanned Ahead: 5000\n',
-               'genie.device = cpu: the CPU engine scans ahead too');
+SELECT CASE WHEN current_setting('shared_preload_libraries') LIKE '%genie%'
+            THEN skip('with the genie service the rows are read, then searched by the service', 1)
+            ELSE matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
+                         'Genie Engines: cpu, this backend\n(.*\n)*Genie Queries Scanned Ahead: 5000\n',
+                         'genie.device = cpu: the CPU engine scans ahead too') END;
 RESET genie.device;
 
 -- rows pending since the index's build, and dead ones, with pieces scanned ahead
@@ -146,18 +150,25 @@ UPDATE qr_late SET q[3] = 'Infinity' WHERE qid = 4700;
 SELECT throws_ok($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_late ORDER BY qid', 3)$$,
                  '22000', 'queries must not contain infinity',
                  'genie_knn_from: a bad row after four pieces were scanned ahead is the error');
--- (40,000 rows: about 0.8 s on two cores; a cancel is caught by name only)
-SET statement_timeout = '20ms';
+-- (40,000 rows streamed from the cursor, no sort first: about 0.8 s on two
+-- cores, of which the first piece is handed over after about 20 ms; a
+-- cancel is caught by name only)
+SELECT CASE WHEN current_setting('shared_preload_libraries') LIKE '%genie%'
+            THEN skip('with the genie service the rows are read, then searched by the service', 1)
+            ELSE matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz, generate_series(1, 8) g', 3)$$),
+                         'Genie Queries Scanned Ahead: 40000\n',
+                         'the 40,000 rows streamed are scanned ahead') END;
+SET statement_timeout = '60ms';
 DO $$
 DECLARE t0 timestamptz := clock_timestamp();
 BEGIN
-  PERFORM * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz, generate_series(1, 8) ORDER BY qid', 3);
+  PERFORM * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz, generate_series(1, 8) g', 3);
   CREATE TEMP TABLE qr_cancel AS SELECT 'answered'::text AS outcome, clock_timestamp() - t0 AS took;
 EXCEPTION WHEN query_canceled THEN
   CREATE TEMP TABLE qr_cancel AS SELECT 'cancelled'::text AS outcome, clock_timestamp() - t0 AS took;
 END $$;
 RESET statement_timeout;
-SELECT ok((SELECT outcome = 'cancelled' AND took < interval '500ms' FROM qr_cancel),
+SELECT ok((SELECT outcome = 'cancelled' AND took < interval '560ms' FROM qr_cancel),
           'genie_knn_from: statement_timeout cancels a batch while its pieces are scanned, at once');
 SELECT is((SELECT count(*) FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz WHERE qid <= 2100 ORDER BY qid', 3)),
           6300::bigint, 'the next batch after the error and the cancel is answered');

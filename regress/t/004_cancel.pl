@@ -220,5 +220,42 @@ is($err, '', 'the default m takes 70,492 dimensions');
 
 $in .= "\\q\n";
 IPC::Run::finish($psql);
+
+# genie_knn_from's scan ahead: its thread scans pieces of 1,024 queries of
+# 4,000 dimensions (8,000 queries: seconds on the CPU engine) when the
+# backend is terminated.  The backend's exit skips the statement's clean-up, so its
+# proc_exit callback stops and joins the thread: the server does not
+# restart, and the next session searches.
+$node->safe_psql('postgres', q{
+	CREATE INDEX wide_plain ON wide USING genie (v) WITH (m = 0);
+	CREATE TABLE wide_rows AS SELECT v FROM wide, generate_series(1, 8) g;
+});
+my $started_at = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
+my ($tin, $tout, $terr) = ("SET application_name = 'genie_terminate'; "
+	  . "SELECT count(*) FROM genie_knn_from('wide_plain', 'SELECT v FROM wide_rows', 10);\n", '', '');
+my $victim = IPC::Run::start(
+	[ 'psql', '-XAtq', '-d', $node->connstr('postgres') ],
+	\$tin, \$tout, \$terr, IPC::Run::timeout(300));
+my $terminated = 0;
+for (my $waited = 0; $waited < 30 && !$terminated; $waited += 0.05)
+{
+	usleep(50_000);
+	IPC::Run::pump_nb($victim);
+	# once the first piece is with the scans (its rows read: the query is well past 1,024 rows)
+	$terminated = $node->safe_psql('postgres',
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'genie_terminate' "
+		  . "AND state = 'active' AND now() - query_start > interval '300 ms'") eq 't';
+}
+ok($terminated, 'a backend scanning ahead is terminated');
+diag("the terminated session: out '$tout'");
+IPC::Run::finish($victim);
+like($terr, qr/terminating connection due to administrator command/, 'the terminated session says why');
+is($node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'), $started_at,
+	'the server did not restart: the scans stopped before the backend exited');
+is($node->safe_psql('postgres', "SELECT count(*) FROM genie_knn_from('wide_plain', 'SELECT v FROM wide LIMIT 2', 3)"),
+	'6', 'the next session searches');
+my $log = slurp_file($node->logfile);
+unlike($log, qr/terminated by signal/, 'no backend died of a signal');
+
 $node->stop;
 done_testing();
