@@ -126,13 +126,11 @@ static bool
 knn_read_rows(GenieCachedIndex *entry, KnnSearch *s, GenieValueRows *first)
 {
 	GenieQueryRows *qr = &s->query_rows;
-	GenieScanAhead *ahead;
 	bool		scanned;
 
 	genie_query_rows_free(qr);	/* an attempt that failed midway */
-	ahead = genie_scan_ahead_begin(entry, s->k);
 	genie_profile_push(GENIE_PHASE_QUERY);
-	scanned = genie_query_rows_read(s->sql, ahead, qr, first);
+	scanned = genie_query_rows_read(s->sql, entry, s->k, qr, first);
 	genie_profile_pop();
 	s->sql = NULL;
 	/* codes on a vector index: its error, as genie_knn_from of codes gets (none when none) */
@@ -431,7 +429,7 @@ genie_knn_from(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 	genie_profile_push(GENIE_PHASE_QUERY);
-	(void) genie_query_rows_read(sql, NULL, &qr, NULL);
+	(void) genie_query_rows_read(sql, NULL, k, &qr, NULL);
 	genie_profile_pop();
 	if (qr.codes)
 		knn_rows(fcinfo, indexoid, &qr.code_batch, NULL, k);

@@ -415,9 +415,10 @@ query_rows(const char *sql, GenieQueryRows *qr)
 }
 
 bool
-genie_query_rows_read(const char *sql, GenieScanAhead *ahead, GenieQueryRows *qr,
+genie_query_rows_read(const char *sql, GenieCachedIndex *entry, int32 k, GenieQueryRows *qr,
 					  GenieValueRows *first)
 {
+	GenieScanAhead *volatile ahead = NULL;
 	volatile bool scanned = false;
 
 	memset(qr, 0, sizeof(*qr));
@@ -425,10 +426,12 @@ genie_query_rows_read(const char *sql, GenieScanAhead *ahead, GenieQueryRows *qr
 	qr->rows_cxt = AllocSetContextCreate(CurrentMemoryContext, "genie_knn_from rows",
 										 ALLOCSET_DEFAULT_SIZES);
 	qr->code_batch.kind = GENIE_VALUES_CODES;
-	qr->ahead = ahead;
 	/* the scans' thread reads the entry's values: it ends before any way out */
 	PG_TRY();
 	{
+		if (entry != NULL)
+			ahead = genie_scan_ahead_begin(entry, k);
+		qr->ahead = ahead;
 		query_rows(sql, qr);
 		if (ahead != NULL)
 			scanned = genie_scan_ahead_finish(ahead, qr->n, first);
@@ -457,6 +460,8 @@ genie_query_rows_batch(const GenieQueryRows *qr, GenieValueBatch *batch)
 void
 genie_query_rows_free(GenieQueryRows *qr)
 {
+	if (qr->rows_cxt != NULL)
+		MemoryContextDelete(qr->rows_cxt);
 	if (qr->vectors != NULL)
 		pfree(qr->vectors);
 	if (qr->code_batch.codes != NULL)

@@ -38,14 +38,15 @@ typedef struct GenieQueryRows
 /*
  * Runs sql (read-only, as the caller) and gathers its rows into qr, in the
  * caller's memory context: a real[] column's into the batch of vectors, a
- * bit column's into code_batch (codes set).  With ahead (NULL: none;
- * ended here, whatever happens), pieces of vector rows are handed to it
- * while the next are read: then, when it scanned them all, true and *first
- * the first round's rows of the whole batch, as
- * genie_search_values_visible takes them.
+ * bit column's into code_batch (codes set).  With entry (the pinned
+ * entry of the search the rows are for; NULL: none), pieces of vector
+ * rows are scanned for their k nearest while the next are read
+ * (genie_scan_ahead.h): then, when every piece was, true and *first the
+ * first round's rows of the whole batch, as genie_search_values_visible
+ * takes them.
  */
-extern bool genie_query_rows_read(const char *sql, GenieScanAhead *ahead, GenieQueryRows *qr,
-								  GenieValueRows *first);
+extern bool genie_query_rows_read(const char *sql, GenieCachedIndex *entry, int32 k,
+								  GenieQueryRows *qr, GenieValueRows *first);
 
 /* The vectors read, as a batch of queries (qr's arrays, not copied). */
 extern void genie_query_rows_batch(const GenieQueryRows *qr, GenieValueBatch *batch);

@@ -28,8 +28,8 @@
  * backend's thread.  Its cancel reads QueryCancelPending and ProcDiePending
  * (statement_timeout sets the first) and the scan ahead's own stop, which
  * genie_scan_ahead_end sets on every way out of an ERROR; a FATAL exit
- * skips that, so a proc_exit callback stops and joins every thread still
- * running before the process (and the CUDA runtime) goes.  Each piece's
+ * skips that, so a before_shmem_exit callback stops and joins every thread
+ * still running before the process (and the CUDA runtime) goes.  Each piece's
  * rows are exactly what a scan of the whole batch gives its queries (the
  * engines answer each query alone), so the rounds after the first, the
  * widening for invisible rows, search as before.
@@ -139,7 +139,8 @@ ahead_cancelled(void *arg)
 	pthread_mutex_lock(&ahead->mutex);
 	stop = ahead->stop;
 	pthread_mutex_unlock(&ahead->mutex);
-	return stop || QueryCancelPending || ProcDiePending;
+	/* (a FATAL clears ProcDiePending before the exit begins) */
+	return stop || QueryCancelPending || ProcDiePending || proc_exit_inprogress;
 }
 
 static void *
@@ -211,12 +212,33 @@ ahead_join(GenieScanAhead *ahead, bool stop)
 		}
 }
 
-/* A FATAL exit skips the callers' PG_FINALLY: no thread may outlive the process's teardown. */
+/*
+ * A FATAL exit skips the callers' PG_FINALLY: the threads still running
+ * are stopped and joined first thing, before the transaction's abort, the
+ * cache, and the process's (and the CUDA runtime's) teardown.
+ */
 static void
 stop_running_at_exit(int code, Datum arg)
 {
 	while (running != NULL)
+	{
 		ahead_join(running, true);
+		elog(DEBUG1, "genie: a scan ahead stopped at the backend's exit");
+	}
+}
+
+/* A condition variable whose timed waits count on the monotonic clock. */
+static bool
+monotonic_cond_init(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+	bool		made;
+
+	if (pthread_condattr_init(&attr) != 0)
+		return false;
+	made = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(cond, &attr) == 0;
+	pthread_condattr_destroy(&attr);
+	return made;
 }
 
 GenieScanAhead *
@@ -234,16 +256,22 @@ genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k)
 		entry->value_dim <= 0 || genie_search_approximate(GENIE_VALUES_VECTORS) ||
 		genie_search_permutation(GENIE_VALUES_VECTORS) || genie_service_configured())
 		return NULL;
-	device = genie_search_device();
 	cores = genie_cpu_threads > 0 ? genie_cpu_threads : (int) Max(1, sysconf(_SC_NPROCESSORS_ONLN));
-	on_gpu = scans_on_gpu(device, Max(genie_first_device(), 0));
 	/* one core: the reading and the scans would take turns on it anyway */
-	if (cores < 2 ||
-		genie_search_values_list(entry, GENIE_VALUES_VECTORS,
+	if (cores < 2)
+		return NULL;
+
+	/*
+	 * Loaded here, before the caller reads a row (a load may move to a new
+	 * version), and before the CUDA probe, which a backend's first search
+	 * makes while its context is being made (genie_search_prepare_device).
+	 */
+	set = genie_cache_values(entry);
+	device = genie_search_device();
+	on_gpu = scans_on_gpu(device, Max(genie_first_device(), 0));
+	if (genie_search_values_list(entry, GENIE_VALUES_VECTORS,
 								 on_gpu ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU) != NULL)
 		return NULL;
-	/* loaded here, before the caller reads a row (a load may move to a new version) */
-	set = genie_cache_values(entry);
 
 	ahead = calloc(1, sizeof(GenieScanAhead));
 	if (ahead == NULL)
@@ -253,7 +281,7 @@ genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k)
 		free(ahead);
 		return NULL;
 	}
-	if (pthread_cond_init(&ahead->wake, NULL) != 0 || pthread_cond_init(&ahead->scanned, NULL) != 0)
+	if (pthread_cond_init(&ahead->wake, NULL) != 0 || !monotonic_cond_init(&ahead->scanned))
 	{
 		/* (a condition variable that failed to initialise is not destroyed: glibc's never fail) */
 		pthread_mutex_destroy(&ahead->mutex);
@@ -282,16 +310,23 @@ genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k)
 	ahead->reading_threads = on_gpu ? cores - cores / 2 : 1;
 	if (!exit_callback)
 	{
-		on_proc_exit(stop_running_at_exit, (Datum) 0);
+		/* (registered in a transaction, after InitPostgres: runs before ShutdownPostgres) */
+		before_shmem_exit(stop_running_at_exit, (Datum) 0);
 		exit_callback = true;
 	}
 	return ahead;
 }
 
 int
-genie_scan_ahead_reading_threads(const GenieScanAhead *ahead)
+genie_scan_ahead_reading_threads(GenieScanAhead *ahead)
 {
-	return ahead->reading_threads;
+	bool		scanning;
+
+	/* before the first piece, and once the scans stopped, the reading has every thread */
+	pthread_mutex_lock(&ahead->mutex);
+	scanning = ahead->started && !ahead->stop && !ahead->failed;
+	pthread_mutex_unlock(&ahead->mutex);
+	return scanning ? ahead->reading_threads : genie_cpu_threads;
 }
 
 /* The thread, at the first piece: false when it cannot start. */
@@ -311,6 +346,7 @@ ahead_start(GenieScanAhead *ahead)
 	{
 		ahead->next = running;
 		running = ahead;
+		elog(DEBUG1, "genie: a scan ahead started");
 	}
 	return ahead->started;
 }
@@ -336,7 +372,7 @@ genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim
 	{
 		struct timespec until;
 
-		clock_gettime(CLOCK_REALTIME, &until);
+		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_nsec += 20 * 1000 * 1000;
 		until.tv_sec += until.tv_nsec / 1000000000;
 		until.tv_nsec %= 1000000000;
@@ -347,6 +383,13 @@ genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim
 			CHECK_FOR_INTERRUPTS();
 			pthread_mutex_lock(&ahead->mutex);
 		}
+	}
+	if (ahead->stop)
+	{
+		/* a piece failed: the batch is searched as usual once read, so no more copies */
+		pthread_mutex_unlock(&ahead->mutex);
+		ahead->failed = true;
+		return;
 	}
 	pthread_mutex_unlock(&ahead->mutex);
 	/* a copy scanned already, large enough, or a new one */
@@ -433,7 +476,6 @@ genie_scan_ahead_finish(GenieScanAhead *ahead, int nq, GenieValueRows *first)
 	genie_search_ran_on(genie_value_found_device(&parts[0]), false);
 	genie_value_rows_take(parts, ahead->n_pieces, NULL, first);
 	pfree(parts);
-	genie_search_count(nq, ahead->k, first->offsets[nq]);
 	genie_explain_ahead(nq, ahead->n_pieces);
 	return true;
 }

@@ -31,6 +31,7 @@ typedef struct GenieScanAhead GenieScanAhead;
  * vectors (the genie service, the approximate modes, the permutation
  * index, a List of Clusters read) or genie.cpu_threads gives one core; the
  * caller then searches as usual.  The thread starts with the first piece.
+ * (genie_query_rows_read begins and ends one.)
  */
 extern GenieScanAhead *genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k);
 
@@ -42,16 +43,17 @@ extern GenieScanAhead *genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k);
 extern void genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim);
 
 /*
- * The threads the caller expands rows on while the pieces are scanned (as
- * genie.cpu_threads counts them): beside GPU scans, the half of the cores
- * the scans' host side leaves; beside CPU scans, one.
+ * The threads the caller expands rows on (as genie.cpu_threads counts
+ * them): while pieces are scanned, beside GPU scans the half of the cores
+ * the scans' host side leaves, beside CPU scans one; else genie.cpu_threads.
  */
-extern int	genie_scan_ahead_reading_threads(const GenieScanAhead *ahead);
+extern int	genie_scan_ahead_reading_threads(GenieScanAhead *ahead);
 
 /*
  * After the batch's last piece (nq queries in all): waits for the scans and
  * moves their rows into *first (palloc'd), as genie_search_values answers
- * the whole batch at genie_search_first_k(k, entry->n_objects); true.
+ * the whole batch at genie_search_first_k(k, entry->n_objects), not yet
+ * counted as a search (genie_search_values_visible counts them); true.
  * False when no piece was added or a piece could not be scanned (out of
  * memory, a GPU error, a cancel): the caller searches the batch as usual,
  * which reports it.

@@ -695,6 +695,7 @@ collect_rounds(GenieCachedIndex *entry, GenieVisibility *vs, const GenieValueBat
 			Assert(whole && first->n_queries == n_short);
 			found = *first;
 			first = NULL;
+			genie_search_count(n_short, kprime, found.offsets[n_short]);
 		}
 		else
 			genie_search_values(entry, &sub,

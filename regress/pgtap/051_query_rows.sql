@@ -97,6 +97,9 @@ SELECT results_eq(
 
 -- the 5,000 rows were scanned in five pieces while they were read (the
 -- first answer above); with the permutation index asked, read, then searched
+-- (two threads: one core would decline, as the scans and the reading would
+-- only take turns)
+SET genie.cpu_threads = 2;
 CREATE FUNCTION pg_temp.genie_explain(sql text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE line text; out text := '';
 BEGIN
@@ -172,6 +175,7 @@ SELECT ok((SELECT outcome = 'cancelled' AND took < interval '560ms' FROM qr_canc
           'genie_knn_from: statement_timeout cancels a batch while its pieces are scanned, at once');
 SELECT is((SELECT count(*) FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz WHERE qid <= 2100 ORDER BY qid', 3)),
           6300::bigint, 'the next batch after the error and the cancel is answered');
+RESET genie.cpu_threads;
 
 -- a bad row among pglz rows that the threads read: the error names it
 CREATE TABLE qr_bad (qid int PRIMARY KEY, q real[]);

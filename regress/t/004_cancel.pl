@@ -231,7 +231,7 @@ $node->safe_psql('postgres', q{
 	CREATE TABLE wide_rows AS SELECT v FROM wide, generate_series(1, 8) g;
 });
 my $started_at = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
-my ($tin, $tout, $terr) = ("SET application_name = 'genie_terminate'; "
+my ($tin, $tout, $terr) = ("SET application_name = 'genie_terminate'; SET log_min_messages = debug1; "
 	  . "SELECT count(*) FROM genie_knn_from('wide_plain', 'SELECT v FROM wide_rows', 10);\n", '', '');
 my $victim = IPC::Run::start(
 	[ 'psql', '-XAtq', '-d', $node->connstr('postgres') ],
@@ -256,6 +256,8 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM genie_knn_from('wide_plain
 	'6', 'the next session searches');
 my $log = slurp_file($node->logfile);
 unlike($log, qr/terminated by signal/, 'no backend died of a signal');
+like($log, qr/genie: a scan ahead started.*genie: a scan ahead stopped at the backend's exit/s,
+	'the scans were running when the backend was terminated, and its exit stopped them');
 
 $node->stop;
 done_testing();
