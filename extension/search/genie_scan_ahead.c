@@ -81,7 +81,7 @@ struct GenieScanAhead
 	genie_engine_options options;
 	int32		k;				/* the first round's k' */
 	int			dim;			/* the entry's */
-	int			reading_threads;	/* the caller's, while it reads */
+	int			cores;			/* the cores genie.cpu_threads gives a search */
 
 	pthread_t	thread;
 	bool		started;		/* and not joined */
@@ -95,6 +95,7 @@ struct GenieScanAhead
 	int			n_scanned;
 	bool		closed;			/* no piece follows */
 	bool		stop;			/* the pieces left are skipped, the one under way cancelled */
+	bool		on_gpu;			/* the scans run on a GPU (auto: known after the first) */
 	AheadCopy	spare[GENIE_AHEAD_QUEUED];	/* the copies scanned, for the next pieces */
 	int			n_spare;
 
@@ -107,27 +108,6 @@ struct GenieScanAhead
 
 /* The scans ahead whose thread runs, for the proc_exit callback. */
 static GenieScanAhead *running = NULL;
-
-/*
- * Whether the scans run on a GPU: genie.device = gpu, or auto with the GPU
- * a search would use usable (the CUDA probe is made once a process).
- */
-static bool
-scans_on_gpu(genie_engine_kind device, int ordinal)
-{
-	genie_device_info devices[65];	/* the CPU and genie.devices' 64 GPUs */
-	size_t		count = 0;
-	genie_error err;
-
-	if (device != GENIE_ENGINE_AUTO)
-		return device == GENIE_ENGINE_GPU;
-	if (genie_list_devices(devices, lengthof(devices), &count, &err) != GENIE_OK)
-		return false;
-	for (size_t i = 0; i < count && i < lengthof(devices); i++)
-		if (devices[i].kind == GENIE_DEVICE_GPU && devices[i].ordinal == ordinal)
-			return devices[i].usable != 0;
-	return false;
-}
 
 /* The scans' cancel: the backend's interrupts, or the scan ahead stopped. */
 static int
@@ -176,7 +156,13 @@ ahead_main(void *arg)
 												 ahead->k, ahead->excluded, NULL, NULL, NULL,
 												 GENIE_LIST_NEVER, &piece->found, &piece->err);
 		}
+		/* genie.device = auto: the first piece tells where the scans run; on a GPU they take half the cores */
+		if (i == 0 && piece->status == GENIE_OK &&
+			genie_value_found_device(&piece->found) == GENIE_ENGINE_GPU)
+			ahead->options.threads = Max(1, ahead->cores / 2);
 		pthread_mutex_lock(&ahead->mutex);
+		if (i == 0 && piece->status == GENIE_OK)
+			ahead->on_gpu = genie_value_found_device(&piece->found) == GENIE_ENGINE_GPU;
 		if (ahead->n_spare < GENIE_AHEAD_QUEUED)
 		{
 			ahead->spare[ahead->n_spare++] = piece->copy;
@@ -246,7 +232,6 @@ genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k)
 {
 	static bool exit_callback = false;
 	genie_engine_kind device;
-	bool		on_gpu;
 	int			cores;
 	const GenieValueSet *set;
 	GenieScanAhead *ahead;
@@ -263,14 +248,12 @@ genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k)
 
 	/*
 	 * Loaded here, before the caller reads a row (a load may move to a new
-	 * version), and before the CUDA probe, which a backend's first search
-	 * makes while its context is being made (genie_search_prepare_device).
+	 * version).
 	 */
 	set = genie_cache_values(entry);
 	device = genie_search_device();
-	on_gpu = scans_on_gpu(device, Max(genie_first_device(), 0));
-	if (genie_search_values_list(entry, GENIE_VALUES_VECTORS,
-								 on_gpu ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU) != NULL)
+	/* (as the search itself decides it) */
+	if (genie_search_values_list(entry, GENIE_VALUES_VECTORS, device) != NULL)
 		return NULL;
 
 	ahead = calloc(1, sizeof(GenieScanAhead));
@@ -297,17 +280,20 @@ genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k)
 								ahead_cancelled, ahead, &ahead->options);
 
 	/*
-	 * The cores genie.cpu_threads gives a search are split: beside GPU scans
-	 * the reading takes half and the scans' host side (padding, uploads,
-	 * the finish) the rest: on a 16-core GPU host, both on every core read
+	 * The cores genie.cpu_threads gives a search are split beside GPU scans:
+	 * the reading takes half and the scans' host side (padding, uploads, the
+	 * finish) the rest: on a 16-core GPU host, both on every core read
 	 * 25-50% slower than the reading alone, and the statement gained
 	 * 1.0-1.25x; at 8 each the reading kept its pace.  CPU scans, most of
 	 * the work, keep every core (at one fewer they ran slower after the
 	 * reading too), and the reading's expansions, a few ms a piece, take
-	 * one thread beside them.
+	 * one thread beside them.  Under genie.device = auto the first piece
+	 * runs as on the CPU and tells where the rest run (no CUDA probe here:
+	 * it would make a context on every GPU of the host).
 	 */
-	ahead->options.threads = on_gpu ? cores / 2 : cores;
-	ahead->reading_threads = on_gpu ? cores - cores / 2 : 1;
+	ahead->cores = cores;
+	ahead->on_gpu = device == GENIE_ENGINE_GPU;
+	ahead->options.threads = ahead->on_gpu ? cores / 2 : cores;
 	if (!exit_callback)
 	{
 		/* (registered in a transaction, after InitPostgres: runs before ShutdownPostgres) */
@@ -323,10 +309,13 @@ genie_scan_ahead_reading_threads(GenieScanAhead *ahead)
 	bool		scanning;
 
 	/* before the first piece, and once the scans stopped, the reading has every thread */
+	int			threads;
+
 	pthread_mutex_lock(&ahead->mutex);
 	scanning = ahead->started && !ahead->stop && !ahead->failed;
+	threads = ahead->on_gpu ? ahead->cores - ahead->cores / 2 : 1;
 	pthread_mutex_unlock(&ahead->mutex);
-	return scanning ? ahead->reading_threads : genie_cpu_threads;
+	return scanning ? threads : genie_cpu_threads;
 }
 
 /* The thread, at the first piece: false when it cannot start. */
