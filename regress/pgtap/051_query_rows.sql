@@ -11,7 +11,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(26);
+SELECT plan(28);
 
 -- 40 indexed vectors of 2,000 dimensions: small integers, so ties are
 -- decided by the row order as in the scan
@@ -176,6 +176,13 @@ SELECT ok((SELECT outcome = 'cancelled' AND took < interval '560ms' FROM qr_canc
 SELECT is((SELECT count(*) FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz WHERE qid <= 2100 ORDER BY qid', 3)),
           6300::bigint, 'the next batch after the error and the cancel is answered');
 RESET genie.cpu_threads;
+
+-- bit rows on a vector index: the kind's error; none of them: no rows
+CREATE TABLE qr_bits AS SELECT B'1010'::bit(4) AS c FROM generate_series(1, 3);
+SELECT throws_ok($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT c FROM qr_bits', 3)$$,
+                 '42809', NULL, 'genie_knn_from: bit rows on a vector index are the wrong kind of query');
+SELECT is((SELECT count(*) FROM genie_knn_from('qr_items_v', 'SELECT c FROM qr_bits WHERE false', 3)),
+          0::bigint, 'genie_knn_from: no bit rows on a vector index, no rows');
 
 -- a bad row among pglz rows that the threads read: the error names it
 CREATE TABLE qr_bad (qid int PRIMARY KEY, q real[]);
