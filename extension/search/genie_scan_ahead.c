@@ -157,12 +157,17 @@ ahead_main(void *arg)
 												 GENIE_LIST_NEVER, &piece->found, &piece->err);
 		}
 		/* genie.device = auto: the first piece tells where the scans run; on a GPU they take half the cores */
-		if (i == 0 && piece->status == GENIE_OK &&
-			genie_value_found_device(&piece->found) == GENIE_ENGINE_GPU)
-			ahead->options.threads = Max(1, ahead->cores / 2);
-		pthread_mutex_lock(&ahead->mutex);
 		if (i == 0 && piece->status == GENIE_OK)
-			ahead->on_gpu = genie_value_found_device(&piece->found) == GENIE_ENGINE_GPU;
+		{
+			bool		on_gpu = genie_value_found_device(&piece->found) == GENIE_ENGINE_GPU;
+
+			if (on_gpu)
+				ahead->options.threads = Max(1, ahead->cores / 2);
+			pthread_mutex_lock(&ahead->mutex);
+			ahead->on_gpu = on_gpu;
+			pthread_mutex_unlock(&ahead->mutex);
+		}
+		pthread_mutex_lock(&ahead->mutex);
 		if (ahead->n_spare < GENIE_AHEAD_QUEUED)
 		{
 			ahead->spare[ahead->n_spare++] = piece->copy;
