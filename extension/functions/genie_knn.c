@@ -28,6 +28,7 @@
 #include "utils/snapmgr.h"
 
 #include "genie_utils.h"
+#include "functions/genie_query_array.h"
 #include "functions/genie_query_rows.h"
 #include "search/genie_search_device.h"
 #include "search/genie_search_values.h"
@@ -66,6 +67,7 @@ typedef struct KnnSearch
 	int32		k;
 	const char *sql;			/* genie_knn_from's query, until its rows are read */
 	GenieQueryRows query_rows;
+	GenieQueryArray *array;		/* genie_knn's stored array, until it is read */
 	GenieValueRows rows;		/* out */
 	ItemPointerData **tids;		/* out, one array a query */
 } KnnSearch;
@@ -154,7 +156,16 @@ knn_search(GenieCachedIndex *entry, void *arg)
 	bool		scanned = false;
 	int			nq;
 
-	if (s->sql != NULL)
+	if (s->array != NULL)
+	{
+		/* read whole by an attempt, it is kept for the next */
+		genie_profile_push(GENIE_PHASE_QUERY);
+		scanned = genie_query_array_read(s->array, s->index, entry, s->k, &s->batch, &first);
+		genie_profile_pop();
+		s->array = NULL;
+		s->tids = palloc(sizeof(ItemPointerData *) * s->batch.n);
+	}
+	else if (s->sql != NULL)
 	{
 		scanned = knn_read_rows(entry, s, &first);
 		if (s->batch.n == 0)
@@ -198,11 +209,12 @@ knn_search(GenieCachedIndex *entry, void *arg)
  * elements, or codes of dim bits) in the index's table, into the function's
  * result: what genie_knn and genie_knn_from answer once they have their
  * queries.  With sql instead (queries NULL, a vector index), the queries
- * are the rows of sql, read by the search (knn_read_rows).
+ * are the rows of sql, read by the search (knn_read_rows); with array, a
+ * stored array's, read by the search (genie_query_array_read).
  */
 static void
 knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *queries, const char *sql,
-		 int32 k)
+		 GenieQueryArray *array, int32 k)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	KnnSearch	s;
@@ -217,6 +229,7 @@ knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *queries, 
 	s.index = open_knn_index(indexoid, codes, &s.heap, &s.type);
 	s.k = k;
 	s.sql = sql;
+	s.array = array;
 	if (queries != NULL)
 	{
 		if (codes)
@@ -256,6 +269,7 @@ genie_knn(PG_FUNCTION_ARGS)
 {
 	Oid			indexoid = PG_GETARG_OID(0);
 	ArrayType  *array;
+	GenieQueryArray *stored;
 	int32		k = PG_GETARG_INT32(2);
 	float	   *queries;
 	int			nq;
@@ -263,8 +277,19 @@ genie_knn(PG_FUNCTION_ARGS)
 	GenieValueBatch batch;
 
 	check_k(k);
-	/* the array is read (detoasted) here: for large batches, most of a call's time */
+	/*
+	 * A table's pglz-compressed array is read by the search, in pieces
+	 * scanned while the next are expanded; any other is read (detoasted)
+	 * here: for large batches, most of a call's time.
+	 */
 	genie_profile_push(GENIE_PHASE_QUERY);
+	stored = genie_query_array_open(PG_GETARG_DATUM(1));
+	if (stored != NULL)
+	{
+		genie_profile_pop();
+		knn_rows(fcinfo, indexoid, NULL, NULL, stored, k);
+		return (Datum) 0;
+	}
 	array = PG_GETARG_ARRAYTYPE_P(1);
 	queries = genie_vector_queries(array, &nq, &dim);
 	genie_profile_pop();
@@ -273,7 +298,7 @@ genie_knn(PG_FUNCTION_ARGS)
 	batch.n = nq;
 	batch.vectors = queries;
 	batch.dim = dim;
-	knn_rows(fcinfo, indexoid, &batch, NULL, k);
+	knn_rows(fcinfo, indexoid, &batch, NULL, NULL, k);
 	return (Datum) 0;
 }
 
@@ -347,7 +372,7 @@ genie_knn_bytes(PG_FUNCTION_ARGS)
 	batch.vectors = queries;
 	batch.dim = dim;
 	/* the index's kind and width are checked there */
-	knn_rows(fcinfo, indexoid, &batch, NULL, k);
+	knn_rows(fcinfo, indexoid, &batch, NULL, NULL, k);
 	return (Datum) 0;
 }
 
@@ -390,7 +415,7 @@ genie_hamming_knn(PG_FUNCTION_ARGS)
 			CHECK_FOR_INTERRUPTS();
 	}
 	genie_profile_pop();
-	knn_rows(fcinfo, indexoid, &batch, NULL, k);
+	knn_rows(fcinfo, indexoid, &batch, NULL, NULL, k);
 	return (Datum) 0;
 }
 
@@ -425,18 +450,18 @@ genie_knn_from(PG_FUNCTION_ARGS)
 	/* a vector index: the rows are read by the search, which scans them as they come */
 	if (vectors)
 	{
-		knn_rows(fcinfo, indexoid, NULL, sql, k);
+		knn_rows(fcinfo, indexoid, NULL, sql, NULL, k);
 		return (Datum) 0;
 	}
 	genie_profile_push(GENIE_PHASE_QUERY);
 	(void) genie_query_rows_read(sql, NULL, k, &qr, NULL);
 	genie_profile_pop();
 	if (qr.codes)
-		knn_rows(fcinfo, indexoid, &qr.code_batch, NULL, k);
+		knn_rows(fcinfo, indexoid, &qr.code_batch, NULL, NULL, k);
 	else
 	{
 		genie_query_rows_batch(&qr, &batch);
-		knn_rows(fcinfo, indexoid, &batch, NULL, k);
+		knn_rows(fcinfo, indexoid, &batch, NULL, NULL, k);
 	}
 	return (Datum) 0;
 }

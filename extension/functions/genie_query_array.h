@@ -1,0 +1,40 @@
+/*-------------------------------------------------------------------------
+ *
+ * genie_query_array.h
+ *	  A batch's queries as one stored real[][] (genie_query_array.c):
+ *	  genie_knn's array argument, when it is a table's pglz-compressed
+ *	  value, expanded by the backend piece by piece, each piece scanned
+ *	  while the next is expanded (genie_scan_ahead.h), instead of detoasted
+ *	  whole before the search starts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GENIE_QUERY_ARRAY_H
+#define GENIE_QUERY_ARRAY_H
+
+#include "search/genie_scan_ahead.h"
+
+typedef struct GenieQueryArray GenieQueryArray;
+
+/*
+ * The stored array of queries value (genie_knn's argument, not detoasted),
+ * fetched still compressed, when it is a table's value compressed by pglz
+ * and at least two pieces long; else NULL, and the caller detoasts it as
+ * usual.
+ */
+extern GenieQueryArray *genie_query_array_open(Datum value);
+
+/*
+ * Expands the array into batch (vectors, in the caller's memory context),
+ * with the checks and errors of genie_vector_queries and
+ * genie_vector_check_queries (index's dimension).  With entry (the pinned
+ * entry of the search; NULL: none), each piece of a 2-D array is scanned
+ * for its k nearest while the next is expanded: then, when every piece
+ * was, true and *first the first round's rows of the whole batch, as
+ * genie_search_values_visible takes them.  Called again (a search's
+ * retry), it expands the array again.
+ */
+extern bool genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *entry,
+								   int32 k, GenieValueBatch *batch, GenieValueRows *first);
+
+#endif							/* GENIE_QUERY_ARRAY_H */

@@ -1,0 +1,154 @@
+-- genie_knn over a batch stored in a table as one real[][]: a pglz
+-- compressed array is expanded by genie in pieces of 1,024 queries, each
+-- scanned while the next is expanded, on either engine, where one exact
+-- scan answers the batch; any other storage (lz4, plain, inline, a value
+-- built by the statement) is read whole, as before.  Every answer equals
+-- the sequential scan's (an oracle that reads no query through genie), and
+-- a bad array is the error genie_knn gives any array.
+CREATE EXTENSION IF NOT EXISTS pgtap;
+BEGIN;
+CREATE EXTENSION genie;
+SELECT plan(15);
+
+-- 60 indexed vectors of 512 dimensions: small integers, so ties are
+-- decided by the row order as in the scan
+CREATE TABLE qa_items (id int PRIMARY KEY, v real[]);
+INSERT INTO qa_items
+  SELECT i, array_agg(((i * 7 + j * 13) % 11)::real ORDER BY j)
+  FROM generate_series(1, 60) i, generate_series(1, 512) j GROUP BY i;
+CREATE INDEX qa_items_v ON qa_items USING genie (v) WITH (m = 0);
+
+-- 3,000 queries as rows (the oracle's) and as arrays: a short cycle of
+-- small integers (long pglz matches), and half zeros with random integers
+-- (short matches and literals)
+CREATE TABLE qa_rows (qid int PRIMARY KEY, cyclic real[], mixed real[]);
+SELECT setseed(0.52);
+INSERT INTO qa_rows
+  SELECT q, (SELECT array_agg(((q * 5 + j * (q % 7 + 1)) % 9)::real ORDER BY j) FROM generate_series(1, 512) j),
+         (SELECT array_agg(CASE WHEN j % 2 = 0 THEN 0 ELSE floor(random() * 1000) END::real ORDER BY j)
+          FROM generate_series(1, 512 + q - q) j)
+  FROM generate_series(1, 3000) q;
+CREATE TABLE qa_arrays (name text PRIMARY KEY, qs real[]);
+ALTER TABLE qa_arrays ALTER qs SET COMPRESSION pglz;
+INSERT INTO qa_arrays SELECT 'cyclic', array_agg(cyclic ORDER BY qid) FROM qa_rows;
+INSERT INTO qa_arrays SELECT 'mixed', array_agg(mixed ORDER BY qid) FROM qa_rows;
+INSERT INTO qa_arrays SELECT 'first 1000', array_agg(mixed ORDER BY qid) FROM qa_rows WHERE qid <= 1000;
+DO $$ BEGIN
+  EXECUTE 'ALTER TABLE qa_arrays ALTER qs SET COMPRESSION lz4';
+  INSERT INTO qa_arrays SELECT 'lz4', array_agg(mixed ORDER BY qid) FROM qa_rows;
+EXCEPTION WHEN feature_not_supported THEN NULL;
+END $$;
+ALTER TABLE qa_arrays ALTER qs SET STORAGE EXTERNAL;
+INSERT INTO qa_arrays SELECT 'plain', array_agg(mixed ORDER BY qid) FROM qa_rows;
+ALTER TABLE qa_arrays ALTER qs SET STORAGE EXTENDED, ALTER qs SET COMPRESSION pglz;
+-- bad arrays, each stored pglz and out of line too
+INSERT INTO qa_arrays SELECT 'nan', qs FROM qa_arrays WHERE name = 'mixed';
+UPDATE qa_arrays SET qs[2500][7] = 'NaN' WHERE name = 'nan';
+INSERT INTO qa_arrays SELECT 'null', qs FROM qa_arrays WHERE name = 'mixed';
+UPDATE qa_arrays SET qs[1200][3] = NULL WHERE name = 'null';
+INSERT INTO qa_arrays SELECT '511', array_agg(cyclic[1:511] ORDER BY qid) FROM qa_rows;
+INSERT INTO qa_arrays SELECT 'flat', array_agg(x ORDER BY qid, o) FROM qa_rows, unnest(cyclic) WITH ORDINALITY u(x, o);
+
+SELECT ok((SELECT count(*) FROM qa_arrays WHERE pg_column_compression(qs) = 'pglz'
+                                            AND pg_column_size(qs) < 4 * array_length(qs, 1) * coalesce(array_length(qs, 2), 1)) = 7
+          AND (SELECT array_dims(qs) FROM qa_arrays WHERE name = 'cyclic') = '[1:3000][1:512]',
+          'the arrays of 3,000 x 512 queries are stored pglz compressed');
+
+-- the oracle: each query's 3 nearest by the sequential scan of <->
+CREATE FUNCTION pg_temp.scan(col text, n int) RETURNS TABLE (query_no int, ctid text, distance float8)
+LANGUAGE plpgsql AS $$
+BEGIN
+  SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off;
+  RETURN QUERY EXECUTE format(
+    'SELECT q.qid, n.ctid::text, n.d FROM qa_rows q CROSS JOIN LATERAL
+       (SELECT i.ctid, i.v <-> q.%I AS d FROM qa_items i ORDER BY i.v <-> q.%I, i.ctid LIMIT 3) n
+     WHERE q.qid <= %s', col, col, n);
+END $$;
+CREATE FUNCTION pg_temp.knn(name text) RETURNS TABLE (query_no int, ctid text, distance float8)
+LANGUAGE sql AS $$
+  SELECT query_no, ctid::text, distance FROM genie_knn('qa_items_v', (SELECT qs FROM qa_arrays WHERE qa_arrays.name = knn.name), 3)
+$$;
+CREATE FUNCTION pg_temp.genie_explain(sql text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text; out text := '';
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || sql LOOP
+    out := out || line || E'\n';
+  END LOOP;
+  RETURN out;
+END $$;
+-- the error genie_knn gives array name, message and detail
+CREATE FUNCTION pg_temp.knn_error(name text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE msg text; detail text;
+BEGIN
+  PERFORM count(*) FROM pg_temp.knn(name);
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL;
+  RETURN msg || ' / ' || detail;
+END $$;
+
+-- two threads: one core would decline, as the scans and the expanding
+-- would only take turns
+SET genie.cpu_threads = 2;
+SELECT results_eq(
+  $$ SELECT * FROM pg_temp.knn('cyclic') ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('cyclic', 3000) ORDER BY 1, 3, 2 $$,
+  'genie_knn of a stored pglz array of 3,000 queries (long matches) equals the sequential scan');
+SELECT results_eq(
+  $$ SELECT * FROM pg_temp.knn('mixed') ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('mixed', 3000) ORDER BY 1, 3, 2 $$,
+  'genie_knn of a stored pglz array of 3,000 queries (short matches, literals) equals the sequential scan');
+SELECT CASE WHEN current_setting('shared_preload_libraries') LIKE '%genie%'
+            THEN skip('with the genie service the array is read, then searched by the service', 1)
+            ELSE matches(pg_temp.genie_explain($$SELECT * FROM genie_knn('qa_items_v', (SELECT qs FROM qa_arrays WHERE name = 'mixed'), 3)$$),
+                         'Genie Queries Scanned Ahead: 3000\nGenie Pieces Scanned Ahead: 3\n',
+                         'EXPLAIN ANALYZE: the array was scanned in three pieces while it was expanded') END;
+SELECT results_eq(
+  $$ SELECT * FROM pg_temp.knn('first 1000') ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('mixed', 1000) ORDER BY 1, 3, 2 $$,
+  'an array under two pieces (1,000 queries, 2 MB) is detoasted whole: equal to the sequential scan');
+SELECT results_eq(
+  $$ SELECT * FROM pg_temp.knn(CASE WHEN EXISTS (SELECT FROM qa_arrays WHERE name = 'lz4') THEN 'lz4' ELSE 'mixed' END)
+     ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('mixed', 3000) ORDER BY 1, 3, 2 $$,
+  'an lz4 array (where the server has lz4) is detoasted whole: equal to the sequential scan');
+SELECT results_eq(
+  $$ SELECT * FROM pg_temp.knn('plain') ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('mixed', 3000) ORDER BY 1, 3, 2 $$,
+  'a plain array stored out of line is detoasted whole: equal to the sequential scan');
+SELECT doesnt_match(pg_temp.genie_explain($$SELECT * FROM genie_knn('qa_items_v', (SELECT qs FROM qa_arrays WHERE name = 'plain'), 3)$$),
+                    'Scanned Ahead',
+                    'a plain array is read, then searched');
+
+-- bad arrays: the errors of any array, and the next statement answered
+SELECT is(pg_temp.knn_error('nan'), 'queries must not contain NaN / Query 2500, element 7.',
+          'a NaN in the third piece: the error names its query and element');
+SELECT is(pg_temp.knn_error('null'), 'queries must not contain NULL elements / ',
+          'an array with a NULL element: the error of any array');
+SELECT alike(pg_temp.knn_error('511'), 'the query vector has 511 dimensions, but genie index "qa_items_v" holds vectors of 512%',
+            'an array of another width: the error of any array, before a piece is scanned');
+SELECT alike(pg_temp.knn_error('flat'), 'the query vector has 1536000 dimensions%',
+            'a one-dimensional array is one query, as any array');
+SELECT results_eq(
+  $$ SELECT * FROM pg_temp.knn('mixed') ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('mixed', 3000) ORDER BY 1, 3, 2 $$,
+  'after the errors, the stored array is answered again');
+
+-- rows pending since the build, and dead ones, with pieces scanned ahead
+INSERT INTO qa_items
+  SELECT i, array_agg(((i * 3 + j * 7) % 13)::real ORDER BY j)
+  FROM generate_series(61, 80) i, generate_series(1, 512) j GROUP BY i;
+DELETE FROM qa_items WHERE id % 9 = 0;
+SELECT results_eq(
+  $$ SELECT * FROM pg_temp.knn('mixed') ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('mixed', 3000) ORDER BY 1, 3, 2 $$,
+  'with pending and deleted rows, the stored array equals the sequential scan');
+SET genie.device = cpu;
+SELECT results_eq(
+  $$ SELECT * FROM pg_temp.knn('cyclic') ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('cyclic', 3000) ORDER BY 1, 3, 2 $$,
+  'genie.device = cpu: the stored array equals the sequential scan');
+RESET genie.device;
+
+SELECT * FROM finish();
+ROLLBACK;
