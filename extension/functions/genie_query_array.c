@@ -5,15 +5,18 @@
  *	  (genie_query_array.h).
  *
  * The 10,000 Fashion-MNIST test vectors are one 31 MB real[][], which a
- * table stores pglz-compressed (8.4 MB).  Detoasting it is one pglz stream
- * expanded on one core, 48-72 ms on the GPU hosts (bench/latency.md), and
- * the search could only start after it.  A pglz stream cannot be expanded
- * from the middle (its matches point up to 4 kB back into what it wrote
- * before), but it can be expanded in order a piece at a time: here the
- * backend expands the array to the end of each piece of queries, checks
- * it and hands it to the scan ahead, whose thread searches it while the
- * backend expands the next.  The format expanded is pglz's, as
- * src/common/pg_lzcompress.c describes it.
+ * table stores pglz-compressed (8.4 MB) by default.  Detoasting it is one
+ * pglz stream expanded on one core, 48-72 ms on the GPU hosts
+ * (bench/latency.md), and the search could only start after it.  A pglz
+ * or lz4 stream cannot be expanded from the middle (its matches point back
+ * into what it wrote before: up to 4 kB for pglz, 64 kB for lz4), but it
+ * can be expanded in order a piece at a time: here the backend expands the
+ * array to the end of each piece of queries, checks it and hands it to the
+ * scan ahead, whose thread searches it while the backend expands the next.
+ * A value stored out of line uncompressed is fetched a piece at a time the
+ * same way.  The formats expanded are pglz's, as
+ * src/common/pg_lzcompress.c describes it, and lz4's block format (the
+ * server compresses a value as one block).
  *
  *-------------------------------------------------------------------------
  */
@@ -37,12 +40,68 @@
  */
 #define QUERY_ARRAY_MIN_BYTES	((Size) 2 * GENIE_SCAN_AHEAD_PIECE_BYTES)
 
+/* How the table stores the array. */
+typedef enum QueryArrayStorage
+{
+	QUERY_ARRAY_PGLZ,
+	QUERY_ARRAY_LZ4,
+	QUERY_ARRAY_PLAIN			/* out of line, not compressed */
+} QueryArrayStorage;
+
 struct GenieQueryArray
 {
-	struct varlena *compressed; /* the value as the table stores it, fetched */
+	QueryArrayStorage storage;
+	struct varlena *stored;		/* the toast pointer (plain), or the compressed value fetched */
 	int32		rawsize;		/* its bytes expanded, without the varlena header */
 	char	   *expanded;		/* the array, VARHDRSZ + rawsize bytes; NULL until read */
 };
+
+/*
+ * Where the expanding of a value stands: the input (compressed values),
+ * the output written so far.
+ */
+typedef struct ExpandState
+{
+	const unsigned char *sp;
+	const unsigned char *srcend;
+	unsigned char *dest;
+	unsigned char *dp;
+	unsigned char *destend;
+} ExpandState;
+
+/*
+ * The copy of a match of len bytes from off back, with 16 bytes of room
+ * past it.  Most of a float array's matches are a float or two: one
+ * 16-byte copy (the bytes past len are written again by what follows); a
+ * longer one that overlaps what it writes (a run) repeats its pattern in
+ * chunks that double, each reading bytes already written.
+ */
+static inline void
+copy_match(unsigned char *dp, int32 off, int32 len)
+{
+	const unsigned char *from = dp - off;
+
+	if (len <= 16 && off >= 16)
+		memcpy(dp, from, 16);
+	else if (len <= 8 && off >= 8)
+		memcpy(dp, from, 8);
+	else if (off >= len)
+		memcpy(dp, from, len);
+	else
+	{
+		int32		done = 0;
+		int32		chunk = off;
+
+		/* [from, dp + done) repeats the pattern, and dp + done is in phase with from */
+		while (len - done > chunk)
+		{
+			memcpy(dp + done, from, chunk);
+			done += chunk;
+			chunk = done + off;
+		}
+		memcpy(dp + done, from, len - done);
+	}
+}
 
 /* ---- a pglz stream expanded in order, a part at a time ---- */
 
@@ -54,14 +113,6 @@ struct GenieQueryArray
  * 4095).  A match may overlap what it writes (off < len repeats a
  * pattern).
  */
-typedef struct PglzStream
-{
-	const unsigned char *sp;
-	const unsigned char *srcend;
-	unsigned char *dest;
-	unsigned char *dp;
-	unsigned char *destend;
-} PglzStream;
 
 /* The most a control group reads (8 matches of 3 bytes) and writes (8 of 273). */
 #define PGLZ_GROUP_IN		(1 + 8 * 3)
@@ -70,14 +121,10 @@ typedef struct PglzStream
 /*
  * Expands s until at least upto bytes of dest are written (whole control
  * groups: a little more) or the stream ends; false on corrupt data (a
- * match before dest's start or past its end, a truncated item).  A match
- * is copied 8 bytes at a time where off >= 8 (each 8 bytes read are then
- * already written) with room past it for the overrun, which the following
- * items write again; most of a float array's items are literals and
- * 4-byte matches (one float), so the per-item work is what counts.
+ * match before dest's start or past its end, a truncated item).
  */
 static bool
-pglz_stream_expand(PglzStream *s, Size upto)
+pglz_expand(ExpandState *s, Size upto)
 {
 	const unsigned char *sp = s->sp;
 	const unsigned char *srcend = s->srcend;
@@ -87,7 +134,7 @@ pglz_stream_expand(PglzStream *s, Size upto)
 	unsigned char *target = upto < (Size) (destend - dest) ? dest + upto : destend;
 
 	/* groups far from both ends: no bounds checks but the offset's */
-	while (dp < target && srcend - sp >= PGLZ_GROUP_IN && destend - dp >= PGLZ_GROUP_OUT + 8)
+	while (dp < target && srcend - sp >= PGLZ_GROUP_IN && destend - dp >= PGLZ_GROUP_OUT + 16)
 	{
 		unsigned int ctrl = *sp++;
 
@@ -104,20 +151,13 @@ pglz_stream_expand(PglzStream *s, Size upto)
 			{
 				int32		len = (sp[0] & 0x0f) + 3;
 				int32		off = ((sp[0] & 0xf0) << 4) | sp[1];
-				const unsigned char *from;
 
 				sp += 2;
 				if (len == 18)
 					len += *sp++;
 				if (off == 0 || off > dp - dest)
 					return false;
-				from = dp - off;
-				if (off >= 8)
-					for (int32 i = 0; i < len; i += 8)
-						memcpy(dp + i, from + i, 8);
-				else
-					for (int32 i = 0; i < len; i++)
-						dp[i] = from[i];
+				copy_match(dp, off, len);
 				dp += len;
 			}
 			else
@@ -162,20 +202,130 @@ pglz_stream_expand(PglzStream *s, Size upto)
 	return true;
 }
 
-static void
-pglz_corrupt(void)
+/*
+ * An lz4 block is sequences: a token (literals' count in its high 4 bits,
+ * the match's length - 4 in its low 4; 15 continues in the next bytes, each
+ * added, up to one under 255), the literals, the match's offset back (2
+ * bytes, little-endian, 1 to 65535) and its length's further bytes; the
+ * last sequence has literals only.
+ */
+
+/* A length's further bytes (after 15 in the token); -1 past the input's end. */
+static inline int64
+lz4_length(const unsigned char **sp, const unsigned char *srcend, int64 len)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg_internal("compressed pglz data is corrupt")));
+	unsigned int b;
+
+	do
+	{
+		if (*sp >= srcend)
+			return -1;
+		b = *(*sp)++;
+		len += b;
+	} while (b == 255 && len < PG_INT32_MAX);
+	return len;
 }
 
-/* Expands s to upto bytes (or its end), with the error of corrupt data. */
-static void
-expand_to(PglzStream *s, Size upto)
+/* As pglz_expand, for an lz4 block (whole sequences). */
+static bool
+lz4_expand(ExpandState *s, Size upto)
 {
-	if (!pglz_stream_expand(s, upto))
-		pglz_corrupt();
+	const unsigned char *sp = s->sp;
+	const unsigned char *srcend = s->srcend;
+	unsigned char *dp = s->dp;
+	unsigned char *dest = s->dest;
+	unsigned char *destend = s->destend;
+	unsigned char *target = upto < (Size) (destend - dest) ? dest + upto : destend;
+
+	while (dp < target && sp < srcend)
+	{
+		const unsigned int token = *sp++;
+		int64		lits = token >> 4;
+		int64		len;
+		int32		off;
+
+		if (lits == 15 && (lits = lz4_length(&sp, srcend, lits)) < 0)
+			return false;
+		if (lits > srcend - sp || lits > destend - dp)
+			return false;
+		if (lits <= 16 && srcend - sp >= 16 && destend - dp >= 16)
+			memcpy(dp, sp, 16);	/* the common short run, 16 bytes at once */
+		else
+			memcpy(dp, sp, lits);
+		dp += lits;
+		sp += lits;
+		if (sp == srcend)
+			break;				/* the last sequence */
+		if (srcend - sp < 2)
+			return false;
+		off = sp[0] | (sp[1] << 8);
+		sp += 2;
+		len = (token & 0x0f) + 4;
+		if (len == 19 && (len = lz4_length(&sp, srcend, len)) < 0)
+			return false;
+		if (off == 0 || off > dp - dest || len > destend - dp)
+			return false;
+		if (destend - dp >= len + 16)
+			copy_match(dp, off, (int32) len);
+		else
+			for (int64 i = 0; i < len; i++)
+				dp[i] = dp[i - off];
+		dp += len;
+	}
+	s->sp = sp;
+	s->dp = dp;
+	return true;
+}
+
+static void
+corrupt(const GenieQueryArray *qa)
+{
+	if (qa->storage == QUERY_ARRAY_PLAIN)
+		elog(ERROR, "genie: the stored queries are not as long as their header says");
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg_internal("compressed %s data is corrupt",
+							 qa->storage == QUERY_ARRAY_LZ4 ? "lz4" : "pglz")));
+}
+
+/*
+ * Expands qa's value to upto bytes of its data (or its end): a compressed
+ * one with the error of corrupt data; a plain one's slice fetched from the
+ * TOAST table.
+ */
+static void
+expand_to(const GenieQueryArray *qa, ExpandState *s, Size upto)
+{
+	switch (qa->storage)
+	{
+		case QUERY_ARRAY_PGLZ:
+			if (!pglz_expand(s, upto))
+				corrupt(qa);
+			break;
+		case QUERY_ARRAY_LZ4:
+			if (!lz4_expand(s, upto))
+				corrupt(qa);
+			break;
+		case QUERY_ARRAY_PLAIN:
+			{
+				Size		done = s->dp - s->dest;
+				Size		end = Min(upto, (Size) (s->destend - s->dest));
+
+				if (end > done)
+				{
+					struct varlena *slice = detoast_attr_slice(qa->stored, (int32) done,
+															   (int32) (end - done));
+
+					if (VARSIZE(slice) - VARHDRSZ != end - done)
+						elog(ERROR, "genie: a slice of the stored queries is %zu bytes, not %zu",
+							 (Size) (VARSIZE(slice) - VARHDRSZ), end - done);
+					memcpy(s->dp, VARDATA(slice), end - done);
+					s->dp += end - done;
+					pfree(slice);
+				}
+				break;
+			}
+	}
 }
 
 /* ---- the array ---- */
@@ -190,17 +340,35 @@ genie_query_array_open(Datum value)
 	if (!VARATT_IS_EXTERNAL_ONDISK(v))
 		return NULL;
 	VARATT_EXTERNAL_GET_POINTER(pointer, v);
-	if (!VARATT_EXTERNAL_IS_COMPRESSED(pointer) ||
-		VARATT_EXTERNAL_GET_COMPRESS_METHOD(pointer) != TOAST_PGLZ_COMPRESSION_ID ||
-		(Size) pointer.va_rawsize < QUERY_ARRAY_MIN_BYTES)
+	if ((Size) pointer.va_rawsize < QUERY_ARRAY_MIN_BYTES)
 		return NULL;
 	qa = palloc0(sizeof(GenieQueryArray));
+	if (!VARATT_EXTERNAL_IS_COMPRESSED(pointer))
+	{
+		qa->storage = QUERY_ARRAY_PLAIN;
+		qa->stored = (struct varlena *) palloc(VARSIZE_ANY(v));
+		memcpy(qa->stored, v, VARSIZE_ANY(v));
+		qa->rawsize = pointer.va_rawsize - VARHDRSZ;
+		return qa;
+	}
+	switch (VARATT_EXTERNAL_GET_COMPRESS_METHOD(pointer))
+	{
+		case TOAST_PGLZ_COMPRESSION_ID:
+			qa->storage = QUERY_ARRAY_PGLZ;
+			break;
+		case TOAST_LZ4_COMPRESSION_ID:
+			qa->storage = QUERY_ARRAY_LZ4;
+			break;
+		default:
+			pfree(qa);
+			return NULL;
+	}
 	/* the chunks gathered, not expanded (an 8 MB copy: a few ms) */
-	qa->compressed = detoast_external_attr(v);
-	if (!VARATT_IS_COMPRESSED(qa->compressed) ||
-		VARDATA_COMPRESSED_GET_COMPRESS_METHOD(qa->compressed) != TOAST_PGLZ_COMPRESSION_ID)
-		pglz_corrupt();
-	qa->rawsize = (int32) VARDATA_COMPRESSED_GET_EXTSIZE(qa->compressed);
+	qa->stored = detoast_external_attr(v);
+	if (!VARATT_IS_COMPRESSED(qa->stored) ||
+		VARDATA_COMPRESSED_GET_COMPRESS_METHOD(qa->stored) != VARATT_EXTERNAL_GET_COMPRESS_METHOD(pointer))
+		corrupt(qa);
+	qa->rawsize = (int32) VARDATA_COMPRESSED_GET_EXTSIZE(qa->stored);
 	return qa;
 }
 
@@ -229,7 +397,7 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 	GenieScanAhead *volatile ahead = NULL;
 	volatile bool scanned = false;
 	ArrayType  *array;
-	PglzStream	s;
+	ExpandState s;
 	int			nq;
 	int			dim;
 
@@ -237,20 +405,25 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 		qa->expanded = palloc_extended((Size) qa->rawsize + VARHDRSZ, MCXT_ALLOC_HUGE);
 	SET_VARSIZE(qa->expanded, (Size) qa->rawsize + VARHDRSZ);
 	array = (ArrayType *) qa->expanded;
-	s.sp = (const unsigned char *) qa->compressed + VARHDRSZ_COMPRESSED;
-	s.srcend = (const unsigned char *) qa->compressed + VARSIZE(qa->compressed);
+	s.sp = NULL;
+	s.srcend = NULL;
+	if (qa->storage != QUERY_ARRAY_PLAIN)
+	{
+		s.sp = (const unsigned char *) qa->stored + VARHDRSZ_COMPRESSED;
+		s.srcend = (const unsigned char *) qa->stored + VARSIZE(qa->stored);
+	}
 	s.dest = (unsigned char *) VARDATA(qa->expanded);
 	s.dp = s.dest;
 	s.destend = s.dest + qa->rawsize;
 
 	/* the header: the dimensions (and the element type) */
-	expand_to(&s, ARR_OVERHEAD_NONULLS(2) - VARHDRSZ);
+	expand_to(qa, &s, ARR_OVERHEAD_NONULLS(2) - VARHDRSZ);
 	if (s.dp - s.dest < ARR_OVERHEAD_NONULLS(2) - VARHDRSZ || !array_in_pieces(array, qa->rawsize))
 	{
 		/* expanded whole: genie_knn's checks and errors */
-		expand_to(&s, qa->rawsize);
+		expand_to(qa, &s, qa->rawsize);
 		if (s.dp != s.destend || s.sp != s.srcend)
-			pglz_corrupt();
+			corrupt(qa);
 		memset(batch, 0, sizeof(*batch));
 		batch->kind = GENIE_VALUES_VECTORS;
 		batch->vectors = genie_vector_queries(array, &batch->n, &batch->dim);
@@ -275,9 +448,9 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 		{
 			int			n = Min(piece, nq - from);
 
-			expand_to(&s, data + ((Size) from + n) * dim * sizeof(float));
+			expand_to(qa, &s, data + ((Size) from + n) * dim * sizeof(float));
 			if (s.dp - s.dest < (int64) (data + ((Size) from + n) * dim * sizeof(float)))
-				pglz_corrupt();
+				corrupt(qa);
 			genie_vector_check_finite(vectors + (int64) from * dim, (int64) n * dim, dim, from);
 			/* a batch of one piece is searched as one, as before */
 			if (ahead != NULL && n < nq)
@@ -285,7 +458,7 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 			CHECK_FOR_INTERRUPTS();
 		}
 		if (s.dp != s.destend || s.sp != s.srcend)
-			pglz_corrupt();
+			corrupt(qa);
 		if (ahead != NULL && nq > piece)
 			scanned = genie_scan_ahead_finish(ahead, nq, first);
 	}

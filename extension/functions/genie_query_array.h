@@ -2,10 +2,11 @@
  *
  * genie_query_array.h
  *	  A batch's queries as one stored real[][] (genie_query_array.c):
- *	  genie_knn's array argument, when it is a table's pglz-compressed
- *	  value, expanded by the backend piece by piece, each piece scanned
- *	  while the next is expanded (genie_scan_ahead.h), instead of detoasted
- *	  whole before the search starts.
+ *	  genie_knn's array argument, when it is a table's value stored out of
+ *	  line (pglz or lz4 compressed, or plain), expanded by the backend piece
+ *	  by piece, each piece scanned while the next is expanded
+ *	  (genie_scan_ahead.h), instead of detoasted whole before the search
+ *	  starts.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,10 +18,10 @@
 typedef struct GenieQueryArray GenieQueryArray;
 
 /*
- * The stored array of queries value (genie_knn's argument, not detoasted),
- * fetched still compressed, when it is a table's value compressed by pglz
- * and at least two pieces long; else NULL, and the caller detoasts it as
- * usual.
+ * The stored array of queries value (genie_knn's argument, not detoasted)
+ * when it is a table's value stored out of line and at least two pieces
+ * long: a compressed one fetched, still compressed; else NULL, and the
+ * caller detoasts it as usual.
  */
 extern GenieQueryArray *genie_query_array_open(Datum value);
 
