@@ -1,4 +1,6 @@
-# Fuzzing, bounded in time and with fixed seeds: genie's input functions and
+# Fuzzing, bounded in time and with fixed seeds (about 3 minutes on 2
+# cores: make test keeps within CI's 35 minutes; longer runs are the same
+# scripts with more statements): genie's input functions and
 # query constructors (regress/t/fuzz_inputs.py: random bytes and mutations of
 # valid texts, JSON and binary forms; vectors, codes, documents, genie_knn_from's
 # queries (compressed rows too), genie_knn_bytes' bytes, the profile), then SQLsmith's random queries as an
@@ -73,10 +75,10 @@ $node->safe_psql('postgres', q{
 for my $seed (1 .. 3)
 {
 	my ($out, $err);
-	IPC::Run::run([ $python, "$FindBin::RealBin/fuzz_inputs.py", $node->connstr('postgres'), $seed, 30000 ],
+	IPC::Run::run([ $python, "$FindBin::RealBin/fuzz_inputs.py", $node->connstr('postgres'), $seed, 10000 ],
 		'>', \$out, '2>', \$err);
 	diag("input fuzzer, seed $seed:\n$out$err");
-	like($out, qr/^crashes: 0$/m, "input fuzzer (seed $seed, 30,000 statements): only clean errors");
+	like($out, qr/^crashes: 0$/m, "input fuzzer (seed $seed, 10,000 statements): only clean errors");
 	like($out, qr/^set predicate mismatches: 0$/m,
 		"input fuzzer (seed $seed): set predicates through the index equal them without it");
 }
@@ -85,7 +87,7 @@ for my $seed (1 .. 2)
 {
 	my ($out, $err);
 	my $ran = IPC::Run::run([ 'sqlsmith', '--target=' . $node->connstr('postgres') . ' user=smith', "--seed=$seed",
-			'--max-queries=10000', '--exclude-catalog', '--verbose' ], '>', \$out, '2>', \$err,
+			'--max-queries=5000', '--exclude-catalog', '--verbose' ], '>', \$out, '2>', \$err,
 		IPC::Run::timeout(600));
 	# --verbose prints running totals "node: bad/ok (bad/ok)" per kind of syntax
 	# node; the last ones count, and query_spec is a SELECT
@@ -94,7 +96,7 @@ for my $seed (1 .. 2)
 	while ($all =~ /(\w+): (\d+)\/(\d+) \(bad\/ok\)/g) { $last{$1} = [ $2, $3 ]; }
 	my ($bad, $good) = @{ $last{query_spec} || [ 0, 0 ] };
 	diag("SQLsmith, seed $seed: $good SELECTs ran, $bad failed cleanly");
-	ok($ran && $good > 1000, "SQLsmith (seed $seed, 10,000 queries) ran to the end, over 1,000 SELECTs without error");
+	ok($ran && $good > 500, "SQLsmith (seed $seed, 5,000 queries) ran to the end, over 500 SELECTs without error");
 }
 
 my $log = slurp_file($node->logfile);
