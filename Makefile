@@ -90,12 +90,13 @@ include $(PGXS)
 # genie installed there (make install).  They run in a database of their
 # own, made afresh (as contrib's contrib_regression), so a database where
 # genie is already created is left alone; each suite creates the extension
-# in a transaction and rolls it back.
+# in a transaction and rolls it back.  PGTAP_SUITES: some suites only.
 REGRESS_DB ?= genie_regression
+PGTAP_SUITES ?= regress/pgtap/*.sql
 installcheck:
 	dropdb --if-exists $(REGRESS_DB)
 	createdb $(REGRESS_DB)
-	pg_prove --failures -d $(REGRESS_DB) $(PROVE_FLAGS) regress/pgtap/*.sql
+	pg_prove --failures -d $(REGRESS_DB) $(PROVE_FLAGS) $(PGTAP_SUITES)
 
 genie-libs: $(BUILD_DIR)/genie-link.mk
 	env -u MAKEFLAGS -u MFLAGS cmake --build $(BUILD_DIR) -j$(JOBS) --target genie_capi
