@@ -14,9 +14,7 @@
  * array to the end of each piece of queries, checks it and hands it to the
  * scan ahead, whose thread searches it while the backend expands the next.
  * A value stored out of line uncompressed is fetched a piece at a time the
- * same way.  The formats expanded are pglz's, as
- * src/common/pg_lzcompress.c describes it, and lz4's block format (the
- * server compresses a value as one block).
+ * same way.  (genie_expand.c expands the streams.)
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +29,7 @@
 #include "utils/memutils.h"
 
 #include "genie_utils.h"
+#include "functions/genie_expand.h"
 #include "functions/genie_query_array.h"
 #include "types/genie_vector.h"
 
@@ -56,227 +55,6 @@ struct GenieQueryArray
 	char	   *expanded;		/* the array, VARHDRSZ + rawsize bytes; NULL until read */
 };
 
-/*
- * Where the expanding of a value stands: the input (compressed values),
- * the output written so far.
- */
-typedef struct ExpandState
-{
-	const unsigned char *sp;
-	const unsigned char *srcend;
-	unsigned char *dest;
-	unsigned char *dp;
-	unsigned char *destend;
-} ExpandState;
-
-/*
- * The copy of a match of len bytes from off back, with 16 bytes of room
- * past it.  Most of a float array's matches are a float or two: one
- * 16-byte copy (the bytes past len are written again by what follows); a
- * longer one that overlaps what it writes (a run) repeats its pattern in
- * chunks that double, each reading bytes already written.
- */
-static inline void
-copy_match(unsigned char *dp, int32 off, int32 len)
-{
-	const unsigned char *from = dp - off;
-
-	if (len <= 16 && off >= 16)
-		memcpy(dp, from, 16);
-	else if (len <= 8 && off >= 8)
-		memcpy(dp, from, 8);
-	else if (off >= len)
-		memcpy(dp, from, len);
-	else
-	{
-		int32		done = 0;
-		int32		chunk = off;
-
-		/* [from, dp + done) repeats the pattern, and dp + done is in phase with from */
-		while (len - done > chunk)
-		{
-			memcpy(dp + done, from, chunk);
-			done += chunk;
-			chunk = done + off;
-		}
-		memcpy(dp + done, from, len - done);
-	}
-}
-
-/* ---- a pglz stream expanded in order, a part at a time ---- */
-
-/*
- * A pglz stream is control bytes, each followed by the 8 items its bits
- * (lowest first) describe: 0 a literal byte, 1 a match of 2 or 3 bytes,
- * len - 3 in the low 4 bits of the first (15: len is 18 plus a third
- * byte), the offset back in its high 4 bits and the second byte (1 to
- * 4095).  A match may overlap what it writes (off < len repeats a
- * pattern).
- */
-
-/* The most a control group reads (8 matches of 3 bytes) and writes (8 of 273). */
-#define PGLZ_GROUP_IN		(1 + 8 * 3)
-#define PGLZ_GROUP_OUT		(8 * 273)
-
-/*
- * Expands s until at least upto bytes of dest are written (whole control
- * groups: a little more) or the stream ends; false on corrupt data (a
- * match before dest's start or past its end, a truncated item).
- */
-static bool
-pglz_expand(ExpandState *s, Size upto)
-{
-	const unsigned char *sp = s->sp;
-	const unsigned char *srcend = s->srcend;
-	unsigned char *dp = s->dp;
-	unsigned char *dest = s->dest;
-	unsigned char *destend = s->destend;
-	unsigned char *target = upto < (Size) (destend - dest) ? dest + upto : destend;
-
-	/* groups far from both ends: no bounds checks but the offset's */
-	while (dp < target && srcend - sp >= PGLZ_GROUP_IN && destend - dp >= PGLZ_GROUP_OUT + 16)
-	{
-		unsigned int ctrl = *sp++;
-
-		if (ctrl == 0)
-		{
-			memcpy(dp, sp, 8);
-			dp += 8;
-			sp += 8;
-			continue;
-		}
-		for (int bit = 0; bit < 8; bit++, ctrl >>= 1)
-		{
-			if (ctrl & 1)
-			{
-				int32		len = (sp[0] & 0x0f) + 3;
-				int32		off = ((sp[0] & 0xf0) << 4) | sp[1];
-
-				sp += 2;
-				if (len == 18)
-					len += *sp++;
-				if (off == 0 || off > dp - dest)
-					return false;
-				copy_match(dp, off, len);
-				dp += len;
-			}
-			else
-				*dp++ = *sp++;
-		}
-	}
-	/* near an end: every item checked */
-	while (dp < target && sp < srcend)
-	{
-		unsigned int ctrl = *sp++;
-
-		for (int bit = 0; bit < 8 && sp < srcend && dp < destend; bit++, ctrl >>= 1)
-		{
-			if (ctrl & 1)
-			{
-				int32		len;
-				int32		off;
-
-				if (srcend - sp < 2)
-					return false;
-				len = (sp[0] & 0x0f) + 3;
-				off = ((sp[0] & 0xf0) << 4) | sp[1];
-				sp += 2;
-				if (len == 18)
-				{
-					if (sp >= srcend)
-						return false;
-					len += *sp++;
-				}
-				if (off == 0 || off > dp - dest || len > destend - dp)
-					return false;
-				for (int32 i = 0; i < len; i++)
-					dp[i] = dp[i - off];
-				dp += len;
-			}
-			else
-				*dp++ = *sp++;
-		}
-	}
-	s->sp = sp;
-	s->dp = dp;
-	return true;
-}
-
-/*
- * An lz4 block is sequences: a token (literals' count in its high 4 bits,
- * the match's length - 4 in its low 4; 15 continues in the next bytes, each
- * added, up to one under 255), the literals, the match's offset back (2
- * bytes, little-endian, 1 to 65535) and its length's further bytes; the
- * last sequence has literals only.
- */
-
-/* A length's further bytes (after 15 in the token); -1 past the input's end. */
-static inline int64
-lz4_length(const unsigned char **sp, const unsigned char *srcend, int64 len)
-{
-	unsigned int b;
-
-	do
-	{
-		if (*sp >= srcend)
-			return -1;
-		b = *(*sp)++;
-		len += b;
-	} while (b == 255 && len < PG_INT32_MAX);
-	return len;
-}
-
-/* As pglz_expand, for an lz4 block (whole sequences). */
-static bool
-lz4_expand(ExpandState *s, Size upto)
-{
-	const unsigned char *sp = s->sp;
-	const unsigned char *srcend = s->srcend;
-	unsigned char *dp = s->dp;
-	unsigned char *dest = s->dest;
-	unsigned char *destend = s->destend;
-	unsigned char *target = upto < (Size) (destend - dest) ? dest + upto : destend;
-
-	while (dp < target && sp < srcend)
-	{
-		const unsigned int token = *sp++;
-		int64		lits = token >> 4;
-		int64		len;
-		int32		off;
-
-		if (lits == 15 && (lits = lz4_length(&sp, srcend, lits)) < 0)
-			return false;
-		if (lits > srcend - sp || lits > destend - dp)
-			return false;
-		if (lits <= 16 && srcend - sp >= 16 && destend - dp >= 16)
-			memcpy(dp, sp, 16);	/* the common short run, 16 bytes at once */
-		else
-			memcpy(dp, sp, lits);
-		dp += lits;
-		sp += lits;
-		if (sp == srcend)
-			break;				/* the last sequence */
-		if (srcend - sp < 2)
-			return false;
-		off = sp[0] | (sp[1] << 8);
-		sp += 2;
-		len = (token & 0x0f) + 4;
-		if (len == 19 && (len = lz4_length(&sp, srcend, len)) < 0)
-			return false;
-		if (off == 0 || off > dp - dest || len > destend - dp)
-			return false;
-		if (destend - dp >= len + 16)
-			copy_match(dp, off, (int32) len);
-		else
-			for (int64 i = 0; i < len; i++)
-				dp[i] = dp[i - off];
-		dp += len;
-	}
-	s->sp = sp;
-	s->dp = dp;
-	return true;
-}
-
 static void
 corrupt(const GenieQueryArray *qa)
 {
@@ -294,16 +72,16 @@ corrupt(const GenieQueryArray *qa)
  * TOAST table.
  */
 static void
-expand_to(const GenieQueryArray *qa, ExpandState *s, Size upto)
+expand_to(const GenieQueryArray *qa, GenieExpand *s, Size upto)
 {
 	switch (qa->storage)
 	{
 		case QUERY_ARRAY_PGLZ:
-			if (!pglz_expand(s, upto))
+			if (!genie_expand_pglz(s, upto))
 				corrupt(qa);
 			break;
 		case QUERY_ARRAY_LZ4:
-			if (!lz4_expand(s, upto))
+			if (!genie_expand_lz4(s, upto))
 				corrupt(qa);
 			break;
 		case QUERY_ARRAY_PLAIN:
@@ -397,7 +175,7 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 	GenieScanAhead *volatile ahead = NULL;
 	volatile bool scanned = false;
 	ArrayType  *array;
-	ExpandState s;
+	GenieExpand s;
 	int			nq;
 	int			dim;
 
@@ -454,7 +232,7 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 			genie_vector_check_finite(vectors + (int64) from * dim, (int64) n * dim, dim, from);
 			/* a batch of one piece is searched as one, as before */
 			if (ahead != NULL && n < nq)
-				genie_scan_ahead_add(ahead, vectors + (int64) from * dim, n, dim);
+				genie_scan_ahead_add_kept(ahead, vectors + (int64) from * dim, n, dim);
 			CHECK_FOR_INTERRUPTS();
 		}
 		if (s.dp != s.destend || s.sp != s.srcend)

@@ -65,7 +65,8 @@ typedef struct AheadCopy
 /* One piece of the batch: malloc'd, the thread's until the backend joins it. */
 typedef struct AheadPiece
 {
-	AheadCopy	copy;			/* given back to spare once scanned */
+	AheadCopy	copy;			/* given back to spare once scanned; none for kept vectors */
+	const float *vectors;		/* what is scanned: the copy's, or the caller's kept ones */
 	int			n;
 	genie_status status;
 	GenieValueFound found;		/* when status is GENIE_OK, until taken */
@@ -150,7 +151,7 @@ ahead_main(void *arg)
 			memset(&queries, 0, sizeof(queries));
 			queries.kind = GENIE_VALUES_VECTORS;
 			queries.n = piece->n;
-			queries.vectors = piece->copy.vectors;
+			queries.vectors = piece->vectors;
 			queries.dim = ahead->dim;
 			piece->status = genie_value_set_scan(ahead->set, ahead->device, &ahead->options, &queries,
 												 ahead->k, ahead->excluded, NULL, NULL, NULL,
@@ -168,7 +169,7 @@ ahead_main(void *arg)
 			pthread_mutex_unlock(&ahead->mutex);
 		}
 		pthread_mutex_lock(&ahead->mutex);
-		if (ahead->n_spare < GENIE_AHEAD_QUEUED)
+		if (ahead->n_spare < GENIE_AHEAD_QUEUED && piece->copy.vectors != NULL)
 		{
 			ahead->spare[ahead->n_spare++] = piece->copy;
 			piece->copy.vectors = NULL;
@@ -345,8 +346,12 @@ ahead_start(GenieScanAhead *ahead)
 	return ahead->started;
 }
 
-void
-genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim)
+/*
+ * genie_scan_ahead_add and _add_kept: the piece's vectors copied (copy),
+ * or scanned where they are.
+ */
+static void
+ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim, bool copy)
 {
 	AheadPiece *piece;
 	Size		floats = (Size) n * Max(dim, 0);
@@ -388,7 +393,7 @@ genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim
 	pthread_mutex_unlock(&ahead->mutex);
 	/* a copy scanned already, large enough, or a new one */
 	piece = calloc(1, sizeof(AheadPiece));
-	if (piece != NULL)
+	if (piece != NULL && copy)
 	{
 		pthread_mutex_lock(&ahead->mutex);
 		for (int i = 0; i < ahead->n_spare; i++)
@@ -400,14 +405,20 @@ genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim
 			}
 		pthread_mutex_unlock(&ahead->mutex);
 	}
-	if (piece != NULL && piece->copy.vectors == NULL)
+	if (piece != NULL && copy && piece->copy.vectors == NULL)
 	{
 		piece->copy.vectors = malloc(sizeof(float) * floats);
 		piece->copy.floats = floats;
 	}
-	if (piece != NULL && piece->copy.vectors != NULL)
+	if (piece != NULL && copy && piece->copy.vectors != NULL)
 	{
 		memcpy(piece->copy.vectors, vectors, sizeof(float) * floats);
+		piece->vectors = piece->copy.vectors;
+	}
+	else if (piece != NULL && !copy)
+		piece->vectors = vectors;
+	if (piece != NULL && piece->vectors != NULL)
+	{
 		piece->n = n;
 		pthread_mutex_lock(&ahead->mutex);
 		if (ahead->n_pieces == ahead->pieces_room)
@@ -442,6 +453,18 @@ genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim
 		return;
 	}
 	ahead->n_queries += n;
+}
+
+void
+genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim)
+{
+	ahead_add(ahead, vectors, n, dim, true);
+}
+
+void
+genie_scan_ahead_add_kept(GenieScanAhead *ahead, const float *vectors, int n, int dim)
+{
+	ahead_add(ahead, vectors, n, dim, false);
 }
 
 bool

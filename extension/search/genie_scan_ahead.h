@@ -43,6 +43,12 @@ extern GenieScanAhead *genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k);
 extern void genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim);
 
 /*
+ * The same without the copy: the caller keeps the vectors, unchanged, until
+ * genie_scan_ahead_end (a stored array expanded in place).
+ */
+extern void genie_scan_ahead_add_kept(GenieScanAhead *ahead, const float *vectors, int n, int dim);
+
+/*
  * The threads the caller expands rows on (as genie.cpu_threads counts
  * them): while pieces are scanned, beside GPU scans the half of the cores
  * the scans' host side leaves, beside CPU scans one; else genie.cpu_threads.

@@ -1,0 +1,172 @@
+/*
+ * genie_expand.c's pglz and lz4 expanders against PostgreSQL's
+ * pglz_decompress and liblz4's LZ4_decompress_safe (the server's, looked up
+ * at run time), on Fashion-MNIST's 10,000 test images as one real[] array's
+ * bytes (31 MB, the batch of bench/batch-ab's vectors kinds) and on
+ * synthetic float arrays; each value compressed as the server compresses a
+ * stored value (pglz's default strategy, one lz4 block).  Every expansion is
+ * checked byte for byte against the input, ours in pieces of PIECE bytes as
+ * genie_query_array.c asks.  Built and run by bench/expand-bench.
+ *
+ *   expand_bench IDX_FILE [ROUNDS] [PIECE]
+ */
+#include "postgres_fe.h"
+
+#include <dlfcn.h>
+#include <time.h>
+
+#include "common/pg_lzcompress.h"
+#include "functions/genie_expand.h"
+
+typedef int (*Lz4Compress) (const char *src, char *dst, int size, int capacity);
+typedef int (*Lz4Decompress) (const char *src, char *dst, int size, int capacity);
+typedef int (*Lz4Bound) (int size);
+
+static double
+now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Ours in pieces of piece bytes; false on corrupt data or a short value. */
+static bool
+expand_ours(bool lz4, const char *comp, int clen, char *out, int rawlen, size_t piece)
+{
+	GenieExpand s;
+
+	s.sp = (const unsigned char *) comp;
+	s.srcend = s.sp + clen;
+	s.dest = (unsigned char *) out;
+	s.dp = s.dest;
+	s.destend = s.dest + rawlen;
+	for (size_t upto = piece; s.dp < s.destend; upto += piece)
+		if (!(lz4 ? genie_expand_lz4(&s, upto) : genie_expand_pglz(&s, upto)))
+			return false;
+	return s.sp == s.srcend;
+}
+
+int
+main(int argc, char **argv)
+{
+	FILE	   *f;
+	unsigned char header[16];
+	int			n = 10000,
+				dim = 784;
+	unsigned char *pixels;
+	int			rounds = argc > 2 ? Min(Max(atoi(argv[2]), 1), 64) : 5;
+	size_t		piece = argc > 3 ? strtoul(argv[3], NULL, 10) : 1024 * 784 * 4;
+	void	   *lib = dlopen("liblz4.so.1", RTLD_NOW);
+	Lz4Compress lz4_compress = lib ? (Lz4Compress) dlsym(lib, "LZ4_compress_default") : NULL;
+	Lz4Decompress lz4_decompress = lib ? (Lz4Decompress) dlsym(lib, "LZ4_decompress_safe") : NULL;
+	Lz4Bound	lz4_bound = lib ? (Lz4Bound) dlsym(lib, "LZ4_compressBound") : NULL;
+	const char *names[] = {"fashion-mnist", "half-zeros", "cyclic"};
+	bool		all_equal = true;
+
+	if (argc < 2 || (f = fopen(argv[1], "rb")) == NULL || fread(header, 1, 16, f) != 16)
+	{
+		fprintf(stderr, "usage: expand_bench IDX_FILE [ROUNDS] [PIECE]\n");
+		return 2;
+	}
+	pixels = malloc((size_t) n * dim);
+	if (fread(pixels, 1, (size_t) n * dim, f) != (size_t) n * dim)
+	{
+		fprintf(stderr, "expand_bench: %s is short\n", argv[1]);
+		return 2;
+	}
+	fclose(f);
+	printf("rounds %d (median), pieces of %zu bytes; liblz4 %s\n", rounds, piece, lz4_decompress ? "found" : "absent");
+	printf("%-14s %-5s %10s %12s %12s %10s %10s\n", "data", "codec", "compressed", "library ms", "genie ms",
+		   "library/genie", "genie GB/s");
+	for (int variant = 0; variant < 3; variant++)
+	{
+		/* an array's header (40 bytes of a 2-D real[]), then the floats */
+		int			rawlen = n * dim * 4 + 40;
+		char	   *raw = calloc(1, rawlen);
+		float	   *values = (float *) (raw + 40);
+		char	   *out = malloc(rawlen);
+
+		srand(7);
+		for (int i = 0; i < n * dim; i++)
+			values[i] = variant == 0 ? pixels[i] :
+				variant == 1 ? (i % 2 ? (float) (rand() % 1000) : 0.0f) :
+				(float) ((i * 5 + (i / dim) * 3) % 9);
+		for (int codec = 0; codec < 2; codec++)
+		{
+			bool		lz4 = codec == 1;
+			char	   *comp;
+			int			clen;
+			double		lib_ms[64],
+						ours_ms[64];
+
+			if (lz4 && (lz4_compress == NULL || lz4_bound == NULL))
+				continue;
+			comp = malloc(lz4 ? lz4_bound(rawlen) : PGLZ_MAX_OUTPUT(rawlen));
+			clen = lz4 ? lz4_compress(raw, comp, rawlen, lz4_bound(rawlen))
+				: pglz_compress(raw, rawlen, comp, PGLZ_strategy_default);
+			if (clen <= 0)
+			{
+				printf("%-14s %-5s not compressed\n", names[variant], lz4 ? "lz4" : "pglz");
+				free(comp);
+				continue;
+			}
+			/* a round of each, the first not counted (the output's pages) */
+			for (int r = 0; r <= rounds; r++)
+			{
+				double		t0,
+							t1,
+							t2;
+				int			got;
+				bool		ok;
+
+				memset(out, 0xAB, rawlen);
+				t0 = now_ms();
+				got = lz4 ? lz4_decompress(comp, out, clen, rawlen)
+					: pglz_decompress(comp, clen, out, rawlen, true);
+				t1 = now_ms();
+				if (got != rawlen || memcmp(out, raw, rawlen) != 0)
+					all_equal = false;
+				memset(out, 0xAB, rawlen);
+				t2 = now_ms();
+				ok = expand_ours(lz4, comp, clen, out, rawlen, piece);
+				if (r > 0)
+				{
+					lib_ms[r - 1] = t1 - t0;
+					ours_ms[r - 1] = now_ms() - t2;
+				}
+				if (!ok || memcmp(out, raw, rawlen) != 0)
+					all_equal = false;
+			}
+			{
+				double		lib = median(lib_ms, rounds),
+							ours = median(ours_ms, rounds);
+
+				printf("%-14s %-5s %10d %12.1f %12.1f %12.2fx %10.2f\n", names[variant], lz4 ? "lz4" : "pglz",
+					   clen, lib, ours, lib / ours, rawlen / ours / 1e6);
+			}
+			free(comp);
+		}
+		free(raw);
+		free(out);
+	}
+	printf("every expansion equal to its input: %s\n", all_equal ? "yes" : "NO");
+	return all_equal ? 0 : 1;
+}
