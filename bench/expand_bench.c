@@ -8,7 +8,12 @@
  * checked byte for byte against the input, ours in pieces of PIECE bytes as
  * genie_query_array.c asks.  Built and run by bench/expand-bench.
  *
- *   expand_bench IDX_FILE [ROUNDS] [PIECE]
+ *   expand_bench IDX_FILE [ROUNDS] [PIECE] [MUTATIONS]
+ *
+ * MUTATIONS > 0: also expands that many copies of each compressed value
+ * with random bytes changed (built with -fsanitize=address by
+ * bench/expand-bench FUZZ=N): corrupt data must be refused or expanded
+ * within the output, never read or written outside.
  */
 #include "postgres_fe.h"
 
@@ -59,9 +64,41 @@ expand_ours(bool lz4, const char *comp, int clen, char *out, int rawlen, size_t 
 	s.dp = s.dest;
 	s.destend = s.dest + rawlen;
 	for (size_t upto = piece; s.dp < s.destend; upto += piece)
+	{
 		if (!(lz4 ? genie_expand_lz4(&s, upto) : genie_expand_pglz(&s, upto)))
 			return false;
+		/* the input ended short of the piece: a truncated value (as genie_query_array_read sees it) */
+		if (s.dp < s.destend && (Size) (s.dp - s.dest) < upto)
+			return false;
+	}
 	return s.sp == s.srcend;
+}
+
+/*
+ * Expands mutations copies of comp, each with 1 to 8 random bytes changed,
+ * in pieces (ASan sees any access outside the buffers); the count refused.
+ */
+static int
+mutate(bool lz4, const char *comp, int clen, int rawlen, size_t piece, int mutations)
+{
+	char	   *copy = malloc(clen);
+	char	   *out = malloc(rawlen);
+	int			refused = 0;
+
+	for (int m = 0; m < mutations; m++)
+	{
+		int			changes = 1 + rand() % 8;
+
+		memcpy(copy, comp, clen);
+		for (int c = 0; c < changes; c++)
+			copy[rand() % clen] = (char) rand();
+		/* a truncated value too, now and then */
+		if (!expand_ours(lz4, copy, m % 5 == 0 ? clen / 2 : clen, out, rawlen, piece))
+			refused++;
+	}
+	free(copy);
+	free(out);
+	return refused;
 }
 
 int
@@ -73,7 +110,8 @@ main(int argc, char **argv)
 				dim = 784;
 	unsigned char *pixels;
 	int			rounds = argc > 2 ? Min(Max(atoi(argv[2]), 1), 64) : 5;
-	size_t		piece = argc > 3 ? strtoul(argv[3], NULL, 10) : 1024 * 784 * 4;
+	size_t		piece = argc > 3 && atol(argv[3]) > 0 ? strtoul(argv[3], NULL, 10) : 1024 * 784 * 4;
+	int			mutations = argc > 4 ? atoi(argv[4]) : 0;
 	void	   *lib = dlopen("liblz4.so.1", RTLD_NOW);
 	Lz4Compress lz4_compress = lib ? (Lz4Compress) dlsym(lib, "LZ4_compress_default") : NULL;
 	Lz4Decompress lz4_decompress = lib ? (Lz4Decompress) dlsym(lib, "LZ4_decompress_safe") : NULL;
@@ -125,7 +163,10 @@ main(int argc, char **argv)
 			if (clen <= 0)
 			{
 				printf("%-14s %-5s not compressed\n", names[variant], lz4 ? "lz4" : "pglz");
-				free(comp);
+				if (mutations > 0)
+				printf("%-14s %-5s %d mutated values expanded in bounds, %d refused as corrupt\n", names[variant],
+					   lz4 ? "lz4" : "pglz", mutations, mutate(lz4, comp, clen, rawlen, piece, mutations));
+			free(comp);
 				continue;
 			}
 			/* a round of each, the first not counted (the output's pages) */
@@ -162,11 +203,15 @@ main(int argc, char **argv)
 				printf("%-14s %-5s %10d %12.1f %12.1f %12.2fx %10.2f\n", names[variant], lz4 ? "lz4" : "pglz",
 					   clen, lib, ours, lib / ours, rawlen / ours / 1e6);
 			}
+			if (mutations > 0)
+				printf("%-14s %-5s %d mutated values expanded in bounds, %d refused as corrupt\n", names[variant],
+					   lz4 ? "lz4" : "pglz", mutations, mutate(lz4, comp, clen, rawlen, piece, mutations));
 			free(comp);
 		}
 		free(raw);
 		free(out);
 	}
+	free(pixels);
 	printf("every expansion equal to its input: %s\n", all_equal ? "yes" : "NO");
 	return all_equal ? 0 : 1;
 }
