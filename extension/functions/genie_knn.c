@@ -278,9 +278,9 @@ genie_knn(PG_FUNCTION_ARGS)
 
 	check_k(k);
 	/*
-	 * A table's pglz-compressed array is read by the search, in pieces
-	 * scanned while the next are expanded; any other is read (detoasted)
-	 * here: for large batches, most of a call's time.
+	 * A table's array stored out of line (4 MB or more) is read by the
+	 * search, in pieces scanned while the next are expanded; any other is
+	 * read (detoasted) here: for large batches, most of a call's time.
 	 */
 	genie_profile_push(GENIE_PHASE_QUERY);
 	stored = genie_query_array_open(PG_GETARG_DATUM(1));

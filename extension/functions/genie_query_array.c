@@ -35,7 +35,9 @@
 
 /*
  * An array is read in pieces when it is at least this long: two pieces of
- * Fashion-MNIST queries (a shorter one is searched in one call anyway).
+ * 2 MB (a shorter one is searched in one call anyway).  A piece is also at
+ * least 1,024 queries, so an array of wider vectors may still be one piece:
+ * it is then expanded here, then searched.
  */
 #define QUERY_ARRAY_MIN_BYTES	((Size) 2 * GENIE_SCAN_AHEAD_PIECE_BYTES)
 

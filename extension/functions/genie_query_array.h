@@ -19,16 +19,18 @@ typedef struct GenieQueryArray GenieQueryArray;
 
 /*
  * The stored array of queries value (genie_knn's argument, not detoasted)
- * when it is a table's value stored out of line and at least two pieces
- * long: a compressed one fetched, still compressed; else NULL, and the
- * caller detoasts it as usual.
+ * when it is a table's value stored out of line and at least 4 MB (two
+ * pieces of GENIE_SCAN_AHEAD_PIECE_BYTES): a compressed one fetched, still
+ * compressed; else NULL, and the caller detoasts it as usual.
  */
 extern GenieQueryArray *genie_query_array_open(Datum value);
 
 /*
  * Expands the array into batch (vectors, in the caller's memory context),
  * with the checks and errors of genie_vector_queries and
- * genie_vector_check_queries (index's dimension).  With entry (the pinned
+ * genie_vector_check_queries (index's dimension; a 2-D array's width is
+ * checked before its elements, so an array with both faults gets the
+ * width's error).  With entry (the pinned
  * entry of the search; NULL: none), each piece of a 2-D array is scanned
  * for its k nearest while the next is expanded: then, when every piece
  * was, true and *first the first round's rows of the whole batch, as

@@ -16,7 +16,8 @@
  *
  * The thread calls the C API alone (genie_value_set_scan, as the genie
  * service's runners do), on copies of the pieces' vectors (malloc'd: the
- * reader's buffer grows by repalloc and may move), with the entry's set
+ * reader's buffer grows by repalloc and may move; a stored array expanded
+ * in place is scanned where it lies, genie_scan_ahead_add_kept), with the entry's set
  * and flags, which the caller's pin keeps.  A copy scanned is used again
  * for a later piece: a fresh copy for every piece faulted its pages in
  * while the reader's threads wrote theirs, and the reading took the longer

@@ -3,8 +3,9 @@
  * genie_scan_ahead.h
  *	  A batch's first queries scanned while the backend reads the rest
  *	  (genie_scan_ahead.c): genie_knn_from reads its query rows from a
- *	  cursor, and the engine scans each piece of them as it is read, so that
- *	  reading and scanning overlap instead of following each other.
+ *	  cursor, genie_knn expands a stored array, and the engine scans each
+ *	  piece of them as it is read, so that reading and scanning overlap
+ *	  instead of following each other.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,7 +32,7 @@ typedef struct GenieScanAhead GenieScanAhead;
  * vectors (the genie service, the approximate modes, the permutation
  * index, a List of Clusters read) or genie.cpu_threads gives one core; the
  * caller then searches as usual.  The thread starts with the first piece.
- * (genie_query_rows_read begins and ends one.)
+ * (genie_query_rows_read and genie_query_array_read begin and end one.)
  */
 extern GenieScanAhead *genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k);
 
