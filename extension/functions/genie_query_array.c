@@ -23,7 +23,6 @@
 #include "access/detoast.h"
 #include "access/toast_compression.h"
 #include "catalog/pg_type.h"
-#include "common/pg_lzcompress.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/memutils.h"
