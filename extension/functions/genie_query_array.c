@@ -69,8 +69,8 @@ corrupt(const GenieQueryArray *qa)
 
 /*
  * Expands qa's value to upto bytes of its data (or its end): a compressed
- * one with the error of corrupt data; a plain one's slice fetched from the
- * TOAST table.
+ * one with the error of corrupt data, also when it ends short of upto; a
+ * plain one's slice fetched from the TOAST table.
  */
 static void
 expand_to(const GenieQueryArray *qa, GenieExpand *s, Size upto)
@@ -105,6 +105,8 @@ expand_to(const GenieQueryArray *qa, GenieExpand *s, Size upto)
 				break;
 			}
 	}
+	if ((Size) (s->dp - s->dest) < Min(upto, (Size) (s->destend - s->dest)))
+		corrupt(qa);
 }
 
 /* ---- the array ---- */
@@ -197,12 +199,12 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 
 	/* the header: the dimensions (and the element type) */
 	expand_to(qa, &s, ARR_OVERHEAD_NONULLS(2) - VARHDRSZ);
-	if (s.dp - s.dest < ARR_OVERHEAD_NONULLS(2) - VARHDRSZ || !array_in_pieces(array, qa->rawsize))
+	if (qa->rawsize < ARR_OVERHEAD_NONULLS(2) - VARHDRSZ || !array_in_pieces(array, qa->rawsize))
 	{
 		/* expanded whole: genie_knn's checks and errors */
 		expand_to(qa, &s, qa->rawsize);
-		if (s.dp != s.destend || s.sp != s.srcend)
-			corrupt(qa);
+		if (s.sp != s.srcend)
+			corrupt(qa);		/* input past the value's end */
 		memset(batch, 0, sizeof(*batch));
 		batch->kind = GENIE_VALUES_VECTORS;
 		batch->vectors = genie_vector_queries(array, &batch->n, &batch->dim);
@@ -218,8 +220,7 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 	{
 		const Size data = ARR_DATA_OFFSET(array) - VARHDRSZ;
 		const float *vectors = (const float *) ARR_DATA_PTR(array);
-		const int	piece = (int) Max((int64) GENIE_SCAN_AHEAD_PIECE_ROWS,
-									  (int64) (GENIE_SCAN_AHEAD_PIECE_BYTES / sizeof(float) / dim));
+		const int	piece = genie_scan_ahead_piece_rows(dim);
 
 		if (entry != NULL)
 			ahead = genie_scan_ahead_begin(entry, k);
@@ -228,16 +229,14 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 			int			n = Min(piece, nq - from);
 
 			expand_to(qa, &s, data + ((Size) from + n) * dim * sizeof(float));
-			if (s.dp - s.dest < (int64) (data + ((Size) from + n) * dim * sizeof(float)))
-				corrupt(qa);
 			genie_vector_check_finite(vectors + (int64) from * dim, (int64) n * dim, dim, from);
 			/* a batch of one piece is searched as one, as before */
 			if (ahead != NULL && n < nq)
 				genie_scan_ahead_add_kept(ahead, vectors + (int64) from * dim, n, dim);
 			CHECK_FOR_INTERRUPTS();
 		}
-		if (s.dp != s.destend || s.sp != s.srcend)
-			corrupt(qa);
+		if (s.sp != s.srcend)
+			corrupt(qa);		/* (the last piece ends the value) */
 		if (ahead != NULL && nq > piece)
 			scanned = genie_scan_ahead_finish(ahead, nq, first);
 	}

@@ -331,8 +331,7 @@ read_kept_rows(GenieQueryRows *qr)
 static void
 scan_ahead(GenieQueryRows *qr, bool last)
 {
-	int64		piece = Max((int64) GENIE_SCAN_AHEAD_PIECE_ROWS,
-							(int64) (GENIE_SCAN_AHEAD_PIECE_BYTES / sizeof(float) / Max(qr->dim, 1)));
+	int64		piece = genie_scan_ahead_piece_rows(qr->dim);
 
 	if (qr->ahead == NULL || qr->n == qr->handed || (last && qr->handed == 0) ||
 		(!last && qr->n - qr->handed < piece))

@@ -24,6 +24,14 @@ typedef struct GenieScanAhead GenieScanAhead;
 #define GENIE_SCAN_AHEAD_PIECE_ROWS		1024
 #define GENIE_SCAN_AHEAD_PIECE_BYTES	((Size) 2 * 1024 * 1024)
 
+/* The rows of a piece of vectors of dim elements: both of the above. */
+static inline int
+genie_scan_ahead_piece_rows(int dim)
+{
+	return (int) Max((int64) GENIE_SCAN_AHEAD_PIECE_ROWS,
+					 (int64) (GENIE_SCAN_AHEAD_PIECE_BYTES / sizeof(float) / Max(dim, 1)));
+}
+
 /*
  * A scan ahead of vector queries, k nearest, on entry (pinned by the
  * caller until genie_scan_ahead_end), on genie.device's engine, made
