@@ -201,8 +201,12 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 	expand_to(qa, &s, ARR_OVERHEAD_NONULLS(2) - VARHDRSZ);
 	if (qa->rawsize < ARR_OVERHEAD_NONULLS(2) - VARHDRSZ || !array_in_pieces(array, qa->rawsize))
 	{
-		/* expanded whole: genie_knn's checks and errors */
-		expand_to(qa, &s, qa->rawsize);
+		/* expanded whole (2 MB at a time, for a cancel): genie_knn's checks and errors */
+		for (Size upto = GENIE_SCAN_AHEAD_PIECE_BYTES; s.dp < s.destend; upto += GENIE_SCAN_AHEAD_PIECE_BYTES)
+		{
+			expand_to(qa, &s, upto);
+			CHECK_FOR_INTERRUPTS();
+		}
 		if (s.sp != s.srcend)
 			corrupt(qa);		/* input past the value's end */
 		memset(batch, 0, sizeof(*batch));
