@@ -242,7 +242,7 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 		if (s.sp != s.srcend)
 			corrupt(qa);		/* (the last piece ends the value) */
 		if (ahead != NULL && nq > piece)
-			scanned = genie_scan_ahead_finish(ahead, nq, first);
+			scanned = genie_scan_ahead_finish(ahead, vectors, nq, first);
 	}
 	PG_FINALLY();
 	{

@@ -433,7 +433,7 @@ genie_query_rows_read(const char *sql, GenieCachedIndex *entry, int32 k, GenieQu
 		qr->ahead = ahead;
 		query_rows(sql, qr);
 		if (ahead != NULL)
-			scanned = genie_scan_ahead_finish(ahead, qr->n, first);
+			scanned = genie_scan_ahead_finish(ahead, qr->vectors, qr->n, first);
 	}
 	PG_FINALLY();
 	{

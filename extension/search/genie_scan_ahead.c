@@ -35,6 +35,12 @@
  * engines answer each query alone), so the rounds after the first, the
  * widening for invisible rows, search as before.
  *
+ * With the genie service there is no thread: each piece is a request to
+ * the service (GenieServicePieces), sent when it is added and answered
+ * while the backend reads the next, so the service's search hides behind
+ * the reading in the same way (genie_knn of a stored array took as long
+ * again through the service as in-process before, bench/latency.md).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -49,7 +55,9 @@
 #include "genie_utils.h"
 #include "search/genie_cache_values.h"
 #include "search/genie_scan_ahead.h"
+#include "search/genie_search_device.h"
 #include "service/genie_service_client.h"
+#include "service/genie_service_scan.h"
 #include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
 
@@ -100,6 +108,12 @@ struct GenieScanAhead
 	bool		on_gpu;			/* the scans run on a GPU (auto: known after the first) */
 	AheadCopy	spare[GENIE_AHEAD_QUEUED];	/* the copies scanned, for the next pieces */
 	int			n_spare;
+
+	/* through the genie service: the pieces' requests (no thread) */
+	bool		through_service;
+	GenieServicePieces service;
+	GenieCachedIndex *entry;
+	int			n_sent;			/* the pieces sent */
 
 	/* the backend's */
 	bool		failed;			/* a piece was not added */
@@ -234,6 +248,38 @@ monotonic_cond_init(pthread_cond_t *cond)
 	return made;
 }
 
+/*
+ * Through the genie service, which answers the main objects (the pending
+ * ones are scanned here at the finish, as genie_search_values does): the
+ * pieces go to the service as they are added, each answered while the
+ * backend reads the next.  The service's own process does the scans, so a
+ * backend of one core gains as well.  NULL while the service is away (the
+ * search then falls back as it says), or with no main objects.
+ */
+static GenieScanAhead *
+begin_through_service(GenieCachedIndex *entry, int32 k)
+{
+	GenieScanAhead *ahead;
+	int32		n_excluded;
+	const int32 *excluded;
+
+	if (entry->n_main_objects == 0 || !genie_service_ready())
+		return NULL;
+	ahead = calloc(1, sizeof(GenieScanAhead));
+	if (ahead == NULL)
+		return NULL;
+	ahead->through_service = true;
+	ahead->entry = entry;
+	ahead->dim = entry->value_dim;
+	ahead->k = genie_search_first_k(k, entry->n_objects);
+	excluded = genie_cache_excluded_main(entry, &n_excluded);
+	/* (EXPLAIN (ANALYZE) counts the queries read through a List of Clusters, as ask_values does) */
+	genie_service_pieces_begin(&ahead->service, &entry->main_key, entry->index_oid, genie_device_setting,
+							   ahead->k, genie_cluster_list_knn, genie_explain_analyzing, excluded,
+							   n_excluded);
+	return ahead;
+}
+
 GenieScanAhead *
 genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k)
 {
@@ -243,11 +289,13 @@ genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k)
 	const GenieValueSet *set;
 	GenieScanAhead *ahead;
 
-	/* what genie_search_values would not answer by one exact in-process scan */
+	/* what genie_search_values would not answer by one exact scan */
 	if (entry->values_kind != GENIE_VALUES_VECTORS || entry->n_objects == 0 ||
 		entry->value_dim <= 0 || genie_search_approximate(GENIE_VALUES_VECTORS) ||
-		genie_search_permutation(GENIE_VALUES_VECTORS) || genie_service_configured())
+		genie_search_permutation(GENIE_VALUES_VECTORS))
 		return NULL;
+	if (genie_service_configured())
+		return begin_through_service(entry, k);
 	cores = genie_cpu_threads > 0 ? genie_cpu_threads : (int) Max(1, sysconf(_SC_NPROCESSORS_ONLN));
 	/* one core: the reading and the scans would take turns on it anyway */
 	if (cores < 2)
@@ -318,6 +366,9 @@ genie_scan_ahead_reading_threads(GenieScanAhead *ahead)
 	/* before the first piece, and once the scans stopped, the reading has every thread */
 	int			threads;
 
+	/* the service scans in its own process */
+	if (ahead->through_service)
+		return genie_cpu_threads;
 	pthread_mutex_lock(&ahead->mutex);
 	scanning = ahead->started && !ahead->stop && !ahead->failed;
 	threads = ahead->on_gpu ? ahead->cores - ahead->cores / 2 : 1;
@@ -360,6 +411,25 @@ ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim, bool copy
 
 	if (n <= 0 || ahead->failed)
 		return;
+	if (ahead->through_service)
+	{
+		GenieValueBatch piece;
+
+		memset(&piece, 0, sizeof(piece));
+		piece.kind = GENIE_VALUES_VECTORS;
+		piece.n = n;
+		piece.vectors = vectors;
+		piece.dim = dim;
+		/* (written into the request segment: no copy is kept) */
+		if (dim != ahead->dim || !genie_service_pieces_add(&ahead->service, &piece))
+			ahead->failed = true;
+		else
+		{
+			ahead->n_sent++;
+			ahead->n_queries += n;
+		}
+		return;
+	}
 	/* rows of another width: the search reports them, the scans are not for them */
 	if (dim != ahead->dim || (!ahead->started && !ahead_start(ahead)))
 	{
@@ -468,11 +538,42 @@ genie_scan_ahead_add_kept(GenieScanAhead *ahead, const float *vectors, int n, in
 	ahead_add(ahead, vectors, n, dim, false);
 }
 
+/* genie_scan_ahead_finish through the service */
+static bool
+finish_through_service(GenieScanAhead *ahead, const float *vectors, int nq, GenieValueRows *first)
+{
+	GenieServicePieces *sp = &ahead->service;
+	GenieValueBatch queries;
+	GenieValueRows main_rows;
+
+	if (ahead->n_sent == 0)
+		return false;			/* no piece: the batch is searched as usual */
+	if (!genie_service_pieces_finish(sp) || ahead->failed || ahead->n_queries != nq ||
+		sp->n_answered != nq)
+		return false;
+	/* the rows are the caller's from here */
+	main_rows = sp->rows;
+	memset(&sp->rows, 0, sizeof(sp->rows));
+	memset(&queries, 0, sizeof(queries));
+	queries.kind = GENIE_VALUES_VECTORS;
+	queries.n = nq;
+	queries.vectors = vectors;
+	queries.dim = ahead->dim;
+	genie_search_values_from_service(ahead->entry, &queries, ahead->k, sp->engine, sp->device_fallback,
+									 &main_rows, first);
+	if (sp->list_counts[0] > 0)
+		genie_explain_list(sp->list_counts[0], sp->list_counts[1]);
+	genie_explain_ahead(nq, ahead->n_sent);
+	return true;
+}
+
 bool
-genie_scan_ahead_finish(GenieScanAhead *ahead, int nq, GenieValueRows *first)
+genie_scan_ahead_finish(GenieScanAhead *ahead, const float *vectors, int nq, GenieValueRows *first)
 {
 	GenieValueFound *parts;
 
+	if (ahead->through_service)
+		return finish_through_service(ahead, vectors, nq, first);
 	if (!ahead->started)
 		return false;			/* no piece: the batch is searched as usual */
 	genie_profile_push(GENIE_PHASE_ENGINE);
@@ -503,6 +604,13 @@ genie_scan_ahead_end(GenieScanAhead *ahead)
 {
 	if (ahead == NULL)
 		return;
+	if (ahead->through_service)
+	{
+		/* a piece still out is withdrawn */
+		genie_service_pieces_end(&ahead->service);
+		free(ahead);
+		return;
+	}
 	ahead_join(ahead, true);
 	for (int i = 0; i < ahead->n_pieces; i++)
 	{

@@ -36,17 +36,20 @@ genie_scan_ahead_piece_rows(int dim)
  * A scan ahead of vector queries, k nearest, on entry (pinned by the
  * caller until genie_scan_ahead_end), on genie.device's engine, made
  * before the caller reads a row (the entry's values are loaded here): NULL
- * where the batch would not be one exact in-process scan of the entry's
- * vectors (the genie service, the approximate modes, the permutation
- * index, a List of Clusters read) or genie.cpu_threads gives one core; the
- * caller then searches as usual.  The thread starts with the first piece.
+ * where the batch would not be one exact scan of the entry's vectors (the
+ * approximate modes, the permutation index), in-process where a List of
+ * Clusters would be read or genie.cpu_threads gives one core, and through
+ * the genie service while it is away or holds no main objects; the caller
+ * then searches as usual.  In-process, the thread starts with the first
+ * piece; through the service, each piece is a request to it, out while
+ * the caller reads the next.
  * (genie_query_rows_read and genie_query_array_read begin and end one.)
  */
 extern GenieScanAhead *genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k);
 
 /*
  * The next n query vectors of dim elements, copied: the engine scans them
- * on its thread.  Rows of another width than the entry's end the scans
+ * on its thread (or the service: the copy is its request's).  Rows of another width than the entry's end the scans
  * (the search reports them).  Waits while a few pieces are not scanned yet.
  */
 extern void genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim);
@@ -65,20 +68,23 @@ extern void genie_scan_ahead_add_kept(GenieScanAhead *ahead, const float *vector
 extern int	genie_scan_ahead_reading_threads(GenieScanAhead *ahead);
 
 /*
- * After the batch's last piece (nq queries in all): waits for the scans and
- * moves their rows into *first (palloc'd), as genie_search_values answers
- * the whole batch at genie_search_first_k(k, entry->n_objects), not yet
- * counted as a search (genie_search_values_visible counts them); true.
+ * After the batch's last piece (the nq queries of vectors in all): waits
+ * for the scans and moves their rows into *first (palloc'd), as
+ * genie_search_values answers the whole batch at genie_search_first_k(k,
+ * entry->n_objects) (through the service: with the pending objects scanned
+ * here), not yet counted as a search (genie_search_values_visible counts
+ * them); true.
  * False when no piece was added or a piece could not be scanned (out of
  * memory, a GPU error, a cancel): the caller searches the batch as usual,
  * which reports it.
  */
-extern bool genie_scan_ahead_finish(GenieScanAhead *ahead, int nq, GenieValueRows *first);
+extern bool genie_scan_ahead_finish(GenieScanAhead *ahead, const float *vectors, int nq,
+									GenieValueRows *first);
 
 /*
- * Stops the scans (those under way are cancelled) and frees the scan
- * ahead; after finish too, and on every error path (PG_FINALLY), as the
- * thread reads the entry's values.
+ * Stops the scans (those under way are cancelled, a request out is
+ * withdrawn) and frees the scan ahead; after finish too, and on every
+ * error path (PG_FINALLY), as the thread reads the entry's values.
  */
 extern void genie_scan_ahead_end(GenieScanAhead *ahead);
 

@@ -33,6 +33,7 @@
 #include "search/genie_search_range.h"
 #include "search/genie_search_values.h"
 #include "service/genie_service_client.h"
+#include "service/genie_service_scan.h"
 
 /* The exact search of every query on the CPU engine (through the list when there is one). */
 static genie_status

@@ -42,6 +42,7 @@
 #include "search/genie_search_values.h"
 #include "search/genie_visibility.h"
 #include "service/genie_service_client.h"
+#include "service/genie_service_scan.h"
 #include "profile/genie_explain.h"
 #include "profile/genie_profile.h"
 
@@ -492,6 +493,30 @@ no_rows(int nq, GenieValueRows *rows)
 }
 
 /*
+ * The rows of queries from the main objects' rows (main_rows, the
+ * service's) and the pending objects' (scanned here, on the CPU), merged;
+ * main_rows is freed.
+ */
+static void
+with_pending(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k, GenieValueRows *main_rows,
+			 GenieValueRows *rows)
+{
+	GenieValueRows pending_rows;
+
+	memset(&pending_rows, 0, sizeof(pending_rows));
+	genie_profile_push(GENIE_PHASE_PENDING);
+	if (entry->n_objects > entry->n_main_objects)
+		scan_pending(entry, queries, k, &pending_rows);
+	else
+		no_rows(queries->n, &pending_rows);
+	merge_rows(main_rows, &pending_rows, entry->n_main_objects, queries->n, k, rows);
+	genie_profile_pop();
+	/* a widening round asks again: free this round's rows */
+	genie_value_rows_free(main_rows);
+	genie_value_rows_free(&pending_rows);
+}
+
+/*
  * Through the service: the main rows there and the pending rows (on the
  * CPU) here, merged; false when the service is away.
  */
@@ -499,13 +524,10 @@ static bool
 scan_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
 					 GenieValueRows *rows)
 {
-	int32		n_main = entry->n_main_objects;
 	GenieValueRows main_rows;
-	GenieValueRows pending_rows;
 
 	memset(&main_rows, 0, sizeof(main_rows));
-	memset(&pending_rows, 0, sizeof(pending_rows));
-	if (n_main > 0)
+	if (entry->n_main_objects > 0)
 	{
 		ValuesAsk	ask = {queries, k, &main_rows};
 
@@ -515,17 +537,18 @@ scan_through_service(GenieCachedIndex *entry, const GenieValueBatch *queries, in
 	}
 	else
 		no_rows(queries->n, &main_rows);
-	genie_profile_push(GENIE_PHASE_PENDING);
-	if (entry->n_objects > n_main)
-		scan_pending(entry, queries, k, &pending_rows);
-	else
-		no_rows(queries->n, &pending_rows);
-	merge_rows(&main_rows, &pending_rows, n_main, queries->n, k, rows);
-	genie_profile_pop();
-	/* a widening round asks again: free this round's rows */
-	genie_value_rows_free(&main_rows);
-	genie_value_rows_free(&pending_rows);
+	with_pending(entry, queries, k, &main_rows, rows);
 	return true;
+}
+
+void
+genie_search_values_from_service(GenieCachedIndex *entry, const GenieValueBatch *queries, int32 k,
+								 genie_engine_kind engine, bool device_fallback, GenieValueRows *main_rows,
+								 GenieValueRows *rows)
+{
+	genie_search_ran_on(engine, true);
+	genie_search_note_engine(engine, device_fallback, kind_what(queries->kind));
+	with_pending(entry, queries, k, main_rows, rows);
 }
 
 void

@@ -99,6 +99,18 @@ extern void genie_search_values_visible(GenieCachedIndex *entry, Relation heap,
 										GenieValueRows *rows, ItemPointerData **tids);
 
 /*
+ * The rows of queries (at genie_search_values' k) from the rows of the
+ * main objects the genie service scanned (main_rows, in pieces:
+ * genie_scan_ahead.c; engine and device_fallback its answers'): the search
+ * noted as the service's, and the pending objects scanned here and merged
+ * in, as genie_search_values gives them through the service; main_rows is
+ * freed.
+ */
+extern void genie_search_values_from_service(GenieCachedIndex *entry, const GenieValueBatch *queries,
+											 int32 k, genie_engine_kind engine, bool device_fallback,
+											 GenieValueRows *main_rows, GenieValueRows *rows);
+
+/*
  * Moves the C API's scans of consecutive pieces of one batch (parts[0 ..
  * n_parts), freed) into palloc'd rows, the lengths from lengths_of (NULL:
  * zero).

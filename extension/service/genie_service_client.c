@@ -3,8 +3,9 @@
  * genie_service_client.c
  *	  A backend's side of the genie service (see genie_service.h): the
  *	  session's request segment, submitting a request and waiting for its
- *	  answer interruptibly, withdrawing on cancel, and the requests (load,
- *	  search, verify, and the load and scan of stored strings).
+ *	  answer interruptibly (or submitting it and waiting later), withdrawing
+ *	  on cancel, and the requests: load, search, verify, and the hand-over
+ *	  of stored values (genie_service_scan.c sends their scans).
  *
  * Each submission carries a sequence number; the worker writes an answer
  * only while the slot still holds the request it took (same number, still
@@ -30,8 +31,6 @@
 
 /* the worker copies a load in pieces of at most this many bytes */
 #define LOAD_PIECE_BYTES	((Size) 8 << 20)
-/* a search whose answers would need more is split into query groups */
-#define MAX_RESPONSE_BYTES	GENIE_SERVICE_MAX_ANSWER_BYTES
 #define MIN_SEGMENT_BYTES	((Size) 1 << 20)
 
 static dsm_segment *segment = NULL;
@@ -171,27 +170,33 @@ withdraw(GenieServiceSlot *slot)
 }
 
 /*
- * Submits the request written at the start of the session's segment and
- * waits for the answer, running overlap (when not NULL and not yet done)
- * in between.  UNAVAILABLE when no worker takes requests or the worker
- * went away before answering.  Cancel and statement_timeout, and an error
- * of overlap, withdraw the request and raise the error.
+ * The request out: submitted and its answer not yet taken (with the
+ * service's generation at its submission), and who submitted it without
+ * waiting (genie_service_submit), to take its answer before the segment
+ * is written again.
  */
-static GenieServiceOutcome
-call_service(GenieServiceOverlap *overlap)
+static bool request_out = false;
+static uint32 request_generation = 0;
+static void (*out_take) (void *arg) = NULL;
+static void *out_take_arg = NULL;
+
+/*
+ * Submits the request written at the start of the session's segment; false
+ * when no worker takes requests.
+ */
+static bool
+submit_request(void)
 {
 	GenieServiceShared *sh = genie_service_shared;
 	GenieServiceSlot *slot = my_slot();
 	Latch	   *service_latch;
-	uint32		generation;
-	GenieSlotState state = GENIE_SLOT_FAILED;
 
-	Assert(slot != NULL && segment != NULL);
+	Assert(slot != NULL && segment != NULL && !request_out);
 	SpinLockAcquire(&sh->mutex);
 	if (!sh->ready)
 	{
 		SpinLockRelease(&sh->mutex);
-		return GENIE_SERVICE_UNAVAILABLE;
+		return false;
 	}
 	/* a WITHDRAWN request may still be in a batch: the new number disowns it */
 	slot->seq++;
@@ -200,12 +205,29 @@ call_service(GenieServiceOverlap *overlap)
 	slot->latch = MyLatch;
 	slot->segment = dsm_segment_handle(segment);
 	slot->submitted_at = GetCurrentTimestamp();
-	generation = sh->generation;
+	request_generation = sh->generation;
 	service_latch = sh->skip_wake ? NULL : sh->latch;
 	SpinLockRelease(&sh->mutex);
+	request_out = true;
 	if (service_latch != NULL)
 		SetLatch(service_latch);
+	return true;
+}
 
+/*
+ * Waits for the answer to the request out, running overlap (when not NULL
+ * and not yet done) first.  UNAVAILABLE when the worker went away before
+ * answering.  Cancel and statement_timeout, and an error of overlap,
+ * withdraw the request and raise the error.
+ */
+static GenieServiceOutcome
+await_answer(GenieServiceOverlap *overlap)
+{
+	GenieServiceShared *sh = genie_service_shared;
+	GenieServiceSlot *slot = my_slot();
+	GenieSlotState state = GENIE_SLOT_FAILED;
+
+	Assert(request_out);
 	PG_TRY();
 	{
 		if (overlap != NULL && !overlap->done)
@@ -227,7 +249,7 @@ call_service(GenieServiceOverlap *overlap)
 			seen = genie_slot_prepare_sleep(slot);
 			SpinLockAcquire(&sh->mutex);
 			state = slot->state;
-			gone = sh->generation != generation || !sh->ready;
+			gone = sh->generation != request_generation || !sh->ready;
 			SpinLockRelease(&sh->mutex);
 			if (state == GENIE_SLOT_DONE || state == GENIE_SLOT_FAILED)
 			{
@@ -252,11 +274,13 @@ call_service(GenieServiceOverlap *overlap)
 	}
 	PG_CATCH();
 	{
-		withdraw(slot);
+		genie_service_withdraw();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 
+	request_out = false;
+	out_take = NULL;
 	SpinLockAcquire(&sh->mutex);
 	if (slot->state == GENIE_SLOT_DONE || slot->state == GENIE_SLOT_FAILED)
 		slot->state = GENIE_SLOT_FREE;
@@ -264,13 +288,46 @@ call_service(GenieServiceOverlap *overlap)
 	return state == GENIE_SLOT_DONE ? GENIE_SERVICE_OK : GENIE_SERVICE_UNAVAILABLE;
 }
 
-static GenieRequest *
-begin_request(GenieRequestKind kind, Size payload, Size response)
+/*
+ * Submits the request written at the start of the session's segment and
+ * waits for the answer (await_answer).  UNAVAILABLE when no worker takes
+ * requests or the worker went away before answering.
+ */
+static GenieServiceOutcome
+call_service(GenieServiceOverlap *overlap)
+{
+	if (!submit_request())
+		return GENIE_SERVICE_UNAVAILABLE;
+	return await_answer(overlap);
+}
+
+void
+genie_service_withdraw(void)
+{
+	GenieServiceSlot *slot = my_slot();
+
+	if (!request_out)
+		return;
+	request_out = false;
+	out_take = NULL;
+	if (slot != NULL)
+		withdraw(slot);
+}
+
+GenieRequest *
+genie_service_begin_request(GenieRequestKind kind, Size payload, Size response)
 {
 	Size		header = GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
 	Size		response_offset = GENIE_SERVICE_ALIGN(header + payload);
-	char	   *base = request_segment(response_offset + response);
-	GenieRequest *req = (GenieRequest *) base;
+	char	   *base;
+	GenieRequest *req;
+
+	/* a request submitted without waiting is answered first: the segment is written below */
+	if (request_out && out_take != NULL)
+		out_take(out_take_arg);
+	Assert(!request_out);
+	base = request_segment(response_offset + response);
+	req = (GenieRequest *) base;
 
 	memset(req, 0, sizeof(GenieRequest));
 	req->kind = kind;
@@ -279,8 +336,8 @@ begin_request(GenieRequestKind kind, Size payload, Size response)
 	return req;
 }
 
-static char *
-request_payload(GenieRequest *req)
+char *
+genie_service_request_payload(GenieRequest *req)
 {
 	return (char *) req + GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
 }
@@ -304,25 +361,52 @@ take_outcome(const GenieResponse *resp, genie_error *err)
 }
 
 /*
- * Submits the request in the segment and returns its answer's outcome; *resp
- * is the answer when the outcome is OK or NOT_RESIDENT.  overlap: as
- * call_service.
+ * The answer in the segment, once the request out was answered: its
+ * outcome, *resp the answer when it is OK or NOT_RESIDENT (err an engine's
+ * error).
  */
 static GenieServiceOutcome
-call_for_answer(GenieResponse **resp, GenieServiceOverlap *overlap, genie_error *err)
+take_answer(GenieResponse **resp, genie_error *err)
+{
+	*resp = request_response((GenieRequest *) dsm_segment_address(segment));
+	/* the service's own part of the round trip */
+	genie_profile_move(GENIE_PHASE_QUEUE, (*resp)->queue_ms);
+	genie_profile_move(GENIE_PHASE_ENGINE, (*resp)->engine_ms);
+	return take_outcome(*resp, err);
+}
+
+GenieServiceOutcome
+genie_service_call_for_answer(GenieResponse **resp, GenieServiceOverlap *overlap, genie_error *err)
 {
 	GenieServiceOutcome outcome;
 
 	genie_profile_push(GENIE_PHASE_SERVICE);
 	outcome = call_service(overlap);
 	if (outcome == GENIE_SERVICE_OK)
-	{
-		*resp = request_response((GenieRequest *) dsm_segment_address(segment));
-		/* the service's own part of the round trip */
-		genie_profile_move(GENIE_PHASE_QUEUE, (*resp)->queue_ms);
-		genie_profile_move(GENIE_PHASE_ENGINE, (*resp)->engine_ms);
-		outcome = take_outcome(*resp, err);
-	}
+		outcome = take_answer(resp, err);
+	genie_profile_pop();
+	return outcome;
+}
+
+bool
+genie_service_submit(void (*take) (void *arg), void *arg)
+{
+	if (!submit_request())
+		return false;
+	out_take = take;
+	out_take_arg = arg;
+	return true;
+}
+
+GenieServiceOutcome
+genie_service_await(GenieResponse **resp, genie_error *err)
+{
+	GenieServiceOutcome outcome;
+
+	genie_profile_push(GENIE_PHASE_SERVICE);
+	outcome = await_answer(NULL);
+	if (outcome == GENIE_SERVICE_OK)
+		outcome = take_answer(resp, err);
 	genie_profile_pop();
 	return outcome;
 }
@@ -370,7 +454,7 @@ send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length,
 	for (;;)
 	{
 		Size		piece = Min(LOAD_PIECE_BYTES, total - offset);
-		GenieRequest *req = begin_request(GENIE_REQUEST_LOAD, piece, sizeof(GenieResponse));
+		GenieRequest *req = genie_service_begin_request(GENIE_REQUEST_LOAD, piece, sizeof(GenieResponse));
 		GenieResponse *resp;
 		GenieServiceOutcome outcome;
 
@@ -387,8 +471,8 @@ send_stream(const GenieServiceKey *key, Oid index_oid, int32 split_length,
 		}
 		req->load_total = total;
 		req->load_list_bytes = list_bytes;
-		copy_stream(request_payload(req), parts, sizes, n_parts, offset, piece);
-		outcome = call_for_answer(&resp, NULL, err);
+		copy_stream(genie_service_request_payload(req), parts, sizes, n_parts, offset, piece);
+		outcome = genie_service_call_for_answer(&resp, NULL, err);
 		if (outcome != GENIE_SERVICE_OK)
 			return outcome;
 		/* the version was already there, or this was the last piece */
@@ -442,14 +526,14 @@ GenieServiceOutcome
 genie_service_share(const GenieServiceKey *key, Oid index_oid, dsm_handle *segment,
 					genie_error *err)
 {
-	GenieRequest *req = begin_request(GENIE_REQUEST_SHARE, 0, sizeof(GenieResponse));
+	GenieRequest *req = genie_service_begin_request(GENIE_REQUEST_SHARE, 0, sizeof(GenieResponse));
 	GenieResponse *resp;
 	GenieServiceOutcome outcome;
 
 	req->key = *key;
 	req->index_oid = index_oid;
 	*segment = DSM_HANDLE_INVALID;
-	outcome = call_for_answer(&resp, NULL, err);
+	outcome = genie_service_call_for_answer(&resp, NULL, err);
 	if (outcome == GENIE_SERVICE_OK)
 		*segment = resp->shared_segment;
 	return outcome;
@@ -505,10 +589,10 @@ search_part(const GenieServiceKey *key, Oid index_oid, int device,
 		(batch->item_weights ? sizeof(int32) * n_items : 0) + 2 * sizeof(int32) * n_ranges;
 	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int64) * (nq + 1) +
 		2 * sizeof(int32) * (Size) nq * kk;
-	GenieRequest *req = begin_request(GENIE_REQUEST_SEARCH, payload, response);
+	GenieRequest *req = genie_service_begin_request(GENIE_REQUEST_SEARCH, payload, response);
 	GenieResponse *resp;
 	GenieServiceOutcome outcome;
-	char	   *p = request_payload(req);
+	char	   *p = genie_service_request_payload(req);
 	int64	   *offs;
 	int32	   *columns[2];
 
@@ -539,7 +623,7 @@ search_part(const GenieServiceKey *key, Oid index_oid, int device,
 	p += sizeof(int32) * n_ranges;
 	memcpy(p, batch->ranges_hi + range0, sizeof(int32) * n_ranges);
 
-	outcome = call_for_answer(&resp, overlap, err);
+	outcome = genie_service_call_for_answer(&resp, overlap, err);
 	if (outcome != GENIE_SERVICE_OK)
 		return outcome;
 	*engine = resp->engine;
@@ -560,7 +644,7 @@ genie_service_search(const GenieServiceKey *key, Oid index_oid, int device,
 					 GenieServiceOverlap *overlap, genie_error *err)
 {
 	int32		kk = Min(k, Max(key->n_main_objects, 1));
-	int			per_part = (int) Max((int64) 1, (int64) (MAX_RESPONSE_BYTES / (2 * sizeof(int32) * kk)));
+	int			per_part = (int) Max((int64) 1, (int64) (GENIE_SERVICE_MAX_RESPONSE_BYTES / (2 * sizeof(int32) * kk)));
 	int64		capacity = Max(Min((int64) batch->n_queries * kk, (int64) 1 << 20), 1);
 
 	*device_fallback = false;
@@ -583,257 +667,6 @@ genie_service_search(const GenieServiceKey *key, Oid index_oid, int device,
 	return GENIE_SERVICE_OK;
 }
 
-/* ---- scans of stored values ---- */
-
-/*
- * A request about the stored values (SCAN_VALUES, WITHIN) of queries [q0,
- * q0 + nq), laid out as genie_service.h says: the queries, then from an
- * 8-byte boundary the ids of the main objects to skip.
- */
-static GenieRequest *
-begin_values_request(GenieRequestKind kind, const GenieServiceKey *key, Oid index_oid, int device,
-					 const GenieValueBatch *queries, int q0, int nq, const int32 *excluded,
-					 int32 n_excluded, Size response)
-{
-	Size		qbytes = genie_value_batch_bytes(queries, q0, nq);
-	GenieRequest *req = begin_request(kind, TYPEALIGN(8, qbytes) + sizeof(int32) * n_excluded, response);
-	char	   *p = request_payload(req);
-
-	req->key = *key;
-	req->index_oid = index_oid;
-	req->device = device;
-	req->n_queries = nq;
-	req->values_kind = queries->kind;
-	req->value_dim = queries->dim;
-	req->scan_query_bytes = qbytes;
-	req->scan_excluded = n_excluded;
-	genie_value_batch_write(queries, q0, nq, p);
-	memcpy(p + TYPEALIGN(8, qbytes), excluded, sizeof(int32) * n_excluded);
-	return req;
-}
-
-/* Scans queries [q0, q1); appends their rows to *rows (capacity in *capacity). */
-static GenieServiceOutcome
-scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
-				 const GenieValueBatch *queries, int q0, int q1, int32 k, int list_use,
-				 int64 *list_counts, const int32 *excluded,
-				 int32 n_excluded, GenieValueRows *rows, int64 *capacity,
-				 genie_engine_kind *engine, bool *device_fallback, genie_error *err)
-{
-	int			nq = q1 - q0;
-	Size		slots = (Size) nq * k;
-	GenieRequest *req = begin_values_request(GENIE_REQUEST_SCAN_VALUES, key, index_oid, device, queries,
-											 q0, nq, excluded, n_excluded, GENIE_SCAN_ANSWER_BYTES(nq, k));
-	GenieResponse *resp;
-	GenieServiceOutcome outcome;
-	const int64 *offs;
-	const char *columns;
-	int64		n_before = rows->offsets[q0];
-	int64		n;
-
-	req->k = k;
-	req->scan_list_use = list_use;
-	req->scan_alone = list_counts != NULL;
-
-	outcome = call_for_answer(&resp, NULL, err);
-	if (outcome != GENIE_SERVICE_OK)
-		return outcome;
-	if (list_counts != NULL)
-	{
-		list_counts[0] += resp->list_queries;
-		list_counts[1] += resp->list_distances;
-	}
-	*engine = resp->engine;
-	*device_fallback |= resp->device_fallback;
-	/* answers: query_offsets, then slots distances, objects and lengths */
-	offs = (const int64 *) ((const char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
-	columns = (const char *) (offs + nq + 1);
-	n = offs[nq];
-	if (n_before + n > *capacity)
-	{
-		*capacity = Max(*capacity * 2, n_before + n);
-		rows->distances = repalloc_huge(rows->distances, sizeof(float8) * *capacity);
-		rows->objects = repalloc_huge(rows->objects, sizeof(int32) * *capacity);
-		rows->lengths = repalloc_huge(rows->lengths, sizeof(int32) * *capacity);
-	}
-	for (int q = 1; q <= nq; q++)
-		rows->offsets[q0 + q] = n_before + offs[q];
-	memcpy(rows->distances + n_before, columns, sizeof(float8) * n);
-	columns += sizeof(float8) * slots;
-	memcpy(rows->objects + n_before, columns, sizeof(int32) * n);
-	columns += sizeof(int32) * slots;
-	memcpy(rows->lengths + n_before, columns, sizeof(int32) * n);
-	return GENIE_SERVICE_OK;
-}
-
-GenieServiceOutcome
-genie_service_scan_values(const GenieServiceKey *key, Oid index_oid, int device,
-						  const GenieValueBatch *queries, int32 k, int list_use,
-						  int64 *list_counts, const int32 *excluded, int32 n_excluded, GenieValueRows *rows,
-						  genie_engine_kind *engine, bool *device_fallback, genie_error *err)
-{
-	int			nq = queries->n;
-	int32		kk = Min(k, Max(key->n_main_objects, 1));
-	/* parts whose queries and answers both stay within MAX_RESPONSE_BYTES */
-	Size		per_query = Max(genie_value_batch_bytes(queries, 0, nq) / Max(nq, 1) + sizeof(int64),
-								GENIE_SCAN_ANSWER_BYTES(1, kk));
-	int			per_part = (int) Max((Size) 1, MAX_RESPONSE_BYTES / per_query);
-	int64		capacity = Max(Min((int64) nq * kk, (int64) 1 << 20), 1);
-
-	*device_fallback = false;
-	*engine = GENIE_ENGINE_CPU;
-	rows->n_queries = nq;
-	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
-	rows->offsets[0] = 0;
-	rows->distances = palloc_extended(sizeof(float8) * capacity, MCXT_ALLOC_HUGE);
-	rows->objects = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
-	rows->lengths = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
-	for (int q0 = 0; q0 < nq; q0 += per_part)
-	{
-		int			q1 = Min(nq, q0 + per_part);
-		GenieServiceOutcome outcome = scan_values_part(key, index_oid, device, queries, q0, q1,
-													   kk, list_use, list_counts, excluded, n_excluded, rows,
-													   &capacity, engine, device_fallback, err);
-
-		if (outcome != GENIE_SERVICE_OK)
-			return outcome;
-	}
-	return GENIE_SERVICE_OK;
-}
-
-/* ---- range searches of stored values ---- */
-
-/*
- * The largest range answer the service hands back: a larger one (5.6M rows
- * and more) is searched in-process instead, so that no backend's request
- * segment grows past what the k-nearest scans take.
- */
-#define MAX_WITHIN_ANSWER_BYTES MAX_RESPONSE_BYTES
-/* A first ask's room: rows a query, and at most 16 MB of rows in all. */
-#define WITHIN_FIRST_ROWS 256
-#define WITHIN_FIRST_MAX_ROWS (((Size) 16 << 20) / (sizeof(float8) + sizeof(int32)))
-
-/*
- * Range-searches queries [q0, q1); appends their rows to *rows (capacity in
- * *capacity).  A range answer's size is unknown until the worker has it:
- * the first ask leaves room for WITHIN_FIRST_ROWS rows a query (at least
- * 4,096 rows, at most 16 MB), and one that needs more asks again with room
- * for all, naming the first ask's answer_token: the worker kept that
- * answer and hands it over without searching again (if it no longer has
- * it, it searches again: its answer for a version and its skipped objects
- * does not change); one past MAX_WITHIN_ANSWER_BYTES sets *too_large and
- * returns at once.
- */
-static GenieServiceOutcome
-within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieValueBatch *queries,
-			int q0, int q1, double radius, const int32 *excluded, int32 n_excluded,
-			GenieValueRows *rows, int64 *capacity, GenieWithinCounts *counts, bool *too_large,
-			genie_engine_kind *engine, bool *device_fallback, genie_error *err)
-{
-	int			nq = q1 - q0;
-	Size		room = GENIE_WITHIN_ANSWER_BYTES(nq, Max((Size) 4096, Min((Size) nq * WITHIN_FIRST_ROWS,
-																		  WITHIN_FIRST_MAX_ROWS)));
-	int64		n_before = rows->offsets[q0];
-	uint64		kept = 0;
-
-	for (int attempt = 0; attempt < 2; attempt++)
-	{
-		GenieRequest *req = begin_values_request(GENIE_REQUEST_WITHIN, key, index_oid, device, queries, q0, nq,
-												 excluded, n_excluded, room);
-		GenieResponse *resp;
-		GenieServiceOutcome outcome;
-		const int64 *offs;
-		const float8 *distances;
-		int64		n;
-
-		req->within_radius = radius;
-		req->within_answer = kept;
-
-		outcome = call_for_answer(&resp, NULL, err);
-		if (outcome != GENIE_SERVICE_OK)
-			return outcome;
-		n = resp->n_hits;
-		if (n < 0 || resp->answer_bytes < 0 || (Size) resp->answer_bytes != GENIE_WITHIN_ANSWER_BYTES(nq, n))
-			elog(ERROR, "a malformed range answer from the genie service");
-		if ((Size) resp->answer_bytes > room)
-		{
-			if ((Size) resp->answer_bytes > MAX_WITHIN_ANSWER_BYTES)
-			{
-				*too_large = true;
-				return GENIE_SERVICE_OK;
-			}
-			room = (Size) resp->answer_bytes;
-			kept = resp->answer_token;
-			continue;
-		}
-		*engine = resp->engine;
-		*device_fallback |= resp->device_fallback;
-		counts->distances_computed += resp->distances_computed;
-		counts->superclusters_discarded += resp->superclusters_discarded;
-		counts->clusters_discarded += resp->clusters_discarded;
-		offs = (const int64 *) ((const char *) resp + GENIE_SERVICE_ALIGN(sizeof(GenieResponse)));
-		distances = (const float8 *) (offs + nq + 1);
-		if (n_before + n > *capacity)
-		{
-			*capacity = Max(*capacity * 2, n_before + n);
-			rows->distances = repalloc_huge(rows->distances, sizeof(float8) * *capacity);
-			rows->objects = repalloc_huge(rows->objects, sizeof(int32) * *capacity);
-		}
-		for (int q = 1; q <= nq; q++)
-		{
-			if (offs[q] < offs[q - 1] || offs[q] > n)
-				elog(ERROR, "a malformed range answer from the genie service");
-			rows->offsets[q0 + q] = n_before + offs[q];
-		}
-		if (offs[0] != 0 || offs[nq] != n)
-			elog(ERROR, "a malformed range answer from the genie service");
-		memcpy(rows->distances + n_before, distances, sizeof(float8) * n);
-		memcpy(rows->objects + n_before, distances + n, sizeof(int32) * n);
-		for (int64 i = n_before; i < n_before + n; i++)
-			if (rows->objects[i] < 0 || rows->objects[i] >= key->n_main_objects)
-				elog(ERROR, "a malformed range answer from the genie service");
-		return GENIE_SERVICE_OK;
-	}
-	elog(ERROR, "the genie service's range answer grew between two asks");
-	return GENIE_SERVICE_UNAVAILABLE;	/* not reached */
-}
-
-GenieServiceOutcome
-genie_service_within(const GenieServiceKey *key, Oid index_oid, int device, const GenieValueBatch *queries,
-					 double radius, const int32 *excluded, int32 n_excluded, GenieValueRows *rows,
-					 GenieWithinCounts *counts, bool *too_large, genie_engine_kind *engine,
-					 bool *device_fallback, genie_error *err)
-{
-	int			nq = queries->n;
-	/* parts whose queries stay within MAX_RESPONSE_BYTES */
-	Size		per_query = genie_value_batch_bytes(queries, 0, nq) / Max(nq, 1) + sizeof(int64);
-	int			per_part = (int) Max((Size) 1, MAX_RESPONSE_BYTES / per_query);
-	int64		capacity = Max(Min((int64) nq * WITHIN_FIRST_ROWS, (int64) 1 << 20), 1);
-
-	*device_fallback = false;
-	*engine = GENIE_ENGINE_CPU;
-	memset(counts, 0, sizeof(*counts));
-	*too_large = false;
-	rows->n_queries = nq;
-	rows->offsets = palloc_extended(sizeof(int64) * (nq + 1), MCXT_ALLOC_HUGE);
-	rows->offsets[0] = 0;
-	rows->distances = palloc_extended(sizeof(float8) * capacity, MCXT_ALLOC_HUGE);
-	rows->objects = palloc_extended(sizeof(int32) * capacity, MCXT_ALLOC_HUGE);
-	rows->lengths = NULL;
-	for (int q0 = 0; q0 < nq; q0 += per_part)
-	{
-		int			q1 = Min(nq, q0 + per_part);
-		GenieServiceOutcome outcome = within_part(key, index_oid, device, queries, q0, q1, radius,
-												  excluded, n_excluded, rows, &capacity,
-												  counts, too_large, engine,
-												  device_fallback, err);
-
-		if (outcome != GENIE_SERVICE_OK || *too_large)
-			return outcome;
-	}
-	return GENIE_SERVICE_OK;
-}
-
 /* ---- verify ---- */
 
 GenieServiceOutcome
@@ -848,10 +681,10 @@ genie_service_verify(int device, const genie_similar_batch *batch,
 		sizeof(int32) * nc + sizeof(int32) * nq + query_bytes + candidate_bytes;
 	Size		response = GENIE_SERVICE_ALIGN(sizeof(GenieResponse)) + sizeof(int32) * nc + nc +
 		nq + sizeof(int32) * nq;
-	GenieRequest *req = begin_request(GENIE_REQUEST_VERIFY, payload, response);
+	GenieRequest *req = genie_service_begin_request(GENIE_REQUEST_VERIFY, payload, response);
 	GenieResponse *resp;
 	GenieServiceOutcome outcome;
-	char	   *p = request_payload(req);
+	char	   *p = genie_service_request_payload(req);
 
 	req->device = device;
 	req->n_queries = nq;
@@ -872,7 +705,7 @@ genie_service_verify(int device, const genie_similar_batch *batch,
 #undef PUT
 
 	*device_fallback = false;
-	outcome = call_for_answer(&resp, NULL, err);
+	outcome = genie_service_call_for_answer(&resp, NULL, err);
 	if (outcome != GENIE_SERVICE_OK)
 		return outcome;
 	*device_fallback = resp->device_fallback;

@@ -3,7 +3,7 @@
  * genie_service_client.h
  *	  A backend's side of the genie service (genie_service_client.c): its
  *	  request segment, and the requests it sends: load, search, verify, and
- *	  the hand-over and scans of stored values.
+ *	  the hand-over of stored values (their scans: genie_service_scan.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -88,54 +88,51 @@ extern GenieServiceOutcome genie_service_load_values(const GenieServiceKey *key,
 													 const void *list, Size list_bytes,
 													 genie_error *err);
 
-/*
- * The k nearest main values of each query (same kind as the index's), in
- * (distance, length, id) order, over the values of the key's version
- * without the main objects in excluded (genie_strings_scan or
- * genie_vectors_scan in the worker, on the engine genie.device asks for;
- * vectors through the version's List of Clusters as list_use, the
- * backend's genie.cluster_list_knn, says); list_counts (NULL: not wanted)
- * gets the queries read through the list and their distances, the scan
- * then an engine call of its own (EXPLAIN (ANALYZE)).  rows->lengths is
- * palloc'd for vectors too.  NOT_RESIDENT: the worker does not hold them.
- */
-extern GenieServiceOutcome genie_service_scan_values(const GenieServiceKey *key, Oid index_oid,
-													 int device, const GenieValueBatch *queries,
-													 int32 k, int list_use, int64 *list_counts,
-													 const int32 *excluded,
-													 int32 n_excluded, GenieValueRows *rows,
-													 genie_engine_kind *engine,
-													 bool *device_fallback, genie_error *err);
-
-/* What a range search in the worker read and discarded (EXPLAIN's counts). */
-typedef struct GenieWithinCounts
-{
-	int64		distances_computed;
-	int64		superclusters_discarded;
-	int64		clusters_discarded;
-} GenieWithinCounts;
-
-/*
- * The range search of the main objects' stored values in the worker:
- * every main object within radius of each query, skipping the excluded
- * main objects, in (distance, object) order per query, as
- * genie_value_set_within answers it (through the version's List of
- * Clusters when the index keeps one).  rows is palloc'd (lengths NULL);
- * *counts is what the worker read and discarded.  *too_large: the answer
- * is past what the service hands back (64 MB; rows incomplete), for the
- * caller to search in-process.
- * NOT_RESIDENT: the worker does not hold the values.
- */
-extern GenieServiceOutcome genie_service_within(const GenieServiceKey *key, Oid index_oid, int device,
-												const GenieValueBatch *queries, double radius,
-												const int32 *excluded, int32 n_excluded,
-												GenieValueRows *rows, GenieWithinCounts *counts,
-												bool *too_large, genie_engine_kind *engine,
-												bool *device_fallback, genie_error *err);
-
 /* genie_similar_verify in the worker; verdict as the caller allocated it. */
 extern GenieServiceOutcome genie_service_verify(int device, const genie_similar_batch *batch,
 												genie_similar_verdict *verdict,
 												bool *device_fallback, genie_error *err);
+
+/* ---- for the service folder's other request files (genie_service_scan.c) ---- */
+
+/* a search whose answers would need more is split into query groups */
+#define GENIE_SERVICE_MAX_RESPONSE_BYTES	GENIE_SERVICE_MAX_ANSWER_BYTES
+
+/*
+ * A request of kind with payload bytes after its header and room for an
+ * answer of response bytes, at the start of the session's segment (made or
+ * grown).  A request submitted without waiting (genie_service_submit) is
+ * answered first, by its take.
+ */
+extern GenieRequest *genie_service_begin_request(GenieRequestKind kind, Size payload, Size response);
+
+/* The payload of a request begun by genie_service_begin_request. */
+extern char *genie_service_request_payload(GenieRequest *req);
+
+/*
+ * Submits the request in the segment and returns its answer's outcome; *resp
+ * is the answer when the outcome is OK or NOT_RESIDENT.  overlap (or NULL)
+ * runs after the submission, before the wait.  UNAVAILABLE when no worker
+ * takes requests or the worker went away before answering.  Cancel and
+ * statement_timeout withdraw the request and raise the error.
+ */
+extern GenieServiceOutcome genie_service_call_for_answer(GenieResponse **resp,
+														 GenieServiceOverlap *overlap,
+														 genie_error *err);
+
+/*
+ * The same in two halves, for a backend that works while the service
+ * answers: submits the request in the segment (false: no worker takes
+ * requests); take(arg) is called if another request is begun before
+ * genie_service_await, and must await the answer and take it out of the
+ * segment.  genie_service_await waits for the answer, as
+ * genie_service_call_for_answer.  The submitter calls genie_service_withdraw
+ * on every way out of an error while its request is out.
+ */
+extern bool genie_service_submit(void (*take) (void *arg), void *arg);
+extern GenieServiceOutcome genie_service_await(GenieResponse **resp, genie_error *err);
+
+/* Takes back the request out, if any: the worker will not write its answer. */
+extern void genie_service_withdraw(void);
 
 #endif							/* GENIE_SERVICE_CLIENT_H */

@@ -11,7 +11,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(28);
+SELECT plan(30);
 
 -- 40 indexed vectors of 2,000 dimensions: small integers, so ties are
 -- decided by the row order as in the scan
@@ -108,11 +108,9 @@ BEGIN
   END LOOP;
   RETURN out;
 END $$;
-SELECT CASE WHEN current_setting('shared_preload_libraries') LIKE '%genie%'
-            THEN skip('with the genie service the rows are read, then searched by the service', 1)
-            ELSE matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
-                         'Genie Queries Scanned Ahead: 5000\nGenie Pieces Scanned Ahead: 5\n',
-                         'EXPLAIN ANALYZE: the 5,000 rows were scanned ahead in five pieces of 1,024 or fewer') END;
+SELECT matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
+               'Genie Queries Scanned Ahead: 5000\nGenie Pieces Scanned Ahead: 5\n',
+               'EXPLAIN ANALYZE: the 5,000 rows were scanned ahead in five pieces of 1,024 or fewer');
 SELECT doesnt_match(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz WHERE qid <= 1000 ORDER BY qid', 3)$$),
                     'Scanned Ahead',
                     'a batch of one piece is read, then searched');
@@ -127,11 +125,11 @@ SELECT results_eq(
   'read, then searched: genie_knn_from of the 5,000 rows equals the sequential scan');
 RESET genie.vector_search;
 SET genie.device = cpu;
-SELECT CASE WHEN current_setting('shared_preload_libraries') LIKE '%genie%'
-            THEN skip('with the genie service the rows are read, then searched by the service', 1)
-            ELSE matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
-                         'Genie Engines: cpu, this backend\n(.*\n)*Genie Queries Scanned Ahead: 5000\n',
-                         'genie.device = cpu: the CPU engine scans ahead too') END;
+SELECT matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
+               format('Genie Engines: cpu, %s\n(.*\n)*Genie Queries Scanned Ahead: 5000\n',
+                      CASE WHEN current_setting('shared_preload_libraries') LIKE '%genie%'
+                           THEN 'genie service' ELSE 'this backend' END),
+               'genie.device = cpu: the CPU engine scans ahead too (in-process, or in the genie service)');
 RESET genie.device;
 
 -- rows pending since the index's build, and dead ones, with pieces scanned ahead
@@ -145,6 +143,23 @@ SELECT results_eq(
   $$ SELECT * FROM pg_temp.scan('qr_pglz', 5000) ORDER BY 1, 3, 2 $$,
   'genie_knn_from of 5,000 rows scanned ahead, with pending and deleted rows, equals the sequential scan');
 
+-- a query whose rows are themselves searched through genie while pieces
+-- are out: through the genie service, each such search first takes the
+-- answer to the piece out of the session's one request segment
+SET enable_seqscan = off;
+SET enable_indexscan = on;
+SELECT matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v',
+                 'SELECT p.q FROM qr_pglz p WHERE (SELECT i.id FROM qr_items i ORDER BY i.v <-> p.q LIMIT 1) > 0', 3)$$),
+               'Genie Searches: 500[1-9]\n(.*\n)*Genie Pieces Scanned Ahead: 5\n',
+               'EXPLAIN ANALYZE: 5,000 searches by the query (and a widening round) among the five pieces scanned ahead');
+SELECT results_eq(
+  $$ SELECT query_no, ctid::text, distance FROM genie_knn_from('qr_items_v',
+       'SELECT p.q FROM qr_pglz p WHERE (SELECT i.id FROM qr_items i ORDER BY i.v <-> p.q LIMIT 1) > 0', 3)
+     ORDER BY query_no, distance, ctid $$,
+  $$ SELECT * FROM pg_temp.scan('qr_pglz', 5000) ORDER BY 1, 3, 2 $$,
+  'genie_knn_from whose query searches the index row by row equals the sequential scan');
+RESET enable_seqscan;
+
 -- an error in a late piece, after the first ones were scanned, and a
 -- cancel under way: the statement ends with its error, the next is answered
 CREATE TABLE qr_late (qid int PRIMARY KEY, q real[]);
@@ -156,11 +171,9 @@ SELECT throws_ok($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_
 -- (40,000 rows streamed from the cursor, no sort first: about 0.8 s on two
 -- cores, of which the first piece is handed over after about 20 ms; a
 -- cancel is caught by name only)
-SELECT CASE WHEN current_setting('shared_preload_libraries') LIKE '%genie%'
-            THEN skip('with the genie service the rows are read, then searched by the service', 1)
-            ELSE matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz, generate_series(1, 8) g', 3)$$),
-                         'Genie Queries Scanned Ahead: 40000\n',
-                         'the 40,000 rows streamed are scanned ahead') END;
+SELECT matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz, generate_series(1, 8) g', 3)$$),
+               'Genie Queries Scanned Ahead: 40000\n',
+               'the 40,000 rows streamed are scanned ahead');
 SET statement_timeout = '60ms';
 DO $$
 DECLARE t0 timestamptz := clock_timestamp();
