@@ -4,7 +4,8 @@
 # ordered by a plain SQL distance, with pending rows, deletes and NULLs,
 # after a VACUUM merge (a new version, handed over again), with many
 # sessions handing over the same version at once, while the service
-# restarts, and when a long scan is cancelled.
+# restarts, when a long scan is cancelled, and when the service goes while
+# a stored array's pieces are out.
 use strict;
 use warnings;
 use FindBin;
@@ -13,6 +14,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
+use IPC::Run;
 use GenieTest;
 
 my $node = PostgreSQL::Test::Cluster->new('service_vectors');
@@ -177,6 +179,54 @@ diag(sprintf('the same scans took %.0f ms before the cancel, %.0f ms after', 100
 # allows for a loaded machine, where the same scans took 1.7 s and then 2.3 s)
 cmp_ok($after, '<', 1.5 * $baseline + 0.5, 'the service dropped the cancelled scan instead of finishing it');
 is(service_pid(), $pid, 'the service still runs, the same process');
+
+# A stored array of 15,000 queries (15 MB, out of line) is sent to the
+# service a piece at a time, each answered while the backend expands the
+# next: its answers equal those of the same queries built by the statement
+# (read whole, one request).  Then the service is terminated while pieces
+# are out: the statement is answered in-process, the next through the new
+# service.
+$node->safe_psql('postgres', q{
+	CREATE TABLE big_stored (a real[]);
+	INSERT INTO big_stored SELECT array_agg(array_fill(((g % 900) / 5.0)::real, ARRAY[256]) ORDER BY g)
+	FROM generate_series(1, 15000) g;
+});
+is($node->safe_psql('postgres', q{
+	SELECT pg_column_size(a) < 1000000 AND array_length(a, 1) = 15000 FROM big_stored}), 't',
+	'the stored array is compressed');
+my $answers = q{SELECT count(*) || ' ' || md5(string_agg(format('%s %s %s', query_no, ctid, distance), ','
+	ORDER BY query_no, distance, ctid)) FROM genie_knn('big_v', QUERIES, 10)};
+my $stored = $answers =~ s/QUERIES/(SELECT a FROM big_stored)/r;
+my $built = $answers =~ s/QUERIES/(SELECT array_agg(array_fill(((g % 900) \/ 5.0)::real, ARRAY[256]) ORDER BY g)
+	FROM generate_series(1, 15000) g)/r;
+my $expected = $node->safe_psql('postgres', $built);
+like($expected, qr/^150000 /, 'the built array: 10 rows for each of 15,000 queries');
+is($node->safe_psql('postgres', $stored), $expected,
+	'the stored array through the service, in pieces: the same answers');
+like($node->safe_psql('postgres', "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $stored"),
+	qr/Genie Engines: cpu, genie service\n(.*\n)*\s*Genie Queries Scanned Ahead: 15000\n\s*Genie Pieces Scanned Ahead: 8$/,
+	'EXPLAIN ANALYZE: eight pieces (of 2 MB) went to the service');
+$pid = service_pid();
+my ($sin, $sout, $serr) = ("SET application_name = 'genie_pieces'; $stored;\n", '', '');
+my $pieces = IPC::Run::start([ 'psql', '-XAtq', '-d', $node->connstr('postgres') ],
+	\$sin, \$sout, \$serr, IPC::Run::timeout(300));
+my $killed = 0;
+for (my $waited = 0; $waited < 30 && !$killed; $waited += 0.05)
+{
+	usleep(50_000);
+	IPC::Run::pump_nb($pieces);
+	# a piece's request is out for most of the statement
+	$killed = $node->safe_psql('postgres',
+		"SELECT pg_terminate_backend($pid) FROM pg_stat_activity WHERE application_name = 'genie_pieces' "
+		  . "AND state = 'active' AND now() - query_start > interval '300 ms'") eq 't';
+}
+ok($killed, 'the service is terminated while the pieces of a stored array are out');
+IPC::Run::finish($pieces);
+is($sout, "$expected\n", 'that statement is answered, the same answers');
+like($serr, qr/the genie service is not running: genie searches in-process/,
+	'the rest of it in-process: the service went while it ran');
+isnt(service_pid(), $pid, 'the postmaster started the service again');
+is($node->safe_psql('postgres', $stored), $expected, 'the next statement through the new service: the same answers');
 
 
 # An index takes the dimension of its first vector.  Rows of it whose
