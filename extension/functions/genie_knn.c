@@ -119,8 +119,9 @@ open_knn_index(Oid indexoid, bool codes, Relation *heap, GenieIndexType *type)
  * the index's current entry, the first that reads them whole (a later
  * attempt searches the rows read): its vectors are scanned ahead on the
  * entry while they are read; true and *first the first round's rows when
- * they were.  The entry's values are loaded before the first row is read,
- * so an attempt that moves to a new version has read none, unless the
+ * they were.  The entry's values are loaded before the first row is read
+ * (through the genie service, which holds them, nothing is), so an
+ * attempt that moves to a new version has read none, unless the
  * query's own SQL raised the move (its genie searches retry on their own
  * first): then the query runs again.
  */

@@ -125,6 +125,20 @@ struct GenieScanAhead
 /* The scans ahead whose thread runs, for the proc_exit callback. */
 static GenieScanAhead *running = NULL;
 
+/* n query vectors of dim elements, as a batch. */
+static GenieValueBatch
+vector_batch(const float *vectors, int n, int dim)
+{
+	GenieValueBatch batch;
+
+	memset(&batch, 0, sizeof(batch));
+	batch.kind = GENIE_VALUES_VECTORS;
+	batch.n = n;
+	batch.vectors = vectors;
+	batch.dim = dim;
+	return batch;
+}
+
 /* The scans' cancel: the backend's interrupts, or the scan ahead stopped. */
 static int
 ahead_cancelled(void *arg)
@@ -163,11 +177,7 @@ ahead_main(void *arg)
 			piece->status = GENIE_CANCELLED;
 		else
 		{
-			memset(&queries, 0, sizeof(queries));
-			queries.kind = GENIE_VALUES_VECTORS;
-			queries.n = piece->n;
-			queries.vectors = piece->vectors;
-			queries.dim = ahead->dim;
+			queries = vector_batch(piece->vectors, piece->n, ahead->dim);
 			piece->status = genie_value_set_scan(ahead->set, ahead->device, &ahead->options, &queries,
 												 ahead->k, ahead->excluded, NULL, NULL, NULL,
 												 GENIE_LIST_NEVER, &piece->found, &piece->err);
@@ -254,29 +264,43 @@ monotonic_cond_init(pthread_cond_t *cond)
  * pieces go to the service as they are added, each answered while the
  * backend reads the next.  The service's own process does the scans, so a
  * backend of one core gains as well.  NULL while the service is away (the
- * search then falls back as it says), or with no main objects.
+ * search then falls back as it says), with no main objects, or when a
+ * piece's answer would be past what the service hands back (a k of
+ * thousands: the search splits the batch).  Nothing of the entry is
+ * loaded here.
  */
 static GenieScanAhead *
 begin_through_service(GenieCachedIndex *entry, int32 k)
 {
 	GenieScanAhead *ahead;
+	GenieServicePieces pieces;
 	int32		n_excluded;
 	const int32 *excluded;
+	int32		first_k = genie_search_first_k(k, entry->n_objects);
+	int			piece = genie_scan_ahead_piece_rows(entry->value_dim);
+	GenieValueBatch widest = vector_batch(NULL, piece, entry->value_dim);
 
-	if (entry->n_main_objects == 0 || !genie_service_ready())
+	if (entry->n_main_objects == 0 || !genie_service_ready() ||
+		genie_value_batch_bytes(&widest, 0, piece) +
+		GENIE_SCAN_ANSWER_BYTES(piece, Min(first_k, entry->n_main_objects)) > GENIE_SERVICE_MAX_ANSWER_BYTES)
 		return NULL;
-	ahead = calloc(1, sizeof(GenieScanAhead));
-	if (ahead == NULL)
-		return NULL;
-	ahead->through_service = true;
-	ahead->entry = entry;
-	ahead->dim = entry->value_dim;
-	ahead->k = genie_search_first_k(k, entry->n_objects);
 	excluded = genie_cache_excluded_main(entry, &n_excluded);
 	/* (EXPLAIN (ANALYZE) counts the queries read through a List of Clusters, as ask_values does) */
-	genie_service_pieces_begin(&ahead->service, &entry->main_key, entry->index_oid, genie_device_setting,
-							   ahead->k, genie_cluster_list_knn, genie_explain_analyzing, excluded,
+	genie_service_pieces_begin(&pieces, &entry->main_key, entry->index_oid, genie_device_setting,
+							   first_k, genie_cluster_list_knn, genie_explain_analyzing, excluded,
 							   n_excluded);
+	/* (calloc'd last: nothing after it may raise an error before the caller has it) */
+	ahead = calloc(1, sizeof(GenieScanAhead));
+	if (ahead == NULL)
+	{
+		genie_service_pieces_end(&pieces);
+		return NULL;
+	}
+	ahead->through_service = true;
+	ahead->service = pieces;
+	ahead->entry = entry;
+	ahead->dim = entry->value_dim;
+	ahead->k = first_k;
 	return ahead;
 }
 
@@ -413,13 +437,8 @@ ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim, bool copy
 		return;
 	if (ahead->through_service)
 	{
-		GenieValueBatch piece;
+		GenieValueBatch piece = vector_batch(vectors, n, dim);
 
-		memset(&piece, 0, sizeof(piece));
-		piece.kind = GENIE_VALUES_VECTORS;
-		piece.n = n;
-		piece.vectors = vectors;
-		piece.dim = dim;
 		/* (written into the request segment: no copy is kept) */
 		if (dim != ahead->dim || !genie_service_pieces_add(&ahead->service, &piece))
 			ahead->failed = true;
@@ -546,19 +565,15 @@ finish_through_service(GenieScanAhead *ahead, const float *vectors, int nq, Geni
 	GenieValueBatch queries;
 	GenieValueRows main_rows;
 
-	if (ahead->n_sent == 0)
-		return false;			/* no piece: the batch is searched as usual */
-	if (!genie_service_pieces_finish(sp) || ahead->failed || ahead->n_queries != nq ||
-		sp->n_answered != nq)
+	/* no piece, or one not sent: the batch is searched as usual (a piece out is withdrawn at the end) */
+	if (ahead->n_sent == 0 || ahead->failed)
+		return false;
+	if (!genie_service_pieces_finish(sp) || ahead->n_queries != nq || sp->n_answered != nq)
 		return false;
 	/* the rows are the caller's from here */
 	main_rows = sp->rows;
 	memset(&sp->rows, 0, sizeof(sp->rows));
-	memset(&queries, 0, sizeof(queries));
-	queries.kind = GENIE_VALUES_VECTORS;
-	queries.n = nq;
-	queries.vectors = vectors;
-	queries.dim = ahead->dim;
+	queries = vector_batch(vectors, nq, ahead->dim);
 	genie_search_values_from_service(ahead->entry, &queries, ahead->k, sp->engine, sp->device_fallback,
 									 &main_rows, first);
 	if (sp->list_counts[0] > 0)

@@ -35,12 +35,13 @@ genie_scan_ahead_piece_rows(int dim)
 /*
  * A scan ahead of vector queries, k nearest, on entry (pinned by the
  * caller until genie_scan_ahead_end), on genie.device's engine, made
- * before the caller reads a row (the entry's values are loaded here): NULL
- * where the batch would not be one exact scan of the entry's vectors (the
- * approximate modes, the permutation index), in-process where a List of
- * Clusters would be read or genie.cpu_threads gives one core, and through
- * the genie service while it is away or holds no main objects; the caller
- * then searches as usual.  In-process, the thread starts with the first
+ * before the caller reads a row (in-process, the entry's values are loaded
+ * here): NULL where the batch would not be one exact scan of the entry's
+ * vectors (the approximate modes, the permutation index), in-process where
+ * a List of Clusters would be read or genie.cpu_threads gives one core,
+ * and through the genie service while it is away, holds no main objects,
+ * or a piece's answer would be past what it hands back; the caller then
+ * searches as usual.  In-process, the thread starts with the first
  * piece; through the service, each piece is a request to it, out while
  * the caller reads the next.
  * (genie_query_rows_read and genie_query_array_read begin and end one.)
@@ -49,8 +50,10 @@ extern GenieScanAhead *genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k);
 
 /*
  * The next n query vectors of dim elements, copied: the engine scans them
- * on its thread (or the service: the copy is its request's).  Rows of another width than the entry's end the scans
- * (the search reports them).  Waits while a few pieces are not scanned yet.
+ * on its thread (or the service: the copy is its request's).  Rows of
+ * another width than the entry's end the scans (the search reports them).
+ * Waits while a few pieces are not scanned yet (through the service, for
+ * the answer to the piece before).
  */
 extern void genie_scan_ahead_add(GenieScanAhead *ahead, const float *vectors, int n, int dim);
 

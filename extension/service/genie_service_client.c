@@ -644,7 +644,7 @@ genie_service_search(const GenieServiceKey *key, Oid index_oid, int device,
 					 GenieServiceOverlap *overlap, genie_error *err)
 {
 	int32		kk = Min(k, Max(key->n_main_objects, 1));
-	int			per_part = (int) Max((int64) 1, (int64) (GENIE_SERVICE_MAX_RESPONSE_BYTES / (2 * sizeof(int32) * kk)));
+	int			per_part = (int) Max((int64) 1, (int64) (GENIE_SERVICE_MAX_ANSWER_BYTES / (2 * sizeof(int32) * kk)));
 	int64		capacity = Max(Min((int64) batch->n_queries * kk, (int64) 1 << 20), 1);
 
 	*device_fallback = false;

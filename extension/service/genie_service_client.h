@@ -95,9 +95,6 @@ extern GenieServiceOutcome genie_service_verify(int device, const genie_similar_
 
 /* ---- for the service folder's other request files (genie_service_scan.c) ---- */
 
-/* a search whose answers would need more is split into query groups */
-#define GENIE_SERVICE_MAX_RESPONSE_BYTES	GENIE_SERVICE_MAX_ANSWER_BYTES
-
 /*
  * A request of kind with payload bytes after its header and room for an
  * answer of response bytes, at the start of the session's segment (made or
@@ -132,7 +129,10 @@ extern GenieServiceOutcome genie_service_call_for_answer(GenieResponse **resp,
 extern bool genie_service_submit(void (*take) (void *arg), void *arg);
 extern GenieServiceOutcome genie_service_await(GenieResponse **resp, genie_error *err);
 
-/* Takes back the request out, if any: the worker will not write its answer. */
+/*
+ * Takes back the request out, if any: the worker will not write its answer
+ * (for its submitter, which alone knows that its request is the one out).
+ */
 extern void genie_service_withdraw(void);
 
 #endif							/* GENIE_SERVICE_CLIENT_H */

@@ -22,7 +22,8 @@
 
 #include "service/genie_service_scan.h"
 
-#define MAX_RESPONSE_BYTES	GENIE_SERVICE_MAX_RESPONSE_BYTES
+/* a search whose answers would need more is split into query groups */
+#define MAX_RESPONSE_BYTES	GENIE_SERVICE_MAX_ANSWER_BYTES
 
 /*
  * A request about the stored values (SCAN_VALUES, WITHIN) of queries [q0,
@@ -92,10 +93,13 @@ take_scan_answer(const GenieResponse *resp, int q0, int nq, int32 k, int64 *list
 	n = offs[nq];
 	if (n_before + n > *capacity)
 	{
-		*capacity = Max(*capacity * 2, n_before + n);
-		rows->distances = repalloc_huge(rows->distances, sizeof(float8) * *capacity);
-		rows->objects = repalloc_huge(rows->objects, sizeof(int32) * *capacity);
-		rows->lengths = repalloc_huge(rows->lengths, sizeof(int32) * *capacity);
+		/* (the capacity is the new one once every column has it) */
+		int64		cap = Max(*capacity * 2, n_before + n);
+
+		rows->distances = repalloc_huge(rows->distances, sizeof(float8) * cap);
+		rows->objects = repalloc_huge(rows->objects, sizeof(int32) * cap);
+		rows->lengths = repalloc_huge(rows->lengths, sizeof(int32) * cap);
+		*capacity = cap;
 	}
 	for (int q = 1; q <= nq; q++)
 		rows->offsets[q0 + q] = n_before + offs[q];
@@ -319,7 +323,8 @@ genie_service_pieces_begin(GenieServicePieces *pieces, const GenieServiceKey *ke
 	pieces->cxt = CurrentMemoryContext;
 	pieces->engine = GENIE_ENGINE_CPU;
 	pieces->offsets_room = 1024;
-	pieces->capacity = (int64) pieces->offsets_room * pieces->k;
+	/* (as genie_service_scan_values starts: the columns grow with the answers) */
+	pieces->capacity = Min((int64) pieces->offsets_room * pieces->k, (int64) 1 << 20);
 	alloc_rows(&pieces->rows, pieces->offsets_room, pieces->capacity);
 }
 
@@ -337,26 +342,29 @@ take_piece(void *arg)
 	MemoryContext old;
 
 	Assert(n > 0);
-	/* (an error in the wait withdraws the request itself) */
+	/*
+	 * Failed until the rows are in: an error in here (the wait withdraws
+	 * the request itself) that a caller catches, in a search the query's
+	 * own SQL sent, leaves no piece to be appended after it.
+	 */
 	pieces->n_out = 0;
+	pieces->failed = true;
 	if (genie_service_await(&resp, &err) != GENIE_SERVICE_OK)
-	{
-		/* (the usual search reports an engine's error, or handles the rest) */
-		pieces->failed = true;
-		return;
-	}
+		return;					/* (the usual search reports an engine's error, or handles the rest) */
 	old = MemoryContextSwitchTo(pieces->cxt);
 	if (pieces->n_answered + n > pieces->offsets_room)
 	{
-		pieces->offsets_room = Max(pieces->offsets_room * 2, pieces->n_answered + n);
-		pieces->rows.offsets = repalloc_huge(pieces->rows.offsets,
-											 sizeof(int64) * (pieces->offsets_room + 1));
+		int			room = Max(pieces->offsets_room * 2, pieces->n_answered + n);
+
+		pieces->rows.offsets = repalloc_huge(pieces->rows.offsets, sizeof(int64) * (room + 1));
+		pieces->offsets_room = room;
 	}
 	take_scan_answer(resp, pieces->n_answered, n, pieces->k,
 					 pieces->list_counted ? pieces->list_counts : NULL, &pieces->rows,
 					 &pieces->capacity, &pieces->engine, &pieces->device_fallback);
 	MemoryContextSwitchTo(old);
 	pieces->n_answered += n;
+	pieces->failed = false;
 }
 
 bool
