@@ -1,4 +1,5 @@
 // The C API of code sets and the Hamming scan (genie_codes_*).
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -10,11 +11,16 @@
 #include "genie/ewh.hpp"
 #include "genie/genie.h"
 #ifdef GENIE_WITH_CUDA
+#include "device_group.hpp"
 #include "genie/gpu_code_scan.hpp"
 #endif
 
 using genie::capi::Guarded;
 using genie::capi::ToEngineOptions;
+
+#ifdef GENIE_WITH_CUDA
+using CodeGroup = genie::capi::DeviceGroup<genie::CodeSet, genie::GpuCodeSet>;
+#endif
 
 static_assert(GENIE_MAX_CODE_BITS == genie::kMaxCodeBits, "the C API's code bound is the core's");
 static_assert(GENIE_EWH_MAX_SAMPLE_BITS == genie::kMaxEwhSampleBits && GENIE_EWH_MAX_ERRORS == genie::kMaxEwhErrors,
@@ -35,6 +41,11 @@ struct genie_codes {
   std::shared_ptr<genie::GpuCodeSet> gpu;
   int32_t gpu_device = -1;
   uint64_t gpu_budget = 0;
+  // With more than one GPU in the options' mask: the set's copies on each,
+  // replicated or sharded (capi/src/device_group.hpp), as for vectors and
+  // strings; slice_bytes: a sharded group's second copy of the rows on the host.
+  std::shared_ptr<CodeGroup> group;
+  std::atomic<std::size_t> slice_bytes{0};
 #endif
 };
 
@@ -61,6 +72,58 @@ genie::Status GpuCopy(genie_codes* codes, const genie::EngineOptions& options,
   }
   *out = codes->gpu;
   return genie::Status::Ok();
+}
+
+// The set's copies on the GPUs of a device group, made on first use and
+// again when the options name other GPUs (as vectors.cpp's GroupCopies).
+genie::Status GroupCopies(genie_codes* codes, const std::vector<genie::capi::GroupDevice>& devices,
+                          const genie::EngineOptions& options, std::shared_ptr<CodeGroup>* out) {
+  std::lock_guard<std::mutex> lock(codes->gpu_mutex);
+  const genie::CodeSet& set = codes->set;
+  auto slice = [&set](int32_t first, int32_t end, genie::CodeSet* rows) {
+    rows->bits = set.bits;
+    rows->words = set.words;
+    rows->n = end - first;
+    rows->values.assign(set.row(first), set.row(end));
+    return genie::Status::Ok();
+  };
+  auto make_gpu = [](const genie::CodeSet& rows, int32_t ordinal, uint64_t budget,
+                     std::unique_ptr<genie::GpuCodeSet>* gpu) {
+    return genie::GpuCodeSet::Create(rows, ordinal, budget, gpu);
+  };
+  const bool remade = codes->group == nullptr || !codes->group->MadeFor(options);
+  if (remade) codes->slice_bytes.store(0);  // the old group's go with it
+  GENIE_RETURN_IF_ERROR(genie::capi::EnsureDeviceGroup(set, set.n,
+                                                       static_cast<uint64_t>(set.values.size()) * sizeof(uint64_t),
+                                                       devices, options, slice, make_gpu, &codes->group));
+  if (remade) {
+    std::size_t slices = 0;
+    for (const auto& c : codes->group->copies)
+      if (c->slice != nullptr) slices += c->slice->values.capacity() * sizeof(uint64_t);
+    codes->slice_bytes.store(slices);
+  }
+  *out = codes->group;  // this search's reference
+  return genie::Status::Ok();
+}
+
+// The Hamming scan over a device group: a replicated batch's queries split
+// among the GPUs, or every query over each shard and the rows merged by
+// (distance, id), as one scan orders them.
+genie::Status GroupScan(const genie::CodeSet& set, CodeGroup* g, const genie::EngineOptions& options,
+                        const genie::CodeScanRequest& request, genie::CodeScanResult* out) {
+  // (checked whole first: the parts below point into the queries and the excluded flags)
+  GENIE_RETURN_IF_ERROR(genie::ValidateCodeScanRequest(set, request));
+  auto scan = [&](genie::GpuCodeSet* gpu, const genie::CodeSet& rows, int32_t first_object, int32_t q0, int32_t q1,
+                  genie::CodeScanResult* found) {
+    genie::CodeScanRequest r = request;
+    r.queries = request.queries + static_cast<std::size_t>(q0) * static_cast<std::size_t>(set.words);
+    r.n_queries = q1 - q0;
+    if (request.excluded.size() > 0)
+      r.excluded = genie::Span<uint8_t>(request.excluded.data() + first_object, static_cast<std::size_t>(rows.n));
+    return gpu != nullptr ? gpu->Scan(rows, r, found, options.cancel)
+                          : genie::CpuCodeScan(rows, r, options.threads, found, options.cancel);
+  };
+  return genie::capi::ScanDeviceGroup(set, g, request.n_queries, request.k, scan, std::less<>(), out);
 }
 #endif
 
@@ -107,14 +170,21 @@ genie_status genie_codes_seal(genie_codes* codes, genie_error* err) {
 void genie_codes_free(genie_codes* codes) { std::unique_ptr<genie_codes> owned(codes); }
 
 size_t genie_codes_memory_bytes(const genie_codes* codes) {
-  return codes == nullptr ? 0 : codes->set.values.capacity() * sizeof(uint64_t);
+  if (codes == nullptr) return 0;
+  std::size_t bytes = codes->set.values.capacity() * sizeof(uint64_t);
+#ifdef GENIE_WITH_CUDA
+  bytes += codes->slice_bytes.load();
+#endif
+  return bytes;
 }
 
 size_t genie_codes_device_bytes(const genie_codes* codes) {
 #ifdef GENIE_WITH_CUDA
   if (codes == nullptr) return 0;
   std::lock_guard<std::mutex> lock(codes->gpu_mutex);
-  if (codes->gpu != nullptr) return codes->gpu->device_bytes();
+  std::size_t bytes = codes->gpu != nullptr ? codes->gpu->device_bytes() : 0;
+  if (codes->group != nullptr) bytes += codes->group->device_bytes();
+  return bytes;
 #endif
   (void)codes;
   return 0;
@@ -163,8 +233,17 @@ genie_status genie_codes_scan(genie_codes* codes, genie_engine_kind device, cons
     }
 #ifdef GENIE_WITH_CUDA
     if (device != GENIE_ENGINE_CPU) {
+      // several GPUs in the mask: the group's; one: that GPU (the mask's, not ordinal 0)
+      genie::EngineOptions one = engine_options;
+      const auto group = genie::capi::GroupDevices(&one);
+      if (!group.empty()) {
+        std::shared_ptr<CodeGroup> g;
+        GENIE_RETURN_IF_ERROR(GroupCopies(codes, group, engine_options, &g));
+        GENIE_RETURN_IF_ERROR(GroupScan(set, g.get(), engine_options, request, &found));
+        return ToCResults(found, GENIE_ENGINE_GPU, results);
+      }
       std::shared_ptr<genie::GpuCodeSet> gpu;
-      genie::Status status = GpuCopy(codes, engine_options, &gpu);
+      genie::Status status = GpuCopy(codes, one, &gpu);
       if (status.ok()) {
         GENIE_RETURN_IF_ERROR(gpu->Scan(set, request, &found, engine_options.cancel));
         return ToCResults(found, GENIE_ENGINE_GPU, results);

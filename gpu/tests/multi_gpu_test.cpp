@@ -206,6 +206,69 @@ TEST(MultiGpu, VectorScansEqualTheCpu) {
   }
 }
 
+std::vector<std::pair<int32_t, int32_t>> CodeRows(const genie_code_results* r) {
+  std::vector<std::pair<int32_t, int32_t>> rows;
+  for (int64_t i = 0; i < r->query_offsets[r->n_queries]; ++i) rows.emplace_back(r->distances[i], r->objects[i]);
+  return rows;
+}
+
+// Hamming kNN: replicated and sharded, with many ties (codes of 20 bits:
+// distances 0 to 20) and of 200 bits, excluded rows and k beyond a shard,
+// equal the CPU's rows, distances and offsets; a mask of one GPU (the
+// second) runs on it alone.
+TEST(MultiGpu, CodeScansEqualTheCpu) {
+  SKIP_WITHOUT_TWO_GPUS();
+  std::mt19937_64 rng(17);
+  const int32_t n = 30011;
+  for (int32_t bits : {20, 200}) {
+    genie_codes* set = nullptr;
+    uint64_t* rows = nullptr;
+    genie_error err{};
+    ASSERT_EQ(genie_codes_create_unsealed(n, bits, 1, &set, &rows, &err), GENIE_OK) << err.message;
+    const int32_t words = genie_code_words(bits);
+    const uint64_t last = bits % 64 == 0 ? ~uint64_t{0} : (uint64_t{1} << (bits % 64)) - 1;
+    auto random_code = [&](uint64_t* code) {
+      for (int32_t w = 0; w < words; ++w) code[w] = rng();
+      code[words - 1] &= last;
+    };
+    for (int32_t i = 0; i < n; ++i) random_code(rows + static_cast<std::size_t>(i) * words);
+    ASSERT_EQ(genie_codes_seal(set, &err), GENIE_OK) << err.message;
+    std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);
+    for (int32_t i = 0; i < n; i += 7) excluded[static_cast<std::size_t>(i)] = 1;
+    for (int32_t nq : {1, 5, 130}) {
+      std::vector<uint64_t> queries(static_cast<std::size_t>(nq) * words);
+      for (int32_t q = 0; q < nq; ++q) random_code(queries.data() + static_cast<std::size_t>(q) * words);
+      for (int32_t k : {1, 10, 20000}) {
+        genie_code_scan scan{};
+        scan.n_queries = nq;
+        scan.queries = queries.data();
+        scan.k = k;
+        scan.excluded = excluded.data();
+        genie_code_results* expected = nullptr;
+        ASSERT_EQ(genie_codes_scan(set, GENIE_ENGINE_CPU, nullptr, &scan, &expected, &err), GENIE_OK);
+        for (int32_t placement : {GENIE_PLACEMENT_REPLICATE, GENIE_PLACEMENT_SHARD}) {
+          for (uint64_t mask : {~uint64_t{0}, uint64_t{2}}) {
+            genie_engine_options options{};
+            options.device_mask = mask;
+            options.placement = placement;
+            genie_code_results* got = nullptr;
+            ASSERT_EQ(genie_codes_scan(set, GENIE_ENGINE_GPU, &options, &scan, &got, &err), GENIE_OK) << err.message;
+            EXPECT_EQ(got->device, GENIE_ENGINE_GPU);
+            EXPECT_EQ(std::vector<int64_t>(expected->query_offsets, expected->query_offsets + nq + 1),
+                      std::vector<int64_t>(got->query_offsets, got->query_offsets + nq + 1));
+            EXPECT_EQ(CodeRows(expected), CodeRows(got))
+                << "bits " << bits << " nq " << nq << " k " << k << " placement " << placement << " mask " << mask;
+            genie_code_results_free(got);
+          }
+        }
+        genie_code_results_free(expected);
+      }
+    }
+    EXPECT_GT(genie_codes_device_bytes(set), 0u);
+    genie_codes_free(set);
+  }
+}
+
 // UTF-8 words over a small alphabet (many ties), as text and offsets.
 struct Words {
   std::string text;

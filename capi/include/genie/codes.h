@@ -84,7 +84,11 @@ void		genie_code_results_free(genie_code_results *results);
  * (GENIE_DEVICE_UNAVAILABLE without a usable GPU) or AUTO; nothing falls
  * back after a failure (GENIE_DEVICE_OUT_OF_MEMORY, also for a set beyond
  * the memory budget, goes to the caller).  options: threads, device
- * ordinal, memory budget, cancel.
+ * ordinal, memory budget, cancel; a device_mask of several GPUs holds the
+ * set on each (replicated, a batch's queries split among them) or a range
+ * of it on each (sharded, as placement and the budget say; the rows merged
+ * by distance, then id), a GPU that fails dropped for the others or the
+ * CPU, as for vectors; a mask of one GPU scans on that GPU.
  */
 genie_status genie_codes_scan(genie_codes *codes, genie_engine_kind device,
 							  const genie_engine_options *options, const genie_code_scan *scan,
