@@ -1,4 +1,5 @@
 // The C API of code sets and the Hamming scan (genie_codes_*).
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -93,9 +94,12 @@ genie::Status GroupCopies(genie_codes* codes, const std::vector<genie::capi::Gro
   };
   const bool remade = codes->group == nullptr || !codes->group->MadeFor(options);
   if (remade) codes->slice_bytes.store(0);  // the old group's go with it
-  GENIE_RETURN_IF_ERROR(genie::capi::EnsureDeviceGroup(set, set.n,
-                                                       static_cast<uint64_t>(set.values.size()) * sizeof(uint64_t),
-                                                       devices, options, slice, make_gpu, &codes->group));
+  // a GPU copy needs room for one query's distances beside the codes (GpuCodeSet: it
+  // cannot stream), so auto placement weighs both against each GPU
+  const uint64_t needs = static_cast<uint64_t>(set.values.size()) * sizeof(uint64_t) +
+                         static_cast<uint64_t>(std::max(set.n, 1)) * sizeof(uint16_t) + (16u << 20);
+  GENIE_RETURN_IF_ERROR(
+      genie::capi::EnsureDeviceGroup(set, set.n, needs, devices, options, slice, make_gpu, &codes->group));
   if (remade) {
     std::size_t slices = 0;
     for (const auto& c : codes->group->copies)
@@ -210,6 +214,7 @@ genie_status genie_codes_scan(genie_codes* codes, genie_engine_kind device, cons
     if (!codes->sealed) return genie::Status::InvalidArgument("genie_codes_scan: the set is not sealed");
     if (device != GENIE_ENGINE_CPU && device != GENIE_ENGINE_GPU && device != GENIE_ENGINE_AUTO)
       return genie::Status::InvalidArgument("device must be CPU, GPU or AUTO");
+    GENIE_RETURN_IF_ERROR(genie::capi::CheckPlacement(options));
     const genie::CodeSet& set = codes->set;
     genie::CodeScanRequest request;
     request.n_queries = scan->n_queries;

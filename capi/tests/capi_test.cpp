@@ -788,3 +788,37 @@ TEST(CApiVectors, UnsealedSetScansLikeACopiedOneOnceSealed) {
   genie_vectors_free(filled);
   genie_vectors_free(copied);
 }
+
+// genie_codes_scan: an unknown placement is refused, as for vectors; with
+// every GPU in the mask and none usable, AUTO scans on the CPU and GPU is
+// unavailable.
+TEST(CApiCodes, PlacementCheckedAndAutoWithoutGpu) {
+  genie_codes* codes = nullptr;
+  uint64_t* rows = nullptr;
+  genie_error err{};
+  ASSERT_EQ(genie_codes_create_unsealed(100, 64, 1, &codes, &rows, &err), GENIE_OK) << err.message;
+  for (int i = 0; i < 100; ++i) rows[i] = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1);
+  ASSERT_EQ(genie_codes_seal(codes, &err), GENIE_OK) << err.message;
+  const uint64_t query = rows[17];
+  genie_code_scan scan{};
+  scan.n_queries = 1;
+  scan.queries = &query;
+  scan.k = 3;
+  genie_engine_options options{};
+  options.device_mask = ~uint64_t{0};
+  options.placement = GENIE_PLACEMENT_SHARD + 1;
+  genie_code_results* results = nullptr;
+  EXPECT_EQ(genie_codes_scan(codes, GENIE_ENGINE_AUTO, &options, &scan, &results, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("placement"), std::string::npos) << err.message;
+  if (!AnyUsableGpu()) {
+    options.placement = GENIE_PLACEMENT_SHARD;
+    EXPECT_EQ(genie_codes_scan(codes, GENIE_ENGINE_GPU, &options, &scan, &results, &err), GENIE_DEVICE_UNAVAILABLE);
+    ASSERT_EQ(genie_codes_scan(codes, GENIE_ENGINE_AUTO, &options, &scan, &results, &err), GENIE_OK) << err.message;
+    EXPECT_EQ(results->device, GENIE_ENGINE_CPU);
+    ASSERT_EQ(results->query_offsets[1], 3);
+    EXPECT_EQ(results->objects[0], 17);
+    EXPECT_EQ(results->distances[0], 0);
+    genie_code_results_free(results);
+  }
+  genie_codes_free(codes);
+}

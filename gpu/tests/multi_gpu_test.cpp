@@ -5,6 +5,7 @@
 // leaves the answers exact.  Skipped where fewer than two GPUs are usable.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -235,8 +236,8 @@ TEST(MultiGpu, CodeScansEqualTheCpu) {
     ASSERT_EQ(genie_codes_seal(set, &err), GENIE_OK) << err.message;
     std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);
     for (int32_t i = 0; i < n; i += 7) excluded[static_cast<std::size_t>(i)] = 1;
-    for (int32_t nq : {1, 5, 130}) {
-      std::vector<uint64_t> queries(static_cast<std::size_t>(nq) * words);
+    for (int32_t nq : {0, 1, 5, 130}) {
+      std::vector<uint64_t> queries(static_cast<std::size_t>(std::max(nq, 1)) * words);
       for (int32_t q = 0; q < nq; ++q) random_code(queries.data() + static_cast<std::size_t>(q) * words);
       for (int32_t k : {1, 10, 20000}) {
         genie_code_scan scan{};
@@ -246,7 +247,7 @@ TEST(MultiGpu, CodeScansEqualTheCpu) {
         scan.excluded = excluded.data();
         genie_code_results* expected = nullptr;
         ASSERT_EQ(genie_codes_scan(set, GENIE_ENGINE_CPU, nullptr, &scan, &expected, &err), GENIE_OK);
-        for (int32_t placement : {GENIE_PLACEMENT_REPLICATE, GENIE_PLACEMENT_SHARD}) {
+        for (int32_t placement : {GENIE_PLACEMENT_AUTO, GENIE_PLACEMENT_REPLICATE, GENIE_PLACEMENT_SHARD}) {
           for (uint64_t mask : {~uint64_t{0}, uint64_t{2}}) {
             genie_engine_options options{};
             options.device_mask = mask;
