@@ -114,7 +114,7 @@ genie::Status GroupCopies(genie_codes* codes, const std::vector<genie::capi::Gro
 // among the GPUs, or every query over each shard and the rows merged by
 // (distance, id), as one scan orders them.
 genie::Status GroupScan(const genie::CodeSet& set, CodeGroup* g, const genie::EngineOptions& options,
-                        const genie::CodeScanRequest& request, genie::CodeScanResult* out) {
+                        const genie::CodeScanRequest& request, genie::CodeScanResult* out, bool* on_gpu) {
   // (checked whole first: the parts below point into the queries and the excluded flags)
   GENIE_RETURN_IF_ERROR(genie::ValidateCodeScanRequest(set, request));
   auto scan = [&](genie::GpuCodeSet* gpu, const genie::CodeSet& rows, int32_t first_object, int32_t q0, int32_t q1,
@@ -127,7 +127,7 @@ genie::Status GroupScan(const genie::CodeSet& set, CodeGroup* g, const genie::En
     return gpu != nullptr ? gpu->Scan(rows, r, found, options.cancel)
                           : genie::CpuCodeScan(rows, r, options.threads, found, options.cancel);
   };
-  return genie::capi::ScanDeviceGroup(set, g, request.n_queries, request.k, scan, std::less<>(), out);
+  return genie::capi::ScanDeviceGroup(set, g, request.n_queries, request.k, scan, std::less<>(), out, on_gpu);
 }
 #endif
 
@@ -244,8 +244,9 @@ genie_status genie_codes_scan(genie_codes* codes, genie_engine_kind device, cons
       if (!group.empty()) {
         std::shared_ptr<CodeGroup> g;
         GENIE_RETURN_IF_ERROR(GroupCopies(codes, group, engine_options, &g));
-        GENIE_RETURN_IF_ERROR(GroupScan(set, g.get(), engine_options, request, &found));
-        return ToCResults(found, GENIE_ENGINE_GPU, results);
+        bool on_gpu = false;
+        GENIE_RETURN_IF_ERROR(GroupScan(set, g.get(), engine_options, request, &found, &on_gpu));
+        return ToCResults(found, on_gpu ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU, results);
       }
       std::shared_ptr<genie::GpuCodeSet> gpu;
       genie::Status status = GpuCopy(codes, one, &gpu);

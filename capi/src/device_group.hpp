@@ -116,14 +116,16 @@ Status EnsureDeviceGroup(const Set& set, int32_t n, uint64_t set_bytes, const st
 // first_query, end_query, &part) scans queries [first_query, end_query) over
 // rows (the whole set, or a shard whose first object is first_object) on
 // gpu, or on the CPU when gpu is null.  before orders two (distance, id)
-// rows as the scan does (MergeScanShards).
+// rows as the scan does (MergeScanShards).  *answered_on_gpu is set when a
+// GPU answers a part.
 template <typename Set, typename GpuSet, typename Rows, typename Scan, typename Before>
-Status ScanDeviceGroup(const Set& set, DeviceGroup<Set, GpuSet>* g, int32_t n_queries, int32_t k, const Scan& scan,
-                       const Before& before, Rows* out) {
+Status ScanGroupParts(const Set& set, DeviceGroup<Set, GpuSet>* g, int32_t n_queries, int32_t k, const Scan& scan,
+                      const Before& before, Rows* out, std::atomic<bool>* answered_on_gpu) {
   using Copy = GroupCopy<Set, GpuSet>;
   auto run = [&](Copy* c, const Set& rows, int32_t first_object, int32_t q0, int32_t q1, Rows* part) {
     if (c != nullptr && !c->dropped) {
       Status st = scan(c->gpu.get(), rows, first_object, q0, q1, part);
+      if (st.ok()) *answered_on_gpu = true;  // parts run on threads of their own
       if (!DeviceFailed(st)) return st;
       c->dropped = true;  // for good: later scans go to the others or the CPU
     }
@@ -155,6 +157,19 @@ Status ScanDeviceGroup(const Set& set, DeviceGroup<Set, GpuSet>* g, int32_t n_qu
   for (const Status& st : statuses) GENIE_RETURN_IF_ERROR(st);
   JoinQueryRanges(parts, out);
   return Status::Ok();
+}
+
+// ScanGroupParts, and *on_gpu (when not null) whether a GPU answered any
+// part: false when every GPU of the group was out or failed and the CPU
+// answered alone, so that the rows are labelled with the engine that
+// computed them (EXPLAIN's "Genie Engine", the service's statistics).
+template <typename Set, typename GpuSet, typename Rows, typename Scan, typename Before>
+Status ScanDeviceGroup(const Set& set, DeviceGroup<Set, GpuSet>* g, int32_t n_queries, int32_t k, const Scan& scan,
+                       const Before& before, Rows* out, bool* on_gpu = nullptr) {
+  std::atomic<bool> answered_on_gpu{false};
+  const Status status = ScanGroupParts(set, g, n_queries, k, scan, before, out, &answered_on_gpu);
+  if (on_gpu != nullptr) *on_gpu = answered_on_gpu.load();
+  return status;
 }
 
 }  // namespace capi

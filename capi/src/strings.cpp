@@ -150,7 +150,7 @@ genie::capi::RangeDevicePass WithinPass(genie::GpuStringSet* gpu, const genie::S
 // The scan over a device group: rows merged by distance, length, then id,
 // as every string scan orders them.
 genie::Status GroupScan(const genie::StringSet& set, StringGroup* g, const genie::EngineOptions& options,
-                        const genie::StringScanRequest& request, genie::StringScanResult* out) {
+                        const genie::StringScanRequest& request, genie::StringScanResult* out, bool* on_gpu) {
   const int32_t nq = request.queries.size();
   auto scan = [&](genie::GpuStringSet* gpu, const genie::StringSet& rows, int32_t first_object, int32_t q0,
                   int32_t q1, genie::StringScanResult* found) {
@@ -168,7 +168,7 @@ genie::Status GroupScan(const genie::StringSet& set, StringGroup* g, const genie
     const int32_t la = set.length(a.second), lb = set.length(b.second);
     return la != lb ? la < lb : a.second < b.second;
   };
-  return genie::capi::ScanDeviceGroup(set, g, nq, request.k, scan, before, out);
+  return genie::capi::ScanDeviceGroup(set, g, nq, request.k, scan, before, out, on_gpu);
 }
 #endif
 
@@ -267,8 +267,9 @@ genie_status genie_strings_scan(genie_strings* strings, genie_engine_kind device
       if (!group.empty()) {
         std::shared_ptr<StringGroup> g;
         GENIE_RETURN_IF_ERROR(GroupCopies(strings, group, engine_options, &g));
-        GENIE_RETURN_IF_ERROR(GroupScan(strings->set, g.get(), engine_options, request, &found));
-        return ToCResults(found, GENIE_ENGINE_GPU, results);
+        bool on_gpu = false;
+        GENIE_RETURN_IF_ERROR(GroupScan(strings->set, g.get(), engine_options, request, &found, &on_gpu));
+        return ToCResults(found, on_gpu ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU, results);
       }
       std::shared_ptr<genie::GpuStringSet> gpu;
       genie::Status status = GpuCopy(strings, one.device_ordinal, &gpu);

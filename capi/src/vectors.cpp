@@ -348,7 +348,8 @@ genie::Status ShardedWithin(genie_vectors* vectors, const std::shared_ptr<Vector
 
 // The exact scan over a device group (rows merged by distance, then id).
 genie::Status GroupScan(const genie::VectorSet& set, VectorGroup* g, const genie::EngineOptions& options,
-                        const genie::VectorScanRequest& request, genie::VectorScanResult* out, int32_t* parts) {
+                        const genie::VectorScanRequest& request, genie::VectorScanResult* out, int32_t* parts,
+                        bool* on_gpu) {
   *parts = 1;
   for (const auto& c : g->copies)
     if (c->gpu != nullptr) *parts = std::max(*parts, c->gpu->parts());
@@ -362,7 +363,7 @@ genie::Status GroupScan(const genie::VectorSet& set, VectorGroup* g, const genie
     return gpu != nullptr ? gpu->Scan(rows, r, found, options.cancel)
                           : genie::CpuVectorScan(rows, r, options.threads, found, options.cancel);
   };
-  return genie::capi::ScanDeviceGroup(set, g, request.n_queries, request.k, scan, std::less<>(), out);
+  return genie::capi::ScanDeviceGroup(set, g, request.n_queries, request.k, scan, std::less<>(), out, on_gpu);
 }
 #endif
 
@@ -515,8 +516,10 @@ genie_status genie_vectors_scan(genie_vectors* vectors, genie_engine_kind device
         std::shared_ptr<VectorGroup> g;
         GENIE_RETURN_IF_ERROR(GroupCopies(vectors, group, engine_options, &g));
         int32_t parts = 1;
-        GENIE_RETURN_IF_ERROR(GroupScan(set, g.get(), engine_options, request, &found, &parts));
-        return ToCResults(found, GENIE_ENGINE_GPU, parts, results);
+        bool on_gpu = false;
+        GENIE_RETURN_IF_ERROR(GroupScan(set, g.get(), engine_options, request, &found, &parts, &on_gpu));
+        return on_gpu ? ToCResults(found, GENIE_ENGINE_GPU, parts, results)
+                      : ToCResults(found, GENIE_ENGINE_CPU, 0, results);
       }
       std::shared_ptr<genie::GpuVectorSet> gpu;
       genie::Status status = GpuCopy(vectors, one, &gpu);

@@ -1,8 +1,9 @@
 // The C API's device-group template (capi/src/device_group.hpp) with
 // stand-ins for a set and its GPU copies: replicated and sharded scans equal
 // one scan of the whole set, row for row; a GPU that fails to take its copy,
-// or fails mid-scan, is dropped and its part scanned on the CPU; other
-// failures go to the caller.
+// or fails mid-scan, is dropped and its part scanned on the CPU (the rows
+// said to be the CPU's when no GPU answered a part); other failures go to
+// the caller.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -90,7 +91,7 @@ struct Fixture {
                                  group);
   }
 
-  Status Scan(Group* g, int32_t k, IntRows* out) {
+  Status Scan(Group* g, int32_t k, IntRows* out, bool* on_gpu = nullptr) {
     auto scan = [&](FakeGpu* gpu, const IntSet& rows, int32_t, int32_t q0, int32_t q1, IntRows* part) {
       if (gpu != nullptr) {
         ++gpu->scans;
@@ -101,7 +102,7 @@ struct Fixture {
       *part = Brute(rows, queries, q0, q1, k);
       return Status::Ok();
     };
-    return capi::ScanDeviceGroup(set, g, static_cast<int32_t>(queries.size()), k, scan, std::less<>(), out);
+    return capi::ScanDeviceGroup(set, g, static_cast<int32_t>(queries.size()), k, scan, std::less<>(), out, on_gpu);
   }
 };
 
@@ -120,9 +121,11 @@ TEST(DeviceGroup, ReplicatedAndShardedEqualOneScan) {
       EXPECT_EQ(g->sharded, placement == GENIE_PLACEMENT_SHARD);
       IntRows got;
       f.cpu_scans = 0;
-      ASSERT_TRUE(f.Scan(g.get(), k, &got).ok());
+      bool on_gpu = false;
+      ASSERT_TRUE(f.Scan(g.get(), k, &got, &on_gpu).ok());
       ExpectSame(Brute(f.set, f.queries, 0, static_cast<int32_t>(f.queries.size()), k), got);
       EXPECT_EQ(f.cpu_scans, 0);
+      EXPECT_TRUE(on_gpu);
       for (const auto& c : g->copies) EXPECT_EQ(c->gpu->scans, 1);  // every GPU took part
       EXPECT_EQ(g->device_bytes(), 3u * 64u);
     }
@@ -139,8 +142,10 @@ TEST(DeviceGroup, FailedGpusAreDroppedAndTheirPartsRedone) {
     EXPECT_TRUE(g->copies[1]->dropped);
     for (int round = 0; round < 2; ++round) {
       IntRows got;
-      ASSERT_TRUE(f.Scan(g.get(), 9, &got).ok());
+      bool on_gpu = false;
+      ASSERT_TRUE(f.Scan(g.get(), 9, &got, &on_gpu).ok());
       ExpectSame(expected, got);
+      EXPECT_TRUE(on_gpu);  // GPU 0 answered its part
     }
     EXPECT_TRUE(g->copies[2]->dropped);
     EXPECT_FALSE(g->copies[0]->dropped);
@@ -149,9 +154,20 @@ TEST(DeviceGroup, FailedGpusAreDroppedAndTheirPartsRedone) {
     ASSERT_TRUE(f.Make(placement, {0, 1, 2}, {}, &g).ok());
     f.cpu_scans = 0;
     IntRows got;
-    ASSERT_TRUE(f.Scan(g.get(), 9, &got).ok());
+    bool on_gpu = true;
+    ASSERT_TRUE(f.Scan(g.get(), 9, &got, &on_gpu).ok());
     ExpectSame(expected, got);
     EXPECT_GE(f.cpu_scans, 1);
+    EXPECT_FALSE(on_gpu);  // the rows are labelled as the CPU's
+    // every GPU fails mid-scan: the CPU redoes every part, and says so
+    ASSERT_TRUE(f.Make(placement, {}, {0, 1, 2}, &g).ok());
+    f.cpu_scans = 0;
+    on_gpu = true;
+    ASSERT_TRUE(f.Scan(g.get(), 9, &got, &on_gpu).ok());
+    ExpectSame(expected, got);
+    EXPECT_GE(f.cpu_scans, 1);
+    EXPECT_FALSE(on_gpu);
+    for (const auto& c : g->copies) EXPECT_TRUE(c->dropped);
   }
 }
 
