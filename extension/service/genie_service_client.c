@@ -16,8 +16,11 @@
  */
 #include "postgres.h"
 
+#include <float.h>
+
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
@@ -363,15 +366,20 @@ take_outcome(const GenieResponse *resp, genie_error *err)
 /*
  * The answer in the segment, once the request out was answered: its
  * outcome, *resp the answer when it is OK or NOT_RESIDENT (err an engine's
- * error).
+ * error).  The service's own part of the round trip, its queue wait and
+ * engine time, is charged to genie.profile's queue and engine phases, at
+ * most waited_ms of it: a request answered while the backend went on (a
+ * piece of a scan ahead) shows only the wait it left.
  */
 static GenieServiceOutcome
-take_answer(GenieResponse **resp, genie_error *err)
+take_answer(GenieResponse **resp, double waited_ms, genie_error *err)
 {
+	double		queue_ms;
+
 	*resp = request_response((GenieRequest *) dsm_segment_address(segment));
-	/* the service's own part of the round trip */
-	genie_profile_move(GENIE_PHASE_QUEUE, (*resp)->queue_ms);
-	genie_profile_move(GENIE_PHASE_ENGINE, (*resp)->engine_ms);
+	queue_ms = Min((*resp)->queue_ms, waited_ms);
+	genie_profile_move(GENIE_PHASE_QUEUE, queue_ms);
+	genie_profile_move(GENIE_PHASE_ENGINE, Min((*resp)->engine_ms, waited_ms - queue_ms));
 	return take_outcome(*resp, err);
 }
 
@@ -383,7 +391,7 @@ genie_service_call_for_answer(GenieResponse **resp, GenieServiceOverlap *overlap
 	genie_profile_push(GENIE_PHASE_SERVICE);
 	outcome = call_service(overlap);
 	if (outcome == GENIE_SERVICE_OK)
-		outcome = take_answer(resp, err);
+		outcome = take_answer(resp, DBL_MAX, err);
 	genie_profile_pop();
 	return outcome;
 }
@@ -402,11 +410,16 @@ GenieServiceOutcome
 genie_service_await(GenieResponse **resp, genie_error *err)
 {
 	GenieServiceOutcome outcome;
+	instr_time	start,
+				waited;
 
 	genie_profile_push(GENIE_PHASE_SERVICE);
+	INSTR_TIME_SET_CURRENT(start);
 	outcome = await_answer(NULL);
+	INSTR_TIME_SET_CURRENT(waited);
+	INSTR_TIME_SUBTRACT(waited, start);
 	if (outcome == GENIE_SERVICE_OK)
-		outcome = take_answer(resp, err);
+		outcome = take_answer(resp, INSTR_TIME_GET_MILLISEC(waited), err);
 	genie_profile_pop();
 	return outcome;
 }

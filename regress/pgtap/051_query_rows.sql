@@ -11,7 +11,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
-SELECT plan(30);
+SELECT plan(31);
 
 -- 40 indexed vectors of 2,000 dimensions: small integers, so ties are
 -- decided by the row order as in the scan
@@ -111,6 +111,15 @@ END $$;
 SELECT matches(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3)$$),
                'Genie Queries Scanned Ahead: 5000\nGenie Pieces Scanned Ahead: 5\n',
                'EXPLAIN ANALYZE: the 5,000 rows were scanned ahead in five pieces of 1,024 or fewer');
+-- genie.profile charges each phase what it took: a piece answered while
+-- the next was read (through the genie service) leaves the engine phase
+-- only the wait it caused, not the service's time a second time
+SET genie.profile = on;
+SELECT genie_profile_reset();
+SELECT count(*) FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz ORDER BY qid', 3);
+SELECT ok((SELECT min(total_ms) >= 0 AND sum(calls) FILTER (WHERE phase = 'query') > 0 FROM genie_profile()),
+          'genie.profile: no phase of a batch scanned ahead is charged less than nothing');
+RESET genie.profile;
 SELECT doesnt_match(pg_temp.genie_explain($$SELECT * FROM genie_knn_from('qr_items_v', 'SELECT q FROM qr_pglz WHERE qid <= 1000 ORDER BY qid', 3)$$),
                     'Scanned Ahead',
                     'a batch of one piece is read, then searched');
