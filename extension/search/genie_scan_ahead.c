@@ -56,7 +56,6 @@
 #include "search/genie_cache_values.h"
 #include "search/genie_scan_ahead.h"
 #include "search/genie_search_device.h"
-#include "service/genie_service.h"
 #include "service/genie_service_client.h"
 #include "service/genie_service_scan.h"
 #include "profile/genie_explain.h"
@@ -122,13 +121,6 @@ struct GenieScanAhead
 	bool		taken;			/* the rows went to the caller */
 	GenieScanAhead *next;		/* in the backend's running list */
 };
-
-/* The cores genie.cpu_threads gives a search (0: every core). */
-static int
-search_cores(void)
-{
-	return genie_cpu_threads > 0 ? genie_cpu_threads : (int) Max(1, sysconf(_SC_NPROCESSORS_ONLN));
-}
 
 /* The scans ahead whose thread runs, for the proc_exit callback. */
 static GenieScanAhead *running = NULL;
@@ -275,12 +267,7 @@ monotonic_cond_init(pthread_cond_t *cond)
  * search then falls back as it says), with no main objects, or when a
  * piece's answer would be past what the service hands back (a k of
  * thousands: the search splits the batch).  Nothing of the entry is
- * loaded here.  While a piece is out to a service that scans on a GPU,
- * the reading of the next piece's rows takes half the cores
- * genie.cpu_threads gives a search, as in-process (below), and leaves the
- * rest to the service's threads that stage the piece and wait on the
- * device.  Beside the service's CPU engine the reading keeps every thread
- * (not measured against fewer).
+ * loaded here.
  */
 static GenieScanAhead *
 begin_through_service(GenieCachedIndex *entry, int32 k)
@@ -292,8 +279,6 @@ begin_through_service(GenieCachedIndex *entry, int32 k)
 	int32		first_k = genie_search_first_k(k, entry->n_objects);
 	int			piece = genie_scan_ahead_piece_rows(entry->value_dim);
 	GenieValueBatch widest = vector_batch(NULL, piece, entry->value_dim);
-	int			cores = search_cores();
-	bool		on_gpu;
 
 	if (entry->n_main_objects == 0 || !genie_service_ready() ||
 		genie_value_batch_bytes(&widest, 0, piece) +
@@ -304,8 +289,6 @@ begin_through_service(GenieCachedIndex *entry, int32 k)
 	genie_service_pieces_begin(&pieces, &entry->main_key, entry->index_oid, genie_device_setting,
 							   first_k, genie_cluster_list_knn, genie_explain_analyzing, excluded,
 							   n_excluded);
-	on_gpu = genie_device_setting != GENIE_DEVICE_SETTING_CPU && genie_service_shared != NULL &&
-		genie_service_shared->gpu_usable;
 	/* (calloc'd last: nothing after it may raise an error before the caller has it) */
 	ahead = calloc(1, sizeof(GenieScanAhead));
 	if (ahead == NULL)
@@ -315,8 +298,6 @@ begin_through_service(GenieCachedIndex *entry, int32 k)
 	}
 	ahead->through_service = true;
 	ahead->service = pieces;
-	ahead->cores = cores;
-	ahead->on_gpu = on_gpu;
 	ahead->entry = entry;
 	ahead->dim = entry->value_dim;
 	ahead->k = first_k;
@@ -339,7 +320,7 @@ genie_scan_ahead_begin(GenieCachedIndex *entry, int32 k)
 		return NULL;
 	if (genie_service_configured())
 		return begin_through_service(entry, k);
-	cores = search_cores();
+	cores = genie_cpu_threads > 0 ? genie_cpu_threads : (int) Max(1, sysconf(_SC_NPROCESSORS_ONLN));
 	/* one core: the reading and the scans would take turns on it anyway */
 	if (cores < 2)
 		return NULL;
@@ -409,9 +390,9 @@ genie_scan_ahead_reading_threads(GenieScanAhead *ahead)
 	/* before the first piece, and once the scans stopped, the reading has every thread */
 	int			threads;
 
-	/* the service scans in its own process, beside a GPU's scans on part of the cores */
+	/* the service scans in its own process */
 	if (ahead->through_service)
-		return ahead->on_gpu && ahead->service.n_out > 0 ? ahead->cores - ahead->cores / 2 : genie_cpu_threads;
+		return genie_cpu_threads;
 	pthread_mutex_lock(&ahead->mutex);
 	scanning = ahead->started && !ahead->stop && !ahead->failed;
 	threads = ahead->on_gpu ? ahead->cores - ahead->cores / 2 : 1;
