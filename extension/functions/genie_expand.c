@@ -64,8 +64,11 @@ copy_match(unsigned char *dp, int32 off, int32 len, bool room)
  * pattern).
  */
 
-/* The most a control group reads (8 matches of 3 bytes) and writes (8 of 273). */
-#define PGLZ_GROUP_IN		(1 + 8 * 3)
+/*
+ * The most a control group reads (8 matches of 3 bytes, and the 8 bytes a
+ * run of literals' copy reads from the last) and writes (8 of 273).
+ */
+#define PGLZ_GROUP_IN		(1 + 8 * 3 + 8)
 #define PGLZ_GROUP_OUT		(8 * 273)
 
 bool
@@ -78,35 +81,40 @@ genie_expand_pglz(GenieExpand *s, Size upto)
 	unsigned char *destend = s->destend;
 	unsigned char *target = upto < (Size) (destend - dest) ? dest + upto : destend;
 
-	/* groups far from both ends: no bounds checks but the offset's */
+	/*
+	 * Groups far from both ends: no bounds checks but the offset's.  A run
+	 * of literals up to the next match is one 8-byte copy, its length the
+	 * control bits' trailing zeros (bit 8 ends the group): a branch a
+	 * match, not one an item, whose outcome a float array's mix of
+	 * literals and matches makes hard to predict (bench/expand-bench: the
+	 * stream of half zeros 1.4-1.7x faster, Fashion-MNIST's 1.0-1.16x).
+	 */
 	while (dp < target && srcend - sp >= PGLZ_GROUP_IN && destend - dp >= PGLZ_GROUP_OUT + 16)
 	{
-		unsigned int ctrl = *sp++;
+		unsigned int bits = *sp++ | 0x100;
 
-		if (ctrl == 0)
+		for (;;)
 		{
+			int			n = __builtin_ctz(bits);
+			int32		len;
+			int32		off;
+
 			memcpy(dp, sp, 8);
-			dp += 8;
-			sp += 8;
-			continue;
-		}
-		for (int bit = 0; bit < 8; bit++, ctrl >>= 1)
-		{
-			if (ctrl & 1)
-			{
-				int32		len = (sp[0] & 0x0f) + 3;
-				int32		off = ((sp[0] & 0xf0) << 4) | sp[1];
-
-				sp += 2;
-				if (len == 18)
-					len += *sp++;
-				if (off == 0 || off > dp - dest)
-					return false;
-				copy_match(dp, off, len, true);
-				dp += len;
-			}
-			else
-				*dp++ = *sp++;
+			dp += n;
+			sp += n;
+			bits >>= n;
+			if (bits == 1)
+				break;
+			len = (sp[0] & 0x0f) + 3;
+			off = ((sp[0] & 0xf0) << 4) | sp[1];
+			sp += 2;
+			if (len == 18)
+				len += *sp++;
+			if (off == 0 || off > dp - dest)
+				return false;
+			copy_match(dp, off, len, true);
+			dp += len;
+			bits >>= 1;
 		}
 	}
 	/* near an end: every item checked */
