@@ -156,6 +156,7 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
     return PlanRangeSearch(list, shifted, batch, engine_options.threads, plan, engine_options.cancel);
   };
   std::vector<RangeCandidate> candidates;
+  bool on_gpu = nq == 0;  // whether a GPU read any batch (a search of nothing: as asked)
   RangePlan plan;
   if (nq > 0) GENIE_RETURN_IF_ERROR(plan_batch(0, &plan));
   for (int32_t first = 0; first < nq; first += kRangeBatchQueries) {
@@ -175,10 +176,10 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
       }
     });
     std::vector<RangeCandidate> batch_candidates;
-    int64_t computed = 0;  // every member of the plan's items, unless the pass says otherwise
-    for (const RangeItem& item : plan.items) computed += item.count;
+    RangePassRead pass_read;  // every member of the plan's items, unless the pass says otherwise
+    for (const RangeItem& item : plan.items) pass_read.computed += item.count;
     const Status searched =
-        device_pass(first, std::min(kRangeBatchQueries, nq - first), plan, &batch_candidates, &computed);
+        device_pass(first, std::min(kRangeBatchQueries, nq - first), plan, &batch_candidates, &pass_read);
     planner.Join();
     GENIE_RETURN_IF_ERROR(searched);
     if (next_first < nq && !beside) planned = plan_batch(next_first, &next);
@@ -186,7 +187,8 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
     for (RangeCandidate& c : batch_candidates) c.query += first;
     candidates.insert(candidates.end(), batch_candidates.begin(), batch_candidates.end());
     // the centres here, what the pass read there
-    read.distances_computed += plan.distances_computed + computed;
+    read.distances_computed += plan.distances_computed + pass_read.computed;
+    on_gpu = on_gpu || pass_read.on_gpu;
     read.superclusters_discarded += plan.superclusters_discarded;
     read.clusters_discarded += plan.clusters_discarded;
     plan = std::move(next);
@@ -196,7 +198,7 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
   found->distances_computed += read.distances_computed;
   found->superclusters_discarded = read.superclusters_discarded;
   found->clusters_discarded = read.clusters_discarded;
-  *ran_on = GENIE_ENGINE_GPU;
+  *ran_on = on_gpu ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
   return Status::Ok();
 }
 

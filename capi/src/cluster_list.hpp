@@ -95,10 +95,19 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
 // orders by length, GpuStringSet::Within over each query's length window),
 // or empty without one: the plan of queries [first_query, first_query +
 // n_queries), its items' queries counted from first_query, the candidates'
-// from 0.  *computed comes set to the plan's items' members, the distances
-// a pass that reads them all computes; a pass that reads others sets it.
+// from 0, and what it read (*read).
+//
+// read->computed comes set to the plan's items' members, the distances a
+// pass that reads them all computes; a pass that reads others sets it.
+// read->on_gpu comes true; a pass that read none of the plan on a GPU (a
+// sharded group's whose every GPU failed: the host read the shards) sets
+// it false, so that the results name the engine that computed them.
+struct RangePassRead {
+  int64_t computed = 0;
+  bool on_gpu = true;
+};
 using RangeDevicePass = std::function<Status(int32_t first_query, int32_t n_queries, const RangePlan& plan,
-                                             std::vector<RangeCandidate>* out, int64_t* computed)>;
+                                             std::vector<RangeCandidate>* out, RangePassRead* read)>;
 
 // A kind's own search of every object on the CPU (vectors:
 // CpuVectorRangeScan, blocks of queries against tiles of rows), or empty:
@@ -109,8 +118,9 @@ using RangeCpuScan = std::function<Status(const RangeRequest& request, int32_t t
 // genie_*_within once the queries' metrics are made: with candidates, their
 // distances on the CPU (whatever the device); else checks the list against
 // the set's n_objects; with a device pass, plans on the CPU, runs the pass
-// and finishes on the CPU (device GPU in the results), else searches on the
-// CPU (device must then be CPU or AUTO).
+// and finishes on the CPU (device GPU in the results, CPU when no batch's
+// pass read on a GPU), else searches on the CPU (device must then be CPU or
+// AUTO).
 Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          genie_engine_kind device, const genie_engine_options* options,
                          const genie_range_scan* scan, const RangeDevicePass& device_pass,

@@ -78,7 +78,7 @@ RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, 
   // a batch too small to split goes to the next GPU in turn, not always the first
   return [gpus = std::move(gpus), cut_items, min_members, turn](
              int32_t first_query, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
-             int64_t* computed) -> Status {
+             RangePassRead* read) -> Status {
     std::vector<const RangeGroupGpu*> live;
     for (const RangeGroupGpu& m : gpus)
       if (!m.dropped->load()) live.push_back(&m);
@@ -88,14 +88,14 @@ RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, 
     const std::vector<RangePlanShare> shares =
         SplitRangePlan(plan, static_cast<int32_t>(live.size()), cut_items, min_members);
     std::vector<std::vector<RangeCandidate>> found(shares.size());
-    std::vector<int64_t> counted(shares.size());
+    std::vector<RangePassRead> reads(shares.size());
     auto run = [&](const RangeGroupGpu& m, std::size_t i) {
       const RangePlanShare& share = shares[i];
       found[i].clear();
       // what a pass that reads every member of its items computes (ListRange's rule)
-      counted[i] = 0;
-      for (const RangeItem& item : share.plan.items) counted[i] += item.count;
-      return m.pass(first_query + share.first_query, share.n_queries, share.plan, &found[i], &counted[i]);
+      reads[i] = RangePassRead();
+      for (const RangeItem& item : share.plan.items) reads[i].computed += item.count;
+      return m.pass(first_query + share.first_query, share.n_queries, share.plan, &found[i], &reads[i]);
     };
     std::vector<Status> statuses = RunEachConcurrently(static_cast<int32_t>(shares.size()), [&](int32_t i) {
       return run(*live[static_cast<std::size_t>(i)], static_cast<std::size_t>(i));
@@ -117,13 +117,15 @@ RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, 
       }
     }
     for (const Status& s : statuses) GENIE_RETURN_IF_ERROR(s);
-    *computed = 0;
+    read->computed = 0;
+    read->on_gpu = shares.empty();
     for (std::size_t i = 0; i < shares.size(); ++i) {
       for (RangeCandidate c : found[i]) {
         c.query += shares[i].first_query;
         out->push_back(c);
       }
-      *computed += counted[i];
+      read->computed += reads[i].computed;
+      read->on_gpu = read->on_gpu || reads[i].on_gpu;
     }
     return Status::Ok();
   };
@@ -189,13 +191,15 @@ Status ReadShardOnHost(const RangeShardHost& host, int32_t first_query, const Ra
 RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeShardHost host) {
   return [shards = std::move(shards), host = std::move(host)](int32_t first_query, int32_t n_queries,
                                                               const RangePlan& plan, std::vector<RangeCandidate>* out,
-                                                              int64_t* computed) -> Status {
+                                                              RangePassRead* read) -> Status {
     const std::size_t n = shards.size();
     std::vector<RangePlan> mine(n);
-    std::vector<int64_t> counted(n, 0);  // each shard's own members, unless its pass says otherwise
+    std::vector<RangePassRead> reads(n);  // each shard's own members, unless its pass says otherwise
     for (std::size_t i = 0; i < n; ++i) {
       mine[i] = ShardRangePlan(plan, shards[i].members.get(), shards[i].first, shards[i].end);
-      for (const RangeItem& item : mine[i].items) counted[i] += item.count;
+      for (const RangeItem& item : mine[i].items) reads[i].computed += item.count;
+      // a shard with nothing to read is no engine's
+      reads[i].on_gpu = false;
     }
     std::vector<std::vector<RangeCandidate>> found(n);
     std::vector<Status> statuses = RunEachConcurrently(static_cast<int32_t>(n), [&](int32_t s) {
@@ -203,7 +207,8 @@ RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeShardHost 
       if (mine[i].items.empty()) return Status::Ok();
       if (shards[i].dropped->load() || shards[i].pass == nullptr)
         return Status::DeviceUnavailable("this shard's GPU has failed");
-      GENIE_RETURN_IF_ERROR(shards[i].pass(first_query, n_queries, mine[i], &found[i], &counted[i]));
+      reads[i].on_gpu = true;
+      GENIE_RETURN_IF_ERROR(shards[i].pass(first_query, n_queries, mine[i], &found[i], &reads[i]));
       for (RangeCandidate& c : found[i]) c.object += shards[i].first;
       return Status::Ok();
     });
@@ -212,17 +217,24 @@ RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeShardHost 
       if (!DeviceFailed(statuses[i])) continue;
       shards[i].dropped->store(true);
       found[i].clear();
-      counted[i] = 0;
-      for (const RangeItem& item : mine[i].items) counted[i] += item.count;
+      reads[i] = RangePassRead();
+      reads[i].on_gpu = false;
+      for (const RangeItem& item : mine[i].items) reads[i].computed += item.count;
       statuses[i] =
           ReadShardOnHost(host, first_query, mine[i], shards[i].members.get(), shards[i].first, &found[i]);
     }
     for (const Status& s : statuses) GENIE_RETURN_IF_ERROR(s);
-    *computed = 0;
+    // a GPU's when any shard's GPU read its part, or when no shard had a part
+    bool any_part = false;
+    read->computed = 0;
+    read->on_gpu = false;
     for (std::size_t i = 0; i < n; ++i) {
       out->insert(out->end(), found[i].begin(), found[i].end());
-      *computed += counted[i];
+      read->computed += reads[i].computed;
+      read->on_gpu = read->on_gpu || reads[i].on_gpu;
+      any_part = any_part || !mine[i].items.empty();
     }
+    read->on_gpu = read->on_gpu || !any_part;
     return Status::Ok();
   };
 }

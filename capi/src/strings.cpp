@@ -120,11 +120,12 @@ genie::capi::RangeDevicePass WithinPass(genie::GpuStringSet* gpu, const genie::S
                                         double radius, const genie::EngineOptions& options) {
   return [gpu, &set, &queries, excluded, radius, &options](int32_t first_query, int32_t n_queries,
                                                            const genie::RangePlan&,
-                                                           std::vector<genie::RangeCandidate>* out, int64_t* computed) {
+                                                           std::vector<genie::RangeCandidate>* out,
+                                                           genie::capi::RangePassRead* read) {
     genie::CodePointStrings batch;
     for (int32_t q = first_query; q < first_query + n_queries; ++q) batch.Add(queries.Get(q));
     std::vector<int32_t> host;
-    GENIE_RETURN_IF_ERROR(gpu->Within(set, batch, radius, excluded, out, &host, computed, options.cancel));
+    GENIE_RETURN_IF_ERROR(gpu->Within(set, batch, radius, excluded, out, &host, &read->computed, options.cancel));
     if (host.empty()) return genie::Status::Ok();
     // queries past the device's prepared pattern: the CPU engine's range search
     genie::CodePointStrings long_queries;
@@ -142,7 +143,7 @@ genie::capi::RangeDevicePass WithinPass(genie::GpuStringSet* gpu, const genie::S
       for (int64_t r = found.offsets[i]; r < found.offsets[i + 1]; ++r)
         out->push_back(genie::RangeCandidate{host[i], found.objects[static_cast<std::size_t>(r)],
                                              found.distances[static_cast<std::size_t>(r)]});
-    *computed += found.distances_computed;
+    read->computed += found.distances_computed;
     return genie::Status::Ok();
   };
 }
@@ -389,7 +390,7 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
                   {[g, pass = WithinPass(c->gpu.get(), set, queries, excluded, scan->radius, engine_options)](
                        int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
                        std::vector<genie::RangeCandidate>* out,
-                       int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); },
+                       genie::capi::RangePassRead* read) { return pass(first_query, n_queries, plan, out, read); },
                    &c->dropped});
           if (!gpus.empty())
             return genie::capi::RangeSearchHandle(
@@ -417,8 +418,8 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
                                                  engine_options)](int32_t first_query, int32_t n_queries,
                                                                   const genie::RangePlan& plan,
                                                                   std::vector<genie::RangeCandidate>* out,
-                                                                  int64_t* computed) {
-                return pass(first_query, n_queries, plan, out, computed);
+                                                                  genie::capi::RangePassRead* read) {
+                return pass(first_query, n_queries, plan, out, read);
               };
             }
             shards.push_back(std::move(shard));
@@ -443,7 +444,7 @@ genie_status genie_strings_within(genie_strings* strings, genie_engine_kind devi
             [gpu, pass = WithinPass(gpu.get(), set, queries, excluded, scan->radius, engine_options)](
                 int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
                 std::vector<genie::RangeCandidate>* out,
-                int64_t* computed) { return pass(first_query, n_queries, plan, out, computed); },
+                genie::capi::RangePassRead* read) { return pass(first_query, n_queries, plan, out, read); },
             nullptr, results);
     }
 #endif

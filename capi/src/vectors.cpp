@@ -322,7 +322,8 @@ genie::Status ShardedWithin(genie_vectors* vectors, const std::shared_ptr<Vector
       const genie::VectorSet* rows = c->slice.get();
       shard.pass = [g, copy, rows, view, scan, &engine_options](int32_t first_query, int32_t n_queries,
                                                                 const genie::RangePlan& plan,
-                                                                std::vector<genie::RangeCandidate>* out, int64_t*) {
+                                                                std::vector<genie::RangeCandidate>* out,
+                                                                genie::capi::RangePassRead*) {
         genie::GpuRangeRequest request;
         request.queries =
             scan->queries + static_cast<std::size_t>(first_query) * static_cast<std::size_t>(rows->dim);
@@ -716,7 +717,8 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
             gpus.push_back(genie::capi::RangeGroupGpu{
                 [g, copy, vectors, scan, on, &engine_options](int32_t first_query, int32_t n_queries,
                                                               const genie::RangePlan& plan,
-                                                              std::vector<genie::RangeCandidate>* out, int64_t*) {
+                                                              std::vector<genie::RangeCandidate>* out,
+                                                              genie::capi::RangePassRead*) {
                   genie::GpuRangeRequest request;
                   request.queries = scan->queries + static_cast<std::size_t>(first_query) *
                                                         static_cast<std::size_t>(vectors->set.dim);
@@ -772,7 +774,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
         request.threads = engine_options.threads;
         device_pass = [gpu, vectors, request, members, rows_ref, &engine_options](
                           int32_t first_query, int32_t n_queries, const genie::RangePlan& plan,
-                          std::vector<genie::RangeCandidate>* out, int64_t*) {
+                          std::vector<genie::RangeCandidate>* out, genie::capi::RangePassRead*) {
           genie::GpuRangeRequest batch = request;
           batch.queries += static_cast<std::size_t>(first_query) * static_cast<std::size_t>(vectors->set.dim);
           batch.n_queries = n_queries;

@@ -129,7 +129,7 @@ struct FakeGpu {
 // query reads the wrong rows, as a real GPU would.
 RangeGroupGpu Member(FakeGpu* gpu) {
   return RangeGroupGpu{[gpu](int32_t first_query, int32_t n_queries, const RangePlan& plan,
-                             std::vector<RangeCandidate>* out, int64_t*) {
+                             std::vector<RangeCandidate>* out, capi::RangePassRead*) {
                          ++gpu->passes;
                          if (!gpu->failure.ok()) return gpu->failure;
                          for (const RangeItem& item : plan.items) {
@@ -162,8 +162,9 @@ TEST(GroupRangePass, CandidatesAreOnePasssAndALostGpuIsReplaced) {
     const int32_t first_query = static_cast<int32_t>(rng() % 7);  // the batch's place in the search
     FakeGpu alone;
     std::vector<RangeCandidate> expected;
-    int64_t expected_computed = Members(plan);
-    ASSERT_TRUE(Member(&alone).pass(first_query, nq, plan, &expected, &expected_computed).ok());
+    capi::RangePassRead expected_read;
+    expected_read.computed = Members(plan);
+    ASSERT_TRUE(Member(&alone).pass(first_query, nq, plan, &expected, &expected_read).ok());
     // three GPUs; in odd trials the second is lost at its first pass
     std::vector<std::unique_ptr<FakeGpu>> gpus;
     std::vector<RangeGroupGpu> members;
@@ -175,16 +176,19 @@ TEST(GroupRangePass, CandidatesAreOnePasssAndALostGpuIsReplaced) {
     std::atomic<uint32_t> turn{0};
     const capi::RangeDevicePass pass = GroupRangePass(members, trial % 4 < 2, 10, &turn);
     std::vector<RangeCandidate> got;
-    int64_t computed = -1;
-    ASSERT_TRUE(pass(first_query, nq, plan, &got, &computed).ok());
+    capi::RangePassRead read;
+    read.computed = -1;
+    read.on_gpu = false;
+    ASSERT_TRUE(pass(first_query, nq, plan, &got, &read).ok());
     EXPECT_EQ(Pairs(got, 0), Pairs(expected, 0)) << "trial " << trial;
-    EXPECT_EQ(computed, Members(plan));
+    EXPECT_EQ(read.computed, Members(plan));
+    EXPECT_TRUE(read.on_gpu);  // the GPUs left read every share
     EXPECT_EQ(gpus[1]->dropped.load(), trial % 2 == 1 && gpus[1]->passes.load() > 0);
     // a lost GPU gets no share of the next batch
     const int32_t before = gpus[1]->passes.load();
     const bool lost = gpus[1]->dropped.load();
     got.clear();
-    ASSERT_TRUE(pass(first_query, nq, plan, &got, &computed).ok());
+    ASSERT_TRUE(pass(first_query, nq, plan, &got, &read).ok());
     EXPECT_EQ(Pairs(got, 0), Pairs(expected, 0));
     if (lost) {
       EXPECT_EQ(gpus[1]->passes.load(), before);
@@ -201,7 +205,7 @@ TEST(GroupRangePass, FailuresGoToTheCaller) {
   a.failure = Status::DeviceError("lost");
   b.failure = Status::DeviceUnavailable("gone");
   std::vector<RangeCandidate> got;
-  int64_t computed = 0;
+  capi::RangePassRead computed;
   // every GPU lost: a device's failure, and both out for good
   EXPECT_TRUE(DeviceFailed(GroupRangePass({Member(&a), Member(&b)}, true, 10, &turn)(0, 2, plan, &got, &computed)));
   EXPECT_TRUE(a.dropped.load());
@@ -227,7 +231,7 @@ TEST(GroupRangePass, OneShareBatchesTakeTheGpusInTurn) {
   for (int32_t call = 0; call < 6; ++call) {
     // a pass made anew each call, as each search makes its own
     std::vector<RangeCandidate> got;
-    int64_t computed = 0;
+    capi::RangePassRead computed;
     ASSERT_TRUE(
         GroupRangePass({Member(&a), Member(&b), Member(&c)}, true, 1000, &turn)(0, 1, plan, &got, &computed).ok());
     EXPECT_EQ(got.size(), 5u);

@@ -18,6 +18,7 @@
 
 #include "genie/cluster_list.hpp"
 #include "genie/vectors.hpp"
+#include "cluster_list.hpp"
 #include "range_group.hpp"
 
 namespace genie {
@@ -195,9 +196,8 @@ TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
       shard.end = end;
       shard.members = members.back();
       shard.dropped = &fake->dropped;
-      shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out, int64_t*) {
-        return fake->Pass(fq, plan, out);
-      };
+      shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
+                          capi::RangePassRead*) { return fake->Pass(fq, plan, out); };
       shards.push_back(std::move(shard));
     }
     // in odd trials the last shard's GPU is lost; in every fourth the
@@ -210,12 +210,22 @@ TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
     const capi::RangeDevicePass pass = ShardedRangePass(shards, FakeHost(&host_metrics));
     for (int32_t round = 0; round < 2; ++round) {
       std::vector<RangeCandidate> got;
-      int64_t computed = -1;
-      ASSERT_TRUE(pass(first_query, nq, f.plan, &got, &computed).ok());
+      capi::RangePassRead read;
+      read.computed = -1;
+      ASSERT_TRUE(pass(first_query, nq, f.plan, &got, &read).ok());
       EXPECT_EQ(Sorted(got), Sorted(expected)) << "trial " << trial << " round " << round;
-      int64_t members = 0;  // each member of the plan read once, by a GPU or the host
-      for (const RangeItem& item : f.plan.items) members += item.count;
-      EXPECT_EQ(computed, members);
+      int64_t plan_members = 0;  // each member of the plan read once, by a GPU or the host
+      for (const RangeItem& item : f.plan.items) plan_members += item.count;
+      EXPECT_EQ(read.computed, plan_members);
+      // the rows' engine: the CPU only when no shard's GPU read its part
+      bool gpu_read = false, any_part = false;
+      for (std::size_t i = 0; i < shards.size(); ++i) {
+        const bool part = !capi::ShardRangePlan(f.plan, members[i].get(), shards[i].first, shards[i].end).items.empty();
+        any_part = any_part || part;
+        const bool gpu_out = (i == 0 && out_from_start) || (i + 1 == shards.size() && lose);
+        gpu_read = gpu_read || (part && !gpu_out);
+      }
+      EXPECT_EQ(read.on_gpu, gpu_read || !any_part) << "trial " << trial << " round " << round;
     }
     const bool lost_read = lose && fakes.back()->passes.load() > 0;
     lost_reads += lost_read ? 1 : 0;
@@ -248,19 +258,104 @@ TEST(ShardedRangePass, OtherFailuresGoToTheCaller) {
     shard.first = i * 50;
     shard.end = i * 50 + 50;
     shard.dropped = &fake->dropped;
-    shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out, int64_t*) {
-      return fake->Pass(fq, plan, out);
-    };
+    shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
+                        capi::RangePassRead*) { return fake->Pass(fq, plan, out); };
     shards.push_back(std::move(shard));
   }
   fakes[1]->failure = Status::Cancelled();
   std::atomic<int32_t> host_metrics{0};
   const capi::RangeDevicePass pass = ShardedRangePass(shards, FakeHost(&host_metrics));
   std::vector<RangeCandidate> got;
-  int64_t computed = 0;
-  EXPECT_EQ(pass(0, 1, f.plan, &got, &computed).code(), GENIE_CANCELLED);
+  capi::RangePassRead read;
+  EXPECT_EQ(pass(0, 1, f.plan, &got, &read).code(), GENIE_CANCELLED);
   EXPECT_EQ(host_metrics.load(), 0);
   EXPECT_FALSE(fakes[1]->dropped.load());
+}
+
+TEST(ShardedRangePass, EveryGpuLostIsTheHostsRead) {
+  // every shard's GPU fails mid-search (or is out from the start): the
+  // host reads every shard, the rows are the same, and the pass says no
+  // GPU read them, so that the search's results name the CPU
+  std::mt19937 rng(34);
+  for (int32_t trial = 0; trial < 12; ++trial) {
+    const Fixture f = RandomFixture(&rng, 3);
+    FakeShard alone;
+    alone.members = &f.members;
+    std::vector<RangeCandidate> expected;
+    ASSERT_TRUE(alone.Pass(0, f.plan, &expected).ok());
+    std::vector<std::shared_ptr<RangeShardMembers>> members;
+    std::vector<std::unique_ptr<FakeShard>> fakes;
+    std::vector<RangeShard> shards;
+    for (const auto& [first, end] : Cut(&rng, f.n, 1 + trial % 3)) {
+      members.push_back(std::make_shared<RangeShardMembers>());
+      ASSERT_TRUE(ShardMembers(Span<int32_t>(f.members), first, end, members.back().get()).ok());
+      fakes.push_back(std::make_unique<FakeShard>());
+      FakeShard* fake = fakes.back().get();
+      fake->members = &members.back()->members;
+      fake->first = first;
+      fake->failure = Status::DeviceError("lost");
+      RangeShard shard;
+      shard.first = first;
+      shard.end = end;
+      shard.members = members.back();
+      shard.dropped = &fake->dropped;
+      if (trial % 2 == 0)
+        shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
+                            capi::RangePassRead*) { return fake->Pass(fq, plan, out); };
+      shards.push_back(std::move(shard));
+    }
+    std::atomic<int32_t> host_metrics{0};
+    const capi::RangeDevicePass pass = ShardedRangePass(shards, FakeHost(&host_metrics));
+    std::vector<RangeCandidate> got;
+    capi::RangePassRead read;
+    ASSERT_TRUE(pass(0, 3, f.plan, &got, &read).ok());
+    EXPECT_EQ(Sorted(got), Sorted(expected)) << "trial " << trial;
+    EXPECT_EQ(read.on_gpu, f.plan.items.empty()) << "trial " << trial;
+  }
+}
+
+TEST(RangeSearchHandle, TheResultsNameTheEngineThatReadTheRows) {
+  // a search over a sharded group of two: both GPUs answering, one lost
+  // (the other still reads: GPU), both lost (the host reads both: CPU);
+  // the rows are the same each time
+  const int32_t n = 2000, nq = 3;
+  genie_range_scan scan{};
+  scan.n_queries = nq;
+  scan.radius = 0.5;
+  std::vector<std::vector<std::tuple<int32_t, int32_t, double>>> rows;
+  for (int32_t lost = 0; lost <= 2; ++lost) {
+    std::vector<std::unique_ptr<FakeShard>> fakes;
+    std::vector<RangeShard> shards;
+    for (int32_t i = 0; i < 2; ++i) {
+      fakes.push_back(std::make_unique<FakeShard>());
+      FakeShard* fake = fakes.back().get();
+      fake->first = i * (n / 2);
+      if (i < lost) fake->failure = Status::DeviceError("lost");
+      RangeShard shard;
+      shard.first = i * (n / 2);
+      shard.end = (i + 1) * (n / 2);
+      shard.dropped = &fake->dropped;
+      shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
+                          capi::RangePassRead*) { return fake->Pass(fq, plan, out); };
+      shards.push_back(std::move(shard));
+    }
+    std::atomic<int32_t> host_metrics{0};
+    const capi::RangeShardHost host = FakeHost(&host_metrics);
+    genie_range_results* res = nullptr;
+    ASSERT_TRUE(capi::RangeSearchHandle(n, host.metrics, GENIE_ENGINE_GPU, nullptr, &scan,
+                                        ShardedRangePass(shards, host), nullptr, &res)
+                    .ok());
+    EXPECT_EQ(res->device, lost == 2 ? GENIE_ENGINE_CPU : GENIE_ENGINE_GPU) << lost << " lost";
+    std::vector<std::tuple<int32_t, int32_t, double>> got;
+    for (int32_t q = 0; q < nq; ++q)
+      for (int64_t r = res->query_offsets[q]; r < res->query_offsets[q + 1]; ++r)
+        got.emplace_back(q, res->objects[r], res->distances[r]);
+    genie_range_results_free(res);
+    EXPECT_GT(got.size(), 0u);
+    rows.push_back(got);
+  }
+  EXPECT_EQ(rows[1], rows[0]);
+  EXPECT_EQ(rows[2], rows[0]);
 }
 
 TEST(ShardedRangePass, ComputedIsTheShardsSum) {
@@ -275,21 +370,22 @@ TEST(ShardedRangePass, ComputedIsTheShardsSum) {
     shards[static_cast<std::size_t>(i)].end = i == 0 ? 30 : 100;
     shards[static_cast<std::size_t>(i)].dropped = &dropped[i];
   }
-  shards[0].pass = [](int32_t, int32_t, const RangePlan&, std::vector<RangeCandidate>*, int64_t* computed) {
-    EXPECT_EQ(*computed, 30);
-    *computed = 7;
+  shards[0].pass = [](int32_t, int32_t, const RangePlan&, std::vector<RangeCandidate>*, capi::RangePassRead* read) {
+    EXPECT_EQ(read->computed, 30);
+    read->computed = 7;
     return Status::Ok();
   };
-  shards[1].pass = [](int32_t, int32_t, const RangePlan&, std::vector<RangeCandidate>*, int64_t* computed) {
-    EXPECT_EQ(*computed, 70);
+  shards[1].pass = [](int32_t, int32_t, const RangePlan&, std::vector<RangeCandidate>*, capi::RangePassRead* read) {
+    EXPECT_EQ(read->computed, 70);
     return Status::Ok();
   };
   std::atomic<int32_t> host_metrics{0};
   const capi::RangeDevicePass pass = ShardedRangePass(shards, FakeHost(&host_metrics));
   std::vector<RangeCandidate> got;
-  int64_t computed = 0;
-  ASSERT_TRUE(pass(0, 1, plan, &got, &computed).ok());
-  EXPECT_EQ(computed, 77);
+  capi::RangePassRead read;
+  ASSERT_TRUE(pass(0, 1, plan, &got, &read).ok());
+  EXPECT_EQ(read.computed, 77);
+  EXPECT_TRUE(read.on_gpu);
 }
 
 TEST(ReadShardOnHost, TheShardsRowsWithinTheRadiusByL2Distance) {
