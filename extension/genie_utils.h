@@ -146,6 +146,32 @@ extern Relation genie_open_index(Oid indexoid, Relation *heap, GenieIndexAccess 
 extern void genie_result_rows_expected(FunctionCallInfo fcinfo, int64 n_rows);
 
 /*
+ * The rows of a batch function whose result columns are all fixed-width
+ * and never NULL (query_no int4, ctid tid, distance float8 or score
+ * int4; genie_similar's five), put into the result InitMaterializedSRF made: each row is one
+ * tuple, made once, with its values written in place and then copied into
+ * the store (genie_utils.c).  Begin after genie_result_rows_expected.
+ */
+#define GENIE_RESULT_MAX_COLUMNS 8
+
+typedef struct GenieResultWriter
+{
+	struct Tuplestorestate *store;
+	struct TupleTableSlot *slot;
+	struct MinimalTupleData *tuple; /* the row, written again for each */
+	int			natts;
+	char	   *column[GENIE_RESULT_MAX_COLUMNS];	/* each column's bytes in the tuple */
+	int16		attlen[GENIE_RESULT_MAX_COLUMNS];
+	bool		attbyval[GENIE_RESULT_MAX_COLUMNS];
+} GenieResultWriter;
+
+extern void genie_result_writer_begin(GenieResultWriter *w, FunctionCallInfo fcinfo);
+
+/* One row: a by-value column's Datum, a by-reference one's pointer (a tid's ItemPointer). */
+extern void genie_result_put(GenieResultWriter *w, const Datum *values);
+extern void genie_result_writer_end(GenieResultWriter *w);
+
+/*
  * bytes of palloc'd memory (huge allowed), zeroed on genie.cpu_threads
  * cores: the first touch of a fresh allocation of 100s of MB (each page
  * faulted in and cleared by the kernel) is most of what zeroing it costs,

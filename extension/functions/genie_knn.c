@@ -217,8 +217,8 @@ static void
 knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *queries, const char *sql,
 		 GenieQueryArray *array, int32 k)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	KnnSearch	s;
+	GenieResultWriter writer;
 	int			nq;
 	bool		codes = queries != NULL && queries->kind == GENIE_VALUES_CODES;
 
@@ -246,19 +246,20 @@ knn_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *queries, 
 
 	genie_profile_push(GENIE_PHASE_RESULTS);
 	genie_result_rows_expected(fcinfo, s.rows.offsets[nq]);
+	genie_result_writer_begin(&writer, fcinfo);
 	for (int q = 0; q < nq; q++)
 	{
 		for (int64 j = s.rows.offsets[q]; j < s.rows.offsets[q + 1]; j++)
 		{
 			Datum		values[3];
-			bool		nulls[3] = {false, false, false};
 
 			values[0] = Int32GetDatum(q + 1);
 			values[1] = PointerGetDatum(&s.tids[q][j - s.rows.offsets[q]]);
 			values[2] = Float8GetDatum(s.rows.distances[j]);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			genie_result_put(&writer, values);
 		}
 	}
+	genie_result_writer_end(&writer);
 	genie_profile_pop();
 
 	index_close(s.index, AccessShareLock);

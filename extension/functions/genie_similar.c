@@ -543,10 +543,10 @@ static void
 similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, int32 k,
 			 int32 candidates, int32 max_rounds)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SimilarQuery *queries;
 	GenieIndexType type;
 	SimilarSearch s;
+	GenieResultWriter writer;
 
 	genie_index_type(st->index, &type);
 	if (strcmp(type.info->batch_function, "genie_similar") != 0)
@@ -588,6 +588,7 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 			n_rows += s.by_scan ? s.rows.offsets[q + 1] - s.rows.offsets[q] : queries[q].n_rows;
 		genie_result_rows_expected(fcinfo, n_rows);
 	}
+	genie_result_writer_begin(&writer, fcinfo);
 	for (int q = 0; q < nq; q++)
 	{
 		int64		n = s.by_scan ? s.rows.offsets[q + 1] - s.rows.offsets[q] : queries[q].n_rows;
@@ -595,7 +596,6 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 		for (int64 j = 0; j < n; j++)
 		{
 			Datum		values[5];
-			bool		out_nulls[5] = {false, false, false, false, false};
 
 			values[0] = Int32GetDatum(q + 1);
 			if (s.by_scan)
@@ -612,9 +612,10 @@ similar_body(FunctionCallInfo fcinfo, SimilarState *st, Datum *elems, int nq, in
 				values[3] = BoolGetDatum(queries[q].exact[j]);
 				values[4] = Int32GetDatum(queries[q].rounds);
 			}
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
+			genie_result_put(&writer, values);
 		}
 	}
+	genie_result_writer_end(&writer);
 	genie_profile_pop();
 }
 

@@ -67,7 +67,7 @@ genie_topk(PG_FUNCTION_ARGS)
 	int32		k = PG_GETARG_INT32(2);
 	/* genie_document_topk's idf (STRICT: not NULL) */
 	bool		idf = PG_NARGS() > 3 && PG_GETARG_BOOL(3);
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GenieResultWriter writer;
 	Relation	heap;
 	Relation	index;
 	Datum	   *elems;
@@ -168,19 +168,20 @@ genie_topk(PG_FUNCTION_ARGS)
 				n_rows += s.rows[q].n;
 			genie_result_rows_expected(fcinfo, n_rows);
 		}
+		genie_result_writer_begin(&writer, fcinfo);
 		for (int q = 0; q < nq; q++)
 		{
 			for (int64 j = 0; j < s.rows[q].n; j++)
 			{
 				Datum		values[3];
-				bool		out_nulls[3] = {false, false, false};
 
 				values[0] = Int32GetDatum(q + 1);
 				values[1] = PointerGetDatum(&s.rows[q].tids[j]);
 				values[2] = Int32GetDatum(s.rows[q].scores[j]);
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, out_nulls);
+				genie_result_put(&writer, values);
 			}
 		}
+		genie_result_writer_end(&writer);
 		genie_profile_pop();
 	}
 

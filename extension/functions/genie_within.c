@@ -174,8 +174,8 @@ open_for_within(Oid indexoid, GenieValuesKind kind, Relation *heap)
 static void
 within_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *queries, double radius)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	WithinSearch s;
+	GenieResultWriter writer;
 	Relation	index;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -195,16 +195,17 @@ within_rows(FunctionCallInfo fcinfo, Oid indexoid, const GenieValueBatch *querie
 	genie_result_rows_expected(fcinfo, s.n_rows);
 	if (s.n_rows > 1)
 		qsort(s.rows, s.n_rows, sizeof(WithinRow), within_row_cmp);
+	genie_result_writer_begin(&writer, fcinfo);
 	for (int64 i = 0; i < s.n_rows; i++)
 	{
 		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
 
 		values[0] = Int32GetDatum(s.rows[i].query + 1);
 		values[1] = PointerGetDatum(&s.rows[i].tid);
 		values[2] = Float8GetDatum(s.rows[i].distance);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		genie_result_put(&writer, values);
 	}
+	genie_result_writer_end(&writer);
 	genie_profile_pop();
 	index_close(index, AccessShareLock);
 	table_close(s.heap, AccessShareLock);
