@@ -561,7 +561,7 @@ genie_result_writer_begin(GenieResultWriter *w, FunctionCallInfo fcinfo)
 		w->column[i] = data + off;
 		off += att->attlen;
 	}
-	if (data + off > (char *) w->tuple + w->tuple->t_len)
+	if (data + off != (char *) w->tuple + w->tuple->t_len)
 		elog(ERROR, "a genie batch function's result row is not laid out as expected");
 	w->slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 }

@@ -156,7 +156,8 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
     return PlanRangeSearch(list, shifted, batch, engine_options.threads, plan, engine_options.cancel);
   };
   std::vector<RangeCandidate> candidates;
-  bool on_gpu = nq == 0;  // whether a GPU read any batch (a search of nothing: as asked)
+  bool on_gpu = false;   // whether a GPU read any batch's plan
+  bool on_host = false;  // and the host
   RangePlan plan;
   if (nq > 0) GENIE_RETURN_IF_ERROR(plan_batch(0, &plan));
   for (int32_t first = 0; first < nq; first += kRangeBatchQueries) {
@@ -189,6 +190,7 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
     // the centres here, what the pass read there
     read.distances_computed += plan.distances_computed + pass_read.computed;
     on_gpu = on_gpu || pass_read.on_gpu;
+    on_host = on_host || pass_read.on_host;
     read.superclusters_discarded += plan.superclusters_discarded;
     read.clusters_discarded += plan.clusters_discarded;
     plan = std::move(next);
@@ -198,7 +200,8 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
   found->distances_computed += read.distances_computed;
   found->superclusters_discarded = read.superclusters_discarded;
   found->clusters_discarded = read.clusters_discarded;
-  *ran_on = on_gpu ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
+  // (a search that read nothing anywhere: the device asked for)
+  *ran_on = on_gpu || !on_host ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU;
   return Status::Ok();
 }
 

@@ -99,12 +99,16 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
 //
 // read->computed comes set to the plan's items' members, the distances a
 // pass that reads them all computes; a pass that reads others sets it.
-// read->on_gpu comes true; a pass that read none of the plan on a GPU (a
-// sharded group's whose every GPU failed: the host read the shards) sets
-// it false, so that the results name the engine that computed them.
+// Where the plan was read, so that the results name the engine that
+// computed them: on_gpu comes true and on_host false (one GPU's pass); a
+// pass that read none of it on a GPU sets on_gpu false (a sharded group's
+// whose every GPU failed), and one that read some of it on the host sets
+// on_host (a lost shard, the strings too long for the device's pattern).
+// An empty plan is read nowhere: both false.
 struct RangePassRead {
   int64_t computed = 0;
   bool on_gpu = true;
+  bool on_host = false;
 };
 using RangeDevicePass = std::function<Status(int32_t first_query, int32_t n_queries, const RangePlan& plan,
                                              std::vector<RangeCandidate>* out, RangePassRead* read)>;
@@ -119,8 +123,8 @@ using RangeCpuScan = std::function<Status(const RangeRequest& request, int32_t t
 // distances on the CPU (whatever the device); else checks the list against
 // the set's n_objects; with a device pass, plans on the CPU, runs the pass
 // and finishes on the CPU (device GPU in the results, CPU when no batch's
-// pass read on a GPU), else searches on the CPU (device must then be CPU or
-// AUTO).
+// pass read on a GPU and some read on the host), else searches on the CPU
+// (device must then be CPU or AUTO).
 Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          genie_engine_kind device, const genie_engine_options* options,
                          const genie_range_scan* scan, const RangeDevicePass& device_pass,

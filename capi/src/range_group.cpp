@@ -118,7 +118,8 @@ RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, 
     }
     for (const Status& s : statuses) GENIE_RETURN_IF_ERROR(s);
     read->computed = 0;
-    read->on_gpu = shares.empty();
+    read->on_gpu = false;
+    read->on_host = false;
     for (std::size_t i = 0; i < shares.size(); ++i) {
       for (RangeCandidate c : found[i]) {
         c.query += shares[i].first_query;
@@ -126,6 +127,7 @@ RangeDevicePass GroupRangePass(std::vector<RangeGroupGpu> gpus, bool cut_items, 
       }
       read->computed += reads[i].computed;
       read->on_gpu = read->on_gpu || reads[i].on_gpu;
+      read->on_host = read->on_host || reads[i].on_host;
     }
     return Status::Ok();
   };
@@ -219,22 +221,21 @@ RangeDevicePass ShardedRangePass(std::vector<RangeShard> shards, RangeShardHost 
       found[i].clear();
       reads[i] = RangePassRead();
       reads[i].on_gpu = false;
+      reads[i].on_host = true;
       for (const RangeItem& item : mine[i].items) reads[i].computed += item.count;
       statuses[i] =
           ReadShardOnHost(host, first_query, mine[i], shards[i].members.get(), shards[i].first, &found[i]);
     }
     for (const Status& s : statuses) GENIE_RETURN_IF_ERROR(s);
-    // a GPU's when any shard's GPU read its part, or when no shard had a part
-    bool any_part = false;
     read->computed = 0;
     read->on_gpu = false;
+    read->on_host = false;
     for (std::size_t i = 0; i < n; ++i) {
       out->insert(out->end(), found[i].begin(), found[i].end());
       read->computed += reads[i].computed;
       read->on_gpu = read->on_gpu || reads[i].on_gpu;
-      any_part = any_part || !mine[i].items.empty();
+      read->on_host = read->on_host || reads[i].on_host;
     }
-    read->on_gpu = read->on_gpu || !any_part;
     return Status::Ok();
   };
 }

@@ -128,6 +128,8 @@ genie::capi::RangeDevicePass WithinPass(genie::GpuStringSet* gpu, const genie::S
     GENIE_RETURN_IF_ERROR(gpu->Within(set, batch, radius, excluded, out, &host, &read->computed, options.cancel));
     if (host.empty()) return genie::Status::Ok();
     // queries past the device's prepared pattern: the CPU engine's range search
+    read->on_host = true;
+    if (static_cast<int32_t>(host.size()) == n_queries) read->on_gpu = false;
     genie::CodePointStrings long_queries;
     for (int32_t q : host) long_queries.Add(batch.Get(q));
     genie::RangeRequest request;

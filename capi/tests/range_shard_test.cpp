@@ -212,20 +212,23 @@ TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
       std::vector<RangeCandidate> got;
       capi::RangePassRead read;
       read.computed = -1;
+      read.on_gpu = false;  // (set by the pass, not left as it came)
+      read.on_host = true;
       ASSERT_TRUE(pass(first_query, nq, f.plan, &got, &read).ok());
       EXPECT_EQ(Sorted(got), Sorted(expected)) << "trial " << trial << " round " << round;
       int64_t plan_members = 0;  // each member of the plan read once, by a GPU or the host
       for (const RangeItem& item : f.plan.items) plan_members += item.count;
       EXPECT_EQ(read.computed, plan_members);
-      // the rows' engine: the CPU only when no shard's GPU read its part
-      bool gpu_read = false, any_part = false;
+      // where the parts were read: a GPU's, the host's (a lost or out GPU's shard)
+      bool gpu_read = false, host_read = false;
       for (std::size_t i = 0; i < shards.size(); ++i) {
         const bool part = !capi::ShardRangePlan(f.plan, members[i].get(), shards[i].first, shards[i].end).items.empty();
-        any_part = any_part || part;
         const bool gpu_out = (i == 0 && out_from_start) || (i + 1 == shards.size() && lose);
         gpu_read = gpu_read || (part && !gpu_out);
+        host_read = host_read || (part && gpu_out);
       }
-      EXPECT_EQ(read.on_gpu, gpu_read || !any_part) << "trial " << trial << " round " << round;
+      EXPECT_EQ(read.on_gpu, gpu_read) << "trial " << trial << " round " << round;
+      EXPECT_EQ(read.on_host, host_read) << "trial " << trial << " round " << round;
     }
     const bool lost_read = lose && fakes.back()->passes.load() > 0;
     lost_reads += lost_read ? 1 : 0;
@@ -310,7 +313,8 @@ TEST(ShardedRangePass, EveryGpuLostIsTheHostsRead) {
     capi::RangePassRead read;
     ASSERT_TRUE(pass(0, 3, f.plan, &got, &read).ok());
     EXPECT_EQ(Sorted(got), Sorted(expected)) << "trial " << trial;
-    EXPECT_EQ(read.on_gpu, f.plan.items.empty()) << "trial " << trial;
+    EXPECT_FALSE(read.on_gpu) << "trial " << trial;
+    EXPECT_EQ(read.on_host, !f.plan.items.empty()) << "trial " << trial;
   }
 }
 
@@ -358,6 +362,57 @@ TEST(RangeSearchHandle, TheResultsNameTheEngineThatReadTheRows) {
   EXPECT_EQ(rows[2], rows[0]);
 }
 
+TEST(RangeSearchHandle, ABatchReadNowhereLeavesTheLabelToTheOthers) {
+  // 600 queries are two batches of the pipeline (512, then 88): the
+  // first read on the host (every GPU lost), the second read nowhere (a
+  // sharded group's plan with nothing in it), on the host or on a GPU;
+  // the rows are the same each time
+  const int32_t n = 300, nq = 600;
+  genie_range_scan scan{};
+  scan.n_queries = nq;
+  scan.radius = 0.5;
+  struct Case {
+    capi::RangePassRead first, second;
+    genie_engine_kind label;
+  };
+  capi::RangePassRead host, nowhere, gpu;
+  host.on_gpu = false;
+  host.on_host = true;
+  nowhere.on_gpu = false;
+  gpu.on_gpu = true;
+  const Case cases[] = {{host, nowhere, GENIE_ENGINE_CPU},
+                        {host, host, GENIE_ENGINE_CPU},
+                        {host, gpu, GENIE_ENGINE_GPU},
+                        {nowhere, nowhere, GENIE_ENGINE_GPU}};
+  std::vector<std::tuple<int32_t, int32_t, double>> first_rows;
+  for (const Case& c : cases) {
+    FakeShard whole;  // the rows, wherever the pass says it read them
+    int32_t batches = 0;
+    const capi::RangeDevicePass pass = [&](int32_t fq, int32_t, const RangePlan& plan,
+                                           std::vector<RangeCandidate>* out, capi::RangePassRead* read) {
+      const capi::RangePassRead& said = fq == 0 ? c.first : c.second;
+      read->on_gpu = said.on_gpu;
+      read->on_host = said.on_host;
+      ++batches;
+      return whole.Pass(fq, plan, out);
+    };
+    std::atomic<int32_t> host_metrics{0};
+    genie_range_results* res = nullptr;
+    const QueryMetricFactory metrics = FakeHost(&host_metrics).metrics;
+    ASSERT_TRUE(capi::RangeSearchHandle(n, metrics, GENIE_ENGINE_GPU, nullptr, &scan, pass, nullptr, &res).ok());
+    EXPECT_EQ(batches, 2);
+    EXPECT_EQ(res->device, c.label);
+    std::vector<std::tuple<int32_t, int32_t, double>> got;
+    for (int32_t q = 0; q < nq; ++q)
+      for (int64_t r = res->query_offsets[q]; r < res->query_offsets[q + 1]; ++r)
+        got.emplace_back(q, res->objects[r], res->distances[r]);
+    genie_range_results_free(res);
+    if (first_rows.empty()) first_rows = got;
+    EXPECT_EQ(got, first_rows);
+  }
+  EXPECT_GT(first_rows.size(), 0u);
+}
+
 TEST(ShardedRangePass, ComputedIsTheShardsSum) {
   // a pass that reads other than its plan's members (the strings' length
   // windows) says so; the others count their plan's
@@ -383,9 +438,12 @@ TEST(ShardedRangePass, ComputedIsTheShardsSum) {
   const capi::RangeDevicePass pass = ShardedRangePass(shards, FakeHost(&host_metrics));
   std::vector<RangeCandidate> got;
   capi::RangePassRead read;
+  read.on_gpu = false;
+  read.on_host = true;
   ASSERT_TRUE(pass(0, 1, plan, &got, &read).ok());
   EXPECT_EQ(read.computed, 77);
   EXPECT_TRUE(read.on_gpu);
+  EXPECT_FALSE(read.on_host);
 }
 
 TEST(ReadShardOnHost, TheShardsRowsWithinTheRadiusByL2Distance) {
