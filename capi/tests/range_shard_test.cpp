@@ -162,6 +162,29 @@ struct FakeShard {
   }
 };
 
+// A stand-in GPU a shard of the cut, each with its members of f's list and
+// a pass bound to it (the members, GPUs and shards appended in cut order).
+void AddFakeShards(const Fixture& f, const std::vector<std::pair<int32_t, int32_t>>& cut,
+                   std::vector<std::shared_ptr<RangeShardMembers>>* members,
+                   std::vector<std::unique_ptr<FakeShard>>* fakes, std::vector<RangeShard>* shards) {
+  for (const auto& [first, end] : cut) {
+    members->push_back(std::make_shared<RangeShardMembers>());
+    ASSERT_TRUE(ShardMembers(Span<int32_t>(f.members), first, end, members->back().get()).ok());
+    fakes->push_back(std::make_unique<FakeShard>());
+    FakeShard* fake = fakes->back().get();
+    fake->members = &members->back()->members;
+    fake->first = first;
+    RangeShard shard;
+    shard.first = first;
+    shard.end = end;
+    shard.members = members->back();
+    shard.dropped = &fake->dropped;
+    shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
+                        capi::RangePassRead*) { return fake->Pass(fq, plan, out); };
+    shards->push_back(std::move(shard));
+  }
+}
+
 std::vector<std::tuple<int32_t, int32_t, double>> Sorted(const std::vector<RangeCandidate>& c) {
   std::vector<std::tuple<int32_t, int32_t, double>> out;
   for (const RangeCandidate& x : c) out.emplace_back(x.query, x.object, x.distance);
@@ -184,22 +207,7 @@ TEST(ShardedRangePass, ShardsAnswerAsOnePassAndALostGpuIsReadOnTheHost) {
     std::vector<std::shared_ptr<RangeShardMembers>> members;
     std::vector<std::unique_ptr<FakeShard>> fakes;
     std::vector<RangeShard> shards;
-    for (const auto& [first, end] : cut) {
-      members.push_back(std::make_shared<RangeShardMembers>());
-      ASSERT_TRUE(ShardMembers(Span<int32_t>(f.members), first, end, members.back().get()).ok());
-      fakes.push_back(std::make_unique<FakeShard>());
-      FakeShard* fake = fakes.back().get();
-      fake->members = &members.back()->members;
-      fake->first = first;
-      RangeShard shard;
-      shard.first = first;
-      shard.end = end;
-      shard.members = members.back();
-      shard.dropped = &fake->dropped;
-      shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
-                          capi::RangePassRead*) { return fake->Pass(fq, plan, out); };
-      shards.push_back(std::move(shard));
-    }
+    ASSERT_NO_FATAL_FAILURE(AddFakeShards(f, cut, &members, &fakes, &shards));
     // in odd trials the last shard's GPU is lost; in every fourth the
     // first's is out from the start (no pass); the host reads them
     const bool lose = trial % 2 == 1;
@@ -289,23 +297,10 @@ TEST(ShardedRangePass, EveryGpuLostIsTheHostsRead) {
     std::vector<std::shared_ptr<RangeShardMembers>> members;
     std::vector<std::unique_ptr<FakeShard>> fakes;
     std::vector<RangeShard> shards;
-    for (const auto& [first, end] : Cut(&rng, f.n, 1 + trial % 3)) {
-      members.push_back(std::make_shared<RangeShardMembers>());
-      ASSERT_TRUE(ShardMembers(Span<int32_t>(f.members), first, end, members.back().get()).ok());
-      fakes.push_back(std::make_unique<FakeShard>());
-      FakeShard* fake = fakes.back().get();
-      fake->members = &members.back()->members;
-      fake->first = first;
-      fake->failure = Status::DeviceError("lost");
-      RangeShard shard;
-      shard.first = first;
-      shard.end = end;
-      shard.members = members.back();
-      shard.dropped = &fake->dropped;
-      if (trial % 2 == 0)
-        shard.pass = [fake](int32_t fq, int32_t, const RangePlan& plan, std::vector<RangeCandidate>* out,
-                            capi::RangePassRead*) { return fake->Pass(fq, plan, out); };
-      shards.push_back(std::move(shard));
+    ASSERT_NO_FATAL_FAILURE(AddFakeShards(f, Cut(&rng, f.n, 1 + trial % 3), &members, &fakes, &shards));
+    for (std::size_t i = 0; i < shards.size(); ++i) {
+      fakes[i]->failure = Status::DeviceError("lost");
+      if (trial % 2 != 0) shards[i].pass = nullptr;  // out from the start
     }
     std::atomic<int32_t> host_metrics{0};
     const capi::RangeDevicePass pass = ShardedRangePass(shards, FakeHost(&host_metrics));
