@@ -8,7 +8,13 @@
  * checked byte for byte against the input, ours in pieces of PIECE bytes as
  * genie_query_array.c asks.  Built and run by bench/expand-bench.
  *
- *   expand_bench IDX_FILE [ROUNDS] [PIECE] [MUTATIONS]
+ *   expand_bench IDX_FILE [ROUNDS] [PIECE] [MUTATIONS] [THREADS...]
+ *
+ * THREADS: also genie_expand_parallel.c's pglz expander on that many
+ * threads (each a list's), in cuts of GENIE_EXPAND_PART_BYTES a thread
+ * (the first of GENIE_EXPAND_FIRST_PART_BYTES) as genie_query_array.c
+ * asks, the threads started for each step (the server keeps a pool: a
+ * little faster).
  *
  * MUTATIONS > 0: also expands that many copies of each compressed value
  * with random bytes changed (built with -fsanitize=address by
@@ -18,10 +24,12 @@
 #include "postgres_fe.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <time.h>
 
 #include "common/pg_lzcompress.h"
 #include "functions/genie_expand.h"
+#include "functions/genie_expand_parallel.h"
 
 typedef int (*Lz4Compress) (const char *src, char *dst, int size, int capacity);
 typedef int (*Lz4Decompress) (const char *src, char *dst, int size, int capacity);
@@ -52,9 +60,60 @@ median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Ours in pieces of piece bytes; false on corrupt data or a short value. */
+/* cuts expanded on threads, and those given back to the expansion in order */
+static int	cuts_parallel;
+static int	cuts_refused;
+
+typedef struct Team
+{
+	int			n;
+	void		(*body) (int64 i, void *arg);
+	void	   *arg;
+	int			next;			/* the next i, taken under the lock */
+	pthread_mutex_t lock;
+} Team;
+
+static void *
+team_main(void *arg)
+{
+	Team	   *team = arg;
+
+	for (;;)
+	{
+		int			i;
+
+		pthread_mutex_lock(&team->lock);
+		i = team->next++;
+		pthread_mutex_unlock(&team->lock);
+		if (i >= team->n)
+			return NULL;
+		team->body(i, team->arg);
+	}
+}
+
+/* A GenieExpandRun: threads - 1 started, the caller the last. */
 static bool
-expand_ours(bool lz4, const char *comp, int clen, char *out, int rawlen, size_t piece)
+run_on_threads(int n, int threads, void (*body) (int64 i, void *arg), void *arg)
+{
+	Team		team = {n, body, arg, 0, PTHREAD_MUTEX_INITIALIZER};
+	pthread_t	started[64];
+	int			nstarted = 0;
+
+	while (nstarted < Min(threads, n) - 1 && nstarted < 64 &&
+		   pthread_create(&started[nstarted], NULL, team_main, &team) == 0)
+		nstarted++;
+	team_main(&team);
+	for (int t = 0; t < nstarted; t++)
+		pthread_join(started[t], NULL);
+	return true;
+}
+
+/*
+ * Ours in pieces of piece bytes (pglz on threads threads when more than
+ * one); false on corrupt data or a short value.
+ */
+static bool
+expand_ours(bool lz4, const char *comp, int clen, char *out, int rawlen, size_t piece, int threads)
 {
 	GenieExpand s;
 
@@ -65,6 +124,19 @@ expand_ours(bool lz4, const char *comp, int clen, char *out, int rawlen, size_t 
 	s.destend = s.dest + rawlen;
 	for (size_t upto = piece; s.dp < s.destend; upto += piece)
 	{
+		if (!lz4 && threads > 1 && (size_t) (s.dp - s.dest) < upto)
+		{
+			/* (the rest in order once it could not go all the way, as genie_query_array.c) */
+			if (genie_expand_pglz_parallel(&s, threads * (s.dp == s.dest ? GENIE_EXPAND_FIRST_PART_BYTES
+														  : GENIE_EXPAND_PART_BYTES),
+										   threads, run_on_threads))
+				cuts_parallel++;
+			else
+			{
+				cuts_refused++;
+				threads = 1;
+			}
+		}
 		if (!(lz4 ? genie_expand_lz4(&s, upto) : genie_expand_pglz(&s, upto)))
 			return false;
 		/* the input ended short of the piece: a truncated value (as genie_query_array_read sees it) */
@@ -79,25 +151,36 @@ expand_ours(bool lz4, const char *comp, int clen, char *out, int rawlen, size_t 
  * in pieces (ASan sees any access outside the buffers); the count refused.
  */
 static int
-mutate(bool lz4, const char *comp, int clen, int rawlen, size_t piece, int mutations)
+mutate(bool lz4, const char *comp, int clen, int rawlen, size_t piece, int mutations, int threads,
+	   int *differ)
 {
 	char	   *copy = malloc(clen);
 	char	   *out = malloc(rawlen);
+	char	   *out_parallel = malloc(rawlen);
 	int			refused = 0;
 
 	for (int m = 0; m < mutations; m++)
 	{
 		int			changes = 1 + rand() % 8;
+		/* a truncated value too, now and then */
+		int			len = m % 5 == 0 ? clen / 2 : clen;
+		bool		ok;
 
 		memcpy(copy, comp, clen);
 		for (int c = 0; c < changes; c++)
 			copy[rand() % clen] = (char) rand();
-		/* a truncated value too, now and then */
-		if (!expand_ours(lz4, copy, m % 5 == 0 ? clen / 2 : clen, out, rawlen, piece))
+		ok = expand_ours(lz4, copy, len, out, rawlen, piece, 1);
+		if (!ok)
 			refused++;
+		/* on threads (given back to the order where it cannot): the same answer */
+		if (!lz4 && threads > 1 &&
+			(expand_ours(lz4, copy, len, out_parallel, rawlen, piece, threads) != ok ||
+			 (ok && memcmp(out, out_parallel, rawlen) != 0)))
+			(*differ)++;
 	}
 	free(copy);
 	free(out);
+	free(out_parallel);
 	return refused;
 }
 
@@ -112,6 +195,8 @@ main(int argc, char **argv)
 	int			rounds = argc > 2 ? Min(Max(atoi(argv[2]), 1), 64) : 5;
 	size_t		piece = argc > 3 && atol(argv[3]) > 0 ? strtoul(argv[3], NULL, 10) : 1024 * 784 * 4;
 	int			mutations = argc > 4 ? atoi(argv[4]) : 0;
+	int			nthreads = Max(0, Min(argc - 5, 8));
+	int			threads[8];
 	void	   *lib = dlopen("liblz4.so.1", RTLD_NOW);
 	Lz4Compress lz4_compress = lib ? (Lz4Compress) dlsym(lib, "LZ4_compress_default") : NULL;
 	Lz4Decompress lz4_decompress = lib ? (Lz4Decompress) dlsym(lib, "LZ4_decompress_safe") : NULL;
@@ -131,6 +216,8 @@ main(int argc, char **argv)
 		return 2;
 	}
 	fclose(f);
+	for (int t = 0; t < nthreads; t++)
+		threads[t] = Min(Max(atoi(argv[5 + t]), 1), 64);
 	printf("rounds %d (median), pieces of %zu bytes; liblz4 %s\n", rounds, piece, lz4_decompress ? "found" : "absent");
 	printf("%-14s %-5s %10s %12s %12s %10s %10s\n", "data", "codec", "compressed", "library ms", "genie ms",
 		   "library/genie", "genie GB/s");
@@ -163,10 +250,7 @@ main(int argc, char **argv)
 			if (clen <= 0)
 			{
 				printf("%-14s %-5s not compressed\n", names[variant], lz4 ? "lz4" : "pglz");
-				if (mutations > 0)
-				printf("%-14s %-5s %d mutated values expanded in bounds, %d refused as corrupt\n", names[variant],
-					   lz4 ? "lz4" : "pglz", mutations, mutate(lz4, comp, clen, rawlen, piece, mutations));
-			free(comp);
+				free(comp);
 				continue;
 			}
 			/* a round of each, the first not counted (the output's pages) */
@@ -187,7 +271,7 @@ main(int argc, char **argv)
 					all_equal = false;
 				memset(out, 0xAB, rawlen);
 				t2 = now_ms();
-				ok = expand_ours(lz4, comp, clen, out, rawlen, piece);
+				ok = expand_ours(lz4, comp, clen, out, rawlen, piece, 1);
 				if (r > 0)
 				{
 					lib_ms[r - 1] = t1 - t0;
@@ -203,9 +287,64 @@ main(int argc, char **argv)
 				printf("%-14s %-5s %10d %12.1f %12.1f %12.2fx %10.2f\n", names[variant], lz4 ? "lz4" : "pglz",
 					   clen, lib, ours, lib / ours, rawlen / ours / 1e6);
 			}
+			/* pglz on threads: against ours in order, the rounds of each thread count in turn */
+			if (!lz4 && nthreads > 0)
+			{
+				double		par_ms[8][64];
+				double		seq_ms[64];
+
+				cuts_parallel = cuts_refused = 0;
+				for (int r = 0; r <= rounds; r++)
+				{
+					double		t0;
+					bool		ok;
+
+					memset(out, 0xAB, rawlen);
+					t0 = now_ms();
+					ok = expand_ours(false, comp, clen, out, rawlen, piece, 1);
+					if (r > 0)
+						seq_ms[r - 1] = now_ms() - t0;
+					if (!ok || memcmp(out, raw, rawlen) != 0)
+						all_equal = false;
+					for (int t = 0; t < nthreads; t++)
+					{
+						memset(out, 0xAB, rawlen);
+						t0 = now_ms();
+						ok = expand_ours(false, comp, clen, out, rawlen, piece, threads[t]);
+						if (r > 0)
+							par_ms[t][r - 1] = now_ms() - t0;
+						if (!ok || memcmp(out, raw, rawlen) != 0)
+							all_equal = false;
+					}
+				}
+				{
+					double		seq = median(seq_ms, rounds);
+
+					for (int t = 0; t < nthreads; t++)
+					{
+						double		par = median(par_ms[t], rounds);
+
+						printf("%-14s %-5s %2d threads: %6.1f ms, in order %6.1f ms: %5.2fx, %5.2f GB/s\n",
+							   names[variant], "pglz", threads[t], par, seq, seq / par, rawlen / par / 1e6);
+					}
+					printf("%-14s %-5s cuts on threads %d, given back to the order %d\n", names[variant], "pglz",
+						   cuts_parallel, cuts_refused);
+				}
+			}
 			if (mutations > 0)
-				printf("%-14s %-5s %d mutated values expanded in bounds, %d refused as corrupt\n", names[variant],
-					   lz4 ? "lz4" : "pglz", mutations, mutate(lz4, comp, clen, rawlen, piece, mutations));
+			{
+				int			differ = 0;
+				int			refused = mutate(lz4, comp, clen, rawlen, piece, mutations,
+											 nthreads > 0 ? threads[nthreads - 1] : 1, &differ);
+
+				printf("%-14s %-5s %d mutated values expanded in bounds, %d refused as corrupt", names[variant],
+					   lz4 ? "lz4" : "pglz", mutations, refused);
+				if (!lz4 && nthreads > 0)
+					printf("; on %d threads %d answered otherwise", threads[nthreads - 1], differ);
+				printf("\n");
+				if (differ > 0)
+					all_equal = false;
+			}
 			free(comp);
 		}
 		free(raw);
