@@ -14,11 +14,15 @@
  * array to the end of each piece of queries, checks it and hands it to the
  * scan ahead, whose thread searches it while the backend expands the next.
  * A value stored out of line uncompressed is fetched a piece at a time the
- * same way.  (genie_expand.c expands the streams.)
+ * same way.  (genie_expand.c expands the streams.)  A pglz stream is also
+ * expanded on the threads the reading has, a cut of a megabyte a thread at
+ * a time (genie_expand_parallel.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <unistd.h>
 
 #include "access/detoast.h"
 #include "access/toast_compression.h"
@@ -29,6 +33,8 @@
 
 #include "genie_utils.h"
 #include "functions/genie_expand.h"
+#include "functions/genie_expand_parallel.h"
+#include "profile/genie_explain.h"
 #include "functions/genie_query_array.h"
 #include "types/genie_vector.h"
 
@@ -54,6 +60,8 @@ struct GenieQueryArray
 	struct varlena *stored;		/* the toast pointer (plain), or the compressed value fetched */
 	int32		rawsize;		/* its bytes expanded, without the varlena header */
 	char	   *expanded;		/* the array, VARHDRSZ + rawsize bytes; NULL until read */
+	int			threads;		/* the reading's now (a pglz stream's cuts) */
+	bool		in_order;		/* a cut could not be expanded on threads: the rest in order */
 };
 
 static void
@@ -67,17 +75,45 @@ corrupt(const GenieQueryArray *qa)
 							 qa->storage == QUERY_ARRAY_LZ4 ? "lz4" : "pglz")));
 }
 
+/* A GenieExpandRun: genie_parallel_for's threads, false when it fails or is cancelled. */
+static bool
+run_on_threads(int n, int threads, void (*body) (int64 i, void *arg), void *arg)
+{
+	genie_error err;
+
+	return genie_parallel_for(n, threads, body, arg, genie_cancel_requested, NULL, &err) == GENIE_OK;
+}
+
+/* The threads the reading has now: genie_scan_ahead_reading_threads, 0 resolved to every core. */
+static void
+set_threads(GenieQueryArray *qa, GenieScanAhead *ahead)
+{
+	int			threads = ahead != NULL ? genie_scan_ahead_reading_threads(ahead) : genie_cpu_threads;
+
+	qa->threads = threads > 0 ? threads : (int) Max(1, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
 /*
  * Expands qa's value to upto bytes of its data (or its end): a compressed
  * one with the error of corrupt data, also when it ends short of upto; a
  * plain one's slice fetched from the TOAST table.
  */
 static void
-expand_step(const GenieQueryArray *qa, GenieExpand *s, Size upto)
+expand_step(GenieQueryArray *qa, GenieExpand *s, Size upto)
 {
+	unsigned char *before = s->dp;
+	unsigned char *threaded = s->dp;	/* where the cut on threads ended */
+
 	switch (qa->storage)
 	{
 		case QUERY_ARRAY_PGLZ:
+			/* a cut on threads first (it stops where the output is right) */
+			if (!qa->in_order && qa->threads > 1 && (Size) (s->dp - s->dest) < upto &&
+				!genie_expand_pglz_parallel(s, qa->threads * (s->dp == s->dest ? GENIE_EXPAND_FIRST_PART_BYTES
+															  : GENIE_EXPAND_PART_BYTES),
+											qa->threads, run_on_threads))
+				qa->in_order = true;
+			threaded = s->dp;
 			if (!genie_expand_pglz(s, upto))
 				corrupt(qa);
 			break;
@@ -107,6 +143,8 @@ expand_step(const GenieQueryArray *qa, GenieExpand *s, Size upto)
 	}
 	if ((Size) (s->dp - s->dest) < Min(upto, (Size) (s->destend - s->dest)))
 		corrupt(qa);
+	if (qa->storage != QUERY_ARRAY_PLAIN)
+		genie_explain_expanded(threaded - before, s->dp - threaded);
 }
 
 /*
@@ -115,7 +153,7 @@ expand_step(const GenieQueryArray *qa, GenieExpand *s, Size upto)
  * dimensions) takes longer to expand than a cancel may wait.
  */
 static void
-expand_to(const GenieQueryArray *qa, GenieExpand *s, Size upto)
+expand_to(GenieQueryArray *qa, GenieExpand *s, Size upto)
 {
 	for (Size done = s->dp - s->dest; done < upto; done = s->dp - s->dest)
 	{
@@ -213,6 +251,8 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 	s.dest = (unsigned char *) VARDATA(qa->expanded);
 	s.dp = s.dest;
 	s.destend = s.dest + qa->rawsize;
+	qa->in_order = false;
+	set_threads(qa, NULL);
 
 	/* the header: the dimensions (and the element type) */
 	expand_to(qa, &s, ARR_OVERHEAD_NONULLS(2) - VARHDRSZ);
@@ -245,6 +285,7 @@ genie_query_array_read(GenieQueryArray *qa, Relation index, GenieCachedIndex *en
 		{
 			int			n = Min(piece, nq - from);
 
+			set_threads(qa, ahead);
 			expand_to(qa, &s, data + ((Size) from + n) * dim * sizeof(float));
 			genie_vector_check_finite(vectors + (int64) from * dim, (int64) n * dim, dim, from);
 			/* a batch of one piece is searched as one, as before */

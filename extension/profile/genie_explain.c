@@ -81,6 +81,13 @@ genie_explain_ahead(int64 queries, int64 pieces)
 	genie_explain_counts.ahead_pieces += pieces;
 }
 
+void
+genie_explain_expanded(int64 on_threads, int64 in_order)
+{
+	genie_explain_counts.expanded_threads += on_threads;
+	genie_explain_counts.expanded_order += in_order;
+}
+
 /*
  * What explain.c's ExplainOneQuery does for a query when no hook is set
  * (PostgreSQL 17's also measures the planner's memory for EXPLAIN (MEMORY)).
@@ -233,6 +240,14 @@ show(ExplainState *es, const GenieExplainCounts *before, const double *ms_before
 							   now->ahead_queries - before->ahead_queries, es);
 		ExplainPropertyInteger("Genie Pieces Scanned Ahead", NULL,
 							   now->ahead_pieces - before->ahead_pieces, es);
+	}
+	if (now->expanded_threads + now->expanded_order > before->expanded_threads + before->expanded_order)
+	{
+		/* a stored batch's compressed stream, in kB (the share on threads is what a user can change) */
+		ExplainPropertyInteger("Genie Batch Expanded On Threads", "kB",
+							   (now->expanded_threads - before->expanded_threads) / 1024, es);
+		ExplainPropertyInteger("Genie Batch Expanded In Order", "kB",
+							   (now->expanded_order - before->expanded_order) / 1024, es);
 	}
 	if (es->timing)
 		for (int i = 0; i < lengthof(times); i++)

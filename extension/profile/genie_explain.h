@@ -36,6 +36,8 @@ typedef struct GenieExplainCounts
 	int64		list_distances; /* the distances they computed (centres and members) */
 	int64		ahead_queries;	/* batch queries scanned while the batch was read */
 	int64		ahead_pieces;	/* the engine calls that scanned them */
+	int64		expanded_threads;	/* bytes of a stored batch's stream expanded on threads */
+	int64		expanded_order; /* and in order */
 	uint8		engines;		/* GENIE_EXPLAIN_* bits: where the searches ran */
 } GenieExplainCounts;
 
@@ -76,6 +78,12 @@ extern void genie_explain_list(int64 queries, int64 distances);
 
 /* A batch whose queries were scanned in pieces while it was read (genie_scan_ahead.h). */
 extern void genie_explain_ahead(int64 queries, int64 pieces);
+
+/*
+ * Bytes of a stored batch's compressed stream expanded by genie
+ * (genie_query_array.c): on threads, in order.
+ */
+extern void genie_explain_expanded(int64 on_threads, int64 in_order);
 
 /* Installs the EXPLAIN hook (from _PG_init). */
 extern void genie_explain_init(void);
