@@ -204,8 +204,8 @@ like($expected, qr/^150000 /, 'the built array: 10 rows for each of 15,000 queri
 is($node->safe_psql('postgres', $stored), $expected,
 	'the stored array through the service, in pieces: the same answers');
 like($node->safe_psql('postgres', "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $stored"),
-	qr/Genie Engines: cpu, genie service\n(.*\n)*\s*Genie Queries Scanned Ahead: 15000\n\s*Genie Pieces Scanned Ahead: 8$/,
-	'EXPLAIN ANALYZE: eight pieces (of 2 MB) went to the service');
+	qr/Genie Engines: cpu, genie service\n(.*\n)*\s*Genie Queries Scanned Ahead: 15000\n\s*Genie Pieces Scanned Ahead: 8\n\s*Genie Batch Expanded On Threads: \d+ kB\n\s*Genie Batch Expanded In Order: \d+ kB$/,
+	'EXPLAIN ANALYZE: eight pieces (of 2 MB) went to the service, the pglz stream expanded by genie');
 $pid = service_pid();
 my ($sin, $sout, $serr) = ("SET application_name = 'genie_pieces'; $stored;\n", '', '');
 my $pieces = IPC::Run::start([ 'psql', '-XAtq', '-d', $node->connstr('postgres') ],
