@@ -122,17 +122,20 @@ parse_part(int64 i, void *arg)
 	const unsigned char *tail_end = p->next + Min((Size) PGLZ_SPAN, (Size) (srcend - p->next));
 	int64		out = 0;
 
-	p->nhead = p->ntail = 0;
+	/* (counted here, not in p: the parts' structs lie side by side, written by other threads) */
+	int			nhead = 0;
+	int			ntail = 0;
+
 	p->parsed = false;
 	while (sp < srcend)
 	{
 		if (sp < head_end)
-			record(p->head, &p->nhead, sp, out);
+			record(p->head, &nhead, sp, out);
 		if (sp >= p->next)
 		{
 			if (sp >= tail_end)
 				break;
-			record(p->tail, &p->ntail, sp, out);
+			record(p->tail, &ntail, sp, out);
 		}
 		if (srcend - sp >= 1 + 8 * 3)
 		{
@@ -189,13 +192,15 @@ parse_part(int64 i, void *arg)
 	}
 	/* the input's end is where the last part ends */
 	if (sp == srcend && sp >= p->next)
-		record(p->tail, &p->ntail, sp, out);
+		record(p->tail, &ntail, sp, out);
+	p->nhead = nhead;
+	p->ntail = ntail;
 	p->parsed = true;
 }
 
 /*
- * The first group start two parses both met (lists in input order), or -1;
- * *ia and *ib its places in a and b.
+ * Whether two parses met at a group start (lists in input order): the
+ * first such, its places in a and b in *ia and *ib.
  */
 static bool
 first_meeting(const GroupStart *a, int na, const GroupStart *b, int nb, int *ia, int *ib)
@@ -303,8 +308,9 @@ expand_part(int64 i, void *arg)
  * Step 3 for part i + 1 (a GenieExpandRun body): expanded again from its
  * start until the PGLZ_WINDOW bytes behind the output are as step 2 wrote
  * them (step 2 checked the items: none is malformed), within
- * PGLZ_FIX_LIMIT bytes and never into the part's last 2 * PGLZ_WINDOW, the
- * bytes the next part's fix reads beside it.
+ * PGLZ_FIX_LIMIT bytes and, as it stops at a group's end, short of the
+ * part's last 2 * PGLZ_WINDOW bytes by at most a group (8 * 273): clear of
+ * the last PGLZ_WINDOW, which the next part's fix reads beside it.
  */
 static void
 fix_part(int64 i, void *arg)
@@ -367,11 +373,13 @@ genie_expand_pglz_parallel(GenieExpand *s, Size in_bytes, int threads, GenieExpa
 	GroupStart *lists;
 	bool		done = false;
 
+	if (threads < 2 || run == NULL)
+		return false;
 	/* a rest too short for a part of its own goes with this cut */
 	if (left - len < PGLZ_MIN_PART)
 		len = left;
 	nparts = (int) Min((Size) Min(threads, PGLZ_MAX_PARTS), len / PGLZ_MIN_PART);
-	if (nparts < 2 || run == NULL)
+	if (nparts < 2)
 		return false;
 	cut = malloc(sizeof(PglzCut));
 	lists = malloc(sizeof(GroupStart) * PGLZ_SPAN_GROUPS * 2 * nparts);
