@@ -19,7 +19,10 @@
  * MUTATIONS > 0: also expands that many copies of each compressed value
  * with random bytes changed (built with -fsanitize=address by
  * bench/expand-bench FUZZ=N): corrupt data must be refused or expanded
- * within the output, never read or written outside.
+ * within the output, never read or written outside, and each copy
+ * accepted exactly when the library accepts it (pglz_decompress asked for
+ * the whole value; LZ4_decompress_safe giving the value's size), with the
+ * same bytes.
  */
 #include "postgres_fe.h"
 
@@ -152,11 +155,12 @@ expand_ours(bool lz4, const char *comp, int clen, char *out, int rawlen, size_t 
  */
 static int
 mutate(bool lz4, const char *comp, int clen, int rawlen, size_t piece, int mutations, int threads,
-	   int *differ)
+	   Lz4Decompress lz4_decompress, int *differ, int *differ_library)
 {
 	char	   *copy = malloc(clen);
 	char	   *out = malloc(rawlen);
 	char	   *out_parallel = malloc(rawlen);
+	char	   *out_library = malloc(rawlen);
 	int			refused = 0;
 
 	for (int m = 0; m < mutations; m++)
@@ -172,6 +176,20 @@ mutate(bool lz4, const char *comp, int clen, int rawlen, size_t piece, int mutat
 		ok = expand_ours(lz4, copy, len, out, rawlen, piece, 1);
 		if (!ok)
 			refused++;
+
+		/*
+		 * The library's answer: the server's (pglz_decompress, the whole
+		 * value asked; lz4 as the server calls it, a value expanded to its
+		 * size): accepted exactly when ours is, with the same bytes.
+		 */
+		if (!lz4 || lz4_decompress != NULL)
+		{
+			int			got = lz4 ? lz4_decompress(copy, out_library, len, rawlen)
+				: pglz_decompress(copy, len, out_library, rawlen, true);
+
+			if ((got == rawlen) != ok || (ok && memcmp(out, out_library, rawlen) != 0))
+				(*differ_library)++;
+		}
 		/* on threads (given back to the order where it cannot): the same answer */
 		if (!lz4 && threads > 1 &&
 			(expand_ours(lz4, copy, len, out_parallel, rawlen, piece, threads) != ok ||
@@ -181,6 +199,7 @@ mutate(bool lz4, const char *comp, int clen, int rawlen, size_t piece, int mutat
 	free(copy);
 	free(out);
 	free(out_parallel);
+	free(out_library);
 	return refused;
 }
 
@@ -334,15 +353,18 @@ main(int argc, char **argv)
 			if (mutations > 0)
 			{
 				int			differ = 0;
+				int			differ_library = 0;
 				int			refused = mutate(lz4, comp, clen, rawlen, piece, mutations,
-											 nthreads > 0 ? threads[nthreads - 1] : 1, &differ);
+											 nthreads > 0 ? threads[nthreads - 1] : 1, lz4_decompress,
+											 &differ, &differ_library);
 
-				printf("%-14s %-5s %d mutated values expanded in bounds, %d refused as corrupt", names[variant],
-					   lz4 ? "lz4" : "pglz", mutations, refused);
+				printf("%-14s %-5s %d mutated values expanded in bounds, %d refused as corrupt; the library "
+					   "answered %d otherwise", names[variant], lz4 ? "lz4" : "pglz", mutations, refused,
+					   differ_library);
 				if (!lz4 && nthreads > 0)
 					printf("; on %d threads %d answered otherwise", threads[nthreads - 1], differ);
 				printf("\n");
-				if (differ > 0)
+				if (differ > 0 || differ_library > 0)
 					all_equal = false;
 			}
 			free(comp);

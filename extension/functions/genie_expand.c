@@ -140,8 +140,10 @@ genie_expand_pglz(GenieExpand *s, Size upto)
 						return false;
 					len += *sp++;
 				}
-				if (off == 0 || off > dp - dest || len > destend - dp)
+				if (off == 0 || off > dp - dest)
 					return false;
+				/* a match past the value's end is cut short, as pglz_decompress cuts it */
+				len = Min(len, (int32) (destend - dp));
 				for (int32 i = 0; i < len; i++)
 					dp[i] = dp[i - off];
 				dp += len;
