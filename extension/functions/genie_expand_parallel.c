@@ -52,6 +52,8 @@
 /* no part smaller (step 1's record and step 3's fix are a few kB of it) */
 #define PGLZ_MIN_PART		(256 * 1024)
 #define PGLZ_MAX_PARTS		64
+/* no part larger, but for a short rest (expanding 1 MB of input: 5-10 ms a step) */
+#define PGLZ_MAX_PART		(1024 * 1024)
 /* a group is 9 bytes or more, but the stream's last, which ends a span anyway */
 #define PGLZ_SPAN_GROUPS	(PGLZ_SPAN / 9 + 2)
 /* the farthest a match reaches back */
@@ -375,6 +377,12 @@ genie_expand_pglz_parallel(GenieExpand *s, Size in_bytes, int threads, GenieExpa
 
 	if (threads < 2 || run == NULL)
 		return false;
+
+	/*
+	 * Parts of at most PGLZ_MAX_PART (a few ms each: the cancel, polled
+	 * between parts, is seen in time), whatever threads and in_bytes ask.
+	 */
+	len = Min(len, (Size) PGLZ_MAX_PARTS * PGLZ_MAX_PART);
 	/* a rest too short for a part of its own goes with this cut */
 	if (left - len < PGLZ_MIN_PART)
 		len = left;
