@@ -129,17 +129,8 @@ genie_expand_pglz(GenieExpand *s, Size upto)
 				int32		len;
 				int32		off;
 
-				if (srcend - sp < 2)
+				if (!genie_pglz_read_match(&sp, srcend, &len, &off))
 					return false;
-				len = (sp[0] & 0x0f) + 3;
-				off = ((sp[0] & 0xf0) << 4) | sp[1];
-				sp += 2;
-				if (len == 18)
-				{
-					if (sp >= srcend)
-						return false;
-					len += *sp++;
-				}
 				if (off == 0 || off > dp - dest)
 					return false;
 				/* a match past the value's end is cut short, as pglz_decompress cuts it */

@@ -33,6 +33,31 @@ typedef struct GenieExpand
  * sp == srcend.
  */
 extern bool genie_expand_pglz(GenieExpand *s, Size upto);
+
+/*
+ * A pglz match's length and offset read at *sp (2 bytes, 3 when the length
+ * is 18 or more), *sp moved past it; false when the input ends within it.
+ * (genie_expand_parallel.c reads the stream's items too.)
+ */
+static inline bool
+genie_pglz_read_match(const unsigned char **sp, const unsigned char *srcend, int32 *len, int32 *off)
+{
+	const unsigned char *p = *sp;
+
+	if (srcend - p < 2)
+		return false;
+	*len = (p[0] & 0x0f) + 3;
+	*off = ((p[0] & 0xf0) << 4) | p[1];
+	p += 2;
+	if (*len == 18)
+	{
+		if (p >= srcend)
+			return false;
+		*len += *p++;
+	}
+	*sp = p;
+	return true;
+}
 extern bool genie_expand_lz4(GenieExpand *s, Size upto);
 
 #endif							/* GENIE_EXPAND_H */

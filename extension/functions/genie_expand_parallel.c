@@ -171,17 +171,10 @@ parse_part(int64 i, void *arg)
 				if (ctrl & 1)
 				{
 					int32		len;
+					int32		off;
 
-					if (srcend - sp < 2)
+					if (!genie_pglz_read_match(&sp, srcend, &len, &off))
 						return;		/* a truncated match */
-					len = (sp[0] & 0x0f) + 3;
-					sp += 2;
-					if (len == 18)
-					{
-						if (sp >= srcend)
-							return;
-						len += *sp++;
-					}
 					out += len;
 				}
 				else
@@ -249,17 +242,8 @@ expand_reaching_back(PglzPart *p, GenieExpand *e)
 				int32		len;
 				int32		off;
 
-				if (e->srcend - sp < 2)
+				if (!genie_pglz_read_match(&sp, e->srcend, &len, &off))
 					return false;
-				len = (sp[0] & 0x0f) + 3;
-				off = ((sp[0] & 0xf0) << 4) | sp[1];
-				sp += 2;
-				if (len == 18)
-				{
-					if (sp >= e->srcend)
-						return false;
-					len += *sp++;
-				}
 				if (off == 0 || off > dp - e->dest || len > e->destend - dp)
 					return false;
 				for (int32 j = 0; j < len; j++)
