@@ -205,6 +205,10 @@ show(ExplainState *es, const GenieExplainCounts *before, const double *ms_before
 		ExplainPropertyInteger("Genie Heap Fetches", NULL, heap_fetches, es);
 		ExplainPropertyInteger("Genie Invisible Rows", NULL, now->invisible - before->invisible, es);
 		ExplainPropertyInteger("Genie All-Visible Rows", NULL, all_visible, es);
+		/* of those, the rows earlier batches' answers gave, their pages unchanged since */
+		if (now->all_visible_remembered > before->all_visible_remembered)
+			ExplainPropertyInteger("Genie All-Visible Rows Remembered", NULL,
+								   now->all_visible_remembered - before->all_visible_remembered, es);
 	}
 	if (moves > 0)
 		ExplainPropertyInteger("Genie Version Moves", NULL, moves, es);

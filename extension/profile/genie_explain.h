@@ -25,6 +25,7 @@ typedef struct GenieExplainCounts
 	int64		heap_fetches;	/* rows batch functions fetched from the heap */
 	int64		invisible;		/* of those, rows the snapshot does not see */
 	int64		all_visible;	/* rows they found visible by the visibility map, no fetch */
+	int64		all_visible_remembered; /* of those, answered by earlier batches' (no page read) */
 	int64		moves;			/* searches moved to a new index version */
 	int64		permutation_candidates; /* rows the permutation index re-ranked */
 	int64		permutation_hits;	/* its rows no farther than the exact k-th */

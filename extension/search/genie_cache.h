@@ -112,6 +112,14 @@ typedef struct GenieCachedIndex
 	bool		clusters_ready;
 	genie_cluster_list *cluster_list;
 	Size		cluster_list_bytes; /* of it, in bytes; counted in bytes (a search's row copy grows it) */
+
+	/*
+	 * The rows a batch found visible by the visibility map, remembered for
+	 * the next batches while the map says their pages did not change
+	 * (genie_visibility.c); NULL until a batch makes it.  In the entry's
+	 * memory, counted in bytes.
+	 */
+	struct GenieAllVisibleMemo *all_visible_memo;
 	Size		bytes;
 	uint64		last_used;
 } GenieCachedIndex;

@@ -49,6 +49,14 @@ typedef struct GenieVisibility
 	Relation	heap;
 	bool		use_map;
 	Buffer		vmbuffer;
+
+	/*
+	 * The rows answered by the map in earlier batches, while their pages
+	 * stay unchanged (the entry's, genie_visibility.c); NULL when none is
+	 * kept (no per-call memory, no map, a relation without WAL, a
+	 * serializable transaction).
+	 */
+	struct GenieAllVisibleMemo *memo;
 } GenieVisibility;
 
 extern void genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation heap,
@@ -69,8 +77,10 @@ extern bool genie_object_visible(GenieVisibility *vs, GenieCachedIndex *entry, i
  * MVCC snapshot: its answer comes from its line pointer, without reading
  * its tuple (the fetch's lock, HOT chain walk and visibility test).
  * Answers are those of asking row by row (rows answered by the map are
- * counted as all_visible, not heap_fetches); without the per-call memory
- * (one query, or a huge index) it does nothing.
+ * counted as all_visible, not heap_fetches, and those the memo of earlier
+ * batches answered, without reading their page, also as
+ * all_visible_remembered); without the per-call memory (one query, or a
+ * huge index) it does nothing.
  */
 extern void genie_visibility_check_ahead(GenieVisibility *vs, GenieCachedIndex *entry,
 										 const int32 *ids, const int64 *offsets, int nq,

@@ -9,6 +9,9 @@
 #     updated, inserted rows), and one changed by a transaction committed
 #     after a REPEATABLE READ snapshot was taken: the map's bits are
 #     cleared there, and the rows are fetched and checked as before;
+#   - a session's next batches answer rows from the earlier ones' while the
+#     map's page keeps its LSN, also across other sessions' HOT updates and
+#     VACUUMs and its own changes; unlogged tables keep nothing;
 #   - SERIALIZABLE: a row answered by the map is predicate-locked;
 #   - old_snapshot_threshold on: the map is not used.
 use strict;
@@ -149,6 +152,53 @@ is($node->safe_psql('postgres', 'SELECT knn_mismatches(10) + knn_mismatches(200)
 	'vacuumed again: equal to the oracle');
 ($fetches, $by_map) = counts($knn);
 cmp_ok($by_map, '>', 0, 'vacuumed again: the map answers again');
+
+# A backend remembers the rows the map answered for its next batches while
+# the map's page keeps its LSN (GenieAllVisibleMemo): one session holds it
+# while other sessions change rows and VACUUM sets the bits again
+my $held = $node->background_psql('postgres');
+$held->query_safe("LOAD 'genie'");
+is($held->query_safe('SELECT knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10)'), '0',
+	'memo: a first batch in a session, equal to the oracle');
+my $again = $held->query_safe("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $knn");
+like($again, qr/Genie Heap Fetches: 0\n.*\n.*Genie All-Visible Rows: [1-9]\d*\n.*Genie All-Visible Rows Remembered: [1-9]/,
+	'memo: the next batch answers its rows from the earlier ones, fetching none');
+my ($all, $remembered) = $again =~ /Genie All-Visible Rows: (\d+)\n.*Genie All-Visible Rows Remembered: (\d+)/;
+is($remembered, $all, 'memo: every row of the repeated batch remembered');
+is($held->query_safe('SELECT knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10)'), '0',
+	'memo: batches answered from it equal the oracle');
+# HOT updates prune the earlier versions (their TIDs freed) once vacuumed: a
+# remembered TID of such a row would lead nowhere (the oracle counts it)
+$node->safe_psql('postgres', q{UPDATE vm SET note = 'hot2' WHERE id % 4 = 1});
+is($held->query_safe('SELECT knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10)'), '0',
+	'memo: rows HOT-updated by another session (bits cleared): equal to the oracle');
+$node->safe_psql('postgres', 'VACUUM vm');
+is($held->query_safe('SELECT knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10)'), '0',
+	'memo: and vacuumed (bits set again, earlier versions pruned): equal to the oracle');
+$node->safe_psql('postgres', q{UPDATE vm SET note = 'hot3' WHERE id % 4 = 1});
+$node->safe_psql('postgres', 'VACUUM vm');
+is($held->query_safe('SELECT knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10)'), '0',
+	'memo: updated and vacuumed again between two of its batches: equal to the oracle');
+# the session's own changes clear the bits of their pages
+like($held->query_safe(qq{
+	BEGIN;
+	UPDATE vm SET note = 'own' WHERE id % 3 = 2;
+	DELETE FROM vm WHERE id % 29 = 0;
+	SELECT 'mismatches ' || (knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10));
+	ROLLBACK;}), qr/^mismatches 0$/m, 'memo: the session\'s own updates and deletes: equal to the oracle');
+is($held->query_safe('SELECT knn_mismatches(10) + topk_mismatches(10)'), '0', 'memo: after its rollback');
+$held->quit;
+# a table without WAL keeps no memo (its map pages get no LSN)
+$node->safe_psql('postgres', q{
+	CREATE UNLOGGED TABLE vmu AS SELECT id, v FROM vm;
+	CREATE INDEX vmu_v ON vmu USING genie (v) WITH (m = 0);
+	VACUUM vmu;});
+my $unlogged = $node->safe_psql('postgres', qq{LOAD 'genie';
+	SELECT count(*) FROM genie_knn('vmu_v', (SELECT array_agg(q ORDER BY qid) FROM vq), 10);
+	EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF)
+	SELECT count(*) FROM genie_knn('vmu_v', (SELECT array_agg(q ORDER BY qid) FROM vq), 10);});
+like($unlogged, qr/Genie All-Visible Rows: [1-9]/, 'unlogged: the map answers');
+unlike($unlogged, qr/Remembered/, 'unlogged: no row remembered');
 
 # SERIALIZABLE: a row answered by the map is predicate-locked as a fetched one
 # is.  s1 reads row x through genie_knn; s2 reads row y, writes x and commits;
