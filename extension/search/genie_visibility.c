@@ -147,7 +147,20 @@ map_bit_and_lsn(GenieVisibility *vs, BlockNumber block, XLogRecPtr *lsn)
 	set = VM_ALL_VISIBLE(vs->heap, block, &vs->vmbuffer);
 	*lsn = PageGetLSN(BufferGetPage(vs->vmbuffer));
 	LockBuffer(vs->vmbuffer, BUFFER_LOCK_UNLOCK);
+	vs->seen_map_block = BufferGetBlockNumber(vs->vmbuffer);
+	vs->seen_lsn = *lsn;
 	return set;
+}
+
+/*
+ * Whether the map page that vs->vmbuffer holds (heap block's, after a
+ * VM_ALL_VISIBLE of it) was read by map_bit_and_lsn already in this call:
+ * its LSN then is vs->seen_lsn.
+ */
+static inline bool
+map_page_seen(GenieVisibility *vs)
+{
+	return BufferIsValid(vs->vmbuffer) && BufferGetBlockNumber(vs->vmbuffer) == vs->seen_map_block;
 }
 
 /*
@@ -163,6 +176,15 @@ answer_from_memo(GenieVisibility *vs, BlockNumber block, const int32 *ids, int n
 	int			answered = 0;
 
 	if (memo == NULL || block >= memo->n_blocks || memo->block_check[block] == 0)
+		return 0;
+
+	/*
+	 * A map page's LSN only grows: remembered before the LSN this call saw,
+	 * the page's rows no longer match (after a VACUUM, every page of the map
+	 * page's misses here without a lock)
+	 */
+	if (!VM_ALL_VISIBLE(vs->heap, block, &vs->vmbuffer) ||
+		(map_page_seen(vs) && memo->block_lsn[block] < vs->seen_lsn))
 		return 0;
 	if (!map_bit_and_lsn(vs, block, &lsn) || lsn != memo->block_lsn[block])
 		return 0;
@@ -190,7 +212,19 @@ memo_check(GenieVisibility *vs, BlockNumber block)
 	GenieAllVisibleMemo *memo = vs->memo;
 	XLogRecPtr	lsn;
 
-	if (memo == NULL || block >= memo->n_blocks || !map_bit_and_lsn(vs, block, &lsn))
+	if (memo == NULL || block >= memo->n_blocks)
+		return 0;
+
+	/*
+	 * An LSN this call read before the page was locked serves as well as
+	 * one read now: unchanged later, it also shows no map bit set since the
+	 * lock, so no change reached the page since (a change clears its bit,
+	 * which only a set, stamping a newer LSN, makes visible again).  The
+	 * caller has just found the bit set, with the map page in vmbuffer.
+	 */
+	if (map_page_seen(vs))
+		lsn = vs->seen_lsn;
+	else if (!map_bit_and_lsn(vs, block, &lsn))
 		return 0;
 	if (memo->block_check[block] != 0 && memo->block_lsn[block] == lsn)
 		return memo->block_check[block];
@@ -226,6 +260,7 @@ genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation he
 	vs->use_map = vs->use_map && !OldSnapshotThresholdActive();
 #endif
 	vs->vmbuffer = InvalidBuffer;
+	vs->seen_map_block = InvalidBlockNumber;
 	if (nq > 1 &&
 		(Size) entry->n_objects * (1 + sizeof(ItemPointerData)) <= GENIE_VISIBILITY_CACHE_BYTES)
 	{

@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "access/tableam.h"
+#include "access/xlogdefs.h"
 #include "executor/tuptable.h"
 #include "storage/buf.h"
 #include "utils/snapshot.h"
@@ -57,6 +58,8 @@ typedef struct GenieVisibility
 	 * serializable transaction).
 	 */
 	struct GenieAllVisibleMemo *memo;
+	BlockNumber seen_map_block; /* the map page whose LSN this call read last */
+	XLogRecPtr	seen_lsn;
 } GenieVisibility;
 
 extern void genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation heap,
