@@ -120,6 +120,7 @@ typedef struct GenieCachedIndex
 	 * memory, counted in bytes.
 	 */
 	struct GenieAllVisibleMemo *all_visible_memo;
+	bool		all_visible_memo_refused;	/* too large, or no memory, at the last try */
 	Size		bytes;
 	uint64		last_used;
 } GenieCachedIndex;

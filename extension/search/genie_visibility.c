@@ -52,19 +52,23 @@
  * its page's bit stays set and the map page's LSN is the one read when the
  * row was answered.
  *
- *	 - Every change to a heap page's tuples or line pointers (insert,
- *	   update, delete, and the pruning and vacuuming after them) is made
- *	   under the page's exclusive lock and clears its bit in the same hold;
- *	   an all-visible page has nothing to prune.
+ *	 - Every change to an existing line pointer, or to whether an existing
+ *	   tuple is visible (update, delete, and the pruning and vacuuming
+ *	   after them), clears the page's bit, under the page's exclusive lock
+ *	   (on a standby, redo clears it just before), and an all-visible page
+ *	   has nothing to prune.  The changes that leave the bit set (a row
+ *	   lock, freezing, COPY FREEZE's rows added to a page) change neither.
  *	 - Setting a bit again is WAL-logged and stamps the map page with the
  *	   record's LSN (visibilitymap_set, and its redo on a standby), past any
  *	   LSN the page had.
  *
- * So with the bit set now and the map page's LSN unchanged (both read under
- * the map page's share lock; the LSN remembered was read under the heap
- * page's lock as well), no change reached the heap page since, and the
- * row's line pointer and visible TID are as they were.  A changed LSN (any
- * of the map page's 32,672 heap pages set again) only costs a new check.
+ * So with the bit set now and the map page's LSN what it was before the
+ * row was answered (both read under the map page's share lock; the row was
+ * answered with the bit set, under the heap page's lock), no bit of the map
+ * page was set since, so the heap page's was not cleared since either, and
+ * the row's line pointer and visible TID are as they were.  A changed LSN
+ * (any of the map page's 32,672 heap pages set again) only costs a new
+ * check.
  * A removed row's TID is never answered: it may be reused only once VACUUM
  * removed the index's entry, which makes a new index version and a new
  * entry.  Relations without WAL (unlogged, or new under wal_level =
@@ -73,6 +77,7 @@
  */
 typedef struct GenieAllVisibleMemo
 {
+	GenieRelFile heap_file;		/* the heap's file its answers are of */
 	int32		n_objects;
 	BlockNumber n_blocks;		/* past the highest heap block of a row */
 	uint32		last_check;		/* the latest page check's number; 0: none yet */
@@ -85,12 +90,12 @@ typedef struct GenieAllVisibleMemo
 } GenieAllVisibleMemo;
 
 /*
- * The entry's memo, made at its first batch; NULL when the entry's rows
- * would take more than GENIE_ALL_VISIBLE_MEMO_BYTES or the memory is not
- * there.
+ * The entry's memo of heap's rows, made at its first batch; NULL when the
+ * entry's rows would take more than GENIE_ALL_VISIBLE_MEMO_BYTES or the
+ * memory is not there.
  */
 static GenieAllVisibleMemo *
-all_visible_memo(GenieCachedIndex *entry)
+all_visible_memo(GenieCachedIndex *entry, Relation heap)
 {
 	MemoryContext cxt = GetMemoryChunkContext(entry);
 	GenieAllVisibleMemo *memo;
@@ -99,7 +104,26 @@ all_visible_memo(GenieCachedIndex *entry)
 	int			flags = MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM | MCXT_ALLOC_ZERO;
 
 	if (entry->all_visible_memo != NULL)
-		return entry->all_visible_memo;
+	{
+		memo = entry->all_visible_memo;
+		/*
+		 * The heap moved to a new file since (ALTER TABLE SET TABLESPACE
+		 * copies it, TIDs and all, and keeps the index): the rows are
+		 * checked anew.
+		 */
+		if (!GenieRelFileEquals(memo->heap_file, GENIE_REL_FILE(heap)))
+		{
+			memset(memo->object_check, 0, sizeof(uint32) * memo->n_objects);
+			memset(memo->block_check, 0, sizeof(uint32) * memo->n_blocks);
+			memo->last_check = 0;
+			memo->heap_file = GENIE_REL_FILE(heap);
+		}
+		return memo;
+	}
+	/* (refused once, for the entry's life: the scan below is not repeated every batch) */
+	if (entry->all_visible_memo_refused)
+		return NULL;
+	entry->all_visible_memo_refused = true;
 	for (int32 id = 0; id < entry->n_objects; id++)
 		n_blocks = Max(n_blocks, ItemPointerGetBlockNumber(&entry->objects[id].tid) + 1);
 	bytes = sizeof(GenieAllVisibleMemo) +
@@ -110,6 +134,7 @@ all_visible_memo(GenieCachedIndex *entry)
 	memo = MemoryContextAllocExtended(cxt, sizeof(GenieAllVisibleMemo), flags);
 	if (memo == NULL)
 		return NULL;
+	memo->heap_file = GENIE_REL_FILE(heap);
 	memo->n_objects = entry->n_objects;
 	memo->n_blocks = n_blocks;
 	memo->object_check = MemoryContextAllocExtended(cxt, sizeof(uint32) * Max(entry->n_objects, 1), flags);
@@ -127,6 +152,8 @@ all_visible_memo(GenieCachedIndex *entry)
 		return NULL;
 	}
 	entry->all_visible_memo = memo;
+	entry->all_visible_memo_refused = false;
+	/* (the cache's budget sees it at its next load) */
 	entry->bytes += bytes;
 	return memo;
 }
@@ -268,7 +295,7 @@ genie_visibility_begin(GenieVisibility *vs, GenieCachedIndex *entry, Relation he
 		vs->visible_tids = palloc_extended(sizeof(ItemPointerData) * Max(entry->n_objects, 1),
 										   MCXT_ALLOC_HUGE);
 		if (vs->use_map && RelationNeedsWAL(heap) && !IsolationIsSerializable())
-			vs->memo = all_visible_memo(entry);
+			vs->memo = all_visible_memo(entry, heap);
 	}
 }
 
@@ -340,7 +367,7 @@ check_page(GenieVisibility *vs, GenieCachedIndex *entry, BlockNumber block, cons
 		if (PageIsAllVisible(page) && VM_ALL_VISIBLE(vs->heap, block, &vs->vmbuffer))
 		{
 			OffsetNumber max = PageGetMaxOffsetNumber(page);
-			/* (read while the page is locked: no change can reach it before the LSN is read) */
+			/* (the bit just seen set, under the page's lock: what the memo's rows rest on) */
 			uint32		check = memo_check(vs, block);
 
 			for (int i = 0; i < n; i++)

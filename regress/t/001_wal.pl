@@ -408,4 +408,54 @@ is($primary->safe_psql('postgres', $old_fmt_query), "5|$truth", 'format 4: VACUU
 is($standby->safe_psql('postgres', $old_fmt_query), "5|$truth", 'format 4: the standby replays the packing');
 check_index($standby, 'old_fmt_idx', 'format 4 packed, standby');
 
+# A standby session remembers the rows the map answered for its next batches
+# (genie_visibility.c): the primary's HOT updates and VACUUMs replay there
+# (the map's bits cleared, set again with a newer LSN, the old versions
+# pruned), and the session's batches stay equal to the SQL oracle.
+$primary->safe_psql('postgres', q{
+	SELECT setseed(0.77);
+	CREATE TABLE memo (id int PRIMARY KEY, v real[], note text) WITH (fillfactor = 50);
+	INSERT INTO memo SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1, 4) d WHERE i > 0), 'n'
+	FROM generate_series(1, 2000) i;
+	CREATE TABLE memo_q (qid int PRIMARY KEY, q real[]);
+	INSERT INTO memo_q SELECT j, (SELECT array_agg(random()::real) FROM generate_series(1, 4) d WHERE j > 0)
+	FROM generate_series(1, 30) j;
+	CREATE INDEX memo_v ON memo USING genie (v) WITH (m = 0);
+	-- genie_knn's rows (by id, through the ctid) against the top k by float8 distance over the current rows
+	CREATE FUNCTION memo_mismatches(k int) RETURNS bigint LANGUAGE sql AS $$
+	  WITH got AS (
+	    SELECT g.query_no, memo.id FROM genie_knn('memo_v', (SELECT array_agg(q ORDER BY qid) FROM memo_q), k) g
+	    LEFT JOIN memo ON memo.ctid = g.ctid),
+	  want AS (
+	    SELECT memo_q.qid AS query_no, o.id FROM memo_q, LATERAL (
+	      SELECT id FROM memo
+	      ORDER BY (SELECT sum((x::float8 - y::float8) ^ 2) FROM unnest(v, memo_q.q) t(x, y)) LIMIT k) o)
+	  SELECT (SELECT count(*) FROM (TABLE got EXCEPT TABLE want) a)
+	       + (SELECT count(*) FROM (TABLE want EXCEPT TABLE got) b)
+	       + (SELECT count(*) FROM got WHERE id IS NULL)
+	$$;
+	VACUUM memo;});
+$primary->wait_for_catchup($standby, 'replay');
+my $reader = $standby->background_psql('postgres');
+$reader->query_safe("SET genie.device = 'cpu'; LOAD 'genie'");
+is($reader->query_safe('SELECT memo_mismatches(10) + memo_mismatches(100)'), '0',
+	'standby memo: a first batch equals the oracle');
+like($reader->query_safe(q{EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF)
+	SELECT count(*) FROM genie_knn('memo_v', (SELECT array_agg(q ORDER BY qid) FROM memo_q), 10)}),
+	qr/Genie All-Visible Rows Remembered: [1-9]/, 'standby memo: the next batch answers rows from it');
+for my $round (1 .. 3)
+{
+	$primary->safe_psql('postgres', "UPDATE memo SET note = 'r$round' WHERE id % 3 = $round % 3");
+	$primary->wait_for_catchup($standby, 'replay');
+	is($reader->query_safe('SELECT memo_mismatches(10) + memo_mismatches(100)'), '0',
+		"standby memo, round $round: the primary's HOT updates replayed, equal to the oracle");
+	$primary->safe_psql('postgres', 'VACUUM memo');
+	$primary->wait_for_catchup($standby, 'replay');
+	is($reader->query_safe('SELECT memo_mismatches(10) + memo_mismatches(100)'), '0',
+		"standby memo, round $round: and the VACUUM replayed (bits set again, old versions pruned), equal to the oracle");
+}
+is($primary->safe_psql('postgres', q{SELECT n_tup_hot_upd > 0 FROM pg_stat_user_tables WHERE relname = 'memo'}), 't',
+	'standby memo: the updates were HOT');
+$reader->quit;
+
 done_testing();

@@ -187,6 +187,23 @@ like($held->query_safe(qq{
 	SELECT 'mismatches ' || (knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10));
 	ROLLBACK;}), qr/^mismatches 0$/m, 'memo: the session\'s own updates and deletes: equal to the oracle');
 is($held->query_safe('SELECT knn_mismatches(10) + topk_mismatches(10)'), '0', 'memo: after its rollback');
+# the heap moved to another file, TIDs and all, the index kept: nothing
+# remembered of the old file is used (under wal_level = minimal the copy keeps
+# the map's LSNs; the memo also notes the heap's file)
+$node->safe_psql('postgres', 'VACUUM vm');
+is($held->query_safe('SELECT knn_mismatches(10)'), '0', 'memo: vacuumed after the rollback, equal to the oracle');
+like($held->query_safe("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $knn"), qr/Remembered: [1-9]/,
+	'memo: remembered before the move');
+my $tsdir = PostgreSQL::Test::Utils::tempdir();
+$node->safe_psql('postgres', "CREATE TABLESPACE vm_space LOCATION '$tsdir'");
+$node->safe_psql('postgres', 'ALTER TABLE vm SET TABLESPACE vm_space');
+my $moved = $held->query_safe("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $knn");
+like($moved, qr/Genie Heap Fetches: 0\n.*\n.*Genie All-Visible Rows: [1-9]/, 'memo: after the heap moved, the map answers');
+unlike($moved, qr/Remembered/, 'memo: after the heap moved, nothing remembered is used');
+is($held->query_safe('SELECT knn_mismatches(10) + knn_mismatches(200) + topk_mismatches(10)'), '0',
+	'memo: after the heap moved, equal to the oracle');
+like($held->query_safe("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $knn"), qr/Remembered: [1-9]/,
+	'memo: remembered again after the move');
 $held->quit;
 # a table without WAL keeps no memo (its map pages get no LSN)
 $node->safe_psql('postgres', q{
