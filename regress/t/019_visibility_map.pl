@@ -21,6 +21,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Spec;
 
 my $node = PostgreSQL::Test::Cluster->new('visibility_map');
 $node->init;
@@ -194,7 +195,8 @@ $node->safe_psql('postgres', 'VACUUM vm');
 is($held->query_safe('SELECT knn_mismatches(10)'), '0', 'memo: vacuumed after the rollback, equal to the oracle');
 like($held->query_safe("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $knn"), qr/Remembered: [1-9]/,
 	'memo: remembered before the move');
-my $tsdir = PostgreSQL::Test::Utils::tempdir();
+# (an absolute path: PostgreSQL 17's tempdir is relative to the test's folder)
+my $tsdir = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir());
 $node->safe_psql('postgres', "CREATE TABLESPACE vm_space LOCATION '$tsdir'");
 $node->safe_psql('postgres', 'ALTER TABLE vm SET TABLESPACE vm_space');
 my $moved = $held->query_safe("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $knn");
