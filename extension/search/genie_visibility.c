@@ -89,6 +89,15 @@ typedef struct GenieAllVisibleMemo
 	XLogRecPtr *block_lsn;
 } GenieAllVisibleMemo;
 
+/* The memo remembers nothing again (every row and page unchecked). */
+static void
+memo_forget(GenieAllVisibleMemo *memo)
+{
+	memset(memo->object_check, 0, sizeof(uint32) * memo->n_objects);
+	memset(memo->block_check, 0, sizeof(uint32) * memo->n_blocks);
+	memo->last_check = 0;
+}
+
 /*
  * The entry's memo of heap's rows, made at its first batch; NULL when the
  * entry's rows would take more than GENIE_ALL_VISIBLE_MEMO_BYTES or the
@@ -113,9 +122,7 @@ all_visible_memo(GenieCachedIndex *entry, Relation heap)
 		 */
 		if (!GenieRelFileEquals(memo->heap_file, GENIE_REL_FILE(heap)))
 		{
-			memset(memo->object_check, 0, sizeof(uint32) * memo->n_objects);
-			memset(memo->block_check, 0, sizeof(uint32) * memo->n_blocks);
-			memo->last_check = 0;
+			memo_forget(memo);
 			memo->heap_file = GENIE_REL_FILE(heap);
 		}
 		return memo;
@@ -257,9 +264,7 @@ memo_check(GenieVisibility *vs, BlockNumber block)
 		return memo->block_check[block];
 	if (memo->last_check == PG_UINT32_MAX)
 	{
-		memset(memo->object_check, 0, sizeof(uint32) * memo->n_objects);
-		memset(memo->block_check, 0, sizeof(uint32) * memo->n_blocks);
-		memo->last_check = 0;
+		memo_forget(memo);
 	}
 	memo->block_check[block] = ++memo->last_check;
 	memo->block_lsn[block] = lsn;
