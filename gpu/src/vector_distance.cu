@@ -18,34 +18,39 @@
 //   DistanceKernel<128, 8, 8>  larger groups, whose values the tensor
 //                              cores' tiles do not take.
 //
-// Split TF32 on the tensor cores (SplitTf32Terms, SplitTf32DistanceKernel:
-// groups of more than 8 queries; 1.7 times the float32 tiles' rate on an
-// H200: 15.0 against 25.5 ms for 10,000 Fashion-MNIST queries).
-// Each value v is split into big = tf32(v) (truncated to 11 significant
-// bits) and small = tf32(v - big): v - big is exact, |v - big| < 2^-10 |v|,
-// and |v - big - small| < 2^-20 |v|.  A pair's product is q_small x_big +
-// q_big x_small + q_big x_big, three tensor-core products, each exact in
-// float32 (11 x 11 bits); what is dropped (q_small x_small and the halves'
-// residues) is below 3.01 2^-20 |q_i x_i|.  The tensor cores add a block
-// of products to the float32 accumulator by aligning them to the largest
-// and truncating (Fasi et al. 2021 for V100 and A100; Khattak and Mikaitis
-// 2025 for H100 and B200): a block of B products loses at most (B + 2)
-// 2^-23 of the absolute sum it adds to, and a block of zeros (the stages'
-// padding beyond dimp) nothing, so the 3 ceil(dimp / 8) instructions of a
-// dot product (blocks of 4 or 8) lose at most 4.5 (dimp + 4) 2^-23 sum
-// |q_i x_i| <= 4.5 (dimp + 4) 2^-23 |q||x|.  Twice that, with the dropped
-// terms, the norms' and the last operations' roundings, is below (2.25 dimp
-// + 38) 2^-23 (|q| + |x|)^2; coef is (8 dimp + 64) 2^-23, 2.0 (dimp 4) to
-// 3.5 (dimp 784) times it, in case an accumulator is narrower than the
-// papers measured (tests find |s32 - s| below a fiftieth of e; the margin
-// costs some more candidates: 15 a query where float32's terms gave 10,
-// for Fashion-MNIST's nearest 10).  With every value 0 or of magnitude in
-// [2^-32, 2^32] (not OutsideTf32Range: the set's values checked where
-// their norms are computed, on the device for a resident set; the queries'
-// likewise, a few on the host, many on the device, whose flag for the
-// whole batch the kernels read; else the float32 tiles) no half or product
-// leaves float32's normal range; a partial sum that cancels below it may be
-// flushed, at most 2^-126 a step: slack is (3 dimp + 8) 2^-120.
+// TF32 on the tensor cores (Tf32Terms, Tf32DistanceKernel: groups of
+// more than 8 queries).  Each value v is rounded to t = tf32(v), its 10
+// stored fraction bits to nearest (RoundTf32): |v - t| <= 2^-11 |v|, and a
+// product of two is exact in float32 (11 x 11 bits), so |q_i x_i - t(q_i)
+// t(x_i)| <= (2^-10 + 2^-22) |q_i x_i|, and the dot product's rounding of
+// its values loses at most (2^-10 + 2^-22) sum |q_i x_i| <= (2^-10 +
+// 2^-22) |q||x|.  The tensor cores add a block of products to the float32
+// accumulator by aligning them to the largest and truncating (Fasi et al.
+// 2021 for V100 and A100; Khattak and Mikaitis 2025 for H100 and B200): a
+// block of B products loses at most (B + 2) 2^-23 of the absolute sum it
+// adds to, and a block of zeros (the stages' padding beyond dimp) nothing,
+// so the ceil(dimp / 8) instructions of a dot product (blocks of 4 or 8)
+// lose at most 1.5 (dimp + 4) 2^-23 sum |q_i x_i|.  Twice the two (s32
+// holds -2 q.x), with the norms' and the last operations' roundings, is
+// below (2^-11 + 2^-23) (|q| + |x|)^2 + (0.75 dimp + 41) 2^-23 (|q| +
+// |x|)^2 (as 4 |q||x| <= (|q| + |x|)^2).  coef is (4096 + 8 dimp + 64)
+// 2^-23: the rounding's part as it is (it is exact arithmetic: values of
+// 1 + 2^-11 times powers of two, all ties, meet it), the rest 2 (dimp 4)
+// to 10 (dimp 784) times the papers' bound, in case an accumulator is
+// narrower than they measured (tests find
+// |s32 - s| within 0.21 of e at dim 784 and 0.97 at dim 8 on such ties,
+// below 0.41 on other data).  For Fashion-MNIST's nearest 10 that is
+// about 20 candidates a query (19.8 by the exact distances' U and L, 15.2
+// when each product was split into three TF32 products, whose rounding
+// part was near 2^-20, at three times the products).
+// With every value 0 or of magnitude in [2^-32, 2^32] (not
+// OutsideTf32Range: the set's values checked where their norms are
+// computed, on the device for a resident set; the queries' likewise, a few
+// on the host, many on the device, whose flag for the whole batch the
+// kernels read; else the float32 tiles) no rounded value or product leaves
+// float32's normal range, and rounding cannot carry into an infinity; a
+// partial sum that cancels below it may be flushed, at most 2^-126 a step:
+// slack is (3 dimp + 8) 2^-120.
 // gpu/tests/vector_bounds_test.cpp measures |s32 - s| / e for every kernel
 // on data of every shape.
 #include <cuda_runtime_api.h>
@@ -78,12 +83,12 @@ constexpr int64_t kSmallMaxBlocks = 4096;
 constexpr int32_t kMidQueries = 64;
 constexpr int kMidTileQ = 32;
 // The tensor-core tiles: up to kDistanceTile queries x kDistanceTile
-// vectors a block, kSplitK dimensions a stage, kSplitStages stages in flight (cp.async), each staged
-// row kSplitStride floats apart (16 + 4: a warp's fragment reads then fall
+// vectors a block, kTf32K dimensions a stage, kTf32Stages stages in flight (cp.async), each staged
+// row kTf32Stride floats apart (16 + 4: a warp's fragment reads then fall
 // on 32 distinct banks).
-constexpr int kSplitK = 16;
-constexpr int kSplitStride = kSplitK + 4;
-constexpr int kSplitStages = 3;
+constexpr int kTf32K = 16;
+constexpr int kTf32Stride = kTf32K + 4;
+constexpr int kTf32Stages = 3;
 
 // U of query q and vector r from their float32 dot product: +inf for an
 // excluded vector, and when the sum overflowed or is NaN (always a candidate).
@@ -111,7 +116,7 @@ __global__ void __launch_bounds__(kThreads)
 DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows, Norms xn,
                int32_t n_rows, int32_t dimp, ErrorTerms terms, const uint8_t* __restrict__ excluded,
                float* __restrict__ out, const int* only_if_outside) {
-  // beside SplitTf32DistanceKernel: the queries' flag says which of the two runs
+  // beside Tf32DistanceKernel: the queries' flag says which of the two runs
   if (only_if_outside != nullptr && *only_if_outside == 0) return;
   static_assert(TQ / PQ * (kDistanceTile / PR) == kThreads, "a thread for each PQ x PR pairs of the tile");
   static_assert(TQ <= kThreads / 2 && kDistanceTile == kThreads / 2, "a stage loads a row's 8 dimensions with two threads");
@@ -265,15 +270,13 @@ __device__ __forceinline__ void WaitCopies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// v = big + small + a residue of at most 2^-20 |v| (see the top): each
-// half is v's, then the rest's, bit pattern with the 13 bits that TF32
-// lacks cleared (truncation, one integer operation; cvt.rna.tf32.f32 is a
-// longer sequence, and rounding the halves to nearest only moves the
-// residue from 2^-20 to 2^-22 |v|).
-__device__ __forceinline__ void SplitTf32(float v, uint32_t* big, uint32_t* small) {
-  const uint32_t b = __float_as_uint(v) & 0xFFFFE000u;
-  *big = b;
-  *small = __float_as_uint(__fsub_rn(v, __uint_as_float(b))) & 0xFFFFE000u;
+// v rounded to TF32 (its 10 stored fraction bits, to nearest, ties away
+// from zero): add half of the 13 dropped bits' unit, then clear them.  Two
+// integer operations; |v - tf32(v)| <= 2^-11 |v|, and for v within
+// [2^-32, 2^32] (the tiles' range) the carry can neither reach the
+// exponent's top nor make an infinity.
+__device__ __forceinline__ uint32_t RoundTf32(float v) {
+  return (__float_as_uint(v) + 0x1000u) & 0xFFFFE000u;
 }
 
 // c += a b for a 16 x 8 (row-major) by 8 x 8 (column-major) TF32 product:
@@ -288,53 +291,54 @@ __device__ __forceinline__ void MmaTf32(float (&c)[4], const uint32_t (&a)[4], c
 }
 
 // Every U of a tile of TQ queries x kDistanceTile vectors a block, on the
-// tensor cores with each product split into TF32 halves (see the top).
-// Eight warps, WQ along the queries and 8 / WQ along the vectors, each
-// MI x NI products of 16 x 8 (three instructions each a step of 8
-// dimensions): <128, 2> for large groups (64 x 32 a warp), <64, 2> and
+// tensor cores with each value rounded to TF32 (see the top).  Eight
+// warps, WQ along the queries and 8 / WQ along the vectors, each MI x NI
+// products of 16 x 8 (one instruction each a step of 8 dimensions): <128, 2> for large groups (64 x 32 a warp), <64, 2> and
 // <32, 1> for groups of 33 to 64 and of 9 to 32 queries (32 x 32 and 32 x
 // 16 a warp), where a 128-query tile computed 2 to 14 times the products
-// used.  Stages of kSplitK dimensions of the tile's queries and vectors
-// arrive by cp.async, kSplitStages in flight, so the loads overlap the
-// products.  Nsight Compute on an H200, <128, 2>: the tensor pipe 52% busy,
-// two blocks a multiprocessor (123 registers, 60 KB of shared memory
-// each), issue slots half used (cutting a value's split from five
-// operations to three changed nothing); Hopper's asynchronous
+// used.  Stages of kTf32K dimensions of the tile's queries and vectors
+// arrive by cp.async, kTf32Stages in flight, so the loads overlap the
+// products.  Until 2026-12-02 each product was split into three TF32
+// products (big and small halves of each value; e 1.65 times smaller at
+// dim 784): with Nsight Compute on an H200 the tensor pipe was 52%
+// busy at two blocks a multiprocessor, and one product a pair made 10,000
+// Fashion-MNIST queries' whole scan 1.29x faster for 20 candidates a query
+// instead of 15 (bench/tf32-vectors-h200.txt).  Hopper's asynchronous
 // warpgroup products (wgmma), which read the tiles from shared memory
 // themselves, are the step beyond.  outside: the queries' range flag (NULL:
 // the host checked them).
 template <int TQ, int WQ>
 __global__ void __launch_bounds__(kThreads)
-SplitTf32DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows,
+Tf32DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, const float* __restrict__ rows,
                         Norms xn, int32_t n_rows, int32_t dimp, ErrorTerms terms,
                         const uint8_t* __restrict__ excluded, float* __restrict__ out, const int* outside) {
   constexpr int kWR = kThreads / 32 / WQ;          // warps along the vectors
   constexpr int MI = TQ / WQ / 16, NI = kDistanceTile / kWR / 8;
   static_assert(MI >= 1 && NI >= 1 && TQ % (16 * WQ) == 0, "whole 16 x 8 products a warp");
-  constexpr int kStageFloats = (TQ + kDistanceTile) * kSplitStride;
+  constexpr int kStageFloats = (TQ + kDistanceTile) * kTf32Stride;
   if (outside != nullptr && *outside != 0) return;  // a query value beyond the range: DistanceKernel's
-  extern __shared__ __align__(16) float staged[];  // [kSplitStages][TQ query rows, then the vectors'][kSplitStride]
+  extern __shared__ __align__(16) float staged[];  // [kTf32Stages][TQ query rows, then the vectors'][kTf32Stride]
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int wq = (warp / kWR) * (MI * 16), wr = (warp % kWR) * (NI * 8);  // the warp's queries and vectors
   const int64_t q0 = static_cast<int64_t>(blockIdx.y) * TQ;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kDistanceTile;
-  const int stages = (dimp + kSplitK - 1) / kSplitK;
+  const int stages = (dimp + kTf32K - 1) / kTf32K;
   // A stage: 16-byte piece c of the tile's rows (the queries', then the
   // vectors'), row c / 4, dimensions k0 + 4 (c % 4) .. + 3; zeros beyond
   // the queries, the vectors and dimp (a multiple of 4).
   auto load = [&](int stage, int k0) {
     float* base = staged + stage * kStageFloats;
 #pragma unroll
-    for (int c = tid; c < (TQ + kDistanceTile) * kSplitK / 4; c += kThreads) {
+    for (int c = tid; c < (TQ + kDistanceTile) * kTf32K / 4; c += kThreads) {
       const int row = c >> 2, col = (c & 3) * 4;
       const bool k_in = k0 + col < dimp;
       if (row < TQ) {
         const bool in = k_in && q0 + row < nq;
-        CopyAsync16(base + row * kSplitStride + col, in ? queries + (q0 + row) * dimp + k0 + col : queries, in);
+        CopyAsync16(base + row * kTf32Stride + col, in ? queries + (q0 + row) * dimp + k0 + col : queries, in);
       } else {
         const bool in = k_in && r0 + (row - TQ) < n_rows;
-        CopyAsync16(base + row * kSplitStride + col, in ? rows + (r0 + row - TQ) * dimp + k0 + col : rows, in);
+        CopyAsync16(base + row * kTf32Stride + col, in ? rows + (r0 + row - TQ) * dimp + k0 + col : rows, in);
       }
     }
   };
@@ -348,41 +352,36 @@ SplitTf32DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq,
 
   load(0, 0);
   CommitCopies();
-  if (stages > 1) load(1, kSplitK);
+  if (stages > 1) load(1, kTf32K);
   CommitCopies();
   for (int s = 0; s < stages; ++s) {
     WaitCopies<1>();  // this thread's copies of stage s have landed ...
     __syncthreads();  // ... and every thread's; stage s - 1's buffer is free
-    if (s + 2 < stages) load((s + 2) % kSplitStages, (s + 2) * kSplitK);
+    if (s + 2 < stages) load((s + 2) % kTf32Stages, (s + 2) * kTf32K);
     CommitCopies();  // (an empty group at the end keeps the count uniform)
-    const float* qs = staged + (s % kSplitStages) * kStageFloats;
-    const float* xs = qs + TQ * kSplitStride;
+    const float* qs = staged + (s % kTf32Stages) * kStageFloats;
+    const float* xs = qs + TQ * kTf32Stride;
 #pragma unroll
-    for (int kk = 0; kk < kSplitK; kk += 8) {
-      uint32_t a_big[MI][4], a_small[MI][4], b_big[NI][2], b_small[NI][2];
+    for (int kk = 0; kk < kTf32K; kk += 8) {
+      uint32_t a[MI][4], b[NI][2];
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
-        const float* p = qs + (wq + i * 16 + g) * kSplitStride + kk + t;
-        SplitTf32(p[0], &a_big[i][0], &a_small[i][0]);
-        SplitTf32(p[8 * kSplitStride], &a_big[i][1], &a_small[i][1]);
-        SplitTf32(p[4], &a_big[i][2], &a_small[i][2]);
-        SplitTf32(p[8 * kSplitStride + 4], &a_big[i][3], &a_small[i][3]);
+        const float* p = qs + (wq + i * 16 + g) * kTf32Stride + kk + t;
+        a[i][0] = RoundTf32(p[0]);
+        a[i][1] = RoundTf32(p[8 * kTf32Stride]);
+        a[i][2] = RoundTf32(p[4]);
+        a[i][3] = RoundTf32(p[8 * kTf32Stride + 4]);
       }
 #pragma unroll
       for (int j = 0; j < NI; ++j) {
-        const float* p = xs + (wr + j * 8 + g) * kSplitStride + kk + t;
-        SplitTf32(p[0], &b_big[j][0], &b_small[j][0]);
-        SplitTf32(p[4], &b_big[j][1], &b_small[j][1]);
+        const float* p = xs + (wr + j * 8 + g) * kTf32Stride + kk + t;
+        b[j][0] = RoundTf32(p[0]);
+        b[j][1] = RoundTf32(p[4]);
       }
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < NI; ++j) {
-          // the small products first, while the sum is small
-          MmaTf32(acc[i][j], a_small[i], b_big[j]);
-          MmaTf32(acc[i][j], a_big[i], b_small[j]);
-          MmaTf32(acc[i][j], a_big[i], b_big[j]);
-        }
+        for (int j = 0; j < NI; ++j) MmaTf32(acc[i][j], a[i], b[j]);
     }
   }
 #pragma unroll
@@ -401,20 +400,20 @@ SplitTf32DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq,
     }
 }
 
-// Launches SplitTf32DistanceKernel<TQ, WQ> over gn queries.
+// Launches Tf32DistanceKernel<TQ, WQ> over gn queries.
 template <int TQ, int WQ>
-Status LaunchSplitTiles(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
+Status LaunchTf32Tiles(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
                         int32_t dimp, ErrorTerms terms, const uint8_t* excluded, float* d32, const int* outside,
                         cudaStream_t stream) {
-  constexpr std::size_t kShared = sizeof(float) * kSplitStages * (TQ + kDistanceTile) * kSplitStride;
+  constexpr std::size_t kShared = sizeof(float) * kTf32Stages * (TQ + kDistanceTile) * kTf32Stride;
   // over the 48 KB a kernel gets unasked (per device; setting it again is cheap)
-  GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(SplitTf32DistanceKernel<TQ, WQ>,
+  GENIE_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(Tf32DistanceKernel<TQ, WQ>,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   static_cast<int>(kShared)));
   const dim3 grid(GridBlocks(n_rows, kDistanceTile), GridBlocks(gn, TQ));
-  SplitTf32DistanceKernel<TQ, WQ><<<grid, kThreads, kShared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
+  Tf32DistanceKernel<TQ, WQ><<<grid, kThreads, kShared, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
                                                                       excluded, d32, outside);
-  GENIE_CUDA_CHECK_LAUNCH("SplitTf32DistanceKernel");
+  GENIE_CUDA_CHECK_LAUNCH("Tf32DistanceKernel");
   return Status::Ok();
 }
 
@@ -424,8 +423,8 @@ ErrorTerms Float32Terms(int32_t dim) {
   return ErrorTerms{static_cast<float>((dim + 16.0) * 0x1p-23), static_cast<float>((dim + 4.0) * 0x1p-140)};
 }
 
-ErrorTerms SplitTf32Terms(int32_t dimp) {
-  return ErrorTerms{static_cast<float>((8.0 * dimp + 64.0) * 0x1p-23),
+ErrorTerms Tf32Terms(int32_t dimp) {
+  return ErrorTerms{static_cast<float>((4096.0 + 8.0 * dimp + 64.0) * 0x1p-23),
                     static_cast<float>((3.0 * dimp + 8.0) * 0x1p-120)};
 }
 
@@ -458,10 +457,10 @@ Status LaunchNorms(const float* vectors, int32_t count, int32_t dim, int32_t dim
 }
 
 Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
-                       int32_t dimp, int32_t dim, bool set_split_safe, const int* query_outside, bool queries_safe,
+                       int32_t dimp, int32_t dim, bool set_tf32_safe, const int* query_outside, bool queries_safe,
                        const uint8_t* excluded, float* d32, cudaStream_t stream, GroupTerms* used) {
   const ErrorTerms terms = Float32Terms(dim);
-  *used = GroupTerms{terms, SplitTf32Terms(dimp), false, nullptr};
+  *used = GroupTerms{terms, Tf32Terms(dimp), false, nullptr};
   const std::size_t shared = sizeof(float) * static_cast<std::size_t>(gn) * static_cast<std::size_t>(dimp);
   if (gn <= kSmallQueries && shared <= kSmallSharedBytes) {
     const unsigned blocks = static_cast<unsigned>(
@@ -486,21 +485,21 @@ Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* 
   // them: known on the host (queries_safe), or read by the kernels from
   // the queries' device flag, with the float32 tiles launched beside
   const bool large = gn > kMidQueries;
-  const bool split = set_split_safe && (query_outside != nullptr || queries_safe);
-  if (split) {
-    used->split_possible = true;
+  const bool tf32 = set_tf32_safe && (query_outside != nullptr || queries_safe);
+  if (tf32) {
+    used->tf32_possible = true;
     used->outside = query_outside;
     const Status launched =
-        large ? LaunchSplitTiles<kDistanceTile, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->split, excluded, d32,
+        large ? LaunchTf32Tiles<kDistanceTile, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->tf32, excluded, d32,
                                                    query_outside, stream)
-        : gn > kMidTileQ ? LaunchSplitTiles<2 * kMidTileQ, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->split,
+        : gn > kMidTileQ ? LaunchTf32Tiles<2 * kMidTileQ, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->tf32,
                                                                excluded, d32, query_outside, stream)
-                         : LaunchSplitTiles<kMidTileQ, 1>(queries, qn, gn, rows, xn, n_rows, dimp, used->split,
+                         : LaunchTf32Tiles<kMidTileQ, 1>(queries, qn, gn, rows, xn, n_rows, dimp, used->tf32,
                                                           excluded, d32, query_outside, stream);
     GENIE_RETURN_IF_ERROR(launched);
     if (query_outside == nullptr) return Status::Ok();
   }
-  const int* only_if_outside = split ? query_outside : nullptr;
+  const int* only_if_outside = tf32 ? query_outside : nullptr;
   const dim3 grid(GridBlocks(n_rows, kDistanceTile), GridBlocks(gn, large ? kDistanceTile : kMidTileQ));
   if (large) {
     DistanceKernel<kDistanceTile, 8, 8><<<grid, kThreads, 0, stream>>>(queries, qn, gn, rows, xn, n_rows, dimp, terms,
@@ -514,7 +513,7 @@ Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* 
 }
 
 void HostNorms(const float* v, int64_t count, int32_t dim, int64_t stride, std::vector<float>* squared,
-               std::vector<float>* length, bool* split_safe) {
+               std::vector<float>* length, bool* tf32_safe) {
   squared->resize(static_cast<std::size_t>(count));
   length->resize(static_cast<std::size_t>(count));
   bool beyond = false;
@@ -528,13 +527,13 @@ void HostNorms(const float* v, int64_t count, int32_t dim, int64_t stride, std::
     (*squared)[static_cast<std::size_t>(i)] = static_cast<float>(sum);
     (*length)[static_cast<std::size_t>(i)] = static_cast<float>(std::sqrt(sum));
   }
-  if (split_safe != nullptr) *split_safe = !beyond;
+  if (tf32_safe != nullptr) *tf32_safe = !beyond;
 }
 
 }  // namespace gpu
 
 Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t n_queries, int32_t device_ordinal,
-                            bool split_tf32, GpuVectorBounds* out) {
+                            bool tf32, GpuVectorBounds* out) {
   if (out == nullptr || (queries == nullptr && n_queries > 0) || n_queries < 0)
     return Status::InvalidArgument("GpuVectorUpperBounds: bad arguments");
   try {
@@ -570,11 +569,11 @@ Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t 
         gpu::LaunchNorms(dq.get(), n_queries, dim, dimp, dq_sq.get(), dq_len.get(), outside.get(), nullptr));
     const std::size_t cells = static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(n);
     GENIE_RETURN_IF_ERROR(d32.Allocate(std::max<std::size_t>(cells, 1), "bound test distances"));
-    gpu::GroupTerms terms{gpu::Float32Terms(dim), gpu::SplitTf32Terms(dimp), false, nullptr};
+    gpu::GroupTerms terms{gpu::Float32Terms(dim), gpu::Tf32Terms(dimp), false, nullptr};
     if (cells > 0) {
       GENIE_RETURN_IF_ERROR(gpu::LaunchDistances(dq.get(), gpu::Norms{dq_sq.get(), dq_len.get()}, n_queries,
                                                  dx.get(), gpu::Norms{dx_sq.get(), dx_len.get()}, n, dimp, dim,
-                                                 split_tf32 && set_safe, outside.get(), false, nullptr, d32.get(),
+                                                 tf32 && set_safe, outside.get(), false, nullptr, d32.get(),
                                                  nullptr, &terms));
     }
     GENIE_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
@@ -583,8 +582,8 @@ Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t 
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(&query_outside, outside.get(), sizeof(int), cudaMemcpyDeviceToHost));
     GENIE_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(q_len.data(), dq_len.get(), sizeof(float) * q_len.size(), cudaMemcpyDeviceToHost));
-    out->split_tf32 = terms.split_possible && query_outside == 0;  // (the flag as the kernels read it)
-    const gpu::ErrorTerms used = out->split_tf32 ? terms.split : terms.float32;
+    out->tf32 = terms.tf32_possible && query_outside == 0;  // (the flag as the kernels read it)
+    const gpu::ErrorTerms used = out->tf32 ? terms.tf32 : terms.float32;
     out->upper.assign(cells, 0.0f);
     if (cells > 0)
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(out->upper.data(), d32.get(), sizeof(float) * cells,

@@ -35,11 +35,11 @@ struct ErrorTerms {
 
 // float32 fused multiply-adds on the CUDA cores, any summation order.
 ErrorTerms Float32Terms(int32_t dim);
-// Products split into TF32 halves on the tensor cores (three products a
+// Values rounded to TF32, multiplied on the tensor cores (one product a
 // pair, see vector_distance.cu): valid only for values that are 0 or of
-// magnitude in [2^-32, 2^32] (then no half, product or partial sum leaves
-// float32's normal range, which the terms assume).
-ErrorTerms SplitTf32Terms(int32_t dimp);
+// magnitude in [2^-32, 2^32] (then no rounded value, product or partial
+// sum leaves float32's normal range, which the terms assume).
+ErrorTerms Tf32Terms(int32_t dimp);
 
 __host__ __device__ __forceinline__ bool OutsideTf32Range(float v) {
   constexpr uint32_t kLow = 0x2F800000u;   // 2^-32
@@ -56,23 +56,23 @@ __device__ __forceinline__ float ErrorBound(ErrorTerms terms, float q_len, float
 }
 
 // The error terms of a group's U: the tensor cores' when their tiles could
-// take them (split_possible) and no query value ruled them out (the device
+// take them (tf32_possible) and no query value ruled them out (the device
 // flag *outside, set by LaunchNorms; NULL when the host checked the
 // queries), float32's otherwise.  The kernels read the flag themselves:
 // the host never waits for it.
 struct GroupTerms {
   ErrorTerms float32;
-  ErrorTerms split;
-  bool split_possible = false;
+  ErrorTerms tf32;
+  bool tf32_possible = false;
   const int* outside = nullptr;
-  __device__ ErrorTerms get() const { return split_possible && (outside == nullptr || *outside == 0) ? split : float32; }
+  __device__ ErrorTerms get() const { return tf32_possible && (outside == nullptr || *outside == 0) ? tf32 : float32; }
 };
 
 // |v|^2 and |v| of count vectors of dim floats (stride apart), summed in
 // float64 and rounded to float: the error terms cover the rounding.  With
-// split_safe, also whether no value is OutsideTf32Range.
+// tf32_safe, also whether no value is OutsideTf32Range.
 void HostNorms(const float* v, int64_t count, int32_t dim, int64_t stride, std::vector<float>* squared,
-               std::vector<float>* length, bool* split_safe = nullptr);
+               std::vector<float>* length, bool* tf32_safe = nullptr);
 
 // The same norms of count padded vectors or queries (dimp floats apart) on
 // the device, the bits equal HostNorms', and *outside (zeroed by the
@@ -83,12 +83,12 @@ Status LaunchNorms(const float* vectors, int32_t count, int32_t dim, int32_t dim
 // Every U of a group of gn queries (padded to dimp, as the vectors) against
 // n_rows vectors into d32 (gn rows of n_rows), +inf for the excluded, queued
 // on stream; *used gets the terms the gather must use.  Groups of more than
-// 8 queries take the tensor-core tiles when set_split_safe and the queries
+// 8 queries take the tensor-core tiles when set_tf32_safe and the queries
 // allow: queries_safe (checked on the host), or their device flag
 // query_outside (NULL: none), with which the float32 tiles are launched
 // beside and one of the two returns at once.
 Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
-                       int32_t dimp, int32_t dim, bool set_split_safe, const int* query_outside, bool queries_safe,
+                       int32_t dimp, int32_t dim, bool set_tf32_safe, const int* query_outside, bool queries_safe,
                        const uint8_t* excluded, float* d32, cudaStream_t stream, GroupTerms* used);
 
 }  // namespace gpu

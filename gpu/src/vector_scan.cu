@@ -14,7 +14,7 @@
 // overflow (or NaN) makes U infinite: the vector is then always a candidate.
 //
 // Per part and group of queries (as many as fit the distance buffer):
-//   LaunchDistances every U (vector_distance.cu: the tensor cores' split
+//   LaunchDistances every U (vector_distance.cu: the tensor cores'
 //                   TF32 tiles for groups of more than 8 queries, float32
 //                   tiles for values they do not take, a warp a vector for
 //                   8 queries at most); excluded vectors get +infinity;
@@ -330,7 +330,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
                                         stream_.get()));
     } else {
       std::vector<float> squared, length;
-      HostNorms(set.values.data(), n_, dim_, dim_, &squared, &length, &split_safe_);
+      HostNorms(set.values.data(), n_, dim_, dim_, &squared, &length, &tf32_safe_);
       GENIE_RETURN_IF_ERROR(Upload(squared.data(), squared.size(), &x_squared_, "vector norms"));
       GENIE_RETURN_IF_ERROR(Upload(length.data(), length.size(), &x_length_, "vector norms"));
     }
@@ -341,7 +341,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     if (resident()) {
       int beyond = 0;
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy(&beyond, outside.get(), sizeof(int), cudaMemcpyDeviceToHost));
-      split_safe_ = beyond == 0;
+      tf32_safe_ = beyond == 0;
     }
     return Status::Ok();
   }
@@ -642,7 +642,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
           const Norms qn{staged.norms.squared + g0, staged.norms.length + g0};
           const Norms xn{x_squared_.get() + row0, x_length_.get() + row0};
           GroupTerms terms;
-          GENIE_RETURN_IF_ERROR(LaunchDistances(queries, qn, gn, rows_.get(), xn, n_rows, dimp_, dim_, split_safe_,
+          GENIE_RETURN_IF_ERROR(LaunchDistances(queries, qn, gn, rows_.get(), xn, n_rows, dimp_, dim_, tf32_safe_,
                                                 staged.outside.get(), staged.host_safe, excluded, d32.get(), stream,
                                                 &terms));
           DeviceArray<float> d_kth;
@@ -682,7 +682,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
   uint64_t distance_bytes_ = 0;
   DeviceArray<float> rows_;  // the whole set, or the part being scanned
   DeviceArray<float> x_squared_, x_length_;  // every vector's norms
-  bool split_safe_ = false;  // no value of the set is OutsideTf32Range
+  bool tf32_safe_ = false;  // no value of the set is OutsideTf32Range
   Stream stream_;      // a scan's work, queued without waiting
   PinnedPool pinned_;  // staging for its copies (freed before the stream)
   // a streamed set's rows page-locked in place (when set_pinned_); the set

@@ -109,17 +109,17 @@ class GpuVectorSet {
 // For tests of the exact scan's premise: the float32 upper bounds U that a
 // scan's first pass computes for every (query, vector) pair (row-major,
 // n_queries x set.size()), and the error bound e of each (U = s32 + e, and
-// |s32 - s| <= e must hold for the true squared distance s).  split_tf32
+// |s32 - s| <= e must hold for the true squared distance s).  tf32
 // lets a group of more than 8 queries of values that allow it take the
 // tensor cores' tiles, as scans do (the queries' range read from the
-// device, as for many queries); split_tf32 in the answer says whether it
+// device, as for many queries); tf32 in the answer says whether it
 // did.  One group, no excluded vectors, synchronous.
 struct GpuVectorBounds {
   std::vector<float> upper;
   std::vector<float> error;
-  bool split_tf32 = false;
+  bool tf32 = false;
 };
 Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t n_queries, int32_t device_ordinal,
-                            bool split_tf32, GpuVectorBounds* out);
+                            bool tf32, GpuVectorBounds* out);
 
 }  // namespace genie
