@@ -325,13 +325,13 @@ Tf32DistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, cons
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kDistanceTile;
   const int stages = (dimp + kTf32K - 1) / kTf32K;
   // A stage: 16-byte piece c of the tile's rows (the queries', then the
-  // vectors'), row c / 4, dimensions k0 + 4 (c % 4) .. + 3; zeros beyond
-  // the queries, the vectors and dimp (a multiple of 4).
+  // vectors'), row c / (kTf32K / 4), dimensions k0 + 4 (c % (kTf32K / 4))
+  // .. + 3; zeros beyond the queries, the vectors and dimp (a multiple of 4).
   auto load = [&](int stage, int k0) {
     float* base = staged + stage * kStageFloats;
 #pragma unroll
     for (int c = tid; c < (TQ + kDistanceTile) * kTf32K / 4; c += kThreads) {
-      const int row = c >> 2, col = (c & 3) * 4;
+      const int row = c / (kTf32K / 4), col = c % (kTf32K / 4) * 4;
       const bool k_in = k0 + col < dimp;
       if (row < TQ) {
         const bool in = k_in && q0 + row < nq;
