@@ -77,8 +77,8 @@ class GpuVectorSet {
   // from, still alive).  Per group of queries and part of the vectors: a
   // float32 pass writes an upper bound on every squared distance (the
   // expanded form plus its error bound; for more than 8 queries of values
-  // 0 or within [2^-32, 2^32], products of TF32 halves on the tensor
-  // cores), a radix select finds each
+  // 0 or within [2^-32, 2^32], products of values rounded to TF32 on the
+  // tensor cores), a radix select finds each
   // query's k-th, the vectors whose lower bound is within it are gathered
   // and their L2Distance computed on the device, to the bit as the host
   // computes it; the host keeps the best k by (distance, id).
