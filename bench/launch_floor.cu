@@ -1,14 +1,15 @@
-// bench/launch_floor.cu (issue 28): the device's floor for accepting work on a GPU host.
+// The device's floor for accepting work on a GPU host (issue 28): an empty
+// kernel, a 4-byte memset and a 4-byte pinned copy, each N times in a row
+// then one wait; a round trip (one operation and a wait); and a scan call's
+// 11-operation shape, queued on a stream or launched as one CUDA graph.
+// Standalone (CMake builds bench/*.cpp only):
 //   nvcc -O2 -arch=sm_90 -o launch_floor bench/launch_floor.cu && ./launch_floor
-// (output kept in bench/launch-floor-h200.txt)
-// How long the device takes to accept work on this host: an empty kernel,
-// a 4-byte memset and a 4-byte pinned copy, each N times in a row then one
-// wait; a round trip (one op + wait); and the same 11-operation sequence
-// as a stream or as one CUDA graph launch.
+// Output of one H200 host: bench/launch-floor-h200.txt.
 #include <cuda_runtime.h>
 #include <chrono>
 #include <cstdio>
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
+// never writes (a block has 32 threads): the launch alone is timed
 __global__ void Empty(int* p) { if (p && threadIdx.x == 1024) *p = 1; }
 __global__ void Busy(float* p, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] = p[i] * 1.0001f + 1.0f; }
 double Now() { return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -53,5 +54,6 @@ int main() {
     std::printf("round %d: the same as one graph + wait: %.2f us\n", r, w / 200);
     CK(cudaGraphExecDestroy(ge)); CK(cudaGraphDestroy(g));
   }
+  CK(cudaFree(f)); CK(cudaFreeHost(h)); CK(cudaFree(d)); CK(cudaStreamDestroy(s));
   return 0;
 }
