@@ -65,6 +65,7 @@
 #include "cuda_util.hpp"
 #include "genie/gpu_vector_scan.hpp"
 #include "vector_distance.hpp"
+#include "vector_tiles.cuh"
 
 namespace genie {
 namespace gpu {
@@ -89,18 +90,6 @@ constexpr int kMidTileQ = 32;
 constexpr int kTf32K = 16;
 constexpr int kTf32Stride = kTf32K + 4;
 constexpr int kTf32Stages = 3;
-
-// U of query q and vector r from their float32 dot product: +inf for an
-// excluded vector, and when the sum overflowed or is NaN (always a candidate).
-__device__ __forceinline__ float Upper(float dot, Norms qn, int64_t q, Norms xn, int64_t r, ErrorTerms terms,
-                                       const uint8_t* excluded) {
-  if (excluded != nullptr && excluded[r]) return INFINITY;
-  const float s32 = fmaf(-2.0f, dot, qn.squared[q] + xn.squared[r]);
-  const float upper = s32 + ErrorBound(terms, qn.length[q], xn.length[r]);
-  // tested before fmaxf, which would turn a NaN into 0 (and so lower the
-  // k-th bound below the other vectors' distances)
-  return upper <= FLT_MAX ? fmaxf(upper, 0.0f) : INFINITY;
-}
 
 // Every U of a tile of TQ queries x kDistanceTile vectors a block, PQ x PR pairs a
 // thread, the dimensions staged through shared memory kTileK at a time, the
@@ -256,29 +245,6 @@ SmallDistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq, con
 }
 
 
-// cp.async of 16 bytes from global to shared memory; zero-fills (reads
-// nothing) when !valid.  Sm_80 and later, as the tensor cores' TF32.
-__device__ __forceinline__ void CopyAsync16(float* dst, const float* src, bool valid) {
-  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// Waits until at most N of this thread's committed groups are in flight.
-template <int N>
-__device__ __forceinline__ void WaitCopies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// v rounded to TF32 (its 10 stored fraction bits, to nearest, ties away
-// from zero): add half of the 13 dropped bits' unit, then clear them.  Two
-// integer operations; |v - tf32(v)| <= 2^-11 |v|, and for v within
-// [2^-32, 2^32] (the tiles' range) the carry can neither reach the
-// exponent's top nor make an infinity.
-__device__ __forceinline__ uint32_t RoundTf32(float v) {
-  return (__float_as_uint(v) + 0x1000u) & 0xFFFFE000u;
-}
-
 // c += a b for a 16 x 8 (row-major) by 8 x 8 (column-major) TF32 product:
 // a warp's lanes hold a (rows g and g + 8, columns t and t + 4), b (rows t
 // and t + 4, column g) and c (rows g and g + 8, columns 2t and 2t + 1),
@@ -303,9 +269,9 @@ __device__ __forceinline__ void MmaTf32(float (&c)[4], const uint32_t (&a)[4], c
 // dim 784): with Nsight Compute on an H200 the tensor pipe was 52%
 // busy at two blocks a multiprocessor, and one product a pair made 10,000
 // Fashion-MNIST queries' whole scan 1.29x faster for 20 candidates a query
-// instead of 15 (bench/tf32-vectors-h200.txt).  Hopper's asynchronous
-// warpgroup products (wgmma), which read the tiles from shared memory
-// themselves, are the step beyond.  outside: the queries' range flag (NULL:
+// instead of 15 (bench/tf32-vectors-h200.txt).  On compute capability
+// 9.0 large groups take Hopper's warpgroup tiles instead
+// (vector_distance_sm90.cu, twice as fast there).  outside: the queries' range flag (NULL:
 // the host checked them).
 template <int TQ, int WQ>
 __global__ void __launch_bounds__(kThreads)
@@ -458,7 +424,8 @@ Status LaunchNorms(const float* vectors, int32_t count, int32_t dim, int32_t dim
 
 Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
                        int32_t dimp, int32_t dim, bool set_tf32_safe, const int* query_outside, bool queries_safe,
-                       const uint8_t* excluded, float* d32, cudaStream_t stream, GroupTerms* used) {
+                       const uint8_t* excluded, float* d32, cudaStream_t stream, GroupTerms* used,
+                       bool allow_warpgroup) {
   const ErrorTerms terms = Float32Terms(dim);
   *used = GroupTerms{terms, Tf32Terms(dimp), false, nullptr};
   const std::size_t shared = sizeof(float) * static_cast<std::size_t>(gn) * static_cast<std::size_t>(dimp);
@@ -489,8 +456,15 @@ Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* 
   if (tf32) {
     used->tf32_possible = true;
     used->outside = query_outside;
+#if GENIE_WITH_SM90A
+    used->warpgroup = large && allow_warpgroup && WarpgroupTilesUsable();
+#else
+    (void)allow_warpgroup;
+#endif
     const Status launched =
-        large ? LaunchTf32Tiles<kDistanceTile, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->tf32, excluded, d32,
+        used->warpgroup ? LaunchWarpgroupTiles(queries, qn, gn, rows, xn, n_rows, dimp, used->tf32, excluded, d32,
+                                           query_outside, stream)
+        : large ? LaunchTf32Tiles<kDistanceTile, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->tf32, excluded, d32,
                                                    query_outside, stream)
         : gn > kMidTileQ ? LaunchTf32Tiles<2 * kMidTileQ, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->tf32,
                                                                excluded, d32, query_outside, stream)
@@ -533,7 +507,7 @@ void HostNorms(const float* v, int64_t count, int32_t dim, int64_t stride, std::
 }  // namespace gpu
 
 Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t n_queries, int32_t device_ordinal,
-                            bool tf32, GpuVectorBounds* out) {
+                            bool tf32, GpuVectorBounds* out, bool warpgroup) {
   if (out == nullptr || (queries == nullptr && n_queries > 0) || n_queries < 0)
     return Status::InvalidArgument("GpuVectorUpperBounds: bad arguments");
   try {
@@ -574,7 +548,7 @@ Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t 
       GENIE_RETURN_IF_ERROR(gpu::LaunchDistances(dq.get(), gpu::Norms{dq_sq.get(), dq_len.get()}, n_queries,
                                                  dx.get(), gpu::Norms{dx_sq.get(), dx_len.get()}, n, dimp, dim,
                                                  tf32 && set_safe, outside.get(), false, nullptr, d32.get(),
-                                                 nullptr, &terms));
+                                                 nullptr, &terms, warpgroup));
     }
     GENIE_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
     int query_outside = 0;
@@ -583,6 +557,7 @@ Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t 
     GENIE_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(q_len.data(), dq_len.get(), sizeof(float) * q_len.size(), cudaMemcpyDeviceToHost));
     out->tf32 = terms.tf32_possible && query_outside == 0;  // (the flag as the kernels read it)
+    out->warpgroup = out->tf32 && terms.warpgroup;
     const gpu::ErrorTerms used = out->tf32 ? terms.tf32 : terms.float32;
     out->upper.assign(cells, 0.0f);
     if (cells > 0)

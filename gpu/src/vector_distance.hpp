@@ -65,6 +65,7 @@ struct GroupTerms {
   ErrorTerms tf32;
   bool tf32_possible = false;
   const int* outside = nullptr;
+  bool warpgroup = false;  // the TF32 products were Hopper's warpgroup tiles' (for tests)
   __device__ ErrorTerms get() const { return tf32_possible && (outside == nullptr || *outside == 0) ? tf32 : float32; }
 };
 
@@ -87,9 +88,21 @@ Status LaunchNorms(const float* vectors, int32_t count, int32_t dim, int32_t dim
 // allow: queries_safe (checked on the host), or their device flag
 // query_outside (NULL: none), with which the float32 tiles are launched
 // beside and one of the two returns at once.
+// Large groups take Hopper's warpgroup tiles where WarpgroupTilesUsable() and
+// allow_warpgroup (false: the warp tiles, for tests that compare them).
 Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
                        int32_t dimp, int32_t dim, bool set_tf32_safe, const int* query_outside, bool queries_safe,
-                       const uint8_t* excluded, float* d32, cudaStream_t stream, GroupTerms* used);
+                       const uint8_t* excluded, float* d32, cudaStream_t stream, GroupTerms* used,
+                       bool allow_warpgroup = true);
+
+// Hopper's warpgroup tiles (vector_distance_sm90.cu, built where nvcc
+// knows sm_90a: GENIE_WITH_SM90A): whether the current device runs them
+// (compute capability 9.0), and the TF32 U of a group on them, as
+// LaunchDistances' tensor-core tiles with the same terms.
+bool WarpgroupTilesUsable();
+Status LaunchWarpgroupTiles(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
+                        int32_t dimp, ErrorTerms terms, const uint8_t* excluded, float* d32, const int* outside,
+                        cudaStream_t stream);
 
 }  // namespace gpu
 }  // namespace genie

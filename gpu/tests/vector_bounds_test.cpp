@@ -3,10 +3,13 @@
 // (U = s32 + e) bracket the true squared distance s, s <= U and
 // U (1 - 2^-22) - 2e <= s (the lower bound the gather takes), for each of
 // the distance kernels: the tensor cores' TF32 tiles (groups of more
-// than 8 queries of values within [2^-32, 2^32]), the float32 tiles (such
+// than 8 queries of values within [2^-32, 2^32]; on compute capability 9.0
+// groups of more than 64 take Hopper's warpgroup tiles, tested beside the
+// warp tiles), the float32 tiles (such
 // groups of other values) and the small-group kernel (8 queries at most).  s is
 // computed in long double from the float values.  The largest
 // |s32 - s| / e is printed: how much of the bound the arithmetic used.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,14 +39,26 @@ bool GpuAvailable() {
   return GpuVectorSet::Create(set, 0, 0, &gpu).ok();
 }
 
+// Compute capability 9.0, where large TF32 groups take Hopper's warpgroup
+// tiles (when the build has them, as the GPU host's builds do).
+bool DeviceIsHopper() {
+  int major = 0, minor = 0;
+  return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) == cudaSuccess && major == 9 &&
+         minor == 0;
+}
+
 // Checks every pair; returns the largest |s32 - s| / e over finite bounds.
+// warpgroup: Hopper's warpgroup tiles allowed, which then must take a TF32
+// group of more than 64 queries on a device of compute capability 9.0.
 double CheckBounds(const VectorSet& set, const std::vector<float>& queries, int32_t nq, bool tf32,
-                   bool want_tf32, const std::string& what) {
+                   bool want_tf32, const std::string& what, bool warpgroup = true) {
   GpuVectorBounds bounds;
-  const Status st = GpuVectorUpperBounds(set, queries.data(), nq, 0, tf32, &bounds);
+  const Status st = GpuVectorUpperBounds(set, queries.data(), nq, 0, tf32, &bounds, warpgroup);
   EXPECT_TRUE(st.ok()) << what << ": " << st.message();
   if (!st.ok()) return 0;
   EXPECT_EQ(bounds.tf32, want_tf32) << what;
+  EXPECT_EQ(bounds.warpgroup, warpgroup && want_tf32 && nq > 64 && DeviceIsHopper()) << what;
   const int32_t n = set.size(), dim = set.dim;
   double worst = 0;
   int64_t failures = 0;
@@ -115,9 +130,16 @@ TEST(GpuVectorBounds, BracketTheTrueDistanceForEveryKernel) {
           if (std::fabs(x) < 0x1p-32f) x = 0.0f;
       for (bool tf32 : {true, false}) {
         const bool want_tf32 = tf32 && c.tf32_safe && nq > 8;
-        const std::string case_name = what + " nq=" + std::to_string(nq) + (want_tf32 ? " TF32" : " float32");
-        const double worst = CheckBounds(set, queries, nq, tf32, want_tf32, case_name);
-        std::cout << "[ bounds   ] " << case_name << ": largest |s32 - s| / e " << worst << "\n";
+        // a large TF32 group on both tensor-core tiles where there are two
+        for (bool warpgroup : {true, false}) {
+          if (!warpgroup && !(want_tf32 && nq > 64 && DeviceIsHopper())) continue;
+          const std::string case_name = what + " nq=" + std::to_string(nq) +
+                                        (!want_tf32 ? " float32" : warpgroup && nq > 64 && DeviceIsHopper()
+                                                                       ? " TF32 warpgroup"
+                                                                       : " TF32");
+          const double worst = CheckBounds(set, queries, nq, tf32, want_tf32, case_name, warpgroup);
+          std::cout << "[ bounds   ] " << case_name << ": largest |s32 - s| / e " << worst << "\n";
+        }
       }
     }
   }
@@ -135,29 +157,31 @@ TEST(GpuVectorBounds, RoundingTiesAllOneWay) {
   if (!GpuAvailable()) GTEST_SKIP() << "no GPU";
   std::mt19937 rng(20261202);
   for (int32_t dim : {8, 32, 784}) {
-    const int32_t n = 600, nq = 40;
-    std::vector<float> values(static_cast<std::size_t>(n) * dim);
-    for (int32_t j = 0; j < dim; ++j) {
-      const float sign = j % 3 == 0 ? -1.0f : 1.0f;  // one sign a dimension: products all positive
-      for (int32_t r = 0; r < n; ++r)
-        values[static_cast<std::size_t>(r) * dim + j] =
-            sign * std::ldexp(1.0f + 0x1p-11f, static_cast<int>(rng() % 7) - 3);
+    for (int32_t nq : {40, 150}) {  // the warp tiles, and on Hopper the warpgroup tiles
+      const int32_t n = 600;
+      std::vector<float> values(static_cast<std::size_t>(n) * dim);
+      for (int32_t j = 0; j < dim; ++j) {
+        const float sign = j % 3 == 0 ? -1.0f : 1.0f;  // one sign a dimension: products all positive
+        for (int32_t r = 0; r < n; ++r)
+          values[static_cast<std::size_t>(r) * dim + j] =
+              sign * std::ldexp(1.0f + 0x1p-11f, static_cast<int>(rng() % 7) - 3);
+      }
+      const VectorSet set = MakeSet(dim, n, values);
+      // the first half of the queries equal vectors, the rest ties of their own
+      std::vector<float> queries(static_cast<std::size_t>(nq) * dim);
+      for (int32_t q = 0; q < nq; ++q)
+        for (int32_t j = 0; j < dim; ++j)
+          queries[static_cast<std::size_t>(q) * dim + j] =
+              q < nq / 2 ? values[static_cast<std::size_t>(rng() % n) * dim + j]
+                         : (j % 3 == 0 ? -1.0f : 1.0f) * std::ldexp(1.0f + 0x1p-11f, static_cast<int>(rng() % 7) - 3);
+      const std::string what = "ties dim=" + std::to_string(dim) + " nq=" + std::to_string(nq);
+      const double worst = CheckBounds(set, queries, nq, true, true, what);
+      std::cout << "[ bounds   ] " << what << ": largest |s32 - s| / e " << worst << "\n";
+      if (dim <= 32) {
+        EXPECT_GT(worst, 0.5) << what << ": the rounding should use most of the bound here";
+      }
+      ExpectScanEqualsCpu(set, queries, nq, what);
     }
-    const VectorSet set = MakeSet(dim, n, values);
-    // the first half of the queries equal vectors, the rest ties of their own
-    std::vector<float> queries(static_cast<std::size_t>(nq) * dim);
-    for (int32_t q = 0; q < nq; ++q)
-      for (int32_t j = 0; j < dim; ++j)
-        queries[static_cast<std::size_t>(q) * dim + j] =
-            q < nq / 2 ? values[static_cast<std::size_t>(rng() % n) * dim + j]
-                       : (j % 3 == 0 ? -1.0f : 1.0f) * std::ldexp(1.0f + 0x1p-11f, static_cast<int>(rng() % 7) - 3);
-    const std::string what = "ties dim=" + std::to_string(dim);
-    const double worst = CheckBounds(set, queries, nq, true, true, what);
-    std::cout << "[ bounds   ] " << what << ": largest |s32 - s| / e " << worst << "\n";
-    if (dim <= 32) {
-      EXPECT_GT(worst, 0.5) << what << ": the rounding should use most of the bound here";
-    }
-    ExpectScanEqualsCpu(set, queries, nq, what);
   }
 }
 

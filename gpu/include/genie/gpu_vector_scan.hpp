@@ -113,13 +113,17 @@ class GpuVectorSet {
 // lets a group of more than 8 queries of values that allow it take the
 // tensor cores' tiles, as scans do (the queries' range read from the
 // device, as for many queries); tf32 in the answer says whether it
-// did.  One group, no excluded vectors, synchronous.
+// did.  warpgroup lets a group of more than 64 take Hopper's warpgroup
+// tiles on a device of compute capability 9.0 (else the warp tiles, as on
+// other chips); warpgroup in the answer says whether it did.  One group,
+// no excluded vectors, synchronous.
 struct GpuVectorBounds {
   std::vector<float> upper;
   std::vector<float> error;
   bool tf32 = false;
+  bool warpgroup = false;
 };
 Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t n_queries, int32_t device_ordinal,
-                            bool tf32, GpuVectorBounds* out);
+                            bool tf32, GpuVectorBounds* out, bool warpgroup = true);
 
 }  // namespace genie
