@@ -79,9 +79,8 @@ constexpr int kSmallQueries = 8;
 constexpr int kSmallThreads = 256;
 constexpr std::size_t kSmallSharedBytes = 48 * 1024;
 constexpr int64_t kSmallMaxBlocks = 4096;
-// Groups of up to kMidQueries queries that SmallDistanceKernel does not
-// take get tiles of kMidTileQ queries.
-constexpr int32_t kMidQueries = 64;
+// Groups of up to kMidQueries queries (vector_distance.hpp) that
+// SmallDistanceKernel does not take get tiles of kMidTileQ queries.
 constexpr int kMidTileQ = 32;
 // The tensor-core tiles: up to kDistanceTile queries x kDistanceTile
 // vectors a block, kTf32K dimensions a stage, kTf32Stages stages in flight (cp.async), each staged
@@ -425,7 +424,7 @@ Status LaunchNorms(const float* vectors, int32_t count, int32_t dim, int32_t dim
 Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
                        int32_t dimp, int32_t dim, bool set_tf32_safe, const int* query_outside, bool queries_safe,
                        const uint8_t* excluded, float* d32, cudaStream_t stream, GroupTerms* used,
-                       bool allow_warpgroup) {
+                       const float* warpgroup_queries) {
   const ErrorTerms terms = Float32Terms(dim);
   *used = GroupTerms{terms, Tf32Terms(dimp), false, nullptr};
   const std::size_t shared = sizeof(float) * static_cast<std::size_t>(gn) * static_cast<std::size_t>(dimp);
@@ -456,15 +455,13 @@ Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* 
   if (tf32) {
     used->tf32_possible = true;
     used->outside = query_outside;
-#if GENIE_WITH_SM90A
-    used->warpgroup = large && allow_warpgroup && WarpgroupTilesUsable();
-#else
-    (void)allow_warpgroup;
-#endif
+    used->warpgroup = large && warpgroup_queries != nullptr && WarpgroupTilesUsable();
     const Status launched =
-        used->warpgroup ? LaunchWarpgroupTiles(queries, qn, gn, rows, xn, n_rows, dimp, used->tf32, excluded, d32,
-                                           query_outside, stream)
-        : large ? LaunchTf32Tiles<kDistanceTile, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->tf32, excluded, d32,
+#if GENIE_WITH_SM90A
+        used->warpgroup ? LaunchWarpgroupTiles(warpgroup_queries, qn, gn, rows, xn, n_rows, dimp, used->tf32, excluded, d32,
+                                               query_outside, stream) :
+#endif
+        large ? LaunchTf32Tiles<kDistanceTile, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->tf32, excluded, d32,
                                                    query_outside, stream)
         : gn > kMidTileQ ? LaunchTf32Tiles<2 * kMidTileQ, 2>(queries, qn, gn, rows, xn, n_rows, dimp, used->tf32,
                                                                excluded, d32, query_outside, stream)
@@ -545,10 +542,18 @@ Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t 
     GENIE_RETURN_IF_ERROR(d32.Allocate(std::max<std::size_t>(cells, 1), "bound test distances"));
     gpu::GroupTerms terms{gpu::Float32Terms(dim), gpu::Tf32Terms(dimp), false, nullptr};
     if (cells > 0) {
+      // the scan's operand of rounded queries, where the warpgroup tiles are asked for and run
+      gpu::DeviceArray<float> rounded;
+      if (warpgroup && gpu::WarpgroupTilesUsable()) {
+        const int64_t values = static_cast<int64_t>(n_queries) * dimp;
+        GENIE_RETURN_IF_ERROR(rounded.Allocate(static_cast<std::size_t>(values), "bound test TF32 queries"));
+        GENIE_RETURN_IF_ERROR(gpu::RoundQueriesTf32(dq.get(), values, rounded.get(), nullptr));
+      }
       GENIE_RETURN_IF_ERROR(gpu::LaunchDistances(dq.get(), gpu::Norms{dq_sq.get(), dq_len.get()}, n_queries,
                                                  dx.get(), gpu::Norms{dx_sq.get(), dx_len.get()}, n, dimp, dim,
                                                  tf32 && set_safe, outside.get(), false, nullptr, d32.get(),
-                                                 nullptr, &terms, warpgroup));
+                                                 nullptr, &terms, rounded.get()));
+      GENIE_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());  // before rounded is freed
     }
     GENIE_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
     int query_outside = 0;

@@ -88,21 +88,33 @@ Status LaunchNorms(const float* vectors, int32_t count, int32_t dim, int32_t dim
 // allow: queries_safe (checked on the host), or their device flag
 // query_outside (NULL: none), with which the float32 tiles are launched
 // beside and one of the two returns at once.
-// Large groups take Hopper's warpgroup tiles where WarpgroupTilesUsable() and
-// allow_warpgroup (false: the warp tiles, for tests that compare them).
+// Large groups, more than kMidQueries, take Hopper's warpgroup tiles where WarpgroupTilesUsable()
+// and warpgroup_queries holds the same queries rounded by RoundQueriesTf32
+// (NULL: the warp tiles, as on other chips and in tests that compare them).
+constexpr int32_t kMidQueries = 64;
 Status LaunchDistances(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
                        int32_t dimp, int32_t dim, bool set_tf32_safe, const int* query_outside, bool queries_safe,
                        const uint8_t* excluded, float* d32, cudaStream_t stream, GroupTerms* used,
-                       bool allow_warpgroup = true);
+                       const float* warpgroup_queries = nullptr);
 
 // Hopper's warpgroup tiles (vector_distance_sm90.cu, built where nvcc
 // knows sm_90a: GENIE_WITH_SM90A): whether the current device runs them
-// (compute capability 9.0), and the TF32 U of a group on them, as
+// (compute capability 9.0, asked once a device), its operand of queries
+// (count values, a multiple of 4, rounded to nearest TF32 into out: once a
+// scan, not once a launch), and the TF32 U of a group on them, as
 // LaunchDistances' tensor-core tiles with the same terms.
+#if GENIE_WITH_SM90A
 bool WarpgroupTilesUsable();
-Status LaunchWarpgroupTiles(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
-                        int32_t dimp, ErrorTerms terms, const uint8_t* excluded, float* d32, const int* outside,
-                        cudaStream_t stream);
+Status RoundQueriesTf32(const float* queries, int64_t count, float* out, cudaStream_t stream);
+Status LaunchWarpgroupTiles(const float* rounded_queries, Norms qn, int32_t gn, const float* rows, Norms xn,
+                            int32_t n_rows, int32_t dimp, ErrorTerms terms, const uint8_t* excluded, float* d32,
+                            const int* outside, cudaStream_t stream);
+#else
+inline bool WarpgroupTilesUsable() { return false; }
+inline Status RoundQueriesTf32(const float*, int64_t, float*, cudaStream_t) {
+  return Status::Internal("this build has no warpgroup tiles");
+}
+#endif
 
 }  // namespace gpu
 }  // namespace genie

@@ -14,7 +14,7 @@
 //     registers and rounded to TF32 on the way (RoundTf32, as the warp
 //     tiles do: to nearest, so the bound's rounding part holds);
 //   - the queries are the B operand, which wgmma reads from shared memory
-//     itself: they are rounded once a launch (RoundQueriesKernel) and
+//     itself: they are rounded once a scan (RoundQueriesTf32) and
 //     staged in the 128-byte swizzled layout its descriptors name;
 //   - stages of 32 dimensions arrive by cp.async, kWgStages in flight;
 //     a stage's products are waited for before the next stage's fragments
@@ -34,6 +34,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "cuda_util.hpp"
@@ -187,32 +188,45 @@ WarpgroupDistanceKernel(const float* __restrict__ queries, Norms qn, int32_t nq,
 }  // namespace
 
 bool WarpgroupTilesUsable() {
+  // asked once a device: a scan asks for every group
+  constexpr int kDevices = 64;
+  static std::atomic<int8_t> known[kDevices];  // 0 not yet asked, 1 usable, 2 not
   int device = -1, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+  if (cudaGetDevice(&device) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
-  return major == 9 && minor == 0;  // sm_90a code runs there only
+  const bool cached = device >= 0 && device < kDevices;
+  if (cached && known[device].load(std::memory_order_relaxed) != 0) return known[device].load() == 1;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;  // not remembered: it may answer next time
+  }
+  const bool usable = major == 9 && minor == 0;  // sm_90a code runs there only
+  if (cached) known[device].store(usable ? 1 : 2);
+  return usable;
 }
 
-Status LaunchWarpgroupTiles(const float* queries, Norms qn, int32_t gn, const float* rows, Norms xn, int32_t n_rows,
-                        int32_t dimp, ErrorTerms terms, const uint8_t* excluded, float* d32, const int* outside,
-                        cudaStream_t stream) {
-  // the queries rounded once, not by every vector tile's block
-  DeviceArray<float> rounded;
-  const int64_t count4 = static_cast<int64_t>(gn) * dimp / 4;
-  GENIE_RETURN_IF_ERROR(rounded.Allocate(static_cast<std::size_t>(count4) * 4, "TF32 queries"));
+Status RoundQueriesTf32(const float* queries, int64_t count, float* out, cudaStream_t stream) {
+  if (count % 4 != 0) return Status::Internal("RoundQueriesTf32: a count that is not a multiple of 4");
+  const int64_t count4 = count / 4;
+  if (count4 == 0) return Status::Ok();
   RoundQueriesKernel<<<static_cast<unsigned>(std::min<int64_t>(GridBlocks(count4, 256), 4096)), 256, 0, stream>>>(
-      reinterpret_cast<const float4*>(queries), reinterpret_cast<float4*>(rounded.get()), count4);
+      reinterpret_cast<const float4*>(queries), reinterpret_cast<float4*>(out), count4);
   GENIE_CUDA_CHECK_LAUNCH("RoundQueriesKernel");
+  return Status::Ok();
+}
+
+Status LaunchWarpgroupTiles(const float* rounded_queries, Norms qn, int32_t gn, const float* rows, Norms xn,
+                            int32_t n_rows, int32_t dimp, ErrorTerms terms, const uint8_t* excluded, float* d32,
+                            const int* outside, cudaStream_t stream) {
   GENIE_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(WarpgroupDistanceKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kWgShared)));
   const int32_t q_tiles = static_cast<int32_t>(GridBlocks(gn, kWgQueries));
   const int64_t blocks = static_cast<int64_t>(q_tiles) * GridBlocks(n_rows, kWgVectors);
   WarpgroupDistanceKernel<<<static_cast<unsigned>(blocks), kWgThreads, kWgShared, stream>>>(
-      rounded.get(), qn, gn, q_tiles, rows, xn, n_rows, dimp, terms, excluded, d32, outside);
+      rounded_queries, qn, gn, q_tiles, rows, xn, n_rows, dimp, terms, excluded, d32, outside);
   GENIE_CUDA_CHECK_LAUNCH("WarpgroupDistanceKernel");
   return Status::Ok();
 }

@@ -31,6 +31,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -526,6 +527,9 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     // nonzero on the device when a query value is OutsideTf32Range (not
     // allocated for a few queries: the host's answer is host_safe)
     DeviceArray<int> outside;
+    // the queries rounded to TF32, once a scan, where the warpgroup tiles
+    // may take them (RoundQueriesTf32); else not allocated
+    DeviceArray<float> warpgroup;
     const float* d_queries = nullptr;
     Norms norms{nullptr, nullptr};
     const uint8_t* d_excluded = nullptr;
@@ -536,7 +540,9 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     const cudaStream_t stream = stream_.get();
     const int32_t nq = request.n_queries;
     const std::size_t width = static_cast<std::size_t>(dimp_);
+    const std::size_t values = static_cast<std::size_t>(nq) * static_cast<std::size_t>(dim_);
     if (nq <= kHostNormQueries) {
+      GENIE_RETURN_IF_ERROR(CheckFinite(request.queries, values, "a query vector"));
       std::vector<float> padded(static_cast<std::size_t>(nq) * width, 0.0f), squared, length;
       for (int32_t q = 0; q < nq; ++q)
         std::copy_n(request.queries + static_cast<std::size_t>(q) * dim_, dim_, padded.data() + q * width);
@@ -559,22 +565,30 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     PinnedSlot* slot = nullptr;
     if (st->queries.bytes() <= kMaxPinnedBytes && pinned_.Take(st->queries.bytes(), &slot).ok()) {
       float* padded = reinterpret_cast<float*>(slot->data());
-      // in pieces of about 4 MB on the host's cores (at most 8): one thread
-      // copied 10,000 Fashion-MNIST queries (31 MB) in 5 ms
-      const int64_t pieces = std::min<int64_t>(8, 1 + st->queries.bytes() / (4u << 20));
+      // in pieces of about 512 kB on up to 8 of the host's cores, each value
+      // checked as it is copied: one core checked 1,024 Fashion-MNIST queries
+      // (3.2 MB) in 0.38 ms and then copied them in 0.35, 0.75 ms of a 2.0 ms
+      // call before the device had anything to do (bench/warpgroup-tiles-h200.txt)
+      const int64_t pieces =
+          std::min<int64_t>({64, nq, 1 + static_cast<int64_t>(st->queries.bytes() / (512u << 10))});
       const int64_t per_piece = (nq + pieces - 1) / pieces;
-      const int32_t threads = std::min<int32_t>(static_cast<int32_t>(pieces), ResolveThreads(0));
+      const int32_t threads = std::min<int32_t>({static_cast<int32_t>(pieces), 8, ResolveThreads(0)});
+      std::atomic<bool> finite{true};
       const Status copied_rows = ParallelFor(pieces, threads, [&](int64_t piece) {
         const int64_t end = std::min<int64_t>(nq, (piece + 1) * per_piece);
+        bool piece_finite = true;
         for (int64_t q = piece * per_piece; q < end; ++q) {
-          std::copy_n(request.queries + static_cast<std::size_t>(q) * dim_, dim_, padded + q * width);
+          piece_finite &= CopyFinite(request.queries + static_cast<std::size_t>(q) * dim_, static_cast<std::size_t>(dim_),
+                                     padded + q * width);
           std::fill(padded + q * width + dim_, padded + (q + 1) * width, 0.0f);
         }
+        if (!piece_finite) finite.store(false);
         return Status::Ok();
       });
-      if (!copied_rows.ok()) {
+      if (!copied_rows.ok() || !finite.load()) {
         pinned_.Give(slot);
-        return copied_rows;
+        GENIE_RETURN_IF_ERROR(copied_rows);
+        return CheckFinite(request.queries, values, "a query vector");  // its message
       }
       const cudaError_t copied =
           cudaMemcpyAsync(st->queries.get(), padded, st->queries.bytes(), cudaMemcpyHostToDevice, stream);
@@ -583,6 +597,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       pinned_.Give(slot);  // idle again once the copy is done (Take waits for it)
       GENIE_RETURN_IF_ERROR(marked);
     } else {
+      GENIE_RETURN_IF_ERROR(CheckFinite(request.queries, values, "a query vector"));
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(st->queries.get(), 0, st->queries.bytes(), stream));
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(st->queries.get(), width * sizeof(float), request.queries,
                                                    static_cast<std::size_t>(dim_) * sizeof(float),
@@ -601,6 +616,11 @@ class GpuVectorSetImpl final : public GpuVectorSet {
                                                  cudaMemcpyHostToDevice, stream));
       st->d_excluded = st->excluded.get();
     }
+    if (tf32_safe_ && nq > kMidQueries && WarpgroupTilesUsable()) {
+      GENIE_RETURN_IF_ERROR(st->warpgroup.Allocate(st->queries.size(), "TF32 queries"));
+      GENIE_RETURN_IF_ERROR(
+          RoundQueriesTf32(st->queries.get(), static_cast<int64_t>(st->queries.size()), st->warpgroup.get(), stream));
+    }
     st->d_queries = st->queries.get();
     st->norms = Norms{st->squared.get(), st->length.get()};
     return Status::Ok();
@@ -608,12 +628,16 @@ class GpuVectorSetImpl final : public GpuVectorSet {
 
   Status DoScan(const VectorSet& set, const VectorScanRequest& request, VectorScanResult* out,
                 const CancelCheck& cancel) {
-    GENIE_RETURN_IF_ERROR(ValidateVectorScanRequest(set, request));
+    // the query values are checked as StageQueries copies them
+    GENIE_RETURN_IF_ERROR(ValidateVectorScanShape(set, request));
     if (set.dim != dim_ || set.size() != n_) return Status::InvalidArgument("the vector set changed since its GPU copy");
     const int32_t nq = request.n_queries;
     const int32_t k = request.k;
     // no query has more than n_ rows to keep (k may be up to 2^30)
     BestK found(nq, std::min(k, std::max(n_, 1)));
+    if (nq == 0 || n_ == 0)  // (else StageQueries checks them)
+      GENIE_RETURN_IF_ERROR(CheckFinite(request.queries, static_cast<std::size_t>(nq) * static_cast<std::size_t>(dim_),
+                                        "a query vector"));
     if (nq > 0 && n_ > 0) {
       DeviceGuard guard;
       GENIE_RETURN_IF_ERROR(guard.Enter(device_));
@@ -639,12 +663,14 @@ class GpuVectorSetImpl final : public GpuVectorSet {
           if (cancel.requested()) return Status::Cancelled();
           const int32_t gn = std::min(group, nq - g0);
           const float* queries = staged.d_queries + static_cast<std::size_t>(g0) * dimp_;
+          const float* rounded =
+              staged.warpgroup.get() == nullptr ? nullptr : staged.warpgroup.get() + static_cast<std::size_t>(g0) * dimp_;
           const Norms qn{staged.norms.squared + g0, staged.norms.length + g0};
           const Norms xn{x_squared_.get() + row0, x_length_.get() + row0};
           GroupTerms terms;
           GENIE_RETURN_IF_ERROR(LaunchDistances(queries, qn, gn, rows_.get(), xn, n_rows, dimp_, dim_, tf32_safe_,
                                                 staged.outside.get(), staged.host_safe, excluded, d32.get(), stream,
-                                                &terms));
+                                                &terms, rounded));
           DeviceArray<float> d_kth;
           GENIE_RETURN_IF_ERROR(d_kth.Allocate(static_cast<std::size_t>(gn), "vector scan k-th distances"));
           GENIE_RETURN_IF_ERROR(LaunchKthSelect(d32.get(), gn, n_rows, k, d_kth.get(), stream));

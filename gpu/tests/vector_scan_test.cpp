@@ -219,5 +219,51 @@ TEST_F(GpuVectorScanTest, HonoursCancel) {
   EXPECT_EQ(gpu->Scan(set, request, &out, cancel).code(), GENIE_CANCELLED);
 }
 
+// A query value that is NaN or infinite is refused as the CPU engine
+// refuses it, whichever way the queries are staged: checked on the host
+// for a few, while they are copied on several threads for many (the bad
+// value in the first query, the middle one or the last one), and for a
+// set with no vectors; the set's device copy then still answers.
+TEST_F(GpuVectorScanTest, RefusesValuesThatAreNotFinite) {
+  std::mt19937 rng(20261203);
+  const int32_t dim = 300;
+  const VectorSet set = MakeSet(dim, 4000, RandomVectors(&rng, VectorShape::kGaussian, 4000, dim));
+  const VectorSet empty = MakeSet(dim, 0, {});
+  std::unique_ptr<GpuVectorSet> gpu, gpu_empty;
+  ASSERT_TRUE(GpuVectorSet::Create(set, 0, 0, &gpu).ok());
+  ASSERT_TRUE(GpuVectorSet::Create(empty, 0, 0, &gpu_empty).ok());
+  for (int32_t nq : {5, 64, 65, 3000}) {
+    for (int32_t bad_query : {0, nq / 2, nq - 1}) {
+      for (float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+        std::vector<float> queries = NearbyQueries(&rng, set.values, 4000, dim, nq, 0.05f);
+        queries[static_cast<std::size_t>(bad_query) * dim + static_cast<std::size_t>(rng() % dim)] = bad;
+        VectorScanRequest request;
+        request.n_queries = nq;
+        request.queries = queries.data();
+        request.k = 10;
+        const std::string what = "nq=" + std::to_string(nq) + " bad query " + std::to_string(bad_query) + " " +
+                                 std::to_string(bad);
+        VectorScanResult on_gpu, on_cpu;
+        const Status cpu = CpuVectorScan(set, request, 0, &on_cpu);
+        ASSERT_EQ(cpu.code(), GENIE_INVALID_ARGUMENT) << what;
+        const Status s = gpu->Scan(set, request, &on_gpu);
+        EXPECT_EQ(s.code(), GENIE_INVALID_ARGUMENT) << what;
+        EXPECT_EQ(s.message(), cpu.message()) << what;
+        EXPECT_EQ(gpu_empty->Scan(empty, request, &on_gpu).code(), GENIE_INVALID_ARGUMENT) << what << " (empty set)";
+      }
+    }
+  }
+  // the same copy answers finite queries afterwards, as the CPU engine
+  const std::vector<float> queries = NearbyQueries(&rng, set.values, 4000, dim, 200, 0.05f);
+  VectorScanRequest request;
+  request.n_queries = 200;
+  request.queries = queries.data();
+  request.k = 10;
+  VectorScanResult on_gpu, on_cpu;
+  ASSERT_TRUE(gpu->Scan(set, request, &on_gpu).ok());
+  ASSERT_TRUE(CpuVectorScan(set, request, 0, &on_cpu).ok());
+  ExpectSameVectorRows(on_cpu, on_gpu, "finite queries after refused ones");
+}
+
 }  // namespace
 }  // namespace genie

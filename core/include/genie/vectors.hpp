@@ -62,6 +62,13 @@ double WithinThreshold(int32_t dim, double r);
 // count values is not finite.
 Status CheckFinite(const float* values, std::size_t count, const char* what);
 
+// Copies count values from src to dst and says whether every one is
+// finite, in one pass: a scan that stages its queries anyway checks them on
+// the way (CheckFinite of a single core read 1,024 Fashion-MNIST queries,
+// 3.2 MB, in 0.38 ms, as long as the copy after it); CheckFinite then
+// words the error.
+bool CopyFinite(const float* src, std::size_t count, float* dst);
+
 // Every vector of an index by object id (row-major, dim floats each).  A
 // NULL row keeps a row of zeros and is excluded by the caller.
 struct VectorSet {
@@ -79,9 +86,6 @@ struct VectorSet {
 // not n * dim, or a value that is NaN or infinite.
 Status BuildVectorSet(int32_t dim, int32_t n, HostArray<float> values, VectorSet* out);
 
-// InvalidArgument unless every one of count values is finite; what names them.
-Status CheckFinite(const float* values, std::size_t count, const char* what);
-
 struct VectorScanRequest {
   int32_t n_queries = 0;
   const float* queries = nullptr;  // n_queries * dim, finite
@@ -98,8 +102,12 @@ struct VectorScanResult {
   std::vector<double> distances;
 };
 
-// k >= 1, queries present, excluded empty or of the set's size.
+// k >= 1, queries present, excluded empty or of the set's size, and every
+// query value finite.
 Status ValidateVectorScanRequest(const VectorSet& set, const VectorScanRequest& request);
+// All of it but the query values (a scan that checks them as it stages
+// them, CopyFinite).
+Status ValidateVectorScanShape(const VectorSet& set, const VectorScanRequest& request);
 
 // One query's float32 candidates: (s32, object id) pairs.
 struct VectorCandidate {
