@@ -227,5 +227,39 @@ TEST(GpuVectorBounds, ValuesBeyondTheTensorRangeAndHugeRows) {
   }
 }
 
+// The device's norms of the queries (a warp reading 32 vectors at a
+// time) are the float64 sum of the squares in order, rounded to float, to
+// the bit, for every width around the warp's 32 dimensions and counts
+// around its 32 vectors; and the range flag is raised by one value
+// anywhere, in the last vector and the last dimension included.
+TEST(GpuVectorBounds, QueryNormsAreTheOrderedFloat64Sums) {
+  if (!GpuAvailable()) GTEST_SKIP() << "no GPU";
+  std::mt19937 rng(20261203);
+  for (int32_t dim : {1, 3, 31, 32, 33, 64, 100, 784}) {
+    const VectorSet set = MakeSet(dim, 50, RandomVectors(&rng, VectorShape::kGaussian, 50, dim));
+    for (int32_t nq : {1, 31, 32, 33, 129, 300}) {
+      std::vector<float> queries = RandomVectors(&rng, VectorShape::kGaussian, nq, dim);
+      for (std::size_t i = 0; i < queries.size(); i += 7) queries[i] *= 1e3f;  // magnitudes that round differently
+      const std::string what = "dim " + std::to_string(dim) + ", " + std::to_string(nq) + " queries";
+      GpuVectorBounds bounds;
+      ASSERT_TRUE(GpuVectorUpperBounds(set, queries.data(), nq, 0, true, &bounds).ok()) << what;
+      ASSERT_EQ(bounds.query_squared.size(), static_cast<std::size_t>(nq)) << what;
+      EXPECT_FALSE(bounds.query_outside) << what;
+      for (int32_t q = 0; q < nq; ++q) {
+        double sum = 0;
+        for (int32_t j = 0; j < dim; ++j) {
+          const double x = queries[static_cast<std::size_t>(q) * dim + j];
+          sum += x * x;
+        }
+        ASSERT_EQ(bounds.query_squared[q], static_cast<float>(sum)) << what << ", query " << q;
+        ASSERT_EQ(bounds.query_length[q], static_cast<float>(std::sqrt(sum))) << what << ", query " << q;
+      }
+      queries.back() = 0x1p-40f;
+      ASSERT_TRUE(GpuVectorUpperBounds(set, queries.data(), nq, 0, true, &bounds).ok()) << what;
+      EXPECT_TRUE(bounds.query_outside) << what << ", 2^-40 in the last place";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace genie

@@ -122,6 +122,10 @@ struct GpuVectorBounds {
   std::vector<float> error;
   bool tf32 = false;
   bool warpgroup = false;
+  // the queries' |q|^2 and |q| as the device computed them (LaunchNorms),
+  // and whether it found a value outside the tensor cores' range
+  std::vector<float> query_squared, query_length;
+  bool query_outside = false;
 };
 Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t n_queries, int32_t device_ordinal,
                             bool tf32, GpuVectorBounds* out, bool warpgroup = true);
