@@ -340,7 +340,15 @@ make_scan_job(ServedValues *s, genie_engine_kind kind, TakenRequest **group, int
 			scan->cpu_members[scan->n_cpu_members++] = group[i];
 	}
 	scan->values = s;
-	genie_value_batch_concat(parts, n, &scan->queries);
+	/*
+	 * A lone member's queries are read where its payload lies (the batch's
+	 * memory, as a concatenation's): a piece of a stored array is 3 MB or
+	 * more, copied once already out of the session's segment.
+	 */
+	if (n == 1)
+		scan->queries = parts[0];
+	else
+		genie_value_batch_concat(parts, n, &scan->queries);
 	scan->excluded = genie_worker_excluded_flags(group[0], s->key.n_main_objects);
 	/* the group shares its members' genie.cluster_list_knn (same_scan) */
 	scan->list = s->set.kind == GENIE_VALUES_VECTORS ? s->list : NULL;
