@@ -5,13 +5,16 @@
 // bound on each query's k-th smallest upper bound from it: it gathers
 // every vector whose lower bound is within that, so any value at least the
 // k-th serves, the closer the fewer candidates.
-//   KthKernel       a block a row, three passes: the k-th value itself;
+//   KthKernel       a block a row, two passes: the upper edge of the bin
+//                   of 22 bits that holds the k-th value, at most 2^-13
+//                   relative above it (each pass reads the whole matrix:
+//                   a third, for the k-th value itself, was 0.54 ms of a
+//                   10,000-query scan of Fashion-MNIST on an H200, for a
+//                   few fewer candidates);
 //   KthSplitKernel  fewer than kSplitSelectQueries rows: many blocks a row
 //                   (one block a row left the other multiprocessors idle),
-//                   a launch a pass, two passes: the upper edge of the bin
-//                   of 22 bits that holds the k-th value, at most 2^-13
-//                   relative above it (the third pass cost a launch,
-//                   about 7 us on an H200, for a few more candidates).
+//                   a launch a pass, the same two passes and upper edge
+//                   (a third pass cost a launch, about 7 us on an H200).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -32,7 +35,7 @@ constexpr int kSplitThreads = 256;
 constexpr int kSplitPerThread = 4;  // values a thread reads in a pass (until kSplitMaxBlocks)
 constexpr int kSplitMaxBlocks = 256;
 constexpr uint32_t kNoBin = 0xFFFFFFFFu;
-constexpr int kSplitPasses = 2;
+constexpr int kSelectPasses = 2;
 
 // kth[q] = the k-th smallest of row q of d32 (n_rows values >= 0 or +inf,
 // whose bit patterns order as the values do); +inf when k > n_rows.
@@ -52,13 +55,12 @@ KthKernel(const float* __restrict__ d32, int32_t n_rows, int32_t k, float* __res
     s_rem = k;
   }
   uint32_t prefix = 0, mask = 0;
-  const int shifts[3] = {21, 10, 0};
-  const int widths[3] = {11, 11, 10};
-  for (int pass = 0; pass < 3; ++pass) {
+  const int shifts[kSelectPasses] = {21, 10};
+  for (int pass = 0; pass < kSelectPasses; ++pass) {
     for (int b = tid; b < kBins; b += kSelectThreads) hist[b] = 0;
     __syncthreads();
     const int shift = shifts[pass];
-    const uint32_t bin_mask = (1u << widths[pass]) - 1u;
+    const uint32_t bin_mask = (1u << 11) - 1u;
     for (int64_t i = tid; i < n_rows; i += kSelectThreads) {
       const uint32_t u = __float_as_uint(row[i]);
       if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & bin_mask], 1);
@@ -95,7 +97,9 @@ KthKernel(const float* __restrict__ d32, int32_t n_rows, int32_t k, float* __res
     prefix = s_prefix;
     mask |= bin_mask << shift;
   }
-  if (tid == 0) kth[blockIdx.x] = __uint_as_float(prefix);
+  // the bin's upper edge (its low 10 bits all ones), or +inf for the bin
+  // of +inf (whose edge would be a NaN), as KthSplitKernel's
+  if (tid == 0) kth[blockIdx.x] = prefix >= 0x7F800000u ? INFINITY : __uint_as_float(prefix | 0x3FFu);
 }
 
 // KthKernel's select over several blocks a query (a grid of blocks x
@@ -204,7 +208,7 @@ KthSplitKernel(const float* __restrict__ d32, int32_t n_rows, int32_t k, int pas
         st->rem = rem - cum;
         // the last pass: the bin's upper edge (its low 10 bits all ones), or
         // +inf for the bin of +inf (whose edge would be a NaN)
-        if (pass == kSplitPasses - 1) kth[q] = next >= 0x7F800000u ? INFINITY : __uint_as_float(next | 0x3FFu);
+        if (pass == kSelectPasses - 1) kth[q] = next >= 0x7F800000u ? INFINITY : __uint_as_float(next | 0x3FFu);
         break;
       }
       cum += own[b];
@@ -232,7 +236,7 @@ Status LaunchKthSelect(const float* d32, int32_t gn, int32_t n_rows, int32_t k, 
   constexpr int64_t kPerBlock = int64_t{kSplitThreads} * kSplitPerThread;
   const unsigned blocks = static_cast<unsigned>(
       std::clamp<int64_t>((static_cast<int64_t>(n_rows) + kPerBlock - 1) / kPerBlock, 1, kSplitMaxBlocks));
-  for (int pass = 0; pass < kSplitPasses; ++pass) {
+  for (int pass = 0; pass < kSelectPasses; ++pass) {
     KthSplitKernel<<<dim3(blocks, static_cast<unsigned>(gn)), kSplitThreads, 0, stream>>>(d32, n_rows, k, pass,
                                                                                          hist, state, kth);
     GENIE_CUDA_CHECK_LAUNCH("KthSplitKernel");

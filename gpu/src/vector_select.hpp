@@ -12,8 +12,8 @@ namespace genie {
 namespace gpu {
 
 // kth[i] >= the k-th smallest of row i of d32 (gn rows of n_rows values,
-// each >= 0 or +inf; +inf when k > n_rows), sharing its first 22 bits (for
-// 32 rows and more, the k-th value itself), queued on stream.  Device
+// each >= 0 or +inf; +inf when k > n_rows): the largest float that shares
+// its first 22 bits (at most 2^-13 relative above it), queued on stream.  Device
 // scratch comes from DeviceMemory: call it inside a DeviceBlockScope.
 Status LaunchKthSelect(const float* d32, int32_t gn, int32_t n_rows, int32_t k, float* kth, cudaStream_t stream);
 
