@@ -315,7 +315,8 @@ reply(ServiceState *st, ServedValues *s, TakenRequest *t, const GenieValueFound 
 }
 
 /*
- * The group's job (their queries concatenated, the largest k), in the
+ * The group's job (their queries concatenated, or a lone member's where
+ * they lie; the largest k), in the
  * current (the batch's) memory, for a runner to scan; the values stay held
  * (busy) until genie_worker_finish_scan answers it.
  */

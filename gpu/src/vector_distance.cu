@@ -393,7 +393,7 @@ ErrorTerms Tf32Terms(int32_t dimp) {
                     static_cast<float>((3.0 * dimp + 8.0) * 0x1p-120)};
 }
 
-// The norms of padded vectors or queries on the device, a thread each:
+// The norms of padded vectors or queries on the device, a lane each:
 // |v|^2 summed in double in element order with every operation rounded on its
 // own (no fused multiply-add), so the bits equal HostNorms'.
 // A warp takes 32 vectors and reads them 32 dimensions at a time, each

@@ -37,8 +37,9 @@ constexpr int kSplitMaxBlocks = 256;
 constexpr uint32_t kNoBin = 0xFFFFFFFFu;
 constexpr int kSelectPasses = 2;
 
-// kth[q] = the k-th smallest of row q of d32 (n_rows values >= 0 or +inf,
-// whose bit patterns order as the values do); +inf when k > n_rows.
+// kth[q] = the upper edge of the 22-bit bin that holds the k-th smallest
+// of row q of d32 (n_rows values >= 0 or +inf, whose bit patterns order as
+// the values do); +inf when k > n_rows.
 __global__ void __launch_bounds__(kSelectThreads)
 KthKernel(const float* __restrict__ d32, int32_t n_rows, int32_t k, float* __restrict__ kth) {
   __shared__ int32_t hist[kBins];
