@@ -575,9 +575,9 @@ Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t 
     const std::size_t cells = static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(n);
     GENIE_RETURN_IF_ERROR(d32.Allocate(std::max<std::size_t>(cells, 1), "bound test distances"));
     gpu::GroupTerms terms{gpu::Float32Terms(dim), gpu::Tf32Terms(dimp), false, nullptr};
+    // the scan's operand of rounded queries, where the warpgroup tiles are asked for and run
+    gpu::DeviceArray<float> rounded;
     if (cells > 0) {
-      // the scan's operand of rounded queries, where the warpgroup tiles are asked for and run
-      gpu::DeviceArray<float> rounded;
       if (warpgroup && gpu::WarpgroupTilesUsable()) {
         const int64_t values = static_cast<int64_t>(n_queries) * dimp;
         GENIE_RETURN_IF_ERROR(rounded.Allocate(static_cast<std::size_t>(values), "bound test TF32 queries"));
@@ -587,7 +587,6 @@ Status GpuVectorUpperBounds(const VectorSet& set, const float* queries, int32_t 
                                                  dx.get(), gpu::Norms{dx_sq.get(), dx_len.get()}, n, dimp, dim,
                                                  tf32 && set_safe, outside.get(), false, nullptr, d32.get(),
                                                  nullptr, &terms, rounded.get()));
-      GENIE_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());  // before rounded is freed
     }
     GENIE_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
     int query_outside = 0;

@@ -491,15 +491,11 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       d_cand = UploadBatch::At<int32_t>(d_work, sizeof(double) * cells);
     }
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_count, 0, sizeof(int32_t) * launched, stream));
-    if (launched >= kGatherManyQueries) {
-      GatherKernel<kGatherPerThread>
-          <<<dim3(GridBlocks(n_rows, kGatherThreads * kGatherPerThread), static_cast<unsigned>(launched)),
+    const bool many = launched >= kGatherManyQueries;
+    const auto gather = many ? GatherKernel<kGatherPerThread> : GatherKernel<1>;
+    gather<<<dim3(GridBlocks(n_rows, kGatherThreads * (many ? kGatherPerThread : 1)), static_cast<unsigned>(launched)),
              kGatherThreads, 0, stream>>>(d32, qn, xn, n_rows, terms, qmap, d_kth, d_excluded, d_slots, d_count,
                                           d_cand);
-    } else {
-      GatherKernel<1><<<dim3(GridBlocks(n_rows, kGatherThreads), static_cast<unsigned>(launched)), kGatherThreads, 0,
-                        stream>>>(d32, qn, xn, n_rows, terms, qmap, d_kth, d_excluded, d_slots, d_count, d_cand);
-    }
     GENIE_CUDA_CHECK_LAUNCH("GatherKernel");
     if (widest > 0) {
       RerankKernel<<<dim3(GridBlocks(widest, kRerankWarps), static_cast<unsigned>(launched)), kRerankWarps * 32, 0,
@@ -569,9 +565,8 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     const cudaStream_t stream = stream_.get();
     const int32_t nq = request.n_queries;
     const std::size_t width = static_cast<std::size_t>(dimp_);
-    const std::size_t values = static_cast<std::size_t>(nq) * static_cast<std::size_t>(dim_);
     if (nq <= kHostNormQueries) {
-      GENIE_RETURN_IF_ERROR(CheckFinite(request.queries, values, "a query vector"));
+      GENIE_RETURN_IF_ERROR(CheckQueryValues(request, dim_));
       std::vector<float> padded(static_cast<std::size_t>(nq) * width, 0.0f), squared, length;
       for (int32_t q = 0; q < nq; ++q)
         std::copy_n(request.queries + static_cast<std::size_t>(q) * dim_, dim_, padded.data() + q * width);
@@ -617,7 +612,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       if (!copied_rows.ok() || !finite.load()) {
         pinned_.Give(slot);
         GENIE_RETURN_IF_ERROR(copied_rows);
-        return CheckFinite(request.queries, values, "a query vector");  // its message
+        return CheckQueryValues(request, dim_);  // its message
       }
       const cudaError_t copied =
           cudaMemcpyAsync(st->queries.get(), padded, st->queries.bytes(), cudaMemcpyHostToDevice, stream);
@@ -626,7 +621,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       pinned_.Give(slot);  // idle again once the copy is done (Take waits for it)
       GENIE_RETURN_IF_ERROR(marked);
     } else {
-      GENIE_RETURN_IF_ERROR(CheckFinite(request.queries, values, "a query vector"));
+      GENIE_RETURN_IF_ERROR(CheckQueryValues(request, dim_));
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(st->queries.get(), 0, st->queries.bytes(), stream));
       GENIE_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(st->queries.get(), width * sizeof(float), request.queries,
                                                    static_cast<std::size_t>(dim_) * sizeof(float),
@@ -665,8 +660,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     // no query has more than n_ rows to keep (k may be up to 2^30)
     BestK found(nq, std::min(k, std::max(n_, 1)));
     if (nq == 0 || n_ == 0)  // (else StageQueries checks them)
-      GENIE_RETURN_IF_ERROR(CheckFinite(request.queries, static_cast<std::size_t>(nq) * static_cast<std::size_t>(dim_),
-                                        "a query vector"));
+      GENIE_RETURN_IF_ERROR(CheckQueryValues(request, dim_));
     if (nq > 0 && n_ > 0) {
       DeviceGuard guard;
       GENIE_RETURN_IF_ERROR(guard.Enter(device_));

@@ -37,6 +37,13 @@ constexpr int kSplitMaxBlocks = 256;
 constexpr uint32_t kNoBin = 0xFFFFFFFFu;
 constexpr int kSelectPasses = 2;
 
+// The largest value of the 22-bit bin prefix (its low 10 bits all ones),
+// or +inf for the bin of +inf, whose edge would be a NaN: the answer of
+// both selections.
+__device__ __forceinline__ float BinUpperEdge(uint32_t prefix) {
+  return prefix >= 0x7F800000u ? INFINITY : __uint_as_float(prefix | 0x3FFu);
+}
+
 // kth[q] = the upper edge of the 22-bit bin that holds the k-th smallest
 // of row q of d32 (n_rows values >= 0 or +inf, whose bit patterns order as
 // the values do); +inf when k > n_rows.
@@ -98,9 +105,7 @@ KthKernel(const float* __restrict__ d32, int32_t n_rows, int32_t k, float* __res
     prefix = s_prefix;
     mask |= bin_mask << shift;
   }
-  // the bin's upper edge (its low 10 bits all ones), or +inf for the bin
-  // of +inf (whose edge would be a NaN), as KthSplitKernel's
-  if (tid == 0) kth[blockIdx.x] = prefix >= 0x7F800000u ? INFINITY : __uint_as_float(prefix | 0x3FFu);
+  if (tid == 0) kth[blockIdx.x] = BinUpperEdge(prefix);
 }
 
 // KthKernel's select over several blocks a query (a grid of blocks x
@@ -207,9 +212,7 @@ KthSplitKernel(const float* __restrict__ d32, int32_t n_rows, int32_t k, int pas
         st->prefix = next;
         st->mask = mask | (bin_mask << shift);
         st->rem = rem - cum;
-        // the last pass: the bin's upper edge (its low 10 bits all ones), or
-        // +inf for the bin of +inf (whose edge would be a NaN)
-        if (pass == kSelectPasses - 1) kth[q] = next >= 0x7F800000u ? INFINITY : __uint_as_float(next | 0x3FFu);
+        if (pass == kSelectPasses - 1) kth[q] = BinUpperEdge(next);  // the last pass
         break;
       }
       cum += own[b];

@@ -108,6 +108,9 @@ Status ValidateVectorScanRequest(const VectorSet& set, const VectorScanRequest& 
 // All of it but the query values (a scan that checks them as it stages
 // them, CopyFinite).
 Status ValidateVectorScanShape(const VectorSet& set, const VectorScanRequest& request);
+// The query values alone (request.n_queries of dim floats): CheckFinite's
+// answer, its message the one every engine gives.
+Status CheckQueryValues(const VectorScanRequest& request, int32_t dim);
 
 // One query's float32 candidates: (s32, object id) pairs.
 struct VectorCandidate {
