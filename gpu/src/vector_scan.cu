@@ -552,9 +552,6 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     // nonzero on the device when a query value is OutsideTf32Range (not
     // allocated for a few queries: the host's answer is host_safe)
     DeviceArray<int> outside;
-    // the queries rounded to TF32, once a scan, where the warpgroup tiles
-    // may take them (RoundQueriesTf32); else not allocated
-    DeviceArray<float> warpgroup;
     const float* d_queries = nullptr;
     Norms norms{nullptr, nullptr};
     const uint8_t* d_excluded = nullptr;
@@ -582,7 +579,13 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       if (!request.excluded.empty()) st->d_excluded = UploadBatch::At<uint8_t>(st->staged, at_excluded);
       return Status::Ok();
     }
-    GENIE_RETURN_IF_ERROR(st->queries.Allocate(static_cast<std::size_t>(nq) * width, "vector scan queries"));
+    // a query value that is not finite is the caller's error also where the
+    // device has no room for the queries (the copy below checks them)
+    const Status allocated = st->queries.Allocate(static_cast<std::size_t>(nq) * width, "vector scan queries");
+    if (!allocated.ok()) {
+      GENIE_RETURN_IF_ERROR(CheckQueryValues(request, dim_));
+      return allocated;
+    }
     // padded on the host into a pinned slot the set keeps, then one
     // asynchronous copy (from pageable memory 10,000 Fashion-MNIST queries
     // took 5 ms); beyond kMaxPinnedBytes, a pageable copy of the rows
@@ -640,11 +643,6 @@ class GpuVectorSetImpl final : public GpuVectorSet {
                                                  cudaMemcpyHostToDevice, stream));
       st->d_excluded = st->excluded.get();
     }
-    if (tf32_safe_ && nq > kMidQueries && WarpgroupTilesUsable()) {
-      GENIE_RETURN_IF_ERROR(st->warpgroup.Allocate(st->queries.size(), "TF32 queries"));
-      GENIE_RETURN_IF_ERROR(
-          RoundQueriesTf32(st->queries.get(), static_cast<int64_t>(st->queries.size()), st->warpgroup.get(), stream));
-    }
     st->d_queries = st->queries.get();
     st->norms = Norms{st->squared.get(), st->length.get()};
     return Status::Ok();
@@ -675,6 +673,19 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       if (group < nq && group > kDistanceTile) group = group / kDistanceTile * kDistanceTile;
       DeviceArray<float> d32;
       GENIE_RETURN_IF_ERROR(d32.Allocate(static_cast<std::size_t>(group) * part_rows_, "vector scan distances"));
+      // the queries rounded to TF32 for Hopper's warpgroup tiles
+      // (RoundQueriesTf32): all of them once when they are one group, else
+      // a group's worth before each of its launches, so the copy never
+      // holds more than a group (the scan's budget bounds the group, not nq)
+      const bool warpgroup = tf32_safe_ && nq > kMidQueries && WarpgroupTilesUsable();
+      const bool round_once = group >= nq;
+      DeviceArray<float> rounded;
+      if (warpgroup) {
+        GENIE_RETURN_IF_ERROR(rounded.Allocate(static_cast<std::size_t>(group) * dimp_, "TF32 queries"));
+        if (round_once)
+          GENIE_RETURN_IF_ERROR(RoundQueriesTf32(staged.d_queries, static_cast<int64_t>(rounded.size()), rounded.get(),
+                                                 stream));
+      }
       for (int32_t row0 = 0; row0 < n_; row0 += part_rows_) {
         const int32_t n_rows = std::min(part_rows_, n_ - row0);
         if (!resident()) {
@@ -686,14 +697,18 @@ class GpuVectorSetImpl final : public GpuVectorSet {
           if (cancel.requested()) return Status::Cancelled();
           const int32_t gn = std::min(group, nq - g0);
           const float* queries = staged.d_queries + static_cast<std::size_t>(g0) * dimp_;
-          const float* rounded =
-              staged.warpgroup.get() == nullptr ? nullptr : staged.warpgroup.get() + static_cast<std::size_t>(g0) * dimp_;
+          const float* group_rounded = nullptr;
+          if (warpgroup && gn > kMidQueries) {  // (else the group takes other tiles)
+            if (!round_once)
+              GENIE_RETURN_IF_ERROR(RoundQueriesTf32(queries, static_cast<int64_t>(gn) * dimp_, rounded.get(), stream));
+            group_rounded = rounded.get();
+          }
           const Norms qn{staged.norms.squared + g0, staged.norms.length + g0};
           const Norms xn{x_squared_.get() + row0, x_length_.get() + row0};
           GroupTerms terms;
           GENIE_RETURN_IF_ERROR(LaunchDistances(queries, qn, gn, rows_.get(), xn, n_rows, dimp_, dim_, tf32_safe_,
                                                 staged.outside.get(), staged.host_safe, excluded, d32.get(), stream,
-                                                &terms, rounded));
+                                                &terms, group_rounded));
           DeviceArray<float> d_kth;
           GENIE_RETURN_IF_ERROR(d_kth.Allocate(static_cast<std::size_t>(gn), "vector scan k-th distances"));
           GENIE_RETURN_IF_ERROR(LaunchKthSelect(d32.get(), gn, n_rows, k, d_kth.get(), stream));
