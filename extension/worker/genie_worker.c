@@ -147,6 +147,25 @@ unmap_stale_segments(void)
  * Takes every submitted request and copies it out of its segment into b.
  * Returns how many were added.
  */
+/* A copy of size bytes of a request's payload, in b's room where it fits. */
+static char *
+copy_payload(CycleBatch *b, const char *src, Size size)
+{
+	Size		need = MAXALIGN(Max(size, 1));
+	char	   *dst;
+
+	b->room_wanted += need;
+	if (b->room_used + need <= b->room_size)
+	{
+		dst = b->room + b->room_used;
+		b->room_used += need;
+	}
+	else
+		dst = MemoryContextAllocHuge(b->cxt, need);
+	memcpy(dst, src, size);
+	return dst;
+}
+
 static int
 collect(CycleBatch *b)
 {
@@ -209,8 +228,7 @@ collect(CycleBatch *b)
 			else
 			{
 				t->payload_size = t->req.response_offset - header;
-				t->payload = MemoryContextAllocHuge(b->cxt, Max(t->payload_size, 1));
-				memcpy(t->payload, base + header, t->payload_size);
+				t->payload = copy_payload(b, base + header, t->payload_size);
 			}
 		}
 		SpinLockAcquire(&sh->mutex);
@@ -223,6 +241,19 @@ collect(CycleBatch *b)
 static void
 reset_batch(CycleBatch *b)
 {
+	if (b->room_used > 0)
+		b->room_used_at = GetCurrentTimestamp();
+	/* room for as much as this cycle's payloads took (no room, as before, where that fails) */
+	if (b->room_wanted > b->room_size && b->room_wanted <= GENIE_SERVICE_PAYLOAD_ROOM)
+	{
+		if (b->room != NULL)
+			pfree(b->room);
+		b->room = MemoryContextAllocExtended(state.top_cxt, b->room_wanted, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		b->room_size = b->room != NULL ? b->room_wanted : 0;
+		b->room_used_at = GetCurrentTimestamp();
+	}
+	b->room_used = 0;
+	b->room_wanted = 0;
 	MemoryContextReset(b->cxt);
 	for (int i = 0; i < b->n_taken; i++)
 		b->slot_entry[b->taken[i].slot] = -1;
@@ -516,6 +547,19 @@ genie_service_main(Datum arg)
 				genie_worker_publish_stats(&state);
 			/* range answers kept for a second ask that did not come */
 			genie_worker_forget_kept(&state, -1);
+			/* payload room of batches idle (none taken) that held nothing for a while */
+			for (int i = 0; i <= GENIE_SERVICE_RUNNERS; i++)
+			{
+				CycleBatch *idle = &state.batches[i];
+
+				if (idle->room != NULL && idle->n_taken == 0 &&
+					TimestampDifferenceExceeds(idle->room_used_at, now, GENIE_SERVICE_ROOM_IDLE_MS))
+				{
+					pfree(idle->room);
+					idle->room = NULL;
+					idle->room_size = 0;
+				}
+			}
 		}
 
 		for (int r = 0; r < GENIE_SERVICE_RUNNERS; r++)

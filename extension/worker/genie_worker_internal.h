@@ -218,7 +218,26 @@ typedef struct CycleBatch
 	int		   *slot_entry;		/* by slot: its entry in taken, or -1 */
 	SearchJob **jobs;
 	int			n_jobs;
+
+	/*
+	 * The payloads' copies go into room the batch keeps from one cycle to
+	 * the next (room_used of room_size bytes): a fresh allocation for each
+	 * 3 MB piece of a stored array was mapped and its pages faulted in
+	 * again by every copy (3.6x the copy into memory already touched, on
+	 * the 2-core machine).  room_wanted is what this cycle's payloads took;
+	 * a room that was too small is made that large for the next cycle, up
+	 * to GENIE_SERVICE_PAYLOAD_ROOM, and one that has held nothing for
+	 * GENIE_SERVICE_ROOM_IDLE_MS is let go.
+	 */
+	char	   *room;
+	Size		room_size;
+	Size		room_used;
+	Size		room_wanted;
+	TimestampTz room_used_at;
 } CycleBatch;
+
+#define GENIE_SERVICE_PAYLOAD_ROOM ((Size) 64 << 20)
+#define GENIE_SERVICE_ROOM_IDLE_MS 10000
 
 /* A thread that runs a batch's engine searches (genie_worker_runner.c). */
 typedef struct GenieRunner
