@@ -180,6 +180,8 @@ withdraw(GenieServiceSlot *slot)
  */
 static bool request_out = false;
 static uint32 request_generation = 0;
+/* where the last request submitted has its answer (its header may be the next request's by then) */
+static Size out_response_offset = 0;
 static void (*out_take) (void *arg) = NULL;
 static void *out_take_arg = NULL;
 
@@ -212,6 +214,7 @@ submit_request(void)
 	service_latch = sh->skip_wake ? NULL : sh->latch;
 	SpinLockRelease(&sh->mutex);
 	request_out = true;
+	out_response_offset = ((GenieRequest *) dsm_segment_address(segment))->response_offset;
 	if (service_latch != NULL)
 		SetLatch(service_latch);
 	return true;
@@ -339,16 +342,43 @@ genie_service_begin_request(GenieRequestKind kind, Size payload, Size response)
 	return req;
 }
 
+GenieRequest *
+genie_service_begin_beside(GenieRequestKind kind, Size payload, Size response)
+{
+	Size		header = GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
+	Size		response_offset = GENIE_SERVICE_ALIGN(header + payload);
+	GenieServiceSlot *slot = my_slot();
+	bool		copied = false;
+	GenieRequest *req;
+
+	/*
+	 * The worker copies a request's header and payload out of the segment
+	 * when it takes the request (its slot TAKEN, or answered since), and
+	 * afterwards writes only the answer, at out_response_offset: a new
+	 * header and payload that end before it, in the segment as it is, are
+	 * left alone.
+	 */
+	if (request_out && slot != NULL && segment != NULL &&
+		header + payload <= out_response_offset && response_offset + response <= segment_size)
+	{
+		SpinLockAcquire(&genie_service_shared->mutex);
+		copied = slot->state != GENIE_SLOT_SUBMITTED && !slot->busy;
+		SpinLockRelease(&genie_service_shared->mutex);
+	}
+	if (!copied)
+		return genie_service_begin_request(kind, payload, response);
+	req = (GenieRequest *) dsm_segment_address(segment);
+	memset(req, 0, sizeof(GenieRequest));
+	req->kind = kind;
+	req->response_offset = response_offset;
+	req->response_capacity = response;
+	return req;
+}
+
 char *
 genie_service_request_payload(GenieRequest *req)
 {
 	return (char *) req + GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
-}
-
-static GenieResponse *
-request_response(GenieRequest *req)
-{
-	return (GenieResponse *) ((char *) req + req->response_offset);
 }
 
 /* Copies an answer's engine error into err. */
@@ -376,7 +406,7 @@ take_answer(GenieResponse **resp, double waited_ms, genie_error *err)
 {
 	double		queue_ms;
 
-	*resp = request_response((GenieRequest *) dsm_segment_address(segment));
+	*resp = (GenieResponse *) ((char *) dsm_segment_address(segment) + out_response_offset);
 	queue_ms = Min((*resp)->queue_ms, waited_ms);
 	genie_profile_move(GENIE_PHASE_QUEUE, queue_ms);
 	genie_profile_move(GENIE_PHASE_ENGINE, Min((*resp)->engine_ms, waited_ms - queue_ms));

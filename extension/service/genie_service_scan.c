@@ -33,10 +33,12 @@
 static GenieRequest *
 begin_values_request(GenieRequestKind kind, const GenieServiceKey *key, Oid index_oid, int device,
 					 const GenieValueBatch *queries, int q0, int nq, const int32 *excluded,
-					 int32 n_excluded, Size response)
+					 int32 n_excluded, Size response, bool beside)
 {
 	Size		qbytes = genie_value_batch_bytes(queries, q0, nq);
-	GenieRequest *req = genie_service_begin_request(kind, TYPEALIGN(8, qbytes) + sizeof(int32) * n_excluded, response);
+	Size		payload = TYPEALIGN(8, qbytes) + sizeof(int32) * n_excluded;
+	GenieRequest *req = beside ? genie_service_begin_beside(kind, payload, response)
+		: genie_service_begin_request(kind, payload, response);
 	char	   *p = genie_service_request_payload(req);
 
 	req->key = *key;
@@ -52,14 +54,19 @@ begin_values_request(GenieRequestKind kind, const GenieServiceKey *key, Oid inde
 	return req;
 }
 
-/* A scan's request of queries [q0, q0 + nq) in the segment, k nearest each (not yet submitted). */
+/*
+ * A scan's request of queries [q0, q0 + nq) in the segment, k nearest each
+ * (not yet submitted; beside: written beside a request out where it can be,
+ * genie_service_begin_beside).
+ */
 static void
 begin_scan_request(const GenieServiceKey *key, Oid index_oid, int device, const GenieValueBatch *queries,
 				   int q0, int nq, int32 k, int list_use, bool list_counted, const int32 *excluded,
-				   int32 n_excluded)
+				   int32 n_excluded, bool beside)
 {
 	GenieRequest *req = begin_values_request(GENIE_REQUEST_SCAN_VALUES, key, index_oid, device, queries,
-											 q0, nq, excluded, n_excluded, GENIE_SCAN_ANSWER_BYTES(nq, k));
+											 q0, nq, excluded, n_excluded, GENIE_SCAN_ANSWER_BYTES(nq, k),
+											 beside);
 
 	req->k = k;
 	req->scan_list_use = list_use;
@@ -122,7 +129,7 @@ scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
 	GenieServiceOutcome outcome;
 
 	begin_scan_request(key, index_oid, device, queries, q0, q1 - q0, k, list_use, list_counts != NULL,
-					   excluded, n_excluded);
+					   excluded, n_excluded, false);
 	outcome = genie_service_call_for_answer(&resp, NULL, err);
 	if (outcome == GENIE_SERVICE_OK)
 		take_scan_answer(resp, q0, q1 - q0, k, list_counts, rows, capacity, engine, device_fallback);
@@ -209,7 +216,7 @@ within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieVa
 	for (int attempt = 0; attempt < 2; attempt++)
 	{
 		GenieRequest *req = begin_values_request(GENIE_REQUEST_WITHIN, key, index_oid, device, queries, q0, nq,
-												 excluded, n_excluded, room);
+												 excluded, n_excluded, room, false);
 		GenieResponse *resp;
 		GenieServiceOutcome outcome;
 		const int64 *offs;
@@ -370,19 +377,33 @@ take_piece(void *arg)
 bool
 genie_service_pieces_add(GenieServicePieces *pieces, const GenieValueBatch *piece)
 {
-	if (pieces->n_out > 0)
-		take_piece(pieces);
 	if (pieces->failed || piece->n <= 0)
+	{
+		if (pieces->n_out > 0)
+			take_piece(pieces);
 		return !pieces->failed;
+	}
 	/* an answer past what the service hands back: the usual search splits the batch */
 	if (genie_value_batch_bytes(piece, 0, piece->n) + GENIE_SCAN_ANSWER_BYTES(piece->n, pieces->k) >
 		MAX_RESPONSE_BYTES)
 	{
+		if (pieces->n_out > 0)
+			take_piece(pieces);
 		pieces->failed = true;
 		return false;
 	}
+	/*
+	 * Written while the piece before is searched, where the segment allows
+	 * (else that piece's answer is taken first, by take_piece): the service
+	 * bounds a stored array's statement, and its turn on a piece waited for
+	 * this copy of 3 MB after every answer.
+	 */
 	begin_scan_request(&pieces->key, pieces->index_oid, pieces->device, piece, 0, piece->n, pieces->k,
-					   pieces->list_use, pieces->list_counted, pieces->excluded, pieces->n_excluded);
+					   pieces->list_use, pieces->list_counted, pieces->excluded, pieces->n_excluded, true);
+	if (pieces->n_out > 0)
+		take_piece(pieces);
+	if (pieces->failed)
+		return false;
 	if (!genie_service_submit(take_piece, pieces))
 	{
 		pieces->failed = true;

@@ -94,8 +94,9 @@ extern void genie_service_pieces_begin(GenieServicePieces *pieces, const GenieSe
 
 /*
  * The next piece of queries (written into the segment: the caller may
- * reuse them): the answer to the piece before is taken first, then this
- * one is sent and not waited for.  False when it was not sent: a piece
+ * reuse them; beside the piece before while the service searches that one,
+ * where the segment allows): the answer to the piece before is taken, then
+ * this one is sent and not waited for.  False when it was not sent: a piece
  * failed (the worker went away, does not hold the version, an engine
  * error) or its answer would be too large; the caller then searches the
  * batch as usual, which reports or handles what happened.
