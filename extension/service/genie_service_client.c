@@ -343,7 +343,8 @@ genie_service_begin_request(GenieRequestKind kind, Size payload, Size response)
 }
 
 GenieRequest *
-genie_service_begin_beside(GenieRequestKind kind, Size payload, Size response)
+genie_service_begin_beside(GenieRequestKind kind, Size payload, Size response,
+						   void (*take) (void *arg), void *arg)
 {
 	Size		header = GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
 	Size		response_offset = GENIE_SERVICE_ALIGN(header + payload);
@@ -358,7 +359,8 @@ genie_service_begin_beside(GenieRequestKind kind, Size payload, Size response)
 	 * header and payload that end before it, in the segment as it is, are
 	 * left alone.
 	 */
-	if (request_out && slot != NULL && segment != NULL &&
+	/* (only beside the caller's own request: another's is taken first, by its take) */
+	if (request_out && out_take == take && out_take_arg == arg && slot != NULL && segment != NULL &&
 		header + payload <= out_response_offset && response_offset + response <= segment_size)
 	{
 		SpinLockAcquire(&genie_service_shared->mutex);

@@ -104,14 +104,16 @@ extern GenieServiceOutcome genie_service_verify(int device, const genie_similar_
 extern GenieRequest *genie_service_begin_request(GenieRequestKind kind, Size payload, Size response);
 
 /*
- * The same while a request submitted without waiting is out, written beside
- * it where the worker has taken that one and the new request ends before
- * its answer (else as genie_service_begin_request: the one out is taken
- * first).  The caller takes the answer of the one out (its take) before it
- * submits this one: a stored array's next piece is then written while the
- * service searches the piece before.
+ * The same while the caller's own request is out (submitted without
+ * waiting with take and arg), written beside it where the worker has taken
+ * that one and the new request ends before its answer; else as
+ * genie_service_begin_request (the request out, the caller's or another's,
+ * is taken first, by its take).  The caller takes the answer of its
+ * request out before it submits this one: a stored array's next piece is
+ * then written while the service searches the piece before.
  */
-extern GenieRequest *genie_service_begin_beside(GenieRequestKind kind, Size payload, Size response);
+extern GenieRequest *genie_service_begin_beside(GenieRequestKind kind, Size payload, Size response,
+												void (*take) (void *arg), void *arg);
 
 /* The payload of a request begun by genie_service_begin_request or _beside. */
 extern char *genie_service_request_payload(GenieRequest *req);

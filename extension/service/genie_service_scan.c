@@ -30,14 +30,20 @@
  * q0 + nq), laid out as genie_service.h says: the queries, then from an
  * 8-byte boundary the ids of the main objects to skip.
  */
+static void take_piece(void *arg);
+
+/*
+ * (beside: the scan in pieces whose piece may be out, the request then
+ * written beside it where it can be, genie_service_begin_beside; or NULL)
+ */
 static GenieRequest *
 begin_values_request(GenieRequestKind kind, const GenieServiceKey *key, Oid index_oid, int device,
 					 const GenieValueBatch *queries, int q0, int nq, const int32 *excluded,
-					 int32 n_excluded, Size response, bool beside)
+					 int32 n_excluded, Size response, GenieServicePieces *beside)
 {
 	Size		qbytes = genie_value_batch_bytes(queries, q0, nq);
 	Size		payload = TYPEALIGN(8, qbytes) + sizeof(int32) * n_excluded;
-	GenieRequest *req = beside ? genie_service_begin_beside(kind, payload, response)
+	GenieRequest *req = beside != NULL ? genie_service_begin_beside(kind, payload, response, take_piece, beside)
 		: genie_service_begin_request(kind, payload, response);
 	char	   *p = genie_service_request_payload(req);
 
@@ -56,13 +62,12 @@ begin_values_request(GenieRequestKind kind, const GenieServiceKey *key, Oid inde
 
 /*
  * A scan's request of queries [q0, q0 + nq) in the segment, k nearest each
- * (not yet submitted; beside: written beside a request out where it can be,
- * genie_service_begin_beside).
+ * (not yet submitted; beside as for begin_values_request).
  */
 static void
 begin_scan_request(const GenieServiceKey *key, Oid index_oid, int device, const GenieValueBatch *queries,
 				   int q0, int nq, int32 k, int list_use, bool list_counted, const int32 *excluded,
-				   int32 n_excluded, bool beside)
+				   int32 n_excluded, GenieServicePieces *beside)
 {
 	GenieRequest *req = begin_values_request(GENIE_REQUEST_SCAN_VALUES, key, index_oid, device, queries,
 											 q0, nq, excluded, n_excluded, GENIE_SCAN_ANSWER_BYTES(nq, k),
@@ -129,7 +134,7 @@ scan_values_part(const GenieServiceKey *key, Oid index_oid, int device,
 	GenieServiceOutcome outcome;
 
 	begin_scan_request(key, index_oid, device, queries, q0, q1 - q0, k, list_use, list_counts != NULL,
-					   excluded, n_excluded, false);
+					   excluded, n_excluded, NULL);
 	outcome = genie_service_call_for_answer(&resp, NULL, err);
 	if (outcome == GENIE_SERVICE_OK)
 		take_scan_answer(resp, q0, q1 - q0, k, list_counts, rows, capacity, engine, device_fallback);
@@ -216,7 +221,7 @@ within_part(const GenieServiceKey *key, Oid index_oid, int device, const GenieVa
 	for (int attempt = 0; attempt < 2; attempt++)
 	{
 		GenieRequest *req = begin_values_request(GENIE_REQUEST_WITHIN, key, index_oid, device, queries, q0, nq,
-												 excluded, n_excluded, room, false);
+												 excluded, n_excluded, room, NULL);
 		GenieResponse *resp;
 		GenieServiceOutcome outcome;
 		const int64 *offs;
@@ -399,7 +404,7 @@ genie_service_pieces_add(GenieServicePieces *pieces, const GenieValueBatch *piec
 	 * this copy of 3 MB after every answer.
 	 */
 	begin_scan_request(&pieces->key, pieces->index_oid, pieces->device, piece, 0, piece->n, pieces->k,
-					   pieces->list_use, pieces->list_counted, pieces->excluded, pieces->n_excluded, true);
+					   pieces->list_use, pieces->list_counted, pieces->excluded, pieces->n_excluded, pieces);
 	if (pieces->n_out > 0)
 		take_piece(pieces);
 	if (pieces->failed)

@@ -206,6 +206,17 @@ is($node->safe_psql('postgres', $stored), $expected,
 like($node->safe_psql('postgres', "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $stored"),
 	qr/Genie Engines: cpu, genie service\n(.*\n)*\s*Genie Queries Scanned Ahead: 15000\n\s*Genie Pieces Scanned Ahead: 8\n\s*Genie Batch Expanded On Threads: \d+ kB\n\s*Genie Batch Expanded In Order: \d+ kB$/,
 	'EXPLAIN ANALYZE: eight pieces (of 2 MB) went to the service, the pglz stream expanded by genie');
+# A search through the service sent by the query rows' own SQL during the
+# reading, which sends its own pieces (the stored array's genie_knn, run
+# once, at row 12,000): each search takes the other's request out before
+# it writes into the segment, and the rows read on are the same queries,
+# so the same answers.
+my $nested = $answers =~ s/genie_knn\('big_v', QUERIES, 10\)/genie_knn_from('big_v', \$sql\$
+	SELECT CASE WHEN g = 12000 AND (SELECT count(*) FROM genie_knn('big_v', (SELECT a FROM big_stored), 10)) = 0
+		THEN NULL ELSE array_fill(((g % 900) \/ 5.0)::real, ARRAY[256]) END
+	FROM generate_series(1, 15000) g ORDER BY g\$sql\$, 10)/r;
+is($node->safe_psql('postgres', $nested), $expected,
+	'a stored array searched through the service by the rows of genie_knn_from while its pieces are out: the same answers');
 $pid = service_pid();
 my ($sin, $sout, $serr) = ("SET application_name = 'genie_pieces'; $stored;\n", '', '');
 my $pieces = IPC::Run::start([ 'psql', '-XAtq', '-d', $node->connstr('postgres') ],
