@@ -14,7 +14,7 @@
 //     registers and rounded to TF32 on the way (RoundTf32, as the warp
 //     tiles do: to nearest, so the bound's rounding part holds);
 //   - the queries are the B operand, which wgmma reads from shared memory
-//     itself: they are rounded once a scan (RoundQueriesTf32) and
+//     itself: they are rounded once a group (RoundQueriesTf32) and
 //     staged in the 128-byte swizzled layout its descriptors name;
 //   - stages of 32 dimensions arrive by cp.async, kWgStages in flight;
 //     a stage's products are waited for before the next stage's fragments

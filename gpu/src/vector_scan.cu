@@ -677,7 +677,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       // (RoundQueriesTf32): all of them once when they are one group, else
       // a group's worth before each of its launches, so the copy never
       // holds more than a group (the scan's budget bounds the group, not nq)
-      const bool warpgroup = tf32_safe_ && nq > kMidQueries && WarpgroupTilesUsable();
+      const bool warpgroup = tf32_safe_ && group > kMidQueries && WarpgroupTilesUsable();  // (group <= nq)
       const bool round_once = group >= nq;
       DeviceArray<float> rounded;
       if (warpgroup) {

@@ -202,9 +202,9 @@ TEST_F(GpuVectorScanTest, MultipleLoadingThroughASmallBudget) {
   EXPECT_GT(gpu->parts(), 1);
   Check({VectorShape::kDuplicates, 30000, 20, 7, 15}, 2ull << 20, &rng, false);
   // 24 MB of Fashion-MNIST-wide vectors: 6 MB of distances, three parts of
-  // 5,888 rows, groups of 256 and 44 queries; on Hopper the first group
-  // takes the warpgroup tiles, its queries rounded to TF32 before each launch
-  Check({VectorShape::kGaussian, 12000, 784, 300, 10}, 24ull << 20, &rng, false);
+  // 5,888 rows, groups of 256, 256 and 88 queries; on Hopper each takes the
+  // warpgroup tiles, its queries rounded to TF32 before each launch
+  Check({VectorShape::kGaussian, 12000, 784, 600, 10}, 24ull << 20, &rng, false);
 }
 
 TEST_F(GpuVectorScanTest, HonoursCancel) {
