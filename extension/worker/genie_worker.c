@@ -243,14 +243,20 @@ reset_batch(CycleBatch *b)
 {
 	if (b->room_used > 0)
 		b->room_used_at = GetCurrentTimestamp();
-	/* room for as much as this cycle's payloads took (no room, as before, where that fails) */
+	/* room for as much as this cycle's payloads took (the room as it was, where that fails) */
 	if (b->room_wanted > b->room_size && b->room_wanted <= GENIE_SERVICE_PAYLOAD_ROOM)
 	{
-		if (b->room != NULL)
-			pfree(b->room);
-		b->room = MemoryContextAllocExtended(state.top_cxt, b->room_wanted, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
-		b->room_size = b->room != NULL ? b->room_wanted : 0;
-		b->room_used_at = GetCurrentTimestamp();
+		char	   *room = MemoryContextAllocExtended(state.top_cxt, b->room_wanted,
+													  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+
+		if (room != NULL)
+		{
+			if (b->room != NULL)
+				pfree(b->room);
+			b->room = room;
+			b->room_size = b->room_wanted;
+			b->room_used_at = GetCurrentTimestamp();
+		}
 	}
 	b->room_used = 0;
 	b->room_wanted = 0;
