@@ -244,7 +244,8 @@ reset_batch(CycleBatch *b)
 	if (b->room_used > 0)
 		b->room_used_at = GetCurrentTimestamp();
 	/* room for as much as this cycle's payloads took (the room as it was, where that fails) */
-	if (b->room_wanted > b->room_size && b->room_wanted <= GENIE_SERVICE_PAYLOAD_ROOM)
+	if (b->room_wanted > b->room_size && b->room_wanted <= GENIE_SERVICE_PAYLOAD_ROOM &&
+		state.room_bytes - b->room_size + b->room_wanted <= GENIE_SERVICE_PAYLOAD_ROOMS)
 	{
 		char	   *room = MemoryContextAllocExtended(state.top_cxt, b->room_wanted,
 													  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
@@ -253,6 +254,7 @@ reset_batch(CycleBatch *b)
 		{
 			if (b->room != NULL)
 				pfree(b->room);
+			state.room_bytes += b->room_wanted - b->room_size;
 			b->room = room;
 			b->room_size = b->room_wanted;
 			b->room_used_at = GetCurrentTimestamp();
@@ -562,6 +564,7 @@ genie_service_main(Datum arg)
 					TimestampDifferenceExceeds(idle->room_used_at, now, GENIE_SERVICE_ROOM_IDLE_MS))
 				{
 					pfree(idle->room);
+					state.room_bytes -= idle->room_size;
 					idle->room = NULL;
 					idle->room_size = 0;
 				}

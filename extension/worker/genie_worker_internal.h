@@ -226,8 +226,9 @@ typedef struct CycleBatch
 	 * again by every copy (3.6x the copy into memory already touched, on
 	 * the 2-core machine).  room_wanted is what this cycle's payloads took;
 	 * a room that was too small is made that large for the next cycle, up
-	 * to GENIE_SERVICE_PAYLOAD_ROOM, and one that has held nothing for
-	 * GENIE_SERVICE_ROOM_IDLE_MS is let go.
+	 * to GENIE_SERVICE_PAYLOAD_ROOM, while all batches' rooms together stay
+	 * within GENIE_SERVICE_PAYLOAD_ROOMS (ServiceState.room_bytes), and one
+	 * that has held nothing for GENIE_SERVICE_ROOM_IDLE_MS is let go.
 	 */
 	char	   *room;
 	Size		room_size;
@@ -237,6 +238,7 @@ typedef struct CycleBatch
 } CycleBatch;
 
 #define GENIE_SERVICE_PAYLOAD_ROOM ((Size) 64 << 20)
+#define GENIE_SERVICE_PAYLOAD_ROOMS ((Size) 128 << 20)
 #define GENIE_SERVICE_ROOM_IDLE_MS 10000
 
 /* A thread that runs a batch's engine searches (genie_worker_runner.c). */
@@ -342,6 +344,7 @@ typedef struct ServiceState
 	bool		gpu_usable;
 	int			n_gpus;			/* usable GPUs among genie.devices */
 	int64		device_bytes_total;
+	Size		room_bytes;		/* the batches' payload rooms, together */
 	bool		device_failed;	/* a GPU error: exit after this cycle */
 	uint64		clock;
 	ServedIndex *served[GENIE_SERVICE_MAX_SERVED];
