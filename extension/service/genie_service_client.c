@@ -320,26 +320,32 @@ genie_service_withdraw(void)
 		withdraw(slot);
 }
 
-GenieRequest *
-genie_service_begin_request(GenieRequestKind kind, Size payload, Size response)
+/* A request's header at the start of the segment (at base), zeroed but for its kind and answer's place. */
+static GenieRequest *
+write_header(char *base, GenieRequestKind kind, Size response_offset, Size response)
 {
-	Size		header = GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
-	Size		response_offset = GENIE_SERVICE_ALIGN(header + payload);
-	char	   *base;
-	GenieRequest *req;
-
-	/* a request submitted without waiting is answered first: the segment is written below */
-	if (request_out && out_take != NULL)
-		out_take(out_take_arg);
-	Assert(!request_out);
-	base = request_segment(response_offset + response);
-	req = (GenieRequest *) base;
+	GenieRequest *req = (GenieRequest *) base;
 
 	memset(req, 0, sizeof(GenieRequest));
 	req->kind = kind;
 	req->response_offset = response_offset;
 	req->response_capacity = response;
 	return req;
+}
+
+GenieRequest *
+genie_service_begin_request(GenieRequestKind kind, Size payload, Size response)
+{
+	Size		header = GENIE_SERVICE_ALIGN(sizeof(GenieRequest));
+	Size		response_offset = GENIE_SERVICE_ALIGN(header + payload);
+	char	   *base;
+
+	/* a request submitted without waiting is answered first: the segment is written below */
+	if (request_out && out_take != NULL)
+		out_take(out_take_arg);
+	Assert(!request_out);
+	base = request_segment(response_offset + response);
+	return write_header(base, kind, response_offset, response);
 }
 
 GenieRequest *
@@ -350,16 +356,15 @@ genie_service_begin_beside(GenieRequestKind kind, Size payload, Size response,
 	Size		response_offset = GENIE_SERVICE_ALIGN(header + payload);
 	GenieServiceSlot *slot = my_slot();
 	bool		copied = false;
-	GenieRequest *req;
 
 	/*
 	 * The worker copies a request's header and payload out of the segment
 	 * when it takes the request (its slot TAKEN, or answered since), and
 	 * afterwards writes only the answer, at out_response_offset: a new
 	 * header and payload that end before it, in the segment as it is, are
-	 * left alone.
+	 * left alone.  Only beside the caller's own request: another's is taken
+	 * first, by its take.
 	 */
-	/* (only beside the caller's own request: another's is taken first, by its take) */
 	if (request_out && out_take == take && out_take_arg == arg && slot != NULL && segment != NULL &&
 		header + payload <= out_response_offset && response_offset + response <= segment_size)
 	{
@@ -369,12 +374,7 @@ genie_service_begin_beside(GenieRequestKind kind, Size payload, Size response,
 	}
 	if (!copied)
 		return genie_service_begin_request(kind, payload, response);
-	req = (GenieRequest *) dsm_segment_address(segment);
-	memset(req, 0, sizeof(GenieRequest));
-	req->kind = kind;
-	req->response_offset = response_offset;
-	req->response_capacity = response;
-	return req;
+	return write_header(dsm_segment_address(segment), kind, response_offset, response);
 }
 
 char *
