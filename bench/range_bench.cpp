@@ -14,7 +14,11 @@
 // method's set sharded (each GPU its own objects, resident when they fit);
 // RANGE_METHODS=a,b keeps those methods (and cpu-brute, the
 // reference); RANGE_KNN=k measures the exact k nearest through the list
-// instead (Knn below).
+// instead (Knn below); RANGE_CENTRES=farthest builds the list with each
+// centre the farthest from the centres before it (cluster_centres =
+// farthest) and names its methods *-lsc-farthest*, RANGE_CENTRES=both
+// builds both lists and runs every list method with each, side by side;
+// RANGE_SHARES=0.0001,0.001 replaces the radii's shares.
 //   fmnist  Fashion-MNIST 60,000 x 784 (PATH: the folder of the idx files),
 //           queries: the test images;
 //   gauss   PATH data.f32,queries.f32 of bench/gen_lsh_workload.py --vectors
@@ -31,6 +35,7 @@
 // query, and the list's build time.
 //   range_bench fmnist|gauss|words PATH [N] [runs] [cluster_size] [supercluster_clusters]
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -40,6 +45,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_util.hpp"
@@ -165,20 +171,37 @@ void Load(const std::string& kind, const std::string& path, int32_t n_limit, Dat
   Check(genie_vectors_create(d->vectors.data(), d->n, d->dim, &d->vset, &err), err, "vectors");
 }
 
-// The radius that returns `share` of the objects, averaged over the first 64 queries.
-double RadiusFor(const Data& d, double share) {
-  double sum = 0;
+// The radii that return each share of the objects, averaged over the first
+// 64 queries: one pass of each probe's distances for every share, the
+// probes on every core (4.5M objects take 64 x 4.5M distances).
+std::vector<double> RadiiFor(const Data& d, const std::vector<double>& shares) {
   const int32_t probes = std::min(64, d.nq);
-  std::vector<double> dist(static_cast<std::size_t>(d.n));
-  for (int32_t q = 0; q < probes; ++q) {
-    for (int32_t o = 0; o < d.n; ++o)
-      dist[static_cast<std::size_t>(o)] = genie_l2_distance(d.queries.data() + static_cast<std::size_t>(q) * d.dim,
-                                                            d.vectors.data() + static_cast<std::size_t>(o) * d.dim, d.dim);
-    const std::size_t at = std::min<std::size_t>(dist.size() - 1, static_cast<std::size_t>(share * d.n));
-    std::nth_element(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(at), dist.end());
-    sum += dist[at];
+  std::vector<std::vector<double>> at_probe(static_cast<std::size_t>(probes));
+  std::atomic<int32_t> next{0};
+  auto work = [&]() {
+    std::vector<double> dist(static_cast<std::size_t>(d.n));
+    for (int32_t q = next++; q < probes; q = next++) {
+      for (int32_t o = 0; o < d.n; ++o)
+        dist[static_cast<std::size_t>(o)] = genie_l2_distance(d.queries.data() + static_cast<std::size_t>(q) * d.dim,
+                                                              d.vectors.data() + static_cast<std::size_t>(o) * d.dim, d.dim);
+      for (double share : shares) {
+        const std::size_t at = std::min<std::size_t>(dist.size() - 1, static_cast<std::size_t>(share * d.n));
+        std::nth_element(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(at), dist.end());
+        at_probe[static_cast<std::size_t>(q)].push_back(dist[at]);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const int32_t n_threads = std::max(1, std::min<int32_t>(probes, static_cast<int32_t>(std::thread::hardware_concurrency())));
+  for (int32_t t = 0; t < n_threads; ++t) threads.emplace_back(work);
+  for (std::thread& t : threads) t.join();
+  std::vector<double> radii;
+  for (std::size_t s = 0; s < shares.size(); ++s) {
+    double sum = 0;  // in probe order, as one thread summed them
+    for (int32_t q = 0; q < probes; ++q) sum += at_probe[static_cast<std::size_t>(q)][s];
+    radii.push_back(sum / probes);
   }
-  return sum / probes;
+  return radii;
 }
 
 // RANGE_KNN=k: the exact k nearest instead of the radii, every vector read
@@ -273,13 +296,26 @@ int main(int argc, char** argv) {
   Load(kind, argv[2], n_limit, &d);
   std::printf("DATA %s n=%d dim=%d queries=%d\n", kind.c_str(), d.n, d.dim, d.nq);
   genie_error err{};
-  genie_cluster_list* lsc = nullptr;
-  const double b0 = Now();
-  Check(d.strings ? genie_strings_cluster_list(d.sset, nullptr, cluster_size, super_clusters, nullptr, &lsc, &err)
-                  : genie_vectors_cluster_list(d.vset, nullptr, cluster_size, super_clusters, nullptr, &lsc, &err),
-        err, "list");
-  std::printf("BUILD list of superclusters K=%d N=%d: %.1f ms, %d clusters, %d superclusters\n", cluster_size,
-              super_clusters, Now() - b0, genie_cluster_list_clusters(lsc), genie_cluster_list_superclusters(lsc));
+  // the lists: by the paper's rule for the centres, or the farthest, or both
+  const std::string centres = std::getenv("RANGE_CENTRES") != nullptr ? std::getenv("RANGE_CENTRES") : "sum";
+  if (centres != "sum" && centres != "farthest" && centres != "both") {
+    std::fprintf(stderr, "RANGE_CENTRES: sum, farthest or both\n");
+    return 2;
+  }
+  auto build = [&](genie_cluster_centres rule, const char* rule_name) {
+    genie_cluster_list* list = nullptr;
+    const double b0 = Now();
+    Check(d.strings ? genie_strings_cluster_list(d.sset, nullptr, cluster_size, super_clusters, rule, nullptr, &list, &err)
+                    : genie_vectors_cluster_list(d.vset, nullptr, cluster_size, super_clusters, rule, nullptr, &list, &err),
+          err, "list");
+    std::printf("BUILD list of superclusters K=%d N=%d centres=%s: %.1f ms, %d clusters, %d superclusters\n",
+                cluster_size, super_clusters, rule_name, Now() - b0, genie_cluster_list_clusters(list),
+                genie_cluster_list_superclusters(list));
+    std::fflush(stdout);
+    return list;
+  };
+  genie_cluster_list* lsc = centres == "farthest" ? nullptr : build(GENIE_CLUSTER_CENTRES_SUM, "sum");
+  genie_cluster_list* lsc_farthest = centres == "sum" ? nullptr : build(GENIE_CLUSTER_CENTRES_FARTHEST, "farthest");
   // does this process have a GPU?
   bool gpu = false;
   {
@@ -298,15 +334,27 @@ int main(int argc, char** argv) {
   if (d.strings) {
     radii = {{"ed1", 1}, {"ed2", 2}, {"ed3", 3}};
   } else {
-    for (double share : {0.0001, 0.001, 0.01})
-      radii.push_back({std::to_string(share * 100).substr(0, 4) + "%", RadiusFor(d, share)});
+    // RANGE_SHARES=0.0001,0.001: only these shares (default: the paper's three)
+    std::vector<double> shares{0.0001, 0.001, 0.01};
+    if (const char* only = std::getenv("RANGE_SHARES")) {
+      shares.clear();
+      for (const char* p = only; *p != '\0';) {
+        shares.push_back(std::atof(p));
+        while (*p != '\0' && *p != ',') ++p;
+        if (*p == ',') ++p;
+      }
+    }
+    const std::vector<double> r = RadiiFor(d, shares);
+    for (std::size_t i = 0; i < shares.size(); ++i)
+      radii.push_back({std::to_string(shares[i] * 100).substr(0, 4) + "%", r[i]});
   }
   struct Method {
-    const char* name;
+    std::string name;
     genie_engine_kind device;
     bool list;
     uint64_t budget;  // the device's (0: the default, the set resident)
     uint64_t mask;    // the GPUs (0: GPU 0 alone)
+    const genie_cluster_list* lsc = nullptr;  // the list a list method reads
   };
   std::vector<Method> methods{{"cpu-brute", GENIE_ENGINE_CPU, false, 0, 0}, {"cpu-lsc", GENIE_ENGINE_CPU, true, 0, 0}};
   if (gpu) {
@@ -332,13 +380,36 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // each list method with the list of each rule asked for: *-lsc-farthest*
+  // for the farthest rule's ("gpu-lsc-farthest-streamed": the suffixes the
+  // ratios below look for stay last)
+  {
+    std::vector<Method> with_lists;
+    for (const Method& m : methods) {
+      if (!m.list) {
+        with_lists.push_back(m);
+        continue;
+      }
+      if (lsc != nullptr) {
+        with_lists.push_back(m);
+        with_lists.back().lsc = lsc;
+      }
+      if (lsc_farthest != nullptr) {
+        Method f = m;
+        f.lsc = lsc_farthest;
+        f.name.insert(f.name.find("-lsc") + 4, "-farthest");
+        with_lists.push_back(f);
+      }
+    }
+    methods = with_lists;
+  }
   // RANGE_METHODS=a,b,...: only these (cpu-brute, the rows' reference, always)
   if (const char* only = std::getenv("RANGE_METHODS")) {
     const std::string wanted = std::string(",") + only + ",";
     methods.erase(std::remove_if(methods.begin(), methods.end(),
                                  [&](const Method& m) {
-                                   return std::string(m.name) != "cpu-brute" &&
-                                          wanted.find(std::string(",") + m.name + ",") == std::string::npos;
+                                   return m.name != "cpu-brute" &&
+                                          wanted.find("," + m.name + ",") == std::string::npos;
                                  }),
                   methods.end());
   }
@@ -356,7 +427,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "RANGE_KNN: vectors only\n");
       return 2;
     }
-    Knn(kind, d, lsc, std::atoi(knn), runs, batches, gpu);
+    Knn(kind, d, lsc != nullptr ? lsc : lsc_farthest, std::atoi(knn), runs, batches, gpu);
     radii.clear();
   }
   for (const auto& radius : radii) {
@@ -368,7 +439,7 @@ int main(int argc, char** argv) {
       std::map<std::string, double> method_ms;
       for (const Method& m : methods) {
         // warm: the device copies and the list's rows in its order are made by a first call
-        (void)Within(d, m.device, 0, q_batch, radius.second, m.list ? lsc : nullptr, m.budget, m.mask);
+        (void)Within(d, m.device, 0, q_batch, radius.second, m.lsc, m.budget, m.mask);
         std::vector<double> ms;
         Run last;
         bool same = true;
@@ -378,7 +449,7 @@ int main(int argc, char** argv) {
           answers = distances = discarded = 0;
           for (int32_t c = 0; c < calls; ++c) {
             const int32_t first = (c * q_batch) % std::max(1, d.nq - q_batch);
-            Run r = Within(d, m.device, first, q_batch, radius.second, m.list ? lsc : nullptr, m.budget, m.mask);
+            Run r = Within(d, m.device, first, q_batch, radius.second, m.lsc, m.budget, m.mask);
             total += r.ms;
             answers += r.offsets.back();
             distances += r.distances;
@@ -391,7 +462,7 @@ int main(int argc, char** argv) {
           ms.push_back(total / calls);
         }
         const double per = Median(ms);
-        if (std::string(m.name) == "cpu-brute") brute_ms = per;
+        if (m.name == "cpu-brute") brute_ms = per;
         method_ms[m.name] = per;
         // a streamed method against the same search with the set resident
         // (all-fit), and the streamed list against streamed brute force
@@ -414,16 +485,17 @@ int main(int argc, char** argv) {
         std::printf("RESULT {\"data\": \"%s\", \"radius\": \"%s\", \"r\": %.6g, \"Q\": %d, \"method\": \"%s\", "
                     "\"ms\": %.3f, \"qps\": %.0f, \"distances_per_query\": %.0f, \"discarded_per_query\": %.1f, "
                     "\"answers_per_query\": %.1f, \"vs_cpu_brute\": %.2f%s}\n",
-                    kind.c_str(), radius.first.c_str(), radius.second, q_batch, m.name, per,
+                    kind.c_str(), radius.first.c_str(), radius.second, q_batch, m.name.c_str(), per,
                     per > 0 ? 1000.0 * q_batch / per : 0.0, distances / per_query, discarded / per_query,
                     answers / per_query, per > 0 ? brute_ms / per : 0.0, extra.c_str());
-        if (!same) std::printf("MISMATCH %s radius %s Q %d: rows differ from cpu-brute\n", m.name,
+        if (!same) std::printf("MISMATCH %s radius %s Q %d: rows differ from cpu-brute\n", m.name.c_str(),
                                radius.first.c_str(), q_batch);
         std::fflush(stdout);
       }
     }
   }
   genie_cluster_list_free(lsc);
+  genie_cluster_list_free(lsc_farthest);
   genie_vectors_free(d.vset);
   genie_strings_free(d.sset);
   return 0;

@@ -22,7 +22,8 @@ namespace capi {
 
 Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, const uint8_t* excluded,
                               int32_t cluster_size, int32_t supercluster_clusters,
-                              const genie_engine_options* options, genie_cluster_list** out) {
+                              genie_cluster_centres centres, const genie_engine_options* options,
+                              genie_cluster_list** out) {
   if (out == nullptr) return Status::InvalidArgument("genie_*_cluster_list: NULL output");
   const EngineOptions engine_options = ToEngineOptions(options);
   auto handle = std::unique_ptr<genie_cluster_list>(new (std::nothrow) genie_cluster_list);
@@ -30,7 +31,8 @@ Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, con
   GENIE_RETURN_IF_ERROR(BuildClusterList(
       metric, n_objects,
       excluded != nullptr ? Span<uint8_t>(excluded, static_cast<std::size_t>(n_objects)) : Span<uint8_t>(),
-      cluster_size, supercluster_clusters, engine_options.threads, &handle->list,
+      cluster_size, supercluster_clusters, static_cast<ClusterCentres>(centres),
+      engine_options.threads, &handle->list,
       engine_options.cancel));
   *out = handle.release();
   return Status::Ok();

@@ -88,7 +88,8 @@ namespace capi {
 // genie_*_cluster_list once the set's metric is made.
 Status BuildClusterListHandle(const ObjectMetric& metric, int32_t n_objects, const uint8_t* excluded,
                               int32_t cluster_size, int32_t supercluster_clusters,
-                              const genie_engine_options* options, genie_cluster_list** out);
+                              genie_cluster_centres centres, const genie_engine_options* options,
+                              genie_cluster_list** out);
 
 // A device pass over a plan's members (GpuVectorSet::RangeCandidates with
 // its set, queries and the list's members bound; for strings, which no list

@@ -332,13 +332,14 @@ extern "C" {
 
 genie_status genie_strings_cluster_list(const genie_strings* objects, const uint8_t* excluded,
                                         int32_t cluster_size, int32_t supercluster_clusters,
+                                        genie_cluster_centres centres,
                                         const genie_engine_options* options,
                                         genie_cluster_list** list, genie_error* err) {
   return Guarded(err, [&]() -> genie::Status {
     if (objects == nullptr) return genie::Status::InvalidArgument("genie_strings_cluster_list: NULL set");
     auto metric = genie::StringObjectMetric(objects->set.strings);
     return genie::capi::BuildClusterListHandle(*metric, objects->set.size(), excluded, cluster_size,
-                                               supercluster_clusters, options, list);
+                                               supercluster_clusters, centres, options, list);
   });
 }
 

@@ -632,6 +632,7 @@ extern "C" {
 
 genie_status genie_vectors_cluster_list(const genie_vectors* objects, const uint8_t* excluded,
                                         int32_t cluster_size, int32_t supercluster_clusters,
+                                        genie_cluster_centres centres,
                                         const genie_engine_options* options,
                                         genie_cluster_list** list, genie_error* err) {
   return Guarded(err, [&]() -> genie::Status {
@@ -640,7 +641,7 @@ genie_status genie_vectors_cluster_list(const genie_vectors* objects, const uint
       return genie::Status::InvalidArgument("genie_vectors_cluster_list: the set is not sealed");
     auto metric = genie::VectorObjectMetric(objects->set);
     return genie::capi::BuildClusterListHandle(*metric, objects->set.size(), excluded, cluster_size,
-                                               supercluster_clusters, options, list);
+                                               supercluster_clusters, centres, options, list);
   });
 }
 

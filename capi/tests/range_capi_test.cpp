@@ -46,7 +46,7 @@ TEST(CApiRange, StringsWithinARadius) {
   genie_strings* set = nullptr;
   ASSERT_EQ(genie_strings_create(text.data(), offsets.data(), n, &set, &err), GENIE_OK);
   genie_cluster_list* list = nullptr;
-  ASSERT_EQ(genie_strings_cluster_list(set, nullptr, 3, 2, nullptr, &list, &err), GENIE_OK) << err.message;
+  ASSERT_EQ(genie_strings_cluster_list(set, nullptr, 3, 2, GENIE_CLUSTER_CENTRES_SUM, nullptr, &list, &err), GENIE_OK) << err.message;
   EXPECT_EQ(genie_cluster_list_objects(list), n);
   EXPECT_GE(genie_cluster_list_clusters(list), 5);
 
@@ -115,7 +115,7 @@ TEST(CApiRange, StringsWithinARadius) {
   genie_strings* first8 = nullptr;
   ASSERT_EQ(genie_strings_create(text.data(), offsets.data(), 8, &first8, &err), GENIE_OK);
   genie_cluster_list* head = nullptr;
-  ASSERT_EQ(genie_strings_cluster_list(first8, nullptr, 3, 0, nullptr, &head, &err), GENIE_OK);
+  ASSERT_EQ(genie_strings_cluster_list(first8, nullptr, 3, 0, GENIE_CLUSTER_CENTRES_SUM, nullptr, &head, &err), GENIE_OK);
   scan.radius = 2;
   scan.list = head;
   ASSERT_EQ(genie_strings_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK) << err.message;
@@ -126,7 +126,7 @@ TEST(CApiRange, StringsWithinARadius) {
   bytes[bytes.size() - 1] ^= 0x7f;
   genie_cluster_list* bad = nullptr;
   EXPECT_EQ(genie_cluster_list_load(bytes.data(), bytes.size(), &bad, &err), GENIE_INVALID_ARGUMENT);
-  EXPECT_EQ(genie_strings_cluster_list(set, nullptr, 1, 0, nullptr, &bad, &err), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(genie_strings_cluster_list(set, nullptr, 1, 0, GENIE_CLUSTER_CENTRES_SUM, nullptr, &bad, &err), GENIE_INVALID_ARGUMENT);
   genie_cluster_list_free(list);
   genie_cluster_list_free(loaded);
   genie_strings_free(set);
@@ -146,7 +146,7 @@ TEST(CApiRange, VectorsWithinARadius) {
   std::vector<uint8_t> excluded(static_cast<size_t>(n), 0);
   excluded[0] = 1;
   genie_cluster_list* list = nullptr;
-  ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 4, nullptr, &list, &err), GENIE_OK) << err.message;
+  ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 4, GENIE_CLUSTER_CENTRES_SUM, nullptr, &list, &err), GENIE_OK) << err.message;
   std::vector<float> queries(values.begin(), values.begin() + nq * dim);
   genie_range_scan scan{};
   scan.n_queries = nq;
@@ -253,7 +253,7 @@ TEST(CApiRange, VectorsNearestThroughTheList) {
   // the list of the first 3,800 vectors: the last 200 are read one by one (pending rows)
   genie_vectors* head = nullptr;
   ASSERT_EQ(genie_vectors_create(values.data(), 3800, dim, &head, &err), GENIE_OK);
-  ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 25, 4, nullptr, &list, &err), GENIE_OK) << err.message;
+  ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 25, 4, GENIE_CLUSTER_CENTRES_SUM, nullptr, &list, &err), GENIE_OK) << err.message;
   std::vector<uint8_t> excluded(static_cast<size_t>(n), 0);
   for (int32_t i = 0; i < n; i += 9) excluded[static_cast<size_t>(i)] = 1;
   std::vector<float> queries(static_cast<size_t>(nq) * dim);

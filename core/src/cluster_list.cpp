@@ -146,12 +146,16 @@ class StringQuery final : public QueryMetric {
 // ---- build ----
 
 // One list of clusters of `size` over ids (ascending), its first centre
-// ids[first]: clusters appended to *clusters (begin counted from base),
-// their members to *members.
+// ids[first], the next ones by `centres`: clusters appended to *clusters
+// (begin counted from base), their members to *members.
 Status BuildList(const ObjectMetric& metric, std::vector<int32_t> ids, std::size_t first,
-                 int32_t size, int32_t threads, int64_t base, std::vector<Cluster>* clusters,
-                 std::vector<int32_t>* members, const CancelCheck& cancel) {
-  std::vector<double> sums(ids.size(), 0.0);
+                 int32_t size, ClusterCentres centres, int32_t threads, int64_t base,
+                 std::vector<Cluster>* clusters, std::vector<int32_t>* members,
+                 const CancelCheck& cancel) {
+  const bool farthest = centres == ClusterCentres::kFarthest;
+  // each object's score for the next centre: the sum of its distances to
+  // the centres so far, or the nearest of them
+  std::vector<double> sums(ids.size(), farthest ? kInf : 0.0);
   std::vector<double> d(ids.size());
   std::vector<std::size_t> others;
   std::vector<uint8_t> taken;
@@ -207,14 +211,14 @@ Status BuildList(const ObjectMetric& metric, std::vector<int32_t> ids, std::size
     }
     clusters->push_back(cluster);
 
-    // the rest, still ascending; the next centre has the largest sum of
-    // distances to the centres so far (the first of equal sums: lowest id)
+    // the rest, still ascending; the next centre has the largest score (the
+    // first of equal scores: lowest id)
     std::size_t kept = 0;
     std::size_t best = 0;
     for (std::size_t i = 0; i < ids.size(); ++i) {
       if (taken[i]) continue;
       ids[kept] = ids[i];
-      sums[kept] = sums[i] + d[i];
+      sums[kept] = farthest ? std::min(sums[i], d[i]) : sums[i] + d[i];
       if (sums[kept] > sums[best]) best = kept;
       ++kept;
     }
@@ -486,8 +490,9 @@ QueryMetricFactory StringQueryMetrics(const CodePointStrings& strings,
 }
 
 Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint8_t> excluded,
-                        int32_t cluster_size, int32_t supercluster_clusters, int32_t threads,
-                        ClusterList* out, const CancelCheck& cancel) {
+                        int32_t cluster_size, int32_t supercluster_clusters,
+                        ClusterCentres centres, int32_t threads, ClusterList* out,
+                        const CancelCheck& cancel) {
   if (out == nullptr) return Status::InvalidArgument("BuildClusterList: NULL output");
   if (n_objects < 0) return Status::InvalidArgument("a negative number of objects");
   if (cluster_size < kMinClusterSize || cluster_size > kMaxClusterSize)
@@ -497,6 +502,8 @@ Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint
   if (supercluster_clusters < 0 || supercluster_clusters > kMaxSuperclusterClusters)
     return Status::InvalidArgument("supercluster_clusters must be between 0 and " +
                                    std::to_string(kMaxSuperclusterClusters));
+  if (centres != ClusterCentres::kSum && centres != ClusterCentres::kFarthest)
+    return Status::InvalidArgument("an unknown rule for the clusters' centres");
   if (!excluded.empty() && excluded.size() != static_cast<std::size_t>(n_objects))
     return Status::InvalidArgument("excluded flags of another size than the objects");
   threads = ResolveThreads(threads);
@@ -512,8 +519,8 @@ Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint
     return Status::Ok();
   }
   if (supercluster_clusters == 0) {
-    Status s = BuildList(metric, std::move(ids), 0, cluster_size, threads, 0, &list.clusters,
-                         &list.members, cancel);
+    Status s = BuildList(metric, std::move(ids), 0, cluster_size, centres, threads, 0,
+                         &list.clusters, &list.members, cancel);
     if (!s.ok()) return s;
     Supercluster all;
     all.ball.centre = list.members[0];
@@ -529,8 +536,8 @@ Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint
   std::vector<Cluster> balls;
   std::vector<int32_t> top_members;
   Status s = BuildList(metric, std::move(ids), 0,
-                       static_cast<int32_t>(std::min<int64_t>(ball_size, n_objects)), threads, 0,
-                       &balls, &top_members, cancel);
+                       static_cast<int32_t>(std::min<int64_t>(ball_size, n_objects)), centres,
+                       threads, 0, &balls, &top_members, cancel);
   if (!s.ok()) return s;
   // each supercluster's own list, its first centre the supercluster's
   std::vector<std::vector<Cluster>> inner(balls.size());
@@ -544,7 +551,7 @@ Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint
         std::sort(own.begin(), own.end());
         const std::size_t first = static_cast<std::size_t>(
             std::lower_bound(own.begin(), own.end(), ball.centre) - own.begin());
-        return BuildList(metric, std::move(own), first, cluster_size, 1, ball.begin,
+        return BuildList(metric, std::move(own), first, cluster_size, centres, 1, ball.begin,
                          &inner[static_cast<std::size_t>(b)],
                          &inner_members[static_cast<std::size_t>(b)], cancel);
       },

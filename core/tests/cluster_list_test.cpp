@@ -5,7 +5,9 @@
 // (vectors of every shape, with ties at the radius and duplicates; strings
 // by the reference Levenshtein), with and without superclusters, the whole
 // list, excluded objects, batches and single queries in stripes, the stored
-// form and its corruptions, cancel, and that pruning reads less.
+// form and its corruptions, cancel, and that pruning reads less; both rules
+// for the next centre (the paper's sum of distances and the farthest from
+// the nearest centre), each against its definition.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -89,6 +91,7 @@ void ExpectWellBuilt(const ClusterList& list, const std::vector<uint8_t>& unlist
 struct VectorCase {
   VectorShape shape;
   int32_t supercluster_clusters;
+  ClusterCentres centres = ClusterCentres::kSum;
 };
 
 class ClusterListVectors : public ::testing::TestWithParam<VectorCase> {};
@@ -105,14 +108,14 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
 
   auto object_metric = VectorObjectMetric(set);
   ClusterList list;
-  ASSERT_TRUE(BuildClusterList(*object_metric, n, unlisted, 16, c.supercluster_clusters, 2, &list).ok());
+  ASSERT_TRUE(BuildClusterList(*object_metric, n, unlisted, 16, c.supercluster_clusters, c.centres, 2, &list).ok());
   auto between = [&](int32_t a, int32_t b) { return L2Distance(set.row(a), set.row(b), dim); };
   ExpectWellBuilt(list, unlisted, between);
   auto to_query = [&](int32_t q, int32_t o) {
     return L2Distance(queries.data() + static_cast<std::size_t>(q) * dim, set.row(o), dim);
   };
   ClusterList head;
-  ASSERT_TRUE(BuildClusterList(*object_metric, n - 300, {}, 16, c.supercluster_clusters, 2, &head).ok());
+  ASSERT_TRUE(BuildClusterList(*object_metric, n - 300, {}, 16, c.supercluster_clusters, c.centres, 2, &head).ok());
 
   // radii: 0, a tie with an object's distance (the boundary), and wider ones
   std::vector<double> radii{0.0, to_query(1, 7), to_query(2, 100)};
@@ -206,11 +209,17 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(VectorCase{VectorShape::kGaussian, 0}, VectorCase{VectorShape::kGaussian, 4},
                       VectorCase{VectorShape::kSmallIntegers, 4},
                       VectorCase{VectorShape::kDuplicates, 3}, VectorCase{VectorShape::kTiny, 4},
-                      VectorCase{VectorShape::kHuge, 2}),
+                      VectorCase{VectorShape::kHuge, 2},
+                      VectorCase{VectorShape::kGaussian, 0, ClusterCentres::kFarthest},
+                      VectorCase{VectorShape::kGaussian, 4, ClusterCentres::kFarthest},
+                      VectorCase{VectorShape::kSmallIntegers, 4, ClusterCentres::kFarthest},
+                      VectorCase{VectorShape::kDuplicates, 3, ClusterCentres::kFarthest},
+                      VectorCase{VectorShape::kHuge, 2, ClusterCentres::kFarthest}),
     [](const ::testing::TestParamInfo<VectorCase>& i) {
       std::string name = testing::ShapeName(i.param.shape);
       std::replace(name.begin(), name.end(), '-', '_');  // gtest names: letters, digits, _
-      return name + "_n" + std::to_string(i.param.supercluster_clusters);
+      return name + "_n" + std::to_string(i.param.supercluster_clusters) +
+             (i.param.centres == ClusterCentres::kFarthest ? "_farthest" : "");
     });
 
 TEST(ClusterList, StringRangeAnswersEqualReferenceLevenshtein) {
@@ -230,10 +239,11 @@ TEST(ClusterList, StringRangeAnswersEqualReferenceLevenshtein) {
   auto to_query = [&](int32_t q, int32_t o) {
     return static_cast<double>(LevenshteinReference(queries.Get(q), strings.Get(o)));
   };
-  for (int32_t nsuper : {0, 3}) {
+  for (const auto& [nsuper, centres] : {std::make_pair(0, ClusterCentres::kSum), std::make_pair(3, ClusterCentres::kSum),
+                                        std::make_pair(3, ClusterCentres::kFarthest)}) {
     auto metric = StringObjectMetric(strings);
     ClusterList list;
-    ASSERT_TRUE(BuildClusterList(*metric, n, {}, 12, nsuper, 2, &list).ok());
+    ASSERT_TRUE(BuildClusterList(*metric, n, {}, 12, nsuper, centres, 2, &list).ok());
     ExpectWellBuilt(list, {}, between);
     for (double r : {0.0, 1.0, 2.0, 3.0, 2.5}) {
       RangeRequest request;
@@ -254,7 +264,7 @@ TEST(ClusterList, PruningReadsLessThanEveryObject) {
   const std::vector<float> queries = NearbyQueries(&rng, set.values, n, dim, nq, 0.01f);
   auto metric = VectorObjectMetric(set);
   ClusterList list;
-  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 64, 8, 0, &list).ok());
+  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 64, 8, ClusterCentres::kSum, 0, &list).ok());
   RangeRequest request;
   request.n_queries = nq;
   request.radius = 0.5;
@@ -267,13 +277,114 @@ TEST(ClusterList, PruningReadsLessThanEveryObject) {
   EXPECT_GE(got.offsets[nq], nq / 5);  // the copies of data vectors at least
 }
 
+// Each list's centres against the rule's definition, recomputed from the
+// distances alone: a cluster's centre is, among the objects no earlier
+// cluster of its list took, the one with the largest score (the sum of its
+// distances to the earlier centres, or the nearest of them), the lowest id
+// of equal scores.  Checked for a plain list and for the superclusters' list.
+TEST(ClusterList, CentresFollowTheirRule) {
+  std::mt19937 rng(11);
+  const int32_t n = 600, dim = 6;
+  VectorSet set = MakeSet(dim, n, RandomVectors(&rng, VectorShape::kSmallIntegers, n, dim));
+  auto between = [&](int32_t a, int32_t b) { return L2Distance(set.row(a), set.row(b), dim); };
+  auto metric = VectorObjectMetric(set);
+  for (ClusterCentres centres : {ClusterCentres::kSum, ClusterCentres::kFarthest}) {
+    for (int32_t nsuper : {0, 5}) {
+      ClusterList list;
+      ASSERT_TRUE(BuildClusterList(*metric, n, {}, 8, nsuper, centres, 2, &list).ok());
+      // the top level: the superclusters' balls, or the plain list's clusters
+      std::vector<Cluster> level;
+      if (nsuper == 0) {
+        level = list.clusters;
+      } else {
+        for (const Supercluster& sc : list.superclusters) level.push_back(sc.ball);
+      }
+      std::vector<uint8_t> taken(static_cast<std::size_t>(n), 0);
+      std::vector<int32_t> earlier;
+      for (const Cluster& c : level) {
+        int32_t want = -1;
+        double best = 0;
+        for (int32_t o = 0; o < n; ++o) {
+          if (taken[static_cast<std::size_t>(o)]) continue;
+          double score = centres == ClusterCentres::kSum ? 0.0 : std::numeric_limits<double>::infinity();
+          for (int32_t e : earlier)
+            score = centres == ClusterCentres::kSum ? score + between(e, o) : std::min(score, between(e, o));
+          if (earlier.empty()) score = 0;  // the first centre: the lowest id
+          if (want < 0 || score > best) {
+            want = o;
+            best = score;
+          }
+        }
+        ASSERT_EQ(c.centre, want) << "rule " << static_cast<int>(centres) << " superclusters " << nsuper;
+        earlier.push_back(c.centre);
+        for (int64_t at = c.begin; at < c.begin + c.count; ++at)
+          taken[static_cast<std::size_t>(list.members[static_cast<std::size_t>(at)])] = 1;
+      }
+      ExpectWellBuilt(list, {}, between);
+    }
+  }
+}
+
+// Well separated groups a little larger than a supercluster: the farthest
+// rule gives each group a supercluster of its own before any leftovers are
+// listed, so a query within a group discards every other group's.
+TEST(ClusterList, FarthestCentresListEachNaturalClusterWhole) {
+  std::mt19937 rng(12);
+  const int32_t groups = 12, per_group = 70, dim = 16, n = groups * per_group;
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> centre(static_cast<std::size_t>(groups) * dim);
+  for (float& x : centre) x = 100.0f * normal(rng);
+  std::vector<float> values(static_cast<std::size_t>(n) * dim);
+  std::vector<int32_t> group_of(static_cast<std::size_t>(n));
+  for (int32_t o = 0; o < n; ++o) {
+    const int32_t g = static_cast<int32_t>(rng() % groups);  // groups interleaved by id
+    group_of[static_cast<std::size_t>(o)] = g;
+    for (int32_t j = 0; j < dim; ++j)
+      values[static_cast<std::size_t>(o) * dim + j] = centre[static_cast<std::size_t>(g) * dim + j] + normal(rng);
+  }
+  std::vector<int32_t> sizes(groups, 0);
+  for (int32_t g : group_of) ++sizes[static_cast<std::size_t>(g)];
+  VectorSet set = MakeSet(dim, n, values);
+  auto metric = VectorObjectMetric(set);
+  ClusterList list;
+  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 16, 3, ClusterCentres::kFarthest, 2, &list).ok());
+  // the superclusters (48 objects) of groups of at least 48 objects come
+  // first, one a group, each within its group
+  int32_t whole = 0;
+  for (int32_t s : sizes) whole += s >= 48 ? 1 : 0;
+  ASSERT_GT(whole, groups / 2);
+  std::vector<uint8_t> seen(groups, 0);
+  for (int32_t i = 0; i < whole; ++i) {
+    const Cluster& ball = list.superclusters[static_cast<std::size_t>(i)].ball;
+    const int32_t g = group_of[static_cast<std::size_t>(ball.centre)];
+    EXPECT_EQ(seen[static_cast<std::size_t>(g)], 0) << "supercluster " << i;
+    seen[static_cast<std::size_t>(g)] = 1;
+    for (int64_t at = ball.begin; at < ball.begin + ball.count; ++at)
+      EXPECT_EQ(group_of[static_cast<std::size_t>(list.members[static_cast<std::size_t>(at)])], g) << "supercluster " << i;
+  }
+  // a query at the centre of the sixth supercluster, radius within its
+  // group: the five before it are discarded (the walk stops after its own
+  // group), and it computes little more than its group's distances
+  const float* q = set.row(list.superclusters[5].ball.centre);
+  RangeRequest request;
+  request.n_queries = 1;
+  request.radius = 4.0;
+  RangeResult got;
+  ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, q), request, 1, &got).ok());
+  EXPECT_GE(got.superclusters_discarded, 5);
+  EXPECT_LE(got.distances_computed,
+            2 * per_group + static_cast<int64_t>(list.superclusters.size() + list.clusters.size()));
+  auto to_query = [&](int32_t, int32_t o) { return L2Distance(q, set.row(o), dim); };
+  ExpectSame(BruteForce(n, 1, 4.0, {}, {}, to_query), got, "natural clusters");
+}
+
 TEST(ClusterList, StoredFormRoundTripsAndRejectsCorruption) {
   std::mt19937 rng(9);
   const int32_t n = 700, dim = 4;
   VectorSet set = MakeSet(dim, n, RandomVectors(&rng, VectorShape::kGaussian, n, dim));
   auto metric = VectorObjectMetric(set);
   ClusterList list;
-  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 8, 4, 2, &list).ok());
+  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 8, 4, ClusterCentres::kSum, 2, &list).ok());
   const std::vector<uint8_t> bytes = SerializeClusterList(list);
   ClusterList back;
   ASSERT_TRUE(DeserializeClusterList(bytes.data(), bytes.size(), &back).ok());
@@ -302,11 +413,13 @@ TEST(ClusterList, EdgeCasesAndBadArguments) {
   VectorSet set = MakeSet(3, 50, RandomVectors(&rng, VectorShape::kGaussian, 50, 3));
   auto metric = VectorObjectMetric(set);
   ClusterList list;
-  EXPECT_EQ(BuildClusterList(*metric, 50, {}, 1, 0, 1, &list).code(), GENIE_INVALID_ARGUMENT);
-  EXPECT_EQ(BuildClusterList(*metric, 50, {}, 8, -1, 1, &list).code(), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(BuildClusterList(*metric, 50, {}, 1, 0, ClusterCentres::kSum, 1, &list).code(), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(BuildClusterList(*metric, 50, {}, 8, -1, ClusterCentres::kSum, 1, &list).code(), GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(BuildClusterList(*metric, 50, {}, 8, 2, static_cast<ClusterCentres>(7), 1, &list).code(),
+            GENIE_INVALID_ARGUMENT);
   // every object excluded: an empty list, which answers nothing
   std::vector<uint8_t> none(50, 1);
-  ASSERT_TRUE(BuildClusterList(*metric, 50, none, 8, 2, 1, &list).ok());
+  ASSERT_TRUE(BuildClusterList(*metric, 50, none, 8, 2, ClusterCentres::kSum, 1, &list).ok());
   EXPECT_TRUE(list.members.empty());
   RangeRequest request;
   request.n_queries = 1;
@@ -315,7 +428,7 @@ TEST(ClusterList, EdgeCasesAndBadArguments) {
   ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, set.row(0)), request, 1, &got).ok());
   EXPECT_EQ(got.offsets, (std::vector<int64_t>{0, 0}));
   // clusters larger than the set: one cluster, one supercluster; an infinite radius finds all
-  ASSERT_TRUE(BuildClusterList(*metric, 50, {}, 64, 4, 1, &list).ok());
+  ASSERT_TRUE(BuildClusterList(*metric, 50, {}, 64, 4, ClusterCentres::kSum, 1, &list).ok());
   EXPECT_EQ(list.clusters.size(), 1u);
   request.radius = std::numeric_limits<double>::infinity();
   ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, set.row(0)), request, 1, &got).ok());
@@ -338,8 +451,8 @@ TEST(ClusterList, CancelStopsBuildAndSearch) {
   CancelCheck cancel;
   cancel.fn = [](void*) { return 1; };
   ClusterList list;
-  EXPECT_EQ(BuildClusterList(*metric, n, {}, 16, 4, 2, &list, cancel).code(), GENIE_CANCELLED);
-  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 16, 4, 2, &list).ok());
+  EXPECT_EQ(BuildClusterList(*metric, n, {}, 16, 4, ClusterCentres::kSum, 2, &list, cancel).code(), GENIE_CANCELLED);
+  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 16, 4, ClusterCentres::kSum, 2, &list).ok());
   RangeRequest request;
   request.n_queries = 8;
   request.radius = 100;

@@ -42,7 +42,7 @@ TEST(CpuVectorListKnn, EqualsBruteForceAndTheExactScan) {
       for (int32_t i = 5; i < listed; i += 17) unlisted[static_cast<std::size_t>(i)] = 1;
       auto metric = VectorObjectMetric(set);
       ClusterList list;
-      ASSERT_TRUE(BuildClusterList(*metric, listed, unlisted, 16, supercluster_clusters, 2, &list).ok());
+      ASSERT_TRUE(BuildClusterList(*metric, listed, unlisted, 16, supercluster_clusters, ClusterCentres::kSum, 2, &list).ok());
       HostArray<float> rows;
       ASSERT_TRUE(MemberRows(set, list, &rows).ok());
       // objects left out of the list at build are dead: excluded now
@@ -87,7 +87,7 @@ TEST(CpuVectorListKnn, ReadsLessThanEveryObjectOnClusteredData) {
   const std::vector<float> queries = NearbyQueries(&rng, set.values, n, dim, nq, 0.01f);
   auto metric = VectorObjectMetric(set);
   ClusterList list;
-  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 64, 8, 0, &list).ok());
+  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 64, 8, ClusterCentres::kSum, 0, &list).ok());
   VectorScanRequest request;
   request.n_queries = nq;
   request.queries = queries.data();
@@ -106,7 +106,7 @@ TEST(CpuVectorListKnn, BadInputAndCancel) {
   VectorSet set = MakeSet(dim, n, RandomVectors(&rng, VectorShape::kGaussian, n, dim));
   auto metric = VectorObjectMetric(set);
   ClusterList list;
-  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 16, 4, 2, &list).ok());
+  ASSERT_TRUE(BuildClusterList(*metric, n, {}, 16, 4, ClusterCentres::kSum, 2, &list).ok());
   VectorScanRequest request;
   request.n_queries = 4;
   request.queries = set.values.data();

@@ -45,6 +45,12 @@ static relopt_enum_elt_def genie_lsh_family_values[] = {
 	{NULL}
 };
 
+static relopt_enum_elt_def genie_cluster_centres_values[] = {
+	{"sum", GENIE_CLUSTER_CENTRES_SUM},
+	{"farthest", GENIE_CLUSTER_CENTRES_FARTHEST},
+	{NULL}
+};
+
 void
 genie_init_reloptions(void)
 {
@@ -98,6 +104,10 @@ genie_init_reloptions(void)
 	add_int_reloption(genie_relopt_kind, "supercluster_clusters",
 					  "Clusters in each supercluster of the List of Superclusters (0: a plain List of Clusters), fixed when the index is built",
 					  GENIE_DEFAULT_SUPERCLUSTER_CLUSTERS, 0, 4096, AccessExclusiveLock);
+	add_enum_reloption(genie_relopt_kind, "cluster_centres",
+					   "How the List of Clusters picks each next centre: sum (the largest sum of distances to the centres so far, the paper's) or farthest (the largest distance to the nearest of them), fixed when the index is built",
+					   genie_cluster_centres_values, GENIE_CLUSTER_CENTRES_SUM,
+					   "Valid values are \"sum\" and \"farthest\".", AccessExclusiveLock);
 	add_string_reloption(genie_relopt_kind, "attributes",
 						 "Columns a genie_row_ops index encodes, each optionally with bounds lo..hi (default: every column of a supported type)",
 						 NULL, genie_validate_attribute_list, AccessExclusiveLock);
@@ -121,6 +131,7 @@ genie_options(Datum reloptions, bool validate)
 		{"cluster_list", RELOPT_TYPE_BOOL, offsetof(GenieOptions, cluster_list)},
 		{"cluster_size", RELOPT_TYPE_INT, offsetof(GenieOptions, cluster_size)},
 		{"supercluster_clusters", RELOPT_TYPE_INT, offsetof(GenieOptions, supercluster_clusters)},
+		{"cluster_centres", RELOPT_TYPE_ENUM, offsetof(GenieOptions, cluster_centres)},
 		{"sample_bits", RELOPT_TYPE_INT, offsetof(GenieOptions, sample_bits)},
 		{"errors", RELOPT_TYPE_INT, offsetof(GenieOptions, errors)},
 		{"weights", RELOPT_TYPE_STRING, offsetof(GenieOptions, weights)},

@@ -320,6 +320,7 @@ genie_merge_pending(Relation index, bool wait)
 		meta->format_version = GENIE_FORMAT_CLUSTERS;
 	meta->cluster_size = permutation.cluster_size;
 	meta->supercluster_clusters = permutation.supercluster_clusters;
+	meta->cluster_centres = permutation.cluster_centres;
 	meta->cluster_list_bytes = permutation.cluster_list_bytes;
 	meta->cluster_list = permutation.cluster_list;
 	meta->main_version++;

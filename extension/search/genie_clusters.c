@@ -9,7 +9,8 @@
  *
  * Built WITH (cluster_list = on) and the sizes of its clusters
  * (cluster_size, default 256, the paper's) and superclusters
- * (supercluster_clusters, default 16; 0 a plain List of Clusters), the
+ * (supercluster_clusters, default 16; 0 a plain List of Clusters), and the
+ * rule for its centres (cluster_centres: sum, the paper's, or farthest), the
  * index keeps the list of its main objects, as the paper builds it, in a
  * chain of its pages: its stored form, written without WAL at build (the
  * build logs every page) and with full-page GenericXLog images at a merge,
@@ -59,7 +60,8 @@ wants_list(Relation index, int16 encoding_kind, bool values_stored)
  */
 static void
 list_and_write(Relation index, const GenieValueBatch *batch, const uint8 *excluded,
-			   int32 cluster_size, int32 supercluster_clusters, bool wal, GenieMetaPageData *meta)
+			   int32 cluster_size, int32 supercluster_clusters, int32 centres, bool wal,
+			   GenieMetaPageData *meta)
 {
 	GenieValueSet set;
 	genie_cluster_list *list = NULL;
@@ -72,6 +74,7 @@ list_and_write(Relation index, const GenieValueBatch *batch, const uint8 *exclud
 
 	meta->cluster_size = cluster_size;
 	meta->supercluster_clusters = supercluster_clusters;
+	meta->cluster_centres = centres;
 	meta->cluster_list_bytes = 0;
 	meta->cluster_list.head = meta->cluster_list.tail = InvalidBlockNumber;
 	meta->cluster_list.pages = 0;
@@ -80,7 +83,7 @@ list_and_write(Relation index, const GenieValueBatch *batch, const uint8 *exclud
 	GENIE_CHECK(genie_value_set_create(batch, &set, &err), &err, "genie: list of clusters");
 	genie_search_engine_options(GENIE_ENGINE_CPU, genie_cancel_requested, NULL, &options);
 	status = genie_value_set_cluster_list(&set, excluded, cluster_size, supercluster_clusters,
-										  &options, &list, &err);
+										  centres, &options, &list, &err);
 	genie_value_set_free(&set);
 	if (status != GENIE_OK)
 		genie_report_error(&err, "genie: building the list of clusters");
@@ -119,6 +122,7 @@ genie_clusters_build_empty(Relation index, int16 encoding_kind, bool values_stor
 	meta->format_version = GENIE_FORMAT_CLUSTERS;
 	meta->cluster_size = opts->cluster_size;
 	meta->supercluster_clusters = opts->supercluster_clusters;
+	meta->cluster_centres = opts->cluster_centres;
 }
 
 void
@@ -146,7 +150,8 @@ genie_clusters_build(Relation index, int16 encoding_kind, bool values_stored)
 		genie_value_batch_from_content(&content, kind_of(encoding_kind), content.vectors.dimensions,
 									   0, content.n_main_objects, &batch);
 	list_and_write(index, &batch, genie_content_excluded(&content, 0, content.n_main_objects),
-				   opts->cluster_size, opts->supercluster_clusters, false, &fields);
+				   opts->cluster_size, opts->supercluster_clusters, opts->cluster_centres, false,
+				   &fields);
 	MemoryContextSwitchTo(old);
 
 	/* the build's metapage, not WAL-logged yet */
@@ -156,6 +161,7 @@ genie_clusters_build(Relation index, int16 encoding_kind, bool values_stored)
 	meta->format_version = GENIE_FORMAT_CLUSTERS;
 	meta->cluster_size = fields.cluster_size;
 	meta->supercluster_clusters = fields.supercluster_clusters;
+	meta->cluster_centres = fields.cluster_centres;
 	meta->cluster_list_bytes = fields.cluster_list_bytes;
 	meta->cluster_list = fields.cluster_list;
 	MarkBufferDirty(metabuf);
@@ -177,6 +183,7 @@ genie_clusters_merge(Relation index, const GenieMetaPageData *before,
 
 	meta->cluster_size = before->cluster_size;
 	meta->supercluster_clusters = before->supercluster_clusters;
+	meta->cluster_centres = before->cluster_centres;
 	meta->cluster_list_bytes = before->cluster_list_bytes;
 	meta->cluster_list = before->cluster_list;
 	old_chain->head = old_chain->tail = InvalidBlockNumber;
@@ -202,7 +209,7 @@ genie_clusters_merge(Relation index, const GenieMetaPageData *before,
 		genie_value_batch_select(&all, live, n_live, &batch);
 	}
 	list_and_write(index, &batch, live_excluded, before->cluster_size, before->supercluster_clusters,
-				   true, meta);
+				   before->cluster_centres, true, meta);
 	pfree(live);
 	pfree(excluded);
 	pfree(live_excluded);

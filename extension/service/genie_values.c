@@ -543,13 +543,14 @@ genie_content_excluded(const GenieIndexContent *content, int32 first, int32 n)
 
 genie_status
 genie_value_set_cluster_list(const GenieValueSet *set, const uint8 *excluded, int32 cluster_size,
-							 int32 supercluster_clusters, const genie_engine_options *options,
-							 genie_cluster_list **list, genie_error *err)
+							 int32 supercluster_clusters, int32 centres,
+							 const genie_engine_options *options, genie_cluster_list **list,
+							 genie_error *err)
 {
 	if (set->kind == GENIE_VALUES_STRINGS)
 		return genie_strings_cluster_list(set->strings, excluded, cluster_size, supercluster_clusters,
-										  options, list, err);
+										  (genie_cluster_centres) centres, options, list, err);
 	Assert(set->kind == GENIE_VALUES_VECTORS);
 	return genie_vectors_cluster_list(set->vectors, excluded, cluster_size, supercluster_clusters,
-									  options, list, err);
+									  (genie_cluster_centres) centres, options, list, err);
 }

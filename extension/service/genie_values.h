@@ -168,10 +168,12 @@ extern uint8 *genie_content_excluded(const GenieIndexContent *content, int32 fir
 
 /*
  * A List of Clusters (of superclusters of supercluster_clusters clusters;
- * 0: none) of set's objects whose excluded flag is zero, on the CPU.
+ * 0: none) of set's objects whose excluded flag is zero, its centres picked
+ * by `centres` (GENIE_CLUSTER_CENTRES_*), on the CPU.
  */
 extern genie_status genie_value_set_cluster_list(const GenieValueSet *set, const uint8 *excluded,
 												 int32 cluster_size, int32 supercluster_clusters,
+												 int32 centres,
 												 const genie_engine_options *options,
 												 genie_cluster_list **list, genie_error *err);
 

@@ -323,6 +323,15 @@ typedef struct GenieMetaPageData
 	int32		supercluster_clusters;
 	int64		cluster_list_bytes;
 	GenieChain	cluster_list;
+
+	/*
+	 * How the list's centres are picked (GENIE_CLUSTER_CENTRES_*, the
+	 * cluster_centres storage parameter), for the merges that build it
+	 * again; last: metapages written before it read 0, the paper's sum rule,
+	 * which is how their lists were built.
+	 */
+	int32		cluster_centres;
+	int32		cluster_centres_pad;
 } GenieMetaPageData;
 
 typedef GenieMetaPageData *GenieMetaPage;
@@ -355,6 +364,7 @@ typedef struct GenieOptions
 	bool		cluster_list;	/* the List of Clusters (build only) */
 	int			cluster_size;	/* its K (build only) */
 	int			supercluster_clusters;	/* its N, 0 no superclusters (build only) */
+	int			cluster_centres;	/* GENIE_CLUSTER_CENTRES_* (build only) */
 } GenieOptions;
 
 /* The List of Clusters' defaults: the paper's cluster size, superclusters of 16 */

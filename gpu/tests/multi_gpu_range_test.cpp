@@ -85,8 +85,8 @@ void MakeRangeSet(const std::vector<float>& values, int32_t n, int32_t dim, cons
   genie_error err{};
   ASSERT_EQ(genie_vectors_create(values.data(), n, dim, &out->set, &err), GENIE_OK);
   ASSERT_EQ(genie_vectors_create(values.data(), n - 5000, dim, &out->head, &err), GENIE_OK);
-  ASSERT_EQ(genie_vectors_cluster_list(out->set, nullptr, 32, 8, nullptr, &out->lsc, &err), GENIE_OK);
-  ASSERT_EQ(genie_vectors_cluster_list(out->head, nullptr, 64, 4, nullptr, &out->partial, &err), GENIE_OK);
+  ASSERT_EQ(genie_vectors_cluster_list(out->set, nullptr, 32, 8, GENIE_CLUSTER_CENTRES_SUM, nullptr, &out->lsc, &err), GENIE_OK);
+  ASSERT_EQ(genie_vectors_cluster_list(out->head, nullptr, 64, 4, GENIE_CLUSTER_CENTRES_SUM, nullptr, &out->partial, &err), GENIE_OK);
   out->excluded.assign(static_cast<std::size_t>(n), 0);
   for (int32_t i = 0; i < n; i += 7) out->excluded[static_cast<std::size_t>(i)] = 1;
   for (int32_t o = 0; o < n; ++o)

@@ -59,9 +59,9 @@ TEST(GpuRange, VectorsEqualTheCpuEngine) {
     genie_vectors* head = nullptr;  // the first objects: a list of them, the rest pending
     ASSERT_EQ(genie_vectors_create(values.data(), n - 700, dim, &head, &err), GENIE_OK);
     genie_cluster_list *lsc = nullptr, *lc = nullptr, *partial = nullptr;
-    ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 8, nullptr, &lsc, &err), GENIE_OK);
-    ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 64, 0, nullptr, &lc, &err), GENIE_OK);
-    ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 32, 4, nullptr, &partial, &err), GENIE_OK);
+    ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 8, GENIE_CLUSTER_CENTRES_SUM, nullptr, &lsc, &err), GENIE_OK);
+    ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 64, 0, GENIE_CLUSTER_CENTRES_SUM, nullptr, &lc, &err), GENIE_OK);
+    ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 32, 4, GENIE_CLUSTER_CENTRES_SUM, nullptr, &partial, &err), GENIE_OK);
     std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);
     for (int32_t i = 0; i < n; i += 7) excluded[static_cast<std::size_t>(i)] = 1;
     std::vector<double> all;
@@ -155,8 +155,8 @@ TEST(GpuRange, StreamedSetEqualsTheCpuEngine) {
   const std::vector<float> first(queries.begin(), queries.begin() + dim);
   ASSERT_GT(ScanParts(set, &streamed, first), 2) << "the set must stream";
   genie_cluster_list *lsc = nullptr, *partial = nullptr;
-  ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 64, 8, nullptr, &lsc, &err), GENIE_OK);
-  ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 32, 4, nullptr, &partial, &err), GENIE_OK);
+  ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 64, 8, GENIE_CLUSTER_CENTRES_SUM, nullptr, &lsc, &err), GENIE_OK);
+  ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 32, 4, GENIE_CLUSTER_CENTRES_SUM, nullptr, &partial, &err), GENIE_OK);
   std::vector<uint8_t> excluded(static_cast<std::size_t>(n), 0);
   for (int32_t i = 0; i < n; i += 5) excluded[static_cast<std::size_t>(i)] = 1;
   std::vector<double> all;

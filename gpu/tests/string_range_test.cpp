@@ -280,7 +280,7 @@ TEST(GpuStringRange, CApiEqualsTheCpuEngine) {
   genie_strings* set = nullptr;
   ASSERT_EQ(genie_strings_create(text.data(), offsets.data(), 20002, &set, &err), GENIE_OK);
   genie_cluster_list* list = nullptr;
-  ASSERT_EQ(genie_strings_cluster_list(set, nullptr, 64, 4, nullptr, &list, &err), GENIE_OK);
+  ASSERT_EQ(genie_strings_cluster_list(set, nullptr, 64, 4, GENIE_CLUSTER_CENTRES_SUM, nullptr, &list, &err), GENIE_OK);
   for (double radius : {1.0, 2.0}) {
     for (const genie_cluster_list* l : {static_cast<const genie_cluster_list*>(nullptr),
                                         static_cast<const genie_cluster_list*>(list)}) {

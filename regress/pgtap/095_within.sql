@@ -5,13 +5,14 @@
 -- scans, joins and LATERAL: radius 0, a radius equal to a row's distance (the boundary is
 -- included), wider ones, an infinite one; duplicates and a NULL row; rows
 -- inserted after the build (pending), deleted, merged; the same through
--- indexes that keep a List of Clusters or of Superclusters; words with
+-- indexes that keep a List of Clusters or of Superclusters (its centres by
+-- either rule); words with
 -- non-ASCII letters; and the errors a user can cause.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 BEGIN;
 CREATE EXTENSION genie;
 CREATE EXTENSION IF NOT EXISTS fuzzystrmatch;
-SELECT plan(57);
+SELECT plan(60);
 
 DO $$ BEGIN PERFORM setseed(0.2718); END $$;
 -- 6 dimensions, 20 clusters of 50 points, two exact duplicates, a NULL row
@@ -34,6 +35,9 @@ CREATE INDEX pts_lsc ON pts USING genie (v genie_vector_ops)
   WITH (m = 0, cluster_list = on, cluster_size = 8, supercluster_clusters = 4);
 CREATE INDEX pts_lc ON pts USING genie (v genie_vector_ops)
   WITH (m = 0, cluster_list = on, cluster_size = 16, supercluster_clusters = 0);
+-- the superclusters' centres each the farthest from the centres before it
+CREATE INDEX pts_far ON pts USING genie (v genie_vector_ops)
+  WITH (m = 0, cluster_list = on, cluster_size = 8, supercluster_clusters = 4, cluster_centres = farthest);
 
 CREATE FUNCTION pg_temp.seq_v(r float8) RETURNS TABLE (qid int, id int, d float8) LANGUAGE sql AS $$
   SELECT qid, id, v <-> q FROM qv, pts WHERE v IS NOT NULL AND v <-> q <= r
@@ -43,11 +47,11 @@ LANGUAGE sql AS $$
   SELECT g.query_no, t.id, g.distance
   FROM genie_within(idx::regclass, (SELECT array_agg(q ORDER BY qid) FROM qv), r) g JOIN pts t ON t.ctid = g.ctid
 $$;
--- the rows that only one side has, both ways, summed over the three indexes
+-- the rows that only one side has, both ways, summed over the four indexes
 CREATE FUNCTION pg_temp.diff_v(r float8) RETURNS bigint LANGUAGE sql AS $$
   SELECT sum((SELECT count(*) FROM (SELECT * FROM pg_temp.within_v(r, idx) EXCEPT ALL SELECT * FROM pg_temp.seq_v(r)) a)
            + (SELECT count(*) FROM (SELECT * FROM pg_temp.seq_v(r) EXCEPT ALL SELECT * FROM pg_temp.within_v(r, idx)) b))::bigint
-  FROM unnest(ARRAY['pts_idx', 'pts_lsc', 'pts_lc']) idx
+  FROM unnest(ARRAY['pts_idx', 'pts_lsc', 'pts_lc', 'pts_far']) idx
 $$;
 
 SELECT is(pg_temp.diff_v(0), 0::bigint, 'radius 0: the rows equal to a query');
@@ -94,6 +98,8 @@ SELECT cmp_ok(pg_temp.range_distances('pts_lsc', 0.5), '<', 21 * 1002 / 3::bigin
               'the List of Superclusters computes a third of the distances or fewer');
 SELECT cmp_ok(pg_temp.range_distances('pts_lc', 0.5), '<', 21 * 1002 / 3::bigint,
               'so does the plain List of Clusters');
+SELECT cmp_ok(pg_temp.range_distances('pts_far', 0.5), '<', 21 * 1002 / 3::bigint,
+              'and the list with the farthest centres');
 SELECT cmp_ok((SELECT (e->>'Genie Discarded Superclusters')::bigint FROM pg_temp.explained(
                  'SELECT * FROM genie_within(''pts_lsc'', (SELECT array_agg(q ORDER BY qid) FROM qv), 0.5)') e),
               '>', 0::bigint, 'EXPLAIN (ANALYZE) reports discarded superclusters');
@@ -119,6 +125,7 @@ SELECT is(pg_temp.diff_v(1.5), 0::bigint, 'after the merge: the sequential scan'
 SELECT is(pg_temp.diff_v(0.3), 0::bigint, 'after the merge, radius 0.3: the sequential scan''s rows');
 SELECT is((SELECT format_version FROM genie_index_info('pts_lsc')), 7, 'an index with a list is format 7');
 SELECT lives_ok($$SELECT genie_index_check('pts_lsc')$$, 'genie_index_check after the merge');
+SELECT lives_ok($$SELECT genie_index_check('pts_far')$$, 'genie_index_check of the farthest rule''s list after the merge');
 SELECT is((SELECT count(*) FROM genie_within('pts_idx', '{}'::real[], 1)), 0::bigint, 'no queries, no rows');
 SELECT is((SELECT count(*) FROM genie_within('pts_idx', (SELECT q FROM qv WHERE qid = 3), NULL)), 0::bigint,
           'a NULL radius: no rows');
@@ -272,6 +279,8 @@ SELECT throws_ok($$CREATE INDEX ON tags USING genie (t) WITH (cluster_list = on)
                  'cluster_list needs an index of genie_vector_ops or genie_ngram_ops', 'a list needs a metric');
 SELECT throws_like($$CREATE INDEX ON pts USING genie (v) WITH (cluster_list = on, cluster_size = 1)$$,
                    '%cluster_size%', 'clusters of at least two');
+SELECT throws_like($$CREATE INDEX ON pts USING genie (v) WITH (cluster_list = on, cluster_centres = nearest)$$,
+                   '%cluster_centres%', 'cluster_centres is sum or farthest');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -326,13 +326,17 @@ is($standby->safe_psql('postgres', $perm_e_query), '3,4,2', 'permutation index: 
 # The List of Clusters (WITH (cluster_list = on)): its chain written at the
 # build (logged page by page) and built again by the merge (GenericXLog);
 # the standby's range answers are the primary's and the sequential scan's,
-# with pending rows and after the merge.
+# with pending rows and after the merge; a list whose centres are each the
+# farthest from those before (cluster_centres = farthest) keeps that rule
+# through the merge.
 $primary->safe_psql('postgres', q{
 	CREATE TABLE lsc_v (id int PRIMARY KEY, v real[]);
 	INSERT INTO lsc_v SELECT i, ARRAY[sin(i), cos(i * 0.7), sin(i * 0.13), cos(i * 0.31)]::real[]
 	FROM generate_series(1, 3000) i;
 	CREATE INDEX lsc_v_idx ON lsc_v USING genie (v genie_vector_ops)
 	  WITH (m = 0, cluster_list = on, cluster_size = 16, supercluster_clusters = 4);
+	CREATE INDEX lsc_v_far ON lsc_v USING genie (v genie_vector_ops)
+	  WITH (m = 0, cluster_list = on, cluster_size = 16, supercluster_clusters = 4, cluster_centres = farthest);
 	CREATE TABLE lsc_w (id int PRIMARY KEY, w text);
 	INSERT INTO lsc_w SELECT i, substr(md5(i::text), 1, 5 + i % 6) FROM generate_series(1, 3000) i;
 	CREATE INDEX lsc_w_idx ON lsc_w USING genie (w genie_ngram_ops) WITH (cluster_list = on, cluster_size = 32);
@@ -372,6 +376,32 @@ $lsc_want = $primary->safe_psql('postgres', $lsc_truth);
 is($primary->safe_psql('postgres', $lsc_query), $lsc_want, 'list of clusters: after the merge, the primary');
 is($standby->safe_psql('postgres', $lsc_query), $lsc_want, 'list of clusters: after the merge, the standby');
 check_index($standby, 'lsc_v_idx', 'list of clusters, standby');
+# the farthest rule's list: the vectors' answers, and the distances its
+# walk computes equal to those of a list built afresh by that rule over the
+# same rows (the merge numbered them in the table's order, as a build does)
+(my $lsc_far_query = $lsc_query) =~ s/lsc_v_idx/lsc_v_far/;
+my ($far_want) = split /\|/, $lsc_want;
+my ($far_got) = split /\|/, $primary->safe_psql('postgres', $lsc_far_query);
+is($far_got, $far_want, 'farthest centres: after the merge, the primary answers as the sequential scan');
+($far_got) = split /\|/, $standby->safe_psql('postgres', $lsc_far_query);
+is($far_got, $far_want, 'farthest centres: after the merge, the standby');
+$primary->safe_psql('postgres', q{CREATE INDEX lsc_v_far_new ON lsc_v USING genie (v genie_vector_ops)
+	WITH (m = 0, cluster_list = on, cluster_size = 16, supercluster_clusters = 4, cluster_centres = farthest);
+	CREATE INDEX lsc_v_sum_new ON lsc_v USING genie (v genie_vector_ops)
+	WITH (m = 0, cluster_list = on, cluster_size = 16, supercluster_clusters = 4)});
+my $range_distances = sub {
+	my ($node, $index) = @_;
+	# (genie's EXPLAIN fields need the library loaded before EXPLAIN starts)
+	my $plan = $node->safe_psql('postgres', "LOAD 'genie';
+		EXPLAIN (ANALYZE, FORMAT JSON) SELECT * FROM genie_within('$index', $lsc_probe_v, 0.5)");
+	return $plan =~ /"Genie Range Distances": (\d+)/ ? $1 : 'none';
+};
+my $far_new = $range_distances->($primary, 'lsc_v_far_new');
+isnt($far_new, $range_distances->($primary, 'lsc_v_sum_new'), 'the two rules build different lists here');
+is($range_distances->($primary, 'lsc_v_far'), $far_new,
+	'farthest centres: the merged list computes the distances of a new list by that rule');
+is($range_distances->($standby, 'lsc_v_far'), $far_new, 'farthest centres: so does the standby\'s');
+check_index($standby, 'lsc_v_far', 'farthest centres, standby');
 
 # An index of on-disk format 4, as genie 0.3.0 wrote it (int32 postings, the
 # shorter metapage; genie.write_format = 4 makes one): the primary and the

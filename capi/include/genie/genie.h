@@ -660,17 +660,30 @@ genie_status genie_vectors_scan(genie_vectors *vectors, genie_engine_kind device
 typedef struct genie_cluster_list genie_cluster_list;
 
 /*
+ * How a list's next centre is picked among the objects not yet listed
+ * (genie::ClusterCentres): the largest sum of distances to the centres so
+ * far (the paper's), or the largest distance to the nearest of them.
+ */
+typedef enum genie_cluster_centres
+{
+	GENIE_CLUSTER_CENTRES_SUM = 0,
+	GENIE_CLUSTER_CENTRES_FARTHEST = 1
+} genie_cluster_centres;
+
+/*
  * Lists the objects whose excluded flag is zero (excluded NULL: all) in
  * clusters of cluster_size (2 .. 65536) grouped in superclusters of
- * supercluster_clusters clusters (0: a plain List of Clusters), on the CPU
- * (options: threads, cancel).
+ * supercluster_clusters clusters (0: a plain List of Clusters), the centres
+ * picked by `centres`, on the CPU (options: threads, cancel).
  */
 genie_status genie_strings_cluster_list(const genie_strings *objects, const uint8_t *excluded,
 										int32_t cluster_size, int32_t supercluster_clusters,
+										genie_cluster_centres centres,
 										const genie_engine_options *options,
 										genie_cluster_list **list, genie_error *err);
 genie_status genie_vectors_cluster_list(const genie_vectors *objects, const uint8_t *excluded,
 										int32_t cluster_size, int32_t supercluster_clusters,
+										genie_cluster_centres centres,
 										const genie_engine_options *options,
 										genie_cluster_list **list, genie_error *err);
 void		genie_cluster_list_free(genie_cluster_list *list);

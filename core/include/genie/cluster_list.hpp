@@ -71,6 +71,21 @@ constexpr int32_t kMinClusterSize = 2;
 constexpr int32_t kMaxClusterSize = 1 << 16;
 constexpr int32_t kMaxSuperclusterClusters = 1 << 12;
 
+// How the build picks the next centre among the objects not yet listed
+// (the first centre is the lowest id either way; equal values: the lowest id).
+enum class ClusterCentres : int32_t {
+  // The paper's (section 2.1): the largest sum of distances to the centres
+  // so far.
+  kSum = 0,
+  // The largest distance to the nearest centre so far (farthest-first
+  // traversal).  On data of natural clusters a little larger than a
+  // supercluster (the LSH workload's mixture, bench/range.md) the sum
+  // rule picks the leftovers of clusters already listed before clusters
+  // not yet touched, and mixes them into wide superclusters that nothing
+  // prunes; this rule lists every untouched cluster first.
+  kFarthest = 1,
+};
+
 // One cluster of either level: members [begin, begin + count) of the
 // list's members, its centre first for a cluster (a supercluster's centre
 // is the first member of its first cluster).
@@ -153,11 +168,13 @@ QueryMetricFactory StringQueryMetrics(const CodePointStrings& strings,
 
 // Lists the objects whose excluded flag is zero (excluded empty: all of
 // [0, n_objects)), clusters of cluster_size, superclusters of
-// supercluster_clusters clusters (0: none), on up to `threads` threads;
-// cancel is polled between pieces of work.  InvalidArgument for sizes out
-// of range.
+// supercluster_clusters clusters (0: none), each list's centres picked by
+// `centres` (both levels), on up to `threads` threads; cancel is polled
+// between pieces of work.  InvalidArgument for sizes out of range or an
+// unknown rule.
 Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint8_t> excluded,
-                        int32_t cluster_size, int32_t supercluster_clusters, int32_t threads,
+                        int32_t cluster_size, int32_t supercluster_clusters,
+                        ClusterCentres centres, int32_t threads,
                         ClusterList* out, const CancelCheck& cancel = CancelCheck());
 
 // The list of every object in one cluster of unbounded radius: what a range
