@@ -17,6 +17,10 @@
 using genie::capi::Guarded;
 using genie::capi::ToEngineOptions;
 
+static_assert(GENIE_CLUSTER_CENTRES_SUM == static_cast<int>(genie::ClusterCentres::kSum) &&
+                  GENIE_CLUSTER_CENTRES_FARTHEST == static_cast<int>(genie::ClusterCentres::kFarthest),
+              "the C API's centre rules are the core's");
+
 namespace genie {
 namespace capi {
 

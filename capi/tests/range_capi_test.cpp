@@ -163,6 +163,22 @@ TEST(CApiRange, VectorsWithinARadius) {
   EXPECT_EQ(pruned.objects, whole.objects);
   EXPECT_EQ(pruned.distances, whole.distances);
   EXPECT_LT(pruned.distances_computed, whole.distances_computed / 2);
+  // the farthest rule's list: the same rows; an unknown rule refused
+  genie_cluster_list* farthest = nullptr;
+  ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 4, GENIE_CLUSTER_CENTRES_FARTHEST, nullptr, &farthest, &err),
+            GENIE_OK) << err.message;
+  scan.list = farthest;
+  ASSERT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK);
+  Rows by_farthest = Take(r);
+  EXPECT_EQ(by_farthest.offsets, whole.offsets);
+  EXPECT_EQ(by_farthest.objects, whole.objects);
+  EXPECT_EQ(by_farthest.distances, whole.distances);
+  scan.list = list;
+  genie_cluster_list_free(farthest);
+  genie_cluster_list* bad = nullptr;
+  EXPECT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 4, static_cast<genie_cluster_centres>(5), nullptr, &bad, &err),
+            GENIE_INVALID_ARGUMENT);
+  EXPECT_EQ(bad, nullptr);
   // object 7 is within the radius of query 0 exactly; object 0 is excluded
   bool seven = false;
   for (int64_t i = whole.offsets[0]; i < whole.offsets[1]; ++i) {

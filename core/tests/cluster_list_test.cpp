@@ -281,46 +281,64 @@ TEST(ClusterList, PruningReadsLessThanEveryObject) {
 // distances alone: a cluster's centre is, among the objects no earlier
 // cluster of its list took, the one with the largest score (the sum of its
 // distances to the earlier centres, or the nearest of them), the lowest id
-// of equal scores.  Checked for a plain list and for the superclusters' list.
+// of equal scores; the first is the list's lowest id (the top list) or the
+// supercluster's centre (its inner list).  A plain list, the superclusters'
+// list and every inner list.
 TEST(ClusterList, CentresFollowTheirRule) {
   std::mt19937 rng(11);
   const int32_t n = 600, dim = 6;
   VectorSet set = MakeSet(dim, n, RandomVectors(&rng, VectorShape::kSmallIntegers, n, dim));
   auto between = [&](int32_t a, int32_t b) { return L2Distance(set.row(a), set.row(b), dim); };
   auto metric = VectorObjectMetric(set);
+  // one list's clusters (level) over the objects `among` (ascending), its
+  // first centre `first`
+  auto expect_rule = [&](ClusterCentres centres, const std::vector<Cluster>& level, const ClusterList& list,
+                         std::vector<int32_t> among, int32_t first, const std::string& what) {
+    std::vector<uint8_t> taken(static_cast<std::size_t>(n), 0);
+    std::vector<int32_t> earlier;
+    for (const Cluster& c : level) {
+      int32_t want = earlier.empty() ? first : -1;
+      double best = 0;
+      for (int32_t o : earlier.empty() ? std::vector<int32_t>{} : among) {
+        if (taken[static_cast<std::size_t>(o)]) continue;
+        double score = centres == ClusterCentres::kSum ? 0.0 : std::numeric_limits<double>::infinity();
+        for (int32_t e : earlier)
+          score = centres == ClusterCentres::kSum ? score + between(e, o) : std::min(score, between(e, o));
+        if (want < 0 || score > best) {
+          want = o;
+          best = score;
+        }
+      }
+      ASSERT_EQ(c.centre, want) << what << ", cluster " << earlier.size();
+      earlier.push_back(c.centre);
+      for (int64_t at = c.begin; at < c.begin + c.count; ++at)
+        taken[static_cast<std::size_t>(list.members[static_cast<std::size_t>(at)])] = 1;
+    }
+  };
+  std::vector<int32_t> all(static_cast<std::size_t>(n));
+  for (int32_t o = 0; o < n; ++o) all[static_cast<std::size_t>(o)] = o;
   for (ClusterCentres centres : {ClusterCentres::kSum, ClusterCentres::kFarthest}) {
+    const std::string rule = centres == ClusterCentres::kSum ? "sum" : "farthest";
     for (int32_t nsuper : {0, 5}) {
       ClusterList list;
       ASSERT_TRUE(BuildClusterList(*metric, n, {}, 8, nsuper, centres, 2, &list).ok());
-      // the top level: the superclusters' balls, or the plain list's clusters
-      std::vector<Cluster> level;
-      if (nsuper == 0) {
-        level = list.clusters;
-      } else {
-        for (const Supercluster& sc : list.superclusters) level.push_back(sc.ball);
-      }
-      std::vector<uint8_t> taken(static_cast<std::size_t>(n), 0);
-      std::vector<int32_t> earlier;
-      for (const Cluster& c : level) {
-        int32_t want = -1;
-        double best = 0;
-        for (int32_t o = 0; o < n; ++o) {
-          if (taken[static_cast<std::size_t>(o)]) continue;
-          double score = centres == ClusterCentres::kSum ? 0.0 : std::numeric_limits<double>::infinity();
-          for (int32_t e : earlier)
-            score = centres == ClusterCentres::kSum ? score + between(e, o) : std::min(score, between(e, o));
-          if (earlier.empty()) score = 0;  // the first centre: the lowest id
-          if (want < 0 || score > best) {
-            want = o;
-            best = score;
-          }
-        }
-        ASSERT_EQ(c.centre, want) << "rule " << static_cast<int>(centres) << " superclusters " << nsuper;
-        earlier.push_back(c.centre);
-        for (int64_t at = c.begin; at < c.begin + c.count; ++at)
-          taken[static_cast<std::size_t>(list.members[static_cast<std::size_t>(at)])] = 1;
-      }
       ExpectWellBuilt(list, {}, between);
+      if (nsuper == 0) {
+        expect_rule(centres, list.clusters, list, all, 0, rule + ", plain list");
+        continue;
+      }
+      std::vector<Cluster> balls;
+      for (const Supercluster& sc : list.superclusters) balls.push_back(sc.ball);
+      expect_rule(centres, balls, list, all, 0, rule + ", superclusters");
+      for (std::size_t b = 0; b < list.superclusters.size(); ++b) {
+        const Supercluster& sc = list.superclusters[b];
+        std::vector<int32_t> own(list.members.begin() + sc.ball.begin,
+                                 list.members.begin() + sc.ball.begin + sc.ball.count);
+        std::sort(own.begin(), own.end());
+        std::vector<Cluster> inner(list.clusters.begin() + sc.first_cluster,
+                                   list.clusters.begin() + sc.first_cluster + sc.n_clusters);
+        expect_rule(centres, inner, list, own, sc.ball.centre, rule + ", supercluster " + std::to_string(b));
+      }
     }
   }
 }
@@ -337,22 +355,18 @@ TEST(ClusterList, FarthestCentresListEachNaturalClusterWhole) {
   std::vector<float> values(static_cast<std::size_t>(n) * dim);
   std::vector<int32_t> group_of(static_cast<std::size_t>(n));
   for (int32_t o = 0; o < n; ++o) {
-    const int32_t g = static_cast<int32_t>(rng() % groups);  // groups interleaved by id
+    const int32_t g = o % groups;  // groups interleaved by id, 70 objects each
     group_of[static_cast<std::size_t>(o)] = g;
     for (int32_t j = 0; j < dim; ++j)
       values[static_cast<std::size_t>(o) * dim + j] = centre[static_cast<std::size_t>(g) * dim + j] + normal(rng);
   }
-  std::vector<int32_t> sizes(groups, 0);
-  for (int32_t g : group_of) ++sizes[static_cast<std::size_t>(g)];
   VectorSet set = MakeSet(dim, n, values);
   auto metric = VectorObjectMetric(set);
   ClusterList list;
   ASSERT_TRUE(BuildClusterList(*metric, n, {}, 16, 3, ClusterCentres::kFarthest, 2, &list).ok());
-  // the superclusters (48 objects) of groups of at least 48 objects come
-  // first, one a group, each within its group
-  int32_t whole = 0;
-  for (int32_t s : sizes) whole += s >= 48 ? 1 : 0;
-  ASSERT_GT(whole, groups / 2);
+  // each group (70 objects) gets a supercluster (48) of its own before any
+  // leftovers are listed: the first `groups` superclusters, each within its group
+  const int32_t whole = groups;
   std::vector<uint8_t> seen(groups, 0);
   for (int32_t i = 0; i < whole; ++i) {
     const Cluster& ball = list.superclusters[static_cast<std::size_t>(i)].ball;

@@ -134,6 +134,11 @@ check_meta_and_chains(Relation index, const GenieMetaPageData *meta)
 	}
 	if (meta->cluster_list_bytes > 0)
 		check_chain(index, "cluster list", meta->cluster_list, GENIE_PAGE_CLUSTERS, owner, npages);
+	/* the next merge builds the list again by this rule: caught here, not there */
+	if (meta->cluster_centres != GENIE_CLUSTER_CENTRES_SUM &&
+		meta->cluster_centres != GENIE_CLUSTER_CENTRES_FARTHEST)
+		corrupt(index, psprintf("the metapage names an unknown rule for the list's centres (%d)",
+								meta->cluster_centres));
 	pfree(owner);
 }
 

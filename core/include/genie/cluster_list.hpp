@@ -72,7 +72,8 @@ constexpr int32_t kMaxClusterSize = 1 << 16;
 constexpr int32_t kMaxSuperclusterClusters = 1 << 12;
 
 // How the build picks the next centre among the objects not yet listed
-// (the first centre is the lowest id either way; equal values: the lowest id).
+// (either way the top list's first centre is the lowest id and a
+// supercluster's inner list starts at its centre; equal values: the lowest id).
 enum class ClusterCentres : int32_t {
   // The paper's (section 2.1): the largest sum of distances to the centres
   // so far.
