@@ -331,8 +331,12 @@ genie::Status ShardedWithin(genie_vectors* vectors, const std::shared_ptr<Vector
         request.radius = scan->radius;
         request.device_members = view.gpu_members.get();
         if (view.members != nullptr) request.members = genie::Span<int32_t>(view.members->members);
-        // runs of members copied by DMA from their rows in order, else gathered by id
-        if (view.rows != nullptr) request.member_rows = view.rows->values.data();
+        // runs of members copied by DMA from their rows in order (a shard's
+        // are kept only page-locked), else gathered by id
+        if (view.rows != nullptr) {
+          request.member_rows = view.rows->values.data();
+          request.member_rows_pinned = true;
+        }
         request.threads = engine_options.threads;
         return copy->RangeCandidates(*rows, request, plan, out, engine_options.cancel);
       };
@@ -766,7 +770,10 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
       }
       if (status.ok()) {
         genie::GpuRangeRequest request;
-        if (rows_ref->pin != nullptr) request.member_rows = rows_ref->rows->data();
+        if (rows_ref->rows != nullptr) {
+          request.member_rows = rows_ref->rows->data();
+          request.member_rows_pinned = rows_ref->pin != nullptr;
+        }
         request.queries = scan->queries;
         request.n_queries = scan->n_queries;
         request.radius = scan->radius;

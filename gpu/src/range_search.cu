@@ -350,7 +350,7 @@ bool DirectCopies(const StreamedRows& rows, const Segment& g, const std::vector<
   if (g.n_fragments > kMaxDirectCopies) return false;
   for (int64_t f = g.first_fragment; f < g.first_fragment + g.n_fragments; ++f) {
     const Fragment& run = fragments[static_cast<std::size_t>(f)];
-    if (run.listed ? rows.member_rows == nullptr : !rows.set_pinned) return false;
+    if (run.listed ? rows.member_rows == nullptr || !rows.member_rows_pinned : !rows.set_pinned) return false;
   }
   return true;
 }
@@ -490,12 +490,34 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
         GENIE_RETURN_IF_ERROR(pinned->Take(static_cast<std::size_t>(slot_rows) * row_bytes, &s.staging));
       float* staging = reinterpret_cast<float*>(s.staging->data());
       const int64_t n_rows = static_cast<int64_t>(objects.size());
+      const auto first_run = fragments.begin() + g.first_fragment;
+      const auto end_run = first_run + g.n_fragments;
+      const std::size_t dim_bytes = static_cast<std::size_t>(dim) * sizeof(float);
       GENIE_RETURN_IF_ERROR(ParallelFor(
           (n_rows + kGatherRows - 1) / kGatherRows, rows.threads,
           [&](int64_t b) {
-            for (int64_t r = b * kGatherRows; r < std::min(n_rows, (b + 1) * kGatherRows); ++r)
-              std::memcpy(staging + r * dimp, set.row(objects[static_cast<std::size_t>(r)]),
-                          static_cast<std::size_t>(dim) * sizeof(float));
+            const int64_t r0 = b * kGatherRows, r1 = std::min(n_rows, (b + 1) * kGatherRows);
+            // the runs over rows [r0, r1) (in row order): a listed run's
+            // rows lie in a row of the list's order, read as one block
+            // where they are kept; the rest row by row by id
+            auto run = std::upper_bound(first_run, end_run, r0,
+                                        [](int64_t r, const Fragment& f) { return r < f.row; });
+            if (run != first_run) --run;
+            for (int64_t r = r0; r < r1 && run != end_run; ++run) {
+              const int64_t run_end = std::min<int64_t>(r1, run->row + (run->end - run->begin));
+              if (run->listed && rows.member_rows != nullptr) {
+                const float* from = rows.member_rows + (run->begin + (r - run->row)) * dim;
+                if (dimp == dim) {
+                  std::memcpy(staging + r * dimp, from, static_cast<std::size_t>(run_end - r) * dim_bytes);
+                } else {
+                  for (int64_t x = r; x < run_end; ++x) std::memcpy(staging + x * dimp, from + (x - r) * dim, dim_bytes);
+                }
+              } else {
+                for (int64_t x = r; x < run_end; ++x)
+                  std::memcpy(staging + x * dimp, set.row(objects[static_cast<std::size_t>(x)]), dim_bytes);
+              }
+              r = run_end;
+            }
             return Status::Ok();
           },
           cancel));

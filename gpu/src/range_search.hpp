@@ -27,8 +27,10 @@ struct StreamedRows {
   const VectorSet* set = nullptr;  // the rows by id
   bool set_pinned = false;         // set's rows page-locked in place
   Span<int32_t> members;           // the list's, when an item is listed
-  // the set's rows in the list's order (dim floats each), page-locked, or NULL
+  // the set's rows in the list's order (dim floats each), or NULL; copied
+  // from directly only when page-locked
   const float* member_rows = nullptr;
+  bool member_rows_pinned = false;
   float* slots = nullptr;          // device: two slots of slot_rows x dimp floats
   int32_t slot_rows = 0;
   int32_t dimp = 0;

@@ -38,10 +38,12 @@ struct GpuRangeRequest {
   // resident set, on the host for a streamed one.
   const GpuClusterMembers* device_members = nullptr;
   Span<int32_t> members;
-  // A streamed set's rows in the list's order (dim floats each, host memory
-  // page-locked by a GpuHostRegistration), or NULL: runs of members are then
-  // copied from it directly, not gathered by id.
+  // A streamed set's rows in the list's order (dim floats each), or NULL:
+  // runs of members are then gathered from it a run at a time, not row by
+  // row by id; and copied from it directly when member_rows_pinned (host
+  // memory page-locked by a GpuHostRegistration).
   const float* member_rows = nullptr;
+  bool member_rows_pinned = false;
   int32_t threads = 0;  // host threads that gather a streamed set's rows (0: every core)
 };
 
