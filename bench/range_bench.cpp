@@ -58,6 +58,20 @@ using genie_bench::Median;
 using genie_bench::Now;
 using genie_bench::ReadIdx;
 
+// The numbers of a comma-separated environment variable, or `fallback`
+// when it is unset (RANGE_BATCHES, RANGE_SHARES).
+std::vector<double> NumbersFrom(const char* variable, std::vector<double> fallback) {
+  const char* text = std::getenv(variable);
+  if (text == nullptr) return fallback;
+  std::vector<double> out;
+  for (const char* p = text; *p != '\0';) {
+    out.push_back(std::atof(p));
+    while (*p != '\0' && *p != ',') ++p;
+    if (*p == ',') ++p;
+  }
+  return out;
+}
+
 std::vector<float> ReadF32(const std::string& path, std::size_t floats) {
   std::ifstream f(path, std::ios::binary);
   if (!f) {
@@ -335,15 +349,7 @@ int main(int argc, char** argv) {
     radii = {{"ed1", 1}, {"ed2", 2}, {"ed3", 3}};
   } else {
     // RANGE_SHARES=0.0001,0.001: only these shares (default: the paper's three)
-    std::vector<double> shares{0.0001, 0.001, 0.01};
-    if (const char* only = std::getenv("RANGE_SHARES")) {
-      shares.clear();
-      for (const char* p = only; *p != '\0';) {
-        shares.push_back(std::atof(p));
-        while (*p != '\0' && *p != ',') ++p;
-        if (*p == ',') ++p;
-      }
-    }
+    const std::vector<double> shares = NumbersFrom("RANGE_SHARES", {0.0001, 0.001, 0.01});
     const std::vector<double> r = RadiiFor(d, shares);
     for (std::size_t i = 0; i < shares.size(); ++i)
       radii.push_back({std::to_string(shares[i] * 100).substr(0, 4) + "%", r[i]});
@@ -413,15 +419,8 @@ int main(int argc, char** argv) {
                                  }),
                   methods.end());
   }
-  std::vector<int32_t> batches{1, 28, 98, 154};
-  if (const char* b = std::getenv("RANGE_BATCHES")) {
-    batches.clear();
-    for (const char* p = b; *p != '\0';) {
-      batches.push_back(std::atoi(p));
-      while (*p != '\0' && *p != ',') ++p;
-      if (*p == ',') ++p;
-    }
-  }
+  std::vector<int32_t> batches;
+  for (double b : NumbersFrom("RANGE_BATCHES", {1, 28, 98, 154})) batches.push_back(static_cast<int32_t>(b));
   if (const char* knn = std::getenv("RANGE_KNN")) {
     if (d.strings) {
       std::fprintf(stderr, "RANGE_KNN: vectors only\n");

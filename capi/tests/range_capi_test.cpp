@@ -156,23 +156,24 @@ TEST(CApiRange, VectorsWithinARadius) {
   genie_range_results* r = nullptr;
   ASSERT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK) << err.message;
   Rows whole = Take(r);
-  scan.list = list;
-  ASSERT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK);
-  Rows pruned = Take(r);
-  EXPECT_EQ(pruned.offsets, whole.offsets);
-  EXPECT_EQ(pruned.objects, whole.objects);
-  EXPECT_EQ(pruned.distances, whole.distances);
+  // a search through `with` (the scan's list after) and its rows against the whole search's
+  auto through = [&](genie_cluster_list* with, Rows* rows) {
+    scan.list = with;
+    ASSERT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK);
+    *rows = Take(r);
+    EXPECT_EQ(rows->offsets, whole.offsets);
+    EXPECT_EQ(rows->objects, whole.objects);
+    EXPECT_EQ(rows->distances, whole.distances);
+  };
+  Rows pruned;
+  through(list, &pruned);
   EXPECT_LT(pruned.distances_computed, whole.distances_computed / 2);
   // the farthest rule's list: the same rows; an unknown rule refused
   genie_cluster_list* farthest = nullptr;
   ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 4, GENIE_CLUSTER_CENTRES_FARTHEST, nullptr, &farthest, &err),
             GENIE_OK) << err.message;
-  scan.list = farthest;
-  ASSERT_EQ(genie_vectors_within(set, GENIE_ENGINE_CPU, nullptr, &scan, &r, &err), GENIE_OK);
-  Rows by_farthest = Take(r);
-  EXPECT_EQ(by_farthest.offsets, whole.offsets);
-  EXPECT_EQ(by_farthest.objects, whole.objects);
-  EXPECT_EQ(by_farthest.distances, whole.distances);
+  Rows by_farthest;
+  through(farthest, &by_farthest);
   scan.list = list;
   genie_cluster_list_free(farthest);
   genie_cluster_list* bad = nullptr;
