@@ -216,9 +216,11 @@ Status ListRange(int32_t n_objects, const QueryMetricFactory& metrics, genie_eng
 Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          genie_engine_kind device, const genie_engine_options* options,
                          const genie_range_scan* scan, const RangeDevicePass& device_pass,
-                         const RangeCpuScan& cpu_scan, genie_range_results** out) {
+                         const RangeCpuScan& cpu_scan, genie_range_results** out,
+                         Span<double> member_distances) {
   const EngineOptions engine_options = ToEngineOptions(options);
   RangeRequest request;
+  if (scan->list != nullptr) request.member_distances = member_distances;
   request.n_queries = scan->n_queries;
   request.radius = scan->radius;
   request.n_objects = n_objects;
@@ -330,6 +332,7 @@ size_t genie_cluster_list_memory_bytes(const genie_cluster_list* list) {
   {
     std::lock_guard<std::mutex> lock(const_cast<genie_cluster_list*>(list)->rows_mutex);
     if (list->member_rows != nullptr) rows = list->member_rows->capacity() * sizeof(float);
+    if (list->member_distances != nullptr) rows += list->member_distances->capacity() * sizeof(double);
   }
 #ifdef GENIE_WITH_CUDA
   rows += list->shard_bytes.load();  // a sharded group's views (range_group.hpp)

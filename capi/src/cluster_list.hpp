@@ -46,6 +46,13 @@ struct genie_cluster_list {
   std::mutex rows_mutex;
   uint64_t rows_of = 0;  // a genie_vectors' generation (0: none)
   std::shared_ptr<const genie::HostArray<float>> member_rows;
+  // Each member's distance to its cluster's centre (genie::MemberDistances)
+  // in that set, made beside member_rows by the first range search of a
+  // set (distances_of: which one; empty when the list's members do not
+  // ascend by them), under rows_mutex: range searches then read only each
+  // cluster's ring (RangeRequest::member_distances).
+  uint64_t distances_of = 0;
+  std::shared_ptr<const std::vector<double>> member_distances;
   // GENIE_LIST_AUTO's measures (ListKnn): single queries, then batches
   genie::capi::ListKnnTimes knn_times[2];
 #ifdef GENIE_WITH_CUDA
@@ -125,11 +132,13 @@ using RangeCpuScan = std::function<Status(const RangeRequest& request, int32_t t
 // the set's n_objects; with a device pass, plans on the CPU, runs the pass
 // and finishes on the CPU (device GPU in the results, CPU when no batch's
 // pass read on a GPU and some read on the host), else searches on the CPU
-// (device must then be CPU or AUTO).
+// (device must then be CPU or AUTO).  member_distances: empty, or the
+// list's MemberDistances (RangeRequest::member_distances).
 Status RangeSearchHandle(int32_t n_objects, const QueryMetricFactory& metrics,
                          genie_engine_kind device, const genie_engine_options* options,
                          const genie_range_scan* scan, const RangeDevicePass& device_pass,
-                         const RangeCpuScan& cpu_scan, genie_range_results** out);
+                         const RangeCpuScan& cpu_scan, genie_range_results** out,
+                         Span<double> member_distances = Span<double>());
 
 // genie_vectors_scan with a list whose use (scan->list_use) and device
 // call for it on the CPU engine: through the list or, when GENIE_LIST_AUTO

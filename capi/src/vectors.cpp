@@ -79,6 +79,25 @@ namespace {
 // context for a streamed GPU search, when they are at most
 // kMaxHostRegistrationBytes (*pinned NULL otherwise, or when the driver
 // refuses: the rows are then gathered by id).
+// Each member's distance to its cluster's centre in the set
+// (genie::MemberDistances), made by the first range search that reads
+// them (on options.threads, polling its cancel) and kept with the list;
+// *out is this search's reference (NULL when the list is of more objects
+// than the set; empty when its members do not ascend by them).
+genie::Status ListDistances(genie_cluster_list* list, const genie_vectors* vectors,
+                            const genie::EngineOptions& options, std::shared_ptr<const std::vector<double>>* out) {
+  std::lock_guard<std::mutex> lock(list->rows_mutex);
+  if (list->distances_of != vectors->generation && list->list.n_objects <= vectors->set.size()) {
+    auto made = std::make_shared<std::vector<double>>();
+    const auto metric = genie::VectorObjectMetric(vectors->set);
+    GENIE_RETURN_IF_ERROR(genie::MemberDistances(*metric, list->list, options.threads, made.get(), options.cancel));
+    list->member_distances = std::move(made);
+    list->distances_of = vectors->generation;
+  }
+  if (list->distances_of == vectors->generation) *out = list->member_distances;
+  return genie::Status::Ok();
+}
+
 genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, int32_t pin_device,
                        const genie::EngineOptions& options, std::shared_ptr<const genie::HostArray<float>>* rows,
                        std::shared_ptr<genie::GpuHostRegistration>* pinned) {
@@ -663,6 +682,21 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
     GENIE_RETURN_IF_ERROR(genie::CheckFinite(
         scan->queries, static_cast<std::size_t>(scan->n_queries) * static_cast<std::size_t>(set.dim),
         "a query vector"));
+    // A list's clusters read only in each query's ring where that reads
+    // less (bench/range.md, "Each cluster's ring"): on the CPU engine, and
+    // for a single query over a streamed set (its rows cross the bus).  A
+    // GPU holding the set reads whole clusters faster, and a batch's rings
+    // together cover them.
+    std::shared_ptr<const std::vector<double>> distances;  // this search's reference
+    auto ring = [&](genie::Span<double>* out) -> genie::Status {
+      *out = genie::Span<double>();
+      if (scan->list == nullptr || scan->candidate_offsets != nullptr || scan->whole_clusters != 0)
+        return genie::Status::Ok();
+      GENIE_RETURN_IF_ERROR(
+          ListDistances(const_cast<genie_cluster_list*>(scan->list), vectors, ToEngineOptions(options), &distances));
+      if (distances != nullptr) *out = genie::Span<double>(*distances);
+      return genie::Status::Ok();
+    };
     genie::capi::RangeDevicePass device_pass;
     // without a list the CPU engine reads every row as the kNN scan does:
     // blocks of queries against tiles of rows
@@ -789,9 +823,11 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
           return gpu->RangeCandidates(vectors->set, batch, plan, out, engine_options.cancel);
         };
       }
+      genie::Span<double> in_ring;
+      if (device_pass == nullptr || (gpu->parts() > 1 && scan->n_queries == 1)) GENIE_RETURN_IF_ERROR(ring(&in_ring));
       return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries),
                                             device_pass != nullptr ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU, options,
-                                            scan, device_pass, scan_all, results);
+                                            scan, device_pass, scan_all, results, in_ring);
     }
 #endif
     // the CPU reads each cluster's rows contiguously, from a copy in the list's order
@@ -799,9 +835,11 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
     if (scan->list != nullptr && scan->candidate_offsets == nullptr)
       GENIE_RETURN_IF_ERROR(ListRows(const_cast<genie_cluster_list*>(scan->list), vectors, -1,
                                      ToEngineOptions(options), &member_rows, nullptr));
+    genie::Span<double> in_ring;
+    GENIE_RETURN_IF_ERROR(ring(&in_ring));
     return genie::capi::RangeSearchHandle(
         set.size(), genie::VectorQueryMetrics(set, scan->queries, member_rows ? member_rows->data() : nullptr),
-        device, options, scan, device_pass, scan_all, results);
+        device, options, scan, device_pass, scan_all, results, in_ring);
   });
 }
 

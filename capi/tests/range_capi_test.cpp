@@ -1,6 +1,6 @@
 // The C API of range search and the List of Clusters: strings and vectors
 // within a radius with and without a list (the same rows, and the list
-// reads fewer objects), the stored form through bytes and back, hand-checked
+// reads fewer objects, fewer still in each query's ring), the stored form through bytes and back, hand-checked
 // edit distances at the boundary, the exact k nearest through a list, and
 // the errors a caller can cause, as statuses.
 #include <gtest/gtest.h>
@@ -168,6 +168,12 @@ TEST(CApiRange, VectorsWithinARadius) {
   Rows pruned;
   through(list, &pruned);
   EXPECT_LT(pruned.distances_computed, whole.distances_computed / 2);
+  // each cluster read whole, not only the query's ring: the same rows, more distances
+  scan.whole_clusters = 1;
+  Rows unringed;
+  through(list, &unringed);
+  EXPECT_GT(unringed.distances_computed, pruned.distances_computed);
+  scan.whole_clusters = 0;
   // the farthest rule's list: the same rows; an unknown rule refused
   genie_cluster_list* farthest = nullptr;
   ASSERT_EQ(genie_vectors_cluster_list(set, nullptr, 32, 4, GENIE_CLUSTER_CENTRES_FARTHEST, nullptr, &farthest, &err),

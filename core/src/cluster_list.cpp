@@ -79,14 +79,14 @@ class VectorQuery final : public QueryMetric {
   // From the float32 pass alone (Float32DistanceBounds): the exact float64
   // sum (hundreds of dependent additions) was most of a walk's cost.  Where
   // that bound says little, the exact distance, as Distance gives it.
-  void CentreBound(int32_t object, double cap, bool* beyond, double* upper) override {
+  void CentreBound(int32_t object, double cap, bool* beyond, double* lower, double* upper) override {
     const float* x = set_.row(object);
     const float s32 = SquaredL2Float32(query_, x, set_.dim);
     *beyond = std::isfinite(s32) && static_cast<double>(s32) > WithinThreshold(set_.dim, cap);
     if (*beyond) return;
-    double low;
-    if (Float32DistanceBounds(set_.dim, s32, &low, upper)) return;
+    if (Float32DistanceBounds(set_.dim, s32, lower, upper)) return;
     *upper = L2Distance(query_, x, set_.dim);
+    *lower = *upper;
     *beyond = *upper > cap;
   }
   int64_t Within(const int32_t* members, int64_t begin, int64_t count, double r, Span<uint8_t> excluded,
@@ -255,15 +255,35 @@ struct Counts {
   int64_t clusters_discarded = 0;
 };
 
+// Members [*begin, *begin + *count) of cluster c (all of it on entry)
+// narrowed to those whose distance to the centre, ring[i] (ascending in
+// the cluster), can be within r of the query's, lower <= d(q, c) <= upper:
+// by the triangle inequality |d(q, c) - d(x, c)| <= d(q, x), so x is no
+// answer when d(x, c) + r < d(q, c) or d(x, c) - r > d(q, c).  Both tests
+// give away the margin of the others (kPruneSlack): the ring is never
+// narrower than the exact one.
+void NarrowToRing(Span<double> ring, double lower, double upper, double r, int64_t* begin,
+                  int32_t* count) {
+  const double* first = ring.data() + *begin;
+  const double* last = first + *count;
+  const double* lo = std::partition_point(first, last, [&](double dx) { return Loose(dx + r) < lower; });
+  const double reach = Loose(upper + r);
+  const double* hi = std::partition_point(lo, last, [&](double dx) { return dx <= reach; });
+  *begin += lo - first;
+  *count = static_cast<int32_t>(hi - lo);
+}
+
 // Superclusters [from, to) of one query (r its radius): the clusters its
-// ball may meet, each handed to scan(cluster); *stop_at: no supercluster
-// after it can hold an answer (shared by a query's stripes).  A centre is
-// discarded only when proven beyond its limit and the early stops use an
-// upper bound of its distance (QueryMetric::CentreBound): both can only
-// read more than the exact distances would, never less.
+// ball may meet, each handed to scan(cluster, begin, count), the members
+// it must read (ring: empty, or the list's MemberDistances, which narrow
+// them to a ring, NarrowToRing); *stop_at: no supercluster after it can
+// hold an answer (shared by a query's stripes).  A centre is discarded
+// only when proven beyond its limit and the early stops use an upper
+// bound of its distance (QueryMetric::CentreBound): both can only read
+// more than the exact distances would, never less.
 template <typename Scan>
-Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, int32_t from, int32_t to,
-                  std::atomic<int32_t>* stop_at, Counts* counts, const CancelCheck& cancel,
+Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, Span<double> ring, int32_t from,
+                  int32_t to, std::atomic<int32_t>* stop_at, Counts* counts, const CancelCheck& cancel,
                   Scan&& scan) {
   int32_t since_poll = 0;
   auto count = [&]() {
@@ -279,7 +299,8 @@ Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, int32_
     double ds = 0;  // at least the distance to the centre
     if (bounded) {
       bool beyond = false;
-      metric->CentreBound(sc.ball.centre, Loose(sc.ball.radius + r), &beyond, &ds);
+      double below;
+      metric->CentreBound(sc.ball.centre, Loose(sc.ball.radius + r), &beyond, &below, &ds);
       if (count()) return Status::Cancelled();
       if (beyond) {
         ++counts->superclusters_discarded;
@@ -290,17 +311,21 @@ Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, int32_
     for (int32_t ci = sc.first_cluster; ci < last; ++ci) {
       const Cluster& c = list.clusters[static_cast<std::size_t>(ci)];
       double dc = kInf;  // at least the distance to the centre
+      int64_t begin = c.begin;
+      int32_t n = c.count;
       const bool pruned_by_centre = std::isfinite(c.radius);
       if (pruned_by_centre) {
         bool beyond = false;
-        metric->CentreBound(c.centre, Loose(c.radius + r), &beyond, &dc);
+        double below;  // at most the distance to the centre
+        metric->CentreBound(c.centre, Loose(c.radius + r), &beyond, &below, &dc);
         if (count()) return Status::Cancelled();
-        if (beyond) {
+        if (!beyond && !ring.empty()) NarrowToRing(ring, below, dc, r, &begin, &n);
+        if (beyond || n == 0) {
           ++counts->clusters_discarded;
-          continue;
+          if (beyond) continue;
         }
       }
-      GENIE_RETURN_IF_ERROR(scan(c));
+      if (n > 0) GENIE_RETURN_IF_ERROR(scan(c, begin, n));
       // the query's ball inside what no later cluster of this list reaches
       if (pruned_by_centre && Loose(dc + r) < c.outside) break;
     }
@@ -316,15 +341,16 @@ Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, int32_
 
 // The same, reading each member of the clusters met (listed: list is the
 // one the metric was made for): its hits.
-Status SearchStripe(const ClusterList& list, QueryMetric* metric, double r, Span<uint8_t> excluded,
-                    bool listed, int32_t from, int32_t to, std::atomic<int32_t>* stop_at,
-                    std::vector<Hit>* hits, Counts* counts, const CancelCheck& cancel) {
+Status SearchStripe(const ClusterList& list, QueryMetric* metric, double r, Span<double> ring,
+                    Span<uint8_t> excluded, bool listed, int32_t from, int32_t to,
+                    std::atomic<int32_t>* stop_at, std::vector<Hit>* hits, Counts* counts,
+                    const CancelCheck& cancel) {
   std::vector<std::pair<double, int32_t>> found;
-  return WalkStripe(list, metric, r, from, to, stop_at, counts, cancel,
-                    [&](const Cluster& c) -> Status {
+  return WalkStripe(list, metric, r, ring, from, to, stop_at, counts, cancel,
+                    [&](const Cluster&, int64_t begin, int32_t count) -> Status {
     // in pieces, cancel polled between them
-    for (int64_t at = c.begin; at < c.begin + c.count; at += kPollDistances) {
-      const int64_t n = std::min<int64_t>(kPollDistances, c.begin + c.count - at);
+    for (int64_t at = begin; at < begin + count; at += kPollDistances) {
+      const int64_t n = std::min<int64_t>(kPollDistances, begin + count - at);
       found.clear();
       counts->distances += metric->Within(list.members.data(), at, n, r, excluded, listed, &found);
       for (const auto& f : found) hits->push_back(Hit{f.first, f.second});
@@ -375,6 +401,8 @@ Status CheckRangeRequest(const ClusterList& list, const RangeRequest& request) {
     return Status::InvalidArgument("the list names more objects than are searched");
   if (!request.excluded.empty() && request.excluded.size() != static_cast<std::size_t>(n_objects))
     return Status::InvalidArgument("excluded flags of another size than the objects");
+  if (!request.member_distances.empty() && request.member_distances.size() != list.members.size())
+    return Status::InvalidArgument("member distances of another size than the list's members");
   return Status::Ok();
 }
 
@@ -528,6 +556,31 @@ Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint
 
 ClusterList WholeList(int32_t n_objects) { return WholeRange(0, n_objects, n_objects); }
 
+Status MemberDistances(const ObjectMetric& metric, const ClusterList& list, int32_t threads,
+                       std::vector<double>* out, const CancelCheck& cancel) {
+  if (out == nullptr) return Status::InvalidArgument("MemberDistances: NULL output");
+  std::vector<double> d(list.members.size());
+  std::atomic<bool> ascending(true);
+  GENIE_RETURN_IF_ERROR(ParallelFor(
+      static_cast<int64_t>(list.clusters.size()), threads,
+      [&](int64_t i) {
+        const Cluster& c = list.clusters[static_cast<std::size_t>(i)];
+        double* at = d.data() + c.begin;
+        if (!metric.Distances(c.centre, list.members.data() + c.begin, c.count, at, cancel))
+          return Status::Cancelled();
+        at[0] = 0.0;  // the centre (first) is at 0 from itself whatever the metric's rounding
+        if (!std::is_sorted(at, at + c.count)) ascending.store(false, std::memory_order_relaxed);
+        return Status::Ok();
+      },
+      cancel));
+  if (ascending.load()) {
+    *out = std::move(d);
+  } else {
+    out->clear();
+  }
+  return Status::Ok();
+}
+
 Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics,
                       const RangeRequest& request, int32_t threads, RangeResult* out,
                       const CancelCheck& cancel) {
@@ -561,12 +614,13 @@ Status CpuRangeSearch(const ClusterList& list, const QueryMetricFactory& metrics
         std::vector<Hit>* h = &hits[static_cast<std::size_t>(u)];
         Counts* c = &counts[static_cast<std::size_t>(u)];
         share(n_super, &from, &to);
-        GENIE_RETURN_IF_ERROR(SearchStripe(list, metric.get(), request.radius, request.excluded, true,
-                                           from, to, &stop_at[static_cast<std::size_t>(q)], h, c, cancel));
+        GENIE_RETURN_IF_ERROR(SearchStripe(list, metric.get(), request.radius, request.member_distances,
+                                           request.excluded, true, from, to,
+                                           &stop_at[static_cast<std::size_t>(q)], h, c, cancel));
         std::atomic<int32_t> never(n_tail);
         share(n_tail, &from, &to);
-        return SearchStripe(tail, metric.get(), request.radius, request.excluded, false, from, to,
-                            &never, h, c, cancel);
+        return SearchStripe(tail, metric.get(), request.radius, Span<double>(), request.excluded, false,
+                            from, to, &never, h, c, cancel);
       },
       cancel);
   if (!s.ok()) return s;
@@ -616,16 +670,16 @@ Status PlanRangeSearch(const ClusterList& list, const QueryMetricFactory& metric
         const int32_t to = static_cast<int32_t>(static_cast<int64_t>(n_super) * (stripe + 1) / stripes);
         std::unique_ptr<QueryMetric> metric = metrics(q);
         std::vector<RangeItem>* mine = &items[static_cast<std::size_t>(u)];
-        GENIE_RETURN_IF_ERROR(WalkStripe(list, metric.get(), request.radius, from, to,
-                                         &stop_at[static_cast<std::size_t>(q)],
+        GENIE_RETURN_IF_ERROR(WalkStripe(list, metric.get(), request.radius, request.member_distances, from,
+                                         to, &stop_at[static_cast<std::size_t>(q)],
                                          &counts[static_cast<std::size_t>(u)], cancel,
-                                         [&](const Cluster& c) {
+                                         [&](const Cluster&, int64_t begin, int32_t count) {
           // clusters met one after another read as one range
-          if (!mine->empty() && mine->back().listed && mine->back().begin + mine->back().count == c.begin &&
-              mine->back().count <= INT32_MAX - c.count) {
-            mine->back().count += c.count;
+          if (!mine->empty() && mine->back().listed && mine->back().begin + mine->back().count == begin &&
+              mine->back().count <= INT32_MAX - count) {
+            mine->back().count += count;
           } else {
-            mine->push_back(RangeItem{q, c.count, c.begin, true});
+            mine->push_back(RangeItem{q, count, begin, true});
           }
           return Status::Ok();
         }));

@@ -7,7 +7,9 @@
 // list, excluded objects, batches and single queries in stripes, the stored
 // form and its corruptions, cancel, and that pruning reads less; both rules
 // for the next centre (the paper's sum of distances and the farthest from
-// the nearest centre), each against its definition.
+// the nearest centre), each against its definition; each cluster read only
+// in the query's ring of distances to its centre (MemberDistances), with
+// the same rows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -88,6 +90,17 @@ void ExpectWellBuilt(const ClusterList& list, const std::vector<uint8_t>& unlist
   }
 }
 
+// Every member of a plan's items (objects past the list by id), a
+// candidate without its distance: what another engine would read.
+std::vector<RangeCandidate> PlanCandidates(const RangePlan& plan, const ClusterList& list) {
+  std::vector<RangeCandidate> out;
+  for (const RangeItem& item : plan.items)
+    for (int64_t i = item.begin; i < item.begin + item.count; ++i)
+      out.push_back(RangeCandidate{
+          item.query, item.listed ? list.members[static_cast<std::size_t>(i)] : static_cast<int32_t>(i), std::nan("")});
+  return out;
+}
+
 struct VectorCase {
   VectorShape shape;
   int32_t supercluster_clusters;
@@ -135,6 +148,16 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       RangeResult got;
       ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data()), request, threads, &got).ok());
       ExpectSame(BruteForce(n, nq, r, excluded, unlisted, to_query), got, "list");
+      // each cluster read only in the query's ring: the same rows, fewer distances
+      std::vector<double> ring;
+      ASSERT_TRUE(MemberDistances(*object_metric, list, threads, &ring).ok());
+      ASSERT_EQ(ring.size(), list.members.size());
+      RangeRequest ringed = request;
+      ringed.member_distances = ring;
+      RangeResult in_ring;
+      ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data()), ringed, threads, &in_ring).ok());
+      ExpectSame(got, in_ring, "ring");
+      EXPECT_LE(in_ring.distances_computed, got.distances_computed);
       // the list's members read from their rows stored in its order
       HostArray<float> rows;
       ASSERT_TRUE(MemberRows(set, list, &rows).ok());
@@ -166,16 +189,24 @@ TEST_P(ClusterListVectors, RangeAnswersEqualBruteForce) {
       // the plan another engine reads (every member of its items a candidate), finished here
       RangePlan plan;
       ASSERT_TRUE(PlanRangeSearch(head, VectorQueryMetrics(set, queries.data()), with_tail, threads, &plan).ok());
-      std::vector<RangeCandidate> candidates;
-      for (const RangeItem& item : plan.items)
-        for (int64_t i = item.begin; i < item.begin + item.count; ++i)
-          candidates.push_back(RangeCandidate{
-              item.query, item.listed ? head.members[static_cast<std::size_t>(i)] : static_cast<int32_t>(i),
-              std::nan("")});
+      const std::vector<RangeCandidate> candidates = PlanCandidates(plan, head);
       RangeResult finished;
       ASSERT_TRUE(FinishRangeSearch(VectorQueryMetrics(set, queries.data()), with_tail, candidates, threads,
                                     &finished).ok());
       ExpectSame(tail_rows, finished, "plan and finish");
+      // the plan of each cluster's ring alone: a part of those items, the same rows
+      std::vector<double> head_ring;
+      ASSERT_TRUE(MemberDistances(*object_metric, head, threads, &head_ring).ok());
+      RangeRequest ringed_tail = with_tail;
+      ringed_tail.member_distances = head_ring;
+      RangePlan ring_plan;
+      ASSERT_TRUE(PlanRangeSearch(head, VectorQueryMetrics(set, queries.data()), ringed_tail, threads, &ring_plan).ok());
+      const std::vector<RangeCandidate> in_rings = PlanCandidates(ring_plan, head);
+      EXPECT_LE(in_rings.size(), candidates.size());
+      RangeResult ring_finished;
+      ASSERT_TRUE(FinishRangeSearch(VectorQueryMetrics(set, queries.data()), with_tail, in_rings, threads,
+                                    &ring_finished).ok());
+      ExpectSame(tail_rows, ring_finished, "ring plan and finish");
       // in any order, with duplicates, some with their distance given: the same rows
       std::vector<RangeCandidate> shuffled = candidates;
       for (std::size_t i = 0; i < candidates.size(); i += 3) {
@@ -253,6 +284,16 @@ TEST(ClusterList, StringRangeAnswersEqualReferenceLevenshtein) {
       RangeResult got;
       ASSERT_TRUE(CpuRangeSearch(list, StringQueryMetrics(strings, queries, CancelCheck()), request, 2, &got).ok());
       ExpectSame(BruteForce(n, nq, r, excluded, {}, to_query), got, "strings");
+      // edit distances are whole numbers: the ring's bounds are exact
+      std::vector<double> ring;
+      ASSERT_TRUE(MemberDistances(*metric, list, 2, &ring).ok());
+      ASSERT_EQ(ring.size(), list.members.size());
+      request.member_distances = ring;
+      RangeResult in_ring;
+      ASSERT_TRUE(
+          CpuRangeSearch(list, StringQueryMetrics(strings, queries, CancelCheck()), request, 2, &in_ring).ok());
+      ExpectSame(got, in_ring, "strings in the ring");
+      EXPECT_LE(in_ring.distances_computed, got.distances_computed);
     }
   }
 }
@@ -275,6 +316,38 @@ TEST(ClusterList, PruningReadsLessThanEveryObject) {
   // the Gaussian clusters are far apart: each query reads a small part
   EXPECT_LT(got.distances_computed, static_cast<int64_t>(n) * nq / 4) << got.distances_computed;
   EXPECT_GE(got.offsets[nq], nq / 5);  // the copies of data vectors at least
+
+  // Each cluster read only in the query's ring: the same rows, far fewer
+  // distances (a query near one of a cluster's members rules out most of
+  // the others by their distance to the centre).
+  std::vector<double> ring;
+  ASSERT_TRUE(MemberDistances(*metric, list, 0, &ring).ok());
+  for (const Cluster& c : list.clusters) {
+    EXPECT_EQ(ring[static_cast<std::size_t>(c.begin)], 0.0);
+    for (int64_t at = c.begin; at < c.begin + c.count; ++at)
+      EXPECT_EQ(ring[static_cast<std::size_t>(at)],
+                L2Distance(set.row(c.centre), set.row(list.members[static_cast<std::size_t>(at)]), dim));
+  }
+  request.member_distances = ring;
+  RangeResult in_ring;
+  ASSERT_TRUE(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data()), request, 0, &in_ring).ok());
+  ExpectSame(got, in_ring, "ring");
+  EXPECT_LT(in_ring.distances_computed * 3, got.distances_computed * 2)  // (about half here, centres included)
+      << in_ring.distances_computed << " of " << got.distances_computed;
+  EXPECT_GE(in_ring.clusters_discarded, got.clusters_discarded);
+
+  // a list whose members do not ascend by their distance to the centre (not
+  // built here) gets none, and is searched as before
+  ClusterList shuffled = list;
+  const Cluster& c = shuffled.clusters[1];
+  std::reverse(shuffled.members.begin() + c.begin + 1, shuffled.members.begin() + c.begin + c.count);
+  std::vector<double> none{1.0};
+  ASSERT_TRUE(MemberDistances(*metric, shuffled, 0, &none).ok());
+  EXPECT_TRUE(none.empty());
+  // distances of another size than the members: refused
+  request.member_distances = Span<double>(ring.data(), ring.size() - 1);
+  EXPECT_EQ(CpuRangeSearch(list, VectorQueryMetrics(set, queries.data()), request, 0, &in_ring).code(),
+            GENIE_INVALID_ARGUMENT);
 }
 
 // Each list's centres against the rule's definition, recomputed from the

@@ -175,6 +175,14 @@ TEST(GpuRange, StreamedSetEqualsTheCpuEngine) {
       ExpectSameRangeRows(Within(set, GENIE_ENGINE_CPU, first, 1, r, nullptr, list),
                  Within(set, GENIE_ENGINE_AUTO, first, 1, r, nullptr, list, &streamed), what + " single");
     }
+    // single queries over the streamed set read each cluster's ring
+    // alone: the rows of brute force on the CPU
+    for (int32_t q = 0; q < 12; ++q) {
+      const std::vector<float> one(queries.begin() + q * dim, queries.begin() + (q + 1) * dim);
+      ExpectSameRangeRows(Within(set, GENIE_ENGINE_CPU, one, 1, r, excluded.data(), nullptr),
+                          Within(set, GENIE_ENGINE_GPU, one, 1, r, excluded.data(), lsc, &streamed),
+                          "radius " + std::to_string(r) + " ring of query " + std::to_string(q));
+    }
   }
   // every row for 40 queries: 800,000 answers, a segment's beyond a slot's
   // first buffer of 65,536 (40 x about 3,200 rows)

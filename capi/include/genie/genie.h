@@ -713,6 +713,11 @@ typedef struct genie_range_scan
 	/* NULL, or per query q only candidates[candidate_offsets[q] .. [q + 1]) are read (on the CPU) */
 	const int64_t *candidate_offsets;
 	const int32_t *candidates;	/* the permutation index's; duplicates allowed */
+	/* vectors with a list: 0 reads each cluster met only where its members' distances to its centre
+	 * allow an answer (the query's ring, by the triangle inequality) where that reads less (the CPU
+	 * engine; one query over a set streamed to a GPU); nonzero reads every member (the same rows:
+	 * for comparisons) */
+	int32_t		whole_clusters;
 } genie_range_scan;
 
 /* Per query q, rows [query_offsets[q], query_offsets[q + 1]) by (distance, object id): every

@@ -132,11 +132,13 @@ class QueryMetric {
   virtual ~QueryMetric() = default;
   virtual double Distance(int32_t object, double cap) = 0;
   // What a walk of the list needs of a centre: *beyond when the distance
-  // is proven above cap (then *upper is meaningless), else *upper, at
-  // least the exact distance (perhaps a little more: the early stop then
-  // only fires a little less often).  By default the exact distance.
-  virtual void CentreBound(int32_t object, double cap, bool* beyond, double* upper) {
+  // is proven above cap (then *lower and *upper are meaningless), else
+  // *lower <= the exact distance <= *upper (perhaps a little apart: the
+  // early stop then fires a little less often, and the ring of members
+  // read is a little wider).  By default both the exact distance.
+  virtual void CentreBound(int32_t object, double cap, bool* beyond, double* lower, double* upper) {
     *upper = Distance(object, cap);
+    *lower = *upper;
     *beyond = *upper > cap;
   }
   // The objects members[begin .. begin + count) of a list within r, by
@@ -178,6 +180,15 @@ Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint
                         ClusterCentres centres, int32_t threads,
                         ClusterList* out, const CancelCheck& cancel = CancelCheck());
 
+// Each member's distance to its cluster's centre, in the members' order
+// (the centre's own 0), on up to `threads` threads; cancel polled between
+// clusters.  The build lists a cluster's members by ascending distance to
+// its centre, which RangeRequest::member_distances relies on: for a list
+// whose members do not ascend so (not built by BuildClusterList), *out is
+// left empty and the list is searched without them.
+Status MemberDistances(const ObjectMetric& metric, const ClusterList& list, int32_t threads,
+                       std::vector<double>* out, const CancelCheck& cancel = CancelCheck());
+
 // The list of every object in one cluster of unbounded radius: what a range
 // search reads without a List of Clusters (every object, no pruning).
 ClusterList WholeList(int32_t n_objects);
@@ -200,6 +211,11 @@ struct RangeRequest {
   int32_t n_objects = -1;
   // Empty, or one per object: nonzero = not an answer (dead, NULL).
   Span<uint8_t> excluded;
+  // Empty, or the list's MemberDistances: then a cluster's members are
+  // read only in the ring where the triangle inequality lets them be
+  // within the radius, |d(q, x) - d(q, c)| <= r ... that is, d(x, c) in
+  // [d(q, c) - r, d(q, c) + r], found by two binary searches.
+  Span<double> member_distances;
 };
 
 // Per query q: rows [offsets[q], offsets[q + 1]) by (distance, object id)
