@@ -18,7 +18,10 @@
 // centre the farthest from the centres before it (cluster_centres =
 // farthest) and names its methods *-lsc-farthest*, RANGE_CENTRES=both
 // builds both lists and runs every list method with each, side by side;
-// RANGE_SHARES=0.0001,0.001 replaces the radii's shares.
+// RANGE_SHARES=0.0001,0.001 replaces the radii's shares; RANGE_RING=both
+// runs every vector list method also reading each cluster met whole
+// (*-lsc-whole*, genie_range_scan.whole_clusters) before the same method
+// reading only each query's ring of it (the default), "vs_whole" the ratio.
 //   fmnist  Fashion-MNIST 60,000 x 784 (PATH: the folder of the idx files),
 //           queries: the test images;
 //   gauss   PATH data.f32,queries.f32 of bench/gen_lsh_workload.py --vectors
@@ -103,7 +106,7 @@ struct Run {
 };
 
 Run Within(const Data& d, genie_engine_kind device, int32_t first, int32_t count, double radius,
-           const genie_cluster_list* list, uint64_t budget = 0, uint64_t mask = 0) {
+           const genie_cluster_list* list, uint64_t budget = 0, uint64_t mask = 0, bool whole = false) {
   genie_engine_options options{};
   options.memory_budget_bytes = budget;
   options.device_mask = mask;  // 0: GPU 0 alone
@@ -114,6 +117,7 @@ Run Within(const Data& d, genie_engine_kind device, int32_t first, int32_t count
   scan.n_queries = count;
   scan.radius = radius;
   scan.list = list;
+  scan.whole_clusters = whole ? 1 : 0;
   std::vector<int64_t> qoff;
   if (d.strings) {
     for (int32_t q = first; q <= first + count; ++q) qoff.push_back(d.qoffsets[q] - d.qoffsets[first]);
@@ -361,6 +365,7 @@ int main(int argc, char** argv) {
     uint64_t budget;  // the device's (0: the default, the set resident)
     uint64_t mask;    // the GPUs (0: GPU 0 alone)
     const genie_cluster_list* lsc = nullptr;  // the list a list method reads
+    bool whole = false;  // every member of each cluster met, not the query's ring alone
   };
   std::vector<Method> methods{{"cpu-brute", GENIE_ENGINE_CPU, false, 0, 0}, {"cpu-lsc", GENIE_ENGINE_CPU, true, 0, 0}};
   if (gpu) {
@@ -409,6 +414,21 @@ int main(int argc, char** argv) {
     }
     methods = with_lists;
   }
+  // RANGE_RING=both: each vector list method first reading clusters whole
+  if (std::getenv("RANGE_RING") != nullptr && std::string(std::getenv("RANGE_RING")) == "both" && !d.strings) {
+    std::vector<Method> with_whole;
+    for (const Method& m : methods) {
+      if (m.list) {
+        Method w = m;
+        w.whole = true;
+        const std::size_t at = w.name.find("-lsc") + 4;
+        w.name.insert(w.name.compare(at, 9, "-farthest") == 0 ? at + 9 : at, "-whole");
+        with_whole.push_back(w);
+      }
+      with_whole.push_back(m);
+    }
+    methods = with_whole;
+  }
   // RANGE_METHODS=a,b,...: only these (cpu-brute, the rows' reference, always)
   if (const char* only = std::getenv("RANGE_METHODS")) {
     const std::string wanted = std::string(",") + only + ",";
@@ -438,7 +458,7 @@ int main(int argc, char** argv) {
       std::map<std::string, double> method_ms;
       for (const Method& m : methods) {
         // warm: the device copies and the list's rows in its order are made by a first call
-        (void)Within(d, m.device, 0, q_batch, radius.second, m.lsc, m.budget, m.mask);
+        (void)Within(d, m.device, 0, q_batch, radius.second, m.lsc, m.budget, m.mask, m.whole);
         std::vector<double> ms;
         Run last;
         bool same = true;
@@ -448,7 +468,7 @@ int main(int argc, char** argv) {
           answers = distances = discarded = 0;
           for (int32_t c = 0; c < calls; ++c) {
             const int32_t first = (c * q_batch) % std::max(1, d.nq - q_batch);
-            Run r = Within(d, m.device, first, q_batch, radius.second, m.lsc, m.budget, m.mask);
+            Run r = Within(d, m.device, first, q_batch, radius.second, m.lsc, m.budget, m.mask, m.whole);
             total += r.ms;
             answers += r.offsets.back();
             distances += r.distances;
@@ -480,6 +500,14 @@ int main(int argc, char** argv) {
         const std::string brute = all ? "gpu-brute-streamed-all" : "gpu-brute-streamed";
         if (m.budget > 0 && m.list && method_ms[brute] > 0)
           extra += ", \"vs_streamed_brute\": " + std::to_string(per > 0 ? method_ms[brute] / per : 0.0);
+        // the ring against the same method reading clusters whole (RANGE_RING=both)
+        if (m.list && !m.whole) {
+          std::string whole = name;
+          const std::size_t at = whole.find("-lsc") + 4;
+          whole.insert(whole.compare(at, 9, "-farthest") == 0 ? at + 9 : at, "-whole");
+          if (method_ms.count(whole) > 0 && per > 0)
+            extra += ", \"vs_whole\": " + std::to_string(method_ms[whole] / per);
+        }
         const double per_query = static_cast<double>(q_batch) * calls;
         std::printf("RESULT {\"data\": \"%s\", \"radius\": \"%s\", \"r\": %.6g, \"Q\": %d, \"method\": \"%s\", "
                     "\"ms\": %.3f, \"qps\": %.0f, \"distances_per_query\": %.0f, \"discarded_per_query\": %.1f, "
