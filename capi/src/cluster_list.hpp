@@ -48,9 +48,8 @@ struct genie_cluster_list {
   std::shared_ptr<const genie::HostArray<float>> member_rows;
   // Each member's distance to its cluster's centre (genie::MemberDistances)
   // in that set, made beside member_rows by the first range search of a
-  // set (distances_of: which one; empty when the list's members do not
-  // ascend by them), under rows_mutex: range searches then read only each
-  // cluster's ring (RangeRequest::member_distances).
+  // set (distances_of: which one), under rows_mutex: range searches then
+  // read only each cluster's ring (RangeRequest::member_distances).
   uint64_t distances_of = 0;
   std::shared_ptr<const std::vector<double>> member_distances;
   // GENIE_LIST_AUTO's measures (ListKnn): single queries, then batches

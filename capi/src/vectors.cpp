@@ -72,18 +72,11 @@ class GpuHostRegistration;  // gpu_vector_scan.hpp, in CUDA builds
 
 namespace {
 
-// The set's rows in list's order (genie::MemberRows), made by the first
-// search that reads them (on options.threads, polling its cancel) and kept with the list for the next; *rows is this
-// search's reference (NULL when the list is of more objects than the set).
-// pin_device >= 0 (CUDA builds): also page-lock them in that device's
-// context for a streamed GPU search, when they are at most
-// kMaxHostRegistrationBytes (*pinned NULL otherwise, or when the driver
-// refuses: the rows are then gathered by id).
 // Each member's distance to its cluster's centre in the set
 // (genie::MemberDistances), made by the first range search that reads
 // them (on options.threads, polling its cancel) and kept with the list;
 // *out is this search's reference (NULL when the list is of more objects
-// than the set; empty when its members do not ascend by them).
+// than the set).
 genie::Status ListDistances(genie_cluster_list* list, const genie_vectors* vectors,
                             const genie::EngineOptions& options, std::shared_ptr<const std::vector<double>>* out) {
   std::lock_guard<std::mutex> lock(list->rows_mutex);
@@ -98,6 +91,13 @@ genie::Status ListDistances(genie_cluster_list* list, const genie_vectors* vecto
   return genie::Status::Ok();
 }
 
+// The set's rows in list's order (genie::MemberRows), made by the first
+// search that reads them (on options.threads, polling its cancel) and kept with the list for the next; *rows is this
+// search's reference (NULL when the list is of more objects than the set).
+// pin_device >= 0 (CUDA builds): also page-lock them in that device's
+// context for a streamed GPU search, when they are at most
+// kMaxHostRegistrationBytes (*pinned NULL otherwise, or when the driver
+// refuses: the rows are then gathered by id).
 genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, int32_t pin_device,
                        const genie::EngineOptions& options, std::shared_ptr<const genie::HostArray<float>>* rows,
                        std::shared_ptr<genie::GpuHostRegistration>* pinned) {
@@ -684,13 +684,16 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
         "a query vector"));
     // A list's clusters read only in each query's ring where that reads
     // less (bench/range.md, "Each cluster's ring"): on the CPU engine, and
-    // for a single query over a streamed set (its rows cross the bus).  A
-    // GPU holding the set reads whole clusters faster, and a batch's rings
-    // together cover them.
+    // for a single query over a streamed set whose list's rows are not
+    // page-locked (gathered on the host anyway, so fewer rows cost less).
+    // A GPU holding the set reads whole clusters faster; a batch's rings
+    // together cover them; and whole clusters of page-locked rows go by
+    // one DMA a run, where a ring's many short runs are gathered.
     std::shared_ptr<const std::vector<double>> distances;  // this search's reference
-    auto ring = [&](genie::Span<double>* out) -> genie::Status {
+    auto distances_for_rings = [&](genie::Span<double>* out) -> genie::Status {
       *out = genie::Span<double>();
-      if (scan->list == nullptr || scan->candidate_offsets != nullptr || scan->whole_clusters != 0)
+      if (scan->list == nullptr || scan->candidate_offsets != nullptr || scan->whole_clusters != 0 ||
+          scan->n_queries == 0)
         return genie::Status::Ok();
       GENIE_RETURN_IF_ERROR(
           ListDistances(const_cast<genie_cluster_list*>(scan->list), vectors, ToEngineOptions(options), &distances));
@@ -823,11 +826,12 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
           return gpu->RangeCandidates(vectors->set, batch, plan, out, engine_options.cancel);
         };
       }
-      genie::Span<double> in_ring;
-      if (device_pass == nullptr || (gpu->parts() > 1 && scan->n_queries == 1)) GENIE_RETURN_IF_ERROR(ring(&in_ring));
+      genie::Span<double> member_distances;
+      if (device_pass == nullptr || (gpu->parts() > 1 && scan->n_queries == 1 && rows_ref->pin == nullptr))
+        GENIE_RETURN_IF_ERROR(distances_for_rings(&member_distances));
       return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries),
                                             device_pass != nullptr ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU, options,
-                                            scan, device_pass, scan_all, results, in_ring);
+                                            scan, device_pass, scan_all, results, member_distances);
     }
 #endif
     // the CPU reads each cluster's rows contiguously, from a copy in the list's order
@@ -835,11 +839,11 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
     if (scan->list != nullptr && scan->candidate_offsets == nullptr)
       GENIE_RETURN_IF_ERROR(ListRows(const_cast<genie_cluster_list*>(scan->list), vectors, -1,
                                      ToEngineOptions(options), &member_rows, nullptr));
-    genie::Span<double> in_ring;
-    GENIE_RETURN_IF_ERROR(ring(&in_ring));
+    genie::Span<double> member_distances;
+    GENIE_RETURN_IF_ERROR(distances_for_rings(&member_distances));
     return genie::capi::RangeSearchHandle(
         set.size(), genie::VectorQueryMetrics(set, scan->queries, member_rows ? member_rows->data() : nullptr),
-        device, options, scan, device_pass, scan_all, results, in_ring);
+        device, options, scan, device_pass, scan_all, results, member_distances);
   });
 }
 

@@ -255,16 +255,18 @@ struct Counts {
   int64_t clusters_discarded = 0;
 };
 
-// Members [*begin, *begin + *count) of cluster c (all of it on entry)
-// narrowed to those whose distance to the centre, ring[i] (ascending in
-// the cluster), can be within r of the query's, lower <= d(q, c) <= upper:
+// A cluster's members [*begin, *begin + *count) (all of them on entry)
+// narrowed to those whose distance to its centre, member_distances[i]
+// (ascending in the cluster; NaN: not known, none narrowed), can be within
+// r of the query's, lower <= d(q, c) <= upper:
 // by the triangle inequality |d(q, c) - d(x, c)| <= d(q, x), so x is no
 // answer when d(x, c) + r < d(q, c) or d(x, c) - r > d(q, c).  Both tests
 // give away the margin of the others (kPruneSlack): the ring is never
 // narrower than the exact one.
-void NarrowToRing(Span<double> ring, double lower, double upper, double r, int64_t* begin,
+void NarrowToRing(Span<double> member_distances, double lower, double upper, double r, int64_t* begin,
                   int32_t* count) {
-  const double* first = ring.data() + *begin;
+  const double* first = member_distances.data() + *begin;
+  if (std::isnan(*first)) return;
   const double* last = first + *count;
   const double* lo = std::partition_point(first, last, [&](double dx) { return Loose(dx + r) < lower; });
   const double reach = Loose(upper + r);
@@ -275,14 +277,17 @@ void NarrowToRing(Span<double> ring, double lower, double upper, double r, int64
 
 // Superclusters [from, to) of one query (r its radius): the clusters its
 // ball may meet, each handed to scan(cluster, begin, count), the members
-// it must read (ring: empty, or the list's MemberDistances, which narrow
-// them to a ring, NarrowToRing); *stop_at: no supercluster after it can
-// hold an answer (shared by a query's stripes).  A centre is discarded
-// only when proven beyond its limit and the early stops use an upper
-// bound of its distance (QueryMetric::CentreBound): both can only read
-// more than the exact distances would, never less.
+// it must read (member_distances: empty, or the list's MemberDistances,
+// which narrow them to the query's ring, NarrowToRing); *stop_at: no
+// supercluster after it can hold an answer (shared by a query's stripes).
+// A centre is discarded only when proven beyond its limit, a cluster's
+// members only when proven outside the ring (between a lower and an upper
+// bound of the centre's distance), and the early stops use the upper bound
+// (QueryMetric::CentreBound): each can only read more than the exact
+// distances would, never less.  A cluster of none to read counts as
+// discarded.
 template <typename Scan>
-Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, Span<double> ring, int32_t from,
+Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, Span<double> member_distances, int32_t from,
                   int32_t to, std::atomic<int32_t>* stop_at, Counts* counts, const CancelCheck& cancel,
                   Scan&& scan) {
   int32_t since_poll = 0;
@@ -319,7 +324,7 @@ Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, Span<d
         double below;  // at most the distance to the centre
         metric->CentreBound(c.centre, Loose(c.radius + r), &beyond, &below, &dc);
         if (count()) return Status::Cancelled();
-        if (!beyond && !ring.empty()) NarrowToRing(ring, below, dc, r, &begin, &n);
+        if (!beyond && !member_distances.empty()) NarrowToRing(member_distances, below, dc, r, &begin, &n);
         if (beyond || n == 0) {
           ++counts->clusters_discarded;
           if (beyond) continue;
@@ -341,12 +346,12 @@ Status WalkStripe(const ClusterList& list, QueryMetric* metric, double r, Span<d
 
 // The same, reading each member of the clusters met (listed: list is the
 // one the metric was made for): its hits.
-Status SearchStripe(const ClusterList& list, QueryMetric* metric, double r, Span<double> ring,
+Status SearchStripe(const ClusterList& list, QueryMetric* metric, double r, Span<double> member_distances,
                     Span<uint8_t> excluded, bool listed, int32_t from, int32_t to,
                     std::atomic<int32_t>* stop_at, std::vector<Hit>* hits, Counts* counts,
                     const CancelCheck& cancel) {
   std::vector<std::pair<double, int32_t>> found;
-  return WalkStripe(list, metric, r, ring, from, to, stop_at, counts, cancel,
+  return WalkStripe(list, metric, r, member_distances, from, to, stop_at, counts, cancel,
                     [&](const Cluster&, int64_t begin, int32_t count) -> Status {
     // in pieces, cancel polled between them
     for (int64_t at = begin; at < begin + count; at += kPollDistances) {
@@ -559,25 +564,23 @@ ClusterList WholeList(int32_t n_objects) { return WholeRange(0, n_objects, n_obj
 Status MemberDistances(const ObjectMetric& metric, const ClusterList& list, int32_t threads,
                        std::vector<double>* out, const CancelCheck& cancel) {
   if (out == nullptr) return Status::InvalidArgument("MemberDistances: NULL output");
-  std::vector<double> d(list.members.size());
-  std::atomic<bool> ascending(true);
+  const int64_t n_members = static_cast<int64_t>(list.members.size());
+  std::vector<double> d(list.members.size(), std::nan(""));
   GENIE_RETURN_IF_ERROR(ParallelFor(
       static_cast<int64_t>(list.clusters.size()), threads,
       [&](int64_t i) {
         const Cluster& c = list.clusters[static_cast<std::size_t>(i)];
+        if (c.count < 1 || c.begin < 0 || c.begin + c.count > n_members ||
+            list.members[static_cast<std::size_t>(c.begin)] != c.centre)
+          return Status::Ok();  // not a cluster as built: left NaN, read whole
         double* at = d.data() + c.begin;
         if (!metric.Distances(c.centre, list.members.data() + c.begin, c.count, at, cancel))
           return Status::Cancelled();
-        at[0] = 0.0;  // the centre (first) is at 0 from itself whatever the metric's rounding
-        if (!std::is_sorted(at, at + c.count)) ascending.store(false, std::memory_order_relaxed);
+        if (!std::is_sorted(at, at + c.count)) std::fill(at, at + c.count, std::nan(""));
         return Status::Ok();
       },
       cancel));
-  if (ascending.load()) {
-    *out = std::move(d);
-  } else {
-    out->clear();
-  }
+  *out = std::move(d);
   return Status::Ok();
 }
 

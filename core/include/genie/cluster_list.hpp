@@ -180,12 +180,13 @@ Status BuildClusterList(const ObjectMetric& metric, int32_t n_objects, Span<uint
                         ClusterCentres centres, int32_t threads,
                         ClusterList* out, const CancelCheck& cancel = CancelCheck());
 
-// Each member's distance to its cluster's centre, in the members' order
-// (the centre's own 0), on up to `threads` threads; cancel polled between
-// clusters.  The build lists a cluster's members by ascending distance to
-// its centre, which RangeRequest::member_distances relies on: for a list
-// whose members do not ascend so (not built by BuildClusterList), *out is
-// left empty and the list is searched without them.
+// Each member's distance to its cluster's centre, in the members' order,
+// on up to `threads` threads; cancel polled between clusters.  The build
+// lists a cluster's members by ascending distance to its centre (the
+// centre first), which RangeRequest::member_distances relies on: a cluster
+// whose members do not ascend so, or whose first member is not its centre
+// (a list not built by BuildClusterList), gets NaN for every member, and
+// is read whole.
 Status MemberDistances(const ObjectMetric& metric, const ClusterList& list, int32_t threads,
                        std::vector<double>* out, const CancelCheck& cancel = CancelCheck());
 
@@ -213,8 +214,8 @@ struct RangeRequest {
   Span<uint8_t> excluded;
   // Empty, or the list's MemberDistances: then a cluster's members are
   // read only in the ring where the triangle inequality lets them be
-  // within the radius, |d(q, x) - d(q, c)| <= r ... that is, d(x, c) in
-  // [d(q, c) - r, d(q, c) + r], found by two binary searches.
+  // within the radius (|d(x, c) - d(q, c)| <= d(q, x) <= r, so d(x, c) in
+  // [d(q, c) - r, d(q, c) + r]), found by two binary searches.
   Span<double> member_distances;
 };
 
