@@ -105,6 +105,15 @@ struct Run {
   genie_engine_kind device = GENIE_ENGINE_CPU;
 };
 
+// A list method's name when it reads clusters whole (RANGE_RING=both):
+// "-whole" after "-lsc" and its rule ("gpu-lsc-farthest-whole-streamed"),
+// so that the suffixes the ratios look for stay last.
+std::string WholeName(std::string name) {
+  const std::size_t at = name.find("-lsc") + 4;
+  name.insert(name.compare(at, 9, "-farthest") == 0 ? at + 9 : at, "-whole");
+  return name;
+}
+
 Run Within(const Data& d, genie_engine_kind device, int32_t first, int32_t count, double radius,
            const genie_cluster_list* list, uint64_t budget = 0, uint64_t mask = 0, bool whole = false) {
   genie_engine_options options{};
@@ -421,8 +430,7 @@ int main(int argc, char** argv) {
       if (m.list) {
         Method w = m;
         w.whole = true;
-        const std::size_t at = w.name.find("-lsc") + 4;
-        w.name.insert(w.name.compare(at, 9, "-farthest") == 0 ? at + 9 : at, "-whole");
+        w.name = WholeName(m.name);
         with_whole.push_back(w);
       }
       with_whole.push_back(m);
@@ -502,9 +510,7 @@ int main(int argc, char** argv) {
           extra += ", \"vs_streamed_brute\": " + std::to_string(per > 0 ? method_ms[brute] / per : 0.0);
         // the ring against the same method reading clusters whole (RANGE_RING=both)
         if (m.list && !m.whole) {
-          std::string whole = name;
-          const std::size_t at = whole.find("-lsc") + 4;
-          whole.insert(whole.compare(at, 9, "-farthest") == 0 ? at + 9 : at, "-whole");
+          const std::string whole = WholeName(name);
           if (method_ms.count(whole) > 0 && per > 0)
             extra += ", \"vs_whole\": " + std::to_string(method_ms[whole] / per);
         }
