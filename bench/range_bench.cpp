@@ -21,7 +21,9 @@
 // RANGE_SHARES=0.0001,0.001 replaces the radii's shares; RANGE_RING=both
 // runs every vector list method also reading each cluster met whole
 // (*-lsc-whole*, genie_range_scan.whole_clusters) before the same method
-// reading only each query's ring of it (the default), "vs_whole" the ratio.
+// as it reads by default, "vs_whole" the ratio; RANGE_RING=all also reads
+// each query's ring of each cluster wherever (*-lsc-rings*, also where the
+// default reads clusters whole).
 //   fmnist  Fashion-MNIST 60,000 x 784 (PATH: the folder of the idx files),
 //           queries: the test images;
 //   gauss   PATH data.f32,queries.f32 of bench/gen_lsh_workload.py --vectors
@@ -105,17 +107,19 @@ struct Run {
   genie_engine_kind device = GENIE_ENGINE_CPU;
 };
 
-// A list method's name when it reads clusters whole (RANGE_RING=both):
-// "-whole" after "-lsc" and its rule ("gpu-lsc-farthest-whole-streamed"),
-// so that the suffixes the ratios look for stay last.
-std::string WholeName(std::string name) {
+// A list method's name when it reads clusters whole (RANGE_RING=both) or
+// in rings wherever (RANGE_RING=all): "-whole" or "-rings" after "-lsc"
+// and its rule ("gpu-lsc-farthest-whole-streamed"), so that the suffixes
+// the ratios look for stay last.
+std::string RingName(std::string name, const char* how) {
   const std::size_t at = name.find("-lsc") + 4;
-  name.insert(name.compare(at, 9, "-farthest") == 0 ? at + 9 : at, "-whole");
+  name.insert(name.compare(at, 9, "-farthest") == 0 ? at + 9 : at, how);
   return name;
 }
+std::string WholeName(const std::string& name) { return RingName(name, "-whole"); }
 
 Run Within(const Data& d, genie_engine_kind device, int32_t first, int32_t count, double radius,
-           const genie_cluster_list* list, uint64_t budget = 0, uint64_t mask = 0, bool whole = false) {
+           const genie_cluster_list* list, uint64_t budget = 0, uint64_t mask = 0, int32_t whole = 0) {
   genie_engine_options options{};
   options.memory_budget_bytes = budget;
   options.device_mask = mask;  // 0: GPU 0 alone
@@ -126,7 +130,7 @@ Run Within(const Data& d, genie_engine_kind device, int32_t first, int32_t count
   scan.n_queries = count;
   scan.radius = radius;
   scan.list = list;
-  scan.whole_clusters = whole ? 1 : 0;
+  scan.whole_clusters = whole;
   std::vector<int64_t> qoff;
   if (d.strings) {
     for (int32_t q = first; q <= first + count; ++q) qoff.push_back(d.qoffsets[q] - d.qoffsets[first]);
@@ -374,7 +378,9 @@ int main(int argc, char** argv) {
     uint64_t budget;  // the device's (0: the default, the set resident)
     uint64_t mask;    // the GPUs (0: GPU 0 alone)
     const genie_cluster_list* lsc = nullptr;  // the list a list method reads
-    bool whole = false;  // every member of each cluster met, not the query's ring alone
+    // genie_range_scan.whole_clusters: 1 every member of each cluster met,
+    // -1 each query's ring of it wherever, 0 the default
+    int32_t whole = 0;
   };
   std::vector<Method> methods{{"cpu-brute", GENIE_ENGINE_CPU, false, 0, 0}, {"cpu-lsc", GENIE_ENGINE_CPU, true, 0, 0}};
   if (gpu) {
@@ -423,17 +429,25 @@ int main(int argc, char** argv) {
     }
     methods = with_lists;
   }
-  // RANGE_RING=both: each vector list method first reading clusters whole
-  if (std::getenv("RANGE_RING") != nullptr && std::string(std::getenv("RANGE_RING")) == "both" && !d.strings) {
+  // RANGE_RING=both: each vector list method first reading clusters whole;
+  // RANGE_RING=all: and then reading rings wherever (*-lsc-rings*)
+  const std::string ring = std::getenv("RANGE_RING") != nullptr ? std::getenv("RANGE_RING") : "";
+  if ((ring == "both" || ring == "all") && !d.strings) {
     std::vector<Method> with_whole;
     for (const Method& m : methods) {
       if (m.list) {
         Method w = m;
-        w.whole = true;
+        w.whole = 1;
         w.name = WholeName(m.name);
         with_whole.push_back(w);
       }
       with_whole.push_back(m);
+      if (m.list && ring == "all") {
+        Method r = m;
+        r.whole = -1;
+        r.name = RingName(m.name, "-rings");
+        with_whole.push_back(r);
+      }
     }
     methods = with_whole;
   }
@@ -509,7 +523,7 @@ int main(int argc, char** argv) {
         if (m.budget > 0 && m.list && method_ms[brute] > 0)
           extra += ", \"vs_streamed_brute\": " + std::to_string(per > 0 ? method_ms[brute] / per : 0.0);
         // the ring against the same method reading clusters whole (RANGE_RING=both)
-        if (m.list && !m.whole) {
+        if (m.list && m.whole <= 0) {
           const std::string whole = WholeName(name);
           if (method_ms.count(whole) > 0 && per > 0)
             extra += ", \"vs_whole\": " + std::to_string(method_ms[whole] / per);

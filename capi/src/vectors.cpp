@@ -96,8 +96,9 @@ genie::Status ListDistances(genie_cluster_list* list, const genie_vectors* vecto
 // search's reference (NULL when the list is of more objects than the set).
 // pin_device >= 0 (CUDA builds): also page-lock them in that device's
 // context for a streamed GPU search, when they are at most
-// kMaxHostRegistrationBytes (*pinned NULL otherwise, or when the driver
-// refuses: the rows are then gathered by id).
+// PageLockableBytes() (*pinned NULL otherwise, or when the driver refuses:
+// the rows are then gathered on the host), in pieces, cancel polled
+// between them.
 genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, int32_t pin_device,
                        const genie::EngineOptions& options, std::shared_ptr<const genie::HostArray<float>>* rows,
                        std::shared_ptr<genie::GpuHostRegistration>* pinned) {
@@ -115,10 +116,12 @@ genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, i
   *rows = list->member_rows;
 #ifdef GENIE_WITH_CUDA
   const std::size_t bytes = list->member_rows->size() * sizeof(float);
-  if (pin_device >= 0 && list->rows_pin == nullptr && bytes > 0 && bytes <= genie::kMaxHostRegistrationBytes) {
+  if (pin_device >= 0 && list->rows_pin == nullptr && bytes > 0 && bytes <= genie::PageLockableBytes()) {
     std::unique_ptr<genie::GpuHostRegistration> made;
-    if (genie::GpuHostRegistration::Create(list->member_rows->data(), bytes, pin_device, &made).ok())
-      list->rows_pin = std::move(made);
+    const genie::Status locked =
+        genie::GpuHostRegistration::Create(list->member_rows->data(), bytes, pin_device, &made, options.cancel);
+    if (locked.code() == GENIE_CANCELLED) return locked;  // (refused: the rows are gathered on the host)
+    if (locked.ok()) list->rows_pin = std::move(made);
   }
   if (pin_device >= 0 && pinned != nullptr) *pinned = list->rows_pin;
 #else
@@ -355,6 +358,7 @@ genie::Status ShardedWithin(genie_vectors* vectors, const std::shared_ptr<Vector
         if (view.rows != nullptr) {
           request.member_rows = view.rows->values.data();
           request.member_rows_pinned = true;
+          request.member_rows_one_piece = view.rows->pin->pieces() == 1;
         }
         request.threads = engine_options.threads;
         return copy->RangeCandidates(*rows, request, plan, out, engine_options.cancel);
@@ -684,15 +688,14 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
         "a query vector"));
     // A list's clusters read only in each query's ring where that reads
     // less (bench/range.md, "Each cluster's ring"): on the CPU engine, and
-    // for a single query over a streamed set whose list's rows are not
-    // page-locked (gathered on the host anyway, so fewer rows cost less).
-    // A GPU holding the set reads whole clusters faster; a batch's rings
-    // together cover them; and whole clusters of page-locked rows go by
-    // one DMA a run, where a ring's many short runs are gathered.
+    // for a single query over a streamed set (its rows gathered anyway, on
+    // the device or the host, so fewer rows cost less).  A GPU holding the
+    // set reads whole clusters faster, and a batch's rings together cover
+    // them.  whole_clusters < 0 reads rings there too (for comparisons).
     std::shared_ptr<const std::vector<double>> distances;  // this search's reference
     auto distances_for_rings = [&](genie::Span<double>* out) -> genie::Status {
       *out = genie::Span<double>();
-      if (scan->list == nullptr || scan->candidate_offsets != nullptr || scan->whole_clusters != 0 ||
+      if (scan->list == nullptr || scan->candidate_offsets != nullptr || scan->whole_clusters > 0 ||
           scan->n_queries == 0)
         return genie::Status::Ok();
       GENIE_RETURN_IF_ERROR(
@@ -810,6 +813,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
         if (rows_ref->rows != nullptr) {
           request.member_rows = rows_ref->rows->data();
           request.member_rows_pinned = rows_ref->pin != nullptr;
+          request.member_rows_one_piece = rows_ref->pin != nullptr && rows_ref->pin->pieces() == 1;
         }
         request.queries = scan->queries;
         request.n_queries = scan->n_queries;
@@ -827,7 +831,7 @@ genie_status genie_vectors_within(genie_vectors* vectors, genie_engine_kind devi
         };
       }
       genie::Span<double> member_distances;
-      if (device_pass == nullptr || (gpu->parts() > 1 && scan->n_queries == 1 && rows_ref->pin == nullptr))
+      if (device_pass == nullptr || scan->whole_clusters < 0 || (gpu->parts() > 1 && scan->n_queries == 1))
         GENIE_RETURN_IF_ERROR(distances_for_rings(&member_distances));
       return genie::capi::RangeSearchHandle(set.size(), genie::VectorQueryMetrics(set, scan->queries),
                                             device_pass != nullptr ? GENIE_ENGINE_GPU : GENIE_ENGINE_CPU, options,

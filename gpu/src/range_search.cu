@@ -32,6 +32,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "answer_buffer.hpp"
@@ -49,7 +50,12 @@ constexpr int kRangeThreads = 256;  // 8 warps
 constexpr int32_t kChunkMembers = 1024;
 // chunks launched between polls of cancel: 8M members, a few ms at 784 dimensions
 constexpr int64_t kChunksPerLaunch = 1 << 13;
-// the most answers a launch can find (a streamed slot's buffer grows to this at most)
+// the floats a streamed launch reads at most: kChunksPerLaunch full chunks at
+// 784 dimensions (a launch of RangeOnDevice there), a few ms
+constexpr int64_t kLaunchFloats = kChunksPerLaunch * kChunkMembers * 784;
+// the most answers kChunksPerLaunch chunks can find (a streamed slot's
+// buffer grows to this at most; a segment with more is run again that
+// many chunks at a time)
 constexpr unsigned long long kMaxAnswers = static_cast<unsigned long long>(kChunksPerLaunch) * kChunkMembers;
 
 struct Chunk {
@@ -230,10 +236,11 @@ struct Fragment {
   int32_t row;
 };
 
-// What one slot holds in turn: its rows' objects (row r is object
-// objects[r]) and its chunks [first_chunk, first_chunk + n_chunks).
+// What one slot holds in turn: n_rows rows, by its runs [first_fragment,
+// first_fragment + n_fragments) (ObjectAt names a row's object), and its
+// chunks [first_chunk, first_chunk + n_chunks).
 struct Segment {
-  std::vector<int32_t> objects;
+  int32_t n_rows = 0;
   int64_t first_chunk = 0;
   int64_t n_chunks = 0;
   int64_t first_fragment = 0;
@@ -243,6 +250,16 @@ struct Segment {
 // Listed sources before the objects past the list, each kind by position.
 bool FragmentBefore(bool listed_a, int64_t a, bool listed_b, int64_t b) {
   return listed_a != listed_b ? listed_a : a < b;
+}
+
+// The object in row `row` of segment g (its run: the last whose row is at
+// most `row`); -1 past its rows.
+int32_t ObjectAt(const Segment& g, const std::vector<Fragment>& fragments, Span<int32_t> members, int32_t row) {
+  if (row < 0 || row >= g.n_rows) return -1;
+  const auto first = fragments.begin() + g.first_fragment, end = first + g.n_fragments;
+  const auto run = std::upper_bound(first, end, row, [](int32_t r, const Fragment& f) { return r < f.row; }) - 1;
+  const int64_t at = run->begin + (row - run->row);
+  return run->listed ? members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
 }
 
 // The union of the rows the plan's items read (each row once, however many
@@ -277,17 +294,14 @@ Status PackSegments(const RangePlan& plan, Span<int32_t> members, int32_t n_obje
     for (int64_t at = run.begin; at < run.end;) {
       if (used == slot_rows) {
         segments->emplace_back();
-        segments->back().objects.reserve(static_cast<std::size_t>(slot_rows));
         used = 0;
       }
       const int64_t take = std::min<int64_t>(run.end - at, slot_rows - used);
       if (segments->back().n_fragments++ == 0)
         segments->back().first_fragment = static_cast<int64_t>(fragments.size());
       fragments.push_back(Fragment{at, at + take, run.listed, static_cast<int32_t>(segments->size() - 1), used});
-      std::vector<int32_t>& objects = segments->back().objects;
-      for (int64_t p = at; p < at + take; ++p)
-        objects.push_back(run.listed ? members[static_cast<std::size_t>(p)] : static_cast<int32_t>(p));
       used += static_cast<int32_t>(take);
+      segments->back().n_rows = used;
       at += take;
     }
   }
@@ -345,14 +359,67 @@ struct Slot {
 // copy's fixed cost (microseconds) outweighs the host's gathering them.
 constexpr int64_t kMaxDirectCopies = 16;
 
-// Whether every run of g can be copied straight from page-locked host rows.
-bool DirectCopies(const StreamedRows& rows, const Segment& g, const std::vector<Fragment>& fragments) {
-  if (g.n_fragments > kMaxDirectCopies) return false;
+// Whether every run of g lies in page-locked host rows.
+bool PinnedRuns(const StreamedRows& rows, const Segment& g, const std::vector<Fragment>& fragments) {
   for (int64_t f = g.first_fragment; f < g.first_fragment + g.n_fragments; ++f) {
     const Fragment& run = fragments[static_cast<std::size_t>(f)];
     if (run.listed ? rows.member_rows == nullptr || !rows.member_rows_pinned : !rows.set_pinned) return false;
   }
   return true;
+}
+
+// Whether every run of g can be copied straight from page-locked host rows
+// (a DMA reads within one registration: the list's rows locked in one).
+bool DirectCopies(const StreamedRows& rows, const Segment& g, const std::vector<Fragment>& fragments) {
+  if (g.n_fragments > kMaxDirectCopies || !PinnedRuns(rows, g, fragments)) return false;
+  for (int64_t f = g.first_fragment; f < g.first_fragment + g.n_fragments; ++f)
+    if (fragments[static_cast<std::size_t>(f)].listed && !rows.member_rows_one_piece) return false;
+  return true;
+}
+
+constexpr int kGatherThreads = 256;  // a warp a row
+
+// A segment of many runs of page-locked rows, gathered by the device itself:
+// a warp a row of the slot finds its run (the last whose row is at most
+// its own) and reads the row over the bus from the host's memory, at the
+// address the host registered (the device reads registered memory there:
+// cudaDevAttrCanUseHostPointerForRegisteredMem).  So no host thread passes
+// over the rows and no staging is filled: the bytes cross the bus once, as
+// a DMA's would, and a run of one row costs no more than a row.  vec4: dim
+// and dimp are multiples of 4 and both row bases 16-byte aligned.
+__global__ void __launch_bounds__(kGatherThreads)
+GatherRuns(const Fragment* __restrict__ runs, int32_t n_runs, int32_t n_rows, const float* member_rows,
+           const float* set_rows, int32_t dim, int32_t dimp, int vec4, float* __restrict__ slot) {
+  const int32_t r = static_cast<int32_t>(blockIdx.x) * (kGatherThreads / 32) + static_cast<int32_t>(threadIdx.x >> 5);
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  if (r >= n_rows) return;
+  int32_t lo = 0, hi = n_runs - 1;  // runs ascend by row; the first starts at row 0
+  while (lo < hi) {
+    const int32_t mid = (lo + hi + 1) / 2;
+    if (runs[mid].row <= r) lo = mid; else hi = mid - 1;
+  }
+  const Fragment run = runs[lo];
+  const int64_t source = run.begin + (r - run.row);
+  const float* from = (run.listed ? member_rows : set_rows) + source * dim;
+  float* to = slot + static_cast<int64_t>(r) * dimp;
+  if (vec4) {
+    const float4* f4 = reinterpret_cast<const float4*>(from);
+    float4* t4 = reinterpret_cast<float4*>(to);
+    for (int32_t t = lane; t < dim / 4; t += 32) t4[t] = f4[t];
+  } else {
+    for (int32_t t = lane; t < dim; t += 32) to[t] = from[t];
+  }
+}
+
+// Whether this device reads page-locked host memory at its host address.
+bool ReadsHostPointers() {
+  int device = 0, can = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&can, cudaDevAttrCanUseHostPointerForRegisteredMem, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return can != 0;
 }
 
 }  // namespace
@@ -402,22 +469,47 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
     GENIE_RETURN_IF_ERROR(s.hits.Allocate(s.capacity, "range answers"));
   }
   const float threshold = RangeThreshold(radius, dim);
+  // the runs of segments the device gathers itself (many runs, all of them
+  // page-locked), up once for all segments
+  DeviceArray<Fragment> d_runs;
+  bool device_gathers = false;
+  for (const Segment& g : segments)
+    device_gathers = device_gathers || (!DirectCopies(rows, g, fragments) && PinnedRuns(rows, g, fragments));
+  device_gathers = device_gathers && ReadsHostPointers();
+  if (device_gathers) {
+    GENIE_RETURN_IF_ERROR(d_runs.Allocate(fragments.size(), "range runs"));
+    GENIE_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(d_runs.get(), fragments.data(), d_runs.bytes(), cudaMemcpyHostToDevice, first));
+    GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(first));
+  }
+  const float* set_rows = set.values.data();
+  const int vec4 = dim % 4 == 0 && dimp % 4 == 0 && reinterpret_cast<std::uintptr_t>(set_rows) % 16 == 0 &&
+                   (rows.member_rows == nullptr || reinterpret_cast<std::uintptr_t>(rows.member_rows) % 16 == 0);
 
-  // The segment's chunks on its slot, a launch of at most kChunksPerLaunch
-  // at a time (each further one queued once the one before is done, so
-  // that cancel is never more than a launch away).
-  // chunks [from, to) of the segment (all of them: 0, n_chunks)
+  // The segment's chunks on its slot, each launch of as many as read at
+  // most kLaunchFloats floats (each further one queued once the one before
+  // is done, so that cancel is never more than a launch away): chunks
+  // [from, to) of the segment (all of them: 0, n_chunks).  (By floats, not
+  // chunks: a batch's many short chunks at 128 dimensions go in one launch
+  // where a count of chunks cut them into several, the host waiting on
+  // each before it could queue the next segment's copy.)
   auto launch = [&](Slot& s, int64_t from, int64_t to) -> Status {
     const Segment& g = segments[static_cast<std::size_t>(s.segment)];
     const cudaStream_t stream = s.stream.get();
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.count.get(), 0, s.count.bytes(), stream));
-    for (int64_t c0 = from; c0 < to; c0 += kChunksPerLaunch) {
+    for (int64_t c0 = from; c0 < to;) {
       if (c0 > from) GENIE_RETURN_IF_ERROR(WaitStream(stream, cancel));
-      const int64_t n = std::min<int64_t>(kChunksPerLaunch, to - c0);
-      RangeKernel<<<static_cast<unsigned>(n), kRangeThreads, 0, stream>>>(
+      int64_t c1 = c0, floats = 0;
+      for (; c1 < to; ++c1) {
+        const int64_t more = static_cast<int64_t>(chunks[static_cast<std::size_t>(g.first_chunk + c1)].count) * dim;
+        if (c1 > c0 && floats + more > kLaunchFloats) break;
+        floats += more;
+      }
+      RangeKernel<<<static_cast<unsigned>(c1 - c0), kRangeThreads, 0, stream>>>(
           s.rows, dimp, dim, d_queries.get(), d_chunks.get() + g.first_chunk + c0, nullptr, threshold, radius,
           s.hits.get(), s.count.get(), s.capacity);
       GENIE_CUDA_CHECK_LAUNCH("RangeKernel");
+      c0 = c1;
     }
     return Status::Ok();
   };
@@ -438,11 +530,11 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
           cudaMemcpyAsync(hits.data(), s.hits.get(), sizeof(Hit) * *found, cudaMemcpyDeviceToHost, stream));
       GENIE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     }
-    const std::vector<int32_t>& objects = segments[static_cast<std::size_t>(s.segment)].objects;
+    const Segment& g = segments[static_cast<std::size_t>(s.segment)];
     for (const Hit& h : hits) {
-      if (h.object < 0 || static_cast<std::size_t>(h.object) >= objects.size())
-        return Status::Internal("a streamed range answer of no row");
-      out->push_back(RangeCandidate{h.query, objects[static_cast<std::size_t>(h.object)], h.distance});
+      const int32_t object = ObjectAt(g, fragments, rows.members, h.object);
+      if (object < 0) return Status::Internal("a streamed range answer of no row");
+      out->push_back(RangeCandidate{h.query, object, h.distance});
     }
     return Status::Ok();
   };
@@ -483,13 +575,19 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
             static_cast<std::size_t>(dim) * sizeof(float), static_cast<std::size_t>(run.end - run.begin),
             cudaMemcpyHostToDevice, s.stream.get()));
       }
+    } else if (device_gathers && PinnedRuns(rows, g, fragments)) {
+      const int32_t n_rows = g.n_rows;
+      const unsigned blocks = static_cast<unsigned>((n_rows + kGatherThreads / 32 - 1) / (kGatherThreads / 32));
+      GatherRuns<<<blocks, kGatherThreads, 0, s.stream.get()>>>(
+          d_runs.get() + g.first_fragment, static_cast<int32_t>(g.n_fragments), n_rows, rows.member_rows, set_rows,
+          dim, dimp, vec4, s.rows);
+      GENIE_CUDA_CHECK_LAUNCH("GatherRuns");
     } else {
-      // many short runs (or pageable rows): gathered into the slot's staging, one copy
-      const std::vector<int32_t>& objects = g.objects;
+      // many short runs of pageable rows: gathered into the slot's staging, one copy
       if (s.staging == nullptr)
         GENIE_RETURN_IF_ERROR(pinned->Take(static_cast<std::size_t>(slot_rows) * row_bytes, &s.staging));
       float* staging = reinterpret_cast<float*>(s.staging->data());
-      const int64_t n_rows = static_cast<int64_t>(objects.size());
+      const int64_t n_rows = g.n_rows;
       const auto first_run = fragments.begin() + g.first_fragment;
       const auto end_run = first_run + g.n_fragments;
       const std::size_t dim_bytes = static_cast<std::size_t>(dim) * sizeof(float);
@@ -513,8 +611,11 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
                   for (int64_t x = r; x < run_end; ++x) std::memcpy(staging + x * dimp, from + (x - r) * dim, dim_bytes);
                 }
               } else {
-                for (int64_t x = r; x < run_end; ++x)
-                  std::memcpy(staging + x * dimp, set.row(objects[static_cast<std::size_t>(x)]), dim_bytes);
+                for (int64_t x = r; x < run_end; ++x) {
+                  const int64_t at = run->begin + (x - run->row);
+                  const int32_t o = run->listed ? rows.members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
+                  std::memcpy(staging + x * dimp, set.row(o), dim_bytes);
+                }
               }
               r = run_end;
             }
@@ -550,20 +651,40 @@ namespace {
 
 class HostRegistrationImpl final : public GpuHostRegistration {
  public:
-  gpu::HostRegistration registration;
+  std::size_t pieces() const override { return registered.size(); }
+  std::vector<gpu::HostRegistration> registered;
 };
+
+// Piece boundaries on 2 MB: no page is in two registrations, whether the
+// memory is in small pages or transparent huge ones.
+constexpr std::uintptr_t kPieceAlign = std::uintptr_t{2} << 20;
 
 }  // namespace
 
+std::size_t PageLockableBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return kMaxHostRegistrationBytes;
+  return static_cast<std::size_t>(pages) / 4 * static_cast<std::size_t>(page);
+}
+
 Status GpuHostRegistration::Create(const void* data, std::size_t bytes, int32_t device_ordinal,
-                                   std::unique_ptr<GpuHostRegistration>* out) {
+                                   std::unique_ptr<GpuHostRegistration>* out, const CancelCheck& cancel) {
   if (out == nullptr || data == nullptr || bytes == 0)
     return Status::InvalidArgument("GpuHostRegistration::Create: nothing to register");
   gpu::DeviceGuard guard;  // the context of the device that copies from it
   GENIE_RETURN_IF_ERROR(guard.Enter(device_ordinal));
   try {
     auto made = std::make_unique<HostRegistrationImpl>();
-    if (!made->registration.Register(data, bytes)) return Status::DeviceError("cudaHostRegister refused the rows");
+    const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(data), end = begin + bytes;
+    for (std::uintptr_t at = begin; at < end;) {
+      if (at > begin && cancel.requested()) return Status::Cancelled();  // the pieces so far unregistered
+      std::uintptr_t next = end;
+      if (end - at > kMaxHostRegistrationBytes) next = (at + kMaxHostRegistrationBytes) / kPieceAlign * kPieceAlign;
+      made->registered.emplace_back();
+      if (!made->registered.back().Register(reinterpret_cast<const void*>(at), next - at))
+        return Status::DeviceError("cudaHostRegister refused the rows");
+      at = next;
+    }
     *out = std::move(made);
     return Status::Ok();
   } catch (const std::bad_alloc&) {

@@ -31,6 +31,7 @@ struct StreamedRows {
   // from directly only when page-locked
   const float* member_rows = nullptr;
   bool member_rows_pinned = false;
+  bool member_rows_one_piece = false;  // page-locked in one registration: a DMA may read any run
   float* slots = nullptr;          // device: two slots of slot_rows x dimp floats
   int32_t slot_rows = 0;
   int32_t dimp = 0;
@@ -45,9 +46,10 @@ struct StreamedRows {
 // stream a slot; while the device copies and searches one, the host
 // collects the other's answers and prepares its next rows.  A segment of a
 // few runs is copied run by run straight from page-locked rows (one DMA
-// each, as the paper copies a supercluster); one of many short runs, or of
-// pageable rows, is gathered by id on the host into pinned staging and
-// copied once.  The same answers as RangeOnDevice.
+// each, as the paper copies a supercluster); one of many runs of
+// page-locked rows is gathered by the device itself, reading them over the
+// bus (GatherRuns); one with pageable rows is gathered on the host into
+// pinned staging and copied once.  The same answers as RangeOnDevice.
 Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_queries, double radius,
                      const RangePlan& plan, std::vector<RangeCandidate>* out, const CancelCheck& cancel);
 

@@ -410,6 +410,7 @@ class GpuVectorSetImpl final : public GpuVectorSet {
       rows.members = request.members;
       rows.member_rows = request.member_rows;
       rows.member_rows_pinned = request.member_rows_pinned;
+      rows.member_rows_one_piece = request.member_rows_one_piece;
       rows.slots = rows_.get();
       rows.slot_rows = static_cast<int32_t>(std::min<uint64_t>(
           static_cast<uint64_t>(part_rows_ / 2), kMaxPinnedBytes / (static_cast<uint64_t>(dimp_) * sizeof(float))));

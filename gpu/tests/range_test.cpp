@@ -6,8 +6,10 @@
 // objects only (the rest read as pending rows); excluded objects; one query
 // and batches; more answers than the device's first buffer holds; a set
 // beyond a small device budget, streamed through the two slots (the
-// multi-pipeline), batches of more queries than one pass plans, single
-// queries reading each cluster's ring, and cancel.
+// multi-pipeline: runs copied by DMA, gathered by the device from
+// page-locked rows, or by the host), batches of more queries than one pass
+// plans, single queries and batches reading each cluster's ring, rows
+// page-locked in pieces, and cancel.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "genie/genie.h"
+#include "genie/gpu_vector_scan.hpp"
 #include "genie/vector_fixture.hpp"
 #include "gpu_test_util.hpp"
 
@@ -132,6 +135,9 @@ int32_t ScanParts(genie_vectors* set, const genie_engine_options* options, const
 // A single query over a streamed set whose list's rows are too large to
 // page-lock (300 MB) reads each cluster's ring alone (genie_vectors_within):
 // the rows of brute force on the CPU, and of the same list read whole.
+// 300 MB of list rows, more than one registration piece: page-locked in
+// two, so the device gathers a query's rings from them (GatherRuns, float4
+// rows of 1,000 dimensions).
 TEST(GpuRange, StreamedSingleQueriesReadRings) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(20261204u);
@@ -227,6 +233,21 @@ TEST(GpuRange, StreamedSetEqualsTheCpuEngine) {
                  Within(set, GENIE_ENGINE_AUTO, first, 1, r, nullptr, list, &streamed), what + " single");
     }
   }
+  // a batch reading each query's ring wherever (the union of the rings:
+  // many short runs, gathered by the device from the page-locked rows)
+  for (double r : {all[20], all[2000]}) {
+    genie_range_scan scan{};
+    scan.n_queries = nq;
+    scan.queries = queries.data();
+    scan.radius = r;
+    scan.excluded = excluded.data();
+    scan.list = lsc;
+    scan.whole_clusters = -1;
+    genie_range_results* res = nullptr;
+    ASSERT_EQ(genie_vectors_within(set, GENIE_ENGINE_GPU, &streamed, &scan, &res, &err), GENIE_OK) << err.message;
+    ExpectSameRangeRows(Within(set, GENIE_ENGINE_CPU, queries, nq, r, excluded.data(), lsc), TakeRangeRows(res),
+                        "rings radius " + std::to_string(r));
+  }
   // every row for 40 queries: 800,000 answers, a segment's beyond a slot's
   // first buffer of 65,536 (40 x about 3,200 rows)
   const std::vector<float> forty(queries.begin(), queries.begin() + 40 * dim);
@@ -249,6 +270,34 @@ TEST(GpuRange, StreamedSetEqualsTheCpuEngine) {
   genie_cluster_list_free(partial);
   genie_vectors_free(set);
   genie_vectors_free(head);
+}
+
+// Host memory beyond one registration piece is page-locked in pieces, a
+// cancel between two of them leaves nothing locked, and the memory can be
+// locked again afterwards.
+TEST(GpuRange, PageLocksInPiecesAndCancels) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t bytes = kMaxHostRegistrationBytes * 2 + (std::size_t{3} << 20) + 123;
+  std::vector<char> memory(bytes, 1);
+  PollCounter counter;
+  counter.after = 1;  // the second piece's poll asks to stop
+  std::unique_ptr<GpuHostRegistration> pin;
+  EXPECT_EQ(GpuHostRegistration::Create(memory.data() + 5, bytes - 5, 0, &pin, CancelCheck{&CancelAfter, &counter})
+                .code(),
+            GENIE_CANCELLED);
+  EXPECT_EQ(pin, nullptr);
+  EXPECT_GE(counter.polls.load(), 2);
+  ASSERT_TRUE(GpuHostRegistration::Create(memory.data() + 5, bytes - 5, 0, &pin).ok());
+  ASSERT_NE(pin, nullptr);
+  EXPECT_EQ(pin->pieces(), 3u);
+  pin.reset();
+  ASSERT_TRUE(GpuHostRegistration::Create(memory.data(), bytes, 0, &pin).ok());
+  pin.reset();
+  // at most one piece's bytes, wherever they start: one registration
+  std::unique_ptr<GpuHostRegistration> one;
+  ASSERT_TRUE(GpuHostRegistration::Create(memory.data() + bytes / 2 + 7, kMaxHostRegistrationBytes, 0, &one).ok());
+  EXPECT_EQ(one->pieces(), 1u);
+  EXPECT_GE(PageLockableBytes(), kMaxHostRegistrationBytes);
 }
 
 }  // namespace
