@@ -522,9 +522,11 @@ int main(int argc, char** argv) {
         const std::string brute = all ? "gpu-brute-streamed-all" : "gpu-brute-streamed";
         if (m.budget > 0 && m.list && method_ms[brute] > 0)
           extra += ", \"vs_streamed_brute\": " + std::to_string(per > 0 ? method_ms[brute] / per : 0.0);
-        // the ring against the same method reading clusters whole (RANGE_RING=both)
+        // the default (or rings) against the same method reading clusters whole (RANGE_RING=both, all)
         if (m.list && m.whole <= 0) {
-          const std::string whole = WholeName(name);
+          std::string base = name;  // the method as it reads by default
+          if (m.whole < 0) base.erase(base.find("-rings"), std::string("-rings").size());
+          const std::string whole = WholeName(base);
           if (method_ms.count(whole) > 0 && per > 0)
             extra += ", \"vs_whole\": " + std::to_string(method_ms[whole] / per);
         }

@@ -58,6 +58,7 @@ struct genie_cluster_list {
   // member_rows page-locked for streamed GPU searches (made by the first;
   // declared after the rows, so freed before them); under rows_mutex
   std::shared_ptr<genie::GpuHostRegistration> rows_pin;
+  bool rows_pin_refused = false;  // these rows: gathered on the host, not locked again each search
   // the members' copy on each GPU (by CUDA ordinal), made on first use;
   // shared as the rows
   std::mutex gpu_mutex;

@@ -108,6 +108,7 @@ genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, i
     GENIE_RETURN_IF_ERROR(genie::MemberRows(vectors->set, list->list, made.get(), options.cancel, options.threads));
 #ifdef GENIE_WITH_CUDA
     list->rows_pin.reset();  // before the rows it locks go
+    list->rows_pin_refused = false;
 #endif
     list->member_rows = std::move(made);
     list->rows_of = vectors->generation;
@@ -116,12 +117,14 @@ genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, i
   *rows = list->member_rows;
 #ifdef GENIE_WITH_CUDA
   const std::size_t bytes = list->member_rows->size() * sizeof(float);
-  if (pin_device >= 0 && list->rows_pin == nullptr && bytes > 0 && bytes <= genie::PageLockableBytes()) {
+  if (pin_device >= 0 && list->rows_pin == nullptr && !list->rows_pin_refused && bytes > 0 &&
+      bytes <= genie::PageLockableBytes()) {
     std::unique_ptr<genie::GpuHostRegistration> made;
     const genie::Status locked =
         genie::GpuHostRegistration::Create(list->member_rows->data(), bytes, pin_device, &made, options.cancel);
-    if (locked.code() == GENIE_CANCELLED) return locked;  // (refused: the rows are gathered on the host)
+    if (locked.code() == GENIE_CANCELLED) return locked;  // tried again by the next search
     if (locked.ok()) list->rows_pin = std::move(made);
+    else list->rows_pin_refused = true;  // the driver or the limit: gathered on the host from now on
   }
   if (pin_device >= 0 && pinned != nullptr) *pinned = list->rows_pin;
 #else
@@ -209,7 +212,7 @@ genie::Status MembersOn(genie_cluster_list* list, int32_t ordinal, std::shared_p
 // What a shard of a sharded group needs of the list (range_group.hpp):
 // its members, and on its GPU either their copy (its rows resident) or
 // their rows in their order, page-locked (its rows streamed; only when at
-// most kMaxHostRegistrationBytes: a larger shard, or one whose rows the
+// most kHostRegistrationPieceBytes: a larger shard, or one whose rows the
 // host cannot hold or lock, gathers its rows by id).  A GPU that is out
 // needs the members alone (the host reads its shard).
 enum class ShardNeed { kMembers, kDeviceMembers, kPinnedRows };
@@ -259,7 +262,7 @@ genie::Status ShardViewOn(genie_cluster_list* list, uint64_t of, const genie::Ve
   const std::size_t dim = static_cast<std::size_t>(rows != nullptr ? rows->dim : 0);
   const std::size_t bytes = members.size() * dim * sizeof(float);
   if (need == ShardNeed::kPinnedRows && shard->rows == nullptr && !shard->rows_refused && bytes > 0 &&
-      bytes <= genie::kMaxHostRegistrationBytes) {
+      bytes <= genie::kHostRegistrationPieceBytes) {
     auto made = std::make_shared<genie_cluster_list::ShardRows>();
     bool held = true;
     try {

@@ -23,9 +23,11 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -53,6 +55,9 @@ constexpr int64_t kChunksPerLaunch = 1 << 13;
 // the floats a streamed launch reads at most: kChunksPerLaunch full chunks at
 // 784 dimensions (a launch of RangeOnDevice there), a few ms
 constexpr int64_t kLaunchFloats = kChunksPerLaunch * kChunkMembers * 784;
+// and at most this many chunks (blocks): short chunks at few dimensions
+// cost their blocks' start more than their floats
+constexpr int64_t kMaxLaunchChunks = int64_t{1} << 18;
 // the most answers kChunksPerLaunch chunks can find (a streamed slot's
 // buffer grows to this at most; a segment with more is run again that
 // many chunks at a time)
@@ -331,7 +336,8 @@ Status PackSegments(const RangePlan& plan, Span<int32_t> members, int32_t n_obje
 }
 
 // Waits for stream's work, polling cancel (the work queued is bounded: a
-// launch of at most kChunksPerLaunch chunks and a slot's copy).
+// launch of at most kLaunchFloats floats and kMaxLaunchChunks chunks, and a
+// slot's copy or gather).
 Status WaitStream(cudaStream_t stream, const CancelCheck& cancel) {
   for (;;) {
     const cudaError_t state = cudaStreamQuery(stream);
@@ -444,6 +450,7 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
   slot[1].rows = rows.slots + static_cast<std::size_t>(slot_rows) * dimp;
   DeviceArray<float> d_queries;
   DeviceArray<Chunk> d_chunks;
+  DeviceArray<Fragment> d_runs;
   // every piece of work queued on the slots' streams is done before their
   // buffers go, however this returns; the staging goes back to the pool
   struct Drain {
@@ -471,7 +478,6 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
   const float threshold = RangeThreshold(radius, dim);
   // the runs of segments the device gathers itself (many runs, all of them
   // page-locked), up once for all segments
-  DeviceArray<Fragment> d_runs;
   bool device_gathers = false;
   for (const Segment& g : segments)
     device_gathers = device_gathers || (!DirectCopies(rows, g, fragments) && PinnedRuns(rows, g, fragments));
@@ -487,12 +493,13 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
                    (rows.member_rows == nullptr || reinterpret_cast<std::uintptr_t>(rows.member_rows) % 16 == 0);
 
   // The segment's chunks on its slot, each launch of as many as read at
-  // most kLaunchFloats floats (each further one queued once the one before
-  // is done, so that cancel is never more than a launch away): chunks
-  // [from, to) of the segment (all of them: 0, n_chunks).  (By floats, not
-  // chunks: a batch's many short chunks at 128 dimensions go in one launch
-  // where a count of chunks cut them into several, the host waiting on
-  // each before it could queue the next segment's copy.)
+  // most kLaunchFloats floats (and kMaxLaunchChunks chunks at most), each
+  // further one queued once the one before is done, so that cancel is never
+  // more than a launch away: chunks [from, to) of the segment (all of them:
+  // 0, n_chunks).  (By floats, not a count of chunks: a batch's many short
+  // chunks at 128 dimensions go in one launch where 8,192 chunks a launch
+  // cut them into several, the host waiting on each before it could queue
+  // the next segment's copy.)
   auto launch = [&](Slot& s, int64_t from, int64_t to) -> Status {
     const Segment& g = segments[static_cast<std::size_t>(s.segment)];
     const cudaStream_t stream = s.stream.get();
@@ -500,7 +507,7 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
     for (int64_t c0 = from; c0 < to;) {
       if (c0 > from) GENIE_RETURN_IF_ERROR(WaitStream(stream, cancel));
       int64_t c1 = c0, floats = 0;
-      for (; c1 < to; ++c1) {
+      for (; c1 < to && c1 - c0 < kMaxLaunchChunks; ++c1) {
         const int64_t more = static_cast<int64_t>(chunks[static_cast<std::size_t>(g.first_chunk + c1)].count) * dim;
         if (c1 > c0 && floats + more > kLaunchFloats) break;
         floats += more;
@@ -514,9 +521,10 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
     return Status::Ok();
   };
   // The answers of the slot's segment, its rows named by their objects.  A
-  // buffer too small is grown to the count (at most a launch's worth of
-  // answers, kMaxAnswers) and the segment run again, its rows still in the
-  // slot: whole when its answers fit, else a launch at a time.
+  // buffer too small is grown to the count (at most kMaxAnswers, what
+  // kChunksPerLaunch chunks can find) and the segment run again, its rows
+  // still in the slot: whole when its answers fit, else kChunksPerLaunch
+  // chunks at a time.
   std::vector<Hit> hits;
   auto fetch = [&](Slot& s, unsigned long long* found) -> Status {
     const cudaStream_t stream = s.stream.get();
@@ -583,7 +591,9 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
           dim, dimp, vec4, s.rows);
       GENIE_CUDA_CHECK_LAUNCH("GatherRuns");
     } else {
-      // many short runs of pageable rows: gathered into the slot's staging, one copy
+      // many short runs of pageable rows (or of locked ones where the device
+      // does not read host memory at its host address): gathered into the
+      // slot's staging, one copy
       if (s.staging == nullptr)
         GENIE_RETURN_IF_ERROR(pinned->Take(static_cast<std::size_t>(slot_rows) * row_bytes, &s.staging));
       float* staging = reinterpret_cast<float*>(s.staging->data());
@@ -649,11 +659,33 @@ Status CreateClusterMembers(Span<int32_t> members, int32_t device_ordinal,
 
 namespace {
 
+// The bytes the process's GpuHostRegistrations hold locked.
+std::atomic<std::size_t> g_locked_bytes{0};
+
 class HostRegistrationImpl final : public GpuHostRegistration {
  public:
+  ~HostRegistrationImpl() override {
+    registered.clear();  // unlocked before the bytes are given back
+    g_locked_bytes.fetch_sub(bytes);
+  }
   std::size_t pieces() const override { return registered.size(); }
+  std::size_t bytes = 0;  // counted in g_locked_bytes
   std::vector<gpu::HostRegistration> registered;
 };
+
+// A quarter of min(physical memory, the control group's memory.max).
+std::size_t LockableBytesOnce() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  std::size_t memory = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+  // cgroup v2 ("max" or a number of bytes)
+  if (FILE* f = std::fopen("/sys/fs/cgroup/memory.max", "r")) {
+    unsigned long long limit = 0;
+    if (std::fscanf(f, "%llu", &limit) == 1 && limit > 0 && (memory == 0 || limit < memory))
+      memory = static_cast<std::size_t>(limit);
+    std::fclose(f);
+  }
+  return memory == 0 ? kHostRegistrationPieceBytes : memory / 4;
+}
 
 // Piece boundaries on 2 MB: no page is in two registrations, whether the
 // memory is in small pages or transparent huge ones.
@@ -662,9 +694,8 @@ constexpr std::uintptr_t kPieceAlign = std::uintptr_t{2} << 20;
 }  // namespace
 
 std::size_t PageLockableBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return kMaxHostRegistrationBytes;
-  return static_cast<std::size_t>(pages) / 4 * static_cast<std::size_t>(page);
+  static const std::size_t lockable = LockableBytesOnce();
+  return lockable;
 }
 
 Status GpuHostRegistration::Create(const void* data, std::size_t bytes, int32_t device_ordinal,
@@ -675,11 +706,18 @@ Status GpuHostRegistration::Create(const void* data, std::size_t bytes, int32_t 
   GENIE_RETURN_IF_ERROR(guard.Enter(device_ordinal));
   try {
     auto made = std::make_unique<HostRegistrationImpl>();
+    // the bytes counted before any is locked (a registration running beside
+    // this one sees them); from here made's destructor gives them back
+    if (g_locked_bytes.fetch_add(bytes) + bytes > PageLockableBytes()) {
+      g_locked_bytes.fetch_sub(bytes);
+      return Status::DeviceError("page-locking the rows would pass the process's page-locked memory limit");
+    }
+    made->bytes = bytes;
     const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(data), end = begin + bytes;
     for (std::uintptr_t at = begin; at < end;) {
       if (at > begin && cancel.requested()) return Status::Cancelled();  // the pieces so far unregistered
       std::uintptr_t next = end;
-      if (end - at > kMaxHostRegistrationBytes) next = (at + kMaxHostRegistrationBytes) / kPieceAlign * kPieceAlign;
+      if (end - at > kHostRegistrationPieceBytes) next = (at + kHostRegistrationPieceBytes) / kPieceAlign * kPieceAlign;
       made->registered.emplace_back();
       if (!made->registered.back().Register(reinterpret_cast<const void*>(at), next - at))
         return Status::DeviceError("cudaHostRegister refused the rows");

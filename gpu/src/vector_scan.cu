@@ -332,10 +332,10 @@ class GpuVectorSetImpl final : public GpuVectorSet {
     // A set that streams is page-locked in place when the driver allows: its
     // parts and a range search's runs of rows then go up by DMA, without a
     // pass through staging (else they stay pageable, slower, the same rows).
-    // (At most kMaxHostRegistrationBytes: registering takes time in
+    // (At most kHostRegistrationPieceBytes: registering takes time in
     // proportion and cannot be cancelled.)
     const std::size_t set_host_bytes = set.values.size() * sizeof(float);
-    if (!resident() && set_host_bytes > 0 && set_host_bytes <= kMaxHostRegistrationBytes)
+    if (!resident() && set_host_bytes > 0 && set_host_bytes <= kHostRegistrationPieceBytes)
       set_pinned_ = set_pin_.Register(set.values.data(), set_host_bytes);
     GENIE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(rows_.get(), 0, rows_.bytes(), stream_.get()));
     if (resident()) GENIE_RETURN_IF_ERROR(CopyRows(set, 0, n_, stream_.get()));

@@ -132,12 +132,13 @@ int32_t ScanParts(genie_vectors* set, const genie_engine_options* options, const
   return parts;
 }
 
-// A single query over a streamed set whose list's rows are too large to
-// page-lock (300 MB) reads each cluster's ring alone (genie_vectors_within):
-// the rows of brute force on the CPU, and of the same list read whole.
-// 300 MB of list rows, more than one registration piece: page-locked in
-// two, so the device gathers a query's rings from them (GatherRuns, float4
-// rows of 1,000 dimensions).
+// A single query over a streamed set of 300 MB reads each cluster's ring
+// alone (genie_vectors_within): the rows of brute force on the CPU, and of
+// the same list read whole.  The list's 300 MB of rows are more than one
+// registration piece: page-locked in two, so the device gathers a query's
+// runs from them (GatherRuns, float4 rows of 1,000 dimensions).  A list of
+// the first objects only leaves the rest to be read from the set's own
+// rows, pageable at this size: those segments are gathered on the host.
 TEST(GpuRange, StreamedSingleQueriesReadRings) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(20261204u);
@@ -181,6 +182,26 @@ TEST(GpuRange, StreamedSingleQueriesReadRings) {
     }
   }
   EXPECT_LT(in_rings, whole);
+  // the list of the first 70,000 objects: the last 5,000 are read from the
+  // set's pageable rows, beside the list's locked ones
+  genie_vectors* head = nullptr;
+  ASSERT_EQ(genie_vectors_create(values.data(), n - 5000, dim, &head, &err), GENIE_OK);
+  genie_cluster_list* partial = nullptr;
+  ASSERT_EQ(genie_vectors_cluster_list(head, nullptr, 64, 8, GENIE_CLUSTER_CENTRES_FARTHEST, nullptr, &partial, &err),
+            GENIE_OK);
+  const std::vector<float> four(queries.begin(), queries.begin() + 4 * dim);
+  std::vector<double> all;
+  for (int32_t o = 0; o < n; ++o) all.push_back(genie_l2_distance(four.data(), values.data() + static_cast<std::size_t>(o) * dim, dim));
+  std::sort(all.begin(), all.end());
+  for (double r : {all[10], all[3000]}) {
+    const std::string what = "partial list radius " + std::to_string(r);
+    ExpectSameRangeRows(Within(set, GENIE_ENGINE_CPU, four, 4, r, excluded.data(), nullptr),
+                        Within(set, GENIE_ENGINE_GPU, four, 4, r, excluded.data(), partial, &streamed), what);
+    ExpectSameRangeRows(Within(set, GENIE_ENGINE_CPU, first, 1, r, nullptr, nullptr),
+                        Within(set, GENIE_ENGINE_GPU, first, 1, r, nullptr, partial, &streamed), what + " single");
+  }
+  genie_cluster_list_free(partial);
+  genie_vectors_free(head);
   genie_cluster_list_free(lsc);
   genie_vectors_free(set);
 }
@@ -277,10 +298,10 @@ TEST(GpuRange, StreamedSetEqualsTheCpuEngine) {
 // locked again afterwards.
 TEST(GpuRange, PageLocksInPiecesAndCancels) {
   SKIP_WITHOUT_GPU();
-  const std::size_t bytes = kMaxHostRegistrationBytes * 2 + (std::size_t{3} << 20) + 123;
+  const std::size_t bytes = kHostRegistrationPieceBytes * 2 + (std::size_t{3} << 20) + 123;
   std::vector<char> memory(bytes, 1);
   PollCounter counter;
-  counter.after = 1;  // the second piece's poll asks to stop
+  counter.after = 1;  // polled before the second piece (no) and the third (stop)
   std::unique_ptr<GpuHostRegistration> pin;
   EXPECT_EQ(GpuHostRegistration::Create(memory.data() + 5, bytes - 5, 0, &pin, CancelCheck{&CancelAfter, &counter})
                 .code(),
@@ -295,9 +316,16 @@ TEST(GpuRange, PageLocksInPiecesAndCancels) {
   pin.reset();
   // at most one piece's bytes, wherever they start: one registration
   std::unique_ptr<GpuHostRegistration> one;
-  ASSERT_TRUE(GpuHostRegistration::Create(memory.data() + bytes / 2 + 7, kMaxHostRegistrationBytes, 0, &one).ok());
+  ASSERT_TRUE(GpuHostRegistration::Create(memory.data() + bytes / 2 + 7, kHostRegistrationPieceBytes, 0, &one).ok());
   EXPECT_EQ(one->pieces(), 1u);
-  EXPECT_GE(PageLockableBytes(), kMaxHostRegistrationBytes);
+  EXPECT_GE(PageLockableBytes(), kHostRegistrationPieceBytes);
+  // beyond what the process may lock: refused, nothing locked
+  std::unique_ptr<GpuHostRegistration> beyond;
+  EXPECT_EQ(GpuHostRegistration::Create(memory.data(), PageLockableBytes() + 1, 0, &beyond).code(),
+            GENIE_DEVICE_ERROR);
+  EXPECT_EQ(beyond, nullptr);
+  one.reset();
+  EXPECT_TRUE(GpuHostRegistration::Create(memory.data(), bytes, 0, &pin).ok());
 }
 
 }  // namespace

@@ -715,8 +715,9 @@ typedef struct genie_range_scan
 	const int32_t *candidates;	/* the permutation index's; duplicates allowed */
 	/* vectors with a list: 0 reads each cluster met only where its members' distances to its centre
 	 * allow an answer (the query's ring, by the triangle inequality) where that reads less (the CPU
-	 * engine; one query over a set streamed to a GPU); < 0 reads rings wherever a list is read,
-	 * > 0 every member (the same rows either way: for comparisons) */
+	 * engine; one query over a set streamed to a GPU); < 0 reads rings wherever the CPU or one GPU
+	 * reads a list (a device group's GPUs read whole clusters), > 0 every member (the same rows
+	 * either way: for comparisons) */
 	int32_t		whole_clusters;
 } genie_range_scan;
 

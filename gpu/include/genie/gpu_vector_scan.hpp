@@ -44,9 +44,9 @@ struct GpuRangeRequest {
   // memory page-locked by a GpuHostRegistration).
   const float* member_rows = nullptr;
   bool member_rows_pinned = false;
-  // and in one registration (GpuHostRegistration::pieces() == 1): runs are
-  // then copied by DMA, which cannot cross two registrations; rows locked
-  // in pieces are gathered by the device, reading them over the bus
+  // and in one driver registration (GpuHostRegistration::pieces() == 1):
+  // runs are then copied by DMA, which cannot cross two registrations; rows
+  // locked in pieces are gathered by the device, reading them over the bus
   bool member_rows_one_piece = false;
   int32_t threads = 0;  // host threads that gather a streamed set's rows (0: every core)
 };
@@ -56,23 +56,27 @@ struct GpuRangeRequest {
 // and (where the device reads registered memory at its host address) a
 // kernel reads it straight over the bus.  The memory must outlive it.
 // Registering costs time in proportion to the bytes (pages locked one by
-// one) and one call cannot be cancelled: memory beyond
-// kMaxHostRegistrationBytes is registered in pieces of at most that, with
-// cancel polled between them (a piece is well within a cancel's 100 ms).
-// Callers page-lock at most PageLockableBytes() in one registration.
-constexpr std::size_t kMaxHostRegistrationBytes = std::size_t{256} << 20;
-// A quarter of the host's physical memory: page-locked memory cannot be
-// paged out, and the host's other work needs the rest.
+// one) and one driver call cannot be cancelled: memory beyond
+// kHostRegistrationPieceBytes is registered in pieces of at most that,
+// with cancel polled between them (a piece is well within a cancel's 100
+// ms).  The set's own page-locking (GpuVectorSet) and the shards' rows
+// lock one piece at most.
+constexpr std::size_t kHostRegistrationPieceBytes = std::size_t{256} << 20;
+// What the GpuHostRegistrations of this process may lock in all: a quarter
+// of the host's physical memory, or of the control group's limit where
+// that is lower (page-locked memory cannot be paged out, and the host's
+// other work needs the rest).
 std::size_t PageLockableBytes();
 class GpuHostRegistration {
  public:
-  // In device_ordinal's context.  DeviceError when the driver refuses (the
-  // memory then stays pageable), Cancelled when cancel asked between two
-  // pieces (nothing stays registered in either case).
+  // In device_ordinal's context.  DeviceError when the driver refuses or
+  // the process would lock more than PageLockableBytes() (the memory then
+  // stays pageable), Cancelled when cancel asked between two pieces
+  // (nothing stays registered in either case).
   static Status Create(const void* data, std::size_t bytes, int32_t device_ordinal,
                        std::unique_ptr<GpuHostRegistration>* out, const CancelCheck& cancel = {});
   virtual ~GpuHostRegistration() = default;
-  // the registrations it holds (1 for at most kMaxHostRegistrationBytes)
+  // the driver's registrations it holds (1 for at most kHostRegistrationPieceBytes)
   virtual std::size_t pieces() const = 0;
 };
 
