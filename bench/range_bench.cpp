@@ -381,6 +381,7 @@ int main(int argc, char** argv) {
     // genie_range_scan.whole_clusters: 1 every member of each cluster met,
     // -1 each query's ring of it wherever, 0 the default
     int32_t whole = 0;
+    std::string whole_name = {};  // RANGE_RING: the same method reading clusters whole, for "vs_whole"
   };
   std::vector<Method> methods{{"cpu-brute", GENIE_ENGINE_CPU, false, 0, 0}, {"cpu-lsc", GENIE_ENGINE_CPU, true, 0, 0}};
   if (gpu) {
@@ -442,8 +443,9 @@ int main(int argc, char** argv) {
         with_whole.push_back(w);
       }
       with_whole.push_back(m);
+      if (m.list) with_whole.back().whole_name = WholeName(m.name);
       if (m.list && ring == "all") {
-        Method r = m;
+        Method r = with_whole.back();
         r.whole = -1;
         r.name = RingName(m.name, "-rings");
         with_whole.push_back(r);
@@ -523,13 +525,8 @@ int main(int argc, char** argv) {
         if (m.budget > 0 && m.list && method_ms[brute] > 0)
           extra += ", \"vs_streamed_brute\": " + std::to_string(per > 0 ? method_ms[brute] / per : 0.0);
         // the default (or rings) against the same method reading clusters whole (RANGE_RING=both, all)
-        if (m.list && m.whole <= 0) {
-          std::string base = name;  // the method as it reads by default
-          if (m.whole < 0) base.erase(base.find("-rings"), std::string("-rings").size());
-          const std::string whole = WholeName(base);
-          if (method_ms.count(whole) > 0 && per > 0)
-            extra += ", \"vs_whole\": " + std::to_string(method_ms[whole] / per);
-        }
+        if (!m.whole_name.empty() && method_ms.count(m.whole_name) > 0 && per > 0)
+          extra += ", \"vs_whole\": " + std::to_string(method_ms[m.whole_name] / per);
         const double per_query = static_cast<double>(q_batch) * calls;
         std::printf("RESULT {\"data\": \"%s\", \"radius\": \"%s\", \"r\": %.6g, \"Q\": %d, \"method\": \"%s\", "
                     "\"ms\": %.3f, \"qps\": %.0f, \"distances_per_query\": %.0f, \"discarded_per_query\": %.1f, "
