@@ -117,14 +117,13 @@ genie::Status ListRows(genie_cluster_list* list, const genie_vectors* vectors, i
   *rows = list->member_rows;
 #ifdef GENIE_WITH_CUDA
   const std::size_t bytes = list->member_rows->size() * sizeof(float);
-  if (pin_device >= 0 && list->rows_pin == nullptr && !list->rows_pin_refused && bytes > 0 &&
-      bytes <= genie::PageLockableBytes()) {
+  if (pin_device >= 0 && list->rows_pin == nullptr && !list->rows_pin_refused && bytes > 0) {
     std::unique_ptr<genie::GpuHostRegistration> made;
     const genie::Status locked =
         genie::GpuHostRegistration::Create(list->member_rows->data(), bytes, pin_device, &made, options.cancel);
     if (locked.code() == GENIE_CANCELLED) return locked;  // tried again by the next search
     if (locked.ok()) list->rows_pin = std::move(made);
-    else list->rows_pin_refused = true;  // the driver or the limit: gathered on the host from now on
+    else list->rows_pin_refused = true;  // the driver or PageLockableBytes(): gathered on the host from now on
   }
   if (pin_device >= 0 && pinned != nullptr) *pinned = list->rows_pin;
 #else

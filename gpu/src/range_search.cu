@@ -257,14 +257,28 @@ bool FragmentBefore(bool listed_a, int64_t a, bool listed_b, int64_t b) {
   return listed_a != listed_b ? listed_a : a < b;
 }
 
-// The object in row `row` of segment g (its run: the last whose row is at
-// most `row`); -1 past its rows.
+// The run of a segment's runs (ascending by row, the first at row 0) that
+// holds row `row`: the last whose row is at most it.  The host names a
+// hit's object by it, the device gathers a row by it.
+__host__ __device__ inline const Fragment& RunOf(const Fragment* runs, int32_t n_runs, int32_t row) {
+  int32_t lo = 0, hi = n_runs - 1;
+  while (lo < hi) {
+    const int32_t mid = (lo + hi + 1) / 2;
+    if (runs[mid].row <= row) lo = mid; else hi = mid - 1;
+  }
+  return runs[lo];
+}
+
+// Where row `row` of run comes from: a position in the list's order
+// (listed) or an object id.
+__host__ __device__ inline int64_t SourceOf(const Fragment& run, int64_t row) { return run.begin + (row - run.row); }
+
+// The object in row `row` of segment g; -1 past its rows.
 int32_t ObjectAt(const Segment& g, const std::vector<Fragment>& fragments, Span<int32_t> members, int32_t row) {
   if (row < 0 || row >= g.n_rows) return -1;
-  const auto first = fragments.begin() + g.first_fragment, end = first + g.n_fragments;
-  const auto run = std::upper_bound(first, end, row, [](int32_t r, const Fragment& f) { return r < f.row; }) - 1;
-  const int64_t at = run->begin + (row - run->row);
-  return run->listed ? members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
+  const Fragment& run = RunOf(fragments.data() + g.first_fragment, static_cast<int32_t>(g.n_fragments), row);
+  const int64_t at = SourceOf(run, row);
+  return run.listed ? members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
 }
 
 // The union of the rows the plan's items read (each row once, however many
@@ -365,22 +379,28 @@ struct Slot {
 // copy's fixed cost (microseconds) outweighs the host's gathering them.
 constexpr int64_t kMaxDirectCopies = 16;
 
-// Whether every run of g lies in page-locked host rows.
-bool PinnedRuns(const StreamedRows& rows, const Segment& g, const std::vector<Fragment>& fragments) {
+// How a segment's rows reach its slot.
+enum class Copy {
+  kDirect,  // a DMA a run, straight from page-locked rows
+  kDevice,  // gathered by the device from page-locked rows (GatherRuns)
+  kHost,    // gathered on the host into pinned staging, one DMA
+};
+
+// g's way: a DMA a run for a few runs of page-locked rows (a DMA reads
+// within one registration: the list's rows locked in one piece); the
+// device's gather for more, where it reads host memory at its host
+// address (device_reads_host); else the host's.
+Copy HowCopied(const StreamedRows& rows, const Segment& g, const std::vector<Fragment>& fragments,
+               bool device_reads_host) {
+  bool pinned = true, one_piece = true;
   for (int64_t f = g.first_fragment; f < g.first_fragment + g.n_fragments; ++f) {
     const Fragment& run = fragments[static_cast<std::size_t>(f)];
-    if (run.listed ? rows.member_rows == nullptr || !rows.member_rows_pinned : !rows.set_pinned) return false;
+    pinned = pinned && (run.listed ? rows.member_rows != nullptr && rows.member_rows_pinned : rows.set_pinned);
+    one_piece = one_piece && (!run.listed || rows.member_rows_one_piece);
   }
-  return true;
-}
-
-// Whether every run of g can be copied straight from page-locked host rows
-// (a DMA reads within one registration: the list's rows locked in one).
-bool DirectCopies(const StreamedRows& rows, const Segment& g, const std::vector<Fragment>& fragments) {
-  if (g.n_fragments > kMaxDirectCopies || !PinnedRuns(rows, g, fragments)) return false;
-  for (int64_t f = g.first_fragment; f < g.first_fragment + g.n_fragments; ++f)
-    if (fragments[static_cast<std::size_t>(f)].listed && !rows.member_rows_one_piece) return false;
-  return true;
+  if (!pinned) return Copy::kHost;
+  if (g.n_fragments <= kMaxDirectCopies && one_piece) return Copy::kDirect;
+  return device_reads_host ? Copy::kDevice : Copy::kHost;
 }
 
 constexpr int kGatherThreads = 256;  // a warp a row
@@ -399,14 +419,8 @@ GatherRuns(const Fragment* __restrict__ runs, int32_t n_runs, int32_t n_rows, co
   const int32_t r = static_cast<int32_t>(blockIdx.x) * (kGatherThreads / 32) + static_cast<int32_t>(threadIdx.x >> 5);
   const int lane = static_cast<int>(threadIdx.x) & 31;
   if (r >= n_rows) return;
-  int32_t lo = 0, hi = n_runs - 1;  // runs ascend by row; the first starts at row 0
-  while (lo < hi) {
-    const int32_t mid = (lo + hi + 1) / 2;
-    if (runs[mid].row <= r) lo = mid; else hi = mid - 1;
-  }
-  const Fragment run = runs[lo];
-  const int64_t source = run.begin + (r - run.row);
-  const float* from = (run.listed ? member_rows : set_rows) + source * dim;
+  const Fragment run = RunOf(runs, n_runs, r);
+  const float* from = (run.listed ? member_rows : set_rows) + SourceOf(run, r) * dim;
   float* to = slot + static_cast<int64_t>(r) * dimp;
   if (vec4) {
     const float4* f4 = reinterpret_cast<const float4*>(from);
@@ -476,13 +490,12 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
     GENIE_RETURN_IF_ERROR(s.hits.Allocate(s.capacity, "range answers"));
   }
   const float threshold = RangeThreshold(radius, dim);
-  // the runs of segments the device gathers itself (many runs, all of them
-  // page-locked), up once for all segments
-  bool device_gathers = false;
-  for (const Segment& g : segments)
-    device_gathers = device_gathers || (!DirectCopies(rows, g, fragments) && PinnedRuns(rows, g, fragments));
-  device_gathers = device_gathers && ReadsHostPointers();
-  if (device_gathers) {
+  // each segment's way, and the runs of those the device gathers, up once
+  // for all segments
+  const bool device_reads_host = ReadsHostPointers();
+  std::vector<Copy> how(segments.size());
+  for (std::size_t j = 0; j < segments.size(); ++j) how[j] = HowCopied(rows, segments[j], fragments, device_reads_host);
+  if (std::find(how.begin(), how.end(), Copy::kDevice) != how.end()) {
     GENIE_RETURN_IF_ERROR(d_runs.Allocate(fragments.size(), "range runs"));
     GENIE_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(d_runs.get(), fragments.data(), d_runs.bytes(), cudaMemcpyHostToDevice, first));
@@ -573,7 +586,7 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
     GENIE_RETURN_IF_ERROR(collect(s));  // also: its stream is idle, its staging free
     if (cancel.requested()) return Status::Cancelled();
     const Segment& g = segments[static_cast<std::size_t>(j)];
-    if (DirectCopies(rows, g, fragments)) {
+    if (how[static_cast<std::size_t>(j)] == Copy::kDirect) {
       // each run straight from page-locked host memory: one DMA a run, no host pass
       for (int64_t f = g.first_fragment; f < g.first_fragment + g.n_fragments; ++f) {
         const Fragment& run = fragments[static_cast<std::size_t>(f)];
@@ -583,7 +596,7 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
             static_cast<std::size_t>(dim) * sizeof(float), static_cast<std::size_t>(run.end - run.begin),
             cudaMemcpyHostToDevice, s.stream.get()));
       }
-    } else if (device_gathers && PinnedRuns(rows, g, fragments)) {
+    } else if (how[static_cast<std::size_t>(j)] == Copy::kDevice) {
       const int32_t n_rows = g.n_rows;
       const unsigned blocks = static_cast<unsigned>((n_rows + kGatherThreads / 32 - 1) / (kGatherThreads / 32));
       GatherRuns<<<blocks, kGatherThreads, 0, s.stream.get()>>>(
@@ -622,7 +635,7 @@ Status RangeStreamed(const StreamedRows& rows, const float* queries, int32_t n_q
                 }
               } else {
                 for (int64_t x = r; x < run_end; ++x) {
-                  const int64_t at = run->begin + (x - run->row);
+                  const int64_t at = SourceOf(*run, x);
                   const int32_t o = run->listed ? rows.members[static_cast<std::size_t>(at)] : static_cast<int32_t>(at);
                   std::memcpy(staging + x * dimp, set.row(o), dim_bytes);
                 }
